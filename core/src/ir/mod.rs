@@ -1,0 +1,20 @@
+//! The intermediate representation: typed ids, struct-of-arrays columns,
+//! access patterns and a builder.
+
+pub mod ap;
+pub mod builder;
+pub mod column;
+pub mod entity;
+pub mod module;
+pub mod names;
+pub mod types;
+
+pub use ap::{Dim, MAX_DIMS};
+pub use builder::{full_ap, slice_ap, Builder};
+pub use column::{Column, EntityRef};
+pub use module::{
+    Address, Ap, ApSpec, Block, Capacity, Func, Inst, InstSpec, IrError, Limits, Loop, MemLoc,
+    Module, ModuleId, Operands, Reg, NO_BANK, NO_LANE, NO_PARTITION, UNKNOWN_TRIP, UNPLACED,
+};
+pub use names::{Name, NamePool};
+pub use types::{Engine, InstFlags, MemFlags, Opcode, RegFlags, Space, SubOp};

@@ -1,0 +1,1374 @@
+//! The module: struct-of-arrays columns for every entity.
+//!
+//! Invariants (checked by [`Module::check_structure`], kept by every mutator):
+//! - block index order is layout order; a function owns a contiguous block
+//!   range, a loop owns a contiguous block range nested in its parent's;
+//! - a block's instructions form a doubly linked list `first ..= last` through
+//!   the `prev` / `next` columns; a removed instruction has `block == INVALID`;
+//! - an instruction's access patterns are the contiguous ids
+//!   `ap_start .. ap_start + n_in + n_out` (inputs first), each owned by it;
+//!   its registers are `reg_pool[reg_start .. reg_start + n_use + n_def]`;
+//! - placement columns hold their sentinel until an allocator places the entity.
+
+use alloc::vec::Vec;
+use arrayvec::ArrayVec;
+use core::fmt;
+
+use super::ap::{self, Dim, MAX_DIMS};
+use super::column::{Column, EntityRef};
+use super::names::{Name, NamePool};
+use super::types::{Engine, InstFlags, MemFlags, Opcode, RegFlags, Space, SubOp};
+use crate::entity_id;
+use crate::target::Target;
+
+macro_rules! entity_ref {
+    ($($t:ident),*) => {$(
+        impl EntityRef for $t {
+            #[inline]
+            fn new(i: usize) -> Self { $t::new(i) }
+            #[inline]
+            fn index(self) -> usize { $t::index(self) }
+        }
+    )*};
+}
+
+entity_id!(
+    /// A module (one per file; the id exists for multi-module hosts).
+    ModuleId,
+    "module"
+);
+entity_id!(
+    /// A function.
+    Func,
+    "func"
+);
+entity_id!(
+    /// A basic block; index order is layout order.
+    Block,
+    "block"
+);
+entity_id!(
+    /// An instruction.
+    Inst,
+    "inst"
+);
+entity_id!(
+    /// A memory location (a tensor, a spill slot, a DRAM buffer).
+    MemLoc,
+    "mem"
+);
+entity_id!(
+    /// A scalar register (virtual until colored).
+    Reg,
+    "reg"
+);
+entity_id!(
+    /// An access pattern (one operand of one instruction).
+    Ap,
+    "ap"
+);
+entity_id!(
+    /// A structured loop.
+    Loop,
+    "loop"
+);
+entity_ref!(ModuleId, Func, Block, Inst, MemLoc, Reg, Ap, Loop);
+
+/// Trip count of a loop whose count is not known.
+pub const UNKNOWN_TRIP: u32 = u32::MAX;
+/// `base_partition` of an unplaced location.
+pub const NO_PARTITION: u16 = u16::MAX;
+/// `offset` of an unplaced location.
+pub const UNPLACED: u64 = u64::MAX;
+/// `bank` of a location that has none.
+pub const NO_BANK: u8 = u8::MAX;
+/// `lane` of an uncolored register.
+pub const NO_LANE: u16 = u16::MAX;
+
+/// Limits the module enforces on any input (hostile-input guards).
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct Limits {
+    /// Most instructions in one module.
+    pub instructions: u32,
+    /// Most memory locations.
+    pub locations: u32,
+    /// Most registers.
+    pub registers: u32,
+    /// Deepest loop nesting.
+    pub loop_depth: u16,
+    /// Most inputs + outputs of one instruction.
+    pub aps_per_inst: u8,
+    /// Most uses + defs of one instruction.
+    pub regs_per_inst: u8,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            instructions: 16_000_000,
+            locations: 8_000_000,
+            registers: 4_000_000,
+            loop_depth: 64,
+            aps_per_inst: 16,
+            regs_per_inst: 16,
+        }
+    }
+}
+
+/// Something the IR refused to build.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum IrError {
+    /// A limit of [`Limits`] or the reserved workspace was exceeded.
+    Full {
+        /// What ran out.
+        what: &'static str,
+        /// The limit.
+        limit: u64,
+    },
+    /// A name was declared twice.
+    Duplicate {
+        /// What kind of entity.
+        what: &'static str,
+    },
+    /// A name is longer than the name limit.
+    NameTooLong,
+    /// A shape field is out of range.
+    BadShape {
+        /// Which field.
+        what: &'static str,
+        /// The value given.
+        value: u64,
+        /// The largest legal value.
+        max: u64,
+    },
+    /// An operand refers to something that does not exist or fits badly.
+    BadOperand {
+        /// Why.
+        what: &'static str,
+    },
+    /// `end_loop` without `begin_loop`, or a loop left open.
+    Unbalanced,
+}
+
+impl fmt::Display for IrError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            IrError::Full { what, limit } => write!(f, "too many {what}: the limit is {limit}"),
+            IrError::Duplicate { what } => write!(f, "{what} declared twice"),
+            IrError::NameTooLong => {
+                write!(f, "name longer than {} bytes", super::names::MAX_NAME_LEN)
+            }
+            IrError::BadShape { what, value, max } => {
+                write!(f, "{what} {value} is out of range (must be 1..={max})")
+            }
+            IrError::BadOperand { what } => write!(f, "bad operand: {what}"),
+            IrError::Unbalanced => f.write_str("unbalanced loop nesting"),
+        }
+    }
+}
+
+impl core::error::Error for IrError {}
+
+/// Memory-location columns.
+#[derive(Clone, Debug, Default)]
+pub struct Mems {
+    /// The space the location lives in.
+    pub space: Column<MemLoc, Space>,
+    /// Partitions (rows) the location spans.
+    pub partitions: Column<MemLoc, u16>,
+    /// Bytes per partition.
+    pub bytes: Column<MemLoc, u32>,
+    /// Byte alignment of the offset.
+    pub align: Column<MemLoc, u32>,
+    /// Element size in bytes.
+    pub elem_size: Column<MemLoc, u8>,
+    /// Interned name (without the `%`).
+    pub name: Column<MemLoc, Name>,
+    /// Flags.
+    pub flags: Column<MemLoc, MemFlags>,
+    /// First partition once placed (on-chip; DRAM: 0), else [`NO_PARTITION`].
+    pub base_partition: Column<MemLoc, u16>,
+    /// Byte offset once placed, else [`UNPLACED`]. SB: offset inside every
+    /// partition; PSUM: offset inside a partition, bank × bank bytes + offset
+    /// in bank; DRAM: byte address in the flat space.
+    pub offset: Column<MemLoc, u64>,
+    /// PSUM bank once placed, else [`NO_BANK`].
+    pub bank: Column<MemLoc, u8>,
+}
+
+/// Register columns.
+#[derive(Clone, Debug, Default)]
+pub struct Regs {
+    /// 1 (32-bit) or 2 (64-bit, an aligned lane pair).
+    pub lanes: Column<Reg, u8>,
+    /// Interned name (without the `$`).
+    pub name: Column<Reg, Name>,
+    /// Flags.
+    pub flags: Column<Reg, RegFlags>,
+    /// First physical lane once colored, else [`NO_LANE`].
+    pub lane: Column<Reg, u16>,
+}
+
+/// Access-pattern columns.
+#[derive(Clone, Debug, Default)]
+pub struct Aps {
+    /// The location accessed.
+    pub loc: Column<Ap, MemLoc>,
+    /// First partition, relative to the location's first partition.
+    pub part_start: Column<Ap, u16>,
+    /// Partitions accessed.
+    pub part_count: Column<Ap, u16>,
+    /// Byte offset inside each partition, relative to the location.
+    pub offset: Column<Ap, u32>,
+    /// Element size in bytes.
+    pub elem_size: Column<Ap, u8>,
+    /// Start of the dims in the module's dim pool.
+    pub dims_start: Column<Ap, u32>,
+    /// Number of dims (1..=5).
+    pub ndims: Column<Ap, u8>,
+}
+
+/// The operand handle of an instruction: ranges into the AP ids and the
+/// register pool.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+pub struct Operands {
+    /// First AP id (inputs, then outputs).
+    pub ap_start: u32,
+    /// First index in the register pool (uses, then defs).
+    pub reg_start: u32,
+    /// Number of input APs.
+    pub n_in: u8,
+    /// Number of output APs.
+    pub n_out: u8,
+    /// Number of used registers.
+    pub n_use: u8,
+    /// Number of defined registers.
+    pub n_def: u8,
+}
+
+/// Instruction columns.
+#[derive(Clone, Debug, Default)]
+pub struct Insts {
+    /// What the instruction does.
+    pub opcode: Column<Inst, Opcode>,
+    /// Sub-operation (ALU op, activation function).
+    pub subop: Column<Inst, SubOp>,
+    /// Engine.
+    pub engine: Column<Inst, Engine>,
+    /// DMA queue (DMA instructions; sync waits: the queue waited on).
+    pub queue: Column<Inst, u8>,
+    /// Flags.
+    pub flags: Column<Inst, InstFlags>,
+    /// Immediate (scalar `imm`, `memset` value).
+    pub imm: Column<Inst, i64>,
+    /// Operand handle.
+    pub operands: Column<Inst, Operands>,
+    /// Containing block, [`Block::INVALID`] when removed or not yet placed.
+    pub block: Column<Inst, Block>,
+    /// Previous instruction in the block.
+    pub prev: Column<Inst, Inst>,
+    /// Next instruction in the block.
+    pub next: Column<Inst, Inst>,
+}
+
+/// Block columns.
+#[derive(Clone, Debug, Default)]
+pub struct Blocks {
+    /// Label.
+    pub name: Column<Block, Name>,
+    /// Owning function.
+    pub func: Column<Block, Func>,
+    /// Innermost loop containing the block, or [`Loop::INVALID`].
+    pub loop_: Column<Block, Loop>,
+    /// First instruction.
+    pub first: Column<Block, Inst>,
+    /// Last instruction.
+    pub last: Column<Block, Inst>,
+}
+
+/// Loop columns.
+#[derive(Clone, Debug, Default)]
+pub struct Loops {
+    /// Enclosing loop or [`Loop::INVALID`].
+    pub parent: Column<Loop, Loop>,
+    /// Trip count or [`UNKNOWN_TRIP`].
+    pub trip: Column<Loop, u32>,
+    /// Nesting depth (1 for an outermost loop).
+    pub depth: Column<Loop, u16>,
+    /// First block.
+    pub first_block: Column<Loop, Block>,
+    /// One past the last block.
+    pub end_block: Column<Loop, Block>,
+}
+
+/// Function columns.
+#[derive(Clone, Debug, Default)]
+pub struct Funcs {
+    /// Name (without the `@`).
+    pub name: Column<Func, Name>,
+    /// First block.
+    pub first_block: Column<Func, Block>,
+    /// One past the last block.
+    pub end_block: Column<Func, Block>,
+}
+
+/// How many of each entity to reserve room for.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+pub struct Capacity {
+    /// Instructions.
+    pub insts: usize,
+    /// Access patterns.
+    pub aps: usize,
+    /// Dims in the dim pool.
+    pub dims: usize,
+    /// Register operands in the register pool.
+    pub reg_operands: usize,
+    /// Memory locations.
+    pub mems: usize,
+    /// Registers.
+    pub regs: usize,
+    /// Blocks.
+    pub blocks: usize,
+    /// Loops.
+    pub loops: usize,
+    /// Functions.
+    pub funcs: usize,
+    /// Names.
+    pub names: usize,
+    /// Bytes of name text.
+    pub name_bytes: usize,
+}
+
+/// A description of an access pattern to create.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ApSpec {
+    /// Location accessed.
+    pub loc: MemLoc,
+    /// First partition relative to the location.
+    pub part_start: u16,
+    /// Partitions accessed.
+    pub part_count: u16,
+    /// Byte offset inside each partition.
+    pub offset: u32,
+    /// Element size in bytes.
+    pub elem_size: u8,
+    /// Dims, outermost first, strides in elements.
+    pub dims: ArrayVec<Dim, MAX_DIMS>,
+}
+
+/// A description of an instruction to create.
+#[derive(Clone, Debug)]
+pub struct InstSpec<'a> {
+    /// What it does.
+    pub opcode: Opcode,
+    /// Sub-operation.
+    pub subop: SubOp,
+    /// Engine.
+    pub engine: Engine,
+    /// DMA queue.
+    pub queue: u8,
+    /// Flags.
+    pub flags: InstFlags,
+    /// Immediate.
+    pub imm: i64,
+    /// Read operands.
+    pub inputs: &'a [ApSpec],
+    /// Written operands.
+    pub outputs: &'a [ApSpec],
+    /// Read registers.
+    pub uses: &'a [Reg],
+    /// Written registers.
+    pub defs: &'a [Reg],
+}
+
+impl<'a> InstSpec<'a> {
+    /// A spec with the opcode's default engine and no operands.
+    pub fn new(opcode: Opcode) -> Self {
+        InstSpec {
+            opcode,
+            subop: SubOp::None,
+            engine: opcode.default_engine(),
+            queue: 0,
+            flags: InstFlags::empty(),
+            imm: 0,
+            inputs: &[],
+            outputs: &[],
+            uses: &[],
+            defs: &[],
+        }
+    }
+}
+
+/// A program: target, names, functions, blocks, loops, instructions,
+/// access patterns, memory locations and registers, as columns.
+#[derive(Clone, Debug)]
+pub struct Module {
+    /// The hardware the module is allocated for.
+    pub target: Target,
+    /// Hostile-input limits.
+    pub limits: Limits,
+    /// Interned names.
+    pub names: NamePool,
+    /// Functions.
+    pub funcs: Funcs,
+    /// Blocks (index order = layout order).
+    pub blocks: Blocks,
+    /// Loops.
+    pub loops: Loops,
+    /// Instructions.
+    pub insts: Insts,
+    /// Access patterns.
+    pub aps: Aps,
+    /// Memory locations.
+    pub mems: Mems,
+    /// Registers.
+    pub regs: Regs,
+    /// Dims of all access patterns.
+    pub dims: Vec<Dim>,
+    /// Register operands of all instructions.
+    pub reg_pool: Vec<Reg>,
+    /// Location by name index ([`MemLoc::INVALID`] where none).
+    mem_by_name: Column<Name, MemLoc>,
+    /// Register by name index.
+    reg_by_name: Column<Name, Reg>,
+    /// Function by name index.
+    func_by_name: Column<Name, Func>,
+    /// Number of instructions currently linked into blocks.
+    live_insts: usize,
+}
+
+impl Module {
+    /// An empty module for a target.
+    pub fn new(target: Target) -> Module {
+        Module {
+            target,
+            limits: Limits::default(),
+            names: NamePool::new(),
+            funcs: Funcs::default(),
+            blocks: Blocks::default(),
+            loops: Loops::default(),
+            insts: Insts::default(),
+            aps: Aps::default(),
+            mems: Mems::default(),
+            regs: Regs::default(),
+            dims: Vec::new(),
+            reg_pool: Vec::new(),
+            mem_by_name: Column::new(),
+            reg_by_name: Column::new(),
+            func_by_name: Column::new(),
+            live_insts: 0,
+        }
+    }
+
+    /// An empty module with every column reserved for `cap`.
+    pub fn with_capacity(target: Target, cap: Capacity) -> Module {
+        let mut m = Module::new(target);
+        m.reserve(cap);
+        m
+    }
+
+    /// Reserves room for `extra` more of each entity. Passes that create
+    /// entities (spills, merges) ask for their headroom here, before they run.
+    pub fn reserve(&mut self, extra: Capacity) {
+        macro_rules! res {
+            ($n:expr; $($c:expr),*) => {$( $c.reserve($n); )*};
+        }
+        res!(extra.insts; self.insts.opcode, self.insts.subop, self.insts.engine, self.insts.queue,
+            self.insts.flags, self.insts.imm, self.insts.operands, self.insts.block,
+            self.insts.prev, self.insts.next);
+        res!(extra.aps; self.aps.loc, self.aps.part_start, self.aps.part_count, self.aps.offset,
+            self.aps.elem_size, self.aps.dims_start, self.aps.ndims);
+        self.dims.reserve(extra.dims);
+        self.reg_pool.reserve(extra.reg_operands);
+        res!(extra.mems; self.mems.space, self.mems.partitions, self.mems.bytes, self.mems.align,
+            self.mems.elem_size, self.mems.name, self.mems.flags, self.mems.base_partition,
+            self.mems.offset, self.mems.bank);
+        res!(extra.regs; self.regs.lanes, self.regs.name, self.regs.flags, self.regs.lane);
+        res!(extra.blocks; self.blocks.name, self.blocks.func, self.blocks.loop_,
+            self.blocks.first, self.blocks.last);
+        res!(extra.loops; self.loops.parent, self.loops.trip, self.loops.depth,
+            self.loops.first_block, self.loops.end_block);
+        res!(extra.funcs; self.funcs.name, self.funcs.first_block, self.funcs.end_block);
+        self.names.reserve(extra.names, extra.name_bytes);
+        res!(extra.names; self.mem_by_name, self.reg_by_name, self.func_by_name);
+    }
+
+    /// The counts of every entity, as a [`Capacity`] (to size side tables).
+    pub fn counts(&self) -> Capacity {
+        Capacity {
+            insts: self.insts.opcode.len(),
+            aps: self.aps.loc.len(),
+            dims: self.dims.len(),
+            reg_operands: self.reg_pool.len(),
+            mems: self.mems.space.len(),
+            regs: self.regs.lanes.len(),
+            blocks: self.blocks.name.len(),
+            loops: self.loops.trip.len(),
+            funcs: self.funcs.name.len(),
+            names: self.names.len(),
+            name_bytes: 0,
+        }
+    }
+
+    /// Bytes reserved by the instruction, access-pattern, dim and register
+    /// operand storage (the per-instruction cost of the columns).
+    pub fn instruction_storage_bytes(&self) -> usize {
+        let i = &self.insts;
+        let a = &self.aps;
+        i.opcode.reserved_bytes()
+            + i.subop.reserved_bytes()
+            + i.engine.reserved_bytes()
+            + i.queue.reserved_bytes()
+            + i.flags.reserved_bytes()
+            + i.imm.reserved_bytes()
+            + i.operands.reserved_bytes()
+            + i.block.reserved_bytes()
+            + i.prev.reserved_bytes()
+            + i.next.reserved_bytes()
+            + a.loc.reserved_bytes()
+            + a.part_start.reserved_bytes()
+            + a.part_count.reserved_bytes()
+            + a.offset.reserved_bytes()
+            + a.elem_size.reserved_bytes()
+            + a.dims_start.reserved_bytes()
+            + a.ndims.reserved_bytes()
+            + self.dims.capacity() * core::mem::size_of::<Dim>()
+            + self.reg_pool.capacity() * core::mem::size_of::<Reg>()
+    }
+
+    // ----------------------------------------------------------------------
+    // Counts and lookups
+
+    /// Number of instructions ever created (including removed ones).
+    pub fn num_insts(&self) -> usize {
+        self.insts.opcode.len()
+    }
+
+    /// Number of instructions linked into blocks.
+    pub fn num_live_insts(&self) -> usize {
+        self.live_insts
+    }
+
+    /// Number of memory locations.
+    pub fn num_mems(&self) -> usize {
+        self.mems.space.len()
+    }
+
+    /// Number of registers.
+    pub fn num_regs(&self) -> usize {
+        self.regs.lanes.len()
+    }
+
+    /// Number of access patterns.
+    pub fn num_aps(&self) -> usize {
+        self.aps.loc.len()
+    }
+
+    /// Number of blocks.
+    pub fn num_blocks(&self) -> usize {
+        self.blocks.name.len()
+    }
+
+    /// Number of loops.
+    pub fn num_loops(&self) -> usize {
+        self.loops.trip.len()
+    }
+
+    /// Number of functions.
+    pub fn num_funcs(&self) -> usize {
+        self.funcs.name.len()
+    }
+
+    /// The location named `name` (without `%`).
+    pub fn mem_by_name(&self, name: &str) -> Option<MemLoc> {
+        let n = self.names.lookup(name)?;
+        self.mem_by_name.get(n).copied().filter(|m| m.is_valid())
+    }
+
+    /// The register named `name` (without `$`).
+    pub fn reg_by_name(&self, name: &str) -> Option<Reg> {
+        let n = self.names.lookup(name)?;
+        self.reg_by_name.get(n).copied().filter(|r| r.is_valid())
+    }
+
+    /// The function named `name` (without `@`).
+    pub fn func_by_name(&self, name: &str) -> Option<Func> {
+        let n = self.names.lookup(name)?;
+        self.func_by_name.get(n).copied().filter(|f| f.is_valid())
+    }
+
+    /// The name of a location.
+    pub fn mem_name(&self, m: MemLoc) -> &str {
+        self.mems.name.get(m).map_or("", |&n| self.names.get(n))
+    }
+
+    /// The name of a register.
+    pub fn reg_name(&self, r: Reg) -> &str {
+        self.regs.name.get(r).map_or("", |&n| self.names.get(n))
+    }
+
+    /// The label of a block.
+    pub fn block_name(&self, b: Block) -> &str {
+        self.blocks.name.get(b).map_or("", |&n| self.names.get(n))
+    }
+
+    /// The name of a function.
+    pub fn func_name(&self, f: Func) -> &str {
+        self.funcs.name.get(f).map_or("", |&n| self.names.get(n))
+    }
+
+    // ----------------------------------------------------------------------
+    // Operands
+
+    /// The operand handle of an instruction.
+    #[inline]
+    pub fn operands(&self, i: Inst) -> Operands {
+        self.insts.operands[i]
+    }
+
+    /// Input access patterns of an instruction.
+    pub fn inputs(&self, i: Inst) -> impl ExactSizeIterator<Item = Ap> + Clone {
+        let o = self.insts.operands[i];
+        (o.ap_start..o.ap_start + o.n_in as u32).map(Ap::from_u32)
+    }
+
+    /// Output access patterns of an instruction.
+    pub fn outputs(&self, i: Inst) -> impl ExactSizeIterator<Item = Ap> + Clone {
+        let o = self.insts.operands[i];
+        let s = o.ap_start + o.n_in as u32;
+        (s..s + o.n_out as u32).map(Ap::from_u32)
+    }
+
+    /// All access patterns of an instruction (inputs, then outputs).
+    pub fn all_aps(&self, i: Inst) -> impl ExactSizeIterator<Item = Ap> + Clone {
+        let o = self.insts.operands[i];
+        (o.ap_start..o.ap_start + o.n_in as u32 + o.n_out as u32).map(Ap::from_u32)
+    }
+
+    /// Registers an instruction reads.
+    pub fn uses(&self, i: Inst) -> &[Reg] {
+        let o = self.insts.operands[i];
+        let s = o.reg_start as usize;
+        self.reg_pool.get(s..s + o.n_use as usize).unwrap_or(&[])
+    }
+
+    /// Registers an instruction writes.
+    pub fn defs(&self, i: Inst) -> &[Reg] {
+        let o = self.insts.operands[i];
+        let s = o.reg_start as usize + o.n_use as usize;
+        self.reg_pool.get(s..s + o.n_def as usize).unwrap_or(&[])
+    }
+
+    /// Mutable registers of an instruction (uses then defs), for renaming.
+    pub fn regs_mut(&mut self, i: Inst) -> &mut [Reg] {
+        let o = self.insts.operands[i];
+        let s = o.reg_start as usize;
+        let e = s + o.n_use as usize + o.n_def as usize;
+        self.reg_pool.get_mut(s..e).unwrap_or(&mut [])
+    }
+
+    /// The dims of an access pattern.
+    pub fn ap_dims(&self, a: Ap) -> &[Dim] {
+        let s = self.aps.dims_start[a] as usize;
+        let n = self.aps.ndims[a] as usize;
+        self.dims.get(s..s + n).unwrap_or(&[])
+    }
+
+    /// Bytes per partition an access pattern moves.
+    pub fn ap_bytes_per_partition(&self, a: Ap) -> u64 {
+        ap::elements(self.ap_dims(a)) * self.aps.elem_size[a] as u64
+    }
+
+    /// Total bytes an access pattern moves.
+    pub fn ap_bytes(&self, a: Ap) -> u64 {
+        self.ap_bytes_per_partition(a) * self.aps.part_count[a] as u64
+    }
+
+    /// The byte range `[lo, hi)` an access pattern touches inside each
+    /// partition, relative to its location (`None` for an empty or
+    /// negative-reaching pattern).
+    pub fn ap_byte_span(&self, a: Ap) -> Option<(u64, u64)> {
+        let (lo, hi) = ap::element_span(self.ap_dims(a))?;
+        let es = self.aps.elem_size[a] as i64;
+        let base = self.aps.offset[a] as i64;
+        let lo = base + lo * es;
+        let hi = base + hi * es;
+        (lo >= 0).then_some((lo as u64, hi as u64))
+    }
+
+    /// `isFullAccess`: the access pattern covers its whole location — every
+    /// partition and every byte, densely.
+    pub fn is_full_access(&self, a: Ap) -> bool {
+        let m = self.aps.loc[a];
+        self.aps.part_start[a] == 0
+            && self.aps.part_count[a] == self.mems.partitions[m]
+            && self.aps.offset[a] == 0
+            && ap::is_contiguous(self.ap_dims(a))
+            && self.ap_bytes_per_partition(a) == self.mems.bytes[m] as u64
+    }
+
+    /// `IsContiguous`: the bytes touched in each partition form one dense
+    /// ascending run.
+    pub fn is_contiguous(&self, a: Ap) -> bool {
+        ap::is_contiguous(self.ap_dims(a))
+    }
+
+    // ----------------------------------------------------------------------
+    // Placement
+
+    /// True when an allocator (or the input) has placed the location.
+    #[inline]
+    pub fn is_placed(&self, m: MemLoc) -> bool {
+        self.mems.offset[m] != UNPLACED
+    }
+
+    /// Bytes the location occupies in its space: per partition on chip,
+    /// partitions × bytes in DRAM.
+    pub fn mem_footprint(&self, m: MemLoc) -> u64 {
+        match self.mems.space[m] {
+            Space::Dram => self.mems.partitions[m] as u64 * self.mems.bytes[m] as u64,
+            _ => self.mems.bytes[m] as u64,
+        }
+    }
+
+    /// Places a location (no checks: the verifier judges placements).
+    pub fn place(&mut self, m: MemLoc, base_partition: u16, offset: u64) {
+        self.mems.base_partition[m] = base_partition;
+        self.mems.offset[m] = offset;
+        self.mems.bank[m] = match self.mems.space[m] {
+            Space::Psum if self.target.psum_bank_bytes > 0 => {
+                (offset / self.target.psum_bank_bytes as u64).min(NO_BANK as u64 - 1) as u8
+            }
+            _ => NO_BANK,
+        };
+    }
+
+    /// Forgets a placement.
+    pub fn unplace(&mut self, m: MemLoc) {
+        self.mems.base_partition[m] = NO_PARTITION;
+        self.mems.offset[m] = UNPLACED;
+        self.mems.bank[m] = NO_BANK;
+    }
+
+    /// The reference's address spelling: `SB<p,b>`, `PSUM<p,bank k>`,
+    /// `DRAM<a>`, or `SB<?>` when unplaced.
+    pub fn address(&self, m: MemLoc) -> Address {
+        Address {
+            space: self.mems.space[m],
+            base_partition: self.mems.base_partition[m],
+            offset: self.mems.offset[m],
+            bank: self.mems.bank[m],
+            bank_bytes: self.target.psum_bank_bytes,
+        }
+    }
+
+    /// The `name@SB<p,b>(P x B)` spelling used in messages.
+    pub fn describe_mem(&self, m: MemLoc) -> MemDescription<'_> {
+        MemDescription {
+            module: self,
+            mem: m,
+        }
+    }
+
+    // ----------------------------------------------------------------------
+    // Creation
+
+    fn check_count(&self, n: usize, limit: u32, what: &'static str) -> Result<(), IrError> {
+        if n >= limit as usize {
+            return Err(IrError::Full {
+                what,
+                limit: limit as u64,
+            });
+        }
+        Ok(())
+    }
+
+    fn intern(&mut self, name: &str) -> Result<Name, IrError> {
+        let n = self.names.intern(name).ok_or(IrError::NameTooLong)?;
+        let len = self.names.len();
+        if self.mem_by_name.len() < len {
+            self.mem_by_name.resize(len, MemLoc::INVALID);
+            self.reg_by_name.resize(len, Reg::INVALID);
+            self.func_by_name.resize(len, Func::INVALID);
+        }
+        Ok(n)
+    }
+
+    /// Interns a name for a block label or a diagnostic.
+    pub fn intern_name(&mut self, name: &str) -> Result<Name, IrError> {
+        self.intern(name)
+    }
+
+    /// Declares a memory location. Alignment defaults to the element size
+    /// (at least the space's minimum alignment).
+    pub fn add_mem(
+        &mut self,
+        name: &str,
+        space: Space,
+        partitions: u16,
+        bytes: u32,
+    ) -> Result<MemLoc, IrError> {
+        self.check_count(self.num_mems(), self.limits.locations, "memory locations")?;
+        let max_parts = match space {
+            Space::Sb => self.target.sb_partitions,
+            Space::Psum => self.target.psum_partitions,
+            Space::Dram => u16::MAX - 1,
+        };
+        if partitions == 0 || partitions > max_parts {
+            return Err(IrError::BadShape {
+                what: "partition count",
+                value: partitions as u64,
+                max: max_parts as u64,
+            });
+        }
+        if bytes == 0 || bytes == u32::MAX {
+            return Err(IrError::BadShape {
+                what: "bytes per partition",
+                value: bytes as u64,
+                max: u32::MAX as u64 - 1,
+            });
+        }
+        let n = self.intern(name)?;
+        if self.mem_by_name[n].is_valid() {
+            return Err(IrError::Duplicate {
+                what: "memory location",
+            });
+        }
+        let min_align = match space {
+            Space::Sb => self.target.sb_min_align,
+            Space::Psum => self.target.psum_min_align,
+            Space::Dram => self.target.dram_min_align,
+        };
+        let m = self.mems.space.push(space);
+        self.mems.partitions.push(partitions);
+        self.mems.bytes.push(bytes);
+        self.mems.align.push(min_align.max(1));
+        self.mems.elem_size.push(1);
+        self.mems.name.push(n);
+        self.mems.flags.push(MemFlags::empty());
+        self.mems.base_partition.push(NO_PARTITION);
+        self.mems.offset.push(UNPLACED);
+        self.mems.bank.push(NO_BANK);
+        self.mem_by_name[n] = m;
+        Ok(m)
+    }
+
+    /// Sets the element size and raises the alignment to it when smaller.
+    pub fn set_elem_size(&mut self, m: MemLoc, elem: u8) -> Result<(), IrError> {
+        if elem == 0 || !elem.is_power_of_two() || elem > 16 {
+            return Err(IrError::BadShape {
+                what: "element size",
+                value: elem as u64,
+                max: 16,
+            });
+        }
+        self.mems.elem_size[m] = elem;
+        if self.mems.align[m] < elem as u32 {
+            self.mems.align[m] = elem as u32;
+        }
+        Ok(())
+    }
+
+    /// Sets the alignment (a power of two).
+    pub fn set_align(&mut self, m: MemLoc, align: u32) -> Result<(), IrError> {
+        if align == 0 || !align.is_power_of_two() || align > 1 << 20 {
+            return Err(IrError::BadShape {
+                what: "alignment",
+                value: align as u64,
+                max: 1 << 20,
+            });
+        }
+        self.mems.align[m] = align;
+        Ok(())
+    }
+
+    /// Declares a scalar register of 1 or 2 lanes.
+    pub fn add_reg(&mut self, name: &str, lanes: u8) -> Result<Reg, IrError> {
+        self.check_count(self.num_regs(), self.limits.registers, "registers")?;
+        if lanes == 0 || lanes > 2 {
+            return Err(IrError::BadShape {
+                what: "register lanes",
+                value: lanes as u64,
+                max: 2,
+            });
+        }
+        let n = self.intern(name)?;
+        if self.reg_by_name[n].is_valid() {
+            return Err(IrError::Duplicate { what: "register" });
+        }
+        let r = self.regs.lanes.push(lanes);
+        self.regs.name.push(n);
+        self.regs.flags.push(RegFlags::empty());
+        self.regs.lane.push(NO_LANE);
+        self.reg_by_name[n] = r;
+        Ok(r)
+    }
+
+    /// Declares a function; its blocks are the ones added after it.
+    pub fn add_func(&mut self, name: &str) -> Result<Func, IrError> {
+        let n = self.intern(name)?;
+        if self.func_by_name[n].is_valid() {
+            return Err(IrError::Duplicate { what: "function" });
+        }
+        let b = Block::new(self.num_blocks());
+        let f = self.funcs.name.push(n);
+        self.funcs.first_block.push(b);
+        self.funcs.end_block.push(b);
+        self.func_by_name[n] = f;
+        Ok(f)
+    }
+
+    /// Appends a block to the last function, inside `loop_` (innermost).
+    pub fn add_block(&mut self, label: &str, loop_: Loop) -> Result<Block, IrError> {
+        let f = match self.funcs.name.keys().last() {
+            Some(f) => f,
+            None => {
+                return Err(IrError::BadOperand {
+                    what: "a block outside any function",
+                })
+            }
+        };
+        self.check_count(self.num_blocks(), self.limits.instructions, "blocks")?;
+        let n = self.intern(label)?;
+        let b = self.blocks.name.push(n);
+        self.blocks.func.push(f);
+        self.blocks.loop_.push(loop_);
+        self.blocks.first.push(Inst::INVALID);
+        self.blocks.last.push(Inst::INVALID);
+        self.funcs.end_block[f] = Block::new(b.index() + 1);
+        // Every enclosing loop now extends to this block.
+        let mut l = loop_;
+        while l.is_valid() {
+            self.loops.end_block[l] = Block::new(b.index() + 1);
+            l = self.loops.parent[l];
+        }
+        Ok(b)
+    }
+
+    /// Opens a loop nested in `parent`; blocks added until it is closed
+    /// belong to it.
+    pub fn add_loop(&mut self, parent: Loop, trip: u32) -> Result<Loop, IrError> {
+        let depth = if parent.is_valid() {
+            self.loops.depth[parent] + 1
+        } else {
+            1
+        };
+        if depth > self.limits.loop_depth {
+            return Err(IrError::Full {
+                what: "nested loops",
+                limit: self.limits.loop_depth as u64,
+            });
+        }
+        let b = Block::new(self.num_blocks());
+        let l = self.loops.parent.push(parent);
+        self.loops.trip.push(trip);
+        self.loops.depth.push(depth);
+        self.loops.first_block.push(b);
+        self.loops.end_block.push(b);
+        Ok(l)
+    }
+
+    /// Creates an instruction (not yet in any block). Fails without
+    /// allocating when `grow` is false and the reserved room is used up.
+    fn create_inst(&mut self, spec: &InstSpec<'_>, grow: bool) -> Result<Inst, IrError> {
+        self.check_count(self.num_insts(), self.limits.instructions, "instructions")?;
+        let n_aps = spec.inputs.len() + spec.outputs.len();
+        if n_aps > self.limits.aps_per_inst as usize {
+            return Err(IrError::Full {
+                what: "access patterns in one instruction",
+                limit: self.limits.aps_per_inst as u64,
+            });
+        }
+        let n_regs = spec.uses.len() + spec.defs.len();
+        if n_regs > self.limits.regs_per_inst as usize {
+            return Err(IrError::Full {
+                what: "registers in one instruction",
+                limit: self.limits.regs_per_inst as u64,
+            });
+        }
+        for s in spec.inputs.iter().chain(spec.outputs) {
+            self.check_ap_spec(s)?;
+        }
+        for &r in spec.uses.iter().chain(spec.defs) {
+            if r.index() >= self.num_regs() {
+                return Err(IrError::BadOperand {
+                    what: "an undeclared register",
+                });
+            }
+        }
+        if !grow {
+            let full = self.insts.opcode.len() == self.insts.opcode.capacity()
+                || self.aps.loc.len() + n_aps > self.aps.loc.capacity()
+                || self.dims.len() + n_aps * MAX_DIMS > self.dims.capacity()
+                || self.reg_pool.len() + n_regs > self.reg_pool.capacity();
+            if full {
+                return Err(IrError::Full {
+                    what: "instructions in the reserved workspace",
+                    limit: self.insts.opcode.capacity() as u64,
+                });
+            }
+        }
+        let ap_start = self.aps.loc.len() as u32;
+        for s in spec.inputs.iter().chain(spec.outputs) {
+            self.push_ap(s);
+        }
+        let reg_start = self.reg_pool.len() as u32;
+        self.reg_pool.extend_from_slice(spec.uses);
+        self.reg_pool.extend_from_slice(spec.defs);
+        let i = self.insts.opcode.push(spec.opcode);
+        self.insts.subop.push(spec.subop);
+        self.insts.engine.push(spec.engine);
+        self.insts.queue.push(spec.queue);
+        self.insts.flags.push(spec.flags);
+        self.insts.imm.push(spec.imm);
+        self.insts.operands.push(Operands {
+            ap_start,
+            reg_start,
+            n_in: spec.inputs.len() as u8,
+            n_out: spec.outputs.len() as u8,
+            n_use: spec.uses.len() as u8,
+            n_def: spec.defs.len() as u8,
+        });
+        self.insts.block.push(Block::INVALID);
+        self.insts.prev.push(Inst::INVALID);
+        self.insts.next.push(Inst::INVALID);
+        Ok(i)
+    }
+
+    fn check_ap_spec(&self, s: &ApSpec) -> Result<(), IrError> {
+        if s.loc.index() >= self.num_mems() {
+            return Err(IrError::BadOperand {
+                what: "an undeclared memory location",
+            });
+        }
+        if s.dims.is_empty() {
+            return Err(IrError::BadOperand {
+                what: "an access pattern without dimensions",
+            });
+        }
+        if s.elem_size == 0 {
+            return Err(IrError::BadShape {
+                what: "element size",
+                value: 0,
+                max: 16,
+            });
+        }
+        let parts = self.mems.partitions[s.loc];
+        if s.part_count == 0 || s.part_start as u32 + s.part_count as u32 > parts as u32 {
+            return Err(IrError::BadOperand {
+                what: "a partition range outside its location",
+            });
+        }
+        Ok(())
+    }
+
+    fn push_ap(&mut self, s: &ApSpec) {
+        let start = self.dims.len() as u32;
+        self.dims.extend_from_slice(&s.dims);
+        self.aps.loc.push(s.loc);
+        self.aps.part_start.push(s.part_start);
+        self.aps.part_count.push(s.part_count);
+        self.aps.offset.push(s.offset);
+        self.aps.elem_size.push(s.elem_size);
+        self.aps.dims_start.push(start);
+        self.aps.ndims.push(s.dims.len() as u8);
+    }
+
+    /// Builds an instruction at the end of `block` (builder and parser use;
+    /// may grow storage).
+    pub fn append_inst(&mut self, block: Block, spec: &InstSpec<'_>) -> Result<Inst, IrError> {
+        if block.index() >= self.num_blocks() {
+            return Err(IrError::BadOperand {
+                what: "an undeclared block",
+            });
+        }
+        let i = self.create_inst(spec, true)?;
+        self.link_at_end(block, i);
+        Ok(i)
+    }
+
+    /// Creates an instruction inside the reserved workspace and links it
+    /// before `at` (pass use: never allocates; fails when the reserve is
+    /// used up).
+    pub fn insert_before(&mut self, at: Inst, spec: &InstSpec<'_>) -> Result<Inst, IrError> {
+        let b = self.insts.block[at];
+        if !b.is_valid() {
+            return Err(IrError::BadOperand {
+                what: "insertion point was removed",
+            });
+        }
+        let i = self.create_inst(spec, false)?;
+        let p = self.insts.prev[at];
+        self.insts.prev[i] = p;
+        self.insts.next[i] = at;
+        self.insts.prev[at] = i;
+        if p.is_valid() {
+            self.insts.next[p] = i;
+        } else {
+            self.blocks.first[b] = i;
+        }
+        self.insts.block[i] = b;
+        self.live_insts += 1;
+        Ok(i)
+    }
+
+    /// Creates an instruction inside the reserved workspace and links it
+    /// after `at` (pass use: never allocates).
+    pub fn insert_after(&mut self, at: Inst, spec: &InstSpec<'_>) -> Result<Inst, IrError> {
+        let b = self.insts.block[at];
+        if !b.is_valid() {
+            return Err(IrError::BadOperand {
+                what: "insertion point was removed",
+            });
+        }
+        let i = self.create_inst(spec, false)?;
+        let n = self.insts.next[at];
+        self.insts.next[i] = n;
+        self.insts.prev[i] = at;
+        self.insts.next[at] = i;
+        if n.is_valid() {
+            self.insts.prev[n] = i;
+        } else {
+            self.blocks.last[b] = i;
+        }
+        self.insts.block[i] = b;
+        self.live_insts += 1;
+        Ok(i)
+    }
+
+    fn link_at_end(&mut self, b: Block, i: Inst) {
+        let last = self.blocks.last[b];
+        self.insts.prev[i] = last;
+        self.insts.next[i] = Inst::INVALID;
+        if last.is_valid() {
+            self.insts.next[last] = i;
+        } else {
+            self.blocks.first[b] = i;
+        }
+        self.blocks.last[b] = i;
+        self.insts.block[i] = b;
+        self.live_insts += 1;
+    }
+
+    /// Unlinks an instruction from its block. Its operands stay readable.
+    pub fn remove_inst(&mut self, i: Inst) {
+        let b = self.insts.block[i];
+        if !b.is_valid() {
+            return;
+        }
+        let p = self.insts.prev[i];
+        let n = self.insts.next[i];
+        if p.is_valid() {
+            self.insts.next[p] = n;
+        } else {
+            self.blocks.first[b] = n;
+        }
+        if n.is_valid() {
+            self.insts.prev[n] = p;
+        } else {
+            self.blocks.last[b] = p;
+        }
+        self.insts.block[i] = Block::INVALID;
+        self.insts.prev[i] = Inst::INVALID;
+        self.insts.next[i] = Inst::INVALID;
+        self.live_insts -= 1;
+    }
+
+    /// Creates a memory location inside the reserved workspace (pass use:
+    /// fails instead of growing). The name must be new.
+    pub fn try_add_mem(
+        &mut self,
+        name: &str,
+        space: Space,
+        partitions: u16,
+        bytes: u32,
+    ) -> Result<MemLoc, IrError> {
+        if self.mems.space.len() == self.mems.space.capacity()
+            || self.names.len() >= self.mem_by_name.capacity()
+        {
+            return Err(IrError::Full {
+                what: "memory locations in the reserved workspace",
+                limit: self.mems.space.capacity() as u64,
+            });
+        }
+        self.add_mem(name, space, partitions, bytes)
+    }
+
+    /// Creates a register inside the reserved workspace (pass use).
+    pub fn try_add_reg(&mut self, name: &str, lanes: u8) -> Result<Reg, IrError> {
+        if self.regs.lanes.len() == self.regs.lanes.capacity()
+            || self.names.len() >= self.reg_by_name.capacity()
+        {
+            return Err(IrError::Full {
+                what: "registers in the reserved workspace",
+                limit: self.regs.lanes.capacity() as u64,
+            });
+        }
+        self.add_reg(name, lanes)
+    }
+
+    // ----------------------------------------------------------------------
+    // Walking
+
+    /// Instructions of a block in order.
+    pub fn block_insts(&self, b: Block) -> BlockInsts<'_> {
+        BlockInsts {
+            module: self,
+            next: self.blocks.first[b],
+        }
+    }
+
+    /// Blocks of a function in layout order.
+    pub fn func_blocks(&self, f: Func) -> impl Iterator<Item = Block> {
+        (self.funcs.first_block[f].index()..self.funcs.end_block[f].index()).map(Block::new)
+    }
+
+    /// Every linked instruction of the module in program order (functions,
+    /// then blocks in layout order, then block order).
+    pub fn program_order(&self) -> impl Iterator<Item = Inst> + '_ {
+        self.blocks
+            .name
+            .keys()
+            .flat_map(move |b| self.block_insts(b))
+    }
+
+    /// The innermost loop containing an instruction, or [`Loop::INVALID`].
+    pub fn inst_loop(&self, i: Inst) -> Loop {
+        let b = self.insts.block[i];
+        if b.is_valid() {
+            self.blocks.loop_[b]
+        } else {
+            Loop::INVALID
+        }
+    }
+
+    /// Loop depth of an instruction (0 outside loops).
+    pub fn inst_loop_depth(&self, i: Inst) -> u16 {
+        let l = self.inst_loop(i);
+        if l.is_valid() {
+            self.loops.depth[l]
+        } else {
+            0
+        }
+    }
+
+    /// Checks the structural invariants listed in the module doc.
+    pub fn check_structure(&self) -> Result<(), &'static str> {
+        let mut count = 0usize;
+        for b in self.blocks.name.keys() {
+            let mut prev = Inst::INVALID;
+            let mut i = self.blocks.first[b];
+            while i.is_valid() {
+                if self.insts.block[i] != b {
+                    return Err("an instruction's block column disagrees with its list");
+                }
+                if self.insts.prev[i] != prev {
+                    return Err("broken prev link");
+                }
+                prev = i;
+                i = self.insts.next[i];
+                count += 1;
+                if count > self.num_insts() {
+                    return Err("cycle in an instruction list");
+                }
+            }
+            if self.blocks.last[b] != prev {
+                return Err("a block's last instruction disagrees with its list");
+            }
+        }
+        if count != self.live_insts {
+            return Err("linked instruction count disagrees");
+        }
+        for l in self.loops.trip.keys() {
+            let p = self.loops.parent[l];
+            if p.is_valid()
+                && (self.loops.first_block[l] < self.loops.first_block[p]
+                    || self.loops.end_block[l] > self.loops.end_block[p])
+            {
+                return Err("a loop is not nested in its parent");
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Iterator over a block's instructions.
+#[derive(Debug, Clone)]
+pub struct BlockInsts<'m> {
+    module: &'m Module,
+    next: Inst,
+}
+
+impl Iterator for BlockInsts<'_> {
+    type Item = Inst;
+    fn next(&mut self) -> Option<Inst> {
+        if !self.next.is_valid() {
+            return None;
+        }
+        let i = self.next;
+        self.next = self.module.insts.next[i];
+        Some(i)
+    }
+}
+
+/// A placed address, printed in the reference's spelling.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct Address {
+    /// Space.
+    pub space: Space,
+    /// First partition.
+    pub base_partition: u16,
+    /// Byte offset.
+    pub offset: u64,
+    /// PSUM bank.
+    pub bank: u8,
+    /// PSUM bank size, to print the offset inside the bank.
+    pub bank_bytes: u32,
+}
+
+impl fmt::Display for Address {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.offset == UNPLACED {
+            return write!(f, "{}<?>", self.space.upper());
+        }
+        match self.space {
+            Space::Sb => write!(f, "SB<{},{}>", self.base_partition, self.offset),
+            Space::Psum => {
+                let in_bank = self.offset % self.bank_bytes.max(1) as u64;
+                if in_bank == 0 {
+                    write!(f, "PSUM<{},bank {}>", self.base_partition, self.bank)
+                } else {
+                    write!(
+                        f,
+                        "PSUM<{},bank {}+{}>",
+                        self.base_partition, self.bank, in_bank
+                    )
+                }
+            }
+            Space::Dram => write!(f, "DRAM<{}>", self.offset),
+        }
+    }
+}
+
+/// `name@SB<p,b>(P x B)`.
+#[derive(Copy, Clone, Debug)]
+pub struct MemDescription<'m> {
+    module: &'m Module,
+    mem: MemLoc,
+}
+
+impl fmt::Display for MemDescription<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let m = self.module;
+        write!(
+            f,
+            "%{}@{}({} x {})",
+            m.mem_name(self.mem),
+            m.address(self.mem),
+            m.mems.partitions[self.mem],
+            m.mems.bytes[self.mem]
+        )
+    }
+}

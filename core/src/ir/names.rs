@@ -1,0 +1,180 @@
+//! Interned names: one byte arena, one end offset per name, and an
+//! open-addressing hash table for lookup, so that interning is O(1) and a
+//! name costs four bytes in every column that refers to it.
+
+use alloc::vec::Vec;
+
+use super::column::EntityRef;
+use crate::entity_id;
+
+entity_id!(
+    /// An interned name.
+    Name,
+    "name"
+);
+
+impl EntityRef for Name {
+    fn new(i: usize) -> Self {
+        Name::new(i)
+    }
+    fn index(self) -> usize {
+        Name::index(self)
+    }
+}
+
+/// Longest name accepted, in bytes.
+pub const MAX_NAME_LEN: usize = 256;
+
+/// The name arena.
+#[derive(Clone, Debug, Default)]
+pub struct NamePool {
+    bytes: Vec<u8>,
+    ends: Vec<u32>,
+    /// Open addressing; `u32::MAX` marks an empty slot. Length is a power of
+    /// two kept at least twice the number of names.
+    table: Vec<u32>,
+}
+
+fn hash(s: &[u8]) -> u64 {
+    // FNV-1a: short names, no adversarial-hash concern (the table only
+    // speeds lookup, a collision costs a probe, never correctness).
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for &b in s {
+        h ^= b as u64;
+        h = h.wrapping_mul(0x100_0000_01b3);
+    }
+    h
+}
+
+impl NamePool {
+    /// An empty pool.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Reserves room for `names` names of `bytes` bytes in all.
+    pub fn reserve(&mut self, names: usize, bytes: usize) {
+        self.bytes.reserve(bytes);
+        self.ends.reserve(names);
+        let want = ((self.ends.len() + names) * 2).next_power_of_two().max(16);
+        if want > self.table.len() {
+            self.rehash(want);
+        }
+    }
+
+    /// Number of names.
+    pub fn len(&self) -> usize {
+        self.ends.len()
+    }
+
+    /// True when no name is interned.
+    pub fn is_empty(&self) -> bool {
+        self.ends.is_empty()
+    }
+
+    /// The text of a name (empty for the sentinel).
+    pub fn get(&self, n: Name) -> &str {
+        let i = n.index();
+        if i >= self.ends.len() {
+            return "";
+        }
+        let start = if i == 0 { 0 } else { self.ends[i - 1] as usize };
+        let end = self.ends[i] as usize;
+        // Only `&str`s are ever interned, so every span is valid UTF-8.
+        core::str::from_utf8(&self.bytes[start..end]).unwrap_or("")
+    }
+
+    /// The name spelled `s`, if interned.
+    pub fn lookup(&self, s: &str) -> Option<Name> {
+        if self.table.is_empty() {
+            return None;
+        }
+        let mask = self.table.len() - 1;
+        let mut slot = hash(s.as_bytes()) as usize & mask;
+        loop {
+            let v = self.table[slot];
+            if v == u32::MAX {
+                return None;
+            }
+            if self.get(Name::from_u32(v)) == s {
+                return Some(Name::from_u32(v));
+            }
+            slot = (slot + 1) & mask;
+        }
+    }
+
+    /// Interns `s`, returning the existing name when it is already there.
+    /// Returns `None` when `s` is longer than [`MAX_NAME_LEN`].
+    pub fn intern(&mut self, s: &str) -> Option<Name> {
+        if s.len() > MAX_NAME_LEN {
+            return None;
+        }
+        if let Some(n) = self.lookup(s) {
+            return Some(n);
+        }
+        if (self.ends.len() + 1) * 2 > self.table.len() {
+            self.rehash((self.table.len() * 2).max(16));
+        }
+        self.bytes.extend_from_slice(s.as_bytes());
+        let n = Name::new(self.ends.len());
+        self.ends.push(self.bytes.len() as u32);
+        self.insert_slot(s.as_bytes(), n);
+        Some(n)
+    }
+
+    fn insert_slot(&mut self, s: &[u8], n: Name) {
+        let mask = self.table.len() - 1;
+        let mut slot = hash(s) as usize & mask;
+        while self.table[slot] != u32::MAX {
+            slot = (slot + 1) & mask;
+        }
+        self.table[slot] = n.as_u32();
+    }
+
+    fn rehash(&mut self, size: usize) {
+        self.table.clear();
+        self.table.resize(size, u32::MAX);
+        for i in 0..self.ends.len() {
+            let start = if i == 0 { 0 } else { self.ends[i - 1] as usize };
+            let end = self.ends[i] as usize;
+            let h = hash(&self.bytes[start..end]);
+            let mask = size - 1;
+            let mut slot = h as usize & mask;
+            while self.table[slot] != u32::MAX {
+                slot = (slot + 1) & mask;
+            }
+            self.table[slot] = i as u32;
+        }
+    }
+
+    /// Bytes of storage reserved.
+    pub fn reserved_bytes(&self) -> usize {
+        self.bytes.capacity() + self.ends.capacity() * 4 + self.table.capacity() * 4
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn intern_is_idempotent_and_lookup_finds() {
+        let mut p = NamePool::new();
+        let a = p.intern("xt").unwrap();
+        let b = p.intern("acc").unwrap();
+        assert_ne!(a, b);
+        assert_eq!(p.intern("xt"), Some(a));
+        assert_eq!(p.get(b), "acc");
+        assert_eq!(p.lookup("acc"), Some(b));
+        assert_eq!(p.lookup("nope"), None);
+        for i in 0..1000 {
+            let s = alloc::format!("t{i}");
+            let n = p.intern(&s).unwrap();
+            assert_eq!(p.get(n), s);
+        }
+        assert_eq!(p.lookup("t999").map(|n| p.get(n)), Some("t999"));
+        assert_eq!(p.lookup("xt"), Some(a));
+        let long = "x".repeat(MAX_NAME_LEN + 1);
+        assert_eq!(p.intern(&long), None);
+    }
+}

@@ -1,0 +1,432 @@
+//! The small enums and flag sets of the IR: memory spaces, opcodes, engines,
+//! and the flags of locations, registers and instructions.
+
+use bitflags::bitflags;
+use core::fmt;
+
+/// A memory space. The discriminants are the reference's `MemoryType`
+/// values (DRAM = 8, SB = 16, PSUM = 32).
+#[derive(Copy, Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+#[repr(u8)]
+pub enum Space {
+    /// Device memory behind DMA queues; one flat byte space per core.
+    Dram = 8,
+    /// The 2-D on-chip scratchpad (partition × byte).
+    Sb = 16,
+    /// The banked matmul accumulator.
+    Psum = 32,
+}
+
+impl Space {
+    /// Every space, in the order allocators handle them (PSUM first).
+    pub const ALL: [Space; 3] = [Space::Psum, Space::Sb, Space::Dram];
+
+    /// The text-format keyword.
+    pub const fn keyword(self) -> &'static str {
+        match self {
+            Space::Dram => "dram",
+            Space::Sb => "sb",
+            Space::Psum => "psum",
+        }
+    }
+
+    /// The reference's spelling in addresses and messages.
+    pub const fn upper(self) -> &'static str {
+        match self {
+            Space::Dram => "DRAM",
+            Space::Sb => "SB",
+            Space::Psum => "PSUM",
+        }
+    }
+
+    /// Parses the text-format keyword.
+    pub fn from_keyword(s: &str) -> Option<Space> {
+        match s {
+            "dram" => Some(Space::Dram),
+            "sb" => Some(Space::Sb),
+            "psum" => Some(Space::Psum),
+            _ => None,
+        }
+    }
+
+    /// Dense index 0..3 for per-space arrays (PSUM, SB, DRAM).
+    pub const fn slot(self) -> usize {
+        match self {
+            Space::Psum => 0,
+            Space::Sb => 1,
+            Space::Dram => 2,
+        }
+    }
+
+    /// True for the on-chip spaces, whose locations are 2-D rectangles.
+    pub const fn is_on_chip(self) -> bool {
+        !matches!(self, Space::Dram)
+    }
+}
+
+impl fmt::Display for Space {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.upper())
+    }
+}
+
+/// The engine an instruction runs on.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+#[repr(u8)]
+pub enum Engine {
+    /// Tensor engine (matmul).
+    Pe,
+    /// Scalar / activation engine.
+    Act,
+    /// Vector engine.
+    Dve,
+    /// GpSimd / pool engine.
+    Pool,
+    /// The sequencer: scalar registers, branches, syncs.
+    Sp,
+    /// A DMA queue.
+    Dma,
+}
+
+impl Engine {
+    /// Every engine.
+    pub const ALL: [Engine; 6] = [
+        Engine::Pe,
+        Engine::Act,
+        Engine::Dve,
+        Engine::Pool,
+        Engine::Sp,
+        Engine::Dma,
+    ];
+
+    /// The text-format keyword.
+    pub const fn keyword(self) -> &'static str {
+        match self {
+            Engine::Pe => "pe",
+            Engine::Act => "act",
+            Engine::Dve => "dve",
+            Engine::Pool => "pool",
+            Engine::Sp => "sp",
+            Engine::Dma => "dma",
+        }
+    }
+
+    /// Parses the text-format keyword.
+    pub fn from_keyword(s: &str) -> Option<Engine> {
+        Engine::ALL.iter().copied().find(|e| e.keyword() == s)
+    }
+}
+
+impl fmt::Display for Engine {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.keyword())
+    }
+}
+
+/// What an instruction does. The operand conventions (which access patterns
+/// are read, which written, which registers used and defined) are uniform:
+/// inputs are read, outputs written, uses read, defs written.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+#[repr(u8)]
+pub enum Opcode {
+    /// DMA DRAM → on-chip (the reference's kind 0x13).
+    Load,
+    /// DMA on-chip → DRAM (the reference's kind 0x16).
+    Save,
+    /// DMA between any two locations.
+    DmaCopy,
+    /// On-chip copy by a compute engine.
+    TensorCopy,
+    /// Tensor-engine matmul into PSUM.
+    Matmul,
+    /// Activation function on the scalar engine.
+    Activation,
+    /// Elementwise op of two tensors.
+    TensorTensor,
+    /// Elementwise op of a tensor and a scalar register.
+    TensorScalar,
+    /// Fill a tensor with a constant.
+    Memset,
+    /// Scalar register ← immediate.
+    ScalarImm,
+    /// Scalar register ← register.
+    ScalarMov,
+    /// Scalar register ← ALU op of registers.
+    ScalarAlu,
+    /// Register spill: memory slot ← register.
+    RegSpillStore,
+    /// Register reload: register ← memory slot.
+    RegReload,
+    /// Conditional branch on a register (loop back edge).
+    Branch,
+    /// Wait on a semaphore / queue, ordering engines.
+    SyncWait,
+}
+
+impl Opcode {
+    /// Every opcode.
+    pub const ALL: [Opcode; 16] = [
+        Opcode::Load,
+        Opcode::Save,
+        Opcode::DmaCopy,
+        Opcode::TensorCopy,
+        Opcode::Matmul,
+        Opcode::Activation,
+        Opcode::TensorTensor,
+        Opcode::TensorScalar,
+        Opcode::Memset,
+        Opcode::ScalarImm,
+        Opcode::ScalarMov,
+        Opcode::ScalarAlu,
+        Opcode::RegSpillStore,
+        Opcode::RegReload,
+        Opcode::Branch,
+        Opcode::SyncWait,
+    ];
+
+    /// The text-format mnemonic.
+    pub const fn mnemonic(self) -> &'static str {
+        match self {
+            Opcode::Load => "load",
+            Opcode::Save => "save",
+            Opcode::DmaCopy => "dma_copy",
+            Opcode::TensorCopy => "tensor_copy",
+            Opcode::Matmul => "matmul",
+            Opcode::Activation => "activation",
+            Opcode::TensorTensor => "tensor_tensor",
+            Opcode::TensorScalar => "tensor_scalar",
+            Opcode::Memset => "memset",
+            Opcode::ScalarImm => "imm",
+            Opcode::ScalarMov => "mov",
+            Opcode::ScalarAlu => "alu",
+            Opcode::RegSpillStore => "spill_store",
+            Opcode::RegReload => "reload",
+            Opcode::Branch => "branch",
+            Opcode::SyncWait => "sync_wait",
+        }
+    }
+
+    /// Parses a mnemonic.
+    pub fn from_mnemonic(s: &str) -> Option<Opcode> {
+        Opcode::ALL.iter().copied().find(|o| o.mnemonic() == s)
+    }
+
+    /// The engine the opcode runs on unless the text says otherwise.
+    pub const fn default_engine(self) -> Engine {
+        match self {
+            Opcode::Load | Opcode::Save | Opcode::DmaCopy => Engine::Dma,
+            Opcode::Matmul => Engine::Pe,
+            Opcode::Activation => Engine::Act,
+            Opcode::TensorCopy | Opcode::TensorTensor | Opcode::TensorScalar => Engine::Dve,
+            Opcode::Memset => Engine::Pool,
+            Opcode::ScalarImm
+            | Opcode::ScalarMov
+            | Opcode::ScalarAlu
+            | Opcode::RegSpillStore
+            | Opcode::RegReload
+            | Opcode::Branch
+            | Opcode::SyncWait => Engine::Sp,
+        }
+    }
+
+    /// True for instructions that move data through a DMA queue.
+    pub const fn is_dma(self) -> bool {
+        matches!(self, Opcode::Load | Opcode::Save | Opcode::DmaCopy)
+    }
+
+    /// True for the scalar-sequencer instructions that only touch registers
+    /// (and, for spill store / reload, one memory slot).
+    pub const fn is_scalar(self) -> bool {
+        matches!(
+            self,
+            Opcode::ScalarImm
+                | Opcode::ScalarMov
+                | Opcode::ScalarAlu
+                | Opcode::RegSpillStore
+                | Opcode::RegReload
+                | Opcode::Branch
+                | Opcode::SyncWait
+        )
+    }
+}
+
+impl fmt::Display for Opcode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.mnemonic())
+    }
+}
+
+/// The sub-operation of `alu` and `activation`, kept in one byte column.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+#[repr(u8)]
+pub enum SubOp {
+    /// No sub-operation.
+    None,
+    /// ALU add.
+    Add,
+    /// ALU subtract.
+    Sub,
+    /// ALU multiply.
+    Mul,
+    /// ALU and.
+    And,
+    /// ALU or.
+    Or,
+    /// ALU xor.
+    Xor,
+    /// ALU shift left.
+    Shl,
+    /// ALU shift right.
+    Shr,
+    /// ALU / elementwise minimum.
+    Min,
+    /// ALU / elementwise maximum.
+    Max,
+    /// Activation: identity.
+    Identity,
+    /// Activation: exp.
+    Exp,
+    /// Activation: relu.
+    Relu,
+    /// Activation: gelu.
+    Gelu,
+    /// Activation: tanh.
+    Tanh,
+    /// Activation: sigmoid.
+    Sigmoid,
+    /// Activation: reciprocal square root.
+    Rsqrt,
+    /// Activation: square.
+    Square,
+}
+
+impl SubOp {
+    /// Every sub-operation.
+    pub const ALL: [SubOp; 19] = [
+        SubOp::None,
+        SubOp::Add,
+        SubOp::Sub,
+        SubOp::Mul,
+        SubOp::And,
+        SubOp::Or,
+        SubOp::Xor,
+        SubOp::Shl,
+        SubOp::Shr,
+        SubOp::Min,
+        SubOp::Max,
+        SubOp::Identity,
+        SubOp::Exp,
+        SubOp::Relu,
+        SubOp::Gelu,
+        SubOp::Tanh,
+        SubOp::Sigmoid,
+        SubOp::Rsqrt,
+        SubOp::Square,
+    ];
+
+    /// The text spelling.
+    pub const fn keyword(self) -> &'static str {
+        match self {
+            SubOp::None => "none",
+            SubOp::Add => "add",
+            SubOp::Sub => "sub",
+            SubOp::Mul => "mul",
+            SubOp::And => "and",
+            SubOp::Or => "or",
+            SubOp::Xor => "xor",
+            SubOp::Shl => "shl",
+            SubOp::Shr => "shr",
+            SubOp::Min => "min",
+            SubOp::Max => "max",
+            SubOp::Identity => "identity",
+            SubOp::Exp => "exp",
+            SubOp::Relu => "relu",
+            SubOp::Gelu => "gelu",
+            SubOp::Tanh => "tanh",
+            SubOp::Sigmoid => "sigmoid",
+            SubOp::Rsqrt => "rsqrt",
+            SubOp::Square => "square",
+        }
+    }
+
+    /// Parses the text spelling.
+    pub fn from_keyword(s: &str) -> Option<SubOp> {
+        SubOp::ALL.iter().copied().find(|o| o.keyword() == s)
+    }
+}
+
+bitflags! {
+    /// Properties of a memory location.
+    #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, Default)]
+    pub struct MemFlags: u16 {
+        /// Holds module input data: defined before the first instruction.
+        const INPUT = 1 << 0;
+        /// Holds module output data: live until after the last instruction.
+        const OUTPUT = 1 << 1;
+        /// Placed by the user; allocators treat it as an obstacle, never move it.
+        const PINNED = 1 << 2;
+        /// A spill slot created by an allocator.
+        const SPILL = 1 << 3;
+        /// An internal (compiler-made) tensor, e.g. a DRAM scratch.
+        const INTERNAL = 1 << 4;
+        /// A reload copy created by a spill.
+        const RELOAD = 1 << 5;
+    }
+}
+
+bitflags! {
+    /// Properties of a scalar register.
+    #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, Default)]
+    pub struct RegFlags: u8 {
+        /// Bound to a fixed lane by the user; never spilled.
+        const PINNED = 1 << 0;
+        /// A short-lived temporary made by register spilling; never spilled again.
+        const SPILL_TEMP = 1 << 1;
+    }
+}
+
+bitflags! {
+    /// Properties of an instruction.
+    #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, Default)]
+    pub struct InstFlags: u8 {
+        /// May write its output over an input that dies at it.
+        const IN_PLACE = 1 << 0;
+        /// May read memory that no instruction wrote (`canInstReadFromUninitMem`).
+        const CAN_READ_UNINIT = 1 << 1;
+        /// A store inserted by a spill.
+        const SPILL = 1 << 2;
+        /// A reload inserted by a spill.
+        const RELOAD = 1 << 3;
+        /// Inserted by an optimization (merged DMA, on-chip copy).
+        const SYNTHETIC = 1 << 4;
+    }
+}
+
+/// The text keywords of memory flags, in printing order.
+pub const MEM_FLAG_WORDS: [(MemFlags, &str); 6] = [
+    (MemFlags::INPUT, "input"),
+    (MemFlags::OUTPUT, "output"),
+    (MemFlags::PINNED, "pinned"),
+    (MemFlags::SPILL, "spill"),
+    (MemFlags::INTERNAL, "internal"),
+    (MemFlags::RELOAD, "reload"),
+];
+
+/// The text keywords of register flags, in printing order.
+pub const REG_FLAG_WORDS: [(RegFlags, &str); 2] = [
+    (RegFlags::PINNED, "pinned"),
+    (RegFlags::SPILL_TEMP, "spilltemp"),
+];
+
+/// The text keywords of instruction flags, in printing order.
+pub const INST_FLAG_WORDS: [(InstFlags, &str); 5] = [
+    (InstFlags::IN_PLACE, "inplace"),
+    (InstFlags::CAN_READ_UNINIT, "uninit"),
+    (InstFlags::SPILL, "spill"),
+    (InstFlags::RELOAD, "reload"),
+    (InstFlags::SYNTHETIC, "synthetic"),
+];

@@ -1,0 +1,1 @@
+//! tusk-shim: the std side of tusk — file formats, the driver, reports.
