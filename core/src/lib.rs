@@ -14,7 +14,11 @@
 extern crate alloc;
 
 pub mod analysis;
+#[cfg(feature = "gen")]
+pub mod gen;
 pub mod ir;
+pub mod mem;
 pub mod target;
+pub mod verify;
 
 pub use target::Target;
