@@ -838,7 +838,10 @@ fn region<S: Sink>(
     st.regions += 1;
     let (parts, bytes, elem) = (plan.parts, plan.bytes, plan.elem);
     let bank = p.target.psum_bank_bytes.max(4) & !3;
-    let slots_units = plan.units.max(plan.accumulators) as u32;
+    // Units own input slots `j * SLOTS_PER_UNIT ..` and output slot `j`;
+    // accumulator `n` owns the input and output slots after them, so no
+    // two loads of a region read the same slice unless a DMA pattern asks.
+    let (units, accs) = (plan.units as u32, plan.accumulators as u32);
     let dram = |s: &mut S, prefix: &str, n: u32, flags| -> Result<Tile, IrError> {
         let loc = s.mem(&name(prefix, r), Space::Dram, parts, bytes * n, elem, flags)?;
         Ok(Tile {
@@ -848,8 +851,8 @@ fn region<S: Sink>(
             elem,
         })
     };
-    let input = dram(s, "in", slots_units * SLOTS_PER_UNIT, MemFlags::INPUT)?;
-    let output = dram(s, "out", slots_units, MemFlags::OUTPUT)?;
+    let input = dram(s, "in", units * SLOTS_PER_UNIT + accs, MemFlags::INPUT)?;
+    let output = dram(s, "out", units + accs, MemFlags::OUTPUT)?;
     let scratch = if p.dead_save_pct > 0 {
         Some(dram(s, "scr", 1, MemFlags::INTERNAL)?)
     } else {
@@ -920,7 +923,7 @@ fn accumulate<S: Sink>(
     let k = open_loop(s, st, plan.trips[MAX_GEN_DEPTH as usize])?;
     for (n, &a) in accs.iter().enumerate() {
         let x = tile(s, st, Space::Sb, parts, bytes, elem)?;
-        let slot = n as u32 * SLOTS_PER_UNIT;
+        let slot = plan.units as u32 * SLOTS_PER_UNIT + n as u32;
         dma(
             s,
             Opcode::Load,
@@ -950,7 +953,9 @@ fn accumulate<S: Sink>(
             &[],
             InstFlags::empty(),
         )?;
-        let out = ctx.output.range(n as u32 * bytes, pb.min(bytes));
+        let out = ctx
+            .output
+            .range((plan.units as u32 + n as u32) * bytes, pb.min(bytes));
         // The output slice is in the output's element size; the evacuated
         // tile is fp32, so the save moves its first `pb` bytes.
         dma(s, Opcode::Save, out, o.range(0, pb), ctx.queue)?;
