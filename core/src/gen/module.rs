@@ -48,6 +48,8 @@ pub const MAX_GEN_DEPTH: u8 = 8;
 pub const MAX_RESIDENTS: u8 = 16;
 /// Most units per loop body and accumulators per region.
 pub const MAX_UNITS: u8 = 64;
+/// Largest tile in bytes per partition.
+pub const MAX_TILE_BYTES: u32 = 1 << 20;
 /// Partition counts of the first three classes of the partition mix; the
 /// fourth class ("small") draws a power of two in `1..=16`.
 pub const PARTITION_CLASSES: [u16; 3] = [128, 64, 32];
@@ -234,12 +236,19 @@ impl GenParams {
             limits.instructions as u64,
         )?;
         for &b in &self.tile_bytes {
-            check("generated tile bytes per partition", b as u64, 4, 1 << 24)?;
+            // At most 1 MiB: far above any SB partition, and small enough
+            // that a region's DRAM tensors (up to 384 tiles) fit in u32.
+            check(
+                "generated tile bytes per partition",
+                b as u64,
+                4,
+                MAX_TILE_BYTES as u64,
+            )?;
             if b % 4 != 0 {
                 return Err(IrError::BadShape {
                     what: "generated tile bytes (not a multiple of 4)",
                     value: b as u64,
-                    max: 1 << 24,
+                    max: MAX_TILE_BYTES as u64,
                 });
             }
         }
@@ -864,7 +873,7 @@ fn region<S: Sink>(
         scratch,
         residents: ArrayVec::new(),
         psum_bytes: bytes.min(bank),
-        queue: (r % 16) as u8,
+        queue: (r % p.target.dma_queues_per_engine.max(1) as u32) as u8,
         next_resident: 0,
     };
     if plan.residents > 0 {
@@ -1453,8 +1462,12 @@ mod tests {
 
     #[test]
     fn default_live_set_stays_far_below_capacity() {
-        for seed in 0..8 {
-            let m = gen(&GenParams::new(20_000, seed));
+        for seed in 0..9 {
+            let target = ["trn1", "trn2", "trn3"][seed as usize % 3];
+            let m = gen(&GenParams {
+                target: Target::by_name(target).unwrap(),
+                ..GenParams::new(20_000, seed)
+            });
             let lv = liveness(&m);
             let pk = peaks(&m, &lv);
             // Far below: under a quarter of the usable SB, whatever the size.
