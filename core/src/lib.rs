@@ -14,7 +14,7 @@
 extern crate alloc;
 
 pub mod analysis;
-#[cfg(feature = "gen")]
+#[cfg(any(test, feature = "gen"))]
 pub mod gen;
 pub mod ir;
 pub mod mem;
