@@ -16,5 +16,6 @@ extern crate alloc;
 pub mod analysis;
 pub mod ir;
 pub mod target;
+pub mod verify;
 
 pub use target::Target;
