@@ -318,6 +318,8 @@ pub struct DataflowCapacity {
     pub operands: usize,
     /// Value runs one instruction's reads may produce.
     pub scratch: usize,
+    /// Output locations whose final contents are recorded.
+    pub outputs: usize,
     /// Mismatches kept (the rest are counted).
     pub mismatches: usize,
 }
@@ -350,13 +352,14 @@ impl DataflowCapacity {
                     .sum();
                 widest = widest.max(w + o.n_use as usize);
             }
-            let outs: usize = m
-                .mems
-                .space
-                .keys()
-                .filter(|&x| m.mems.flags[x].contains(MemFlags::OUTPUT))
-                .map(|x| m.mems.partitions[x] as usize)
-                .sum();
+            let (mut outs, mut n_outs) = (0usize, 0usize);
+            for x in m.mems.space.keys() {
+                if m.mems.flags[x].contains(MemFlags::OUTPUT) {
+                    outs += m.mems.partitions[x] as usize;
+                    n_outs += 1;
+                }
+            }
+            cap.outputs = cap.outputs.max(n_outs);
             cap.runs = cap.runs.max(4096 + 2 * runs);
             cap.executions = cap.executions.max(64 + execs);
             cap.operands = cap.operands.max(64 + ops);
@@ -902,7 +905,7 @@ impl DataflowChecker {
         grow(&mut self.log, cap.log_runs);
         grow(&mut self.ops, cap.operands);
         grow(&mut self.execs, cap.executions);
-        grow(&mut self.outputs, cap.log_runs.min(1 << 16));
+        grow(&mut self.outputs, cap.outputs);
         grow(&mut self.scratch.v, cap.scratch);
         grow(&mut self.scratch_ops, 64);
         grow(&mut self.frames, 64);
