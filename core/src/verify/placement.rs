@@ -221,14 +221,14 @@ impl Finding {
             Finding::OutOfBounds { .. } => "out-of-bounds",
             Finding::Misaligned { .. } => "misaligned",
             Finding::BadStartPartition { .. } => "bad-start-partition",
-            Finding::PsumOffBank { .. } => "psum-off-bank",
-            Finding::PsumBankSpan { .. } => "psum-bank-span",
+            Finding::PsumOffBank { .. } => "psum-off-bank-boundary",
+            Finding::PsumBankSpan { .. } => "psum-bank-crossing",
             Finding::PsumBankMismatch { .. } => "psum-bank-mismatch",
             Finding::Overlap { .. } => "overlap",
             Finding::Uncolored { .. } => "uncolored",
             Finding::LaneOutOfRange { .. } => "lane-out-of-range",
-            Finding::OddPairLane { .. } => "odd-pair-lane",
-            Finding::LaneConflict { .. } => "lane-conflict",
+            Finding::OddPairLane { .. } => "odd-lane-pair",
+            Finding::LaneConflict { .. } => "register-overlap",
         }
     }
 
