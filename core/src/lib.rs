@@ -14,7 +14,10 @@
 extern crate alloc;
 
 pub mod analysis;
+#[cfg(any(test, feature = "gen"))]
+pub mod gen;
 pub mod ir;
+pub mod mem;
 pub mod target;
 pub mod verify;
 

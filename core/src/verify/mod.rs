@@ -1,5 +1,6 @@
-//! Independent checkers of allocator output: the placement verifier and the
-//! dataflow checker. They share no placement code with any allocator.
+//! Independent checkers: they share no placement code with the allocators,
+//! so a bug in an allocator cannot hide itself.
 
+pub mod buffers;
 pub mod dataflow;
 pub mod placement;
