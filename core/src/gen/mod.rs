@@ -1,0 +1,3 @@
+//! Workload generators shared by tests, benchmarks and fuzzing.
+
+pub mod scalar;
