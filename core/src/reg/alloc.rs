@@ -180,6 +180,8 @@ pub struct RegReport {
     pub last_round: ColorStats,
     /// Max lane-weighted pressure of the input program.
     pub max_pressure: u32,
+    /// Edges of the last round's interference graph.
+    pub edges: u64,
 }
 
 /// Configuration of the allocator.
@@ -219,7 +221,7 @@ pub struct RegAllocator {
     n_fixed: Vec<u16>,
     colors: Vec<u16>,
     pressure: Vec<i32>,
-    spill: Vec<u32>,
+    chosen: Vec<bool>,
     graph: InterferenceGraph,
     colorer: Colorer,
     depth_weight: [f64; 31],
@@ -292,7 +294,6 @@ impl RegAllocator {
             &mut a.node_reg,
             &mut a.n_start,
             &mut a.n_end,
-            &mut a.spill,
         ] {
             v.reserve_exact(regs);
         }
@@ -300,8 +301,63 @@ impl RegAllocator {
         a.n_cost.reserve_exact(regs);
         a.n_fixed.reserve_exact(regs);
         a.colors.reserve_exact(regs);
+        a.chosen.reserve_exact(regs);
         a.pressure.reserve_exact(positions + 2);
         a
+    }
+
+    /// Marks the nodes to spill in `chosen`: every uncolored spillable
+    /// node, and for every uncolored unspillable node (a spill temporary or
+    /// a pinned register) its cheapest spillable neighbour (by cost per
+    /// lane), since freeing a neighbour's lanes is the only way to make
+    /// room for it. Fails with the unspillable node that has no spillable
+    /// neighbour.
+    fn choose_spills(&mut self, _k: u16) -> Result<(), usize> {
+        let n = self.colors.len();
+        self.chosen.clear();
+        self.chosen.resize(n, false);
+        let mut any = false;
+        for v in 0..n {
+            if self.colors[v] == NO_COLOR && self.n_cost[v].is_finite() {
+                self.chosen[v] = true;
+                any = true;
+            }
+        }
+        for v in 0..n {
+            if self.colors[v] != NO_COLOR || self.n_cost[v].is_finite() {
+                continue;
+            }
+            let mut best: Option<(f64, usize)> = None;
+            let mut covered = false;
+            for &u in self.graph.neighbors(v) {
+                let u = u as usize;
+                let c = self.n_cost[u];
+                if !c.is_finite() {
+                    continue;
+                }
+                if self.chosen[u] {
+                    covered = true;
+                    continue;
+                }
+                let per_lane = c / self.n_lanes[u] as f64;
+                if best.map_or(true, |(b, _)| per_lane < b) {
+                    best = Some((per_lane, u));
+                }
+            }
+            match best {
+                Some((_, u)) if !covered => {
+                    self.chosen[u] = true;
+                    any = true;
+                }
+                Some(_) | None if covered => {}
+                _ => return Err(v),
+            }
+        }
+        if any {
+            Ok(())
+        } else {
+            Err(0)
+        }
     }
 
     fn find(&mut self, mut r: u32) -> u32 {
@@ -338,7 +394,7 @@ impl RegAllocator {
                 }
             }
         }
-        m.reserve(spill_headroom(m));
+        let mut reserved = false;
         let mut report = RegReport::default();
         let mut spill_serial = 0u32;
         loop {
@@ -374,33 +430,26 @@ impl RegAllocator {
                 )
                 .map_err(RegAllocError::Color)?;
             report.last_round = stats;
+            report.edges = self.graph.num_edges() as u64;
+
             report.score = stats.score;
             if stats.uncolored == 0 {
                 break;
             }
-            self.spill.clear();
-            let mut blocked = NONE;
-            for v in 0..n {
-                if self.colors[v] == NO_COLOR {
-                    if self.n_cost[v].is_finite() {
-                        self.spill.push(v as u32);
-                    } else if blocked == NONE {
-                        blocked = v as u32;
-                    }
-                }
+            self.choose_spills(k)
+                .map_err(|v| self.pressure_error(m, v, k))?;
+            if !reserved {
+                // Headroom for all spill code this run can insert, reserved
+                // once before the first insertion (a run without spills
+                // never pays for it).
+                m.reserve(spill_headroom(m));
+                reserved = true;
             }
-            if self.spill.is_empty() {
-                return Err(self.pressure_error(m, blocked as usize, k));
-            }
-            // Spill every register whose class is uncolored.
+            // Spill every register whose class was chosen.
             for r in m.regs.lanes.keys() {
                 let root = self.find(r.as_u32());
                 let v = self.node_of[root as usize];
-                if v != NONE
-                    && self.colors[v as usize] == NO_COLOR
-                    && self.n_cost[v as usize].is_finite()
-                    && self.live.interval(r).is_some()
-                {
+                if v != NONE && self.chosen[v as usize] && self.live.interval(r).is_some() {
                     self.spill_register(m, r, &mut spill_serial, &mut report)?;
                 }
             }

@@ -28,7 +28,9 @@
 //!    a tenure of `0.6·|U| + rand(0..10)` moves. The coloring stays legal at
 //!    every step; at the end it rolls back to the best state seen (least
 //!    total cost of uncolored nodes). Bounded by
-//!    [`ColorConfig::repair_moves`] and by a fixed journal.
+//!    `min(ColorConfig::repair_moves, REPAIR_BASE + REPAIR_PER_NODE × |U₀|)`
+//!    moves (|U₀|: nodes select left) and by a fixed journal; a move costs
+//!    O(degree + K).
 //!
 //! **REG score** (lower is better): `Σ cost(v) over uncolored v` +
 //! `lanes used / K`. The first term is what spilling will cost, the second
@@ -52,6 +54,11 @@ pub const NO_COLOR: u16 = u16::MAX;
 
 /// Most changes the repair step records (it stops when the journal is full).
 pub const REPAIR_JOURNAL: usize = 1 << 18;
+
+/// Repair moves allowed whatever the number of uncolored nodes.
+pub const REPAIR_BASE: u32 = 2_000;
+/// Repair moves allowed per node select left uncolored.
+pub const REPAIR_PER_NODE: u32 = 500;
 
 /// Largest K the colorer supports (lanes are `u16`, forbidden sets are
 /// `K / 64` words per node).
@@ -389,7 +396,10 @@ impl Colorer {
         }
         let mut stats = ColorStats::default();
         self.simplify(g, cost, fixed, cfg, &mut stats);
-        self.select(g, fixed, cfg, colors)?;
+        // Without an optimistic push every node passed the lane-weighted
+        // test, so any color choice succeeds: skip the saturation count.
+        let saturation = cfg.color_choice == ColorChoice::Saturation && stats.optimistic > 0;
+        self.select(g, fixed, cfg, saturation, colors)?;
         let mut uncolored = 0u32;
         for &c in colors.iter() {
             if c == NO_COLOR {
@@ -422,19 +432,13 @@ impl Colorer {
         self.stack.clear();
         self.heap.clear();
         for v in 0..n {
-            let (mut a, mut b) = (0u32, 0u32);
-            for &u in g.neighbors(v) {
-                if g.lanes(u as usize) == 2 {
-                    b += 1;
-                } else {
-                    a += 1;
-                }
-            }
-            self.n1.push(a);
+            let b = g.degree2(v) as u32;
+            self.n1.push(g.degree(v) as u32 - b);
             self.n2.push(b);
             self.optimistic.push(false);
             self.state.push(HIGH);
         }
+        let mut high = 0usize;
         for v in 0..n {
             if fixed[v] != NO_COLOR {
                 self.state[v] = FIXED;
@@ -444,11 +448,15 @@ impl Colorer {
             } else {
                 let key = self.spill_key(v, cost, cfg.spill_choice);
                 self.heap.push((Reverse(key), v as u32));
+                high += 1;
             }
         }
         loop {
             let v = if let Some(v) = self.low.pop() {
                 v as usize
+            } else if high == 0 {
+                // Only stale entries are left in the heap.
+                break;
             } else if let Some((Reverse(key), v)) = self.heap.pop() {
                 let v = v as usize;
                 if self.state[v] != HIGH {
@@ -463,6 +471,7 @@ impl Colorer {
                 }
                 self.optimistic[v] = true;
                 stats.optimistic += 1;
+                high -= 1;
                 v
             } else {
                 break;
@@ -484,6 +493,7 @@ impl Colorer {
                 if s == HIGH && self.trivially_colorable(g, u, k) {
                     self.state[u] = LOW;
                     self.low.push(u as u32);
+                    high -= 1;
                 }
             }
         }
@@ -517,6 +527,7 @@ impl Colorer {
         g: &InterferenceGraph,
         fixed: &[u16],
         cfg: &ColorConfig,
+        saturation: bool,
         colors: &mut [u16],
     ) -> Result<(), ColorError> {
         let n = g.num_nodes();
@@ -548,10 +559,24 @@ impl Colorer {
             }
             self.paint(g, v, c, words);
         }
-        let saturation = cfg.color_choice == ColorChoice::Saturation;
         for si in (0..self.stack.len()).rev() {
             let v = self.stack[si] as usize;
             let two = g.lanes(v) == 2;
+            if !saturation {
+                // Gather the blocked lanes from the neighbours' colors
+                // (reads instead of painting every neighbour).
+                for w in 0..words {
+                    self.forbid[v * words + w] = 0;
+                }
+                for &u in g.neighbors(v) {
+                    let c = colors[u as usize];
+                    if c != NO_COLOR {
+                        for l in c as usize..c as usize + g.lanes(u as usize) as usize {
+                            self.forbid[v * words + l / 64] |= 1u64 << (l % 64);
+                        }
+                    }
+                }
+            }
             let mut any = false;
             for w in 0..words {
                 let free = !self.forbid[v * words + w] & Self::valid_word(cfg.k, w);
@@ -573,7 +598,9 @@ impl Colorer {
                 }
             }
             colors[v] = chosen;
-            self.paint(g, v, chosen, words);
+            if saturation {
+                self.paint(g, v, chosen, words);
+            }
         }
         Ok(())
     }
@@ -690,7 +717,10 @@ impl Colorer {
         let mut best_len = 0usize;
         let mut moves = 0u32;
         let mut iter = 0u32;
-        while !self.uncol.is_empty() && moves < cfg.repair_moves {
+        let budget = cfg.repair_moves.min(
+            REPAIR_BASE.saturating_add(REPAIR_PER_NODE.saturating_mul(self.uncol.len() as u32)),
+        );
+        while !self.uncol.is_empty() && moves < budget {
             let u = self.uncol[(rng.next() % self.uncol.len() as u64) as usize] as usize;
             if self.journal.len() + 1 + g.degree(u) > self.journal.capacity() {
                 break;

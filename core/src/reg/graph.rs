@@ -63,6 +63,9 @@ pub struct InterferenceGraph {
     lanes: Vec<u8>,
     row_start: Vec<u32>,
     row_len: Vec<u32>,
+    /// Number of 2-lane neighbours per node (the lane-weighted degree is
+    /// `row_len + deg2`).
+    deg2: Vec<u32>,
     adj: Vec<u32>,
     /// Build scratch: bucket counters over positions (interval build).
     bucket: Vec<u32>,
@@ -92,6 +95,7 @@ impl InterferenceGraph {
         up(&mut self.lanes, nodes);
         up(&mut self.row_start, nodes + 1);
         up(&mut self.row_len, nodes);
+        up(&mut self.deg2, nodes);
         up(&mut self.adj, adjacency);
         up(&mut self.order, nodes);
         up(&mut self.active, nodes);
@@ -134,6 +138,12 @@ impl InterferenceGraph {
         self.row_len[v] as usize
     }
 
+    /// Number of 2-lane neighbours of `v`.
+    #[inline]
+    pub fn degree2(&self, v: usize) -> usize {
+        self.deg2[v] as usize
+    }
+
     /// True when `u` and `v` interfere (scans the shorter row).
     pub fn interferes(&self, u: usize, v: usize) -> bool {
         let (a, b) = if self.degree(u) <= self.degree(v) {
@@ -161,6 +171,7 @@ impl InterferenceGraph {
         Self::check_cap(&self.lanes, n, "nodes")?;
         Self::check_cap(&self.row_start, n + 1, "row starts")?;
         Self::check_cap(&self.row_len, n, "row lengths")?;
+        Self::check_cap(&self.deg2, n, "row lengths")?;
         self.n = n;
         self.lanes.clear();
         self.lanes.extend_from_slice(lanes);
@@ -168,8 +179,50 @@ impl InterferenceGraph {
         self.row_start.resize(n + 1, 0);
         self.row_len.clear();
         self.row_len.resize(n, 0);
+        self.deg2.clear();
+        self.deg2.resize(n, 0);
         self.adj.clear();
         Ok(())
+    }
+
+    /// `deg2[v]` = 2-lane intervals overlapping `v` (minus `v` itself),
+    /// by prefix counts of 2-lane starts and ends.
+    fn count_two_lane(&mut self, start: &[u32], end: &[u32], positions: usize) {
+        let n = self.n;
+        if !self.lanes.contains(&2) {
+            return;
+        }
+        self.bucket.clear();
+        self.bucket.resize(positions + 2, 0);
+        for v in 0..n {
+            if start[v] <= end[v] && self.lanes[v] == 2 {
+                self.bucket[start[v] as usize + 1] += 1;
+            }
+        }
+        for p in 1..positions + 2 {
+            self.bucket[p] += self.bucket[p - 1];
+        }
+        for v in 0..n {
+            if start[v] <= end[v] {
+                self.deg2[v] = self.bucket[end[v] as usize + 1];
+            }
+        }
+        self.bucket.clear();
+        self.bucket.resize(positions + 2, 0);
+        for v in 0..n {
+            if start[v] <= end[v] && self.lanes[v] == 2 {
+                self.bucket[end[v] as usize + 1] += 1;
+            }
+        }
+        for p in 1..positions + 2 {
+            self.bucket[p] += self.bucket[p - 1];
+        }
+        for v in 0..n {
+            if start[v] <= end[v] {
+                let own = (self.lanes[v] == 2) as u32;
+                self.deg2[v] -= self.bucket[start[v] as usize] + own;
+            }
+        }
     }
 
     /// Turns per-node degrees (in `row_len`) into row starts and sizes the
@@ -247,6 +300,11 @@ impl InterferenceGraph {
                 }
             }
             self.row_len[v] = w as u32;
+            let mut two = 0;
+            for &u in &self.adj[s..s + w] {
+                two += (self.lanes[u as usize] == 2) as u32;
+            }
+            self.deg2[v] = two;
         }
         Ok(())
     }
@@ -328,6 +386,8 @@ impl InterferenceGraph {
                 self.row_len[v] -= self.bucket[start[v] as usize] + 1;
             }
         }
+        // The same counts restricted to 2-lane nodes give `deg2`.
+        self.count_two_lane(start, end, positions);
         self.layout_rows()?;
         // Sweep in start order; the active set keeps intervals that may
         // still overlap later starts and is compacted as it is scanned.
@@ -392,7 +452,10 @@ mod tests {
         }
         e[5] = 0;
         s[5] = 3; // absent node
-        let lanes = [1u8; 60];
+        let mut lanes = [1u8; 60];
+        for v in (0..n).step_by(3) {
+            lanes[v] = 2;
+        }
         let mut g = InterferenceGraph::default();
         g.reserve(n, n * n, 120);
         g.build_from_intervals(&lanes, &s, &e, 120).unwrap();
