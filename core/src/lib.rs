@@ -18,6 +18,7 @@ pub mod analysis;
 pub mod gen;
 pub mod ir;
 pub mod mem;
+pub mod reg;
 pub mod target;
 pub mod verify;
 

@@ -1,4 +1,6 @@
 //! tusk-shim: the std side of tusk — file formats, the driver, reports.
 
+pub mod color;
+pub mod dimacs;
 pub mod gen;
 pub mod text;
