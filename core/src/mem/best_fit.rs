@@ -768,8 +768,7 @@ impl BestFitMemoryManager {
         for l in self.lines.iter_mut() {
             l.reserve(ids);
         }
-        self.slots
-            .reserve(ids.saturating_sub(self.slots.len()));
+        self.slots.reserve(ids.saturating_sub(self.slots.len()));
         self.obstacles
             .reserve(obstacles.saturating_sub(self.obstacles.len()));
     }
@@ -1140,7 +1139,13 @@ impl BestFitMemoryManager {
             for bi in 0..nbases {
                 let base = bi * step;
                 if (base..base + k).any(|r| self.bank_used[r] & m != 0)
-                    || self.hits_obstacle(base, k, offset, offset + need as u64 * self.bank_bytes, req)
+                    || self.hits_obstacle(
+                        base,
+                        k,
+                        offset,
+                        offset + need as u64 * self.bank_bytes,
+                        req,
+                    )
                 {
                     continue;
                 }
@@ -1176,9 +1181,7 @@ impl BestFitMemoryManager {
             rows: k as u8,
             segs: [bank, need, 0, 0],
         };
-        self.peak_bytes = self
-            .peak_bytes
-            .max((bank + need) as u64 * self.bank_bytes);
+        self.peak_bytes = self.peak_bytes.max((bank + need) as u64 * self.bank_bytes);
         self.live_area += need as u64 * self.bank_bytes * k as u64 * self.row_partitions as u64;
     }
 
@@ -1298,18 +1301,18 @@ impl BestFitMemoryManager {
                 for r in base..base + k {
                     self.bank_used[r] &= !m;
                 }
-                self.live_area = self
-                    .live_area
-                    .saturating_sub(need as u64 * self.bank_bytes * k as u64 * self.row_partitions as u64);
+                self.live_area = self.live_area.saturating_sub(
+                    need as u64 * self.bank_bytes * k as u64 * self.row_partitions as u64,
+                );
                 self.quantiles.add(need as u64 * self.bank_bytes);
             }
             _ => {
                 for r in base..base + k {
                     let seg = slot.segs[r - base];
                     let s = self.lines[r].segs[seg as usize];
-                    self.live_area = self.live_area.saturating_sub(
-                        (s.end - s.start) * self.row_partitions as u64,
-                    );
+                    self.live_area = self
+                        .live_area
+                        .saturating_sub((s.end - s.start) * self.row_partitions as u64);
                     let merged = self.lines[r].release(seg)?;
                     if r == base {
                         self.quantiles.add(merged);
@@ -1477,9 +1480,15 @@ mod tests {
     fn lower_left_takes_the_bottom_row_and_left_edge() {
         let (mut m, _) = sb(1000);
         let p = m.allocate(&req(0, 32, 100, 5)).unwrap().unwrap();
-        assert_eq!((p.base_partition, p.offset, p.corner), (0, 0, Corner::LowerLeft));
+        assert_eq!(
+            (p.base_partition, p.offset, p.corner),
+            (0, 0, Corner::LowerLeft)
+        );
         let p = m.allocate(&req(1, 128, 100, 5)).unwrap().unwrap();
-        assert_eq!((p.base_partition, p.offset, p.corner), (0, 100, Corner::LowerLeft));
+        assert_eq!(
+            (p.base_partition, p.offset, p.corner),
+            (0, 100, Corner::LowerLeft)
+        );
     }
 
     fn sb_100() -> BestFitMemoryManager {
@@ -1509,7 +1518,13 @@ mod tests {
         // 64 x 45 fits nowhere: largest common run is [20,60) = 40 bytes.
         m.free(5).unwrap();
         assert_eq!(m.allocate(&req(5, 64, 45, 9)).unwrap(), None);
-        assert_eq!(m.largest_free(64), Rect { partitions: 64, bytes: 40 });
+        assert_eq!(
+            m.largest_free(64),
+            Rect {
+                partitions: 64,
+                bytes: 40
+            }
+        );
     }
 
     #[test]
@@ -1599,7 +1614,7 @@ mod tests {
             m.allocate(&req(i as u32, 1, *s, 9)).unwrap().unwrap();
         }
         m.free(1).unwrap(); // hole [100,150)
-        // 40 bytes: the bounded 50-byte hole, not the open end.
+                            // 40 bytes: the bounded 50-byte hole, not the open end.
         let p = m.allocate(&req(4, 1, 40, 9)).unwrap().unwrap();
         assert_eq!(p.offset, 100);
         m.free(4).unwrap();
