@@ -17,5 +17,6 @@ pub mod analysis;
 pub mod ir;
 pub mod mem;
 pub mod target;
+pub mod verify;
 
 pub use target::Target;
