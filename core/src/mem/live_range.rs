@@ -284,6 +284,6 @@ mod tests {
         assert_eq!(r.pick_for_spilling(|v| v != c), Some(t));
         r.kill(&m, t);
         assert_eq!(r.active(), &[c, a]);
-        assert_eq!(r.remaining_uses(c), 3);
+        assert_eq!(r.remaining_uses(c), 5);
     }
 }

@@ -303,6 +303,8 @@ pub struct LsaWorkspace {
     holder: Vec<MemLoc>,
     records: Vec<SpillRecord>,
     max_spills: u32,
+    /// Next free DRAM byte for spill slots.
+    dram_bump: u64,
 }
 
 impl LsaWorkspace {
@@ -396,6 +398,15 @@ fn scan(
     ws.holder.resize(ids, MemLoc::INVALID);
     ws.slot.clear();
     ws.slot.resize(ids, MemLoc::INVALID);
+    // Spill slots go above every DRAM location placed so far (a bump).
+    ws.dram_bump = m
+        .mems
+        .space
+        .keys()
+        .filter(|&v| m.mems.space[v] == Space::Dram && m.is_placed(v))
+        .map(|v| m.mems.offset[v] + m.mem_footprint(v))
+        .max()
+        .unwrap_or(0);
     let mut report = LsaReport::default();
     for space in [Space::Psum, Space::Sb] {
         let r = scan_space(m, ws, space, loop_aware, ids, &mut report.log)?;
@@ -710,6 +721,21 @@ fn spill_victim(
         let _ = fmt::write(&mut sname, format_args!("{}_SpillSlot", m.mem_name(o)));
         slot = m.try_add_mem(&sname, Space::Dram, m.mems.partitions[o], m.mems.bytes[o])?;
         m.mems.flags[slot] = MemFlags::SPILL | MemFlags::INTERNAL;
+        let align = m.mems.align[slot].max(1) as u64;
+        let at = ws.dram_bump.div_ceil(align) * align;
+        let end = at + m.mem_footprint(slot);
+        if end > m.target.dram_bytes {
+            return Err(LsaError::Manager {
+                tensor: slot,
+                error: ManagerError::NeverFits {
+                    what: "DRAM spill slot end",
+                    value: end,
+                    max: m.target.dram_bytes,
+                },
+            });
+        }
+        m.place(slot, 0, at);
+        ws.dram_bump = end;
         ws.slot[o.index()] = slot;
     }
     if victim == o {

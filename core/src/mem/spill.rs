@@ -16,9 +16,11 @@
 //! program while it runs, and [`finalize`] inserts the instructions and
 //! re-points the readers afterwards, in record order.
 //!
-//! Spill slots are created in DRAM and left unplaced: DRAM placement is the
-//! DRAM allocator's job (the reference runs `coloring_allocator_dram_debug`
-//! after the LSA at optlevel 8).
+//! Spill slots are created in DRAM and placed by a bump pointer above every
+//! DRAM location placed before the scan (each slot lives for the whole
+//! program, so no two share bytes). A DRAM allocator that runs later (the
+//! reference runs `coloring_allocator_dram_debug` after the LSA at optlevel
+//! 8) sees them as placed obstacles.
 
 use core::fmt;
 
