@@ -976,7 +976,7 @@ impl BestFitMemoryManager {
                 } else {
                     (0, waste, off)
                 };
-                if best.is_none_or(|(b, _)| score < b) {
+                if best.map_or(true, |(b, _)| score < b) {
                     best = Some((score, off));
                 }
             }
@@ -1037,7 +1037,7 @@ impl BestFitMemoryManager {
                 };
                 let anchor = if top_anchor { base + k - 1 } else { base };
                 if let Some((score, off)) = self.best_on_base(req, base, k, anchor, side) {
-                    if best.is_none_or(|(b, _, _)| score < b) {
+                    if best.map_or(true, |(b, _, _)| score < b) {
                         best = Some((score, off, base));
                     }
                 }
@@ -1151,7 +1151,7 @@ impl BestFitMemoryManager {
                 }
                 let fresh = (m & !used_any).count_ones();
                 let score = (fresh, bank);
-                if best.is_none_or(|(b, _, _)| score < b) {
+                if best.map_or(true, |(b, _, _)| score < b) {
                     best = Some((score, bank, base));
                 }
             }
@@ -1468,8 +1468,10 @@ mod tests {
     }
 
     fn sb(usable: u32) -> (BestFitMemoryManager, Target) {
-        let mut t = Target::default();
-        t.sb_usable_bytes = usable;
+        let t = Target {
+            sb_usable_bytes: usable,
+            ..Target::default()
+        };
         let mut m = BestFitMemoryManager::new();
         m.reserve(64, 4);
         m.reset_sb(&t, 64).unwrap();
@@ -1492,8 +1494,10 @@ mod tests {
     }
 
     fn sb_100() -> BestFitMemoryManager {
-        let mut t = Target::default();
-        t.sb_usable_bytes = 100;
+        let t = Target {
+            sb_usable_bytes: 100,
+            ..Target::default()
+        };
         let mut m = BestFitMemoryManager::new();
         m.reserve(16, 4);
         m.reset_sb(&t, 16).unwrap();
@@ -1567,8 +1571,10 @@ mod tests {
 
     #[test]
     fn psum_banks() {
-        let mut t = Target::default();
-        t.psum_usable_banks = 7;
+        let t = Target {
+            psum_usable_banks: 7,
+            ..Target::default()
+        };
         let mut m = BestFitMemoryManager::new();
         m.reserve(32, 0);
         m.reset_psum(&t, 32).unwrap();

@@ -95,9 +95,9 @@ impl LiveRangeManager {
             let flags = m.mems.flags[v];
             let iv = if loop_aware {
                 live.interval(v).map(|iv| (iv.start, iv.end))
-            } else if acc.is_empty() && !flags.intersects(MemFlags::INPUT | MemFlags::OUTPUT) {
-                None
-            } else if n == 0 {
+            } else if n == 0
+                || acc.is_empty() && !flags.intersects(MemFlags::INPUT | MemFlags::OUTPUT)
+            {
                 None
             } else {
                 let s = if flags.contains(MemFlags::INPUT) {
@@ -115,7 +115,7 @@ impl LiveRangeManager {
             let Some((s, e)) = iv else { continue };
             self.start[v] = s;
             self.end[v] = e;
-            let pseudo = acc.last().is_none_or(|&l| e > l) as u32;
+            let pseudo = acc.last().map_or(true, |&l| e > l) as u32;
             self.remaining[v] = acc.len() as u32 + pseudo;
             self.defined[v] = live.access_writes(v).any(|w| w);
             self.by_start.push(v);
