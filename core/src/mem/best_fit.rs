@@ -682,6 +682,9 @@ impl Default for Policy {
     }
 }
 
+/// A scored candidate: (score, offset, base row, (anchor row, anchor hole)).
+type Candidate = ((u8, u64, u64), u64, usize, (usize, u32));
+
 /// Where a placed block sits, per id.
 #[derive(Copy, Clone, Debug)]
 struct Slot {
@@ -921,11 +924,11 @@ impl BestFitMemoryManager {
         k: usize,
         anchor: usize,
         side: Side,
-    ) -> Option<((u8, u64, u64), u64)> {
+    ) -> Option<((u8, u64, u64), u64, u32)> {
         let line = &self.lines[anchor];
         let mut key = size_key(req.bytes, 0);
         let mut found = 0u32;
-        let mut best: Option<((u8, u64, u64), u64)> = None;
+        let mut best: Option<((u8, u64, u64), u64, u32)> = None;
         let want = if self.policy.lifetime_aware {
             self.policy.candidates.max(1)
         } else {
@@ -976,8 +979,8 @@ impl BestFitMemoryManager {
                 } else {
                     (0, waste, off)
                 };
-                if best.map_or(true, |(b, _)| score < b) {
-                    best = Some((score, off));
+                if best.map_or(true, |(b, _, _)| score < b) {
+                    best = Some((score, off, h));
                 }
             }
             if any {
@@ -1028,7 +1031,7 @@ impl BestFitMemoryManager {
             (Corner::Right, false, Side::Right),
         ];
         for (corner, top_anchor, side) in strategies {
-            let mut best: Option<((u8, u64, u64), u64, usize)> = None;
+            let mut best: Option<Candidate> = None;
             for bi in 0..nbases {
                 let base = if top_anchor {
                     (nbases - 1 - bi) * step
@@ -1036,14 +1039,14 @@ impl BestFitMemoryManager {
                     bi * step
                 };
                 let anchor = if top_anchor { base + k - 1 } else { base };
-                if let Some((score, off)) = self.best_on_base(req, base, k, anchor, side) {
-                    if best.map_or(true, |(b, _, _)| score < b) {
-                        best = Some((score, off, base));
+                if let Some((score, off, h)) = self.best_on_base(req, base, k, anchor, side) {
+                    if best.map_or(true, |(b, _, _, _)| score < b) {
+                        best = Some((score, off, base, (anchor, h)));
                     }
                 }
             }
-            if let Some((_, off, base)) = best {
-                self.commit_lines(req, base, k, off)?;
+            if let Some((_, off, base, hint)) = best {
+                self.commit_lines(req, base, k, off, Some(hint))?;
                 return Ok(Some(Placement {
                     base_partition: (base as u16) * self.row_partitions,
                     offset: off,
@@ -1064,6 +1067,7 @@ impl BestFitMemoryManager {
         base: usize,
         k: usize,
         off: u64,
+        hint: Option<(usize, u32)>,
     ) -> Result<(), ManagerError> {
         let end = off + req.bytes;
         let mut slot = EMPTY_SLOT;
@@ -1071,7 +1075,10 @@ impl BestFitMemoryManager {
         slot.rows = k as u8;
         for r in base..base + k {
             let line = &mut self.lines[r];
-            let h = if line.track_addr {
+            let h = if let Some((_, h)) = hint.filter(|&(row, _)| row == r) {
+                // The hole the search found in the anchor row.
+                Some(h)
+            } else if line.track_addr {
                 line.hole_containing(off, end)
             } else {
                 // One line without an address index: the caller found the
@@ -1278,7 +1285,7 @@ impl BestFitMemoryManager {
                         return Err(ManagerError::FixedOverlap { id: req.id });
                     }
                 }
-                self.commit_lines(req, base, k, offset)?;
+                self.commit_lines(req, base, k, offset, None)?;
             }
         }
         Ok(())
