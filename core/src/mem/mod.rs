@@ -1,7 +1,15 @@
-//! Memory placement: the buffer-placement problem every memory allocator
-//! shares, the greedy baselines, and the exact branch-and-bound search.
+//! Memory placement. The linear-scan allocator (LSA) scans the module with
+//! its live-range manager and places through the best-fit manager, spilling
+//! at interval; the graph-coloring allocator (GCA), the greedy baselines and
+//! the exact branch-and-bound search work on the shared buffer-placement
+//! problem.
 
+pub mod best_fit;
 pub mod exact;
 pub mod gca;
 pub mod greedy;
+pub mod live_range;
+pub mod lsa;
 pub mod problem;
+pub mod quantile;
+pub mod spill;

@@ -1,0 +1,211 @@
+//! Spill-at-interval: the records a spill leaves, the failure log, and the
+//! rewrite that materializes the spills at the end of the scan (the
+//! reference's `addSpillInstsCanread`).
+//!
+//! A spill of tensor `V` at position `p` (where tensor `O` found no room):
+//! - a `save` (flag SPILL) of the bytes `V`'s remaining reads touch, into a
+//!   DRAM spill slot shaped like `V`, right after the write that defines the
+//!   value those reads see. A spilled reload copy needs no store: its slot
+//!   already holds the value;
+//! - a `load` (flag RELOAD) of those bytes into a new, smaller location
+//!   `<V>_ReloadStore<N>_ShrinkedCopy` just before `V`'s next access;
+//! - every later read of `V` re-pointed to the copy (partition and byte
+//!   offsets rebased onto it).
+//!
+//! The scan only *records* spills; positions stay those of the original
+//! program while it runs, and [`finalize`] inserts the instructions and
+//! re-points the readers afterwards, in record order.
+//!
+//! Spill slots are created in DRAM and placed by a bump pointer above every
+//! DRAM location placed before the scan (each slot lives for the whole
+//! program, so no two share bytes). A DRAM allocator that runs later (the
+//! reference runs `coloring_allocator_dram_debug` after the LSA at optlevel
+//! 8) sees them as placed obstacles.
+
+use core::fmt;
+
+use crate::analysis::LinearOrder;
+use crate::ir::{
+    full_ap, slice_ap, Inst, InstFlags, InstSpec, IrError, MemLoc, Module, Opcode, Space,
+};
+
+/// Entries kept in the failure log; further failures are only counted.
+pub const LOG_CAPACITY: usize = 32;
+/// Candidates kept per failure entry.
+pub const LOG_CANDIDATES: usize = 8;
+
+/// One spill decision.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct SpillRecord {
+    /// The tensor the scan evicted (an original or an earlier copy).
+    pub victim: MemLoc,
+    /// The original tensor whose value it holds.
+    pub origin: MemLoc,
+    /// The DRAM slot holding the value.
+    pub slot: MemLoc,
+    /// The reload copy.
+    pub copy: MemLoc,
+    /// Position after which the store goes, or `u32::MAX` when the slot is
+    /// already written (a copy was spilled).
+    pub store_after: u32,
+    /// Position before which the reload goes (the next access).
+    pub reload_before: u32,
+    /// First partition of the origin the copy covers.
+    pub part_start: u16,
+    /// Partitions the copy covers.
+    pub part_count: u16,
+    /// First byte of the origin the copy covers.
+    pub byte_lo: u32,
+    /// One past the last byte.
+    pub byte_hi: u32,
+    /// The tensor that found no room.
+    pub failed: MemLoc,
+    /// Position of the failure.
+    pub at: u32,
+}
+
+impl SpillRecord {
+    /// Bytes one DMA of this spill moves.
+    pub fn bytes(&self) -> u64 {
+        self.part_count as u64 * (self.byte_hi - self.byte_lo) as u64
+    }
+}
+
+/// One placement failure and the ranked candidates at that moment.
+#[derive(Clone, Debug)]
+pub struct FailureEntry {
+    /// The tensor that did not fit.
+    pub tensor: MemLoc,
+    /// Its space.
+    pub space: Option<Space>,
+    /// Position in program order.
+    pub position: u32,
+    /// Active intervals, head (first spill choice) first.
+    pub candidates: heapless::Vec<MemLoc, LOG_CANDIDATES>,
+    /// Active intervals in all (may exceed the kept candidates).
+    pub active: u32,
+}
+
+/// The fixed-capacity log of placement failures ("Failed to allocate …").
+#[derive(Clone, Debug, Default)]
+pub struct SpillLog {
+    /// The first [`LOG_CAPACITY`] failures.
+    pub entries: heapless::Vec<FailureEntry, LOG_CAPACITY>,
+    /// Failures not kept because the log was full.
+    pub dropped: u32,
+}
+
+impl SpillLog {
+    /// Forgets everything.
+    pub fn clear(&mut self) {
+        self.entries.clear();
+        self.dropped = 0;
+    }
+
+    /// Records a failure.
+    pub fn push(&mut self, e: FailureEntry) {
+        if self.entries.push(e).is_err() {
+            self.dropped += 1;
+        }
+    }
+
+    /// The log as text, names resolved through `m`.
+    pub fn display<'a>(&'a self, m: &'a Module) -> SpillLogDisplay<'a> {
+        SpillLogDisplay { log: self, m }
+    }
+}
+
+/// [`SpillLog`] printed with names.
+#[derive(Debug)]
+pub struct SpillLogDisplay<'a> {
+    log: &'a SpillLog,
+    m: &'a Module,
+}
+
+impl fmt::Display for SpillLogDisplay<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for e in &self.log.entries {
+            let space = e.space.map_or("?", |s| s.upper());
+            writeln!(
+                f,
+                "Failed to allocate %{} in {space} at position {}; {} live, spill candidates:",
+                self.m.mem_name(e.tensor),
+                e.position,
+                e.active
+            )?;
+            for (i, c) in e.candidates.iter().enumerate() {
+                writeln!(f, "  {i}: %{} ({space})", self.m.mem_name(*c))?;
+            }
+        }
+        if self.log.dropped > 0 {
+            writeln!(f, "({} more failures not logged)", self.log.dropped)?;
+        }
+        Ok(())
+    }
+}
+
+/// Inserts the stores and reloads of `records` and re-points the readers
+/// (`addSpillInstsCanread`). `order` is the order the scan ran on (the
+/// program before any insertion). Needs the headroom reserved before the
+/// scan: one store and one reload per record.
+pub fn finalize(
+    m: &mut Module,
+    order: &LinearOrder,
+    records: &[SpillRecord],
+) -> Result<(), IrError> {
+    for (k, r) in records.iter().enumerate() {
+        let slot_ap = slice_ap(m, r.slot, r.part_start, r.part_count, r.byte_lo, r.byte_hi);
+        if r.store_after != u32::MAX {
+            let at = order.inst_at(r.store_after);
+            let src = slice_ap(
+                m,
+                r.victim,
+                r.part_start,
+                r.part_count,
+                r.byte_lo,
+                r.byte_hi,
+            );
+            let outs = [slot_ap.clone()];
+            let ins = [src];
+            let mut s = InstSpec::new(Opcode::Save);
+            s.flags = InstFlags::SPILL;
+            s.outputs = &outs;
+            s.inputs = &ins;
+            m.insert_after(at, &s)?;
+        }
+        let at = order.inst_at(r.reload_before);
+        let outs = [full_ap(m, r.copy)];
+        let ins = [slot_ap];
+        let mut s = InstSpec::new(Opcode::Load);
+        s.flags = InstFlags::RELOAD;
+        s.outputs = &outs;
+        s.inputs = &ins;
+        m.insert_before(at, &s)?;
+        // Readers from the reload up to the next reload of the same origin.
+        let until = records[k + 1..]
+            .iter()
+            .find(|n| n.origin == r.origin)
+            .map_or(u32::MAX, |n| n.reload_before);
+        let mut p = r.reload_before;
+        while p < until && (p as usize) < order.len() {
+            let i = order.inst_at(p);
+            repoint(m, i, r);
+            p += 1;
+        }
+    }
+    Ok(())
+}
+
+/// Re-points the reads of `r.origin` (or of the victim) in `i` to the copy.
+fn repoint(m: &mut Module, i: Inst, r: &SpillRecord) {
+    let ins: heapless::Vec<crate::ir::Ap, 16> = m.inputs(i).collect();
+    for a in ins {
+        let l = m.aps.loc[a];
+        if l == r.origin || l == r.victim {
+            // Reads were made relative to the origin; rebase onto the copy.
+            m.aps.loc[a] = r.copy;
+            m.aps.part_start[a] = m.aps.part_start[a].saturating_sub(r.part_start);
+            m.aps.offset[a] = m.aps.offset[a].saturating_sub(r.byte_lo);
+        }
+    }
+}
