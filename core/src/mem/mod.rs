@@ -5,6 +5,7 @@
 //! problem.
 
 pub mod best_fit;
+pub mod coloring;
 pub mod exact;
 pub mod gca;
 pub mod greedy;
