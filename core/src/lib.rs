@@ -14,6 +14,8 @@
 extern crate alloc;
 
 pub mod analysis;
+#[cfg(feature = "gen")]
+pub mod gen;
 pub mod ir;
 pub mod target;
 
