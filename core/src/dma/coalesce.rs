@@ -196,7 +196,7 @@ fn propose(pass: &DmaOptimization, m: &Module, ws: &mut DmaWorkspace, st: &mut D
                 let (a, b) = (c.key, first.key);
                 let same_but_loop = (a.0, a.1, a.2, a.3, a.4, a.5, a.6, a.7)
                     == (b.0, b.1, b.2, b.3, b.4, b.5, b.6, b.7);
-                if same_but_loop && c.dram_off == g.hi_dram {
+                if same_but_loop && (c.dram_off == g.hi_dram || c.dram_off + c.bytes == g.lo_dram) {
                     st.vetoes.loop_boundary += 1;
                 }
                 break;

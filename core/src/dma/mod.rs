@@ -48,3 +48,5 @@ pub use pass::{
     DMA_OPTIMIZATION_SB,
 };
 pub use report::{descriptor_lower_bound, dma_analysis, DmaReport};
+#[cfg(test)]
+mod tests;

@@ -132,6 +132,9 @@ pub fn sweep(
         // Re-point the readers: same cells, new location, offset - lo.
         for &p in ws.live.accesses(t) {
             let j = ws.order.inst_at(p);
+            if j == i {
+                continue;
+            }
             for a in m.inputs(j).chain(m.outputs(j)) {
                 repoint(m, a, t, new, lo as u32);
             }
