@@ -19,5 +19,6 @@ pub mod dma;
 pub mod gen;
 pub mod ir;
 pub mod target;
+pub mod verify;
 
 pub use target::Target;
