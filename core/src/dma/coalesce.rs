@@ -342,7 +342,7 @@ fn admit(
         hi: g.hi_chip + c.bytes,
     };
     let own = |l: MemLoc| ws.mark.get(l.index()).is_some_and(|&x| x == gid) || l == c.chip_loc;
-    if ws.index.find(m, hull, &union, &own).is_some() {
+    if ws.index.find(m, &ws.live, hull, &union, &own).is_some() {
         return Err(Veto::Conflict);
     }
     // DRAM: the bytes whose access moves must not change in between.
@@ -373,7 +373,7 @@ fn admit(
         let w = Interval { start: a, end: b };
         let alias = ws
             .dram_index
-            .find(m, w, &r, &|l: MemLoc| l == own_loc)
+            .find(m, &ws.live, w, &r, &|l: MemLoc| l == own_loc)
             .is_some();
         local || alias
     };

@@ -97,17 +97,20 @@ pub fn ap_rect(m: &Module, a: Ap) -> Option<Rect> {
 
 #[derive(Copy, Clone, Debug)]
 struct Entry {
-    start: u32,
-    end: u32,
+    start: u64,
+    end: u64,
     loc: MemLoc,
 }
 
-/// Static interval tree over the live intervals of one space's placed
-/// locations.
+/// Static interval tree over one space's placed, live locations, keyed by
+/// live interval (on chip, where many tensors share addresses over time) or
+/// by address range (DRAM, where inputs and outputs are live throughout but
+/// placed apart); the other dimension is filtered on the hits.
 #[derive(Clone, Debug, Default)]
 pub struct LiveIndex {
     entries: Vec<Entry>,
-    max_end: Vec<u32>,
+    max_end: Vec<u64>,
+    by_address: bool,
 }
 
 impl LiveIndex {
@@ -116,6 +119,7 @@ impl LiveIndex {
         LiveIndex {
             entries: Vec::with_capacity(n),
             max_end: Vec::with_capacity(n),
+            by_address: false,
         }
     }
 
@@ -128,17 +132,19 @@ impl LiveIndex {
     /// (does not allocate while the location count fits the capacity).
     pub fn build(&mut self, m: &Module, live: &MemLiveness, space: Space) {
         self.entries.clear();
+        self.by_address = space == Space::Dram;
         for l in m.mems.space.keys() {
             if m.mems.space[l] != space || !m.is_placed(l) {
                 continue;
             }
-            if let Some(iv) = live.interval(l) {
+            if let (Some(iv), Some(r)) = (live.interval(l), loc_rect(m, l)) {
                 if self.entries.len() < self.entries.capacity() {
-                    self.entries.push(Entry {
-                        start: iv.start,
-                        end: iv.end,
-                        loc: l,
-                    });
+                    let (start, end) = if self.by_address {
+                        (r.lo, r.hi.saturating_sub(1))
+                    } else {
+                        (iv.start as u64, iv.end as u64)
+                    };
+                    self.entries.push(Entry { start, end, loc: l });
                 }
             }
         }
@@ -153,16 +159,28 @@ impl LiveIndex {
     pub fn find(
         &self,
         m: &Module,
+        live: &MemLiveness,
         w: Interval,
         r: &Rect,
         exclude: &dyn Fn(MemLoc) -> bool,
     ) -> Option<MemLoc> {
-        self.query(m, w, r, exclude, 0, self.entries.len())
+        if r.lo >= r.hi {
+            return None;
+        }
+        let key = if self.by_address {
+            (r.lo, r.hi - 1)
+        } else {
+            (w.start as u64, w.end as u64)
+        };
+        self.query(m, live, key, w, r, exclude, 0, self.entries.len())
     }
 
+    #[allow(clippy::too_many_arguments)]
     fn query(
         &self,
         m: &Module,
+        live: &MemLiveness,
+        key: (u64, u64),
         w: Interval,
         r: &Rect,
         exclude: &dyn Fn(MemLoc) -> bool,
@@ -173,28 +191,27 @@ impl LiveIndex {
             return None;
         }
         let mid = lo + (hi - lo) / 2;
-        if self.max_end[mid] < w.start {
+        if self.max_end[mid] < key.0 {
             return None;
         }
-        if let Some(x) = self.query(m, w, r, exclude, lo, mid) {
+        if let Some(x) = self.query(m, live, key, w, r, exclude, lo, mid) {
             return Some(x);
         }
         let e = self.entries[mid];
-        if e.start > w.end {
+        if e.start > key.1 {
             return None;
         }
-        if e.end >= w.start && !exclude(e.loc) {
-            if let Some(lr) = loc_rect(m, e.loc) {
-                if lr.overlaps(r) {
-                    return Some(e.loc);
-                }
+        if e.end >= key.0 && !exclude(e.loc) {
+            let in_time = live.interval(e.loc).is_some_and(|iv| iv.overlaps(w));
+            if in_time && loc_rect(m, e.loc).is_some_and(|lr| lr.overlaps(r)) {
+                return Some(e.loc);
             }
         }
-        self.query(m, w, r, exclude, mid + 1, hi)
+        self.query(m, live, key, w, r, exclude, mid + 1, hi)
     }
 }
 
-fn fill_max(e: &[Entry], out: &mut [u32], lo: usize, hi: usize) -> u32 {
+fn fill_max(e: &[Entry], out: &mut [u64], lo: usize, hi: usize) -> u64 {
     if lo >= hi {
         return 0;
     }

@@ -68,7 +68,11 @@ fn is_dead(m: &Module, ws: &DmaWorkspace, s: Inst, ps: u32, d: Ap) -> bool {
             start: ps,
             end: n.saturating_sub(1),
         };
-        if ws.dram_index.find(m, w, &r, &|l: MemLoc| l == dl).is_some() {
+        if ws
+            .dram_index
+            .find(m, &ws.live, w, &r, &|l: MemLoc| l == dl)
+            .is_some()
+        {
             return false;
         }
     }

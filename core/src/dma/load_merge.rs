@@ -160,6 +160,7 @@ fn judge(
             .dram_index
             .find(
                 m,
+                &ws.live,
                 Interval { start: pa, end: pb },
                 &src_rect,
                 &|l: MemLoc| l == dram,
@@ -185,7 +186,7 @@ fn judge(
         let w = Interval { start: pa, end };
         let free = ws
             .index
-            .find(m, w, &ra, &|l: MemLoc| l == ta || l == tb)
+            .find(m, &ws.live, w, &ra, &|l: MemLoc| l == ta || l == tb)
             .is_none();
         if inside && b_first && free {
             return Some((MERGE, claim(w, ra, ta)));
@@ -201,7 +202,10 @@ fn judge(
             return None;
         }
         let w = Interval { start: pa, end: pb };
-        let free = ws.index.find(m, w, &ra, &|l: MemLoc| l == ta).is_none();
+        let free = ws
+            .index
+            .find(m, &ws.live, w, &ra, &|l: MemLoc| l == ta)
+            .is_none();
         if free {
             return Some((TRANSFORM, claim(w, ra, ta)));
         }

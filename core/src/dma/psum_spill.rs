@@ -119,7 +119,7 @@ fn judge(
     let w = Interval { start: ps, end };
     if ws
         .index
-        .find(m, w, &rect, &|l: MemLoc| l == t || l == t2)
+        .find(m, &ws.live, w, &rect, &|l: MemLoc| l == t || l == t2)
         .is_some()
     {
         return None;

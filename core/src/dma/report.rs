@@ -229,7 +229,19 @@ pub fn descriptor_lower_bound(m: &Module, scratch: &mut Vec<Piece>) -> u64 {
             });
         }
     }
-    scratch.sort_unstable();
+    // Pieces that can chain share the diagonal `src - dst`: sorting by it
+    // puts every abutting successor right after its predecessor, however
+    // many other pieces share the addresses at other times.
+    scratch.sort_unstable_by_key(|q| {
+        (
+            q.kind,
+            q.src_part,
+            q.dst_part,
+            q.src.wrapping_sub(q.dst),
+            q.src,
+            q.len,
+        )
+    });
     scratch.dedup();
     let mut total = strided;
     let mut k = 0;
