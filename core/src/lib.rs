@@ -14,6 +14,7 @@
 extern crate alloc;
 
 pub mod analysis;
+pub mod dma;
 #[cfg(any(test, feature = "gen"))]
 pub mod gen;
 pub mod ir;

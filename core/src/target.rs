@@ -145,6 +145,12 @@ pub struct Target {
     /// Cycles of one scalar register spill store or reload on the sequencer,
     /// including its sync wait.
     pub reg_spill_cycles: u32,
+    /// Fixed cycles of one on-chip engine copy (`tensor_copy`): dispatch and
+    /// pipeline fill. An estimate, not a published figure.
+    pub copy_fixed_cycles: u32,
+    /// Bytes per partition an engine copy moves per cycle (all partitions in
+    /// parallel). An estimate, not a published figure.
+    pub copy_bytes_per_cycle: u32,
 }
 
 /// What an override changed or why it was refused.
@@ -237,6 +243,8 @@ impl Target {
             dma_bytes_per_ns: 27,
             clock_mhz: 1400,
             reg_spill_cycles: 64,
+            copy_fixed_cycles: 64,
+            copy_bytes_per_cycle: 4,
         }
     }
 
@@ -328,6 +336,19 @@ impl Target {
     pub const fn dma_cycles(&self, bytes: u64) -> u64 {
         let ns = self.dma_fixed_ns as u64 + bytes / self.dma_bytes_per_ns as u64;
         ns * self.clock_mhz as u64 / 1000
+    }
+
+    /// Estimated cycles of one on-chip engine copy moving
+    /// `bytes_per_partition` bytes in every partition: the fixed cost plus
+    /// the bytes over the copy rate. Weighed against [`Target::dma_cycles`]
+    /// when a reload can be replaced by a copy of resident data.
+    pub const fn copy_cycles(&self, bytes_per_partition: u64) -> u64 {
+        let rate = if self.copy_bytes_per_cycle == 0 {
+            1
+        } else {
+            self.copy_bytes_per_cycle as u64
+        };
+        self.copy_fixed_cycles as u64 + bytes_per_partition.div_ceil(rate)
     }
 }
 

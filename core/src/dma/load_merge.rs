@@ -1,0 +1,295 @@
+//! Redundant-load removal (`load_merging`): a load whose data is already
+//! resident is dropped (`merge_load`) or replaced by an on-chip copy
+//! (`transform_load`).
+//!
+//! Loads are sorted by (source location, source partitions, element size,
+//! kind, queue, uninit flag, loop nest), then position, so every run holds
+//! loads that `same_load` accepts and that no loop boundary separates. Inside
+//! a run, each load `B` is compared with the last few loads kept before it
+//! (anchors `A`):
+//!
+//! - `merge_load`: same source access pattern, same destination cells (the
+//!   same SB destination at real addresses), `B`'s location not pinned or an
+//!   output, `B`'s tile inside `A`'s location on the same partitions, nothing
+//!   wrote `A`'s tile or the source bytes in between, and no other location
+//!   lives in `A`'s cells until `B`'s tile dies. `B` is dropped; its readers
+//!   are re-pointed onto `A`'s location (the merge tracker).
+//! - `transform_load`: same source, different pattern, `B`'s source bytes
+//!   inside `A`'s, partitions match, `A`'s tile intact until `B`, and the cost
+//!   model says an engine copy is cheaper than the DMA
+//!   (`Target::copy_cycles(bytes per partition) < Target::dma_cycles(bytes)`).
+//!   `B` becomes a `tensor_copy` from the matching slice of `A`'s tile.
+
+use arrayvec::ArrayVec;
+
+use super::coalesce::touched_between;
+use super::conflict::{accessed_between, ap_rect, loc_rect, sweep_claims, Claim, Rect};
+use super::pass::{
+    dma_view, reserve_err, DmaError, DmaOptimization, DmaStats, DmaWorkspace, Proposal,
+};
+use crate::analysis::Interval;
+use crate::ir::{ApSpec, Dim, Inst, InstFlags, InstSpec, MemFlags, MemLoc, Module, Opcode};
+
+const MERGE: u32 = 0;
+const TRANSFORM: u32 = 1;
+/// Anchors kept per run.
+const ANCHORS: usize = 4;
+
+type Key = (u32, u16, u16, u8, u8, u8, bool, u32);
+
+fn key(m: &Module, i: Inst, dram: crate::ir::Ap) -> Key {
+    (
+        m.aps.loc[dram].as_u32(),
+        m.aps.part_start[dram],
+        m.aps.part_count[dram],
+        m.aps.elem_size[dram],
+        m.insts.opcode[i] as u8,
+        m.insts.queue[i],
+        m.insts.flags[i].contains(InstFlags::CAN_READ_UNINIT),
+        m.inst_loop(i).as_u32(),
+    )
+}
+
+/// One sweep; returns the number of loads dropped or transformed.
+pub fn sweep(
+    pass: &DmaOptimization,
+    m: &mut Module,
+    ws: &mut DmaWorkspace,
+    st: &mut DmaStats,
+) -> Result<u32, DmaError> {
+    ws.members.clear();
+    for (pos, &i) in ws.order.insts().iter().enumerate() {
+        let Some(v) = dma_view(m, i, pass.space) else {
+            continue;
+        };
+        if v.load
+            && m.is_contiguous(v.dram)
+            && m.is_contiguous(v.chip)
+            && m.aps.elem_size[v.dram] == m.aps.elem_size[v.chip]
+            && ws.members.len() < ws.members.capacity()
+        {
+            ws.members.push(pos as u32);
+        }
+    }
+    {
+        let (order, mm) = (&ws.order, &*m);
+        ws.members.sort_unstable_by_key(|&p| {
+            let i = order.inst_at(p);
+            let v = dma_view(mm, i, pass.space).map(|v| v.dram);
+            (v.map(|d| key(mm, i, d)), p)
+        });
+    }
+    ws.props.clear();
+    ws.claims.clear();
+    let mut anchors: ArrayVec<u32, ANCHORS> = ArrayVec::new();
+    let mut run_key: Option<Key> = None;
+    for k in 0..ws.members.len() {
+        let pb = ws.members[k];
+        let b = ws.order.inst_at(pb);
+        let Some(vb) = dma_view(m, b, pass.space) else {
+            continue;
+        };
+        let kb = key(m, b, vb.dram);
+        if run_key != Some(kb) {
+            anchors.clear();
+            run_key = Some(kb);
+        }
+        let mut done = false;
+        for &pa in anchors.iter().rev() {
+            if let Some((kind, claim)) = judge(pass, m, ws, pa, pb) {
+                let id = ws.props.len() as u32;
+                ws.props.push(Proposal {
+                    inst: b,
+                    other: ws.order.inst_at(pa),
+                    a: kind,
+                    b: 0,
+                });
+                ws.claims.push(Claim { id, ..claim });
+                done = true;
+                break;
+            }
+        }
+        if !done {
+            if anchors.is_full() {
+                anchors.remove(0);
+            }
+            anchors.push(pb);
+        }
+    }
+    sweep_claims(&mut ws.claims, &mut ws.active);
+    let mut n = 0;
+    for k in 0..ws.claims.len() {
+        let c = ws.claims[k];
+        if !c.ok {
+            continue;
+        }
+        let p = ws.props[c.id as usize];
+        if p.a == MERGE {
+            merge_load(pass, m, ws, p.other, p.inst);
+            st.loads_merged += 1;
+        } else {
+            transform_load(pass, m, p.other, p.inst)?;
+            st.loads_transformed += 1;
+        }
+        n += 1;
+    }
+    Ok(n)
+}
+
+/// Decides whether load `B` at `pb` is redundant after anchor `A` at `pa`.
+fn judge(
+    pass: &DmaOptimization,
+    m: &Module,
+    ws: &DmaWorkspace,
+    pa: u32,
+    pb: u32,
+) -> Option<(u32, Claim)> {
+    let (a, b) = (ws.order.inst_at(pa), ws.order.inst_at(pb));
+    let va = dma_view(m, a, pass.space)?;
+    let vb = dma_view(m, b, pass.space)?;
+    let (ta, tb) = (m.aps.loc[va.chip], m.aps.loc[vb.chip]);
+    let dram = m.aps.loc[va.dram];
+    let (sa, sb) = (m.ap_byte_span(va.dram)?, m.ap_byte_span(vb.dram)?);
+    let ra = loc_rect(m, ta)?;
+    let ps = m.aps.part_start[va.dram] as u64;
+    let pc = m.aps.part_count[va.dram] as u64;
+    // The source bytes must be unchanged between A and B.
+    let src_rect = ap_rect(m, vb.dram)?;
+    if touched_between(m, ws, dram, ps, pc, sb.0, sb.1, pa, pb, true)
+        || ws
+            .dram_index
+            .find(
+                m,
+                &ws.live,
+                Interval { start: pa, end: pb },
+                &src_rect,
+                &|l: MemLoc| l == dram,
+            )
+            .is_some()
+    {
+        return None;
+    }
+    // A's tile must still hold the data at B.
+    if accessed_between(m, &ws.order, &ws.live, ta, &ra, pa, pb, true) {
+        return None;
+    }
+    let same_ap = sa == sb && m.ap_dims(va.dram) == m.ap_dims(vb.dram);
+    let same_dst = ap_rect(m, va.chip) == ap_rect(m, vb.chip)
+        && m.ap_dims(va.chip) == m.ap_dims(vb.chip)
+        && m.aps.elem_size[va.chip] == m.aps.elem_size[vb.chip];
+    let flags_b = m.mems.flags[tb];
+    if same_ap && same_dst && !flags_b.intersects(MemFlags::PINNED | MemFlags::OUTPUT) {
+        let rb = loc_rect(m, tb)?;
+        let inside = rb.p0 == ra.p0 && rb.p1 == ra.p1 && rb.lo >= ra.lo && rb.hi <= ra.hi;
+        let b_first = tb == ta || ws.live.accesses(tb).first() == Some(&pb);
+        let end = ws.live.interval(tb).map_or(pb, |iv| iv.end.max(pb));
+        let w = Interval { start: pa, end };
+        let free = ws
+            .index
+            .find(m, &ws.live, w, &ra, &|l: MemLoc| l == ta || l == tb)
+            .is_none();
+        if inside && b_first && free {
+            return Some((MERGE, claim(w, ra, ta)));
+        }
+    }
+    // transform_load: B's source inside A's, partitions match.
+    let pcs_match = m.aps.part_count[va.chip] == m.aps.part_count[vb.chip]
+        && m.aps.elem_size[va.chip] == m.aps.elem_size[vb.chip];
+    if !same_ap && pcs_match && sb.0 >= sa.0 && sb.1 <= sa.1 {
+        let bytes = m.ap_bytes(vb.dram);
+        let per_part = m.ap_bytes_per_partition(vb.dram);
+        if m.target.copy_cycles(per_part) >= m.target.dma_cycles(bytes) {
+            return None;
+        }
+        let w = Interval { start: pa, end: pb };
+        let free = ws
+            .index
+            .find(m, &ws.live, w, &ra, &|l: MemLoc| l == ta)
+            .is_none();
+        if free {
+            return Some((TRANSFORM, claim(w, ra, ta)));
+        }
+    }
+    None
+}
+
+fn claim(win: Interval, rect: Rect, owner: MemLoc) -> Claim {
+    Claim {
+        win,
+        rect,
+        owner,
+        dram: Rect {
+            p0: 0,
+            p1: 0,
+            lo: 0,
+            hi: 0,
+        },
+        dram_loc: MemLoc::INVALID,
+        dram_write: false,
+        id: 0,
+        ok: false,
+    }
+}
+
+/// Drops `b`; its tile's readers move onto `a`'s location.
+fn merge_load(pass: &DmaOptimization, m: &mut Module, ws: &mut DmaWorkspace, a: Inst, b: Inst) {
+    let (Some(va), Some(vb)) = (dma_view(m, a, pass.space), dma_view(m, b, pass.space)) else {
+        return;
+    };
+    let (ta, tb) = (m.aps.loc[va.chip], m.aps.loc[vb.chip]);
+    m.remove_inst(b);
+    if ta != tb {
+        let delta = m.mems.offset[tb] - m.mems.offset[ta];
+        ws.tracker.join(tb, ta, delta as u32);
+    }
+}
+
+/// Replaces `b` by a `tensor_copy` from the slice of `a`'s tile that holds
+/// `b`'s source bytes.
+fn transform_load(
+    pass: &DmaOptimization,
+    m: &mut Module,
+    a: Inst,
+    b: Inst,
+) -> Result<(), DmaError> {
+    let (Some(va), Some(vb)) = (dma_view(m, a, pass.space), dma_view(m, b, pass.space)) else {
+        return Ok(());
+    };
+    let (Some(sa), Some(sb)) = (m.ap_byte_span(va.dram), m.ap_byte_span(vb.dram)) else {
+        return Ok(());
+    };
+    let elem = m.aps.elem_size[vb.chip].max(1);
+    let bytes = m.ap_bytes_per_partition(vb.dram);
+    let mut dims = ArrayVec::<Dim, { crate::ir::MAX_DIMS }>::new();
+    dims.push(Dim::new(1, (bytes / elem as u64) as u32));
+    let src = ApSpec {
+        loc: m.aps.loc[va.chip],
+        part_start: m.aps.part_start[va.chip],
+        part_count: m.aps.part_count[va.chip],
+        offset: m.aps.offset[va.chip] + (sb.0 - sa.0) as u32,
+        elem_size: elem,
+        dims,
+    };
+    let mut dd = ArrayVec::<Dim, { crate::ir::MAX_DIMS }>::new();
+    for &d in m.ap_dims(vb.chip) {
+        dd.push(d);
+    }
+    let dst = ApSpec {
+        loc: m.aps.loc[vb.chip],
+        part_start: m.aps.part_start[vb.chip],
+        part_count: m.aps.part_count[vb.chip],
+        offset: m.aps.offset[vb.chip],
+        elem_size: m.aps.elem_size[vb.chip],
+        dims: dd,
+    };
+    let mut spec = InstSpec::new(Opcode::TensorCopy);
+    spec.flags = InstFlags::SYNTHETIC;
+    let ins = [src];
+    let outs = [dst];
+    spec.inputs = &ins;
+    spec.outputs = &outs;
+    m.insert_before(b, &spec)
+        .map_err(|e| reserve_err(pass.name, e))?;
+    m.remove_inst(b);
+    Ok(())
+}

@@ -1,0 +1,153 @@
+//! Partial-DMA (`partial_DMA_access`): a load that fills a tile of which its
+//! readers only ever touch a sub-range is shrunk to that sub-range.
+//!
+//! Trigger: the load is the tile's only writer and covers the whole tile; the
+//! union of the byte spans its readers touch (rounded out to the tile's
+//! alignment and element size) is strictly smaller than the tile. Rewrite: a
+//! smaller location over the used cells (inside the old rectangle, so the
+//! placement stays legal), a narrower DMA from the matching DRAM bytes,
+//! readers re-pointed (location and offset), the wide DMA removed; the
+//! oversized location is left without any access.
+
+use arrayvec::ArrayVec;
+
+use super::pass::{
+    dma_view, reserve_err, write_count, DmaError, DmaOptimization, DmaStats, DmaWorkspace,
+};
+use crate::ir::{Ap, ApSpec, Dim, InstFlags, InstSpec, MemFlags, Module};
+
+/// One sweep; returns the number of DMAs shrunk.
+pub fn sweep(
+    pass: &DmaOptimization,
+    m: &mut Module,
+    ws: &mut DmaWorkspace,
+    st: &mut DmaStats,
+) -> Result<u32, DmaError> {
+    ws.members.clear();
+    ws.keys.clear();
+    for (pos, &i) in ws.order.insts().iter().enumerate() {
+        let Some(v) = dma_view(m, i, pass.space) else {
+            continue;
+        };
+        if !v.load || !m.is_full_access(v.chip) || !m.is_contiguous(v.dram) {
+            continue;
+        }
+        if m.aps.elem_size[v.dram] != m.aps.elem_size[v.chip] {
+            continue;
+        }
+        let t = m.aps.loc[v.chip];
+        if m.mems.flags[t].intersects(MemFlags::PINNED | MemFlags::INPUT | MemFlags::OUTPUT)
+            || write_count(&ws.live, t) != 1
+        {
+            continue;
+        }
+        let (mut lo, mut hi) = (u64::MAX, 0u64);
+        let mut readers = 0;
+        for &p in ws.live.accesses(t) {
+            if p == pos as u32 {
+                continue;
+            }
+            let j = ws.order.inst_at(p);
+            for a in m.inputs(j) {
+                if m.aps.loc[a] != t {
+                    continue;
+                }
+                let Some((l, h)) = m.ap_byte_span(a) else {
+                    lo = 0;
+                    hi = u64::MAX;
+                    continue;
+                };
+                lo = lo.min(l);
+                hi = hi.max(h);
+                readers += 1;
+            }
+        }
+        if readers == 0 {
+            continue;
+        }
+        let bytes = m.mems.bytes[t] as u64;
+        let grain = (m.mems.align[t] as u64)
+            .max(m.mems.elem_size[t] as u64)
+            .max(1);
+        let elem = m.mems.elem_size[t].max(1) as u64;
+        let lo = lo / grain * grain;
+        let hi = hi.div_ceil(elem) * elem;
+        if hi > bytes || hi <= lo || hi - lo >= bytes {
+            continue;
+        }
+        if ws.members.len() < ws.members.capacity() {
+            ws.members.push(pos as u32);
+            ws.keys.push((lo, hi as u32));
+        }
+    }
+    for k in 0..ws.members.len() {
+        let i = ws.order.inst_at(ws.members[k]);
+        let (lo, hi) = ws.keys[k];
+        let Some(v) = dma_view(m, i, pass.space) else {
+            continue;
+        };
+        let t = m.aps.loc[v.chip];
+        let len = hi as u64 - lo;
+        let elem = m.aps.elem_size[v.chip].max(1);
+        let parts = m.mems.partitions[t];
+        let new = ws.add_loc(
+            m,
+            pass.name,
+            "p",
+            t,
+            parts,
+            len as u32,
+            m.mems.base_partition[t],
+            m.mems.offset[t] + lo,
+        )?;
+        let mut dims = ArrayVec::<Dim, { crate::ir::MAX_DIMS }>::new();
+        dims.push(Dim::new(1, (len / elem as u64) as u32));
+        let dram = ApSpec {
+            loc: m.aps.loc[v.dram],
+            part_start: m.aps.part_start[v.dram],
+            part_count: m.aps.part_count[v.dram],
+            offset: m.aps.offset[v.dram] + lo as u32,
+            elem_size: elem,
+            dims: dims.clone(),
+        };
+        let chip = ApSpec {
+            loc: new,
+            part_start: 0,
+            part_count: parts,
+            offset: 0,
+            elem_size: elem,
+            dims,
+        };
+        let mut spec = InstSpec::new(m.insts.opcode[i]);
+        spec.engine = m.insts.engine[i];
+        spec.queue = m.insts.queue[i];
+        spec.flags = m.insts.flags[i] | InstFlags::SYNTHETIC;
+        let ins = [dram];
+        let outs = [chip];
+        spec.inputs = &ins;
+        spec.outputs = &outs;
+        m.insert_before(i, &spec)
+            .map_err(|e| reserve_err(pass.name, e))?;
+        m.remove_inst(i);
+        // Re-point the readers: same cells, new location, offset - lo.
+        for &p in ws.live.accesses(t) {
+            let j = ws.order.inst_at(p);
+            if j == i {
+                continue;
+            }
+            for a in m.inputs(j).chain(m.outputs(j)) {
+                repoint(m, a, t, new, lo as u32);
+            }
+        }
+        st.partial_shrunk += 1;
+        st.partial_bytes_saved += m.mems.bytes[t] as u64 - len;
+    }
+    Ok(ws.members.len() as u32)
+}
+
+fn repoint(m: &mut Module, a: Ap, from: crate::ir::MemLoc, to: crate::ir::MemLoc, lo: u32) {
+    if m.aps.loc[a] == from {
+        m.aps.loc[a] = to;
+        m.aps.offset[a] -= lo;
+    }
+}

@@ -1,0 +1,459 @@
+//! The pass: one [`DmaOptimization`] type, instantiated as
+//! [`DMA_OPTIMIZATION_PSUM`] and [`DMA_OPTIMIZATION_SB`], differing only in
+//! name and memory space (the reference's data-driven PSUM/SB split), and the
+//! reusable [`DmaWorkspace`] it runs in.
+
+use alloc::vec::Vec;
+use core::fmt;
+
+use super::conflict::{Claim, LiveIndex};
+use super::merge_tracker::MemoryMergeTracker;
+use super::report::{dma_analysis, DmaReport};
+use super::{coalesce, dead_store, load_merge, partial, psum_spill};
+use crate::analysis::{LinearOrder, MemLiveness};
+use crate::ir::{Capacity, Inst, IrError, MemFlags, MemLoc, Module, Space, MAX_DIMS};
+
+/// Something the pass could not do.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum DmaError {
+    /// The workspace or the module's reserve ran out while rewriting
+    /// (the workspace was reserved for a smaller module).
+    Reserve {
+        /// The pass instance.
+        pass: &'static str,
+        /// What ran out.
+        what: &'static str,
+        /// The reserved room.
+        limit: u64,
+    },
+}
+
+impl fmt::Display for DmaError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            DmaError::Reserve { pass, what, limit } => write!(
+                f,
+                "{pass}: ran out of reserved {what} (reserved {limit}); reserve the workspace for this module first"
+            ),
+        }
+    }
+}
+
+impl core::error::Error for DmaError {}
+
+/// Why the coalescer declined to merge a neighbour into a group; one count
+/// per vetoing predicate, so a report explains every descriptor above the
+/// lower bound.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+pub struct Vetoes {
+    /// The on-chip side is not a full access of its location.
+    pub not_full_access: u32,
+    /// A side is not byte-contiguous.
+    pub not_contiguous: u32,
+    /// The tile has another writer, or is read before its load.
+    pub producer_chain: u32,
+    /// The group reached `dma_coalesce_count_limit` members.
+    pub count_limit: u32,
+    /// `tooLargeForCoalescing`: byte budget, descriptor ceiling or alignment.
+    pub too_large: u32,
+    /// The two DMAs sit in different loop nests.
+    pub loop_boundary: u32,
+    /// The merged read would read uninitialized memory.
+    pub uninit: u32,
+    /// Another location lives in the merged cells, or the DRAM bytes change
+    /// in between, or a PSUM bank boundary would be crossed.
+    pub conflict: u32,
+    /// A proposal lost to an earlier proposal of the same round.
+    pub claim: u32,
+}
+
+/// What one run of the pass did.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+pub struct DmaStats {
+    /// True when the module had no DMA and the pass returned at once.
+    pub skipped: bool,
+    /// `PreGcaDMAAccesses`.
+    pub pre: DmaReport,
+    /// `PostGcaDMAAccesses`.
+    pub post: DmaReport,
+    /// Loads dropped because their data was resident (`merge_load`).
+    pub loads_merged: u32,
+    /// Loads replaced by an on-chip copy (`transform_load`).
+    pub loads_transformed: u32,
+    /// Saves dropped as dead stores (`removeRedundantWrites`).
+    pub stores_removed: u32,
+    /// Merged DMAs created by coalescing.
+    pub coalesced_groups: u32,
+    /// DMAs absorbed into merged DMAs.
+    pub coalesced_dmas: u32,
+    /// DMAs shrunk to their used sub-range (`partial_DMA_access`).
+    pub partial_shrunk: u32,
+    /// Bytes per partition the shrinking saved, summed.
+    pub partial_bytes_saved: u64,
+    /// PSUM spill/reload pairs removed (reloads dropped).
+    pub psum_spills_removed: u32,
+    /// Coalescing rounds run.
+    pub rounds: u32,
+    /// Coalescing vetoes by predicate.
+    pub vetoes: Vetoes,
+}
+
+impl fmt::Display for DmaStats {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.skipped {
+            return f.write_str("skipped: no DMA instruction");
+        }
+        writeln!(f, "PreGcaDMAAccesses:  {}", self.pre)?;
+        writeln!(f, "PostGcaDMAAccesses: {}", self.post)?;
+        write!(
+            f,
+            "merged loads {}, transformed loads {}, dead stores {}, coalesced {} DMAs into {}, shrunk {} ({} B/partition), PSUM spills removed {}",
+            self.loads_merged,
+            self.loads_transformed,
+            self.stores_removed,
+            self.coalesced_dmas,
+            self.coalesced_groups,
+            self.partial_shrunk,
+            self.partial_bytes_saved,
+            self.psum_spills_removed
+        )
+    }
+}
+
+/// One instance of the DMA optimization pass.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct DmaOptimization {
+    /// Pass name (`dma_optimization_psum` / `dma_optimization_sb`).
+    pub name: &'static str,
+    /// The on-chip space whose DMAs it optimizes.
+    pub space: Space,
+}
+
+/// The PSUM instance (pipeline order 45).
+pub const DMA_OPTIMIZATION_PSUM: DmaOptimization = DmaOptimization {
+    name: "dma_optimization_psum",
+    space: Space::Psum,
+};
+
+/// The SB instance (pipeline order 54).
+pub const DMA_OPTIMIZATION_SB: DmaOptimization = DmaOptimization {
+    name: "dma_optimization_sb",
+    space: Space::Sb,
+};
+
+/// Most coalescing rounds (each round merges whole chains; a second round
+/// only picks up what the first round's claims deferred).
+const MAX_ROUNDS: u32 = 8;
+/// Most sweeps of the other peepholes.
+const MAX_SWEEPS: u32 = 4;
+
+/// Reusable scratch of the pass, sized from a module.
+#[derive(Clone, Debug, Default)]
+pub struct DmaWorkspace {
+    pub(crate) order: LinearOrder,
+    pub(crate) live: MemLiveness,
+    pub(crate) index: LiveIndex,
+    pub(crate) dram_index: LiveIndex,
+    pub(crate) tracker: MemoryMergeTracker,
+    pub(crate) cands: Vec<coalesce::Cand>,
+    pub(crate) keys: Vec<(u64, u32)>,
+    pub(crate) claims: Vec<Claim>,
+    pub(crate) props: Vec<Proposal>,
+    pub(crate) active: Vec<u32>,
+    pub(crate) members: Vec<u32>,
+    pub(crate) mark: Vec<u32>,
+    pub(crate) name_seq: u32,
+    pub(crate) dirty: bool,
+}
+
+/// A proposed rewrite of one peephole, kept between the proposing scan and
+/// the apply step.
+#[derive(Copy, Clone, Debug)]
+pub(crate) struct Proposal {
+    /// The instruction the rewrite drops or replaces.
+    pub inst: Inst,
+    /// A second instruction (the anchor load, the spill store), or INVALID.
+    pub other: Inst,
+    /// Peephole-specific: first member / kind / bytes.
+    pub a: u32,
+    /// Peephole-specific.
+    pub b: u32,
+}
+
+impl DmaWorkspace {
+    /// Empty workspace; [`DmaWorkspace::reserve`] sizes it.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The module headroom the pass needs: per DMA at most one merged or
+    /// shrunk DMA, one on-chip copy and two new locations.
+    pub fn headroom(m: &Module) -> Capacity {
+        let dmas = m
+            .program_order()
+            .filter(|&i| m.insts.opcode[i].is_dma())
+            .count();
+        let insts = 3 * dmas + 1;
+        Capacity {
+            insts,
+            aps: 2 * insts,
+            dims: 2 * insts * MAX_DIMS,
+            mems: 2 * dmas + 1,
+            names: 2 * dmas + 1,
+            name_bytes: (2 * dmas + 1) * 24,
+            ..Capacity::default()
+        }
+    }
+
+    /// Reserves the module's headroom and sizes every buffer for it. This is
+    /// the one step that allocates; the pass then runs without allocating
+    /// (the shared analyses are warmed here at the module's current size and
+    /// may grow once by the headroom: they have no `reserve` of their own).
+    pub fn reserve(&mut self, m: &mut Module) {
+        let extra = Self::headroom(m);
+        m.reserve(extra);
+        let mems = m.num_mems() + extra.mems;
+        let insts = m.num_insts() + extra.insts;
+        self.order.compute(m);
+        self.live.compute(m, &self.order);
+        self.index = LiveIndex::with_capacity(mems);
+        self.dram_index = LiveIndex::with_capacity(mems);
+        self.tracker = MemoryMergeTracker::with_capacity(mems);
+        self.cands = Vec::with_capacity(insts);
+        self.keys = Vec::with_capacity(insts);
+        self.claims = Vec::with_capacity(insts);
+        self.props = Vec::with_capacity(insts);
+        self.active = Vec::with_capacity(insts);
+        self.members = Vec::with_capacity(insts);
+        self.mark = Vec::with_capacity(mems);
+    }
+
+    /// Recomputes order, liveness and the live indexes after a rewrite.
+    pub(crate) fn refresh(&mut self, m: &Module, space: Space) {
+        self.order.compute(m);
+        self.live.compute(m, &self.order);
+        self.index.build(m, &self.live, space);
+        self.dram_index.build(m, &self.live, Space::Dram);
+        self.mark.clear();
+        self.mark.resize(m.num_mems().min(self.mark.capacity()), 0);
+        self.dirty = false;
+    }
+
+    /// Re-points every access pattern of a location the tracker moved.
+    pub(crate) fn apply_remaps(&mut self, m: &mut Module) {
+        if self.tracker.merges() == 0 {
+            return;
+        }
+        for k in 0..m.num_aps() {
+            let a = crate::ir::Ap::new(k);
+            let l = m.aps.loc[a];
+            let (to, d) = self.tracker.resolve(l);
+            if to != l {
+                m.aps.loc[a] = to;
+                m.aps.offset[a] += d;
+            }
+        }
+        self.tracker.reset(m.num_mems());
+    }
+
+    /// Creates and places a location shaped like `like` (element size,
+    /// alignment, flags) with a fresh name.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn add_loc(
+        &mut self,
+        m: &mut Module,
+        pass: &'static str,
+        prefix: &str,
+        like: MemLoc,
+        partitions: u16,
+        bytes: u32,
+        base: u16,
+        offset: u64,
+    ) -> Result<MemLoc, DmaError> {
+        let space = m.mems.space[like];
+        let mut last = IrError::Full {
+            what: "names",
+            limit: 0,
+        };
+        for _ in 0..16 {
+            let mut name: heapless::String<48> = heapless::String::new();
+            let _ = fmt::write(
+                &mut name,
+                format_args!("{}.{}{}", m.mem_name(like), prefix, self.name_seq),
+            );
+            self.name_seq += 1;
+            match m.try_add_mem(&name, space, partitions, bytes) {
+                Ok(l) => {
+                    let _ = m.set_elem_size(l, m.mems.elem_size[like]);
+                    m.mems.align[l] = m.mems.align[like];
+                    m.mems.flags[l] = m.mems.flags[like] & !(MemFlags::PINNED);
+                    m.place(l, base, offset);
+                    if !self.tracker.grow_to(m.num_mems()) {
+                        return Err(DmaError::Reserve {
+                            pass,
+                            what: "merge-tracker entries",
+                            limit: self.tracker_capacity() as u64,
+                        });
+                    }
+                    return Ok(l);
+                }
+                Err(e @ IrError::Duplicate { .. }) | Err(e @ IrError::NameTooLong) => last = e,
+                Err(e) => {
+                    last = e;
+                    break;
+                }
+            }
+        }
+        let limit = match last {
+            IrError::Full { limit, .. } => limit,
+            _ => 0,
+        };
+        Err(DmaError::Reserve {
+            pass,
+            what: "memory locations",
+            limit,
+        })
+    }
+
+    fn tracker_capacity(&self) -> usize {
+        self.mark.capacity()
+    }
+}
+
+/// The two sides of a DMA between DRAM and this pass's on-chip space.
+#[derive(Copy, Clone, Debug)]
+pub(crate) struct DmaView {
+    /// True for DRAM → on-chip.
+    pub load: bool,
+    /// The DRAM-side access pattern.
+    pub dram: crate::ir::Ap,
+    /// The on-chip-side access pattern.
+    pub chip: crate::ir::Ap,
+}
+
+/// The DRAM and on-chip sides of `i` when it is a one-to-one DMA between
+/// DRAM and `space` with both locations placed.
+pub(crate) fn dma_view(m: &Module, i: Inst, space: Space) -> Option<DmaView> {
+    if !m.insts.opcode[i].is_dma() {
+        return None;
+    }
+    let o = m.operands(i);
+    if o.n_in != 1 || o.n_out != 1 {
+        return None;
+    }
+    let src = m.inputs(i).next()?;
+    let dst = m.outputs(i).next()?;
+    let (ls, ld) = (m.aps.loc[src], m.aps.loc[dst]);
+    if !m.is_placed(ls) || !m.is_placed(ld) {
+        return None;
+    }
+    let (ss, sd) = (m.mems.space[ls], m.mems.space[ld]);
+    if ss == Space::Dram && sd == space {
+        Some(DmaView {
+            load: true,
+            dram: src,
+            chip: dst,
+        })
+    } else if ss == space && sd == Space::Dram {
+        Some(DmaView {
+            load: false,
+            dram: dst,
+            chip: src,
+        })
+    } else {
+        None
+    }
+}
+
+/// Positions of the first and last write of `l`, if any.
+pub(crate) fn write_span(live: &MemLiveness, l: MemLoc) -> Option<(u32, u32)> {
+    let mut first = None;
+    let mut last = None;
+    for (p, w) in live.accesses(l).iter().zip(live.access_writes(l)) {
+        if w {
+            first.get_or_insert(*p);
+            last = Some(*p);
+        }
+    }
+    Some((first?, last?))
+}
+
+/// Number of writes of `l`.
+pub(crate) fn write_count(live: &MemLiveness, l: MemLoc) -> usize {
+    live.access_writes(l).filter(|&w| w).count()
+}
+
+/// `skip_pass`: true when the module has no DMA-bearing instruction.
+pub fn skip_pass(m: &Module) -> bool {
+    !m.program_order().any(|i| m.insts.opcode[i].is_dma())
+}
+
+/// Maps an IR refusal during a rewrite to the pass's error.
+pub(crate) fn reserve_err(pass: &'static str, e: IrError) -> DmaError {
+    match e {
+        IrError::Full { what, limit } => DmaError::Reserve { pass, what, limit },
+        _ => DmaError::Reserve {
+            pass,
+            what: "instructions",
+            limit: 0,
+        },
+    }
+}
+
+impl DmaOptimization {
+    /// Runs the peepholes on a placed module. `ws` must have been reserved
+    /// for this module ([`DmaWorkspace::reserve`]).
+    pub fn run(&self, m: &mut Module, ws: &mut DmaWorkspace) -> Result<DmaStats, DmaError> {
+        let mut st = DmaStats::default();
+        if skip_pass(m) {
+            st.skipped = true;
+            return Ok(st);
+        }
+        st.pre = dma_analysis(m);
+        ws.tracker.reset(m.num_mems());
+
+        for _ in 0..MAX_SWEEPS {
+            ws.refresh(m, self.space);
+            let n = load_merge::sweep(self, m, ws, &mut st)?;
+            ws.apply_remaps(m);
+            if n == 0 {
+                break;
+            }
+        }
+        for _ in 0..MAX_SWEEPS {
+            ws.refresh(m, self.space);
+            if dead_store::sweep(self, m, ws, &mut st)? == 0 {
+                break;
+            }
+        }
+        for _ in 0..MAX_ROUNDS {
+            ws.refresh(m, self.space);
+            st.rounds += 1;
+            let n = coalesce::round(self, m, ws, &mut st)?;
+            ws.apply_remaps(m);
+            if n == 0 {
+                break;
+            }
+        }
+        for _ in 0..MAX_SWEEPS {
+            ws.refresh(m, self.space);
+            let n = partial::sweep(self, m, ws, &mut st)?;
+            ws.apply_remaps(m);
+            if n == 0 {
+                break;
+            }
+        }
+        if self.space == Space::Psum {
+            for _ in 0..MAX_SWEEPS {
+                ws.refresh(m, self.space);
+                let n = psum_spill::sweep(self, m, ws, &mut st)?;
+                ws.apply_remaps(m);
+                if n == 0 {
+                    break;
+                }
+            }
+        }
+        st.post = dma_analysis(m);
+        Ok(st)
+    }
+}

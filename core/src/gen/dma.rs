@@ -1,0 +1,216 @@
+//! A generator of placed, DMA-heavy modules for the DMA peepholes: tiled
+//! loads of abutting slices (with abutting saves), duplicated loads,
+//! over-broad loads and dead saves, mixed in chunks.
+//!
+//! Placement is a bump allocator inside the generator: every chunk's on-chip
+//! tensors live only inside the chunk, so the SB bump pointer restarts at 0
+//! for each chunk, and DRAM tensors get fresh, 64-byte-aligned addresses.
+//! The result passes the placement verifier without any allocator.
+
+use alloc::format;
+use alloc::vec::Vec;
+
+use super::rng::Rng;
+use crate::ir::{
+    ApSpec, Builder, Capacity, InstFlags, InstSpec, IrError, MemFlags, MemLoc, Module, Opcode,
+    Space, SubOp,
+};
+use crate::target::Target;
+
+/// What to generate.
+#[derive(Copy, Clone, Debug)]
+pub struct DmaGenParams {
+    /// Approximate number of DMA instructions.
+    pub dmas: usize,
+    /// Tiles per tiled chunk.
+    pub tiles: u32,
+    /// Percent of chunks that are tiled (the rest split evenly between
+    /// duplicated loads, over-broad loads and dead saves).
+    pub tiled_pct: u8,
+    /// RNG seed.
+    pub seed: u64,
+}
+
+impl Default for DmaGenParams {
+    fn default() -> Self {
+        DmaGenParams {
+            dmas: 1000,
+            tiles: 8,
+            tiled_pct: 55,
+            seed: 1,
+        }
+    }
+}
+
+struct Gen<'b, 'm> {
+    b: &'b mut Builder<'m>,
+    placed: Vec<(MemLoc, u64)>,
+    sb: u64,
+    dram: u64,
+    n: u32,
+    dmas: usize,
+}
+
+impl Gen<'_, '_> {
+    fn sb(&mut self, parts: u16, bytes: u32) -> Result<MemLoc, IrError> {
+        self.n += 1;
+        let l = self.b.mem(
+            &format!("s{}", self.n),
+            Space::Sb,
+            parts,
+            bytes,
+            1,
+            MemFlags::empty(),
+        )?;
+        self.placed.push((l, self.sb));
+        self.sb += bytes as u64;
+        Ok(l)
+    }
+    fn dram(&mut self, bytes: u32, f: MemFlags) -> Result<MemLoc, IrError> {
+        self.n += 1;
+        let l = self
+            .b
+            .mem(&format!("d{}", self.n), Space::Dram, 128, bytes, 1, f)?;
+        self.placed.push((l, self.dram));
+        self.dram += (128 * bytes as u64).div_ceil(64) * 64;
+        Ok(l)
+    }
+    fn dma(&mut self, op: Opcode, s: ApSpec, d: ApSpec) -> Result<(), IrError> {
+        let mut spec = InstSpec::new(op);
+        let (i, o) = ([s], [d]);
+        spec.inputs = &i;
+        spec.outputs = &o;
+        self.b.inst(&spec)?;
+        self.dmas += 1;
+        Ok(())
+    }
+    fn act(&mut self, o: ApSpec, i: ApSpec) -> Result<(), IrError> {
+        let mut spec = InstSpec::new(Opcode::Activation);
+        spec.subop = SubOp::Exp;
+        let (ins, outs) = ([i], [o]);
+        spec.inputs = &ins;
+        spec.outputs = &outs;
+        self.b.inst(&spec).map(|_| ())
+    }
+}
+
+/// Generates a placed DMA-heavy module.
+pub fn dma_heavy(target: Target, p: DmaGenParams) -> Result<Module, IrError> {
+    let mut m = Module::new(target);
+    let guess = p.dmas * 2 + 64;
+    m.reserve(Capacity {
+        insts: guess,
+        aps: 2 * guess,
+        dims: 2 * guess,
+        mems: guess,
+        names: guess,
+        name_bytes: guess * 8,
+        blocks: 4,
+        funcs: 1,
+        ..Capacity::default()
+    });
+    let mut rng = Rng::new(p.seed);
+    let mut b = Builder::new(&mut m);
+    b.func("main")?;
+    let mut g = Gen {
+        b: &mut b,
+        placed: Vec::new(),
+        sb: 0,
+        dram: 0,
+        n: 0,
+        dmas: 0,
+    };
+    while g.dmas < p.dmas {
+        g.sb = 0;
+        let kind = if rng.percent(p.tiled_pct) {
+            0
+        } else {
+            1 + rng.below(3)
+        };
+        match kind {
+            0 => {
+                let w = [512u32, 1024, 2048][rng.below(3) as usize];
+                let t = p.tiles.max(1);
+                let x = g.dram(t * w, MemFlags::INPUT)?;
+                let y = g.dram(t * w, MemFlags::OUTPUT)?;
+                let tiles: Vec<MemLoc> = (0..t).map(|_| g.sb(128, w)).collect::<Result<_, _>>()?;
+                let outs: Vec<MemLoc> = (0..t).map(|_| g.sb(128, w)).collect::<Result<_, _>>()?;
+                for k in 0..t {
+                    let (s, d) = (
+                        g.b.slice(x, 0, 128, k * w, (k + 1) * w),
+                        g.b.full(tiles[k as usize]),
+                    );
+                    g.dma(Opcode::Load, s, d)?;
+                }
+                for k in 0..t as usize {
+                    let (o, i) = (g.b.full(outs[k]), g.b.full(tiles[k]));
+                    g.act(o, i)?;
+                }
+                for k in 0..t {
+                    let (s, d) = (
+                        g.b.full(outs[k as usize]),
+                        g.b.slice(y, 0, 128, k * w, (k + 1) * w),
+                    );
+                    g.dma(Opcode::Save, s, d)?;
+                }
+            }
+            1 => {
+                // Duplicated load of the same bytes into the same tile.
+                let x = g.dram(1024, MemFlags::INPUT)?;
+                let y = g.dram(2048, MemFlags::OUTPUT)?;
+                let a = g.sb(128, 1024)?;
+                let o = g.sb(128, 2048)?;
+                let (s, d) = (g.b.full(x), g.b.full(a));
+                g.dma(Opcode::Load, s, d)?;
+                let (oo, i) = (g.b.slice(o, 0, 128, 0, 1024), g.b.full(a));
+                g.act(oo, i)?;
+                let (s, d) = (g.b.full(x), g.b.full(a));
+                g.dma(Opcode::Load, s, d)?;
+                let (oo, i) = (g.b.slice(o, 0, 128, 1024, 2048), g.b.full(a));
+                g.act(oo, i)?;
+                let (s, d) = (g.b.full(o), g.b.full(y));
+                g.dma(Opcode::Save, s, d)?;
+            }
+            2 => {
+                // Over-broad load: only a quarter is read.
+                let x = g.dram(4096, MemFlags::INPUT)?;
+                let y = g.dram(1024, MemFlags::OUTPUT)?;
+                let t = g.sb(128, 4096)?;
+                let o = g.sb(128, 1024)?;
+                let (s, d) = (g.b.full(x), g.b.full(t));
+                g.dma(Opcode::Load, s, d)?;
+                let (oo, i) = (g.b.full(o), g.b.slice(t, 0, 128, 1024, 2048));
+                g.act(oo, i)?;
+                let (s, d) = (g.b.full(o), g.b.full(y));
+                g.dma(Opcode::Save, s, d)?;
+            }
+            _ => {
+                // Dead save: overwritten before it is read back.
+                let x = g.dram(512, MemFlags::INPUT)?;
+                let d = g.dram(512, MemFlags::INTERNAL)?;
+                let y = g.dram(512, MemFlags::OUTPUT)?;
+                let t = g.sb(128, 512)?;
+                let u = g.sb(128, 512)?;
+                let r = g.sb(128, 512)?;
+                let (s, dd) = (g.b.full(x), g.b.full(t));
+                g.dma(Opcode::Load, s, dd)?;
+                let (s, dd) = (g.b.full(t), g.b.full(d));
+                g.dma(Opcode::Save, s, dd)?;
+                let (o, i) = (g.b.full(u), g.b.full(t));
+                g.act(o, i)?;
+                let (s, dd) = (g.b.full(u), g.b.full(d));
+                g.dma(Opcode::Save, s, dd)?;
+                let (s, dd) = (g.b.full(d), g.b.full(r));
+                g.dma(Opcode::Load, s, dd)?;
+                let (s, dd) = (g.b.full(r), g.b.full(y));
+                g.dma(Opcode::Save, s, dd)?;
+            }
+        }
+    }
+    let placed = core::mem::take(&mut g.placed);
+    let _ = InstFlags::empty();
+    for (l, off) in placed {
+        m.place(l, 0, off);
+    }
+    Ok(m)
+}
