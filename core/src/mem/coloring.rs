@@ -63,6 +63,9 @@ pub struct ColoringOptions {
     pub dma_optlevel: i8,
     /// Most spill rounds before giving up.
     pub max_spill_rounds: u32,
+    /// Run the exact search even when the colorer fits, minimizing the peak
+    /// within the budget (`--allocator exact`), and keep the lower peak.
+    pub prefer_exact: bool,
 }
 
 impl Default for ColoringOptions {
@@ -75,6 +78,7 @@ impl Default for ColoringOptions {
             }),
             dma_optlevel: 1,
             max_spill_rounds: 64,
+            prefer_exact: false,
         }
     }
 }
@@ -100,6 +104,8 @@ pub struct ColoringReport {
     pub edges: u64,
     /// True when the exact search produced the final placement.
     pub exact_used: bool,
+    /// What the exact search concluded, when it ran.
+    pub exact_status: Option<Status>,
     /// Spill rounds run.
     pub spill_rounds: u32,
     /// Tensors spilled.
@@ -225,6 +231,7 @@ pub struct ColoringWorkspace {
     problem: Option<Problem>,
     locs: Vec<MemLoc>,
     out: Vec<Placement>,
+    exact_out: Vec<Placement>,
     gca: GcaWorkspace,
     exact: ExactWorkspace,
     records: Vec<SpillRecord>,
@@ -258,6 +265,7 @@ impl ColoringWorkspace {
         let n = m.num_mems() + 2 * SPILL_HEADROOM;
         self.locs.reserve(n);
         self.out.reserve(n);
+        self.exact_out.reserve(n);
         self.records.reserve(SPILL_HEADROOM);
         self.candidates.reserve(n);
         for space in Space::ALL {
@@ -407,22 +415,28 @@ fn color_rounds(
         report.peak = g.peak;
         report.exact_used = false;
         let mut fits = g.peak <= cap;
-        if !fits && g.lower_bound <= cap {
-            if let Some(budget) = opts.exact {
-                let o = ws.exact.solve(
-                    problem,
-                    &ExactOptions {
-                        budget,
-                        objective: Objective::Fit,
-                    },
-                    clock,
-                    &mut ws.out,
-                );
-                if matches!(o.status, Status::Optimal | Status::Feasible) && o.peak <= cap {
-                    fits = true;
-                    report.peak = o.peak;
-                    report.exact_used = true;
-                }
+        let try_exact =
+            (!fits && g.lower_bound <= cap) || (opts.prefer_exact && g.peak > g.lower_bound);
+        if let (true, Some(budget)) = (try_exact, opts.exact) {
+            let objective = if opts.prefer_exact {
+                Objective::MinimizePeak
+            } else {
+                Objective::Fit
+            };
+            ws.exact_out.clear();
+            ws.exact_out.resize(problem.len(), Placement::default());
+            let o = ws.exact.solve(
+                problem,
+                &ExactOptions { budget, objective },
+                clock,
+                &mut ws.exact_out,
+            );
+            report.exact_status = Some(o.status);
+            if o.peak <= cap && (!fits || o.peak < report.peak) {
+                fits = true;
+                report.peak = o.peak;
+                report.exact_used = true;
+                ws.out.copy_from_slice(&ws.exact_out);
             }
         }
         if fits {
