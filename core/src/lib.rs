@@ -15,6 +15,7 @@ extern crate alloc;
 
 pub mod analysis;
 pub mod ir;
+pub mod pipeline;
 pub mod target;
 
 pub use target::Target;
