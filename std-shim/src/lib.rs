@@ -1,1 +1,5 @@
 //! tusk-shim: the std side of tusk — file formats, the driver, reports.
+
+pub mod io;
+pub mod json;
+pub mod text;
