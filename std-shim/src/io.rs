@@ -101,7 +101,7 @@ pub fn read_limited(path: &Path, limit: u64) -> Result<Vec<u8>, IoError> {
 /// Writes `bytes` to `path` atomically: a temporary file in the same
 /// directory, flushed and synced, then renamed over `path`. On failure the
 /// temporary file is removed and `path` is untouched. `-` writes standard
-/// output.
+/// output; an existing device or pipe is written directly.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), IoError> {
     let write_err = |source| IoError::Write {
         path: path.to_path_buf(),
@@ -112,6 +112,15 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), IoError> {
         return out
             .write_all(bytes)
             .and_then(|()| out.flush())
+            .map_err(write_err);
+    }
+    // A device or a pipe (`/dev/null`, a FIFO) cannot be replaced by a
+    // rename, and must not be: write to it directly.
+    if fs::metadata(path).is_ok_and(|m| !m.is_file() && !m.is_dir()) {
+        return fs::OpenOptions::new()
+            .write(true)
+            .open(path)
+            .and_then(|mut f| f.write_all(bytes))
             .map_err(write_err);
     }
     let dir = match path.parent() {
