@@ -379,9 +379,9 @@ fn inst_json(m: &Module, i: Inst) -> JsonInst {
     }
 }
 
-/// The module as pretty-printed JSON text (ends with a newline).
+/// The module as compact JSON text on one line (ends with a newline).
 pub fn to_json_string(m: &Module) -> String {
-    let mut s = serde_json::to_string_pretty(&to_json(m)).unwrap_or_else(|e| {
+    let mut s = serde_json::to_string(&to_json(m)).unwrap_or_else(|e| {
         // Serializing plain structs of strings and integers cannot fail;
         // keep the driver honest if it ever does.
         format!("{{\"error\": \"{e}\"}}")

@@ -604,7 +604,10 @@ impl<'a> Parser<'a> {
                 Tok::Word if self.peek()?.kind == Tok::Colon => {
                     block = self.label(f)?;
                 }
-                Tok::Word if self.is_word("loop") => self.loop_header()?,
+                Tok::Word if self.is_word("loop") => {
+                    self.loop_header()?;
+                    block = Block::INVALID;
+                }
                 Tok::Word if self.is_word("func") => {
                     return Err(self.invalid(
                         self.tok.start,
