@@ -476,6 +476,15 @@ pub fn from_json(doc: &JsonModule) -> Result<Module, JsonError> {
                 format!("location `%{}` is declared twice", j.name),
             ));
         }
+        if j.elem_size != 0 && j.bytes % j.elem_size as u32 != 0 {
+            return Err(model(
+                &path,
+                format!(
+                    "%{} has {} bytes per partition, not a multiple of its element size {}",
+                    j.name, j.bytes, j.elem_size
+                ),
+            ));
+        }
         let ir = |e: tusk_core::ir::IrError| model(&path, e.to_string());
         let x = m
             .add_mem(&j.name, space, j.partitions, j.bytes)

@@ -394,6 +394,12 @@ impl<'a> Parser<'a> {
                 _ => return Err(self.expected("a location attribute or the end of the line")),
             }
         }
+        if let Some(e) = elem.filter(|&e| bytes % e as u32 != 0) {
+            return Err(self.invalid(
+                nt.start,
+                format!("%{name} has {bytes} bytes per partition, not a multiple of its element size {e}"),
+            ));
+        }
         if self.m.mem_by_name(name).is_some() {
             return Err(self.err_at(
                 nt.start,
