@@ -1,2 +1,13 @@
-//! Analyses over a module: linear program order, loop nest, liveness of
-//! memory locations and registers, lower bounds per space.
+//! Analyses over a module: linear program order, loop spans, liveness of
+//! memory locations and registers (with the loop rule of SPEC §3) and lower
+//! bounds per space. Each analysis keeps its storage between runs
+//! (`compute(&mut self, ..)`), so a pass that reruns it after a rewrite does
+//! not allocate once the storage has grown to the module's size.
+
+pub mod bounds;
+pub mod liveness;
+pub mod order;
+
+pub use bounds::{Bounds, SpaceBound};
+pub use liveness::{Interval, Liveness, MemLiveness, RegLiveness, NOT_LIVE};
+pub use order::{LinearOrder, NO_POS};

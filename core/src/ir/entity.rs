@@ -70,6 +70,7 @@ macro_rules! entity_id {
 }
 
 #[cfg(test)]
+#[allow(dead_code)]
 mod tests {
     entity_id!(
         /// A test entity.

@@ -1,0 +1,191 @@
+//! Lower bounds on the memory each space needs, from liveness alone.
+//!
+//! For every position, over the locations of one space live there:
+//! - *full-width bytes*: the bytes per partition of the live locations of
+//!   more than half the partitions. The start-partition rule puts all of them
+//!   at partition 0, so they stack on partition 0 and no placement beats
+//!   their sum;
+//! - *area bytes*: live (partitions × bytes) divided by the partition count,
+//!   rounded up: the height the live area needs if it could be spread
+//!   perfectly over all partitions.
+//!
+//! DRAM is one flat space: both bounds are the live footprint
+//! (partitions × bytes). PSUM tensors start on a bank boundary, so there a
+//! location counts its bytes rounded up to whole banks. The space's lower
+//! bound is the larger of the two maxima.
+
+use alloc::vec::Vec;
+
+use super::liveness::MemLiveness;
+use super::order::LinearOrder;
+use crate::ir::{Module, Space};
+
+/// Lower bounds of one space.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+pub struct SpaceBound {
+    /// Locations of this space that are live somewhere.
+    pub locations: u32,
+    /// Max over positions of the stacked full-width bytes.
+    pub full_width_bytes: u64,
+    /// Max over positions of ceil(live area / partitions).
+    pub area_bytes: u64,
+    /// A position where the lower bound is reached.
+    pub peak_pos: u32,
+}
+
+impl SpaceBound {
+    /// The lower bound: no legal placement has a smaller per-partition peak.
+    pub fn lower_bound(&self) -> u64 {
+        self.full_width_bytes.max(self.area_bytes)
+    }
+}
+
+/// Lower bounds of the three spaces, indexed by [`Space::slot`].
+#[derive(Clone, Debug, Default)]
+pub struct Bounds {
+    /// Per space.
+    pub spaces: [SpaceBound; 3],
+    /// Scratch difference arrays (full-width, area × partitions) per space.
+    diff: [Vec<i64>; 6],
+}
+
+impl Bounds {
+    /// Empty storage.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Bounds of `m` (allocates its storage).
+    pub fn of(m: &Module, order: &LinearOrder, live: &MemLiveness) -> Self {
+        let mut b = Self::new();
+        b.compute(m, order, live);
+        b
+    }
+
+    /// The bound of one space.
+    pub fn space(&self, s: Space) -> &SpaceBound {
+        &self.spaces[s.slot()]
+    }
+
+    /// Recomputes, reusing storage.
+    pub fn compute(&mut self, m: &Module, order: &LinearOrder, live: &MemLiveness) {
+        let n = order.len();
+        for d in self.diff.iter_mut() {
+            d.clear();
+            d.resize(n + 1, 0);
+        }
+        self.spaces = [SpaceBound::default(); 3];
+        let t = &m.target;
+        for v in m.mems.space.keys() {
+            let Some(iv) = live.interval(v) else { continue };
+            let space = m.mems.space[v];
+            let parts = m.mems.partitions[v] as u64;
+            let mut bytes = m.mems.bytes[v] as u64;
+            let (full, area) = match space {
+                Space::Dram => (parts * bytes, parts * bytes),
+                Space::Sb | Space::Psum => {
+                    let total_parts = if space == Space::Sb {
+                        t.sb_partitions
+                    } else {
+                        t.psum_partitions
+                    };
+                    if space == Space::Psum {
+                        let bank = t.psum_bank_bytes.max(1) as u64;
+                        bytes = bytes.div_ceil(bank) * bank;
+                    }
+                    let full = if parts * 2 > total_parts as u64 {
+                        bytes
+                    } else {
+                        0
+                    };
+                    (full, parts * bytes)
+                }
+            };
+            let k = space.slot();
+            self.spaces[k].locations += 1;
+            let (s, e) = (iv.start as usize, (iv.end as usize + 1).min(n));
+            self.diff[2 * k][s] += full as i64;
+            self.diff[2 * k][e] -= full as i64;
+            self.diff[2 * k + 1][s] += area as i64;
+            self.diff[2 * k + 1][e] -= area as i64;
+        }
+        for space in Space::ALL {
+            let k = space.slot();
+            let parts = match space {
+                Space::Sb => t.sb_partitions as i64,
+                Space::Psum => t.psum_partitions as i64,
+                Space::Dram => 1,
+            }
+            .max(1);
+            let (mut full, mut area) = (0i64, 0i64);
+            let mut best = 0u64;
+            for p in 0..n {
+                full += self.diff[2 * k][p];
+                area += self.diff[2 * k + 1][p];
+                let f = full.max(0) as u64;
+                let a = (area.max(0) as u64).div_ceil(parts as u64);
+                let sb = &mut self.spaces[k];
+                sb.full_width_bytes = sb.full_width_bytes.max(f);
+                sb.area_bytes = sb.area_bytes.max(a);
+                if f.max(a) > best {
+                    best = f.max(a);
+                    sb.peak_pos = p as u32;
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ir::{Builder, MemFlags, Opcode, SubOp};
+    use crate::target::Target;
+
+    #[test]
+    fn hand_computed_bounds() {
+        // a(128x100) b(32x400) c(32x400) d(128x50) live together at one point.
+        let mut m = Module::new(Target::default());
+        let mut bl = Builder::new(&mut m);
+        let a = bl
+            .mem("a", Space::Sb, 128, 100, 1, MemFlags::empty())
+            .unwrap();
+        let b = bl
+            .mem("b", Space::Sb, 32, 400, 1, MemFlags::empty())
+            .unwrap();
+        let c = bl
+            .mem("c", Space::Sb, 32, 400, 1, MemFlags::empty())
+            .unwrap();
+        let d = bl
+            .mem("d", Space::Sb, 128, 50, 1, MemFlags::empty())
+            .unwrap();
+        let p = bl
+            .mem("p", Space::Psum, 128, 100, 4, MemFlags::empty())
+            .unwrap();
+        bl.func("f").unwrap();
+        for x in [a, b, c] {
+            bl.op(Opcode::Memset, &[bl.full(x)], &[]).unwrap();
+        }
+        bl.compute(
+            Opcode::TensorTensor,
+            SubOp::Add,
+            d,
+            &[a, b, c],
+            Default::default(),
+        )
+        .unwrap();
+        bl.compute(Opcode::Matmul, SubOp::None, p, &[d], Default::default())
+            .unwrap();
+        let o = LinearOrder::of(&m);
+        let l = MemLiveness::of(&m, &o);
+        let bounds = Bounds::of(&m, &o, &l);
+        let sb = bounds.space(Space::Sb);
+        // At position 3: full width a + d = 150; area (12800 + 12800 + 12800 + 6400)/128 = 350.
+        assert_eq!(sb.full_width_bytes, 150);
+        assert_eq!(sb.area_bytes, 350);
+        assert_eq!(sb.lower_bound(), 350);
+        assert_eq!(sb.peak_pos, 3);
+        // PSUM rounds 100 bytes up to one 2 KiB bank.
+        assert_eq!(bounds.space(Space::Psum).lower_bound(), 2048);
+    }
+}

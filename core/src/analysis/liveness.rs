@@ -1,0 +1,511 @@
+//! Live intervals of memory locations and scalar registers.
+//!
+//! A value is *live at* position `p` when `start <= p <= end`, where, before
+//! the loop rule, `start` is its first access (position 0 for module inputs)
+//! and `end` its last access (the last position for module outputs). The loop
+//! rule of SPEC §3 then widens intervals:
+//! - a value accessed inside loop `L` but defined before `L` starts is live
+//!   until `L`'s last position (the next iteration reads it again);
+//! - a value whose first access is a read inside `L` and that `L` also
+//!   writes later is carried around the back edge: live over all of `L`.
+//!
+//! Per value the accesses are kept in position order (a CSR), which gives the
+//! remaining-use counts the linear scan needs: `remaining_uses(v, p)` counts
+//! accesses after `p`, plus one pseudo-use at `end` when the loop rule pushed
+//! `end` beyond the last access, so that "no remaining uses" means exactly
+//! "dead after `p`".
+
+use alloc::vec::Vec;
+
+use super::order::LinearOrder;
+use crate::ir::{Column, EntityRef, Inst, InstFlags, Loop, MemFlags, MemLoc, Module, Reg};
+
+/// `start` of a value that is never live.
+pub const NOT_LIVE: u32 = u32::MAX;
+
+/// An inclusive position interval.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct Interval {
+    /// First live position.
+    pub start: u32,
+    /// Last live position.
+    pub end: u32,
+}
+
+impl Interval {
+    /// True when the two intervals share a position.
+    #[inline]
+    pub const fn overlaps(self, other: Interval) -> bool {
+        self.start <= other.end && other.start <= self.end
+    }
+
+    /// True when `p` is inside.
+    #[inline]
+    pub const fn contains(self, p: u32) -> bool {
+        self.start <= p && p <= self.end
+    }
+}
+
+/// Live intervals and access lists of one kind of value (`MemLoc` or `Reg`).
+#[derive(Clone, Debug)]
+pub struct Liveness<K> {
+    start: Column<K, u32>,
+    end: Column<K, u32>,
+    /// CSR offsets into `acc_pos`, one more entry than values.
+    acc_off: Vec<u32>,
+    acc_pos: Vec<u32>,
+    /// 1 for a write, 0 for a read, parallel to `acc_pos`.
+    acc_write: Vec<u8>,
+    /// Scratch: fill cursor per value.
+    cursor: Vec<u32>,
+}
+
+/// Liveness of memory locations.
+pub type MemLiveness = Liveness<MemLoc>;
+/// Liveness of scalar registers.
+pub type RegLiveness = Liveness<Reg>;
+
+impl<K: EntityRef> Default for Liveness<K> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<K: EntityRef> Liveness<K> {
+    /// Empty storage.
+    pub fn new() -> Self {
+        Liveness {
+            start: Column::new(),
+            end: Column::new(),
+            acc_off: Vec::new(),
+            acc_pos: Vec::new(),
+            acc_write: Vec::new(),
+            cursor: Vec::new(),
+        }
+    }
+
+    /// Number of values.
+    pub fn len(&self) -> usize {
+        self.start.len()
+    }
+
+    /// True when there are no values.
+    pub fn is_empty(&self) -> bool {
+        self.start.is_empty()
+    }
+
+    /// The live interval of `v`, or `None` when it is never live.
+    #[inline]
+    pub fn interval(&self, v: K) -> Option<Interval> {
+        let s = *self.start.get(v)?;
+        (s != NOT_LIVE).then(|| Interval {
+            start: s,
+            end: self.end[v],
+        })
+    }
+
+    /// Positions of every access of `v`, ascending.
+    pub fn accesses(&self, v: K) -> &[u32] {
+        let i = v.index();
+        match (self.acc_off.get(i), self.acc_off.get(i + 1)) {
+            (Some(&a), Some(&b)) => &self.acc_pos[a as usize..b as usize],
+            _ => &[],
+        }
+    }
+
+    /// For each access of `v` (parallel to [`Liveness::accesses`]), true when
+    /// it writes.
+    pub fn access_writes(&self, v: K) -> impl Iterator<Item = bool> + '_ {
+        let i = v.index();
+        let (a, b) = match (self.acc_off.get(i), self.acc_off.get(i + 1)) {
+            (Some(&a), Some(&b)) => (a as usize, b as usize),
+            _ => (0, 0),
+        };
+        self.acc_write[a..b].iter().map(|&w| w != 0)
+    }
+
+    /// Number of reads and writes of `v`.
+    pub fn access_count(&self, v: K) -> u32 {
+        self.accesses(v).len() as u32
+    }
+
+    /// Accesses of `v` strictly after position `p`, plus the loop rule's
+    /// pseudo-use at `end` (see the module doc). Zero means dead after `p`.
+    pub fn remaining_uses(&self, v: K, p: u32) -> u32 {
+        let Some(iv) = self.interval(v) else {
+            return 0;
+        };
+        let acc = self.accesses(v);
+        let after = (acc.len() - acc.partition_point(|&q| q <= p)) as u32;
+        let beyond_last = acc.last().map_or(true, |&last| iv.end > last);
+        after + (beyond_last && iv.end > p) as u32
+    }
+
+    /// The first access at or after `p`, if any.
+    pub fn next_access(&self, v: K, p: u32) -> Option<u32> {
+        let acc = self.accesses(v);
+        acc.get(acc.partition_point(|&q| q < p)).copied()
+    }
+
+    /// Bytes of storage held.
+    pub fn reserved_bytes(&self) -> usize {
+        self.start.reserved_bytes() * 2
+            + (self.acc_off.capacity() + self.acc_pos.capacity() + self.cursor.capacity()) * 4
+            + self.acc_write.capacity()
+    }
+
+    /// Shared construction: `each` calls its callback with `(value, is_write)`
+    /// for every access of the instruction.
+    fn build<F>(&mut self, m: &Module, order: &LinearOrder, n_values: usize, mut each: F)
+    where
+        F: FnMut(&Module, Inst, &mut dyn FnMut(K, bool)),
+    {
+        self.acc_off.clear();
+        self.acc_off.resize(n_values + 1, 0);
+        for &i in order.insts() {
+            let off = &mut self.acc_off;
+            each(m, i, &mut |v: K, _w| {
+                if let Some(c) = off.get_mut(v.index() + 1) {
+                    *c += 1;
+                }
+            });
+        }
+        for k in 1..self.acc_off.len() {
+            self.acc_off[k] += self.acc_off[k - 1];
+        }
+        let total = self.acc_off.last().copied().unwrap_or(0) as usize;
+        self.acc_pos.clear();
+        self.acc_pos.resize(total, 0);
+        self.acc_write.clear();
+        self.acc_write.resize(total, 0);
+        self.cursor.clear();
+        self.cursor.extend_from_slice(&self.acc_off[..n_values]);
+        for (p, &i) in order.insts().iter().enumerate() {
+            let (cursor, pos, wr) = (&mut self.cursor, &mut self.acc_pos, &mut self.acc_write);
+            each(m, i, &mut |v: K, w| {
+                if let Some(c) = cursor.get_mut(v.index()) {
+                    let slot = *c as usize;
+                    pos[slot] = p as u32;
+                    wr[slot] = w as u8;
+                    *c += 1;
+                }
+            });
+        }
+        self.start.clear();
+        self.end.clear();
+        self.start.resize(n_values, NOT_LIVE);
+        self.end.resize(n_values, 0);
+    }
+
+    /// Computes `[start, end]` for `v` from its accesses, the input/output
+    /// pins, and the loop rule.
+    fn finish_value(
+        &mut self,
+        m: &Module,
+        order: &LinearOrder,
+        v: K,
+        live_from_entry: bool,
+        live_to_exit: bool,
+    ) {
+        let n = order.len() as u32;
+        let (a, b) = (
+            self.acc_off[v.index()] as usize,
+            self.acc_off[v.index() + 1] as usize,
+        );
+        if a == b && !live_from_entry && !live_to_exit || n == 0 {
+            return;
+        }
+        let first = if a < b { self.acc_pos[a] } else { 0 };
+        let last = if a < b { self.acc_pos[b - 1] } else { 0 };
+        let mut start = if live_from_entry { 0 } else { first };
+        let mut end = if live_to_exit { n - 1 } else { last };
+        // Loop rule, part 1: accessed in a loop that starts after the definition.
+        for k in a..b {
+            let p = self.acc_pos[k];
+            let mut l = m.inst_loop(order.inst_at(p));
+            let mut widest = end;
+            while l.is_valid() {
+                if let Some((ls, le)) = order.loop_span(l) {
+                    if ls > start {
+                        widest = widest.max(le);
+                    }
+                }
+                l = m.loops.parent[l];
+            }
+            end = widest;
+        }
+        // Loop rule, part 2: read first, written later in the same loop.
+        if a < b && self.acc_write[a] == 0 && !live_from_entry {
+            let last_write = (a..b)
+                .rev()
+                .find(|&k| self.acc_write[k] != 0)
+                .map(|k| self.acc_pos[k]);
+            if let Some(w) = last_write {
+                let mut l: Loop = m.inst_loop(order.inst_at(first));
+                let mut carried: Option<(u32, u32)> = None;
+                while l.is_valid() {
+                    if let Some((ls, le)) = order.loop_span(l) {
+                        if w > first && w <= le {
+                            carried = Some((ls, le));
+                        }
+                    }
+                    l = m.loops.parent[l];
+                }
+                if let Some((ls, le)) = carried {
+                    start = start.min(ls);
+                    end = end.max(le);
+                }
+            }
+        }
+        self.start[v] = start;
+        self.end[v] = end;
+    }
+}
+
+impl Liveness<MemLoc> {
+    /// Liveness of every memory location of `m` (allocates its storage).
+    pub fn of(m: &Module, order: &LinearOrder) -> Self {
+        let mut l = Self::new();
+        l.compute(m, order);
+        l
+    }
+
+    /// Recomputes for `m`, reusing storage.
+    pub fn compute(&mut self, m: &Module, order: &LinearOrder) {
+        self.build(m, order, m.num_mems(), |m, i, f| {
+            for a in m.inputs(i) {
+                f(m.aps.loc[a], false);
+            }
+            for a in m.outputs(i) {
+                f(m.aps.loc[a], true);
+            }
+        });
+        for v in m.mems.space.keys() {
+            let flags = m.mems.flags[v];
+            self.finish_value(
+                m,
+                order,
+                v,
+                flags.contains(MemFlags::INPUT),
+                flags.contains(MemFlags::OUTPUT),
+            );
+        }
+    }
+
+    /// True when two locations interfere: live at a common position, except
+    /// where one dies at an in-place instruction that defines the other.
+    pub fn interferes(&self, m: &Module, order: &LinearOrder, a: MemLoc, b: MemLoc) -> bool {
+        let (Some(ia), Some(ib)) = (self.interval(a), self.interval(b)) else {
+            return false;
+        };
+        if !ia.overlaps(ib) {
+            return false;
+        }
+        !(self.in_place_handoff(m, order, a, b) || self.in_place_handoff(m, order, b, a))
+    }
+
+    /// True when `dying` ends exactly where `born` starts, at an in-place
+    /// instruction that reads `dying` and writes `born`.
+    pub fn in_place_handoff(
+        &self,
+        m: &Module,
+        order: &LinearOrder,
+        dying: MemLoc,
+        born: MemLoc,
+    ) -> bool {
+        let (Some(d), Some(b)) = (self.interval(dying), self.interval(born)) else {
+            return false;
+        };
+        if d.end != b.start {
+            return false;
+        }
+        let i = order.inst_at(d.end);
+        if !i.is_valid() || !m.insts.flags[i].contains(InstFlags::IN_PLACE) {
+            return false;
+        }
+        let reads = m.inputs(i).any(|x| m.aps.loc[x] == dying);
+        let writes_dying = m.outputs(i).any(|x| m.aps.loc[x] == dying);
+        let writes = m.outputs(i).any(|x| m.aps.loc[x] == born);
+        reads && writes && !writes_dying
+    }
+}
+
+impl Liveness<Reg> {
+    /// Liveness of every scalar register of `m` (allocates its storage).
+    pub fn of(m: &Module, order: &LinearOrder) -> Self {
+        let mut l = Self::new();
+        l.compute(m, order);
+        l
+    }
+
+    /// Recomputes for `m`, reusing storage.
+    pub fn compute(&mut self, m: &Module, order: &LinearOrder) {
+        self.build(m, order, m.num_regs(), |m, i, f| {
+            for &r in m.uses(i) {
+                f(r, false);
+            }
+            for &r in m.defs(i) {
+                f(r, true);
+            }
+        });
+        for v in m.regs.lanes.keys() {
+            self.finish_value(m, order, v, false, false);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ir::{Builder, MemFlags, Opcode, Space, SubOp};
+    use crate::target::Target;
+
+    /// x(in) → t = load x; loop 3 { u = exp t; v = exp u }; y = save v.
+    fn loop_module() -> (Module, [MemLoc; 5]) {
+        let mut m = Module::new(Target::default());
+        let mut b = Builder::new(&mut m);
+        let x = b
+            .mem("x", Space::Dram, 128, 64, 1, MemFlags::INPUT)
+            .unwrap();
+        let y = b
+            .mem("y", Space::Dram, 128, 64, 1, MemFlags::OUTPUT)
+            .unwrap();
+        let t = b
+            .mem("t", Space::Sb, 128, 64, 1, MemFlags::empty())
+            .unwrap();
+        let u = b
+            .mem("u", Space::Sb, 128, 64, 1, MemFlags::empty())
+            .unwrap();
+        let v = b
+            .mem("v", Space::Sb, 128, 64, 1, MemFlags::empty())
+            .unwrap();
+        b.func("main").unwrap();
+        b.load(t, x, 0).unwrap(); // 0
+        b.begin_loop(3).unwrap();
+        b.compute(Opcode::Activation, SubOp::Exp, u, &[t], Default::default())
+            .unwrap(); // 1
+        b.compute(Opcode::Activation, SubOp::Exp, v, &[u], Default::default())
+            .unwrap(); // 2
+        b.end_loop().unwrap();
+        b.save(y, v, 0).unwrap(); // 3
+        (m, [x, y, t, u, v])
+    }
+
+    #[test]
+    fn hand_computed_intervals_with_loop_extension() {
+        let (m, [x, y, t, u, v]) = loop_module();
+        let o = LinearOrder::of(&m);
+        assert_eq!(o.len(), 4);
+        let l = MemLiveness::of(&m, &o);
+        assert_eq!(l.interval(x), Some(Interval { start: 0, end: 0 }));
+        assert_eq!(l.interval(y), Some(Interval { start: 3, end: 3 }));
+        // t is defined before the loop and read in it: live to the loop end.
+        assert_eq!(l.interval(t), Some(Interval { start: 0, end: 2 }));
+        assert_eq!(l.interval(u), Some(Interval { start: 1, end: 2 }));
+        assert_eq!(l.interval(v), Some(Interval { start: 2, end: 3 }));
+        // Remaining uses: t is accessed at 0 and 1; the loop rule adds a pseudo-use at 2.
+        assert_eq!(l.remaining_uses(t, 0), 2);
+        assert_eq!(l.remaining_uses(t, 1), 1);
+        assert_eq!(l.remaining_uses(t, 2), 0);
+        assert_eq!(l.remaining_uses(v, 2), 1);
+        assert_eq!(l.remaining_uses(v, 3), 0);
+        assert!(l.interferes(&m, &o, t, u));
+        assert!(!l.interferes(&m, &o, u, y));
+    }
+
+    #[test]
+    fn carried_around_the_back_edge() {
+        // loop 2 { o = exp acc; acc = exp o } : acc is read before it is written.
+        let mut m = Module::new(Target::default());
+        let mut b = Builder::new(&mut m);
+        let pre = b
+            .mem("pre", Space::Sb, 128, 64, 1, MemFlags::empty())
+            .unwrap();
+        let acc = b
+            .mem("acc", Space::Sb, 128, 64, 1, MemFlags::empty())
+            .unwrap();
+        let o = b
+            .mem("o", Space::Sb, 128, 64, 1, MemFlags::empty())
+            .unwrap();
+        b.func("f").unwrap();
+        b.op(Opcode::Memset, &[b.full(pre)], &[]).unwrap(); // 0
+        b.begin_loop(2).unwrap();
+        b.compute(
+            Opcode::Activation,
+            SubOp::Exp,
+            o,
+            &[acc, pre],
+            Default::default(),
+        )
+        .unwrap(); // 1
+        b.compute(
+            Opcode::Activation,
+            SubOp::Exp,
+            acc,
+            &[o],
+            Default::default(),
+        )
+        .unwrap(); // 2
+        b.end_loop().unwrap();
+        let ord = LinearOrder::of(&m);
+        let l = MemLiveness::of(&m, &ord);
+        assert_eq!(l.interval(acc), Some(Interval { start: 1, end: 2 }));
+        assert_eq!(l.interval(o), Some(Interval { start: 1, end: 2 }));
+        assert_eq!(l.interval(pre), Some(Interval { start: 0, end: 2 }));
+    }
+
+    #[test]
+    fn in_place_handoff_does_not_interfere() {
+        let mut m = Module::new(Target::default());
+        let mut b = Builder::new(&mut m);
+        let a = b
+            .mem("a", Space::Sb, 128, 64, 1, MemFlags::empty())
+            .unwrap();
+        let c = b
+            .mem("c", Space::Sb, 128, 64, 1, MemFlags::empty())
+            .unwrap();
+        let d = b
+            .mem("d", Space::Sb, 128, 64, 1, MemFlags::empty())
+            .unwrap();
+        b.func("f").unwrap();
+        b.op(Opcode::Memset, &[b.full(a)], &[]).unwrap();
+        b.compute(Opcode::Activation, SubOp::Exp, c, &[a], InstFlags::IN_PLACE)
+            .unwrap();
+        b.compute(Opcode::Activation, SubOp::Exp, d, &[c], InstFlags::empty())
+            .unwrap();
+        let o = LinearOrder::of(&m);
+        let l = MemLiveness::of(&m, &o);
+        assert!(!l.interferes(&m, &o, a, c));
+        assert!(l.interferes(&m, &o, c, d));
+    }
+
+    #[test]
+    fn register_intervals() {
+        let mut m = Module::new(Target::default());
+        let mut b = Builder::new(&mut m);
+        let i = b.reg("i", 1).unwrap();
+        let one = b.reg("one", 1).unwrap();
+        let k = b.reg("k", 2).unwrap();
+        b.func("f").unwrap();
+        b.scalar(Opcode::ScalarImm, SubOp::None, &[i], &[], 0)
+            .unwrap(); // 0
+        b.scalar(Opcode::ScalarImm, SubOp::None, &[one], &[], 1)
+            .unwrap(); // 1
+        b.begin_loop(8).unwrap();
+        b.scalar(Opcode::ScalarAlu, SubOp::Add, &[i], &[i, one], 0)
+            .unwrap(); // 2
+        b.scalar(Opcode::ScalarImm, SubOp::None, &[k], &[], 7)
+            .unwrap(); // 3
+        b.scalar(Opcode::Branch, SubOp::None, &[], &[i], 0).unwrap(); // 4
+        b.end_loop().unwrap();
+        b.scalar(Opcode::ScalarMov, SubOp::None, &[k], &[k], 0)
+            .unwrap(); // 5
+        let o = LinearOrder::of(&m);
+        let l = RegLiveness::of(&m, &o);
+        assert_eq!(l.interval(i), Some(Interval { start: 0, end: 4 }));
+        assert_eq!(l.interval(one), Some(Interval { start: 1, end: 4 }));
+        assert_eq!(l.interval(k), Some(Interval { start: 3, end: 5 }));
+        assert_eq!(o.loop_span(Loop::new(0)), Some((2, 4)));
+    }
+}

@@ -1,0 +1,129 @@
+//! Linear program order: functions, blocks in layout order, instructions in
+//! block order, numbered 0..n. Every analysis and allocator works on these
+//! positions; loops become position spans.
+
+use alloc::vec::Vec;
+
+use crate::ir::{Block, Column, Inst, Loop, Module};
+
+/// Position of an instruction that is not linked into any block.
+pub const NO_POS: u32 = u32::MAX;
+
+/// The linear order of a module and the position spans of its blocks and loops.
+///
+/// Invariant: `insts[pos[i]] == i` for every linked instruction `i`;
+/// a loop's span `[start, end]` covers exactly the instructions of its blocks
+/// (`start > end` for a loop without instructions).
+#[derive(Clone, Debug, Default)]
+pub struct LinearOrder {
+    insts: Vec<Inst>,
+    pos: Column<Inst, u32>,
+    block_start: Column<Block, u32>,
+    block_end: Column<Block, u32>,
+    loop_start: Column<Loop, u32>,
+    loop_end: Column<Loop, u32>,
+}
+
+impl LinearOrder {
+    /// Empty storage; [`LinearOrder::compute`] sizes it.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The order of `m` (allocates its storage).
+    pub fn of(m: &Module) -> Self {
+        let mut o = Self::new();
+        o.compute(m);
+        o
+    }
+
+    /// Recomputes for `m`, reusing storage (allocates only when `m` grew
+    /// beyond what this order held before).
+    pub fn compute(&mut self, m: &Module) {
+        self.insts.clear();
+        self.pos.clear();
+        self.pos.resize(m.num_insts(), NO_POS);
+        self.block_start.clear();
+        self.block_end.clear();
+        for b in m.blocks.name.keys() {
+            let start = self.insts.len() as u32;
+            for i in m.block_insts(b) {
+                self.pos[i] = self.insts.len() as u32;
+                self.insts.push(i);
+            }
+            self.block_start.push(start);
+            self.block_end.push(self.insts.len() as u32);
+        }
+        self.loop_start.clear();
+        self.loop_end.clear();
+        for l in m.loops.trip.keys() {
+            let (fb, eb) = (m.loops.first_block[l], m.loops.end_block[l]);
+            let start = self
+                .block_start
+                .get(fb)
+                .copied()
+                .unwrap_or(self.insts.len() as u32);
+            let end = if eb.index() > fb.index() {
+                self.block_end[Block::new(eb.index() - 1)]
+            } else {
+                start
+            };
+            // Stored inclusive: [start, end - 1]; empty when end == start.
+            self.loop_start.push(start);
+            self.loop_end.push(end.wrapping_sub(1));
+        }
+    }
+
+    /// Number of linked instructions.
+    #[inline]
+    pub fn len(&self) -> usize {
+        self.insts.len()
+    }
+
+    /// True for a module without instructions.
+    #[inline]
+    pub fn is_empty(&self) -> bool {
+        self.insts.is_empty()
+    }
+
+    /// Instructions in program order.
+    #[inline]
+    pub fn insts(&self) -> &[Inst] {
+        &self.insts
+    }
+
+    /// The instruction at a position.
+    #[inline]
+    pub fn inst_at(&self, pos: u32) -> Inst {
+        self.insts
+            .get(pos as usize)
+            .copied()
+            .unwrap_or(Inst::INVALID)
+    }
+
+    /// Position of an instruction, or [`NO_POS`] when it is not linked.
+    #[inline]
+    pub fn pos(&self, i: Inst) -> u32 {
+        self.pos.get(i).copied().unwrap_or(NO_POS)
+    }
+
+    /// Positions `[start, end)` of a block's instructions.
+    pub fn block_span(&self, b: Block) -> (u32, u32) {
+        (self.block_start[b], self.block_end[b])
+    }
+
+    /// Inclusive position span `[start, end]` of a loop, or `None` when it
+    /// holds no instruction.
+    pub fn loop_span(&self, l: Loop) -> Option<(u32, u32)> {
+        let (s, e) = (self.loop_start[l], self.loop_end[l]);
+        (e != u32::MAX && s <= e).then_some((s, e))
+    }
+
+    /// Bytes of storage held.
+    pub fn reserved_bytes(&self) -> usize {
+        self.insts.capacity() * 4
+            + self.pos.reserved_bytes()
+            + self.block_start.reserved_bytes() * 2
+            + self.loop_start.reserved_bytes() * 2
+    }
+}
