@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand};
-use tusk_core::ir::{Module, Opcode, Space};
+use tusk_core::ir::Module;
 use tusk_core::pipeline::{Allocator, Options};
 use tusk_core::target::Generation;
 use tusk_shim::{io, json, text};
@@ -243,79 +243,8 @@ fn info(a: &InfoArgs) -> u8 {
         Ok(m) => m,
         Err(code) => return code,
     };
-    print!("{}", info_text(&m));
+    print!("{}", tusk_shim::info::info_text(&m));
     EXIT_OK
-}
-
-/// The `tusk info` report.
-fn info_text(m: &Module) -> String {
-    use std::fmt::Write;
-    let mut s = String::new();
-    let t = &m.target;
-    let _ = write!(s, "target: {}", t.generation.name());
-    for (k, v) in t.overrides() {
-        let _ = write!(s, " {k}={v}");
-    }
-    s.push('\n');
-    let max_depth = m.loops.depth.values().copied().max().unwrap_or(0);
-    let _ = writeln!(s, "functions: {}", m.num_funcs());
-    let _ = writeln!(s, "blocks: {}", m.num_blocks());
-    let _ = writeln!(s, "loops: {} (max depth {max_depth})", m.num_loops());
-    let (mut dma, mut scalar, mut compute) = (0usize, 0usize, 0usize);
-    for i in m.program_order() {
-        let op: Opcode = m.insts.opcode[i];
-        if op.is_dma() {
-            dma += 1;
-        } else if op.is_scalar() {
-            scalar += 1;
-        } else {
-            compute += 1;
-        }
-    }
-    let _ = writeln!(
-        s,
-        "instructions: {} (dma {dma}, compute {compute}, scalar {scalar})",
-        m.num_live_insts()
-    );
-    let _ = writeln!(s, "access patterns: {}", m.num_aps());
-    let _ = writeln!(s, "locations: {}", m.num_mems());
-    for space in Space::ALL {
-        let (mut n, mut placed, mut bytes) = (0usize, 0usize, 0u64);
-        for x in m.mems.space.keys() {
-            if m.mems.space[x] == space {
-                n += 1;
-                placed += m.is_placed(x) as usize;
-                bytes += m.mem_footprint(x);
-            }
-        }
-        let unit = if space.is_on_chip() {
-            "bytes per partition"
-        } else {
-            "bytes"
-        };
-        let _ = writeln!(
-            s,
-            "  {:<5} {n} ({placed} placed), {bytes} {unit} declared",
-            space.upper()
-        );
-    }
-    let lanes: u64 = m.regs.lanes.values().map(|&l| l as u64).sum();
-    let colored = m
-        .regs
-        .lane
-        .values()
-        .filter(|&&l| l != tusk_core::ir::NO_LANE)
-        .count();
-    let _ = writeln!(
-        s,
-        "registers: {} ({lanes} lanes, {colored} colored; target has {} lanes)",
-        m.num_regs(),
-        t.max_regs
-    );
-    // The live-interval summary and the lower bounds per space come from
-    // `tusk_core::analysis` (live intervals, lower bounds) once it lands.
-    s.push_str("live intervals and lower bounds: not available yet (tusk_core::analysis)\n");
-    s
 }
 
 fn run(a: &RunArgs) -> u8 {
