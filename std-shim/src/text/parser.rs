@@ -557,7 +557,6 @@ impl<'a> Parser<'a> {
 
     fn func(&mut self) -> Result<()> {
         self.seen_func = true;
-        let func_at = self.tok.start;
         self.bump()?;
         let nt = self.expect(Tok::Func, "a function name (`@name`)")?;
         let name = self.text(&nt);
@@ -597,7 +596,6 @@ impl<'a> Parser<'a> {
                     self.eol()?;
                 }
                 Tok::Eof => {
-                    let _ = func_at;
                     let what = match self.loops.len() {
                         0 => format!("`func @{name}` is missing its closing `}}`"),
                         n => format!(
@@ -894,7 +892,6 @@ impl<'a> Parser<'a> {
         let pt = self.expect(Tok::Word, "a partition range `p<start>:<end>`")?;
         let p0 = self.word_num(&pt, b'p', "first partition", NO_PARTITION as u64 - 1)?;
         self.expect(Tok::Colon, "`:` in the partition range")?;
-        let et = self.tok.start;
         let p1 = self.int_in("partition end", 0, NO_PARTITION as u64 - 1)?;
         if p1 <= p0 || p1 > parts as u64 {
             return Err(self.invalid(
@@ -904,7 +901,6 @@ impl<'a> Parser<'a> {
                 ),
             ));
         }
-        let _ = et;
         let (p0, pn) = (p0 as u16, (p1 - p0) as u16);
         self.expect(Tok::Comma, "`,` after the partition range")?;
         let bytes = self.m.mems.bytes[loc];
