@@ -14,8 +14,12 @@
 extern crate alloc;
 
 pub mod analysis;
+#[cfg(any(test, feature = "gen"))]
+pub mod gen;
 pub mod ir;
+pub mod mem;
 pub mod pipeline;
 pub mod target;
+pub mod verify;
 
 pub use target::Target;

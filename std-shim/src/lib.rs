@@ -1,5 +1,6 @@
 //! tusk-shim: the std side of tusk — file formats, the driver, reports.
 
+pub mod gen;
 pub mod info;
 pub mod io;
 pub mod json;

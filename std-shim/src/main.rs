@@ -46,12 +46,13 @@ enum Command {
     Info(InfoArgs),
     /// Allocate a module (options are validated; the pipeline is not built yet).
     Run(RunArgs),
+    /// Write a synthetic, realistic module of any size.
+    Gen(tusk_shim::gen::GenArgs),
     // Subcommands of other parts of the driver go here, one variant each,
     // as `Name(tusk_shim::name::NameArgs)` dispatched to
     // `tusk_shim::name::run(&args)` in `main` below:
     //   Dsa   — tusk dsa FILE.csv --capacity N   (std-shim/src/dsa.rs)
     //   Color — tusk color FILE.col -k K         (std-shim/src/color.rs)
-    //   Gen   — tusk gen --instructions N ...    (std-shim/src/gen.rs)
 }
 
 /// The input file and its format.
@@ -139,8 +140,15 @@ fn main() -> ExitCode {
         Command::Fmt(a) => fmt(a),
         Command::Info(a) => info(a),
         Command::Run(a) => run(a),
+        Command::Gen(a) => exit_code(tusk_shim::gen::run(a)),
     };
     ExitCode::from(code)
+}
+
+/// The process exit code of a subcommand's `i32` result (anything outside
+/// 0..=255 is an internal error, reported as an I/O-class failure).
+fn exit_code(code: i32) -> u8 {
+    u8::try_from(code).unwrap_or(EXIT_IO)
 }
 
 /// Reads and parses the input; on failure prints the error and returns the

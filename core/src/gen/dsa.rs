@@ -1,0 +1,184 @@
+//! Generators of buffer-placement problems with a known perfect packing.
+//!
+//! A capacity × horizon rectangle (bytes × time) is cut by random guillotine
+//! cuts into pieces; each piece becomes a buffer (its time extent is the
+//! lifetime, its byte extent the size). Every instant is covered exactly, so
+//! the lower bound equals the capacity, and the cutting itself is a packing
+//! at the capacity: a solver must find a placement with zero waste. The
+//! buffers are shuffled so their order tells nothing about the packing.
+//!
+//! Deterministic: the same parameters and seed give the same problem on every
+//! platform ([`SplitMix64`]).
+
+use alloc::vec::Vec;
+
+use crate::mem::problem::{Buffer, Placement, Problem, ProblemError};
+
+/// The splitmix64 generator: small, fast, and good enough for workloads.
+#[derive(Copy, Clone, Debug)]
+pub struct SplitMix64(u64);
+
+impl SplitMix64 {
+    /// A generator seeded with `seed`.
+    pub const fn new(seed: u64) -> SplitMix64 {
+        SplitMix64(seed)
+    }
+
+    /// The next 64 random bits.
+    pub fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    /// A number in `0..n` (`n > 0`), by multiply-shift.
+    pub fn below(&mut self, n: u64) -> u64 {
+        ((self.next_u64() as u128 * n as u128) >> 64) as u64
+    }
+}
+
+/// Parameters of a perfect-packing instance.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct PerfectPacking {
+    /// Buffers to cut (fewer when pieces become too small to cut).
+    pub buffers: usize,
+    /// Bytes: the capacity and the lower bound of the instance.
+    pub capacity: u64,
+    /// Time units of the rectangle.
+    pub horizon: u64,
+    /// Sizes are multiples of this and buffers are aligned to it.
+    pub unit: u64,
+}
+
+impl PerfectPacking {
+    /// `buffers` pieces of a 1 MiB × 1,048,576 rectangle, 64-byte units.
+    pub const fn new(buffers: usize) -> PerfectPacking {
+        PerfectPacking {
+            buffers,
+            capacity: 1 << 20,
+            horizon: 1 << 20,
+            unit: 64,
+        }
+    }
+}
+
+/// A piece of the rectangle: times `[t0, t1)`, bytes `[a0, a1)`.
+#[derive(Copy, Clone, Debug)]
+struct Piece {
+    t0: u64,
+    t1: u64,
+    a0: u64,
+    a1: u64,
+}
+
+/// Fills `problem` (a linear problem, cleared first) with a perfect-packing
+/// instance and `packing` with the known placement, one per buffer.
+pub fn perfect_packing(
+    params: &PerfectPacking,
+    seed: u64,
+    problem: &mut Problem,
+    packing: &mut Vec<Placement>,
+) -> Result<(), ProblemError> {
+    let mut rng = SplitMix64::new(seed ^ 0x7A5C_0FFE_E000_0001);
+    let unit = params.unit.max(1);
+    let slots = (params.capacity / unit).max(1);
+    let mut pieces: Vec<Piece> = Vec::with_capacity(params.buffers.max(1));
+    pieces.push(Piece {
+        t0: 0,
+        t1: params.horizon.max(1),
+        a0: 0,
+        a1: slots,
+    });
+    let mut misses = 0;
+    while pieces.len() < params.buffers && misses < 64 * params.buffers + 64 {
+        // The larger (relative area) of two random pieces is cut.
+        let i = rng.below(pieces.len() as u64) as usize;
+        let j = rng.below(pieces.len() as u64) as usize;
+        let rel = |p: &Piece| (p.t1 - p.t0) as u128 * slots as u128 + (p.a1 - p.a0) as u128;
+        let k = if rel(&pieces[j]) > rel(&pieces[i]) {
+            j
+        } else {
+            i
+        };
+        let p = pieces[k];
+        let (dt, da) = (p.t1 - p.t0, p.a1 - p.a0);
+        // Cut across the longer relative extent, sometimes the other one.
+        let time_cut = {
+            let rt = dt as u128 * slots as u128;
+            let ra = da as u128 * params.horizon.max(1) as u128;
+            (rt >= ra) ^ (rng.below(4) == 0)
+        };
+        let (lo, hi) = if time_cut { (p.t0, p.t1) } else { (p.a0, p.a1) };
+        if hi - lo < 2 {
+            misses += 1;
+            continue;
+        }
+        let cut = lo + 1 + rng.below(hi - lo - 1);
+        let (a, b) = if time_cut {
+            (Piece { t1: cut, ..p }, Piece { t0: cut, ..p })
+        } else {
+            (Piece { a1: cut, ..p }, Piece { a0: cut, ..p })
+        };
+        pieces[k] = a;
+        pieces.push(b);
+    }
+    // Shuffle (Fisher–Yates).
+    for i in (1..pieces.len()).rev() {
+        let j = rng.below(i as u64 + 1) as usize;
+        pieces.swap(i, j);
+    }
+    problem.clear();
+    problem.capacity = slots * unit;
+    packing.clear();
+    for p in &pieces {
+        problem.push(Buffer {
+            lower: p.t0,
+            upper: p.t1,
+            size: (p.a1 - p.a0) * unit,
+            align: unit,
+            partitions: 1,
+            pin: None,
+        })?;
+        packing.push(Placement {
+            offset: p.a0 * unit,
+            base: 0,
+        });
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::mem::problem::Timeline;
+    use crate::verify::buffers::Validator;
+
+    #[test]
+    fn packing_is_perfect_and_legal() {
+        for seed in 0..5 {
+            let params = PerfectPacking::new(200);
+            let mut p = Problem::linear(0, 200);
+            let mut sol = Vec::new();
+            perfect_packing(&params, seed, &mut p, &mut sol).unwrap();
+            assert_eq!(p.len(), 200);
+            let lb = p.lower_bound(&mut Timeline::default()).bytes;
+            assert_eq!(lb, p.capacity);
+            let mut v = Validator::with_capacity(p.len(), 4);
+            assert_eq!(v.check(&p, &sol, p.capacity).total, 0);
+        }
+    }
+
+    #[test]
+    fn same_seed_same_instance() {
+        let params = PerfectPacking::new(50);
+        let (mut p, mut q) = (Problem::linear(0, 50), Problem::linear(0, 50));
+        let (mut a, mut b) = (Vec::new(), Vec::new());
+        perfect_packing(&params, 7, &mut p, &mut a).unwrap();
+        perfect_packing(&params, 7, &mut q, &mut b).unwrap();
+        assert_eq!(p.buffers(), q.buffers());
+        perfect_packing(&params, 8, &mut q, &mut b).unwrap();
+        assert_ne!(p.buffers(), q.buffers());
+    }
+}

@@ -1,0 +1,1663 @@
+//! The module generator: synthetic programs shaped like lowered NKI kernels,
+//! of any size, for benchmarks, tests, fuzzing and scale runs.
+//!
+//! A generated module is a sequence of *regions*. A region has its own DRAM
+//! input (`in<r>`), output (`out<r>`) and, when dead saves are enabled, an
+//! internal DRAM scratch (`scr<r>`); it loads a few *resident* SB tiles
+//! (weights) before an optional loop nest, and the innermost body holds
+//! *units*: a DMA load of a tile, a chain of compute instructions (matmul
+//! into PSUM and evacuation back to SB, activations, tensor-tensor and
+//! tensor-scalar ops), and a save to the region's output. Scalar registers
+//! play their real roles: long-lived values defined at entry (strides, base
+//! addresses; every fourth a 64-bit lane pair), loop counters incremented
+//! and branched on, and short address-arithmetic chains whose result feeds a
+//! `tensor_scalar`. An *accumulate* region keeps PSUM accumulators live
+//! across a reduction loop (memset before it, matmul reading and writing the
+//! accumulator inside it, evacuation after it).
+//!
+//! Invariants of every generated module (tested below):
+//! - exactly `instructions` instructions;
+//! - every SB and PSUM tensor is written before it is read (no generated
+//!   instruction needs the `uninit` flag);
+//! - every on-chip tensor belongs to one unit, one region's residents or one
+//!   region's accumulators, so it dies at the end of that scope and the live
+//!   set stays bounded whatever the module size; with the default knobs the
+//!   peak live SB bytes per partition stay far below the usable SB and every
+//!   PSUM tensor fits one bank;
+//! - sizes are multiples of their element size.
+//!
+//! Scaling: the generator runs twice over the same deterministic decisions,
+//! first into a counting sink that measures exactly how much storage the
+//! module needs, then into the [`Builder`] over a module reserved to that
+//! capacity. Each region is sized before it is emitted by a dry run into a
+//! fresh counter, so the total is linear in the instruction count.
+
+use arrayvec::ArrayVec;
+use core::fmt::Write;
+
+use super::rng::Rng;
+use crate::ir::{
+    ApSpec, Builder, Capacity, Dim, InstFlags, InstSpec, IrError, Limits, MemFlags, MemLoc, Module,
+    Opcode, Reg, Space, SubOp, UNKNOWN_TRIP,
+};
+use crate::target::Target;
+
+/// Deepest loop nest a region may have (the knob's upper bound).
+pub const MAX_GEN_DEPTH: u8 = 8;
+/// Most resident tiles per region.
+pub const MAX_RESIDENTS: u8 = 16;
+/// Most units per loop body and accumulators per region.
+pub const MAX_UNITS: u8 = 64;
+/// Largest tile in bytes per partition.
+pub const MAX_TILE_BYTES: u32 = 1 << 20;
+/// Partition counts of the first three classes of the partition mix; the
+/// fourth class ("small") draws a power of two in `1..=16`.
+pub const PARTITION_CLASSES: [u16; 3] = [128, 64, 32];
+/// DRAM input slices reserved per unit: up to four abutting tiles, and one
+/// for operand loads (an over-broad load takes two).
+const SLOTS_PER_UNIT: u32 = 5;
+
+/// The knobs of the generator. Percentages are `0..=100`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct GenParams {
+    /// Exact number of instructions to generate.
+    pub instructions: usize,
+    /// Seed of every random decision.
+    pub seed: u64,
+    /// The hardware the module is for (PSUM bank size and partitions).
+    pub target: Target,
+    /// Tile sizes in bytes per partition to draw from (multiples of 4).
+    pub tile_bytes: [u32; 4],
+    /// Weights of `tile_bytes`.
+    pub tile_weights: [u8; 4],
+    /// Weights of the partition classes 128, 64, 32 and small (1..=16).
+    pub partition_weights: [u8; 4],
+    /// Share of regions with bf16 (2-byte) tiles; the rest are fp32.
+    pub bf16_pct: u8,
+    /// Share of regions whose units sit in a loop nest.
+    pub loop_pct: u8,
+    /// Deepest loop nest of a region (`0..=MAX_GEN_DEPTH`).
+    pub max_loop_depth: u8,
+    /// Smallest trip count.
+    pub trip_min: u32,
+    /// Largest trip count.
+    pub trip_max: u32,
+    /// Share of loops whose trip count is unknown (`loop ?`).
+    pub unknown_trip_pct: u8,
+    /// Fewest units per loop body (or straight-line region).
+    pub units_min: u8,
+    /// Most units per loop body.
+    pub units_max: u8,
+    /// Fewest compute steps per unit.
+    pub chain_min: u8,
+    /// Most compute steps per unit.
+    pub chain_max: u8,
+    /// DMA density: share of binary-op operands loaded fresh from DRAM
+    /// instead of taken from a resident tile.
+    pub dma_pct: u8,
+    /// Share of compute steps that are a matmul into PSUM (plus its
+    /// evacuation back to SB).
+    pub matmul_pct: u8,
+    /// Share of regions that accumulate in PSUM across a reduction loop.
+    pub accumulate_pct: u8,
+    /// PSUM accumulators live across an accumulate region's loop.
+    pub accumulators: u8,
+    /// Resident SB tiles loaded before a region's loop nest and read in it.
+    pub residents: u8,
+    /// Register pressure: share of instructions that are scalar address
+    /// arithmetic (`0..=90`).
+    pub scalar_pct: u8,
+    /// Register pressure: long-lived scalar values defined at entry and used
+    /// throughout (every fourth takes a 64-bit lane pair).
+    pub live_scalars: u16,
+    /// Share of unary steps flagged `inplace`.
+    pub inplace_pct: u8,
+    /// Share of units that load abutting slices of one DRAM tensor into
+    /// separate tiles (coalescing candidates).
+    pub abutting_pct: u8,
+    /// Share of units that load the same slice twice into the same tile
+    /// (redundant-load candidates).
+    pub duplicate_pct: u8,
+    /// Share of units that load twice the bytes they read (partial-DMA
+    /// candidates).
+    pub overbroad_pct: u8,
+    /// Share of units that also save to an internal DRAM scratch the next
+    /// unit overwrites (dead-store candidates).
+    pub dead_save_pct: u8,
+}
+
+impl Default for GenParams {
+    /// Kernel-like modules whose live set stays far below the usable SB: a
+    /// few KiB tiles, mostly 128 partitions, shallow loop nests.
+    fn default() -> Self {
+        GenParams {
+            instructions: 10_000,
+            seed: 1,
+            target: Target::default(),
+            tile_bytes: [512, 1024, 2048, 4096],
+            tile_weights: [2, 3, 3, 2],
+            partition_weights: [6, 2, 1, 1],
+            bf16_pct: 50,
+            loop_pct: 70,
+            max_loop_depth: 2,
+            trip_min: 2,
+            trip_max: 16,
+            unknown_trip_pct: 10,
+            units_min: 1,
+            units_max: 3,
+            chain_min: 2,
+            chain_max: 5,
+            dma_pct: 30,
+            matmul_pct: 20,
+            accumulate_pct: 25,
+            accumulators: 2,
+            residents: 1,
+            scalar_pct: 20,
+            live_scalars: 8,
+            inplace_pct: 10,
+            abutting_pct: 5,
+            duplicate_pct: 5,
+            overbroad_pct: 5,
+            dead_save_pct: 5,
+        }
+    }
+}
+
+impl GenParams {
+    /// The default knobs with an instruction count and a seed.
+    pub fn new(instructions: usize, seed: u64) -> Self {
+        GenParams {
+            instructions,
+            seed,
+            ..GenParams::default()
+        }
+    }
+
+    /// DMA-heavy modules for the DMA peepholes: many units with short
+    /// chains, most operands loaded fresh, and frequent abutting tiled
+    /// loads, duplicated loads, over-broad loads and dead saves.
+    pub fn dma_heavy() -> Self {
+        GenParams {
+            units_min: 2,
+            units_max: 4,
+            chain_min: 1,
+            chain_max: 2,
+            dma_pct: 80,
+            matmul_pct: 10,
+            accumulate_pct: 10,
+            scalar_pct: 10,
+            abutting_pct: 40,
+            duplicate_pct: 30,
+            overbroad_pct: 30,
+            dead_save_pct: 30,
+            ..GenParams::default()
+        }
+    }
+
+    /// Memory pressure near and over capacity, to force spills: 12–32 KiB
+    /// fp32 tiles on 128 partitions and five residents per region, so that
+    /// the largest regions' live set (residents plus a unit's two or three
+    /// tiles, up to 256 KiB per partition) exceeds the usable SB of trn1 and
+    /// trn2 while most regions stay below it; nine PSUM accumulators (one
+    /// more than the banks) and more long-lived scalars than register lanes.
+    pub fn tight() -> Self {
+        GenParams {
+            tile_bytes: [12288, 16384, 24576, 32768],
+            tile_weights: [1, 2, 2, 1],
+            partition_weights: [1, 0, 0, 0],
+            bf16_pct: 0,
+            chain_min: 2,
+            chain_max: 4,
+            accumulate_pct: 40,
+            accumulators: 9,
+            residents: 5,
+            dma_pct: 0,
+            live_scalars: 64,
+            abutting_pct: 0,
+            overbroad_pct: 0,
+            ..GenParams::default()
+        }
+    }
+
+    /// Rejects knobs out of range with the knob's name and bound.
+    pub fn validate(&self) -> Result<(), IrError> {
+        fn check(what: &'static str, value: u64, min: u64, max: u64) -> Result<(), IrError> {
+            if value < min || value > max {
+                Err(IrError::BadShape { what, value, max })
+            } else {
+                Ok(())
+            }
+        }
+        let limits = Limits::default();
+        check(
+            "generated instruction count",
+            self.instructions as u64,
+            0,
+            limits.instructions as u64,
+        )?;
+        for &b in &self.tile_bytes {
+            // At most 1 MiB: far above any SB partition, and small enough
+            // that a region's DRAM tensors (up to 384 tiles) fit in u32.
+            check(
+                "generated tile bytes per partition",
+                b as u64,
+                4,
+                MAX_TILE_BYTES as u64,
+            )?;
+            if b % 4 != 0 {
+                return Err(IrError::BadShape {
+                    what: "generated tile bytes (not a multiple of 4)",
+                    value: b as u64,
+                    max: MAX_TILE_BYTES as u64,
+                });
+            }
+        }
+        if self.tile_weights.iter().all(|&w| w == 0) {
+            return Err(IrError::BadOperand {
+                what: "every tile-size weight is zero",
+            });
+        }
+        if self.partition_weights.iter().all(|&w| w == 0) {
+            return Err(IrError::BadOperand {
+                what: "every partition-class weight is zero",
+            });
+        }
+        for (what, v) in [
+            ("bf16 share percent", self.bf16_pct),
+            ("loop share percent", self.loop_pct),
+            ("unknown trip percent", self.unknown_trip_pct),
+            ("DMA density percent", self.dma_pct),
+            ("matmul share percent", self.matmul_pct),
+            ("accumulate share percent", self.accumulate_pct),
+            ("in-place percent", self.inplace_pct),
+            ("abutting-load percent", self.abutting_pct),
+            ("duplicate-load percent", self.duplicate_pct),
+            ("over-broad-load percent", self.overbroad_pct),
+            ("dead-save percent", self.dead_save_pct),
+        ] {
+            check(what, v as u64, 0, 100)?;
+        }
+        check("scalar share percent", self.scalar_pct as u64, 0, 90)?;
+        check(
+            "generated loop depth",
+            self.max_loop_depth as u64,
+            0,
+            MAX_GEN_DEPTH as u64,
+        )?;
+        check(
+            "smallest trip count",
+            self.trip_min as u64,
+            1,
+            u32::MAX as u64 - 1,
+        )?;
+        check(
+            "largest trip count",
+            self.trip_max as u64,
+            self.trip_min as u64,
+            u32::MAX as u64 - 1,
+        )?;
+        check("fewest units", self.units_min as u64, 1, MAX_UNITS as u64)?;
+        check(
+            "most units",
+            self.units_max as u64,
+            self.units_min as u64,
+            MAX_UNITS as u64,
+        )?;
+        check("shortest chain", self.chain_min as u64, 1, MAX_UNITS as u64)?;
+        check(
+            "longest chain",
+            self.chain_max as u64,
+            self.chain_min as u64,
+            MAX_UNITS as u64,
+        )?;
+        check(
+            "PSUM accumulators",
+            self.accumulators as u64,
+            1,
+            MAX_UNITS as u64,
+        )?;
+        check(
+            "resident tiles",
+            self.residents as u64,
+            0,
+            MAX_RESIDENTS as u64,
+        )?;
+        check("live scalars", self.live_scalars as u64, 0, 4096)?;
+        Ok(())
+    }
+}
+
+/// Generates a module from the knobs. Deterministic in `params`.
+pub fn generate(params: &GenParams) -> Result<Module, IrError> {
+    params.validate()?;
+    let mut counter = Counter::default();
+    drive(params, &mut counter)?;
+    let mut module = Module::with_capacity(params.target.clone(), counter.cap);
+    {
+        let mut sink = Build {
+            b: Builder::new(&mut module),
+        };
+        drive(params, &mut sink)?;
+        sink.b.finish()?;
+    }
+    Ok(module)
+}
+
+// --------------------------------------------------------------------------
+// Sinks: the same emission code either counts or builds.
+
+/// Where generated entities go.
+trait Sink {
+    fn func(&mut self, name: &str) -> Result<(), IrError>;
+    fn mem(
+        &mut self,
+        name: &str,
+        space: Space,
+        parts: u16,
+        bytes: u32,
+        elem: u8,
+        flags: MemFlags,
+    ) -> Result<MemLoc, IrError>;
+    fn reg(&mut self, name: &str, lanes: u8) -> Result<Reg, IrError>;
+    fn inst(&mut self, spec: &InstSpec<'_>) -> Result<(), IrError>;
+    fn begin_loop(&mut self, trip: u32) -> Result<(), IrError>;
+    fn end_loop(&mut self) -> Result<(), IrError>;
+}
+
+/// Counts what a build would create, mirroring the builder's block labels,
+/// so the module can be reserved exactly.
+#[derive(Copy, Clone, Debug, Default)]
+struct Counter {
+    cap: Capacity,
+    need_block: bool,
+}
+
+fn digits(mut n: usize) -> usize {
+    let mut d = 1;
+    while n >= 10 {
+        n /= 10;
+        d += 1;
+    }
+    d
+}
+
+impl Counter {
+    fn name(&mut self, len: usize) {
+        self.cap.names += 1;
+        self.cap.name_bytes += len;
+    }
+}
+
+impl Sink for Counter {
+    fn func(&mut self, name: &str) -> Result<(), IrError> {
+        self.cap.funcs += 1;
+        self.name(name.len());
+        self.need_block = true;
+        Ok(())
+    }
+    fn mem(
+        &mut self,
+        name: &str,
+        _: Space,
+        _: u16,
+        _: u32,
+        _: u8,
+        _: MemFlags,
+    ) -> Result<MemLoc, IrError> {
+        self.name(name.len());
+        self.cap.mems += 1;
+        Ok(MemLoc::new(self.cap.mems - 1))
+    }
+    fn reg(&mut self, name: &str, _: u8) -> Result<Reg, IrError> {
+        self.name(name.len());
+        self.cap.regs += 1;
+        Ok(Reg::new(self.cap.regs - 1))
+    }
+    fn inst(&mut self, spec: &InstSpec<'_>) -> Result<(), IrError> {
+        if self.need_block {
+            self.name("block".len() + digits(self.cap.blocks));
+            self.cap.blocks += 1;
+            self.need_block = false;
+        }
+        self.cap.insts += 1;
+        self.cap.aps += spec.inputs.len() + spec.outputs.len();
+        self.cap.dims += spec
+            .inputs
+            .iter()
+            .chain(spec.outputs)
+            .map(|a| a.dims.len())
+            .sum::<usize>();
+        self.cap.reg_operands += spec.uses.len() + spec.defs.len();
+        Ok(())
+    }
+    fn begin_loop(&mut self, _: u32) -> Result<(), IrError> {
+        self.cap.loops += 1;
+        self.need_block = true;
+        Ok(())
+    }
+    fn end_loop(&mut self) -> Result<(), IrError> {
+        self.need_block = true;
+        Ok(())
+    }
+}
+
+/// Builds into a module through the IR builder.
+struct Build<'m> {
+    b: Builder<'m>,
+}
+
+impl Sink for Build<'_> {
+    fn func(&mut self, name: &str) -> Result<(), IrError> {
+        self.b.func(name).map(|_| ())
+    }
+    fn mem(
+        &mut self,
+        name: &str,
+        space: Space,
+        parts: u16,
+        bytes: u32,
+        elem: u8,
+        flags: MemFlags,
+    ) -> Result<MemLoc, IrError> {
+        self.b.mem(name, space, parts, bytes, elem, flags)
+    }
+    fn reg(&mut self, name: &str, lanes: u8) -> Result<Reg, IrError> {
+        self.b.reg(name, lanes)
+    }
+    fn inst(&mut self, spec: &InstSpec<'_>) -> Result<(), IrError> {
+        self.b.inst(spec).map(|_| ())
+    }
+    fn begin_loop(&mut self, trip: u32) -> Result<(), IrError> {
+        self.b.begin_loop(trip).map(|_| ())
+    }
+    fn end_loop(&mut self) -> Result<(), IrError> {
+        self.b.end_loop()
+    }
+}
+
+// --------------------------------------------------------------------------
+// Emission.
+
+/// A name made of a prefix and a number.
+type NameBuf = heapless::String<32>;
+
+fn name(prefix: &str, n: u32) -> NameBuf {
+    let mut s = NameBuf::new();
+    // 32 bytes hold every prefix used here plus ten digits.
+    let _ = write!(s, "{prefix}{n}");
+    s
+}
+
+/// A declared tensor and its shape.
+#[derive(Copy, Clone, Debug)]
+struct Tile {
+    loc: MemLoc,
+    parts: u16,
+    bytes: u32,
+    elem: u8,
+}
+
+/// A contiguous byte range `[lo, lo + len)` of a tile, in every partition.
+#[derive(Copy, Clone, Debug)]
+struct View {
+    tile: Tile,
+    lo: u32,
+    len: u32,
+}
+
+impl Tile {
+    fn full(self) -> View {
+        View {
+            tile: self,
+            lo: 0,
+            len: self.bytes,
+        }
+    }
+    fn range(self, lo: u32, len: u32) -> View {
+        View {
+            tile: self,
+            lo,
+            len,
+        }
+    }
+}
+
+impl View {
+    fn ap(self) -> ApSpec {
+        let e = self.tile.elem.max(1) as u32;
+        let elem = if self.lo % e == 0 && self.len % e == 0 {
+            e
+        } else {
+            1
+        };
+        let mut dims = ArrayVec::new();
+        dims.push(Dim::new(1, self.len / elem));
+        ApSpec {
+            loc: self.tile.loc,
+            part_start: 0,
+            part_count: self.tile.parts,
+            offset: self.lo,
+            elem_size: elem as u8,
+            dims,
+        }
+    }
+}
+
+/// Naming counters and the long-lived registers; `Copy` so that a dry run
+/// works on a copy.
+#[derive(Copy, Clone, Debug)]
+struct State {
+    tiles: u32,
+    temps: u32,
+    loops: u32,
+    regions: u32,
+    one: Reg,
+    long_first: u32,
+    long_count: u32,
+    long_next: u32,
+}
+
+impl State {
+    /// The next long-lived register, round robin (`one` when there is none).
+    fn long(&mut self) -> Reg {
+        if self.long_count == 0 {
+            return self.one;
+        }
+        let r = Reg::from_u32(self.long_first + self.long_next);
+        self.long_next = (self.long_next + 1) % self.long_count;
+        r
+    }
+}
+
+/// Every random decision of a region that changes its size, so that it can
+/// be shrunk to fit the remaining instruction budget. Per-unit choices come
+/// from `seed`.
+#[derive(Copy, Clone, Debug)]
+struct RegionPlan {
+    seed: u64,
+    parts: u16,
+    bytes: u32,
+    elem: u8,
+    depth: u8,
+    trips: [u32; MAX_GEN_DEPTH as usize + 1],
+    units: u8,
+    chain: u8,
+    residents: u8,
+    accumulators: u8,
+}
+
+impl RegionPlan {
+    fn draw(rng: &mut Rng, p: &GenParams) -> RegionPlan {
+        let seed = rng.next_u64();
+        let parts = match rng.weighted(&p.partition_weights) {
+            i @ 0..=2 => PARTITION_CLASSES[i],
+            _ => 1 << rng.below(5),
+        };
+        let bytes = p.tile_bytes[rng.weighted(&p.tile_weights)];
+        let elem = if rng.percent(p.bf16_pct) { 2 } else { 4 };
+        let depth = if p.max_loop_depth > 0 && rng.percent(p.loop_pct) {
+            rng.range(1, p.max_loop_depth as u64) as u8
+        } else {
+            0
+        };
+        let mut trips = [1; MAX_GEN_DEPTH as usize + 1];
+        for t in trips.iter_mut() {
+            *t = if rng.percent(p.unknown_trip_pct) {
+                UNKNOWN_TRIP
+            } else {
+                rng.range(p.trip_min as u64, p.trip_max as u64) as u32
+            };
+        }
+        let units = rng.range(p.units_min as u64, p.units_max as u64) as u8;
+        let accumulators = if rng.percent(p.accumulate_pct) {
+            p.accumulators
+        } else {
+            0
+        };
+        let residents = if accumulators > 0 {
+            p.residents.max(1)
+        } else {
+            p.residents
+        };
+        RegionPlan {
+            seed,
+            parts,
+            bytes,
+            elem,
+            depth,
+            trips,
+            units,
+            chain: p.chain_max.max(p.chain_min),
+            residents,
+            accumulators,
+        }
+    }
+
+    /// Makes the region smaller by one step; false when it is minimal.
+    fn shrink(&mut self) -> bool {
+        if self.units > 1 {
+            self.units -= 1;
+        } else if self.chain > 1 {
+            self.chain -= 1;
+        } else if self.accumulators > 1 {
+            self.accumulators -= 1;
+        } else if self.residents > 1 || (self.residents == 1 && self.accumulators == 0) {
+            self.residents -= 1;
+        } else if self.depth > 0 {
+            self.depth -= 1;
+        } else if self.accumulators == 1 {
+            self.accumulators = 0;
+        } else {
+            return false;
+        }
+        true
+    }
+}
+
+/// The whole program: entry scalars, then regions until the budget is
+/// spent, then scalar filler for the last few instructions.
+fn drive<S: Sink>(p: &GenParams, s: &mut S) -> Result<(), IrError> {
+    let mut rng = Rng::new(p.seed);
+    let budget = p.instructions;
+    let mut emitted = 0usize;
+    s.func("main")?;
+    let mut st = State {
+        tiles: 0,
+        temps: 0,
+        loops: 0,
+        regions: 0,
+        one: Reg::INVALID,
+        long_first: 0,
+        long_count: 0,
+        long_next: 0,
+    };
+    if budget == 0 {
+        return Ok(());
+    }
+    st.one = s.reg("one", 1)?;
+    imm(s, st.one, 1)?;
+    emitted += 1;
+    st.long_first = st.one.as_u32() + 1;
+    for k in 0..p.live_scalars as u32 {
+        if emitted == budget {
+            break;
+        }
+        let lanes = if k % 4 == 3 { 2 } else { 1 };
+        let r = s.reg(&name("L", k), lanes)?;
+        imm(s, r, 64 * (k as i64 + 1))?;
+        st.long_count += 1;
+        emitted += 1;
+    }
+    while emitted < budget {
+        let remaining = budget - emitted;
+        let mut plan = RegionPlan::draw(&mut rng, p);
+        let fits = loop {
+            let mut dry = Counter::default();
+            let mut dry_state = st;
+            region(&mut dry, &mut dry_state, p, &plan)?;
+            if dry.cap.insts <= remaining {
+                break Some(dry.cap.insts);
+            }
+            if !plan.shrink() {
+                break None;
+            }
+        };
+        match fits {
+            Some(n) if n > 0 => {
+                region(s, &mut st, p, &plan)?;
+                emitted += n;
+            }
+            _ => {
+                for _ in 0..remaining {
+                    filler(s, &mut st)?;
+                }
+                emitted = budget;
+            }
+        }
+    }
+    Ok(())
+}
+
+fn imm<S: Sink>(s: &mut S, r: Reg, value: i64) -> Result<(), IrError> {
+    let mut spec = InstSpec::new(Opcode::ScalarImm);
+    let defs = [r];
+    spec.defs = &defs;
+    spec.imm = value;
+    s.inst(&spec)
+}
+
+fn alu<S: Sink>(s: &mut S, op: SubOp, def: Reg, uses: &[Reg]) -> Result<(), IrError> {
+    let mut spec = InstSpec::new(Opcode::ScalarAlu);
+    spec.subop = op;
+    let defs = [def];
+    spec.defs = &defs;
+    spec.uses = uses;
+    s.inst(&spec)
+}
+
+/// One scalar instruction of the closing filler: a fresh value computed from
+/// two long-lived ones.
+fn filler<S: Sink>(s: &mut S, st: &mut State) -> Result<(), IrError> {
+    let r = s.reg(&name("f", st.temps), 1)?;
+    st.temps += 1;
+    let (a, b) = (st.long(), st.one);
+    alu(s, SubOp::Add, r, &[a, b])
+}
+
+fn dma<S: Sink>(s: &mut S, op: Opcode, dst: View, src: View, queue: u8) -> Result<(), IrError> {
+    let mut spec = InstSpec::new(op);
+    let outs = [dst.ap()];
+    let ins = [src.ap()];
+    spec.outputs = &outs;
+    spec.inputs = &ins;
+    spec.queue = queue;
+    s.inst(&spec)
+}
+
+fn compute<S: Sink>(
+    s: &mut S,
+    op: Opcode,
+    sub: SubOp,
+    dst: View,
+    srcs: &[View],
+    uses: &[Reg],
+    flags: InstFlags,
+) -> Result<(), IrError> {
+    let mut spec = InstSpec::new(op);
+    spec.subop = sub;
+    spec.flags = flags;
+    let outs = [dst.ap()];
+    let mut ins: ArrayVec<ApSpec, 3> = ArrayVec::new();
+    for v in srcs.iter().take(3) {
+        ins.push(v.ap());
+    }
+    spec.outputs = &outs;
+    spec.inputs = &ins;
+    spec.uses = uses;
+    s.inst(&spec)
+}
+
+/// The per-region context shared by its units.
+struct Ctx {
+    input: Tile,
+    output: Tile,
+    scratch: Option<Tile>,
+    residents: ArrayVec<Tile, { MAX_RESIDENTS as usize }>,
+    /// PSUM tile bytes: the tile size capped at one bank.
+    psum_bytes: u32,
+    queue: u8,
+    /// The resident the next binary step reads (round robin, so that every
+    /// resident is read and stays live over the loop nest).
+    next_resident: usize,
+}
+
+fn tile<S: Sink>(
+    s: &mut S,
+    st: &mut State,
+    space: Space,
+    parts: u16,
+    bytes: u32,
+    elem: u8,
+) -> Result<Tile, IrError> {
+    let prefix = if space == Space::Psum { "p" } else { "t" };
+    let loc = s.mem(
+        &name(prefix, st.tiles),
+        space,
+        parts,
+        bytes,
+        elem,
+        MemFlags::empty(),
+    )?;
+    st.tiles += 1;
+    Ok(Tile {
+        loc,
+        parts,
+        bytes,
+        elem,
+    })
+}
+
+/// Opens a counted loop: `$iN = imm 0; loop T {`.
+fn open_loop<S: Sink>(s: &mut S, st: &mut State, trip: u32) -> Result<Reg, IrError> {
+    let i = s.reg(&name("i", st.loops), 1)?;
+    st.loops += 1;
+    imm(s, i, 0)?;
+    s.begin_loop(trip)?;
+    Ok(i)
+}
+
+/// Closes a counted loop: `$iN = alu add $iN, $one; branch $iN }`.
+fn close_loop<S: Sink>(s: &mut S, st: &State, i: Reg) -> Result<(), IrError> {
+    alu(s, SubOp::Add, i, &[i, st.one])?;
+    let mut spec = InstSpec::new(Opcode::Branch);
+    let uses = [i];
+    spec.uses = &uses;
+    s.inst(&spec)?;
+    s.end_loop()
+}
+
+fn region<S: Sink>(
+    s: &mut S,
+    st: &mut State,
+    p: &GenParams,
+    plan: &RegionPlan,
+) -> Result<(), IrError> {
+    let mut rng = Rng::new(plan.seed);
+    let r = st.regions;
+    st.regions += 1;
+    let (parts, bytes, elem) = (plan.parts, plan.bytes, plan.elem);
+    let bank = p.target.psum_bank_bytes.max(4) & !3;
+    // Units own input slots `j * SLOTS_PER_UNIT ..` and output slot `j`;
+    // accumulator `n` owns the input and output slots after them, so no
+    // two loads of a region read the same slice unless a DMA pattern asks.
+    let (units, accs) = (plan.units as u32, plan.accumulators as u32);
+    let dram = |s: &mut S, prefix: &str, n: u32, flags| -> Result<Tile, IrError> {
+        let loc = s.mem(&name(prefix, r), Space::Dram, parts, bytes * n, elem, flags)?;
+        Ok(Tile {
+            loc,
+            parts,
+            bytes: bytes * n,
+            elem,
+        })
+    };
+    let input = dram(s, "in", units * SLOTS_PER_UNIT + accs, MemFlags::INPUT)?;
+    let output = dram(s, "out", units + accs, MemFlags::OUTPUT)?;
+    let scratch = if p.dead_save_pct > 0 {
+        Some(dram(s, "scr", 1, MemFlags::INTERNAL)?)
+    } else {
+        None
+    };
+    let mut ctx = Ctx {
+        input,
+        output,
+        scratch,
+        residents: ArrayVec::new(),
+        psum_bytes: bytes.min(bank),
+        queue: (r % p.target.dma_queues_per_engine.max(1) as u32) as u8,
+        next_resident: 0,
+    };
+    if plan.residents > 0 {
+        let wd = dram(s, "w", plan.residents as u32, MemFlags::INPUT)?;
+        for k in 0..plan.residents as u32 {
+            let t = tile(s, st, Space::Sb, parts, bytes, elem)?;
+            dma(
+                s,
+                Opcode::Load,
+                t.full(),
+                wd.range(k * bytes, bytes),
+                ctx.queue,
+            )?;
+            ctx.residents.push(t);
+        }
+    }
+    let mut counters: ArrayVec<Reg, { MAX_GEN_DEPTH as usize }> = ArrayVec::new();
+    for d in 0..plan.depth as usize {
+        counters.push(open_loop(s, st, plan.trips[d])?);
+    }
+    if plan.accumulators > 0 {
+        accumulate(s, st, &ctx, plan)?;
+    }
+    for j in 0..plan.units as u32 {
+        unit(s, st, p, plan, &mut ctx, &mut rng, j)?;
+    }
+    while let Some(i) = counters.pop() {
+        close_loop(s, st, i)?;
+    }
+    Ok(())
+}
+
+/// PSUM accumulators live across a reduction loop: memset before it,
+/// `acc = matmul w, x, acc` inside, evacuation and save after it.
+fn accumulate<S: Sink>(
+    s: &mut S,
+    st: &mut State,
+    ctx: &Ctx,
+    plan: &RegionPlan,
+) -> Result<(), IrError> {
+    let (parts, bytes, elem) = (plan.parts, plan.bytes, plan.elem);
+    let pb = ctx.psum_bytes;
+    let w = match ctx.residents.first() {
+        Some(&w) => w,
+        None => return Ok(()),
+    };
+    let mut accs: ArrayVec<Tile, { MAX_UNITS as usize }> = ArrayVec::new();
+    for _ in 0..plan.accumulators {
+        let a = tile(s, st, Space::Psum, parts, pb, 4)?;
+        let mut spec = InstSpec::new(Opcode::Memset);
+        let outs = [a.full().ap()];
+        spec.outputs = &outs;
+        s.inst(&spec)?;
+        accs.push(a);
+    }
+    let k = open_loop(s, st, plan.trips[MAX_GEN_DEPTH as usize])?;
+    for (n, &a) in accs.iter().enumerate() {
+        let x = tile(s, st, Space::Sb, parts, bytes, elem)?;
+        let slot = plan.units as u32 * SLOTS_PER_UNIT + n as u32;
+        dma(
+            s,
+            Opcode::Load,
+            x.full(),
+            ctx.input.range(slot * bytes, bytes),
+            ctx.queue,
+        )?;
+        compute(
+            s,
+            Opcode::Matmul,
+            SubOp::None,
+            a.full(),
+            &[w.full(), x.full(), a.full()],
+            &[],
+            InstFlags::empty(),
+        )?;
+    }
+    close_loop(s, st, k)?;
+    for (n, &a) in accs.iter().enumerate() {
+        let o = tile(s, st, Space::Sb, parts, pb, 4)?;
+        compute(
+            s,
+            Opcode::Activation,
+            SubOp::Identity,
+            o.full(),
+            &[a.full()],
+            &[],
+            InstFlags::empty(),
+        )?;
+        let out = ctx
+            .output
+            .range((plan.units as u32 + n as u32) * bytes, pb.min(bytes));
+        // The output slice is in the output's element size; the evacuated
+        // tile is fp32, so the save moves its first `pb` bytes.
+        dma(s, Opcode::Save, out, o.range(0, pb), ctx.queue)?;
+    }
+    Ok(())
+}
+
+const ACTIVATIONS: [SubOp; 8] = [
+    SubOp::Exp,
+    SubOp::Relu,
+    SubOp::Gelu,
+    SubOp::Tanh,
+    SubOp::Sigmoid,
+    SubOp::Identity,
+    SubOp::Square,
+    SubOp::Rsqrt,
+];
+const BINARY: [SubOp; 5] = [SubOp::Add, SubOp::Sub, SubOp::Mul, SubOp::Max, SubOp::Min];
+const SCALAR_OPS: [SubOp; 3] = [SubOp::Mul, SubOp::Add, SubOp::Max];
+const ALU_OPS: [SubOp; 4] = [SubOp::Add, SubOp::Mul, SubOp::Shl, SubOp::And];
+
+/// A unit: load, compute chain, save. Tensors defined here die here (a
+/// resident may be read, never written).
+fn unit<S: Sink>(
+    s: &mut S,
+    st: &mut State,
+    p: &GenParams,
+    plan: &RegionPlan,
+    ctx: &mut Ctx,
+    rng: &mut Rng,
+    j: u32,
+) -> Result<(), IrError> {
+    let (parts, bytes, elem) = (plan.parts, plan.bytes, plan.elem);
+    let q = ctx.queue;
+    let chain = rng.range(p.chain_min.min(plan.chain) as u64, plan.chain as u64) as u32;
+    let slot = j * SLOTS_PER_UNIT;
+    let input = ctx.input;
+    let slice = |k: u32, len: u32| input.range((slot + k) * bytes, len);
+
+    // Address arithmetic: a short chain of scalar temporaries whose last
+    // value scales the first compute step.
+    let pct = p.scalar_pct as u64;
+    let mut temp: Option<Reg> = None;
+    if pct > 0 {
+        let tensor_insts = chain as u64 + 2;
+        let num = tensor_insts * pct;
+        let den = 100 - pct;
+        let n = num / den + u64::from(rng.below(den) < num % den);
+        for _ in 0..n {
+            let t = s.reg(&name("s", st.temps), 1)?;
+            st.temps += 1;
+            let a = temp.unwrap_or_else(|| st.long());
+            let b = st.long();
+            alu(s, rng.pick(&ALU_OPS, SubOp::Add), t, &[a, b])?;
+            temp = Some(t);
+        }
+    }
+
+    // The input: a plain load, abutting tiles combined, or an over-broad
+    // load of which only the first half is read.
+    let mut dup_of: Option<(Tile, View)> = None;
+    let mut cur: View;
+    if rng.percent(p.abutting_pct) {
+        let k = rng.range(2, 4) as u32;
+        let mut tiles: ArrayVec<Tile, 4> = ArrayVec::new();
+        for i in 0..k {
+            let t = tile(s, st, Space::Sb, parts, bytes, elem)?;
+            dma(s, Opcode::Load, t.full(), slice(i, bytes), q)?;
+            tiles.push(t);
+        }
+        cur = tiles[0].full();
+        for t in tiles.iter().skip(1) {
+            let nx = tile(s, st, Space::Sb, parts, bytes, elem)?;
+            compute(
+                s,
+                Opcode::TensorTensor,
+                SubOp::Add,
+                nx.full(),
+                &[cur, t.full()],
+                &[],
+                InstFlags::empty(),
+            )?;
+            cur = nx.full();
+        }
+    } else if rng.percent(p.overbroad_pct) {
+        let big = tile(s, st, Space::Sb, parts, 2 * bytes, elem)?;
+        dma(s, Opcode::Load, big.full(), slice(0, 2 * bytes), q)?;
+        cur = big.range(0, bytes);
+    } else {
+        let a = tile(s, st, Space::Sb, parts, bytes, elem)?;
+        let src = slice(0, bytes);
+        dma(s, Opcode::Load, a.full(), src, q)?;
+        if rng.percent(p.duplicate_pct) {
+            dup_of = Some((a, src));
+        }
+        cur = a.full();
+    }
+
+    for step in 0..chain {
+        let reused = dup_of.is_some() && step == 0;
+        let inplace = |rng: &mut Rng| {
+            if !reused && rng.percent(p.inplace_pct) {
+                InstFlags::IN_PLACE
+            } else {
+                InstFlags::empty()
+            }
+        };
+        if let (0, Some(t)) = (step, temp) {
+            let nx = tile(s, st, Space::Sb, parts, cur.len, elem)?;
+            let f = inplace(rng);
+            compute(
+                s,
+                Opcode::TensorScalar,
+                rng.pick(&SCALAR_OPS, SubOp::Mul),
+                nx.full(),
+                &[cur],
+                &[t],
+                f,
+            )?;
+            cur = nx.full();
+        } else if rng.percent(p.matmul_pct) {
+            let rhs = operand(s, st, p, ctx, rng, parts, bytes, elem, slice(4, bytes))?;
+            let ps = tile(s, st, Space::Psum, parts, ctx.psum_bytes, 4)?;
+            compute(
+                s,
+                Opcode::Matmul,
+                SubOp::None,
+                ps.full(),
+                &[cur, rhs],
+                &[],
+                InstFlags::empty(),
+            )?;
+            let nx = tile(s, st, Space::Sb, parts, ctx.psum_bytes, 4)?;
+            compute(
+                s,
+                Opcode::Activation,
+                rng.pick(&ACTIVATIONS, SubOp::Identity),
+                nx.full(),
+                &[ps.full()],
+                &[],
+                InstFlags::empty(),
+            )?;
+            cur = nx.full();
+        } else {
+            match rng.weighted(&[40, 35, 25]) {
+                0 => {
+                    let nx = tile(s, st, Space::Sb, parts, cur.len, cur.tile.elem)?;
+                    let f = inplace(rng);
+                    compute(
+                        s,
+                        Opcode::Activation,
+                        rng.pick(&ACTIVATIONS, SubOp::Identity),
+                        nx.full(),
+                        &[cur],
+                        &[],
+                        f,
+                    )?;
+                    cur = nx.full();
+                }
+                1 => {
+                    let other = operand(s, st, p, ctx, rng, parts, bytes, elem, slice(4, bytes))?;
+                    let len = cur.len.min(other.len);
+                    let nx = tile(s, st, Space::Sb, parts, len, cur.tile.elem)?;
+                    compute(
+                        s,
+                        Opcode::TensorTensor,
+                        rng.pick(&BINARY, SubOp::Add),
+                        nx.full(),
+                        &[cur.tile.range(cur.lo, len), other.tile.range(other.lo, len)],
+                        &[],
+                        InstFlags::empty(),
+                    )?;
+                    cur = nx.full();
+                }
+                _ => {
+                    let nx = tile(s, st, Space::Sb, parts, cur.len, cur.tile.elem)?;
+                    let f = inplace(rng);
+                    let r = st.long();
+                    compute(
+                        s,
+                        Opcode::TensorScalar,
+                        rng.pick(&SCALAR_OPS, SubOp::Mul),
+                        nx.full(),
+                        &[cur],
+                        &[r],
+                        f,
+                    )?;
+                    cur = nx.full();
+                }
+            }
+        }
+        // A redundant reload of the unit's input into the same tile, read
+        // once more: nothing wrote the tile since the first load.
+        if let (0, Some((a, src))) = (step, dup_of) {
+            dma(s, Opcode::Load, a.full(), src, q)?;
+            let len = cur.len.min(a.bytes);
+            let nx = tile(s, st, Space::Sb, parts, len, cur.tile.elem)?;
+            compute(
+                s,
+                Opcode::TensorTensor,
+                SubOp::Add,
+                nx.full(),
+                &[cur.tile.range(cur.lo, len), a.range(0, len)],
+                &[],
+                InstFlags::empty(),
+            )?;
+            cur = nx.full();
+        }
+    }
+
+    // A save to the region's scratch that the next unit overwrites with the
+    // same access pattern before anything reads it.
+    if let Some(scr) = ctx.scratch {
+        if rng.percent(p.dead_save_pct) {
+            let len = ctx.psum_bytes.min(cur.len);
+            dma(
+                s,
+                Opcode::Save,
+                scr.range(0, len),
+                cur.tile.range(cur.lo, len),
+                q,
+            )?;
+        }
+    }
+    let len = cur.len.min(bytes);
+    dma(
+        s,
+        Opcode::Save,
+        ctx.output.range(j * bytes, len),
+        cur.tile.range(cur.lo, len),
+        q,
+    )
+}
+
+/// The second operand of a binary step: a fresh load from the unit's
+/// operand slice (DMA density) or a resident tile.
+#[allow(clippy::too_many_arguments)]
+fn operand<S: Sink>(
+    s: &mut S,
+    st: &mut State,
+    p: &GenParams,
+    ctx: &mut Ctx,
+    rng: &mut Rng,
+    parts: u16,
+    bytes: u32,
+    elem: u8,
+    src: View,
+) -> Result<View, IrError> {
+    if !ctx.residents.is_empty() && !rng.percent(p.dma_pct) {
+        let k = ctx.next_resident % ctx.residents.len();
+        ctx.next_resident = k + 1;
+        if let Some(t) = ctx.residents.get(k) {
+            return Ok(t.full());
+        }
+    }
+    let t = tile(s, st, Space::Sb, parts, bytes, elem)?;
+    dma(s, Opcode::Load, t.full(), src, ctx.queue)?;
+    Ok(t.full())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ir::{Inst, Loop};
+    use alloc::format;
+    use alloc::vec;
+    use alloc::vec::Vec;
+
+    /// Live ranges in program-order positions with the loop rule of SPEC §3
+    /// (a value accessed in a loop but defined before it is live over the
+    /// whole loop), written independently of the generator.
+    struct Liveness {
+        order: Vec<Inst>,
+        mem_def: Vec<usize>,
+        mem_end: Vec<usize>,
+        reg_def: Vec<usize>,
+        reg_end: Vec<usize>,
+        /// Position of the first read that preceded every write, per mem.
+        read_before_write: Vec<bool>,
+    }
+
+    const NONE: usize = usize::MAX;
+
+    fn liveness(m: &Module) -> Liveness {
+        let order: Vec<Inst> = m.program_order().collect();
+        let mut span = vec![(NONE, 0usize); m.num_loops()];
+        for (p, &i) in order.iter().enumerate() {
+            let mut l = m.inst_loop(i);
+            while l.is_valid() {
+                let s = &mut span[l.index()];
+                s.0 = s.0.min(p);
+                s.1 = s.1.max(p);
+                l = m.loops.parent[l];
+            }
+        }
+        let mut mem_def = vec![NONE; m.num_mems()];
+        let mut mem_end = vec![0; m.num_mems()];
+        let mut reg_def = vec![NONE; m.num_regs()];
+        let mut reg_end = vec![0; m.num_regs()];
+        let mut rbw = vec![false; m.num_mems()];
+        for (p, &i) in order.iter().enumerate() {
+            for a in m.inputs(i) {
+                let l = m.aps.loc[a].index();
+                if mem_def[l] == NONE
+                    && !m.insts.flags[i].contains(InstFlags::CAN_READ_UNINIT)
+                    && !m.mems.flags[m.aps.loc[a]].contains(MemFlags::INPUT)
+                {
+                    rbw[l] = true;
+                }
+                mem_end[l] = mem_end[l].max(p);
+            }
+            for a in m.outputs(i) {
+                let l = m.aps.loc[a].index();
+                if mem_def[l] == NONE {
+                    mem_def[l] = p;
+                }
+                mem_end[l] = mem_end[l].max(p);
+            }
+            for &r in m.uses(i) {
+                reg_end[r.index()] = reg_end[r.index()].max(p);
+            }
+            for &r in m.defs(i) {
+                if reg_def[r.index()] == NONE {
+                    reg_def[r.index()] = p;
+                }
+                reg_end[r.index()] = reg_end[r.index()].max(p);
+            }
+        }
+        // The loop rule.
+        for (p, &i) in order.iter().enumerate() {
+            let mut l: Loop = m.inst_loop(i);
+            while l.is_valid() {
+                let (s, e) = span[l.index()];
+                for a in m.all_aps(i) {
+                    let x = m.aps.loc[a].index();
+                    if mem_def[x] < s {
+                        mem_end[x] = mem_end[x].max(e);
+                    }
+                }
+                for &r in m.uses(i).iter().chain(m.defs(i)) {
+                    if reg_def[r.index()] < s {
+                        reg_end[r.index()] = reg_end[r.index()].max(e);
+                    }
+                }
+                l = m.loops.parent[l];
+            }
+            let _ = p;
+        }
+        Liveness {
+            order,
+            mem_def,
+            mem_end,
+            reg_def,
+            reg_end,
+            read_before_write: rbw,
+        }
+    }
+
+    /// Peak over positions of the summed weight of live items.
+    fn peak(n: usize, items: impl Iterator<Item = (usize, usize, u64)>) -> u64 {
+        let mut diff = vec![0i64; n + 1];
+        for (d, e, w) in items {
+            if d == NONE {
+                continue;
+            }
+            diff[d] += w as i64;
+            diff[e + 1] -= w as i64;
+        }
+        let (mut cur, mut best) = (0i64, 0i64);
+        for x in diff {
+            cur += x;
+            best = best.max(cur);
+        }
+        best as u64
+    }
+
+    struct Peaks {
+        sb_bytes: u64,
+        psum_tensors: u64,
+        reg_lanes: u64,
+    }
+
+    fn peaks(m: &Module, lv: &Liveness) -> Peaks {
+        let n = lv.order.len();
+        let mems = |space: Space, w: &dyn Fn(MemLoc) -> u64| {
+            peak(
+                n,
+                (0..m.num_mems())
+                    .map(MemLoc::new)
+                    .filter(|&l| m.mems.space[l] == space)
+                    .map(|l| (lv.mem_def[l.index()], lv.mem_end[l.index()], w(l))),
+            )
+        };
+        Peaks {
+            sb_bytes: mems(Space::Sb, &|l| m.mems.bytes[l] as u64),
+            psum_tensors: mems(Space::Psum, &|_| 1),
+            reg_lanes: peak(
+                n,
+                (0..m.num_regs()).map(|r| {
+                    (
+                        lv.reg_def[r],
+                        lv.reg_end[r],
+                        m.regs.lanes[Reg::new(r)] as u64,
+                    )
+                }),
+            ),
+        }
+    }
+
+    fn gen(p: &GenParams) -> Module {
+        let m = generate(p).unwrap();
+        m.check_structure().unwrap();
+        m
+    }
+
+    #[test]
+    fn emits_exactly_the_requested_instruction_count() {
+        for preset in [
+            GenParams::default(),
+            GenParams::dma_heavy(),
+            GenParams::tight(),
+        ] {
+            for (n, seed) in [
+                (0, 1),
+                (1, 2),
+                (5, 3),
+                (9, 4),
+                (37, 5),
+                (1000, 6),
+                (7777, 7),
+            ] {
+                let m = gen(&GenParams {
+                    instructions: n,
+                    seed,
+                    ..preset.clone()
+                });
+                assert_eq!(m.num_live_insts(), n, "n={n} seed={seed}");
+                assert_eq!(m.num_insts(), n);
+            }
+        }
+    }
+
+    #[test]
+    fn same_params_same_module_other_seed_other_module() {
+        let a = gen(&GenParams::new(3000, 11));
+        let b = gen(&GenParams::new(3000, 11));
+        let c = gen(&GenParams::new(3000, 12));
+        assert_eq!(format!("{:?}", a.insts), format!("{:?}", b.insts));
+        assert_eq!(format!("{:?}", a.mems), format!("{:?}", b.mems));
+        assert_ne!(format!("{:?}", a.insts), format!("{:?}", c.insts));
+    }
+
+    #[test]
+    fn storage_is_reserved_exactly_up_front() {
+        let m = gen(&GenParams::new(20_000, 3));
+        assert_eq!(m.insts.opcode.capacity(), m.insts.opcode.len());
+        assert_eq!(m.aps.loc.capacity(), m.aps.loc.len());
+        assert_eq!(m.dims.capacity(), m.dims.len());
+        assert_eq!(m.reg_pool.capacity(), m.reg_pool.len());
+        assert_eq!(m.mems.space.capacity(), m.mems.space.len());
+        assert_eq!(m.regs.lanes.capacity(), m.regs.lanes.len());
+    }
+
+    #[test]
+    fn tensors_are_written_before_read_and_sized_in_elements() {
+        for preset in [
+            GenParams::default(),
+            GenParams::dma_heavy(),
+            GenParams::tight(),
+        ] {
+            for seed in 0..6 {
+                let m = gen(&GenParams {
+                    instructions: 4000,
+                    seed,
+                    ..preset.clone()
+                });
+                let lv = liveness(&m);
+                for l in (0..m.num_mems()).map(MemLoc::new) {
+                    assert!(
+                        !lv.read_before_write[l.index()],
+                        "{} read before written (seed {seed})",
+                        m.mem_name(l)
+                    );
+                    assert_eq!(m.mems.bytes[l] % m.mems.elem_size[l] as u32, 0);
+                    if m.mems.space[l] == Space::Psum {
+                        assert!(m.mems.bytes[l] <= m.target.psum_bank_bytes);
+                    }
+                    if m.mems.space[l] != Space::Dram {
+                        assert!(m.mems.flags[l].is_empty());
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn default_live_set_stays_far_below_capacity() {
+        for seed in 0..9 {
+            let target = ["trn1", "trn2", "trn3"][seed as usize % 3];
+            let m = gen(&GenParams {
+                target: Target::by_name(target).unwrap(),
+                ..GenParams::new(20_000, seed)
+            });
+            let lv = liveness(&m);
+            let pk = peaks(&m, &lv);
+            // Far below: under a quarter of the usable SB, whatever the size.
+            assert!(
+                pk.sb_bytes * 4 < m.target.sb_usable_bytes as u64,
+                "seed {seed}: {} live SB bytes per partition",
+                pk.sb_bytes
+            );
+            assert!(pk.psum_tensors <= m.target.psum_usable_banks as u64);
+            assert!(pk.reg_lanes < m.target.max_regs as u64);
+        }
+    }
+
+    #[test]
+    fn live_set_does_not_grow_with_module_size() {
+        let small = gen(&GenParams::new(2_000, 5));
+        let big = gen(&GenParams::new(60_000, 5));
+        let ps = peaks(&small, &liveness(&small));
+        let pb = peaks(&big, &liveness(&big));
+        // The big module repeats the same kind of regions; its peak is
+        // bounded by the largest region, not by the module.
+        let bound = 2 * 4096 * (1 + 2 + 4 + 3) as u64;
+        assert!(
+            ps.sb_bytes <= bound && pb.sb_bytes <= bound,
+            "{}",
+            pb.sb_bytes
+        );
+    }
+
+    #[test]
+    fn tight_exceeds_capacity_somewhere() {
+        let m = gen(&GenParams {
+            instructions: 20_000,
+            ..GenParams::tight()
+        });
+        let pk = peaks(&m, &liveness(&m));
+        assert!(
+            pk.sb_bytes > m.target.sb_usable_bytes as u64,
+            "{}",
+            pk.sb_bytes
+        );
+        assert!(pk.psum_tensors > m.target.psum_usable_banks as u64);
+        assert!(pk.reg_lanes > m.target.max_regs as u64);
+    }
+
+    #[test]
+    fn loops_nest_and_scalars_play_their_roles() {
+        let m = gen(&GenParams::new(20_000, 9));
+        assert!(m.num_loops() > 10);
+        assert!(m.loops.depth.iter().any(|(_, &d)| d >= 2));
+        assert!(m.loops.trip.iter().any(|(_, &t)| t == UNKNOWN_TRIP));
+        assert!(m.regs.lanes.iter().any(|(_, &l)| l == 2));
+        let count = |op: Opcode| {
+            m.program_order()
+                .filter(|&i| m.insts.opcode[i] == op)
+                .count()
+        };
+        assert_eq!(count(Opcode::Branch), m.num_loops());
+        let scalar = m
+            .program_order()
+            .filter(|&i| m.insts.opcode[i].is_scalar())
+            .count();
+        // scalar_pct 20 of the tensor instructions plus loop control.
+        let share = scalar * 100 / m.num_live_insts();
+        assert!((15..=40).contains(&share), "scalar share {share}%");
+        assert!(count(Opcode::Matmul) > 0 && count(Opcode::Memset) > 0);
+        assert!(m
+            .program_order()
+            .any(|i| m.insts.flags[i].contains(InstFlags::IN_PLACE)));
+    }
+
+    /// Counts the DMA-peephole opportunities the dma-heavy preset plants.
+    #[test]
+    fn dma_heavy_plants_every_dma_pattern() {
+        let m = gen(&GenParams {
+            instructions: 20_000,
+            ..GenParams::dma_heavy()
+        });
+        let d = gen(&GenParams::new(20_000, 1));
+        let dma_share = |m: &Module| {
+            m.program_order()
+                .filter(|&i| m.insts.opcode[i].is_dma())
+                .count()
+                * 100
+                / m.num_live_insts()
+        };
+        assert!(dma_share(&m) > dma_share(&d) + 10);
+        let order: Vec<Inst> = m.program_order().collect();
+        let src = |i: Inst| m.inputs(i).next().unwrap();
+        let dst = |i: Inst| m.outputs(i).next().unwrap();
+        let key = |a| (m.aps.loc[a], m.aps.offset[a], m.ap_bytes(a));
+        let (mut abut, mut dup, mut dead) = (0, 0, 0);
+        for w in order.windows(2) {
+            let (a, b) = (w[0], w[1]);
+            let loads = m.insts.opcode[a] == Opcode::Load && m.insts.opcode[b] == Opcode::Load;
+            if loads
+                && m.aps.loc[src(a)] == m.aps.loc[src(b)]
+                && m.aps.offset[src(a)] as u64 + m.ap_bytes_per_partition(src(a))
+                    == m.aps.offset[src(b)] as u64
+            {
+                abut += 1;
+            }
+        }
+        let mut last_load: Vec<Option<(MemLoc, u32, u64)>> = vec![None; m.num_mems()];
+        let mut last_scr_save: Vec<Option<(u32, u64)>> = vec![None; m.num_mems()];
+        for &i in &order {
+            match m.insts.opcode[i] {
+                Opcode::Load => {
+                    let t = m.aps.loc[dst(i)].index();
+                    let k = key(src(i));
+                    if last_load[t] == Some(k) {
+                        dup += 1;
+                    }
+                    last_load[t] = Some(k);
+                }
+                Opcode::Save => {
+                    let o = m.aps.loc[dst(i)];
+                    if m.mems.flags[o].contains(MemFlags::INTERNAL) {
+                        let k = (m.aps.offset[dst(i)], m.ap_bytes(dst(i)));
+                        if last_scr_save[o.index()] == Some(k) {
+                            dead += 1;
+                        }
+                        last_scr_save[o.index()] = Some(k);
+                    }
+                }
+                _ => {}
+            }
+        }
+        // Over-broad: an SB tile loaded in full and read only in its first half.
+        let mut read_hi = vec![0u64; m.num_mems()];
+        for &i in &order {
+            for a in m.inputs(i) {
+                let (_, hi) = m.ap_byte_span(a).unwrap();
+                let l = m.aps.loc[a].index();
+                read_hi[l] = read_hi[l].max(hi);
+            }
+        }
+        let broad = (0..m.num_mems())
+            .map(MemLoc::new)
+            .filter(|&l| {
+                m.mems.space[l] == Space::Sb && read_hi[l.index()] * 2 == m.mems.bytes[l] as u64
+            })
+            .count();
+        assert!(abut > 50, "abutting pairs {abut}");
+        assert!(dup > 20, "duplicated loads {dup}");
+        assert!(dead > 20, "dead saves {dead}");
+        assert!(broad > 20, "over-broad loads {broad}");
+    }
+
+    #[test]
+    fn bad_knobs_are_refused() {
+        let bad = [
+            GenParams {
+                scalar_pct: 95,
+                ..GenParams::default()
+            },
+            GenParams {
+                tile_bytes: [512, 1023, 2048, 4096],
+                ..GenParams::default()
+            },
+            GenParams {
+                trip_min: 5,
+                trip_max: 4,
+                ..GenParams::default()
+            },
+            GenParams {
+                partition_weights: [0; 4],
+                ..GenParams::default()
+            },
+            GenParams {
+                max_loop_depth: MAX_GEN_DEPTH + 1,
+                ..GenParams::default()
+            },
+            GenParams {
+                units_min: 0,
+                ..GenParams::default()
+            },
+        ];
+        for p in bad {
+            assert!(generate(&p).is_err(), "{p:?}");
+        }
+    }
+
+    /// The scale run of issue 9: `cargo test -p tusk-core --features gen
+    /// --release -- --ignored five_million` (time it with `/usr/bin/time -v`).
+    #[test]
+    #[ignore]
+    fn five_million_instructions() {
+        let m = generate(&GenParams::new(5_000_000, 1)).unwrap();
+        assert_eq!(m.num_live_insts(), 5_000_000);
+        m.check_structure().unwrap();
+    }
+}

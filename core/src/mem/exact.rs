@@ -1,0 +1,1170 @@
+//! The exact placement search: branch and bound over canonical placements.
+//!
+//! # Model
+//! Time is cut into sections at every lifetime end; partitions are cut into
+//! stripes at every first and last partition a buffer may take (one stripe in
+//! linear mode). A *cell* is a (stripe, section) pair. The search keeps, per
+//! cell, a *floor*: nothing will be placed below it there any more. A cell is
+//! *live* while some unplaced buffer could still cover it.
+//!
+//! # Branching, and why it is complete
+//! Push every buffer of a legal placement down until none moves: each then
+//! sits at the lowest aligned offset, at or above the floors of its cells,
+//! that avoids the pins (a *canonical* placement). At each node the search
+//! takes the lowest live cell c (earliest section, then lowest stripe) at
+//! floor f. In any placement that respects the floors, either some buffer
+//! covers byte f of c — it then sits at offset exactly f, and all of its
+//! cells are at floor f — or none does, and every buffer covering c sits at
+//! or above its current lowest offset computed with c's floor at f + 1. So
+//! the branches are: each unplaced buffer (with each legal base partition)
+//! that covers c at offset f; and "c stays empty at f": raise c's floor to
+//! the least of those lowest offsets. No placement is lost.
+//!
+//! # Pruning
+//! - Section inference: per section, the floors (times the stripe widths)
+//!   plus the area of the unplaced buffers live there must fit under the
+//!   capacity times the partitions. A raise is waste; on tight instances
+//!   every section is full, so any waste fails at once.
+//! - Dominance: once the subtree "b at offset x" is exhausted, b is
+//!   forbidden at x in the sibling subtrees (any placement there with b at x
+//!   is one the exhausted subtree contained). Identical buffers are placed in
+//!   index order only.
+//! - Branch and bound: when minimizing, each placement found lowers the
+//!   capacity the rest of the search must beat to its peak minus one.
+//!
+//! The first solution comes from the better of the two greedy rules
+//! ([`super::greedy`]); the search starts when that one does not suffice.
+//!
+//! # Budget
+//! A node count and/or a time limit read from a caller-supplied [`Clock`]
+//! (no_std has none). The answer's [`Status`] says what is known.
+//!
+//! # Storage
+//! [`ExactWorkspace::reserve_for`] sizes everything from the problem (the
+//! undo trail from the sum of the buffers' cells, the branch stack from the
+//! most buffers live at once); running out of them ends the search with
+//! [`Limit::Storage`], never a reallocation.
+
+use alloc::vec::Vec;
+use core::fmt;
+
+use super::greedy::{GreedyRule, GreedyWorkspace};
+use super::problem::{align_up, peak, Placement, Problem, Timeline};
+
+/// A monotonic clock supplied by the caller.
+pub trait Clock {
+    /// Microseconds since an arbitrary, fixed origin.
+    fn now_micros(&mut self) -> u64;
+}
+
+/// A clock that never advances: time budgets never run out with it.
+#[derive(Copy, Clone, Debug, Default)]
+pub struct NoClock;
+
+impl Clock for NoClock {
+    fn now_micros(&mut self) -> u64 {
+        0
+    }
+}
+
+/// How much search the caller allows.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+pub struct Budget {
+    /// Most search nodes to visit.
+    pub nodes: Option<u64>,
+    /// Most microseconds to spend, measured with the caller's [`Clock`].
+    pub micros: Option<u64>,
+}
+
+/// What the search aims for.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+pub enum Objective {
+    /// Stop at the first placement within the capacity.
+    #[default]
+    Fit,
+    /// Search for the lowest peak (proving it optimal when the budget allows).
+    MinimizePeak,
+}
+
+/// Options of one search.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+pub struct ExactOptions {
+    /// The budget.
+    pub budget: Budget,
+    /// The objective.
+    pub objective: Objective,
+}
+
+/// What is known about the answer.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum Status {
+    /// A legal placement within the capacity whose peak is proven minimal.
+    Optimal,
+    /// A legal placement within the capacity, not proven optimal.
+    Feasible,
+    /// Proven: no legal placement fits in the capacity. The placement
+    /// returned is the best found, above the capacity.
+    Infeasible,
+    /// The budget ran out before any placement within the capacity was
+    /// found; the placement returned is the best found, above the capacity.
+    BudgetExhausted,
+}
+
+impl Status {
+    /// True when the placement returned fits in the capacity.
+    pub const fn fits(self) -> bool {
+        matches!(self, Status::Optimal | Status::Feasible)
+    }
+}
+
+impl fmt::Display for Status {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Status::Optimal => "legal, proven optimal",
+            Status::Feasible => "legal, not proven optimal",
+            Status::Infeasible => "proven infeasible at this capacity",
+            Status::BudgetExhausted => "budget exhausted; the best found does not fit",
+        })
+    }
+}
+
+/// Which limit stopped the search early.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum Limit {
+    /// The node budget.
+    Nodes,
+    /// The time budget.
+    Time,
+    /// The reserved undo trail or branch stack.
+    Storage,
+}
+
+impl fmt::Display for Limit {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Limit::Nodes => "node budget",
+            Limit::Time => "time budget",
+            Limit::Storage => "reserved search storage",
+        })
+    }
+}
+
+/// The answer of [`ExactWorkspace::solve`].
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct Outcome {
+    /// What is known.
+    pub status: Status,
+    /// Peak of the placement written to the caller's slice.
+    pub peak: u64,
+    /// The lower bound of the problem.
+    pub lower_bound: u64,
+    /// Peak of the better greedy rule (the first solution).
+    pub greedy_peak: u64,
+    /// Search nodes visited.
+    pub nodes: u64,
+    /// Nodes and microseconds at the first placement within the capacity
+    /// found by the search (`None` when greedy fitted or none was found).
+    pub first_fit: Option<(u64, u64)>,
+    /// The limit that stopped the search, if one did.
+    pub stopped_by: Option<Limit>,
+}
+
+const NONE: u32 = u32::MAX;
+const NO_LEVEL: u64 = u64::MAX;
+
+/// One way to place a buffer: its base partition and the stripes it covers.
+#[derive(Copy, Clone, Debug)]
+struct Opt {
+    buffer: u32,
+    base: u16,
+    st_lo: u16,
+    st_hi: u16,
+}
+
+#[derive(Copy, Clone, Debug)]
+struct Cand {
+    opt: u32,
+    key: (u64, u64, u16),
+}
+
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+enum Applied {
+    Nothing,
+    Place { opt: u32 },
+    Raise,
+}
+
+#[derive(Copy, Clone, Debug)]
+struct Frame {
+    trail_mark: u32,
+    forbid_mark: u32,
+    cand_lo: u32,
+    cand_hi: u32,
+    next: u32,
+    cell: u32,
+    level: u64,
+    raise_to: u64,
+    applied: Applied,
+}
+
+/// Reusable storage of the exact search. Reserve once, solve many times.
+#[derive(Debug, Default)]
+pub struct ExactWorkspace {
+    greedy: GreedyWorkspace,
+    timeline: Timeline,
+    incumbent: Vec<Placement>,
+    current: Vec<Placement>,
+    // Per buffer.
+    sec_lo: Vec<u32>,
+    sec_hi: Vec<u32>,
+    area: Vec<u64>,
+    opt_at: Vec<u32>,
+    placed: Vec<bool>,
+    twin_prev: Vec<u32>,
+    order: Vec<u32>,
+    pins: Vec<u32>,
+    // Per option.
+    opts: Vec<Opt>,
+    forbid: Vec<u64>,
+    // Options live in each section (CSR).
+    live_at: Vec<u32>,
+    live: Vec<u32>,
+    // Stripes.
+    cuts: Vec<u16>,
+    width: Vec<u64>,
+    // Per section.
+    floor_area: Vec<u64>,
+    remaining: Vec<u64>,
+    // Per cell.
+    floor: Vec<u64>,
+    count: Vec<u32>,
+    // Search stacks.
+    trail: Vec<(u32, u64)>,
+    forbid_trail: Vec<(u32, u64)>,
+    frames: Vec<Frame>,
+    cands: Vec<Cand>,
+    nsec: usize,
+    nst: usize,
+    capacity_area: u64,
+    k: u64,
+    unplaced: usize,
+}
+
+/// Why a search stopped.
+enum Stop {
+    Done,
+    Limit(Limit),
+}
+
+/// Most legal base partitions one buffer has under the presets (quadrants).
+const MAX_BASES: usize = 4;
+
+impl ExactWorkspace {
+    /// An empty workspace.
+    pub fn new() -> ExactWorkspace {
+        ExactWorkspace::default()
+    }
+
+    /// Sizes every buffer of the search for `problem` (and smaller ones).
+    /// This is the only place the workspace allocates.
+    pub fn reserve_for(&mut self, problem: &Problem) {
+        fn at_least<T>(v: &mut Vec<T>, n: usize) {
+            v.reserve(n.saturating_sub(v.len()));
+        }
+        let n = problem.len();
+        let parts = problem.partitions() as usize;
+        let nsec = 2 * n + 1;
+        let nst = (parts + 1).min(2 * MAX_BASES * n + 2).max(1);
+        let cells = nsec * nst;
+        let opts = if parts > 1 { MAX_BASES * n } else { n };
+        // The sum of the cells of every option bounds the trail of the
+        // placements on any path and the live lists.
+        self.timeline.build(problem);
+        let mut spans = 0usize;
+        let mut max_live = 0usize;
+        {
+            let t = &self.timeline;
+            let ns = t.sections();
+            let mut delta: Vec<i64> = alloc::vec![0; ns + 1];
+            for b in problem.buffers().iter().filter(|b| !b.is_void()) {
+                let (lo, hi) = (t.section_of(b.lower), t.section_of(b.upper));
+                let bases = problem.legal_bases(b.partitions).count();
+                spans += (hi - lo) * bases;
+                delta[lo] += bases as i64;
+                delta[hi] -= bases as i64;
+            }
+            let mut live = 0i64;
+            for d in delta {
+                live += d;
+                max_live = max_live.max(live as usize);
+            }
+        }
+        let stripes_per_opt = nst.min(parts.max(1));
+        self.greedy.reserve(n);
+        self.timeline = Timeline::with_capacity(n);
+        for v in [&mut self.incumbent, &mut self.current] {
+            at_least(v, n);
+        }
+        for v in [
+            &mut self.sec_lo,
+            &mut self.sec_hi,
+            &mut self.twin_prev,
+            &mut self.order,
+            &mut self.pins,
+        ] {
+            at_least(v, n);
+        }
+        at_least(&mut self.area, n);
+        at_least(&mut self.opt_at, n + 1);
+        at_least(&mut self.placed, n);
+        at_least(&mut self.opts, opts);
+        at_least(&mut self.forbid, opts);
+        at_least(&mut self.live_at, nsec + 2);
+        at_least(&mut self.live, spans);
+        at_least(&mut self.cuts, 2 * opts + 2);
+        at_least(&mut self.width, nst);
+        for v in [&mut self.floor_area, &mut self.remaining] {
+            at_least(v, nsec);
+        }
+        at_least(&mut self.floor, cells);
+        at_least(&mut self.count, cells);
+        at_least(&mut self.trail, spans * stripes_per_opt + 4 * n + 64);
+        at_least(&mut self.forbid_trail, 4 * opts + 64);
+        at_least(&mut self.frames, 4 * n + 64);
+        at_least(&mut self.cands, max_live * (2 * n + 16) + 64);
+    }
+
+    /// Solves `problem` at its capacity and writes the best placement found
+    /// into `out` (one entry per buffer). Allocates nothing when
+    /// [`reserve_for`](Self::reserve_for) saw this problem or a larger one.
+    pub fn solve(
+        &mut self,
+        problem: &Problem,
+        options: &ExactOptions,
+        clock: &mut dyn Clock,
+        out: &mut [Placement],
+    ) -> Outcome {
+        let t0 = clock.now_micros();
+        let n = problem.len();
+        let lb = problem.lower_bound(&mut self.timeline).bytes;
+        let cap = problem.capacity;
+        // The first solution: the better greedy rule.
+        self.incumbent.clear();
+        self.incumbent.resize(n, Placement::default());
+        self.current.clear();
+        self.current.resize(n, Placement::default());
+        let by_size = self
+            .greedy
+            .place(problem, GreedyRule::BySize, &mut self.incumbent);
+        let best_fit = self
+            .greedy
+            .place(problem, GreedyRule::StartBestFit, &mut self.current);
+        let greedy_peak = by_size.min(best_fit);
+        if best_fit < by_size {
+            self.incumbent.copy_from_slice(&self.current);
+        }
+        let mut outcome = Outcome {
+            status: Status::Feasible,
+            peak: greedy_peak,
+            lower_bound: lb,
+            greedy_peak,
+            nodes: 0,
+            first_fit: None,
+            stopped_by: None,
+        };
+        let finish = |ws: &Self, out: &mut [Placement], mut o: Outcome| {
+            out.copy_from_slice(&ws.incumbent);
+            o.peak = peak(problem, out);
+            o
+        };
+        if lb > cap || !self.pins_consistent(problem, cap) {
+            outcome.status = Status::Infeasible;
+            return finish(self, out, outcome);
+        }
+        if greedy_peak <= cap && (greedy_peak == lb || options.objective == Objective::Fit) {
+            outcome.status = if greedy_peak == lb {
+                Status::Optimal
+            } else {
+                Status::Feasible
+            };
+            return finish(self, out, outcome);
+        }
+        let k = if greedy_peak <= cap {
+            greedy_peak - 1
+        } else {
+            cap
+        };
+        self.setup(problem, k);
+        let (stop, found) = self.search(problem, options, clock, t0, lb, cap, &mut outcome);
+        let best = if found {
+            outcome.peak.min(greedy_peak)
+        } else {
+            greedy_peak
+        };
+        outcome.status = match stop {
+            Stop::Done => {
+                if best <= cap {
+                    if options.objective == Objective::MinimizePeak || best == lb {
+                        Status::Optimal
+                    } else {
+                        Status::Feasible
+                    }
+                } else {
+                    Status::Infeasible
+                }
+            }
+            Stop::Limit(l) => {
+                outcome.stopped_by = Some(l);
+                if best <= cap {
+                    Status::Feasible
+                } else {
+                    Status::BudgetExhausted
+                }
+            }
+        };
+        finish(self, out, outcome)
+    }
+
+    /// False when two pins collide or a pin reaches above the capacity.
+    fn pins_consistent(&mut self, problem: &Problem, cap: u64) -> bool {
+        let bufs = problem.buffers();
+        self.pins.clear();
+        for (i, b) in bufs.iter().enumerate() {
+            if b.pin.is_some() && !b.is_void() {
+                self.pins.push(i as u32);
+            }
+        }
+        for (k, &i) in self.pins.iter().enumerate() {
+            let a = &bufs[i as usize];
+            let pa = a.pin.unwrap_or_default();
+            if pa.offset + a.size > cap {
+                return false;
+            }
+            for &j in &self.pins[..k] {
+                let b = &bufs[j as usize];
+                let pb = b.pin.unwrap_or_default();
+                if a.overlaps_in_time(b)
+                    && pa.base < pb.base + b.partitions
+                    && pb.base < pa.base + a.partitions
+                    && pa.offset < pb.offset + b.size
+                    && pb.offset < pa.offset + a.size
+                {
+                    return false;
+                }
+            }
+        }
+        true
+    }
+
+    /// Builds sections, stripes, options and the root state at capacity `k`.
+    fn setup(&mut self, problem: &Problem, k: u64) {
+        let bufs = problem.buffers();
+        let n = bufs.len();
+        self.timeline.build(problem);
+        let nsec = self.timeline.sections().max(1);
+        self.nsec = nsec;
+        // Stripes: cut at every first/last partition of every legal base.
+        let total = problem.partitions();
+        self.cuts.clear();
+        self.cuts.push(0);
+        self.cuts.push(total);
+        for b in bufs.iter().filter(|b| !b.is_void() && b.pin.is_none()) {
+            for base in problem.legal_bases(b.partitions) {
+                self.cuts.push(base);
+                self.cuts.push(base + b.partitions);
+            }
+        }
+        self.cuts.sort_unstable();
+        self.cuts.dedup();
+        self.nst = self.cuts.len() - 1;
+        self.width.clear();
+        for w in self.cuts.windows(2) {
+            self.width.push((w[1] - w[0]) as u64);
+        }
+        let cells = self.nst * nsec;
+        // Per-buffer data and options.
+        self.sec_lo.clear();
+        self.sec_hi.clear();
+        self.area.clear();
+        self.placed.clear();
+        self.opt_at.clear();
+        self.opts.clear();
+        self.unplaced = 0;
+        for (i, b) in bufs.iter().enumerate() {
+            let searchable = !b.is_void() && b.pin.is_none();
+            let (lo, hi) = if b.is_void() {
+                (0, 0)
+            } else {
+                (
+                    self.timeline.section_of(b.lower) as u32,
+                    self.timeline.section_of(b.upper) as u32,
+                )
+            };
+            self.sec_lo.push(lo);
+            self.sec_hi.push(hi);
+            self.area.push(b.size * b.partitions as u64);
+            self.placed.push(!searchable);
+            self.opt_at.push(self.opts.len() as u32);
+            if let Some(pin) = b.pin {
+                self.current[i] = pin;
+            } else if b.is_void() {
+                self.current[i] = Placement {
+                    offset: 0,
+                    base: problem.legal_bases(b.partitions).next().unwrap_or(0),
+                };
+            }
+            if searchable {
+                self.unplaced += 1;
+                for base in problem.legal_bases(b.partitions) {
+                    let st_lo = self.cuts.partition_point(|&c| c < base) as u16;
+                    let st_hi = self.cuts.partition_point(|&c| c < base + b.partitions) as u16;
+                    self.opts.push(Opt {
+                        buffer: i as u32,
+                        base,
+                        st_lo,
+                        st_hi,
+                    });
+                }
+            }
+        }
+        self.opt_at.push(self.opts.len() as u32);
+        self.forbid.clear();
+        self.forbid.resize(self.opts.len(), NO_LEVEL);
+        // Identical buffers are placed in index order.
+        self.order.clear();
+        self.order
+            .extend((0..n as u32).filter(|&i| !self.placed[i as usize]));
+        let ident = |b: &super::problem::Buffer| (b.lower, b.upper, b.size, b.align, b.partitions);
+        self.order.sort_unstable_by(|&x, &y| {
+            (ident(&bufs[x as usize]), x).cmp(&(ident(&bufs[y as usize]), y))
+        });
+        self.twin_prev.clear();
+        self.twin_prev.resize(n, NONE);
+        for w in self.order.windows(2) {
+            if ident(&bufs[w[0] as usize]) == ident(&bufs[w[1] as usize]) {
+                self.twin_prev[w[1] as usize] = w[0];
+            }
+        }
+        // Options live in each section, by start section (CSR).
+        self.live_at.clear();
+        self.live_at.resize(nsec + 2, 0);
+        for o in &self.opts {
+            let b = o.buffer as usize;
+            for s in self.sec_lo[b]..self.sec_hi[b] {
+                self.live_at[s as usize + 1] += 1;
+            }
+        }
+        for s in 0..=nsec {
+            self.live_at[s + 1] += self.live_at[s];
+        }
+        self.live.clear();
+        self.live.resize(self.live_at[nsec] as usize, 0);
+        // `order` is sorted by start: fill each section's list in that order
+        // (using floor_area as the fill cursor).
+        self.floor_area.clear();
+        self.floor_area.resize(nsec, 0);
+        for &b in &self.order {
+            let b = b as usize;
+            for o in self.opt_at[b]..self.opt_at[b + 1] {
+                for s in self.sec_lo[b] as usize..self.sec_hi[b] as usize {
+                    let at = self.live_at[s] as usize + self.floor_area[s] as usize;
+                    self.live[at] = o;
+                    self.floor_area[s] += 1;
+                }
+            }
+        }
+        // Cells and sections.
+        self.floor.clear();
+        self.floor.resize(cells, 0);
+        self.count.clear();
+        self.count.resize(cells, 0);
+        self.floor_area.clear();
+        self.floor_area.resize(nsec, 0);
+        self.remaining.clear();
+        self.remaining.resize(nsec, 0);
+        for b in 0..n {
+            if !self.placed[b] {
+                self.count_options(b, true);
+                for s in self.sec_lo[b] as usize..self.sec_hi[b] as usize {
+                    self.remaining[s] += self.area[b];
+                }
+            }
+        }
+        let parts = total as u64;
+        self.k = k.min((u64::MAX / 4) / parts);
+        self.capacity_area = self.k * parts;
+        self.trail.clear();
+        self.forbid_trail.clear();
+        self.frames.clear();
+        self.cands.clear();
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn search(
+        &mut self,
+        problem: &Problem,
+        options: &ExactOptions,
+        clock: &mut dyn Clock,
+        t0: u64,
+        lb: u64,
+        cap: u64,
+        outcome: &mut Outcome,
+    ) -> (Stop, bool) {
+        let mut found = false;
+        if !self.sections_fit(0, self.nsec) {
+            return (Stop::Done, false);
+        }
+        if self.unplaced == 0 {
+            // Only pins and void buffers, and the pins are consistent.
+            self.record(problem, clock, t0, cap, outcome, &mut found);
+            return (Stop::Done, true);
+        }
+        match self.expand(problem) {
+            Ok(frame) => self.frames.push(frame),
+            Err(l) => return (Stop::Limit(l), false),
+        }
+        loop {
+            let Some(fi) = self.frames.len().checked_sub(1) else {
+                return (Stop::Done, found);
+            };
+            outcome.nodes += 1;
+            if let Some(max) = options.budget.nodes {
+                if outcome.nodes > max {
+                    return (Stop::Limit(Limit::Nodes), found);
+                }
+            }
+            if let Some(max) = options.budget.micros {
+                if outcome.nodes & 255 == 0 && clock.now_micros().saturating_sub(t0) > max {
+                    return (Stop::Limit(Limit::Time), found);
+                }
+            }
+            // Undo the branch tried last; a placement subtree that is
+            // exhausted is forbidden in the siblings.
+            let applied = self.frames[fi].applied;
+            if applied != Applied::Nothing {
+                self.undo_branch(fi);
+                if let Applied::Place { opt } = applied {
+                    if let Err(l) = self.forbid(opt, self.frames[fi].level) {
+                        return (Stop::Limit(l), found);
+                    }
+                }
+                self.frames[fi].applied = Applied::Nothing;
+            }
+            // Next branch.
+            let mut pushed = false;
+            while self.frames[fi].next < self.frames[fi].cand_hi {
+                let c = self.cands[self.frames[fi].next as usize];
+                self.frames[fi].next += 1;
+                let level = self.frames[fi].level;
+                if self.forbid[c.opt as usize] == level {
+                    continue;
+                }
+                self.frames[fi].applied = Applied::Place { opt: c.opt };
+                match self.place(problem, c.opt, level) {
+                    Ok(true) => {
+                        pushed = true;
+                        break;
+                    }
+                    Ok(false) => {
+                        self.undo_branch(fi);
+                        self.frames[fi].applied = Applied::Nothing;
+                        if let Err(l) = self.forbid(c.opt, level) {
+                            return (Stop::Limit(l), found);
+                        }
+                    }
+                    Err(l) => return (Stop::Limit(l), found),
+                }
+            }
+            if !pushed && self.frames[fi].raise_to != NO_LEVEL {
+                let to = self.frames[fi].raise_to;
+                self.frames[fi].raise_to = NO_LEVEL;
+                self.frames[fi].applied = Applied::Raise;
+                let cell = self.frames[fi].cell as usize;
+                match self.set_floor(cell, to) {
+                    Ok(()) => {
+                        let s = cell % self.nsec;
+                        if self.sections_fit(s, s + 1) {
+                            pushed = true;
+                        } else {
+                            self.undo_branch(fi);
+                            self.frames[fi].applied = Applied::Nothing;
+                        }
+                    }
+                    Err(l) => return (Stop::Limit(l), found),
+                }
+            }
+            if !pushed {
+                self.pop_frame();
+                continue;
+            }
+            if self.unplaced == 0 {
+                let p = self.record(problem, clock, t0, cap, outcome, &mut found);
+                if options.objective == Objective::Fit || p <= lb {
+                    return (Stop::Done, true);
+                }
+                // Branch and bound: the rest must beat this peak. The top
+                // frame's branch is undone (and forbidden) next round.
+                self.k = p - 1;
+                self.capacity_area = self.k * problem.partitions() as u64;
+                continue;
+            }
+            if self.frames.len() == self.frames.capacity() {
+                return (Stop::Limit(Limit::Storage), found);
+            }
+            match self.expand(problem) {
+                Ok(frame) => self.frames.push(frame),
+                Err(l) => return (Stop::Limit(l), found),
+            }
+        }
+    }
+
+    /// Records the current complete placement; returns its peak.
+    fn record(
+        &mut self,
+        problem: &Problem,
+        clock: &mut dyn Clock,
+        t0: u64,
+        cap: u64,
+        outcome: &mut Outcome,
+        found: &mut bool,
+    ) -> u64 {
+        let p = peak(problem, &self.current);
+        if !*found || p < outcome.peak {
+            self.incumbent.copy_from_slice(&self.current);
+            outcome.peak = p;
+        }
+        if !*found && p <= cap {
+            outcome.first_fit = Some((outcome.nodes, clock.now_micros().saturating_sub(t0)));
+        }
+        *found = true;
+        p
+    }
+
+    fn forbid(&mut self, opt: u32, level: u64) -> Result<(), Limit> {
+        if self.forbid_trail.len() == self.forbid_trail.capacity() {
+            return Err(Limit::Storage);
+        }
+        self.forbid_trail.push((opt, self.forbid[opt as usize]));
+        self.forbid[opt as usize] = level;
+        Ok(())
+    }
+
+    /// Leaves the top frame: undoes its forbids and drops its branch list.
+    /// The parent's branch is undone by the parent.
+    fn pop_frame(&mut self) {
+        let Some(f) = self.frames.pop() else { return };
+        while self.forbid_trail.len() > f.forbid_mark as usize {
+            if let Some((o, old)) = self.forbid_trail.pop() {
+                self.forbid[o as usize] = old;
+            }
+        }
+        self.cands.truncate(f.cand_lo as usize);
+    }
+
+    /// Restores floors to the frame's trail mark and unplaces the buffer of
+    /// a placement branch.
+    fn undo_branch(&mut self, fi: usize) {
+        let f = self.frames[fi];
+        let nsec = self.nsec;
+        while self.trail.len() > f.trail_mark as usize {
+            if let Some((cell, old)) = self.trail.pop() {
+                let cell = cell as usize;
+                let (st, s) = (cell / nsec, cell % nsec);
+                self.floor_area[s] -= (self.floor[cell] - old) * self.width[st];
+                self.floor[cell] = old;
+            }
+        }
+        if let Applied::Place { opt } = f.applied {
+            let b = self.opts[opt as usize].buffer as usize;
+            self.placed[b] = false;
+            self.unplaced += 1;
+            for s in self.sec_lo[b] as usize..self.sec_hi[b] as usize {
+                self.remaining[s] += self.area[b];
+            }
+            self.count_options(b, true);
+        }
+    }
+
+    fn count_options(&mut self, b: usize, add: bool) {
+        let nsec = self.nsec;
+        for o in self.opt_at[b] as usize..self.opt_at[b + 1] as usize {
+            let opt = self.opts[o];
+            for st in opt.st_lo as usize..opt.st_hi as usize {
+                for s in self.sec_lo[b] as usize..self.sec_hi[b] as usize {
+                    let c = &mut self.count[st * nsec + s];
+                    if add {
+                        *c += 1;
+                    } else {
+                        *c -= 1;
+                    }
+                }
+            }
+        }
+    }
+
+    /// True when every section in `[lo, hi)` can still hold its unplaced area.
+    fn sections_fit(&self, lo: usize, hi: usize) -> bool {
+        (lo..hi).all(|s| self.floor_area[s] + self.remaining[s] <= self.capacity_area)
+    }
+
+    fn set_floor(&mut self, cell: usize, to: u64) -> Result<(), Limit> {
+        if self.trail.len() == self.trail.capacity() {
+            return Err(Limit::Storage);
+        }
+        let old = self.floor[cell];
+        self.trail.push((cell as u32, old));
+        let (st, s) = (cell / self.nsec, cell % self.nsec);
+        self.floor_area[s] += (to - old) * self.width[st];
+        self.floor[cell] = to;
+        Ok(())
+    }
+
+    /// Places option `opt` at `offset`; false when it or a section overflows.
+    fn place(&mut self, problem: &Problem, opt: u32, offset: u64) -> Result<bool, Limit> {
+        let o = self.opts[opt as usize];
+        let b = o.buffer as usize;
+        let top = offset + problem.buffers()[b].size;
+        let nsec = self.nsec;
+        let (lo, hi) = (self.sec_lo[b] as usize, self.sec_hi[b] as usize);
+        for st in o.st_lo as usize..o.st_hi as usize {
+            for s in lo..hi {
+                self.set_floor(st * nsec + s, top)?;
+            }
+        }
+        self.placed[b] = true;
+        self.unplaced -= 1;
+        self.current[b] = Placement {
+            offset,
+            base: o.base,
+        };
+        for s in lo..hi {
+            self.remaining[s] -= self.area[b];
+        }
+        self.count_options(b, false);
+        Ok(top <= self.k && self.sections_fit(lo, hi))
+    }
+
+    /// The lowest offset at or above `from` where option `o` avoids every pin.
+    fn lowest(&self, problem: &Problem, o: &Opt, from: u64) -> u64 {
+        let bufs = problem.buffers();
+        let b = &bufs[o.buffer as usize];
+        let mut off = align_up(from, b.align);
+        let end = o.base + b.partitions;
+        loop {
+            let mut moved = false;
+            for &p in &self.pins {
+                let pb = &bufs[p as usize];
+                let pp = pb.pin.unwrap_or_default();
+                if pb.overlaps_in_time(b)
+                    && pp.base < end
+                    && o.base < pp.base + pb.partitions
+                    && pp.offset < off + b.size
+                    && off < pp.offset + pb.size
+                {
+                    off = align_up(pp.offset + pb.size, b.align);
+                    moved = true;
+                }
+            }
+            if !moved {
+                return off;
+            }
+        }
+    }
+
+    /// The highest floor under option `o`, leaving out `cell`.
+    fn max_floor_besides(&self, o: &Opt, cell: usize) -> u64 {
+        let b = o.buffer as usize;
+        let nsec = self.nsec;
+        let mut m = 0;
+        for st in o.st_lo as usize..o.st_hi as usize {
+            for s in self.sec_lo[b] as usize..self.sec_hi[b] as usize {
+                let c = st * nsec + s;
+                if c != cell {
+                    m = m.max(self.floor[c]);
+                }
+            }
+        }
+        m
+    }
+
+    /// Picks the node's cell and computes its branches.
+    fn expand(&mut self, problem: &Problem) -> Result<Frame, Limit> {
+        let nsec = self.nsec;
+        let nst = self.nst;
+        let mut frame = Frame {
+            trail_mark: self.trail.len() as u32,
+            forbid_mark: self.forbid_trail.len() as u32,
+            cand_lo: self.cands.len() as u32,
+            cand_hi: self.cands.len() as u32,
+            next: self.cands.len() as u32,
+            cell: NONE,
+            level: 0,
+            raise_to: NO_LEVEL,
+            applied: Applied::Nothing,
+        };
+        // The lowest live cell, earliest section first.
+        let mut best = NONE as usize;
+        let mut f = NO_LEVEL;
+        for s in 0..nsec {
+            for st in 0..nst {
+                let c = st * nsec + s;
+                if self.count[c] > 0 && self.floor[c] < f {
+                    f = self.floor[c];
+                    best = c;
+                }
+            }
+        }
+        if best == NONE as usize {
+            return Ok(frame);
+        }
+        frame.cell = best as u32;
+        frame.level = f;
+        let (cst, cs) = (best / nsec, best % nsec);
+        let bufs = problem.buffers();
+        let mut raise_to = NO_LEVEL;
+        for k in self.live_at[cs] as usize..self.live_at[cs + 1] as usize {
+            let o = self.live[k] as usize;
+            let opt = self.opts[o];
+            let b = opt.buffer as usize;
+            if self.placed[b] || !(opt.st_lo as usize..opt.st_hi as usize).contains(&cst) {
+                continue;
+            }
+            let tw = self.twin_prev[b];
+            let twin_waits = tw != NONE && !self.placed[tw as usize];
+            // Where this option would go if byte f of the cell stays empty.
+            let others = self.max_floor_besides(&opt, best);
+            let above = self.lowest(problem, &opt, others.max(f + 1));
+            raise_to = raise_to.min(above);
+            if twin_waits || self.forbid[o] == f {
+                continue;
+            }
+            if others > f || self.lowest(problem, &opt, f) != f || f + bufs[b].size > self.k {
+                continue;
+            }
+            if self.cands.len() == self.cands.capacity() {
+                return Err(Limit::Storage);
+            }
+            let buf = &bufs[b];
+            self.cands.push(Cand {
+                opt: o as u32,
+                key: (buf.upper - buf.lower, buf.size, buf.partitions),
+            });
+        }
+        frame.cand_hi = self.cands.len() as u32;
+        frame.raise_to = if raise_to <= self.k {
+            raise_to
+        } else {
+            NO_LEVEL
+        };
+        self.cands[frame.cand_lo as usize..]
+            .sort_unstable_by(|a, b| b.key.cmp(&a.key).then(a.opt.cmp(&b.opt)));
+        Ok(frame)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::gen::dsa::SplitMix64;
+    use crate::mem::problem::Buffer;
+    use crate::target::Target;
+    use crate::verify::buffers::Validator;
+    use alloc::vec;
+
+    fn solve(p: &Problem, objective: Objective, budget: Budget) -> (Outcome, Vec<Placement>) {
+        let mut ws = ExactWorkspace::new();
+        ws.reserve_for(p);
+        let mut out = vec![Placement::default(); p.len()];
+        let o = ws.solve(
+            p,
+            &ExactOptions { budget, objective },
+            &mut NoClock,
+            &mut out,
+        );
+        // Every answer is legal apart from the capacity, and within it when
+        // the status says it fits.
+        let mut v = Validator::with_capacity(p.len(), 4);
+        let cap = if o.status.fits() {
+            p.capacity
+        } else {
+            u64::MAX
+        };
+        assert_eq!(v.check(p, &out, cap).total, 0, "{:?} {:?}", o, v.findings());
+        assert_eq!(o.peak, peak(p, &out));
+        (o, out)
+    }
+
+    /// The lowest peak over every placement (offsets below `cap`), by
+    /// exhaustive enumeration.
+    fn brute_min_peak(p: &Problem, cap: u64) -> Option<u64> {
+        fn go(p: &Problem, cap: u64, i: usize, at: &mut Vec<Placement>, best: &mut Option<u64>) {
+            let bufs = p.buffers();
+            if i == bufs.len() {
+                let pk = peak(p, at);
+                if best.is_none_or(|b| pk < b) {
+                    *best = Some(pk);
+                }
+                return;
+            }
+            let b = bufs[i];
+            let bases: Vec<u16> = p.legal_bases(b.partitions).collect();
+            for base in bases {
+                let mut off = 0;
+                while off + b.size <= cap {
+                    let ok = (0..i).all(|j| {
+                        let (c, q) = (bufs[j], at[j]);
+                        !(c.overlaps_in_time(&b)
+                            && q.base < base + b.partitions
+                            && base < q.base + c.partitions
+                            && q.offset < off + b.size
+                            && off < q.offset + c.size)
+                    });
+                    if ok {
+                        at.push(Placement { offset: off, base });
+                        go(p, cap, i + 1, at, best);
+                        at.pop();
+                    }
+                    off += b.align;
+                }
+            }
+        }
+        let mut best = None;
+        go(p, cap, 0, &mut Vec::new(), &mut best);
+        best
+    }
+
+    fn random_linear(rng: &mut SplitMix64, n: usize, cap: u64) -> Problem {
+        let mut p = Problem::linear(cap, n);
+        for _ in 0..n {
+            let lower = rng.below(6);
+            let upper = lower + 1 + rng.below(4);
+            let align = 1 + rng.below(2);
+            p.push(Buffer {
+                align,
+                ..Buffer::linear(lower, upper, 1 + rng.below(3))
+            })
+            .unwrap();
+        }
+        p
+    }
+
+    #[test]
+    fn matches_exhaustive_search_on_small_linear_instances() {
+        let mut rng = SplitMix64::new(1);
+        let (mut infeasible, mut optimal, mut beyond_bound) = (0, 0, 0);
+        for _ in 0..300 {
+            let n = 2 + rng.below(4) as usize;
+            let cap = 3 + rng.below(4);
+            let p = random_linear(&mut rng, n, cap);
+            let truth = brute_min_peak(&p, cap);
+            let (o, _) = solve(&p, Objective::MinimizePeak, Budget::default());
+            match truth {
+                None => {
+                    assert_eq!(o.status, Status::Infeasible, "{:?}", p.buffers());
+                    infeasible += 1;
+                    // Infeasible although the live bytes fit: proven by search.
+                    beyond_bound += (o.lower_bound <= cap) as u32;
+                }
+                Some(best) => {
+                    assert_eq!(o.status, Status::Optimal, "{:?}", p.buffers());
+                    assert_eq!(o.peak, best, "{:?}", p.buffers());
+                    optimal += 1;
+                }
+            }
+            let (f, _) = solve(&p, Objective::Fit, Budget::default());
+            assert_eq!(f.status.fits(), truth.is_some());
+        }
+        assert!(infeasible > 20 && optimal > 20, "{infeasible} {optimal}");
+        assert!(beyond_bound >= 3, "{beyond_bound}");
+    }
+
+    #[test]
+    fn matches_exhaustive_search_in_2d_with_start_rule() {
+        let t = Target::default();
+        let mut rng = SplitMix64::new(2);
+        let (mut infeasible, mut optimal) = (0, 0);
+        for _ in 0..150 {
+            let n = 2 + rng.below(3) as usize;
+            let cap = 2 + rng.below(3);
+            let mut p = Problem::partitioned(&t, cap, n);
+            for _ in 0..n {
+                let lower = rng.below(4);
+                p.push(Buffer {
+                    lower,
+                    upper: lower + 1 + rng.below(3),
+                    size: 1 + rng.below(2),
+                    align: 1,
+                    partitions: [16u16, 32, 40, 64, 100, 128][rng.below(6) as usize],
+                    pin: None,
+                })
+                .unwrap();
+            }
+            let truth = brute_min_peak(&p, cap);
+            let (o, out) = solve(&p, Objective::MinimizePeak, Budget::default());
+            for (b, q) in p.buffers().iter().zip(&out) {
+                assert!(t.is_legal_start(q.base, b.partitions));
+            }
+            match truth {
+                None => {
+                    assert_eq!(o.status, Status::Infeasible, "{:?}", p.buffers());
+                    infeasible += 1;
+                }
+                Some(best) => {
+                    assert_eq!(o.status, Status::Optimal, "{:?}", p.buffers());
+                    assert_eq!(o.peak, best, "{:?}", p.buffers());
+                    optimal += 1;
+                }
+            }
+        }
+        assert!(infeasible > 10 && optimal > 10, "{infeasible} {optimal}");
+    }
+
+    #[test]
+    fn pins_are_obstacles() {
+        let mut p = Problem::linear(4, 3);
+        p.push(Buffer {
+            pin: Some(Placement { offset: 1, base: 0 }),
+            ..Buffer::linear(0, 4, 1)
+        })
+        .unwrap();
+        p.push(Buffer::linear(0, 2, 2)).unwrap();
+        p.push(Buffer::linear(1, 3, 1)).unwrap();
+        let (o, out) = solve(&p, Objective::MinimizePeak, Budget::default());
+        assert_eq!(o.status, Status::Optimal);
+        assert_eq!(out[0].offset, 1);
+        assert_eq!(Some(o.peak), brute_min_peak(&p, 4).map(|b| b.max(2)));
+    }
+
+    #[test]
+    fn fits_perfect_packings_at_the_lower_bound() {
+        use crate::gen::dsa::{perfect_packing, PerfectPacking};
+        for seed in 0..10 {
+            let mut p = Problem::linear(0, 60);
+            let mut known = Vec::new();
+            perfect_packing(&PerfectPacking::new(60), seed, &mut p, &mut known).unwrap();
+            let (o, _) = solve(&p, Objective::Fit, Budget::default());
+            assert_eq!(o.status, Status::Optimal, "seed {seed}: {o:?}");
+            assert_eq!(o.peak, p.capacity);
+        }
+    }
+
+    #[test]
+    fn budget_exhaustion_returns_the_best_found() {
+        use crate::gen::dsa::{perfect_packing, PerfectPacking};
+        let mut p = Problem::linear(0, 300);
+        let mut known = Vec::new();
+        perfect_packing(&PerfectPacking::new(300), 3, &mut p, &mut known).unwrap();
+        let budget = Budget {
+            nodes: Some(5),
+            micros: None,
+        };
+        let (o, _) = solve(&p, Objective::Fit, budget);
+        assert_eq!(o.stopped_by, Some(Limit::Nodes));
+        assert_eq!(o.status, Status::BudgetExhausted);
+        assert_eq!(o.peak, o.greedy_peak);
+        assert!(o.peak > p.capacity);
+        assert!(o.nodes <= 6);
+    }
+}

@@ -1,0 +1,292 @@
+//! The two classic greedy placement rules, as real allocators on a
+//! [`Problem`]. They give the exact search its first solution and serve as
+//! baselines in reports.
+//!
+//! - [`GreedyRule::BySize`]: largest buffer first (ties: longer lifetime,
+//!   earlier start, lower index), each at the lowest feasible offset given
+//!   the already placed buffers whose lifetimes overlap it — the rule of
+//!   XLA's and TFLite's heap simulators.
+//! - [`GreedyRule::StartBestFit`]: a linear scan by start time; each buffer
+//!   takes the smallest free gap among the live placed buffers that holds
+//!   it (ties: lowest offset), or the space above them all.
+//!
+//! In 2-D mode every legal base partition is tried and the lowest offset
+//! (by size) or the best gap (best fit) wins, lower base first on ties.
+//! Pins are obstacles placed first. Neither rule looks at the capacity: the
+//! peak they reach is the answer, possibly above the capacity.
+//!
+//! Cost: each buffer scans the placed buffers for time-overlapping
+//! neighbours, O(n²) comparisons plus a sort of each neighbour list; both
+//! are fine at the sizes the exact search handles. No allocation after
+//! [`GreedyWorkspace::reserve`].
+
+use alloc::vec::Vec;
+
+use super::problem::{align_up, Buffer, Placement, Problem};
+
+/// Which greedy rule to run.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum GreedyRule {
+    /// Largest first, lowest feasible offset.
+    BySize,
+    /// Start-time order, best-fitting gap.
+    StartBestFit,
+}
+
+impl GreedyRule {
+    /// The spelling on the command line.
+    pub const fn name(self) -> &'static str {
+        match self {
+            GreedyRule::BySize => "greedy-size",
+            GreedyRule::StartBestFit => "best-fit",
+        }
+    }
+}
+
+/// An occupied byte range in some partitions, seen by the buffer being placed.
+#[derive(Copy, Clone, Debug)]
+struct Obstacle {
+    offset: u64,
+    top: u64,
+    base: u16,
+    end: u16,
+}
+
+/// Reusable storage of the greedy rules.
+#[derive(Debug, Default)]
+pub struct GreedyWorkspace {
+    order: Vec<u32>,
+    placed: Vec<bool>,
+    near: Vec<Obstacle>,
+    scratch: Vec<Obstacle>,
+}
+
+impl GreedyWorkspace {
+    /// An empty workspace; call [`reserve`](Self::reserve) before use to keep
+    /// the rules allocation-free.
+    pub fn new() -> GreedyWorkspace {
+        GreedyWorkspace::default()
+    }
+
+    /// Sizes the storage for problems of up to `buffers` buffers.
+    pub fn reserve(&mut self, buffers: usize) {
+        self.order.reserve(buffers.saturating_sub(self.order.len()));
+        self.placed
+            .reserve(buffers.saturating_sub(self.placed.len()));
+        self.near.reserve(buffers.saturating_sub(self.near.len()));
+        self.scratch
+            .reserve(buffers.saturating_sub(self.scratch.len()));
+    }
+
+    /// Places every buffer of `problem` by `rule` into `out` (indexed like
+    /// the buffers; must have exactly one entry per buffer) and returns the
+    /// peak.
+    pub fn place(&mut self, problem: &Problem, rule: GreedyRule, out: &mut [Placement]) -> u64 {
+        let bufs = problem.buffers();
+        debug_assert_eq!(out.len(), bufs.len());
+        self.order.clear();
+        self.placed.clear();
+        self.placed.resize(bufs.len(), false);
+        for (i, b) in bufs.iter().enumerate() {
+            if let Some(pin) = b.pin {
+                out[i] = pin;
+                self.placed[i] = true;
+            } else if b.is_void() {
+                out[i] = Placement {
+                    offset: 0,
+                    base: problem.legal_bases(b.partitions).next().unwrap_or(0),
+                };
+                self.placed[i] = true;
+            } else {
+                self.order.push(i as u32);
+            }
+        }
+        match rule {
+            GreedyRule::BySize => self.order.sort_unstable_by(|&x, &y| {
+                let (a, b) = (&bufs[x as usize], &bufs[y as usize]);
+                b.size
+                    .cmp(&a.size)
+                    .then((b.upper - b.lower).cmp(&(a.upper - a.lower)))
+                    .then(a.lower.cmp(&b.lower))
+                    .then(x.cmp(&y))
+            }),
+            GreedyRule::StartBestFit => self.order.sort_unstable_by(|&x, &y| {
+                let (a, b) = (&bufs[x as usize], &bufs[y as usize]);
+                a.lower.cmp(&b.lower).then(x.cmp(&y))
+            }),
+        }
+        for k in 0..self.order.len() {
+            let i = self.order[k] as usize;
+            let buf = bufs[i];
+            self.collect_neighbours(bufs, out, &buf);
+            let mut best: Option<(u64, u64, u16)> = None; // (key, offset, base)
+            for base in problem.legal_bases(buf.partitions) {
+                let end = base + buf.partitions;
+                self.scratch.clear();
+                self.scratch.extend(
+                    self.near
+                        .iter()
+                        .filter(|o| o.base < end && base < o.end)
+                        .copied(),
+                );
+                self.scratch.sort_unstable_by_key(|o| o.offset);
+                let (key, offset) = match rule {
+                    GreedyRule::BySize => {
+                        let off = lowest_fit(&self.scratch, &buf);
+                        (off, off)
+                    }
+                    GreedyRule::StartBestFit => best_fit(&self.scratch, &buf),
+                };
+                let better = match best {
+                    None => true,
+                    Some((k0, o0, _)) => (key, offset) < (k0, o0),
+                };
+                if better {
+                    best = Some((key, offset, base));
+                }
+            }
+            let (_, offset, base) = best.unwrap_or((0, 0, 0));
+            out[i] = Placement { offset, base };
+            self.placed[i] = true;
+        }
+        super::problem::peak(problem, out)
+    }
+
+    fn collect_neighbours(&mut self, bufs: &[Buffer], out: &[Placement], buf: &Buffer) {
+        self.near.clear();
+        for (j, other) in bufs.iter().enumerate() {
+            if self.placed[j] && !other.is_void() && other.overlaps_in_time(buf) {
+                self.near.push(Obstacle {
+                    offset: out[j].offset,
+                    top: out[j].offset + other.size,
+                    base: out[j].base,
+                    end: out[j].base + other.partitions,
+                });
+            }
+        }
+    }
+}
+
+/// The lowest aligned offset at which `buf` avoids every obstacle (sorted by
+/// offset).
+fn lowest_fit(sorted: &[Obstacle], buf: &Buffer) -> u64 {
+    let mut off = 0;
+    for o in sorted {
+        if o.offset >= off + buf.size {
+            break;
+        }
+        if o.top > off {
+            off = align_up(o.top, buf.align);
+        }
+    }
+    off
+}
+
+/// The best-fitting gap among the obstacles (sorted by offset): the smallest
+/// gap that holds the aligned buffer, keyed by its size, or the space above
+/// every obstacle (key `u64::MAX`). Returns `(key, offset)`.
+fn best_fit(sorted: &[Obstacle], buf: &Buffer) -> (u64, u64) {
+    let mut best = (u64::MAX, 0u64);
+    let mut free_from = 0u64;
+    for o in sorted {
+        if o.offset > free_from {
+            let start = align_up(free_from, buf.align);
+            if start + buf.size <= o.offset {
+                let gap = o.offset - free_from;
+                if gap < best.0 {
+                    best = (gap, start);
+                }
+            }
+        }
+        free_from = free_from.max(o.top);
+    }
+    if best.0 == u64::MAX {
+        best.1 = align_up(free_from, buf.align);
+    }
+    best
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::mem::problem::Timeline;
+    use crate::target::Target;
+    use crate::verify::buffers::Validator;
+
+    fn solve(p: &Problem, rule: GreedyRule) -> (Vec<Placement>, u64) {
+        let mut ws = GreedyWorkspace::new();
+        ws.reserve(p.len());
+        let mut out = alloc::vec![Placement::default(); p.len()];
+        let peak = ws.place(p, rule, &mut out);
+        (out, peak)
+    }
+
+    fn assert_legal(p: &Problem, out: &[Placement], capacity: u64) {
+        let mut v = Validator::with_capacity(p.len(), 8);
+        let r = v.check(p, out, capacity);
+        assert_eq!(r.total, 0, "{:?}", v.findings());
+    }
+
+    #[test]
+    fn by_size_places_largest_first_at_lowest_offset() {
+        let mut p = Problem::linear(100, 4);
+        p.push(Buffer::linear(0, 10, 2)).unwrap();
+        p.push(Buffer::linear(0, 10, 8)).unwrap();
+        p.push(Buffer::linear(10, 20, 5)).unwrap();
+        let (out, peak) = solve(&p, GreedyRule::BySize);
+        assert_eq!(out[1].offset, 0);
+        assert_eq!(out[0].offset, 8);
+        assert_eq!(out[2].offset, 0);
+        assert_eq!(peak, 10);
+        assert_legal(&p, &out, 10);
+    }
+
+    #[test]
+    fn best_fit_takes_the_smallest_gap() {
+        let mut p = Problem::linear(100, 8);
+        // Three long-lived buffers leave gaps of 4 and 2 after the middle ones die.
+        p.push(Buffer::linear(0, 10, 3)).unwrap(); // 0..3
+        p.push(Buffer::linear(0, 2, 4)).unwrap(); // 3..7
+        p.push(Buffer::linear(0, 10, 1)).unwrap(); // 7..8
+        p.push(Buffer::linear(0, 2, 2)).unwrap(); // 8..10
+        p.push(Buffer::linear(0, 10, 1)).unwrap(); // 10..11
+        p.push(Buffer::linear(5, 9, 2)).unwrap(); // best fit: the gap of 2 at 8
+        let (out, _) = solve(&p, GreedyRule::StartBestFit);
+        assert_eq!(out[5].offset, 8);
+        assert_legal(&p, &out, 11);
+    }
+
+    #[test]
+    fn both_rules_respect_alignment_pins_and_partitions() {
+        let t = Target::default();
+        let mut p = Problem::partitioned(&t, 1 << 20, 16);
+        for i in 0..12u64 {
+            p.push(Buffer {
+                lower: i % 3,
+                upper: 5 + i % 4,
+                size: 100 + 13 * i,
+                align: 64,
+                partitions: [16u16, 40, 100, 128][(i % 4) as usize],
+                pin: (i == 5).then_some(Placement {
+                    offset: 128,
+                    base: 64,
+                }),
+            })
+            .unwrap();
+        }
+        let lb = p.lower_bound(&mut Timeline::default()).bytes;
+        for rule in [GreedyRule::BySize, GreedyRule::StartBestFit] {
+            let (out, peak) = solve(&p, rule);
+            assert!(peak >= lb);
+            assert_eq!(
+                out[5],
+                Placement {
+                    offset: 128,
+                    base: 64
+                }
+            );
+            assert_legal(&p, &out, peak);
+        }
+    }
+}

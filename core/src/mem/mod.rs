@@ -1,0 +1,6 @@
+//! Memory placement: the buffer-placement problem every memory allocator
+//! shares, the greedy baselines, and the exact branch-and-bound search.
+
+pub mod exact;
+pub mod greedy;
+pub mod problem;

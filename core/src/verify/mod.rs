@@ -1,0 +1,4 @@
+//! Independent checkers: they share no placement code with the allocators,
+//! so a bug in an allocator cannot hide itself.
+
+pub mod buffers;
