@@ -10,8 +10,8 @@
 
 use arrayvec::ArrayVec;
 use tusk_core::ir::{
-    full_ap, slice_ap, ApSpec, Block, Dim, Func, InstSpec, Loop, MemFlags, Module, Opcode, Reg,
-    Space, SubOp, MAX_DIMS, NO_BANK, NO_LANE, NO_PARTITION, UNKNOWN_TRIP,
+    full_ap, slice_ap, ApSpec, Block, Capacity, Dim, Func, InstSpec, Loop, MemFlags, Module,
+    Opcode, Reg, Space, SubOp, MAX_DIMS, NO_BANK, NO_LANE, NO_PARTITION, UNKNOWN_TRIP,
 };
 use tusk_core::ir::{types, Engine, RegFlags};
 use tusk_core::target::Target;
@@ -25,10 +25,28 @@ type Result<T> = std::result::Result<T, ParseError>;
 pub(super) fn parse_str(src: &str) -> Result<Module> {
     let mut lx = Lexer::new(src);
     let tok = lx.next_token()?;
+    // Reserve from the input size (a canonical instruction line is 30 to 80
+    // bytes), so the columns do not regrow and copy while parsing. The
+    // estimate is proportional to the input, which the size limit bounds.
+    let n = src.len();
+    let mut m = Module::new(Target::default());
+    m.reserve(Capacity {
+        insts: n / 48,
+        aps: n / 32,
+        dims: n / 32,
+        reg_operands: n / 128,
+        mems: n / 1024,
+        regs: n / 4096,
+        blocks: n / 1024,
+        loops: n / 4096,
+        funcs: 1,
+        names: n / 512,
+        name_bytes: n / 128,
+    });
     let mut p = Parser {
         lx,
         tok,
-        m: Module::new(Target::default()),
+        m,
         ins: Vec::new(),
         outs: Vec::new(),
         uses: Vec::new(),
