@@ -28,15 +28,18 @@ pub(super) fn parse_str(src: &str) -> Result<Module> {
     // Reserve from the input size (a canonical instruction line is 30 to 80
     // bytes), so the columns do not regrow and copy while parsing. The
     // estimate is proportional to the input, which the size limit bounds.
+    // Capped at the module's limits; the pages are only touched when used.
     let n = src.len();
     let mut m = Module::new(Target::default());
+    let lim = m.limits;
+    let insts = (n / 48).min(lim.instructions as usize);
     m.reserve(Capacity {
-        insts: n / 48,
-        aps: n / 32,
-        dims: n / 32,
-        reg_operands: n / 128,
-        mems: n / 1024,
-        regs: n / 4096,
+        insts,
+        aps: (n / 32).min(2 * insts),
+        dims: (n / 32).min(2 * insts),
+        reg_operands: (n / 128).min(insts),
+        mems: (n / 1024).min(lim.locations as usize),
+        regs: (n / 4096).min(lim.registers as usize),
         blocks: n / 1024,
         loops: n / 4096,
         funcs: 1,
