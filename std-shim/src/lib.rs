@@ -1,5 +1,7 @@
 //! tusk-shim: the std side of tusk — file formats, the driver, reports.
 
+pub mod color;
+pub mod dimacs;
 pub mod gen;
 pub mod info;
 pub mod io;

@@ -434,3 +434,47 @@ fn run_validates_every_flag_then_says_the_pipeline_is_missing() {
     assert_eq!(run_in(&work, &["frobnicate"]).code, 2);
     let _ = fs::remove_dir_all(&work);
 }
+
+/// `tusk check` over the shipped examples: the unplaced and the hand-placed
+/// copies are clean (exit 0); every broken copy fails with exit 1 and its
+/// findings name what its `; expect: <kind> <names>` line planted.
+#[test]
+fn check_finds_every_planted_violation_in_the_examples() {
+    let root = workspace().join("examples");
+    let list = |sub: &str| -> Vec<PathBuf> {
+        let mut v: Vec<PathBuf> = fs::read_dir(root.join(sub))
+            .map(|rd| rd.flatten().map(|e| e.path()).collect())
+            .unwrap_or_default();
+        v.retain(|p| p.extension().is_some_and(|e| e == "tusk"));
+        v.sort();
+        v
+    };
+    let broken = list("broken");
+    if broken.is_empty() {
+        println!("no examples/broken/*.tusk: nothing to check");
+        return;
+    }
+    for p in list("").iter().chain(&list("placed")) {
+        let o = run_in(&root, &["check", p.to_str().unwrap()]);
+        assert_eq!(o.code, 0, "{}: {}{}", p.display(), o.stdout, o.stderr);
+    }
+    for p in &broken {
+        let text = fs::read_to_string(p).unwrap();
+        let expect = text
+            .lines()
+            .next()
+            .and_then(|l| l.strip_prefix("; expect: "))
+            .unwrap_or_else(|| panic!("{}: no `; expect:` line", p.display()));
+        let o = run_in(&root, &["check", p.to_str().unwrap()]);
+        assert_eq!(o.code, 1, "{}: {}{}", p.display(), o.stdout, o.stderr);
+        for name in expect.split_whitespace().skip(1) {
+            assert!(
+                o.stdout.contains(&format!("{name}@")),
+                "{}: no finding names {name}: {}",
+                p.display(),
+                o.stdout
+            );
+        }
+    }
+    println!("{} broken examples caught", broken.len());
+}

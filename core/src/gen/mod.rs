@@ -5,3 +5,4 @@
 pub mod dsa;
 pub mod module;
 pub mod rng;
+pub mod scalar;

@@ -2,3 +2,5 @@
 //! so a bug in an allocator cannot hide itself.
 
 pub mod buffers;
+pub mod dataflow;
+pub mod placement;

@@ -1,0 +1,16 @@
+//! The scalar register colorer (REG_Allocator): Chaitin–Briggs over the
+//! sequencer's scalar registers, with lane pairs and a spill-to-memory
+//! fixpoint. `graph` holds the interference graph, `color` the
+//! simplify/select/repair core (also run on DIMACS graphs by `tusk color`),
+//! `alloc` the allocator over a module.
+
+pub mod alloc;
+pub mod color;
+pub mod graph;
+
+pub use self::alloc::{allocate_registers, RegAllocConfig, RegAllocError, RegAllocator, RegReport};
+pub use color::{
+    check_coloring, is_trivially_colorable, ColorChoice, ColorConfig, ColorError, ColorStats,
+    Colorer, SpillChoice, NO_COLOR,
+};
+pub use graph::{GraphError, InterferenceGraph};

@@ -1,0 +1,1767 @@
+//! The independent placement verifier (also the optlevel-7 in-place check).
+//!
+//! Given a placed module it checks every rule of SPEC §3 and TARGETS.md,
+//! sharing no placement code with any allocator (only the liveness analysis):
+//!
+//! - every live location is placed (DRAM locations flagged `input` or
+//!   `output` are external, bound by the runtime, and may stay unplaced);
+//! - every placed location lies inside its space: SB partitions and usable
+//!   bytes per partition, PSUM partitions and usable banks, the DRAM size;
+//! - its offset is a multiple of its `align`;
+//! - on chip, its base partition obeys the start-partition rule
+//!   ([`crate::Target::is_legal_start`]);
+//! - PSUM: it starts on a bank boundary, its `bank` agrees with its offset,
+//!   and it spans at most `psum_max_banks_per_tensor` consecutive banks;
+//! - no two interfering locations ([`MemLiveness::interferes`], which honours
+//!   the in-place handoff) share a (partition, byte) cell (DRAM: a byte);
+//! - registers: every live register is colored, `lane + lanes <= max_regs`,
+//!   a 2-lane register sits on an even lane, and no two interfering registers
+//!   (closed live intervals sharing a position) share a lane.
+//!
+//! # How overlaps are found in O(n log n + findings)
+//!
+//! Locations are swept in order of their live-interval start; before the
+//! location `c` starting at position `p` enters the active set, every
+//! location whose interval ended before `p` leaves it. Everything active
+//! then is live at `p` together with `c`, so `c` conflicts exactly with the
+//! active rectangles that share a cell with it (unless the pair is an
+//! in-place handoff). Each pair is examined once, when the later one enters.
+//!
+//! The active set answers "which active rectangles overlap this one" with a
+//! static segment tree. The partitions of a space are cut into *slabs* whose
+//! width is the finest start-partition granularity of the target (32 on the
+//! presets, so 4 slabs). Each placed location contributes one leaf per slab it
+//! touches (at most 4), and the leaves are sorted up front by (slab, first
+//! byte). A tree node holds the largest end byte among the *active* leaves
+//! below it (0 when none), so entering or leaving is an O(log n) path update.
+//! A query for bytes `[b0, b1)` in slab `s` binary-searches the slab's leaves
+//! for the prefix starting before `b1`, then descends only into nodes whose
+//! maximum end exceeds `b0`: O(log n) plus O(log n) per reported leaf.
+//! Reported leaves are checked for partition overlap and deduplicated (a pair
+//! is reported only in the slab holding the first partition they share).
+//!
+//! Why the candidates are few: every rectangle that obeys the start rule and
+//! touches slab `s` covers the slab's first partition (it either starts there,
+//! starts being a multiple of the slab width, or starts earlier and runs
+//! through it). So in a legal placement the active leaves of one slab have
+//! pairwise disjoint byte ranges apart from in-place handoffs, and a query
+//! reports only real conflicts, handoffs, and rectangles that already broke
+//! the start rule (each of which is itself a finding). Hence the sweep costs
+//! O(n log n) for sorting and updates plus O(log n) per candidate, with
+//! candidates ≤ slabs per rectangle × (findings + in-place handoffs +
+//! start-rule breakers) — a pair sharing several slabs is met once per slab.
+//! [`Report::candidates`] counts them so tests can check the bound.
+//!
+//! Registers are swept the same way with an intrusive list of active
+//! registers per lane: in a legal coloring each list holds at most one
+//! register, so each insertion costs O(lanes) plus the conflicts it finds.
+//!
+//! All scratch lives in [`Verifier`], sized by [`Verifier::reserve`] from the
+//! module's counts; a second `verify` on a module of the same size does not
+//! allocate. At most `max_findings` findings are kept; the rest are counted.
+
+use alloc::vec::Vec;
+use arrayvec::ArrayVec;
+use core::fmt;
+
+use crate::analysis::{LinearOrder, MemLiveness, RegLiveness};
+use crate::ir::{Inst, MemFlags, MemLoc, Module, Reg, Space, NO_LANE, NO_PARTITION};
+
+/// How many findings a [`Verifier`] keeps by default; the rest are counted.
+pub const DEFAULT_MAX_FINDINGS: usize = 10_000;
+
+/// Which coordinate of a location left its space.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum Axis {
+    /// The partition range (`base + partitions`).
+    Partitions,
+    /// The byte range (`offset + bytes`; DRAM: `offset + partitions × bytes`).
+    Bytes,
+}
+
+/// One broken rule. Every variant names the location(s) or register(s) it is
+/// about; conflicts also name an instruction where both are live (its id and
+/// its position in program order). Print with [`Finding::display`].
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum Finding {
+    /// A live location has no placement.
+    Unplaced {
+        /// The location.
+        mem: MemLoc,
+        /// The first instruction where it is live.
+        inst: Inst,
+        /// Its position.
+        pos: u32,
+    },
+    /// A location reaches beyond its space.
+    OutOfBounds {
+        /// The location.
+        mem: MemLoc,
+        /// Which coordinate.
+        axis: Axis,
+        /// One past its last partition or byte.
+        end: u64,
+        /// The space's limit on that coordinate.
+        limit: u64,
+    },
+    /// A location's offset is not a multiple of its alignment.
+    Misaligned {
+        /// The location.
+        mem: MemLoc,
+        /// Its offset.
+        offset: u64,
+        /// Its alignment.
+        align: u32,
+    },
+    /// An on-chip location starts on a partition the start rule forbids.
+    BadStartPartition {
+        /// The location.
+        mem: MemLoc,
+        /// Its base partition.
+        base: u16,
+        /// Its partition count.
+        partitions: u16,
+        /// The required multiple for that count.
+        granularity: u16,
+    },
+    /// A PSUM location does not start on a bank boundary.
+    PsumOffBank {
+        /// The location.
+        mem: MemLoc,
+        /// Its offset.
+        offset: u64,
+        /// Bytes per bank.
+        bank_bytes: u32,
+    },
+    /// A PSUM location spans more consecutive banks than the target allows.
+    PsumBankSpan {
+        /// The location.
+        mem: MemLoc,
+        /// First bank touched.
+        first_bank: u64,
+        /// Last bank touched.
+        last_bank: u64,
+        /// Banks one tensor may span.
+        max_banks: u8,
+    },
+    /// A PSUM location's bank disagrees with its offset.
+    PsumBankMismatch {
+        /// The location.
+        mem: MemLoc,
+        /// The bank recorded.
+        bank: u8,
+        /// The bank its offset lies in.
+        expected: u64,
+    },
+    /// Two interfering locations share a cell.
+    Overlap {
+        /// The location that became live first (or entered the sweep first).
+        a: MemLoc,
+        /// The other location.
+        b: MemLoc,
+        /// An instruction where both are live.
+        inst: Inst,
+        /// Its position.
+        pos: u32,
+        /// The first shared partition (DRAM: 0).
+        partition: u32,
+        /// The first shared byte (PSUM: offset in the partition; DRAM: address).
+        byte: u64,
+    },
+    /// A live register has no lane.
+    Uncolored {
+        /// The register.
+        reg: Reg,
+        /// The first instruction where it is live.
+        inst: Inst,
+        /// Its position.
+        pos: u32,
+    },
+    /// A register's lanes reach beyond `max_regs`.
+    LaneOutOfRange {
+        /// The register.
+        reg: Reg,
+        /// Its first lane.
+        lane: u16,
+        /// Its lane count.
+        lanes: u8,
+        /// Lanes of the register file.
+        max_regs: u16,
+    },
+    /// A 2-lane register starts on an odd lane.
+    OddPairLane {
+        /// The register.
+        reg: Reg,
+        /// Its first lane.
+        lane: u16,
+    },
+    /// Two interfering registers share a lane.
+    LaneConflict {
+        /// The register that became live first.
+        a: Reg,
+        /// The other register.
+        b: Reg,
+        /// An instruction where both are live.
+        inst: Inst,
+        /// Its position.
+        pos: u32,
+        /// The first shared lane.
+        lane: u16,
+    },
+}
+
+impl Finding {
+    /// A short kind name (`overlap`, `out-of-bounds`, ...), the word used by
+    /// `; expect:` lines of the broken examples.
+    pub const fn kind(&self) -> &'static str {
+        match self {
+            Finding::Unplaced { .. } => "unplaced",
+            Finding::OutOfBounds { .. } => "out-of-bounds",
+            Finding::Misaligned { .. } => "misaligned",
+            Finding::BadStartPartition { .. } => "bad-start-partition",
+            Finding::PsumOffBank { .. } => "psum-off-bank-boundary",
+            Finding::PsumBankSpan { .. } => "psum-bank-crossing",
+            Finding::PsumBankMismatch { .. } => "psum-bank-mismatch",
+            Finding::Overlap { .. } => "overlap",
+            Finding::Uncolored { .. } => "uncolored",
+            Finding::LaneOutOfRange { .. } => "lane-out-of-range",
+            Finding::OddPairLane { .. } => "odd-lane-pair",
+            Finding::LaneConflict { .. } => "register-overlap",
+        }
+    }
+
+    /// The locations the finding is about (one or two).
+    pub fn mems(&self) -> ArrayVec<MemLoc, 2> {
+        let mut v = ArrayVec::new();
+        match *self {
+            Finding::Unplaced { mem, .. }
+            | Finding::OutOfBounds { mem, .. }
+            | Finding::Misaligned { mem, .. }
+            | Finding::BadStartPartition { mem, .. }
+            | Finding::PsumOffBank { mem, .. }
+            | Finding::PsumBankSpan { mem, .. }
+            | Finding::PsumBankMismatch { mem, .. } => v.push(mem),
+            Finding::Overlap { a, b, .. } => {
+                v.push(a);
+                v.push(b);
+            }
+            _ => {}
+        }
+        v
+    }
+
+    /// The registers the finding is about (one or two).
+    pub fn regs(&self) -> ArrayVec<Reg, 2> {
+        let mut v = ArrayVec::new();
+        match *self {
+            Finding::Uncolored { reg, .. }
+            | Finding::LaneOutOfRange { reg, .. }
+            | Finding::OddPairLane { reg, .. } => v.push(reg),
+            Finding::LaneConflict { a, b, .. } => {
+                v.push(a);
+                v.push(b);
+            }
+            _ => {}
+        }
+        v
+    }
+
+    /// The instruction the finding names, if any.
+    pub fn inst(&self) -> Option<Inst> {
+        match *self {
+            Finding::Unplaced { inst, .. }
+            | Finding::Overlap { inst, .. }
+            | Finding::Uncolored { inst, .. }
+            | Finding::LaneConflict { inst, .. } => Some(inst),
+            _ => None,
+        }
+    }
+
+    /// A printable form that spells locations as `%name@SB<p,b>(P x B)`.
+    pub fn display<'m>(&'m self, module: &'m Module) -> FindingDisplay<'m> {
+        FindingDisplay {
+            finding: self,
+            module,
+        }
+    }
+}
+
+/// A [`Finding`] with the module it refers to, for printing.
+#[derive(Copy, Clone, Debug)]
+pub struct FindingDisplay<'m> {
+    finding: &'m Finding,
+    module: &'m Module,
+}
+
+/// `$name@r5(2 lanes)` or `$name@r?(1 lane)`.
+struct RegDescription<'m>(&'m Module, Reg);
+
+impl fmt::Display for RegDescription<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let (m, r) = (self.0, self.1);
+        let lanes = m.regs.lanes[r];
+        let plural = if lanes == 1 { "lane" } else { "lanes" };
+        match m.regs.lane[r] {
+            NO_LANE => write!(f, "${}@r?({lanes} {plural})", m.reg_name(r)),
+            l => write!(f, "${}@r{l}({lanes} {plural})", m.reg_name(r)),
+        }
+    }
+}
+
+/// `inst7 (matmul)`.
+struct InstDescription<'m>(&'m Module, Inst);
+
+impl fmt::Display for InstDescription<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.0.insts.opcode.get(self.1) {
+            Some(op) => write!(f, "{} ({op})", self.1),
+            None => write!(f, "{}", self.1),
+        }
+    }
+}
+
+impl fmt::Display for FindingDisplay<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let m = self.module;
+        let d = |x: MemLoc| m.describe_mem(x);
+        let r = |x: Reg| RegDescription(m, x);
+        let i = |x: Inst| InstDescription(m, x);
+        match *self.finding {
+            Finding::Unplaced { mem, inst, pos } => write!(
+                f,
+                "{} is live at {} (position {pos}) but has no placement",
+                d(mem),
+                i(inst)
+            ),
+            Finding::OutOfBounds {
+                mem,
+                axis,
+                end,
+                limit,
+            } => {
+                let space = m.mems.space[mem];
+                let what = match (axis, space) {
+                    (Axis::Partitions, _) => "partitions",
+                    (Axis::Bytes, Space::Sb) => "usable bytes per partition",
+                    (Axis::Bytes, Space::Psum) => "usable PSUM bytes per partition (usable banks)",
+                    (Axis::Bytes, Space::Dram) => "DRAM bytes",
+                };
+                write!(
+                    f,
+                    "Allocated memory out of bound {}: ends at {end}, beyond the {limit} {what} of {space}",
+                    d(mem)
+                )
+            }
+            Finding::Misaligned { mem, offset, align } => write!(
+                f,
+                "{} is misaligned: offset {offset} is not a multiple of its alignment {align}",
+                d(mem)
+            ),
+            Finding::BadStartPartition {
+                mem,
+                base,
+                partitions,
+                granularity,
+            } => write!(
+                f,
+                "{} starts at partition {base}, but a tensor of {partitions} partitions must start at a multiple of {granularity}",
+                d(mem)
+            ),
+            Finding::PsumOffBank {
+                mem,
+                offset,
+                bank_bytes,
+            } => write!(
+                f,
+                "{} does not start on a PSUM bank boundary: offset {offset} is not a multiple of the {bank_bytes}-byte bank",
+                d(mem)
+            ),
+            Finding::PsumBankSpan {
+                mem,
+                first_bank,
+                last_bank,
+                max_banks,
+            } => write!(
+                f,
+                "{} spans PSUM banks {first_bank}..={last_bank}, but one tensor may span at most {max_banks} bank(s)",
+                d(mem)
+            ),
+            Finding::PsumBankMismatch {
+                mem,
+                bank,
+                expected,
+            } => write!(
+                f,
+                "{} records bank {bank} but its offset lies in bank {expected}",
+                d(mem)
+            ),
+            Finding::Overlap {
+                a,
+                b,
+                inst,
+                pos,
+                partition,
+                byte,
+            } => {
+                let space = m.mems.space[a];
+                write!(f, "{} and {} overlap ", d(a), d(b))?;
+                if space.is_on_chip() {
+                    write!(f, "at cell {space}<{partition},{byte}>")?;
+                } else {
+                    write!(f, "at byte {space}<{byte}>")?;
+                }
+                write!(f, " while both are live at {} (position {pos})", i(inst))
+            }
+            Finding::Uncolored { reg, inst, pos } => write!(
+                f,
+                "{} is live at {} (position {pos}) but has no lane",
+                r(reg),
+                i(inst)
+            ),
+            Finding::LaneOutOfRange {
+                reg,
+                lane,
+                lanes,
+                max_regs,
+            } => write!(
+                f,
+                "{} uses lanes {lane}..{} beyond the {max_regs} lanes of the register file",
+                r(reg),
+                lane as u32 + lanes as u32
+            ),
+            Finding::OddPairLane { reg, lane } => write!(
+                f,
+                "{} is a 64-bit register on odd lane {lane}; a lane pair must start on an even lane",
+                r(reg)
+            ),
+            Finding::LaneConflict {
+                a,
+                b,
+                inst,
+                pos,
+                lane,
+            } => write!(
+                f,
+                "{} and {} share lane {lane} while both are live at {} (position {pos})",
+                r(a),
+                r(b),
+                i(inst)
+            ),
+        }
+    }
+}
+
+/// Which parts of a module a [`Verifier`] checks. Everything by default; a
+/// pipeline stage that has not placed a space yet turns it off.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct Scope {
+    /// Check PSUM locations.
+    pub psum: bool,
+    /// Check SB locations.
+    pub sb: bool,
+    /// Check DRAM locations.
+    pub dram: bool,
+    /// Check registers.
+    pub registers: bool,
+}
+
+impl Default for Scope {
+    fn default() -> Self {
+        Scope {
+            psum: true,
+            sb: true,
+            dram: true,
+            registers: true,
+        }
+    }
+}
+
+impl Scope {
+    fn space(&self, s: Space) -> bool {
+        match s {
+            Space::Psum => self.psum,
+            Space::Sb => self.sb,
+            Space::Dram => self.dram,
+        }
+    }
+}
+
+/// What one [`Verifier::verify`] found.
+#[derive(Copy, Clone, Debug)]
+pub struct Report<'v> {
+    /// The findings kept, in discovery order: per-location and per-register
+    /// rules first, then conflicts in sweep order.
+    pub findings: &'v [Finding],
+    /// Findings beyond the cap, counted but not kept.
+    pub dropped: u64,
+    /// Active leaves and lane holders examined by the sweeps: at most the
+    /// slabs a rectangle covers (4 on the presets) times (findings + in-place
+    /// handoffs + start-rule breakers); see the module doc.
+    pub candidates: u64,
+}
+
+impl Report<'_> {
+    /// True when the placement breaks no rule.
+    pub fn is_clean(&self) -> bool {
+        self.findings.is_empty() && self.dropped == 0
+    }
+
+    /// Every finding, kept and dropped.
+    pub fn total(&self) -> u64 {
+        self.findings.len() as u64 + self.dropped
+    }
+}
+
+/// One leaf of the active-set tree: a placed location's bytes in one slab.
+#[derive(Copy, Clone, Debug, Default)]
+struct Leaf {
+    mem: u32,
+    slab: u32,
+    start: u64,
+    end: u64,
+}
+
+/// A placed rectangle in cell coordinates: partitions `[p0, p1)`, bytes
+/// `[b0, b1)`. DRAM is one partition of flat bytes.
+#[derive(Copy, Clone, Debug, Default)]
+struct Rect {
+    p0: u32,
+    p1: u32,
+    b0: u64,
+    b1: u64,
+}
+
+const NIL: u32 = u32::MAX;
+
+/// The reusable workspace of the verifier. See the module doc for the rules
+/// and the complexity.
+#[derive(Debug)]
+pub struct Verifier {
+    scope: Scope,
+    max_findings: usize,
+    order: LinearOrder,
+    mem_live: MemLiveness,
+    reg_live: RegLiveness,
+    findings: Vec<Finding>,
+    dropped: u64,
+    candidates: u64,
+    // --- memory sweep -------------------------------------------------
+    /// Cell rectangle per location (meaningful for swept ones).
+    rect: Vec<Rect>,
+    /// Leaves in creation order; a location's leaves are contiguous.
+    leaves: Vec<Leaf>,
+    /// CSR into `leaves` per location (`num_mems + 1` entries).
+    leaf_first: Vec<u32>,
+    /// Leaf ids sorted by (slab, start).
+    sorted: Vec<u32>,
+    /// Sorted position of each leaf id.
+    rank: Vec<u32>,
+    /// First sorted position of each global slab (`slabs + 1` entries).
+    slab_begin: Vec<u32>,
+    /// Segment tree over sorted positions: max end of active leaves.
+    tree: Vec<u64>,
+    /// Swept values (locations or registers) by interval start and by end.
+    by_start: Vec<u32>,
+    by_end: Vec<u32>,
+    // --- register sweep -----------------------------------------------
+    /// Head of the active list of each lane.
+    lane_head: Vec<u32>,
+    /// List links of node `2 × reg + k` (the register's k-th lane).
+    node_next: Vec<u32>,
+    node_prev: Vec<u32>,
+}
+
+impl Default for Verifier {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Verifier {
+    /// An empty workspace checking everything, keeping
+    /// [`DEFAULT_MAX_FINDINGS`] findings.
+    pub fn new() -> Self {
+        Verifier {
+            scope: Scope::default(),
+            max_findings: DEFAULT_MAX_FINDINGS,
+            order: LinearOrder::new(),
+            mem_live: MemLiveness::new(),
+            reg_live: RegLiveness::new(),
+            findings: Vec::new(),
+            dropped: 0,
+            candidates: 0,
+            rect: Vec::new(),
+            leaves: Vec::new(),
+            leaf_first: Vec::new(),
+            sorted: Vec::new(),
+            rank: Vec::new(),
+            slab_begin: Vec::new(),
+            tree: Vec::new(),
+            by_start: Vec::new(),
+            by_end: Vec::new(),
+            lane_head: Vec::new(),
+            node_next: Vec::new(),
+            node_prev: Vec::new(),
+        }
+    }
+
+    /// A workspace reserved for `m`.
+    pub fn for_module(m: &Module) -> Self {
+        let mut v = Self::new();
+        v.reserve(m);
+        v
+    }
+
+    /// Restricts what is checked.
+    pub fn set_scope(&mut self, scope: Scope) {
+        self.scope = scope;
+    }
+
+    /// Sets how many findings are kept (the rest are counted).
+    pub fn set_max_findings(&mut self, n: usize) {
+        self.max_findings = n;
+        self.findings.reserve(n.saturating_sub(self.findings.len()));
+    }
+
+    /// Sizes every buffer for `m`: afterwards `verify(m)` (or any module no
+    /// larger) runs without allocating. The analyses size themselves on
+    /// their first run, so this runs them once.
+    pub fn reserve(&mut self, m: &Module) {
+        self.compute_analyses(m);
+        self.reserve_buffers(m);
+    }
+
+    fn compute_analyses(&mut self, m: &Module) {
+        self.order.compute(m);
+        self.mem_live.compute(m, &self.order);
+        self.reg_live.compute(m, &self.order);
+    }
+
+    fn reserve_buffers(&mut self, m: &Module) {
+        let (mems, regs) = (m.num_mems(), m.num_regs());
+        let slabs = slab_count(m);
+        let leaves = mems * max_slabs_per_rect(m);
+        let size = leaves.next_power_of_two().max(1);
+        fn grow<T>(v: &mut Vec<T>, n: usize) {
+            v.reserve(n.saturating_sub(v.len()));
+        }
+        grow(&mut self.findings, self.max_findings);
+        grow(&mut self.rect, mems);
+        grow(&mut self.leaves, leaves);
+        grow(&mut self.leaf_first, mems + 1);
+        grow(&mut self.sorted, leaves);
+        grow(&mut self.rank, leaves);
+        grow(&mut self.slab_begin, slabs + 1);
+        grow(&mut self.tree, 2 * size);
+        grow(&mut self.by_start, mems.max(regs));
+        grow(&mut self.by_end, mems.max(regs));
+        grow(&mut self.lane_head, lane_table_len(m));
+        grow(&mut self.node_next, 2 * regs);
+        grow(&mut self.node_prev, 2 * regs);
+    }
+
+    /// Checks every rule on `m` and returns what broke. Reserves first (a
+    /// no-op when the workspace is already large enough).
+    pub fn verify(&mut self, m: &Module) -> Report<'_> {
+        self.compute_analyses(m);
+        self.reserve_buffers(m);
+        self.findings.clear();
+        self.dropped = 0;
+        self.candidates = 0;
+        self.check_locations(m);
+        self.sweep_locations(m);
+        if self.scope.registers {
+            self.check_registers(m);
+            self.sweep_registers(m);
+        }
+        Report {
+            findings: &self.findings,
+            dropped: self.dropped,
+            candidates: self.candidates,
+        }
+    }
+
+    fn push(&mut self, f: Finding) {
+        if self.findings.len() < self.max_findings {
+            self.findings.push(f);
+        } else {
+            self.dropped += 1;
+        }
+    }
+
+    /// Per-location rules; records each swept location's rectangle and leaves.
+    fn check_locations(&mut self, m: &Module) {
+        let t = &m.target;
+        self.rect.clear();
+        self.rect.resize(m.num_mems(), Rect::default());
+        self.leaves.clear();
+        self.leaf_first.clear();
+        let g = slab_width(m) as u64;
+        for mem in m.mems.space.keys() {
+            self.leaf_first.push(self.leaves.len() as u32);
+            let space = m.mems.space[mem];
+            if !self.scope.space(space) {
+                continue;
+            }
+            let live = self.mem_live.interval(mem);
+            if !m.is_placed(mem) {
+                let external = space == Space::Dram
+                    && m.mems.flags[mem].intersects(MemFlags::INPUT | MemFlags::OUTPUT);
+                if let (Some(iv), false) = (live, external) {
+                    let inst = self.order.inst_at(iv.start);
+                    self.push(Finding::Unplaced {
+                        mem,
+                        inst,
+                        pos: iv.start,
+                    });
+                }
+                continue;
+            }
+            let parts = m.mems.partitions[mem];
+            let bytes = m.mems.bytes[mem] as u64;
+            let base = m.mems.base_partition[mem];
+            let offset = m.mems.offset[mem];
+            let align = m.mems.align[mem].max(1);
+            let rect = match space {
+                Space::Dram => {
+                    let end = offset.saturating_add(parts as u64 * bytes);
+                    if end > t.dram_bytes {
+                        self.push(Finding::OutOfBounds {
+                            mem,
+                            axis: Axis::Bytes,
+                            end,
+                            limit: t.dram_bytes,
+                        });
+                    }
+                    Rect {
+                        p0: 0,
+                        p1: 1,
+                        b0: offset,
+                        b1: end,
+                    }
+                }
+                Space::Sb | Space::Psum => {
+                    let (space_parts, usable) = if space == Space::Sb {
+                        (t.sb_partitions, t.sb_usable_bytes as u64)
+                    } else {
+                        (t.psum_partitions, t.psum_usable_bytes() as u64)
+                    };
+                    let p_end = base as u32 + parts as u32;
+                    if base == NO_PARTITION || p_end > space_parts as u32 {
+                        self.push(Finding::OutOfBounds {
+                            mem,
+                            axis: Axis::Partitions,
+                            end: p_end as u64,
+                            limit: space_parts as u64,
+                        });
+                    } else if !t.is_legal_start(base, parts) {
+                        self.push(Finding::BadStartPartition {
+                            mem,
+                            base,
+                            partitions: parts,
+                            granularity: t.start_granularity(parts).unwrap_or(0),
+                        });
+                    }
+                    let end = offset.saturating_add(bytes);
+                    if end > usable {
+                        self.push(Finding::OutOfBounds {
+                            mem,
+                            axis: Axis::Bytes,
+                            end,
+                            limit: usable,
+                        });
+                    }
+                    if space == Space::Psum {
+                        self.check_psum_banks(m, mem, offset, end);
+                    }
+                    Rect {
+                        p0: base as u32,
+                        p1: p_end,
+                        b0: offset,
+                        b1: end,
+                    }
+                }
+            };
+            if offset % align as u64 != 0 {
+                self.push(Finding::Misaligned { mem, offset, align });
+            }
+            if live.is_some() {
+                self.rect[mem.index()] = rect;
+                let (s0, s1) = (
+                    slab_of(m, space, rect.p0, g),
+                    slab_of(m, space, rect.p1.saturating_sub(1).max(rect.p0), g),
+                );
+                for s in s0..=s1 {
+                    self.leaves.push(Leaf {
+                        mem: mem.as_u32(),
+                        slab: s,
+                        start: rect.b0,
+                        end: rect.b1,
+                    });
+                }
+            }
+        }
+        self.leaf_first.push(self.leaves.len() as u32);
+    }
+
+    fn check_psum_banks(&mut self, m: &Module, mem: MemLoc, offset: u64, end: u64) {
+        let t = &m.target;
+        let bank_bytes = t.psum_bank_bytes.max(1);
+        let bb = bank_bytes as u64;
+        if offset % bb != 0 {
+            self.push(Finding::PsumOffBank {
+                mem,
+                offset,
+                bank_bytes,
+            });
+        }
+        let first_bank = offset / bb;
+        let last_bank = end.saturating_sub(1).max(offset) / bb;
+        if last_bank - first_bank + 1 > t.psum_max_banks_per_tensor as u64 {
+            self.push(Finding::PsumBankSpan {
+                mem,
+                first_bank,
+                last_bank,
+                max_banks: t.psum_max_banks_per_tensor,
+            });
+        }
+        let bank = m.mems.bank[mem];
+        if bank as u64 != first_bank {
+            self.push(Finding::PsumBankMismatch {
+                mem,
+                bank,
+                expected: first_bank,
+            });
+        }
+    }
+
+    /// The sweep over placed live locations (see the module doc).
+    fn sweep_locations(&mut self, m: &Module) {
+        // Sort leaves by (slab, start) and build the slab index.
+        let n_leaves = self.leaves.len();
+        self.sorted.clear();
+        self.sorted.extend(0..n_leaves as u32);
+        let leaves = &self.leaves;
+        self.sorted
+            .sort_unstable_by_key(|&l| (leaves[l as usize].slab, leaves[l as usize].start));
+        self.rank.clear();
+        self.rank.resize(n_leaves, 0);
+        for (k, &l) in self.sorted.iter().enumerate() {
+            self.rank[l as usize] = k as u32;
+        }
+        let slabs = slab_count(m);
+        self.slab_begin.clear();
+        let mut k = 0usize;
+        for s in 0..=slabs as u32 {
+            while k < n_leaves && self.leaves[self.sorted[k] as usize].slab < s {
+                k += 1;
+            }
+            self.slab_begin.push(k as u32);
+        }
+        let size = n_leaves.next_power_of_two().max(1);
+        self.tree.clear();
+        self.tree.resize(2 * size, 0);
+
+        // Swept locations: those with leaves.
+        self.by_start.clear();
+        for mem in 0..m.num_mems() {
+            if self.leaf_first[mem] < self.leaf_first[mem + 1] {
+                self.by_start.push(mem as u32);
+            }
+        }
+        self.by_end.clear();
+        self.by_end.extend_from_slice(&self.by_start);
+        let live = &self.mem_live;
+        let iv = |x: u32| live.interval(MemLoc::from_u32(x));
+        self.by_start
+            .sort_unstable_by_key(|&x| iv(x).map_or(0, |i| i.start));
+        self.by_end
+            .sort_unstable_by_key(|&x| iv(x).map_or(0, |i| i.end));
+
+        let g = slab_width(m) as u64;
+        let mut e = 0usize;
+        for si in 0..self.by_start.len() {
+            let c = self.by_start[si];
+            let Some(civ) = self.mem_live.interval(MemLoc::from_u32(c)) else {
+                continue;
+            };
+            let p = civ.start;
+            while e < self.by_end.len() {
+                let x = self.by_end[e];
+                match self.mem_live.interval(MemLoc::from_u32(x)) {
+                    Some(xi) if xi.end >= p => break,
+                    _ => {}
+                }
+                self.set_active(x, false);
+                e += 1;
+            }
+            self.query(m, c, p, g);
+            self.set_active(c, true);
+        }
+    }
+
+    /// Enters (or leaves) every leaf of location `x` into the active set.
+    fn set_active(&mut self, x: u32, on: bool) {
+        let size = self.tree.len() / 2;
+        let (a, b) = (
+            self.leaf_first[x as usize] as usize,
+            self.leaf_first[x as usize + 1] as usize,
+        );
+        for l in a..b {
+            let mut node = size + self.rank[l] as usize;
+            self.tree[node] = if on { self.leaves[l].end } else { 0 };
+            while node > 1 {
+                node /= 2;
+                self.tree[node] = self.tree[2 * node].max(self.tree[2 * node + 1]);
+            }
+        }
+    }
+
+    /// Reports every active location that shares a cell with `c` and
+    /// interferes with it.
+    fn query(&mut self, m: &Module, c: u32, pos: u32, g: u64) {
+        let size = self.tree.len() / 2;
+        let rc = self.rect[c as usize];
+        let space = m.mems.space[MemLoc::from_u32(c)];
+        let (a, b) = (
+            self.leaf_first[c as usize] as usize,
+            self.leaf_first[c as usize + 1] as usize,
+        );
+        for l in a..b {
+            let slab = self.leaves[l].slab;
+            let lo = self.slab_begin[slab as usize] as usize;
+            let end = self.slab_begin[slab as usize + 1] as usize;
+            // Leaves of this slab starting before rc.b1 form the prefix [lo, hi).
+            let hi = lo
+                + self.sorted[lo..end].partition_point(|&x| self.leaves[x as usize].start < rc.b1);
+            if hi == lo {
+                continue;
+            }
+            let mut stack: ArrayVec<(u32, u32, u32), 80> = ArrayVec::new();
+            stack.push((1, 0, size as u32));
+            while let Some((node, nl, nr)) = stack.pop() {
+                let (nl, nr) = (nl as usize, nr as usize);
+                if nr <= lo || nl >= hi || self.tree[node as usize] <= rc.b0 {
+                    continue;
+                }
+                if nr - nl == 1 {
+                    let other = self.leaves[self.sorted[nl] as usize].mem;
+                    self.candidate(m, other, c, rc, slab, pos, g, space);
+                    continue;
+                }
+                let mid = (nl + nr) / 2;
+                // Depth ≤ 33 and each pop pushes two: the stack stays below 80.
+                let _ = stack.try_push((2 * node + 1, mid as u32, nr as u32));
+                let _ = stack.try_push((2 * node, nl as u32, mid as u32));
+            }
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn candidate(
+        &mut self,
+        m: &Module,
+        other: u32,
+        c: u32,
+        rc: Rect,
+        slab: u32,
+        pos: u32,
+        g: u64,
+        space: Space,
+    ) {
+        self.candidates += 1;
+        let ro = self.rect[other as usize];
+        let q0 = ro.p0.max(rc.p0);
+        let q1 = ro.p1.min(rc.p1);
+        if q0 >= q1 || slab_of(m, space, q0, g) != slab {
+            return;
+        }
+        let (a, b) = (MemLoc::from_u32(other), MemLoc::from_u32(c));
+        if !self.mem_live.interferes(m, &self.order, a, b) {
+            return;
+        }
+        self.push(Finding::Overlap {
+            a,
+            b,
+            inst: self.order.inst_at(pos),
+            pos,
+            partition: if space.is_on_chip() { q0 } else { 0 },
+            byte: ro.b0.max(rc.b0),
+        });
+    }
+
+    fn check_registers(&mut self, m: &Module) {
+        let max = m.target.max_regs;
+        for r in m.regs.lanes.keys() {
+            let lane = m.regs.lane[r];
+            let lanes = m.regs.lanes[r];
+            if lane == NO_LANE {
+                if let Some(iv) = self.reg_live.interval(r) {
+                    let inst = self.order.inst_at(iv.start);
+                    self.push(Finding::Uncolored {
+                        reg: r,
+                        inst,
+                        pos: iv.start,
+                    });
+                }
+                continue;
+            }
+            if lane as u32 + lanes as u32 > max as u32 {
+                self.push(Finding::LaneOutOfRange {
+                    reg: r,
+                    lane,
+                    lanes,
+                    max_regs: max,
+                });
+            }
+            if lanes == 2 && lane % 2 != 0 {
+                self.push(Finding::OddPairLane { reg: r, lane });
+            }
+        }
+    }
+
+    fn sweep_registers(&mut self, m: &Module) {
+        let n = m.num_regs();
+        self.lane_head.clear();
+        self.lane_head.resize(lane_table_len(m), NIL);
+        self.node_next.clear();
+        self.node_next.resize(2 * n, NIL);
+        self.node_prev.clear();
+        self.node_prev.resize(2 * n, NIL);
+        self.by_start.clear();
+        for r in m.regs.lanes.keys() {
+            if m.regs.lane[r] != NO_LANE && self.reg_live.interval(r).is_some() {
+                self.by_start.push(r.as_u32());
+            }
+        }
+        self.by_end.clear();
+        self.by_end.extend_from_slice(&self.by_start);
+        let live = &self.reg_live;
+        let iv = |x: u32| live.interval(Reg::from_u32(x));
+        self.by_start
+            .sort_unstable_by_key(|&x| iv(x).map_or(0, |i| i.start));
+        self.by_end
+            .sort_unstable_by_key(|&x| iv(x).map_or(0, |i| i.end));
+        let mut e = 0usize;
+        for si in 0..self.by_start.len() {
+            let c = self.by_start[si];
+            let Some(civ) = self.reg_live.interval(Reg::from_u32(c)) else {
+                continue;
+            };
+            let p = civ.start;
+            while e < self.by_end.len() {
+                let x = self.by_end[e];
+                match self.reg_live.interval(Reg::from_u32(x)) {
+                    Some(xi) if xi.end >= p => break,
+                    _ => {}
+                }
+                self.unlink_reg(m, x);
+                e += 1;
+            }
+            self.link_reg(m, c, p);
+        }
+    }
+
+    /// The lanes `[first, first + n)` of a register, clipped to the table.
+    fn reg_lanes(&self, m: &Module, r: u32) -> (usize, usize) {
+        let reg = Reg::from_u32(r);
+        let first = m.regs.lane[reg] as usize;
+        let n = m.regs.lanes[reg] as usize;
+        let len = self.lane_head.len();
+        (first.min(len), (first + n).min(len))
+    }
+
+    fn link_reg(&mut self, m: &Module, c: u32, pos: u32) {
+        let (l0, l1) = self.reg_lanes(m, c);
+        for lane in l0..l1 {
+            // Every register already on this lane is live at `pos`.
+            let mut node = self.lane_head[lane];
+            while node != NIL {
+                self.candidates += 1;
+                let other = node / 2;
+                let (o0, _) = self.reg_lanes(m, other);
+                if lane == o0.max(l0) {
+                    self.push(Finding::LaneConflict {
+                        a: Reg::from_u32(other),
+                        b: Reg::from_u32(c),
+                        inst: self.order.inst_at(pos),
+                        pos,
+                        lane: lane as u16,
+                    });
+                }
+                node = self.node_next[node as usize];
+            }
+            let me = 2 * c + (lane - l0) as u32;
+            let head = self.lane_head[lane];
+            self.node_next[me as usize] = head;
+            self.node_prev[me as usize] = NIL;
+            if head != NIL {
+                self.node_prev[head as usize] = me;
+            }
+            self.lane_head[lane] = me;
+        }
+    }
+
+    fn unlink_reg(&mut self, m: &Module, x: u32) {
+        let (l0, l1) = self.reg_lanes(m, x);
+        for lane in l0..l1 {
+            let me = (2 * x + (lane - l0) as u32) as usize;
+            let (p, n) = (self.node_prev[me], self.node_next[me]);
+            if p != NIL {
+                self.node_next[p as usize] = n;
+            } else {
+                self.lane_head[lane] = n;
+            }
+            if n != NIL {
+                self.node_prev[n as usize] = p;
+            }
+        }
+    }
+}
+
+/// Slab width: the finest start-partition granularity of the target.
+fn slab_width(m: &Module) -> u16 {
+    m.target
+        .start_rules
+        .iter()
+        .map(|r| r.granularity)
+        .min()
+        .unwrap_or(1)
+        .max(1)
+}
+
+/// Slabs of each space, indexed by [`Space::slot`] (PSUM, SB, DRAM).
+fn slabs_per_space(m: &Module) -> [u32; 3] {
+    let g = slab_width(m) as u32;
+    let t = &m.target;
+    [
+        (t.psum_partitions as u32).div_ceil(g).max(1),
+        (t.sb_partitions as u32).div_ceil(g).max(1),
+        1,
+    ]
+}
+
+fn slab_count(m: &Module) -> usize {
+    slabs_per_space(m).iter().map(|&s| s as usize).sum()
+}
+
+fn max_slabs_per_rect(m: &Module) -> usize {
+    let s = slabs_per_space(m);
+    s[0].max(s[1]) as usize
+}
+
+/// The global slab holding partition `p` of `space` (clamped to the space's
+/// last slab, so that out-of-range rectangles still land somewhere and the
+/// map stays monotone).
+fn slab_of(m: &Module, space: Space, p: u32, g: u64) -> u32 {
+    let s = slabs_per_space(m);
+    let base: u32 = s[..space.slot()].iter().sum();
+    let within = (p as u64 / g).min(s[space.slot()] as u64 - 1) as u32;
+    base + within
+}
+
+/// Lanes the register sweep tracks: the register file, or further when a
+/// register sits beyond it (already a finding, but still checked).
+fn lane_table_len(m: &Module) -> usize {
+    let mut n = m.target.max_regs as usize;
+    for r in m.regs.lanes.keys() {
+        let l = m.regs.lane[r];
+        if l != NO_LANE {
+            n = n.max(l as usize + m.regs.lanes[r] as usize);
+        }
+    }
+    n
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ir::{Builder, InstFlags, Opcode, SubOp};
+    use crate::target::Target;
+    use alloc::format;
+    use alloc::string::String;
+
+    fn sb(b: &mut Builder<'_>, name: &str, parts: u16, bytes: u32) -> MemLoc {
+        b.mem(name, Space::Sb, parts, bytes, 1, MemFlags::empty())
+            .unwrap()
+    }
+
+    /// x(in) → t = load x; u = exp t; v = exp u; y = save v. Positions 0..=3.
+    fn chain() -> (Module, [MemLoc; 5], [Inst; 4]) {
+        let mut m = Module::new(Target::default());
+        let mut b = Builder::new(&mut m);
+        let x = b
+            .mem("x", Space::Dram, 128, 4096, 1, MemFlags::INPUT)
+            .unwrap();
+        let y = b
+            .mem("y", Space::Dram, 128, 4096, 1, MemFlags::OUTPUT)
+            .unwrap();
+        let t = sb(&mut b, "t", 128, 4096);
+        let u = sb(&mut b, "u", 128, 4096);
+        let v = sb(&mut b, "v", 128, 4096);
+        b.func("main").unwrap();
+        let i0 = b.load(t, x, 0).unwrap();
+        let i1 = b
+            .compute(Opcode::Activation, SubOp::Exp, u, &[t], InstFlags::empty())
+            .unwrap();
+        let i2 = b
+            .compute(Opcode::Activation, SubOp::Exp, v, &[u], InstFlags::empty())
+            .unwrap();
+        let i3 = b.save(y, v, 1).unwrap();
+        (m, [x, y, t, u, v], [i0, i1, i2, i3])
+    }
+
+    fn texts(m: &Module, r: &Report<'_>) -> String {
+        let mut s = String::new();
+        for f in r.findings {
+            s.push_str(&format!("{}\n", f.display(m)));
+        }
+        s
+    }
+
+    #[test]
+    fn legal_placement_with_disjoint_lifetimes_sharing_space_passes() {
+        let (mut m, [_, _, t, u, v], _) = chain();
+        // t and v never live together (t dies at 1, v is born at 2): same cells.
+        m.place(t, 0, 0);
+        m.place(u, 0, 4096);
+        m.place(v, 0, 0);
+        let mut ver = Verifier::new();
+        let r = ver.verify(&m);
+        assert!(r.is_clean(), "{}", texts(&m, &r));
+        assert_eq!(r.candidates, 0);
+    }
+
+    #[test]
+    fn overlap_of_interfering_tensors_names_both_and_an_instruction() {
+        let (mut m, [_, _, t, u, v], [_, i1, _, _]) = chain();
+        m.place(t, 0, 0);
+        m.place(u, 0, 2048); // overlaps t's bytes 2048..4096 while both live at i1
+        m.place(v, 0, 8192);
+        let mut ver = Verifier::new();
+        let r = ver.verify(&m);
+        assert_eq!(r.findings.len(), 1, "{}", texts(&m, &r));
+        assert_eq!(
+            r.findings[0],
+            Finding::Overlap {
+                a: t,
+                b: u,
+                inst: i1,
+                pos: 1,
+                partition: 0,
+                byte: 2048
+            }
+        );
+        let s = texts(&m, &r);
+        assert!(s.contains("%t@SB<0,0>(128 x 4096) and %u@SB<0,2048>(128 x 4096)"));
+        assert!(s.contains("inst1 (activation)"), "{s}");
+        assert_eq!(r.findings[0].kind(), "overlap");
+    }
+
+    #[test]
+    fn in_place_handoff_may_share_cells() {
+        let mut m = Module::new(Target::default());
+        let mut b = Builder::new(&mut m);
+        let a = sb(&mut b, "a", 128, 64);
+        let c = sb(&mut b, "c", 128, 64);
+        let d = sb(&mut b, "d", 128, 64);
+        b.func("f").unwrap();
+        b.op(Opcode::Memset, &[b.full(a)], &[]).unwrap();
+        b.compute(Opcode::Activation, SubOp::Exp, c, &[a], InstFlags::IN_PLACE)
+            .unwrap();
+        let i2 = b
+            .compute(Opcode::Activation, SubOp::Exp, d, &[c], InstFlags::empty())
+            .unwrap();
+        m.place(a, 0, 0);
+        m.place(c, 0, 0);
+        m.place(d, 0, 64);
+        let mut ver = Verifier::new();
+        let r = ver.verify(&m);
+        assert!(r.is_clean(), "{}", texts(&m, &r));
+        // The handoff pair is the only candidate, met once in each of the
+        // 4 slabs the 128-partition tensors cover.
+        assert_eq!(r.candidates, 4);
+        // Without the in-place flag on the consumer, c and d may not share.
+        m.place(d, 0, 0);
+        let r = ver.verify(&m);
+        assert_eq!(r.findings.len(), 1);
+        assert!(
+            matches!(r.findings[0], Finding::Overlap { a: x, b: y, inst, .. }
+            if x == c && y == d && inst == i2)
+        );
+    }
+
+    #[test]
+    fn partition_disjoint_tensors_share_bytes_and_partial_overlap_is_found() {
+        let mut m = Module::new(Target::default());
+        let mut b = Builder::new(&mut m);
+        let q = [
+            sb(&mut b, "q0", 32, 512),
+            sb(&mut b, "q1", 32, 512),
+            sb(&mut b, "q2", 32, 512),
+            sb(&mut b, "q3", 32, 512),
+        ];
+        let h = sb(&mut b, "h", 64, 256);
+        let all = sb(&mut b, "all", 128, 16);
+        b.func("f").unwrap();
+        for &x in q.iter().chain([h, all].iter()) {
+            b.op(Opcode::Memset, &[b.full(x)], &[]).unwrap();
+        }
+        let ins: alloc::vec::Vec<_> = q
+            .iter()
+            .chain([h, all].iter())
+            .map(|&x| b.full(x))
+            .collect();
+        let out = [b.full(all)];
+        let mut spec = crate::ir::InstSpec::new(Opcode::TensorTensor);
+        spec.inputs = &ins[..5];
+        spec.outputs = &out;
+        let last = b.inst(&spec).unwrap();
+        for (k, &x) in q.iter().enumerate() {
+            m.place(x, 32 * k as u16, 0);
+        }
+        m.place(h, 64, 1024);
+        m.place(all, 0, 4096);
+        let mut ver = Verifier::new();
+        let r = ver.verify(&m);
+        assert!(r.is_clean(), "{}", texts(&m, &r));
+        // h over partitions 64..128 at bytes 256..512 hits q2 and q3.
+        m.place(h, 64, 256);
+        let r = ver.verify(&m);
+        let s = texts(&m, &r);
+        assert_eq!(r.findings.len(), 2, "{s}");
+        assert!(
+            s.contains("%q2@SB<64,0>(32 x 512) and %h@SB<64,256>(64 x 256)"),
+            "{s}"
+        );
+        assert!(s.contains("cell SB<64,256>"), "{s}");
+        assert!(s.contains("cell SB<96,256>"), "{s}");
+        let _ = last;
+    }
+
+    #[test]
+    fn out_of_bounds_misaligned_and_bad_start() {
+        let mut m = Module::new(Target::default());
+        let usable = m.target.sb_usable_bytes;
+        let mut b = Builder::new(&mut m);
+        let big = sb(&mut b, "big", 128, 4096);
+        let al = b
+            .mem("al", Space::Sb, 64, 256, 4, MemFlags::empty())
+            .unwrap();
+        let st = sb(&mut b, "st", 64, 128);
+        let tall = sb(&mut b, "tall", 32, 128);
+        b.func("f").unwrap();
+        for x in [big, al, st, tall] {
+            b.op(Opcode::Memset, &[b.full(x)], &[]).unwrap();
+        }
+        m.place(big, 0, usable as u64 - 4095);
+        m.place(al, 0, 8194);
+        m.place(st, 32, 16384);
+        m.place(tall, 112, 32768);
+        let mut ver = Verifier::new();
+        let r = ver.verify(&m);
+        let s = texts(&m, &r);
+        assert!(r.findings.contains(&Finding::OutOfBounds {
+            mem: big,
+            axis: Axis::Bytes,
+            end: usable as u64 + 1,
+            limit: usable as u64
+        }));
+        assert!(r.findings.contains(&Finding::Misaligned {
+            mem: al,
+            offset: 8194,
+            align: 4
+        }));
+        assert!(r.findings.contains(&Finding::BadStartPartition {
+            mem: st,
+            base: 32,
+            partitions: 64,
+            granularity: 64
+        }));
+        assert!(r.findings.contains(&Finding::OutOfBounds {
+            mem: tall,
+            axis: Axis::Partitions,
+            end: 144,
+            limit: 128
+        }));
+        assert!(
+            s.contains("Allocated memory out of bound %big@SB<0,208889>(128 x 4096)"),
+            "{s}"
+        );
+        assert!(
+            s.contains("%st@SB<32,16384>(64 x 128) starts at partition 32"),
+            "{s}"
+        );
+        assert_eq!(r.findings.len(), 4, "{s}");
+    }
+
+    #[test]
+    fn psum_bank_rules() {
+        let mut m = Module::new(Target::default());
+        let bank = m.target.psum_bank_bytes as u64;
+        let mut b = Builder::new(&mut m);
+        let ok = b
+            .mem("ok", Space::Psum, 128, 2048, 4, MemFlags::empty())
+            .unwrap();
+        let off = b
+            .mem("off", Space::Psum, 128, 512, 4, MemFlags::empty())
+            .unwrap();
+        let wide = b
+            .mem("wide", Space::Psum, 128, 4096, 4, MemFlags::empty())
+            .unwrap();
+        let beyond = b
+            .mem("beyond", Space::Psum, 128, 2048, 4, MemFlags::empty())
+            .unwrap();
+        b.func("f").unwrap();
+        for x in [ok, off, wide, beyond] {
+            b.op(Opcode::Memset, &[b.full(x)], &[]).unwrap();
+        }
+        m.target.psum_usable_banks = 7;
+        m.place(ok, 0, 0);
+        m.place(off, 0, bank + 512);
+        m.place(wide, 0, 2 * bank);
+        m.place(beyond, 0, 7 * bank);
+        let mut ver = Verifier::new();
+        let r = ver.verify(&m);
+        let s = texts(&m, &r);
+        assert!(r.findings.contains(&Finding::PsumOffBank {
+            mem: off,
+            offset: bank + 512,
+            bank_bytes: bank as u32
+        }));
+        assert!(r.findings.contains(&Finding::PsumBankSpan {
+            mem: wide,
+            first_bank: 2,
+            last_bank: 3,
+            max_banks: 1
+        }));
+        assert!(r.findings.contains(&Finding::OutOfBounds {
+            mem: beyond,
+            axis: Axis::Bytes,
+            end: 8 * bank,
+            limit: 7 * bank
+        }));
+        assert_eq!(r.findings.len(), 3, "{s}");
+        assert!(s.contains("%off@PSUM<0,bank 1+512>(128 x 512)"), "{s}");
+        // trn3 lets one tensor span consecutive banks.
+        m.target.psum_max_banks_per_tensor = 8;
+        m.place(off, 0, bank);
+        m.place(beyond, 0, 4 * bank);
+        let r = ver.verify(&m);
+        assert!(r.is_clean(), "{}", texts(&m, &r));
+        // A bank column that disagrees with the offset is found.
+        m.mems.bank[ok] = 5;
+        let r = ver.verify(&m);
+        assert_eq!(
+            r.findings,
+            &[Finding::PsumBankMismatch {
+                mem: ok,
+                bank: 5,
+                expected: 0
+            }]
+        );
+    }
+
+    #[test]
+    fn dram_overlap_and_unplaced() {
+        let (mut m, [x, y, t, u, v], [i0, _, _, _]) = chain();
+        let s1 = m.add_mem("s1", Space::Dram, 128, 64).unwrap();
+        let s2 = m.add_mem("s2", Space::Dram, 128, 64).unwrap();
+        let mut b = Builder::new(&mut m);
+        b.func("g").unwrap();
+        let w = b.op(Opcode::Memset, &[b.full(s1)], &[]).unwrap();
+        b.save(s2, t, 0).unwrap();
+        b.compute(
+            Opcode::TensorTensor,
+            SubOp::Add,
+            u,
+            &[s1, s2],
+            InstFlags::empty(),
+        )
+        .unwrap();
+        m.place(u, 0, 4096);
+        m.place(v, 0, 8192);
+        m.place(s1, 0, 0);
+        m.place(s2, 0, 128 * 64 - 64);
+        let mut ver = Verifier::new();
+        let r = ver.verify(&m);
+        let s = texts(&m, &r);
+        // t is live but unplaced; x and y are external DRAM I/O and may stay unplaced.
+        assert!(r.findings.contains(&Finding::Unplaced {
+            mem: t,
+            inst: i0,
+            pos: 0
+        }));
+        assert!(
+            s.contains("%t@SB<?>(128 x 4096) is live at inst0 (load)"),
+            "{s}"
+        );
+        assert!(!r
+            .findings
+            .iter()
+            .any(|f| f.mems().contains(&x) || f.mems().contains(&y)));
+        let ov = r
+            .findings
+            .iter()
+            .find(|f| f.kind() == "overlap")
+            .copied()
+            .unwrap();
+        assert_eq!(ov.mems().as_slice(), &[s1, s2]);
+        assert!(s.contains("byte DRAM<8128>"), "{s}");
+        assert!(ov.inst().is_some() && ov.inst() != Some(w));
+        assert_eq!(r.findings.len(), 2, "{s}");
+    }
+
+    fn reg_module() -> (Module, [Reg; 4]) {
+        let mut m = Module::new(Target::default());
+        let mut b = Builder::new(&mut m);
+        let i = b.reg("i", 1).unwrap();
+        let one = b.reg("one", 1).unwrap();
+        let k = b.reg("k", 2).unwrap();
+        let z = b.reg("z", 1).unwrap();
+        b.func("f").unwrap();
+        b.scalar(Opcode::ScalarImm, SubOp::None, &[i], &[], 0)
+            .unwrap(); // 0
+        b.scalar(Opcode::ScalarImm, SubOp::None, &[one], &[], 1)
+            .unwrap(); // 1
+        b.begin_loop(8).unwrap();
+        b.scalar(Opcode::ScalarAlu, SubOp::Add, &[i], &[i, one], 0)
+            .unwrap(); // 2
+        b.scalar(Opcode::ScalarImm, SubOp::None, &[k], &[], 7)
+            .unwrap(); // 3
+        b.scalar(Opcode::Branch, SubOp::None, &[], &[i], 0).unwrap(); // 4
+        b.end_loop().unwrap();
+        b.scalar(Opcode::ScalarMov, SubOp::None, &[z], &[k], 0)
+            .unwrap(); // 5
+        b.scalar(Opcode::Branch, SubOp::None, &[], &[z], 0).unwrap(); // 6
+        (m, [i, one, k, z])
+    }
+
+    #[test]
+    fn registers_legal_coloring_passes() {
+        let (mut m, [i, one, k, z]) = reg_module();
+        m.regs.lane[i] = 0;
+        m.regs.lane[one] = 1;
+        m.regs.lane[k] = 2;
+        m.regs.lane[z] = 0; // i and one are dead by 5
+        let mut ver = Verifier::new();
+        let r = ver.verify(&m);
+        assert!(r.is_clean(), "{}", texts(&m, &r));
+    }
+
+    #[test]
+    fn register_violations_are_found() {
+        let (mut m, [i, one, k, z]) = reg_module();
+        m.regs.lane[i] = 2;
+        m.regs.lane[one] = 0;
+        m.regs.lane[k] = 3; // odd pair, and shares lane 3? no: lanes 3,4; conflicts with i at 2? no
+        m.target.max_regs = 4;
+        let mut ver = Verifier::new();
+        let r = ver.verify(&m);
+        let s = texts(&m, &r);
+        assert!(
+            r.findings
+                .contains(&Finding::OddPairLane { reg: k, lane: 3 }),
+            "{s}"
+        );
+        assert!(r.findings.contains(&Finding::LaneOutOfRange {
+            reg: k,
+            lane: 3,
+            lanes: 2,
+            max_regs: 4
+        }));
+        assert!(r.findings.contains(&Finding::Uncolored {
+            reg: z,
+            inst: m.program_order().nth(5).unwrap(),
+            pos: 5
+        }));
+        assert_eq!(r.findings.len(), 3, "{s}");
+        // Now two interfering registers on one lane: i (0..=4) and k (3..=5).
+        m.target.max_regs = 64;
+        m.regs.lane[k] = 2;
+        m.regs.lane[z] = 4;
+        let r = ver.verify(&m);
+        let s = texts(&m, &r);
+        let i3 = m.program_order().nth(3).unwrap();
+        assert_eq!(
+            r.findings,
+            &[Finding::LaneConflict {
+                a: i,
+                b: k,
+                inst: i3,
+                pos: 3,
+                lane: 2
+            }],
+            "{s}"
+        );
+        assert!(
+            s.contains("$i@r2(1 lane) and $k@r2(2 lanes) share lane 2"),
+            "{s}"
+        );
+    }
+
+    #[test]
+    fn findings_are_capped_and_counted() {
+        let mut m = Module::new(Target::default());
+        let mut b = Builder::new(&mut m);
+        let xs: alloc::vec::Vec<_> = (0..20)
+            .map(|k| sb(&mut b, &format!("x{k}"), 128, 64))
+            .collect();
+        b.func("f").unwrap();
+        for &x in &xs {
+            b.op(Opcode::Memset, &[b.full(x)], &[]).unwrap();
+        }
+        let ins: alloc::vec::Vec<_> = xs.iter().take(15).map(|&x| b.full(x)).collect();
+        let outs = [b.full(xs[19])];
+        let mut spec = crate::ir::InstSpec::new(Opcode::TensorTensor);
+        spec.inputs = &ins[..14];
+        spec.outputs = &outs;
+        b.inst(&spec).unwrap();
+        for &x in &xs {
+            m.place(x, 0, 0);
+        }
+        let mut ver = Verifier::new();
+        ver.set_max_findings(5);
+        let r = ver.verify(&m);
+        assert_eq!(r.findings.len(), 5);
+        assert!(r.dropped > 0);
+        // x0..x13 are live from their memsets to the read at 20, each of
+        // x14..x18 at its one memset, x19 from 19: all placed on one cell,
+        // C(14,2) + 5 × 14 + 14 = 175 overlapping pairs.
+        assert_eq!(r.total(), 175);
+    }
+
+    #[test]
+    fn a_second_run_reuses_the_workspace() {
+        let (mut m, [_, _, t, u, v], _) = chain();
+        m.place(t, 0, 0);
+        m.place(u, 0, 4096);
+        m.place(v, 0, 0);
+        let mut ver = Verifier::for_module(&m);
+        let caps = (
+            ver.tree.capacity(),
+            ver.leaves.capacity(),
+            ver.findings.capacity(),
+        );
+        assert!(ver.verify(&m).is_clean());
+        assert!(ver.verify(&m).is_clean());
+        assert_eq!(
+            caps,
+            (
+                ver.tree.capacity(),
+                ver.leaves.capacity(),
+                ver.findings.capacity()
+            )
+        );
+    }
+
+    /// The sweep against an all-pairs check on random modules and placements.
+    #[test]
+    fn sweep_matches_all_pairs_on_random_placements() {
+        let mut seed: u64 = 0x2545_F491_4F6C_DD1D;
+        let mut rnd = |n: u64| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed % n
+        };
+        let mut ver = Verifier::new();
+        let (mut pairs, mut clean) = (0usize, 0usize);
+        for _case in 0..60 {
+            let mut m = Module::new(Target::default());
+            let mut b = Builder::new(&mut m);
+            let n = 4 + rnd(20) as usize;
+            let mut xs = alloc::vec::Vec::new();
+            for k in 0..n {
+                let (space, parts) = match rnd(3) {
+                    0 => (Space::Dram, 1 + rnd(4) as u16),
+                    1 => (Space::Psum, [16u16, 32, 64, 128][rnd(4) as usize]),
+                    _ => (Space::Sb, [1u16, 32, 48, 64, 128][rnd(5) as usize]),
+                };
+                let bytes = 64 * (1 + rnd(8) as u32);
+                xs.push(
+                    b.mem(&format!("m{k}"), space, parts, bytes, 1, MemFlags::empty())
+                        .unwrap(),
+                );
+            }
+            b.func("f").unwrap();
+            for _ in 0..2 * n {
+                let d = xs[rnd(n as u64) as usize];
+                let s = xs[rnd(n as u64) as usize];
+                let flags = if rnd(4) == 0 {
+                    InstFlags::IN_PLACE
+                } else {
+                    InstFlags::empty()
+                };
+                if s == d {
+                    b.op(Opcode::Memset, &[b.full(d)], &[]).unwrap();
+                } else {
+                    b.compute(Opcode::TensorCopy, SubOp::None, d, &[s], flags)
+                        .unwrap();
+                }
+            }
+            for &x in &xs {
+                let parts = m.mems.partitions[x];
+                let base = match parts {
+                    1..=32 => 32 * rnd(4) as u16,
+                    33..=64 => 64 * rnd(2) as u16,
+                    _ => 0,
+                };
+                let off = 64 * rnd(12);
+                let off = if m.mems.space[x] == Space::Psum {
+                    off * 32 % 16384
+                } else {
+                    off
+                };
+                m.place(x, base, off);
+            }
+            let got: alloc::vec::Vec<(MemLoc, MemLoc)> = ver
+                .verify(&m)
+                .findings
+                .iter()
+                .filter_map(|f| match *f {
+                    Finding::Overlap { a, b, .. } => Some((a.min(b), a.max(b))),
+                    _ => None,
+                })
+                .collect();
+            let order = LinearOrder::of(&m);
+            let live = MemLiveness::of(&m, &order);
+            let mut want = alloc::vec::Vec::new();
+            for i in 0..n {
+                for j in i + 1..n {
+                    let (a, c) = (xs[i], xs[j]);
+                    if m.mems.space[a] != m.mems.space[c] || !live.interferes(&m, &order, a, c) {
+                        continue;
+                    }
+                    let cells = |x: MemLoc| -> (u64, u64, u64, u64) {
+                        let (p, o) = (m.mems.base_partition[x] as u64, m.mems.offset[x]);
+                        let (np, nb) = (m.mems.partitions[x] as u64, m.mems.bytes[x] as u64);
+                        if m.mems.space[x] == Space::Dram {
+                            (0, 1, o, o + np * nb)
+                        } else {
+                            (p, p + np, o, o + nb)
+                        }
+                    };
+                    let (ra, rc) = (cells(a), cells(c));
+                    if ra.0 < rc.1 && rc.0 < ra.1 && ra.2 < rc.3 && rc.2 < ra.3 {
+                        want.push((a.min(c), a.max(c)));
+                    }
+                }
+            }
+            let mut got = got;
+            got.sort();
+            want.sort();
+            assert_eq!(got, want);
+            pairs += want.len();
+            clean += want.is_empty() as usize;
+        }
+        // Neither vacuous nor saturated.
+        assert!(
+            pairs > 20 && clean > 0,
+            "{pairs} pairs, {clean} clean cases"
+        );
+    }
+}
