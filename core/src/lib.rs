@@ -19,6 +19,7 @@ pub mod dma;
 pub mod gen;
 pub mod ir;
 pub mod mem;
+pub mod pipeline;
 pub mod reg;
 pub mod target;
 pub mod verify;

@@ -174,19 +174,18 @@ pub fn run(args: &GenArgs) -> i32 {
         }
     };
     let text = crate::text::print(&module);
+    // Written atomically (temporary file + rename): no partial module on error.
     let written = match &args.output {
-        Some(path) => {
-            std::fs::write(path, text.as_bytes()).map_err(|e| (path.display().to_string(), e))
-        }
+        Some(path) => crate::io::write_atomic(path, text.as_bytes()).map_err(|e| e.to_string()),
         None => std::io::stdout()
             .lock()
             .write_all(text.as_bytes())
-            .map_err(|e| ("standard output".to_string(), e)),
+            .map_err(|e| format!("cannot write standard output: {e}")),
     };
     match written {
         Ok(()) => 0,
-        Err((what, e)) => {
-            eprintln!("tusk gen: cannot write {what}: {e}");
+        Err(e) => {
+            eprintln!("tusk gen: {e}");
             3
         }
     }

@@ -3,4 +3,7 @@
 pub mod color;
 pub mod dimacs;
 pub mod gen;
+pub mod info;
+pub mod io;
+pub mod json;
 pub mod text;

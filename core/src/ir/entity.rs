@@ -82,6 +82,7 @@ mod tests {
     fn index_round_trip_and_spelling() {
         let t = Thing::new(12);
         assert_eq!(t.index(), 12);
+        assert_eq!(Thing::from_u32(t.as_u32()), t);
         assert!(t.is_valid());
         assert!(!Thing::INVALID.is_valid());
         assert_eq!(alloc::format!("{t}"), "thing12");

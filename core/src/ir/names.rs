@@ -84,6 +84,15 @@ impl NamePool {
         core::str::from_utf8(&self.bytes[start..end]).unwrap_or("")
     }
 
+    /// The bytes of name `i` (empty when out of range).
+    fn span(&self, i: usize) -> &[u8] {
+        let Some(&end) = self.ends.get(i) else {
+            return &[];
+        };
+        let start = if i == 0 { 0 } else { self.ends[i - 1] as usize };
+        self.bytes.get(start..end as usize).unwrap_or(&[])
+    }
+
     /// The name spelled `s`, if interned.
     pub fn lookup(&self, s: &str) -> Option<Name> {
         if self.table.is_empty() {
@@ -96,7 +105,9 @@ impl NamePool {
             if v == u32::MAX {
                 return None;
             }
-            if self.get(Name::from_u32(v)) == s {
+            // Compare bytes: `get` re-validates UTF-8, which would dominate
+            // parsing (every operand is a lookup).
+            if self.span(v as usize) == s.as_bytes() {
                 return Some(Name::from_u32(v));
             }
             slot = (slot + 1) & mask;

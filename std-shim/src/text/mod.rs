@@ -1,13 +1,56 @@
-//! PLACEHOLDER on branch `gen` only: the real printer (and parser) live on
-//! the text helper's branch and replace this file at merge.
+//! The tusk text format (docs/FORMAT.md): lexer, parser and printer.
+//!
+//! [`parse`] takes raw bytes (anything at all: it validates UTF-8 and the
+//! size limit first) and returns a [`Module`] or a [`ParseError`] with a
+//! 1-based line and column. It never panics and never recurses on input
+//! structure. [`print`] writes canonical text; `print(&parse(x)?) == x` for
+//! every canonical `x`.
 
-/// Stands in for the text printer until it is merged.
-pub fn print(m: &tusk_core::ir::Module) -> String {
-    format!(
-        "; printer not merged yet: tusk-shim's text printer is not on this branch \
-         ({} instructions, {} locations, {} registers were generated)\n",
-        m.num_live_insts(),
-        m.num_mems(),
-        m.num_regs()
-    )
+pub mod error;
+pub mod lexer;
+mod parser;
+pub mod printer;
+pub mod walk;
+
+pub use error::{ErrorKind, ParseError};
+pub use printer::{print, print_into};
+
+pub(crate) use parser::{check_extent, subop_fits};
+
+use tusk_core::ir::Module;
+
+/// Largest text input accepted, in bytes (1 GiB: far above the module's
+/// instruction limit at ~40 bytes a line, and below the `u32` byte offsets
+/// that tokens carry).
+pub const MAX_TEXT_BYTES: u64 = 1 << 30;
+
+/// Parses a module from bytes.
+pub fn parse(bytes: &[u8]) -> Result<Module, ParseError> {
+    if bytes.len() as u64 > MAX_TEXT_BYTES {
+        return Err(ParseError {
+            line: 1,
+            col: 1,
+            kind: ErrorKind::FileTooLarge {
+                bytes: bytes.len() as u64,
+                limit: MAX_TEXT_BYTES,
+            },
+        });
+    }
+    let src = match std::str::from_utf8(bytes) {
+        Ok(s) => s,
+        Err(e) => {
+            let (line, col) = error::line_col(bytes, e.valid_up_to());
+            return Err(ParseError {
+                line,
+                col,
+                kind: ErrorKind::InvalidUtf8,
+            });
+        }
+    };
+    parser::parse_str(src)
+}
+
+/// Parses a module from text.
+pub fn parse_str(src: &str) -> Result<Module, ParseError> {
+    parse(src.as_bytes())
 }

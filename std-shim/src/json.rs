@@ -1,0 +1,829 @@
+//! JSON in and out, for host tools.
+//!
+//! The document mirrors the text format one to one — the target, the
+//! declarations, and the function / loop / block / instruction tree — so it
+//! is the same model in another syntax, not a second IR: [`to_json`] walks
+//! the module's columns like the printer does, and [`from_json`] builds a
+//! module through the same public API and checks as the text parser.
+//! Text → JSON → text is the identity on canonical text.
+//!
+//! Access patterns are written in their explicit form (partition range,
+//! offset, element size, dims) so tools need no short-form rules. Nesting in
+//! the input is bounded by serde_json's recursion limit (128) before the
+//! module's loop-depth limit applies, so hostile nesting is a clean error.
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+use tusk_core::ir::{
+    types, ApSpec, Block, Dim, Engine, Func, Inst, InstFlags, InstSpec, Loop, MemFlags, Module,
+    Opcode, Reg, RegFlags, Space, SubOp, MAX_DIMS, NO_BANK, NO_LANE, NO_PARTITION, UNKNOWN_TRIP,
+};
+use tusk_core::target::Target;
+
+use crate::text::printer::{ap_spec, default_align};
+use crate::text::walk::{walk, Event};
+
+/// A module.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct JsonModule {
+    /// The target.
+    pub target: JsonTarget,
+    /// Memory locations, in declaration order.
+    #[serde(default)]
+    pub mems: Vec<JsonMem>,
+    /// Registers, in declaration order.
+    #[serde(default)]
+    pub regs: Vec<JsonReg>,
+    /// Functions.
+    #[serde(default)]
+    pub funcs: Vec<JsonFunc>,
+}
+
+/// The `target` line.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct JsonTarget {
+    /// `trn1`, `inf2`, `trn2` or `trn3`.
+    pub preset: String,
+    /// Overrides (`max-regs`, `psum-banks`, …) that differ from the preset.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub overrides: BTreeMap<String, u64>,
+}
+
+/// A memory location declaration.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct JsonMem {
+    /// Name without `%`.
+    pub name: String,
+    /// `dram`, `sb` or `psum`.
+    pub space: String,
+    /// Partitions.
+    pub partitions: u16,
+    /// Bytes per partition.
+    pub bytes: u32,
+    /// Element size (default 1).
+    #[serde(default = "one")]
+    pub elem_size: u8,
+    /// Alignment (default: the space minimum or the element size).
+    #[serde(default)]
+    pub align: Option<u32>,
+    /// Flag words (`input`, `output`, …).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub flags: Vec<String>,
+    /// The placement, once placed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub placement: Option<JsonPlacement>,
+}
+
+fn one() -> u8 {
+    1
+}
+
+/// Where a location was placed.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct JsonPlacement {
+    /// First partition (DRAM: 0).
+    pub partition: u16,
+    /// Byte offset (PSUM: bank × bank bytes + offset in the bank; DRAM: the
+    /// address).
+    pub offset: u64,
+}
+
+/// A register declaration.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct JsonReg {
+    /// Name without `$`.
+    pub name: String,
+    /// 1 or 2.
+    pub lanes: u8,
+    /// Flag words (`pinned`, `spilltemp`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub flags: Vec<String>,
+    /// First physical lane once colored.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lane: Option<u16>,
+}
+
+/// A function.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct JsonFunc {
+    /// Name without `@`.
+    pub name: String,
+    /// Blocks and loops in layout order.
+    pub body: Vec<JsonItem>,
+}
+
+/// A block or a loop.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum JsonItem {
+    /// A labeled block.
+    Block(JsonBlock),
+    /// A loop.
+    Loop(JsonLoop),
+}
+
+/// A block.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct JsonBlock {
+    /// Label.
+    pub label: String,
+    /// Instructions in order.
+    #[serde(default)]
+    pub insts: Vec<JsonInst>,
+}
+
+/// A loop.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct JsonLoop {
+    /// Trip count; absent when unknown.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trip: Option<u32>,
+    /// Blocks and nested loops.
+    pub body: Vec<JsonItem>,
+}
+
+/// An instruction.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct JsonInst {
+    /// Mnemonic.
+    pub op: String,
+    /// Sub-operation keyword.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub subop: Option<String>,
+    /// Engine, when not the opcode's default.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub engine: Option<String>,
+    /// DMA queue.
+    #[serde(default, skip_serializing_if = "is_zero_u8")]
+    pub queue: u8,
+    /// Immediate.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub imm: Option<i64>,
+    /// Flag words.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub flags: Vec<String>,
+    /// Written access patterns.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub outputs: Vec<JsonAp>,
+    /// Defined registers (names without `$`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub defs: Vec<String>,
+    /// Read access patterns.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub inputs: Vec<JsonAp>,
+    /// Used registers.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub uses: Vec<String>,
+}
+
+fn is_zero_u8(v: &u8) -> bool {
+    *v == 0
+}
+
+/// An access pattern, explicit.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct JsonAp {
+    /// Location name without `%`.
+    pub loc: String,
+    /// First partition relative to the location.
+    pub part_start: u16,
+    /// Partitions.
+    pub part_count: u16,
+    /// Byte offset.
+    pub offset: u32,
+    /// Element size.
+    pub elem_size: u8,
+    /// `[stride, count]` pairs, outermost first, strides in elements.
+    pub dims: Vec<(i32, u32)>,
+}
+
+/// A JSON input that could not become a module.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum JsonError {
+    /// Not JSON, or not the document's shape (with serde_json's line and
+    /// column).
+    Syntax {
+        /// 1-based line.
+        line: usize,
+        /// 1-based column.
+        col: usize,
+        /// serde_json's message.
+        msg: String,
+    },
+    /// Well-formed JSON whose content the model refuses.
+    Model {
+        /// Where: `funcs[0].body[2]...`.
+        path: String,
+        /// What.
+        msg: String,
+    },
+}
+
+impl fmt::Display for JsonError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            JsonError::Syntax { line, col, msg } => write!(f, "{line}:{col}: {msg}"),
+            JsonError::Model { path, msg } => write!(f, "at {path}: {msg}"),
+        }
+    }
+}
+
+impl std::error::Error for JsonError {}
+
+// ----------------------------------------------------------------------
+// Module → JSON
+
+/// The JSON document of a module.
+pub fn to_json(m: &Module) -> JsonModule {
+    let target = JsonTarget {
+        preset: m.target.generation.name().into(),
+        overrides: m
+            .target
+            .overrides()
+            .map(|(k, v)| (k.to_string(), v))
+            .collect(),
+    };
+    let mems = m
+        .mems
+        .space
+        .keys()
+        .map(|x| JsonMem {
+            name: m.mem_name(x).into(),
+            space: m.mems.space[x].keyword().into(),
+            partitions: m.mems.partitions[x],
+            bytes: m.mems.bytes[x],
+            elem_size: m.mems.elem_size[x],
+            align: Some(m.mems.align[x]),
+            flags: words(types::MEM_FLAG_WORDS.iter(), |f| {
+                m.mems.flags[x].contains(*f)
+            }),
+            placement: m.is_placed(x).then(|| JsonPlacement {
+                partition: m.mems.base_partition[x],
+                offset: m.mems.offset[x],
+            }),
+        })
+        .collect();
+    let regs = m
+        .regs
+        .lanes
+        .keys()
+        .map(|r| JsonReg {
+            name: m.reg_name(r).into(),
+            lanes: m.regs.lanes[r],
+            flags: words(types::REG_FLAG_WORDS.iter(), |f| {
+                m.regs.flags[r].contains(*f)
+            }),
+            lane: (m.regs.lane[r] != NO_LANE).then_some(m.regs.lane[r]),
+        })
+        .collect();
+    let mut funcs = Vec::new();
+    // An explicit stack of open bodies: the walk is flat, the tree is built
+    // here without recursion.
+    let mut stack: Vec<(Option<u32>, Vec<JsonItem>)> = Vec::new();
+    let mut cur_name = String::new();
+    walk(m, |e| match e {
+        Event::FuncStart(f) => {
+            cur_name = m.func_name(f).into();
+            stack.clear();
+            stack.push((None, Vec::new()));
+        }
+        Event::LoopOpen(l, _) => {
+            let trip = m.loops.trip[l];
+            stack.push(((trip != UNKNOWN_TRIP).then_some(trip), Vec::new()));
+        }
+        Event::Block(b, _) => {
+            let insts = m.block_insts(b).map(|i| inst_json(m, i)).collect();
+            if let Some((_, body)) = stack.last_mut() {
+                body.push(JsonItem::Block(JsonBlock {
+                    label: m.block_name(b).into(),
+                    insts,
+                }));
+            }
+        }
+        Event::LoopClose(_) => {
+            if stack.len() > 1 {
+                if let Some((trip, body)) = stack.pop() {
+                    if let Some((_, parent)) = stack.last_mut() {
+                        parent.push(JsonItem::Loop(JsonLoop { trip, body }));
+                    }
+                }
+            }
+        }
+        Event::FuncEnd(_) => {
+            let body = stack.pop().map(|(_, b)| b).unwrap_or_default();
+            funcs.push(JsonFunc {
+                name: std::mem::take(&mut cur_name),
+                body,
+            });
+        }
+    });
+    JsonModule {
+        target,
+        mems,
+        regs,
+        funcs,
+    }
+}
+
+fn words<'a, F: 'a>(
+    table: impl Iterator<Item = &'a (F, &'static str)>,
+    has: impl Fn(&F) -> bool,
+) -> Vec<String> {
+    table
+        .filter(|(f, _)| has(f))
+        .map(|(_, w)| (*w).to_string())
+        .collect()
+}
+
+fn inst_json(m: &Module, i: Inst) -> JsonInst {
+    let op = m.insts.opcode[i];
+    let imm = m.insts.imm[i];
+    let engine = m.insts.engine[i];
+    let sub = m.insts.subop[i];
+    let ap = |a| {
+        let s = ap_spec(m, a);
+        JsonAp {
+            loc: m.mem_name(s.loc).into(),
+            part_start: s.part_start,
+            part_count: s.part_count,
+            offset: s.offset,
+            elem_size: s.elem_size,
+            dims: s.dims.iter().map(|d| (d.stride, d.count)).collect(),
+        }
+    };
+    JsonInst {
+        op: op.mnemonic().into(),
+        subop: (sub != SubOp::None).then(|| sub.keyword().into()),
+        engine: (engine != op.default_engine()).then(|| engine.keyword().into()),
+        queue: m.insts.queue[i],
+        imm: (imm != 0 || matches!(op, Opcode::ScalarImm | Opcode::Memset)).then_some(imm),
+        flags: words(types::INST_FLAG_WORDS.iter(), |f| {
+            m.insts.flags[i].contains(*f)
+        }),
+        outputs: m.outputs(i).map(ap).collect(),
+        defs: m.defs(i).iter().map(|&r| m.reg_name(r).into()).collect(),
+        inputs: m.inputs(i).map(ap).collect(),
+        uses: m.uses(i).iter().map(|&r| m.reg_name(r).into()).collect(),
+    }
+}
+
+/// The module as compact JSON text on one line (ends with a newline).
+pub fn to_json_string(m: &Module) -> String {
+    let mut s = serde_json::to_string(&to_json(m)).unwrap_or_else(|e| {
+        // Serializing plain structs of strings and integers cannot fail;
+        // keep the driver honest if it ever does.
+        format!("{{\"error\": \"{e}\"}}")
+    });
+    s.push('\n');
+    s
+}
+
+// ----------------------------------------------------------------------
+// JSON → Module
+
+/// Parses a JSON document into a module.
+pub fn parse_json(bytes: &[u8]) -> Result<Module, JsonError> {
+    let doc: JsonModule = serde_json::from_slice(bytes).map_err(|e| JsonError::Syntax {
+        line: e.line(),
+        col: e.column(),
+        msg: e.to_string(),
+    })?;
+    from_json(&doc)
+}
+
+fn model(path: impl Into<String>, msg: impl Into<String>) -> JsonError {
+    JsonError::Model {
+        path: path.into(),
+        msg: msg.into(),
+    }
+}
+
+/// True for names the text format can spell: `[A-Za-z_][A-Za-z0-9_.]*`.
+fn valid_name(s: &str) -> bool {
+    let b = s.as_bytes();
+    !b.is_empty()
+        && b.len() <= tusk_core::ir::names::MAX_NAME_LEN
+        && (b[0].is_ascii_alphabetic() || b[0] == b'_')
+        && b.iter()
+            .all(|c| c.is_ascii_alphanumeric() || *c == b'_' || *c == b'.')
+}
+
+fn check_name(path: &str, s: &str) -> Result<(), JsonError> {
+    if valid_name(s) {
+        Ok(())
+    } else {
+        Err(model(
+            path,
+            format!("`{s}` is not a valid name (`[A-Za-z_][A-Za-z0-9_.]*`, at most 256 bytes)"),
+        ))
+    }
+}
+
+fn flag<F: Copy>(
+    path: &str,
+    table: &[(F, &'static str)],
+    w: &str,
+    known: &str,
+) -> Result<F, JsonError> {
+    table
+        .iter()
+        .find(|(_, s)| *s == w)
+        .map(|(f, _)| *f)
+        .ok_or_else(|| model(path, format!("unknown flag `{w}` (known: {known})")))
+}
+
+/// Builds a module from a JSON document, with the text parser's checks.
+pub fn from_json(doc: &JsonModule) -> Result<Module, JsonError> {
+    let mut target = Target::by_name(&doc.target.preset).ok_or_else(|| {
+        model(
+            "target.preset",
+            format!(
+                "unknown target `{}` (known: trn1 inf2 trn2 trn3)",
+                doc.target.preset
+            ),
+        )
+    })?;
+    for (k, &v) in &doc.target.overrides {
+        target
+            .set(k, v)
+            .map_err(|e| model(format!("target.overrides.{k}"), e.to_string()))?;
+    }
+    let mut m = Module::new(target);
+    for (i, j) in doc.mems.iter().enumerate() {
+        let path = format!("mems[{i}]");
+        check_name(&path, &j.name)?;
+        let space = Space::from_keyword(&j.space).ok_or_else(|| {
+            model(
+                &path,
+                format!("unknown space `{}` (known: dram sb psum)", j.space),
+            )
+        })?;
+        if m.mem_by_name(&j.name).is_some() {
+            return Err(model(
+                &path,
+                format!("location `%{}` is declared twice", j.name),
+            ));
+        }
+        if j.elem_size != 0 && j.bytes % j.elem_size as u32 != 0 {
+            return Err(model(
+                &path,
+                format!(
+                    "%{} has {} bytes per partition, not a multiple of its element size {}",
+                    j.name, j.bytes, j.elem_size
+                ),
+            ));
+        }
+        let ir = |e: tusk_core::ir::IrError| model(&path, e.to_string());
+        let x = m
+            .add_mem(&j.name, space, j.partitions, j.bytes)
+            .map_err(ir)?;
+        m.set_elem_size(x, j.elem_size).map_err(ir)?;
+        let align = j.align.unwrap_or(default_align(&m, space, j.elem_size));
+        m.set_align(x, align).map_err(ir)?;
+        let mut flags = MemFlags::empty();
+        for w in &j.flags {
+            flags |= flag(
+                &path,
+                &types::MEM_FLAG_WORDS,
+                w,
+                "input output pinned spill internal reload",
+            )?;
+        }
+        m.mems.flags[x] = flags;
+        if let Some(p) = &j.placement {
+            if p.partition == NO_PARTITION || p.offset == u64::MAX {
+                return Err(model(&path, "placement out of range"));
+            }
+            if space == Space::Dram && p.partition != 0 {
+                return Err(model(&path, "a DRAM placement has partition 0"));
+            }
+            if space == Space::Psum {
+                let bank = p.offset / m.target.psum_bank_bytes.max(1) as u64;
+                if bank >= NO_BANK as u64 {
+                    return Err(model(
+                        &path,
+                        format!("PSUM bank {bank} is out of range (must be 0..=254)"),
+                    ));
+                }
+            }
+            m.place(x, p.partition, p.offset);
+        }
+    }
+    for (i, j) in doc.regs.iter().enumerate() {
+        let path = format!("regs[{i}]");
+        check_name(&path, &j.name)?;
+        if m.reg_by_name(&j.name).is_some() {
+            return Err(model(
+                &path,
+                format!("register `${}` is declared twice", j.name),
+            ));
+        }
+        let r = m
+            .add_reg(&j.name, j.lanes)
+            .map_err(|e| model(&path, e.to_string()))?;
+        let mut flags = RegFlags::empty();
+        for w in &j.flags {
+            flags |= flag(&path, &types::REG_FLAG_WORDS, w, "pinned spilltemp")?;
+        }
+        m.regs.flags[r] = flags;
+        if let Some(l) = j.lane {
+            if l == NO_LANE {
+                return Err(model(&path, "lane out of range"));
+            }
+            m.regs.lane[r] = l;
+        }
+    }
+    let mut b = BodyBuilder::default();
+    for (fi, jf) in doc.funcs.iter().enumerate() {
+        let path = format!("funcs[{fi}]");
+        check_name(&path, &jf.name)?;
+        if m.func_by_name(&jf.name).is_some() {
+            return Err(model(
+                &path,
+                format!("function `@{}` is declared twice", jf.name),
+            ));
+        }
+        let f = m
+            .add_func(&jf.name)
+            .map_err(|e| model(&path, e.to_string()))?;
+        b.func(&mut m, f, &path, &jf.body)?;
+    }
+    Ok(m)
+}
+
+/// Builds function bodies from the JSON tree with an explicit stack.
+#[derive(Default)]
+struct BodyBuilder {
+    /// Per name index: 1 + the function whose block label it is.
+    label_stamp: Vec<u32>,
+    ins: Vec<ApSpec>,
+    outs: Vec<ApSpec>,
+    uses: Vec<Reg>,
+    defs: Vec<Reg>,
+}
+
+impl BodyBuilder {
+    fn func(
+        &mut self,
+        m: &mut Module,
+        f: Func,
+        path: &str,
+        body: &[JsonItem],
+    ) -> Result<(), JsonError> {
+        // (items, next index, the loop they belong to, its path)
+        let mut stack: Vec<(&[JsonItem], usize, Loop, String)> =
+            vec![(body, 0, Loop::INVALID, format!("{path}.body"))];
+        while let Some(top) = stack.last_mut() {
+            let (items, k, lp) = (top.0, top.1, top.2);
+            let Some(item) = items.get(k) else {
+                let Some((_, _, l, p)) = stack.pop() else {
+                    break;
+                };
+                if l.is_valid() && m.loops.first_block[l] == m.loops.end_block[l] {
+                    return Err(model(p, "empty loop: a loop must hold at least one block"));
+                }
+                continue;
+            };
+            top.1 += 1;
+            let ipath = format!("{}[{k}]", top.3);
+            match item {
+                JsonItem::Loop(jl) => {
+                    let limit = m.limits.loop_depth;
+                    if stack.len() > limit as usize {
+                        return Err(model(
+                            ipath,
+                            format!("loops nested too deeply (the limit is {limit} levels)"),
+                        ));
+                    }
+                    let trip = jl.trip.unwrap_or(UNKNOWN_TRIP);
+                    let l = m
+                        .add_loop(lp, trip)
+                        .map_err(|e| model(&ipath, e.to_string()))?;
+                    stack.push((&jl.body, 0, l, format!("{ipath}.loop.body")));
+                }
+                JsonItem::Block(jb) => self.block(m, f, lp, &ipath, jb)?,
+            }
+        }
+        Ok(())
+    }
+
+    fn block(
+        &mut self,
+        m: &mut Module,
+        f: Func,
+        lp: Loop,
+        path: &str,
+        jb: &JsonBlock,
+    ) -> Result<(), JsonError> {
+        check_name(path, &jb.label)?;
+        let stamp = f.as_u32() + 1;
+        if let Some(n) = m.names.lookup(&jb.label) {
+            if self.label_stamp.get(n.index()) == Some(&stamp) {
+                return Err(model(
+                    path,
+                    format!("block label `{}` is declared twice", jb.label),
+                ));
+            }
+        }
+        let b = m
+            .add_block(&jb.label, lp)
+            .map_err(|e| model(path, e.to_string()))?;
+        let n = m.blocks.name[b].index();
+        if self.label_stamp.len() <= n {
+            self.label_stamp.resize(m.names.len().max(n + 1), 0);
+        }
+        self.label_stamp[n] = stamp;
+        for (k, ji) in jb.insts.iter().enumerate() {
+            self.inst(m, b, &format!("{path}.block.insts[{k}]"), ji)?;
+        }
+        Ok(())
+    }
+
+    fn inst(
+        &mut self,
+        m: &mut Module,
+        b: Block,
+        path: &str,
+        j: &JsonInst,
+    ) -> Result<(), JsonError> {
+        let op = Opcode::from_mnemonic(&j.op)
+            .ok_or_else(|| model(path, format!("unknown opcode `{}`", j.op)))?;
+        let mut spec = InstSpec::new(op);
+        if let Some(s) = &j.subop {
+            let sub = SubOp::from_keyword(s)
+                .filter(|s| crate::text::subop_fits(op, *s))
+                .ok_or_else(|| {
+                    model(path, format!("`{s}` is not a sub-operation of `{}`", j.op))
+                })?;
+            spec.subop = sub;
+        }
+        if let Some(e) = &j.engine {
+            spec.engine = Engine::from_keyword(e).ok_or_else(|| {
+                model(
+                    path,
+                    format!("unknown engine `{e}` (known: pe act dve pool sp dma)"),
+                )
+            })?;
+        }
+        spec.queue = j.queue;
+        if matches!(op, Opcode::ScalarImm | Opcode::Memset) && j.imm.is_none() {
+            return Err(model(path, format!("`{}` needs an immediate", j.op)));
+        }
+        spec.imm = j.imm.unwrap_or(0);
+        let mut flags = InstFlags::empty();
+        for w in &j.flags {
+            flags |= flag(
+                path,
+                &types::INST_FLAG_WORDS,
+                w,
+                "inplace uninit spill reload synthetic",
+            )?;
+        }
+        spec.flags = flags;
+        self.ins.clear();
+        self.outs.clear();
+        self.uses.clear();
+        self.defs.clear();
+        for (k, a) in j.inputs.iter().enumerate() {
+            self.ins.push(ap(m, &format!("{path}.inputs[{k}]"), a)?);
+        }
+        for (k, a) in j.outputs.iter().enumerate() {
+            self.outs.push(ap(m, &format!("{path}.outputs[{k}]"), a)?);
+        }
+        for r in &j.uses {
+            self.uses.push(
+                m.reg_by_name(r)
+                    .ok_or_else(|| model(path, format!("undefined register `${r}`")))?,
+            );
+        }
+        for r in &j.defs {
+            self.defs.push(
+                m.reg_by_name(r)
+                    .ok_or_else(|| model(path, format!("undefined register `${r}`")))?,
+            );
+        }
+        spec.inputs = &self.ins;
+        spec.outputs = &self.outs;
+        spec.uses = &self.uses;
+        spec.defs = &self.defs;
+        m.append_inst(b, &spec)
+            .map_err(|e| model(path, e.to_string()))?;
+        Ok(())
+    }
+}
+
+fn ap(m: &Module, path: &str, j: &JsonAp) -> Result<ApSpec, JsonError> {
+    let loc = m
+        .mem_by_name(&j.loc)
+        .ok_or_else(|| model(path, format!("undefined location `%{}`", j.loc)))?;
+    let parts = m.mems.partitions[loc] as u32;
+    let end = j.part_start as u32 + j.part_count as u32;
+    if j.part_count == 0 || end > parts {
+        return Err(model(
+            path,
+            format!(
+                "partitions [{}, {end}) are outside %{}'s {parts} partitions (or empty)",
+                j.part_start, j.loc
+            ),
+        ));
+    }
+    if j.elem_size == 0 || !j.elem_size.is_power_of_two() || j.elem_size > 16 {
+        return Err(model(
+            path,
+            format!("element size {} is not one of 1, 2, 4, 8, 16", j.elem_size),
+        ));
+    }
+    if j.dims.is_empty() || j.dims.len() > MAX_DIMS {
+        return Err(model(
+            path,
+            format!(
+                "an access pattern has 1..={MAX_DIMS} dims, not {}",
+                j.dims.len()
+            ),
+        ));
+    }
+    let spec = ApSpec {
+        loc,
+        part_start: j.part_start,
+        part_count: j.part_count,
+        offset: j.offset,
+        elem_size: j.elem_size,
+        dims: j.dims.iter().map(|&(s, c)| Dim::new(s, c)).collect(),
+    };
+    crate::text::check_extent(m, &spec).map_err(|msg| model(path, msg))?;
+    Ok(spec)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::text;
+
+    const SRC: &str = "target trn2 max-regs=62
+
+dram %x [128 x 8192] elem 4 input
+sb %t [128 x 8192] elem 4 align 64 @ SB<0,1024>
+psum %acc [128 x 2048] @ PSUM<0,bank 3+64>
+reg $k 2 pinned @ r4
+
+func @main {
+entry:
+  %t = load %x queue 1
+  loop ? {
+  body:
+    %acc = matmul %t[p0:128, 0:2048], %t[p0:64, +4, e2, [-1,2] [1,8]]
+  }
+block2:
+  $k = imm -5 synthetic
+}
+";
+
+    #[test]
+    fn text_json_text_is_the_identity() {
+        let m = text::parse_str(SRC).unwrap();
+        assert_eq!(text::print(&m), SRC);
+        let js = to_json_string(&m);
+        let back = parse_json(js.as_bytes()).unwrap();
+        assert_eq!(text::print(&back), SRC);
+        assert_eq!(to_json(&back), to_json(&m));
+    }
+
+    #[test]
+    fn json_errors_name_the_path() {
+        let m = text::parse_str(SRC).unwrap();
+        let mut doc = to_json(&m);
+        if let JsonItem::Block(b) = &mut doc.funcs[0].body[0] {
+            b.insts[0].inputs[0].loc = "nope".into();
+        }
+        let e = from_json(&doc).unwrap_err().to_string();
+        assert!(
+            e.contains("funcs[0].body[0].block.insts[0].inputs[0]"),
+            "{e}"
+        );
+        assert!(e.contains("undefined location `%nope`"), "{e}");
+        let e = parse_json(b"{\"target\": 3}").unwrap_err();
+        assert!(matches!(e, JsonError::Syntax { line: 1, .. }), "{e}");
+    }
+
+    #[test]
+    fn deep_json_nesting_is_a_clean_error() {
+        let mut s =
+            String::from("{\"target\":{\"preset\":\"trn2\"},\"funcs\":[{\"name\":\"f\",\"body\":");
+        for _ in 0..100_000 {
+            s.push_str("[{\"loop\":{\"body\":");
+        }
+        assert!(parse_json(s.as_bytes()).is_err());
+    }
+}

@@ -1,0 +1,1091 @@
+//! The parser: tokens in, a [`Module`] out, through the module's public
+//! building API.
+//!
+//! No recursion: loop nesting is an explicit stack bounded by
+//! `Module::limits.loop_depth`, so hostile nesting ends in a
+//! [`ErrorKind::NestedTooDeeply`] error instead of a stack overflow. Operand
+//! buffers are reused from one instruction to the next, and names are looked
+//! up from byte slices of the source, so parsing allocates only what the
+//! module itself stores.
+
+use arrayvec::ArrayVec;
+use tusk_core::ir::{
+    full_ap, slice_ap, ApSpec, Block, Capacity, Dim, Func, InstSpec, Loop, MemFlags, Module,
+    Opcode, Reg, Space, SubOp, MAX_DIMS, NO_BANK, NO_LANE, NO_PARTITION, UNKNOWN_TRIP,
+};
+use tusk_core::ir::{types, Engine, RegFlags};
+use tusk_core::target::Target;
+
+use super::error::{ErrorKind, ParseError};
+use super::lexer::{Lexer, Tok, Token};
+
+type Result<T> = std::result::Result<T, ParseError>;
+
+/// Parses a module from validated UTF-8 text.
+pub(super) fn parse_str(src: &str) -> Result<Module> {
+    let mut lx = Lexer::new(src);
+    let tok = lx.next_token()?;
+    // Reserve from the input size (a canonical instruction line is 30 to 80
+    // bytes), so the columns do not regrow and copy while parsing. The
+    // estimate is proportional to the input, which the size limit bounds.
+    // Capped at the module's limits; the pages are only touched when used.
+    let n = src.len();
+    let mut m = Module::new(Target::default());
+    let lim = m.limits;
+    let insts = (n / 48).min(lim.instructions as usize);
+    m.reserve(Capacity {
+        insts,
+        aps: (n / 32).min(2 * insts),
+        dims: (n / 32).min(2 * insts),
+        reg_operands: (n / 128).min(insts),
+        mems: (n / 1024).min(lim.locations as usize),
+        regs: (n / 4096).min(lim.registers as usize),
+        blocks: n / 1024,
+        loops: n / 4096,
+        funcs: 1,
+        names: n / 512,
+        name_bytes: n / 128,
+    });
+    let mut p = Parser {
+        lx,
+        tok,
+        m,
+        ins: Vec::new(),
+        outs: Vec::new(),
+        uses: Vec::new(),
+        defs: Vec::new(),
+        label_stamp: Vec::new(),
+        loops: Vec::new(),
+        seen_func: false,
+    };
+    p.module()?;
+    Ok(p.m)
+}
+
+struct Parser<'a> {
+    lx: Lexer<'a>,
+    /// The current (not yet consumed) token.
+    tok: Token,
+    m: Module,
+    ins: Vec<ApSpec>,
+    outs: Vec<ApSpec>,
+    uses: Vec<Reg>,
+    defs: Vec<Reg>,
+    /// Per name index: 1 + the function whose block label it is, or 0.
+    label_stamp: Vec<u32>,
+    /// Open loops of the current function, innermost last.
+    loops: Vec<Loop>,
+    seen_func: bool,
+}
+
+/// Words accepted after a location's shape.
+const MEM_ATTRS: &str = "elem align input output pinned spill internal reload, then `@ <address>`";
+/// Words accepted after an instruction's operands.
+const INST_ATTRS: &str = "queue engine inplace uninit spill reload synthetic";
+
+impl<'a> Parser<'a> {
+    // ------------------------------------------------------------------
+    // Token plumbing
+
+    fn bump(&mut self) -> Result<()> {
+        self.tok = self.lx.next_token()?;
+        Ok(())
+    }
+
+    fn peek(&self) -> Result<Token> {
+        let mut l = self.lx;
+        l.next_token()
+    }
+
+    fn text(&self, t: &Token) -> &'a str {
+        self.lx.text(t)
+    }
+
+    fn err_at(&self, at: u32, kind: ErrorKind) -> ParseError {
+        ParseError::at(self.lx.src(), at as usize, kind)
+    }
+
+    fn err(&self, kind: ErrorKind) -> ParseError {
+        self.err_at(self.tok.start, kind)
+    }
+
+    fn invalid(&self, at: u32, msg: String) -> ParseError {
+        self.err_at(at, ErrorKind::Invalid(msg))
+    }
+
+    fn expected(&self, expected: &'static str) -> ParseError {
+        self.err(ErrorKind::Expected {
+            expected,
+            found: self.lx.describe(&self.tok),
+        })
+    }
+
+    fn expect(&mut self, kind: Tok, what: &'static str) -> Result<Token> {
+        if self.tok.kind != kind {
+            return Err(self.expected(what));
+        }
+        let t = self.tok;
+        self.bump()?;
+        Ok(t)
+    }
+
+    fn is_word(&self, w: &str) -> bool {
+        self.tok.kind == Tok::Word && self.text(&self.tok) == w
+    }
+
+    fn expect_word(&mut self, w: &'static str, what: &'static str) -> Result<()> {
+        if !self.is_word(w) {
+            return Err(self.expected(what));
+        }
+        self.bump()
+    }
+
+    /// Ends a line: a newline (consumed) or the end of the file.
+    fn eol(&mut self) -> Result<()> {
+        match self.tok.kind {
+            Tok::Newline => self.bump(),
+            Tok::Eof => Ok(()),
+            _ => Err(self.expected("the end of the line")),
+        }
+    }
+
+    fn skip_newlines(&mut self) -> Result<()> {
+        while self.tok.kind == Tok::Newline {
+            self.bump()?;
+        }
+        Ok(())
+    }
+
+    /// A non-negative number in `min..=max`, consumed.
+    fn int_in(&mut self, what: &'static str, min: u64, max: u64) -> Result<u64> {
+        let t = self.tok;
+        let value = match t.kind {
+            Tok::Int => t.value as i128,
+            Tok::NegInt => -(t.value as i128),
+            _ => return Err(self.expected(what_number(what))),
+        };
+        if value < min as i128 || value > max as i128 {
+            return Err(self.err(ErrorKind::OutOfRange {
+                what,
+                value,
+                min: min as i128,
+                max: max as i128,
+            }));
+        }
+        self.bump()?;
+        Ok(value as u64)
+    }
+
+    /// A signed number in `min..=max`, consumed.
+    fn signed_in(&mut self, what: &'static str, min: i64, max: i64) -> Result<i64> {
+        let t = self.tok;
+        let value = match t.kind {
+            Tok::Int => t.value as i128,
+            Tok::NegInt => -(t.value as i128),
+            _ => return Err(self.expected(what_number(what))),
+        };
+        if value < min as i128 || value > max as i128 {
+            return Err(self.err(ErrorKind::OutOfRange {
+                what,
+                value,
+                min: min as i128,
+                max: max as i128,
+            }));
+        }
+        self.bump()?;
+        Ok(value as i64)
+    }
+
+    /// The number in a word like `p0`, `e4`, `r5` (prefix, then digits).
+    fn word_num(&self, t: &Token, prefix: u8, what: &'static str, max: u64) -> Result<u64> {
+        let w = self.text(t).as_bytes();
+        let digits = w.get(1..).unwrap_or(&[]);
+        if w.first() != Some(&prefix) || digits.is_empty() || !digits.iter().all(u8::is_ascii_digit)
+        {
+            return Err(self.err_at(
+                t.start,
+                ErrorKind::Expected {
+                    expected: what_word(prefix),
+                    found: self.lx.describe(t),
+                },
+            ));
+        }
+        let mut v: u128 = 0;
+        for &d in digits {
+            v = v * 10 + (d - b'0') as u128;
+            if v > u64::MAX as u128 {
+                return Err(self.err_at(
+                    t.start,
+                    ErrorKind::NumberTooLarge {
+                        text: self.text(t).into(),
+                    },
+                ));
+            }
+        }
+        if v > max as u128 {
+            return Err(self.err_at(
+                t.start,
+                ErrorKind::OutOfRange {
+                    what,
+                    value: v as i128,
+                    min: 0,
+                    max: max as i128,
+                },
+            ));
+        }
+        Ok(v as u64)
+    }
+
+    // ------------------------------------------------------------------
+    // Module
+
+    fn module(&mut self) -> Result<()> {
+        self.skip_newlines()?;
+        if self.is_word("target") {
+            self.target()?;
+        }
+        loop {
+            self.skip_newlines()?;
+            if self.tok.kind == Tok::Eof {
+                return Ok(());
+            }
+            let at = self.tok.start;
+            if self.tok.kind == Tok::Word {
+                match self.text(&self.tok) {
+                    w @ ("dram" | "sb" | "psum") => {
+                        if self.seen_func {
+                            return Err(self.invalid(
+                                at,
+                                format!("`{w}` declaration after a `func`: declarations come before the first function"),
+                            ));
+                        }
+                        self.decl_mem()?;
+                        continue;
+                    }
+                    "reg" => {
+                        if self.seen_func {
+                            return Err(self.invalid(
+                                at,
+                                "`reg` declaration after a `func`: declarations come before the first function".into(),
+                            ));
+                        }
+                        self.decl_reg()?;
+                        continue;
+                    }
+                    "func" => {
+                        self.func()?;
+                        continue;
+                    }
+                    "target" => {
+                        return Err(self.invalid(
+                            at,
+                            "the `target` line must be the first line of the module".into(),
+                        ))
+                    }
+                    _ => {}
+                }
+            }
+            return Err(self.expected("a declaration (`dram`, `sb`, `psum`, `reg`) or `func`"));
+        }
+    }
+
+    fn target(&mut self) -> Result<()> {
+        self.bump()?;
+        let t = self.expect(Tok::Word, "a target preset (trn1, inf2, trn2, trn3)")?;
+        let name = self.text(&t);
+        let mut target = Target::by_name(name).ok_or_else(|| {
+            self.err_at(
+                t.start,
+                ErrorKind::UnknownWord {
+                    what: "target",
+                    word: name.into(),
+                    known: "trn1 inf2 trn2 trn3",
+                },
+            )
+        })?;
+        while self.tok.kind == Tok::Word {
+            let k = self.tok;
+            let key = self.text(&k);
+            self.bump()?;
+            self.expect(Tok::Eq, "`=` after the override key")?;
+            let vt = self.tok;
+            let value = self.int_in("override value", 0, u64::MAX)?;
+            target.set(key, value).map_err(|e| match e {
+                tusk_core::target::TargetError::UnknownKey => self.err_at(
+                    k.start,
+                    ErrorKind::UnknownWord {
+                        what: "target override",
+                        word: key.into(),
+                        known: "max-regs psum-banks sb-bytes psum-span dram-bytes coalesce-budget",
+                    },
+                ),
+                tusk_core::target::TargetError::BadValue { min, max } => self.err_at(
+                    vt.start,
+                    ErrorKind::OutOfRange {
+                        what: "target override value",
+                        value: value as i128,
+                        min: min as i128,
+                        max: max as i128,
+                    },
+                ),
+            })?;
+        }
+        self.m.target = target;
+        self.eol()
+    }
+
+    // ------------------------------------------------------------------
+    // Declarations
+
+    fn decl_mem(&mut self) -> Result<()> {
+        let space = match self.text(&self.tok) {
+            "dram" => Space::Dram,
+            "sb" => Space::Sb,
+            _ => Space::Psum,
+        };
+        self.bump()?;
+        let nt = self.expect(Tok::Mem, "a location name (`%name`)")?;
+        let name = self.text(&nt);
+        self.expect(
+            Tok::LBracket,
+            "`[` before the shape `[<partitions> x <bytes>]`",
+        )?;
+        let max_parts = match space {
+            Space::Sb => self.m.target.sb_partitions,
+            Space::Psum => self.m.target.psum_partitions,
+            Space::Dram => NO_PARTITION - 1,
+        };
+        let parts = self.int_in("partition count", 1, max_parts as u64)? as u16;
+        self.expect_word("x", "`x` between partitions and bytes")?;
+        let bytes = self.int_in("bytes per partition", 1, u32::MAX as u64 - 1)? as u32;
+        self.expect(Tok::RBracket, "`]` after the shape")?;
+
+        let mut elem: Option<u8> = None;
+        let mut align: Option<u32> = None;
+        let mut flags = MemFlags::empty();
+        let mut addr: Option<(u16, u64)> = None;
+        loop {
+            match self.tok.kind {
+                Tok::Newline | Tok::Eof => break,
+                Tok::At | Tok::Func => {
+                    addr = Some(self.address(space)?);
+                    break;
+                }
+                Tok::Word => {
+                    let at = self.tok.start;
+                    let w = self.text(&self.tok);
+                    if w == "elem" {
+                        self.bump()?;
+                        if elem.is_some() {
+                            return Err(self.invalid(at, "`elem` given twice".into()));
+                        }
+                        let vt = self.tok.start;
+                        let e = self.int_in("element size", 1, 16)?;
+                        if !e.is_power_of_two() {
+                            return Err(self.invalid(
+                                vt,
+                                format!("element size {e} is not one of 1, 2, 4, 8, 16"),
+                            ));
+                        }
+                        elem = Some(e as u8);
+                    } else if w == "align" {
+                        self.bump()?;
+                        if align.is_some() {
+                            return Err(self.invalid(at, "`align` given twice".into()));
+                        }
+                        let vt = self.tok.start;
+                        let a = self.int_in("alignment", 1, 1 << 20)?;
+                        if !a.is_power_of_two() {
+                            return Err(
+                                self.invalid(vt, format!("alignment {a} is not a power of two"))
+                            );
+                        }
+                        align = Some(a as u32);
+                    } else if let Some(f) = mem_flag(w) {
+                        flags |= f;
+                        self.bump()?;
+                    } else {
+                        return Err(self.err(ErrorKind::UnknownWord {
+                            what: "location attribute",
+                            word: w.into(),
+                            known: MEM_ATTRS,
+                        }));
+                    }
+                }
+                _ => return Err(self.expected("a location attribute or the end of the line")),
+            }
+        }
+        if let Some(e) = elem.filter(|&e| bytes % e as u32 != 0) {
+            return Err(self.invalid(
+                nt.start,
+                format!("%{name} has {bytes} bytes per partition, not a multiple of its element size {e}"),
+            ));
+        }
+        if self.m.mem_by_name(name).is_some() {
+            return Err(self.err_at(
+                nt.start,
+                ErrorKind::Duplicate {
+                    what: "location",
+                    name: format!("%{name}"),
+                },
+            ));
+        }
+        let ir = |p: &Self, e| p.err_at(nt.start, ErrorKind::Ir(e));
+        let mem = self
+            .m
+            .add_mem(name, space, parts, bytes)
+            .map_err(|e| ir(self, e))?;
+        if let Some(e) = elem {
+            self.m.set_elem_size(mem, e).map_err(|e| ir(self, e))?;
+        }
+        if let Some(a) = align {
+            self.m.set_align(mem, a).map_err(|e| ir(self, e))?;
+        }
+        self.m.mems.flags[mem] = flags;
+        if let Some((p, off)) = addr {
+            self.m.place(mem, p, off);
+        }
+        self.eol()
+    }
+
+    /// `@ SB<p,b>`, `@ PSUM<p,bank k>`, `@ PSUM<p,bank k+off>`, `@ DRAM<a>`;
+    /// returns (base partition, byte offset) as [`Module::place`] takes them.
+    fn address(&mut self, space: Space) -> Result<(u16, u64)> {
+        let wt = if self.tok.kind == Tok::At {
+            self.bump()?;
+            self.expect(
+                Tok::Word,
+                "an address (`SB<p,b>`, `PSUM<p,bank k>`, `DRAM<a>`)",
+            )?
+        } else {
+            // `@SB<..>` lexes as a function-name token.
+            let t = self.tok;
+            self.bump()?;
+            t
+        };
+        let word = self.text(&wt);
+        let given = match word {
+            "SB" => Space::Sb,
+            "PSUM" => Space::Psum,
+            "DRAM" => Space::Dram,
+            _ => {
+                return Err(self.err_at(
+                    wt.start,
+                    ErrorKind::UnknownWord {
+                        what: "address space",
+                        word: word.into(),
+                        known: "SB PSUM DRAM",
+                    },
+                ))
+            }
+        };
+        if given != space {
+            return Err(self.invalid(
+                wt.start,
+                format!(
+                    "a {} address on a `{}` location (its addresses are `{}<..>`)",
+                    given.upper(),
+                    space.keyword(),
+                    space.upper()
+                ),
+            ));
+        }
+        self.expect(Tok::Lt, "`<` after the address space")?;
+        let placed = match space {
+            Space::Dram => (0, self.int_in("DRAM address", 0, u64::MAX - 1)?),
+            Space::Sb => {
+                let p = self.int_in("base partition", 0, NO_PARTITION as u64 - 1)? as u16;
+                self.expect(Tok::Comma, "`,` between partition and byte offset")?;
+                (p, self.int_in("byte offset", 0, u64::MAX - 1)?)
+            }
+            Space::Psum => {
+                let p = self.int_in("base partition", 0, NO_PARTITION as u64 - 1)? as u16;
+                self.expect(Tok::Comma, "`,` between partition and bank")?;
+                self.expect_word("bank", "`bank`")?;
+                let bank = self.int_in("PSUM bank", 0, NO_BANK as u64 - 1)?;
+                let bank_bytes = self.m.target.psum_bank_bytes as u64;
+                let mut off = 0;
+                if self.tok.kind == Tok::Plus {
+                    self.bump()?;
+                    off = self.int_in("offset inside the bank", 0, bank_bytes.saturating_sub(1))?;
+                }
+                (p, bank * bank_bytes + off)
+            }
+        };
+        self.expect(Tok::Gt, "`>` closing the address")?;
+        Ok(placed)
+    }
+
+    fn decl_reg(&mut self) -> Result<()> {
+        self.bump()?;
+        let nt = self.expect(Tok::Reg, "a register name (`$name`)")?;
+        let name = self.text(&nt);
+        let lanes = self.int_in("register lanes", 1, 2)? as u8;
+        let mut flags = RegFlags::empty();
+        let mut lane = NO_LANE;
+        loop {
+            match self.tok.kind {
+                Tok::Newline | Tok::Eof => break,
+                Tok::At | Tok::Func => {
+                    let t = if self.tok.kind == Tok::At {
+                        self.bump()?;
+                        self.expect(Tok::Word, "a lane (`r<N>`)")?
+                    } else {
+                        let t = self.tok;
+                        self.bump()?;
+                        t
+                    };
+                    lane = self.word_num(&t, b'r', "register lane", NO_LANE as u64 - 1)? as u16;
+                    break;
+                }
+                Tok::Word => {
+                    let w = self.text(&self.tok);
+                    match types::REG_FLAG_WORDS.iter().find(|(_, s)| *s == w) {
+                        Some((f, _)) => flags |= *f,
+                        None => {
+                            return Err(self.err(ErrorKind::UnknownWord {
+                                what: "register attribute",
+                                word: w.into(),
+                                known: "pinned spilltemp, then `@ r<N>`",
+                            }))
+                        }
+                    }
+                    self.bump()?;
+                }
+                _ => return Err(self.expected("a register attribute or the end of the line")),
+            }
+        }
+        if self.m.reg_by_name(name).is_some() {
+            return Err(self.err_at(
+                nt.start,
+                ErrorKind::Duplicate {
+                    what: "register",
+                    name: format!("${name}"),
+                },
+            ));
+        }
+        let r = self
+            .m
+            .add_reg(name, lanes)
+            .map_err(|e| self.err_at(nt.start, ErrorKind::Ir(e)))?;
+        self.m.regs.flags[r] = flags;
+        self.m.regs.lane[r] = lane;
+        self.eol()
+    }
+
+    // ------------------------------------------------------------------
+    // Functions, blocks, loops
+
+    fn func(&mut self) -> Result<()> {
+        self.seen_func = true;
+        self.bump()?;
+        let nt = self.expect(Tok::Func, "a function name (`@name`)")?;
+        let name = self.text(&nt);
+        if self.m.func_by_name(name).is_some() {
+            return Err(self.err_at(
+                nt.start,
+                ErrorKind::Duplicate {
+                    what: "function",
+                    name: format!("@{name}"),
+                },
+            ));
+        }
+        self.expect(Tok::LBrace, "`{` after the function name")?;
+        self.eol()?;
+        let f = self
+            .m
+            .add_func(name)
+            .map_err(|e| self.err_at(nt.start, ErrorKind::Ir(e)))?;
+        self.loops.clear();
+        let mut block = Block::INVALID;
+        loop {
+            self.skip_newlines()?;
+            match self.tok.kind {
+                Tok::RBrace => {
+                    let at = self.tok.start;
+                    self.bump()?;
+                    let Some(l) = self.loops.pop() else {
+                        return self.eol();
+                    };
+                    if self.m.loops.first_block[l] == self.m.loops.end_block[l] {
+                        return Err(self.invalid(
+                            at,
+                            "empty loop: a loop must hold at least one block".into(),
+                        ));
+                    }
+                    block = Block::INVALID;
+                    self.eol()?;
+                }
+                Tok::Eof => {
+                    let what = match self.loops.len() {
+                        0 => format!("`func @{name}` is missing its closing `}}`"),
+                        n => format!(
+                            "{n} loop{} and `func @{name}` are missing their closing `}}`",
+                            if n == 1 { "" } else { "s" }
+                        ),
+                    };
+                    return Err(self.err(ErrorKind::Unclosed { what }));
+                }
+                Tok::Word if self.peek()?.kind == Tok::Colon => {
+                    block = self.label(f)?;
+                }
+                Tok::Word if self.is_word("loop") => {
+                    self.loop_header()?;
+                    block = Block::INVALID;
+                }
+                Tok::Word if self.is_word("func") => {
+                    return Err(self.invalid(
+                        self.tok.start,
+                        format!("`func` inside `func @{name}`: the function above is missing its closing `}}`"),
+                    ))
+                }
+                _ => {
+                    if !block.is_valid() {
+                        block = self.auto_block(f)?;
+                    }
+                    self.inst(block)?;
+                }
+            }
+        }
+    }
+
+    fn label(&mut self, f: Func) -> Result<Block> {
+        let t = self.tok;
+        let label = self.text(&t);
+        if label.contains('-') {
+            return Err(self.invalid(
+                t.start,
+                format!("`{label}` is not a valid label (`[A-Za-z_][A-Za-z0-9_.]*`)"),
+            ));
+        }
+        self.bump()?;
+        self.bump()?; // the colon
+        self.add_block(f, label, t.start)
+    }
+
+    fn add_block(&mut self, f: Func, label: &str, at: u32) -> Result<Block> {
+        let stamp = f.as_u32() + 1;
+        if let Some(n) = self.m.names.lookup(label) {
+            if self.label_stamp.get(n.index()) == Some(&stamp) {
+                return Err(self.err_at(
+                    at,
+                    ErrorKind::Duplicate {
+                        what: "block label",
+                        name: label.into(),
+                    },
+                ));
+            }
+        }
+        let lp = self.loops.last().copied().unwrap_or(Loop::INVALID);
+        let b = self
+            .m
+            .add_block(label, lp)
+            .map_err(|e| self.err_at(at, ErrorKind::Ir(e)))?;
+        let n = self.m.blocks.name[b].index();
+        if self.label_stamp.len() <= n {
+            self.label_stamp.resize(self.m.names.len().max(n + 1), 0);
+        }
+        self.label_stamp[n] = stamp;
+        Ok(b)
+    }
+
+    /// A block for instructions that follow a `}` or open a function
+    /// without a label: `block<N>` with N its index (or the next free N).
+    fn auto_block(&mut self, f: Func) -> Result<Block> {
+        let stamp = f.as_u32() + 1;
+        let mut n = self.m.num_blocks();
+        loop {
+            let label = format!("block{n}");
+            let taken = self
+                .m
+                .names
+                .lookup(&label)
+                .is_some_and(|nm| self.label_stamp.get(nm.index()) == Some(&stamp));
+            if !taken {
+                return self.add_block(f, &label, self.tok.start);
+            }
+            n += 1;
+        }
+    }
+
+    fn loop_header(&mut self) -> Result<()> {
+        let at = self.tok.start;
+        self.bump()?;
+        let trip = match self.tok.kind {
+            Tok::Question => {
+                self.bump()?;
+                UNKNOWN_TRIP
+            }
+            Tok::LBrace => UNKNOWN_TRIP,
+            _ => self.int_in("trip count", 0, UNKNOWN_TRIP as u64 - 1)? as u32,
+        };
+        self.expect(Tok::LBrace, "`{` after the trip count")?;
+        self.eol()?;
+        let limit = self.m.limits.loop_depth;
+        if self.loops.len() >= limit as usize {
+            return Err(self.err_at(at, ErrorKind::NestedTooDeeply { limit }));
+        }
+        let parent = self.loops.last().copied().unwrap_or(Loop::INVALID);
+        let l = self
+            .m
+            .add_loop(parent, trip)
+            .map_err(|e| self.err_at(at, ErrorKind::Ir(e)))?;
+        self.loops.push(l);
+        Ok(())
+    }
+
+    // ------------------------------------------------------------------
+    // Instructions
+
+    fn inst(&mut self, block: Block) -> Result<()> {
+        let at = self.tok.start;
+        self.ins.clear();
+        self.outs.clear();
+        self.uses.clear();
+        self.defs.clear();
+        let mut imm: Option<i64> = None;
+        if matches!(self.tok.kind, Tok::Mem | Tok::Reg) {
+            loop {
+                self.operand(true, &mut imm)?;
+                if self.tok.kind != Tok::Comma {
+                    break;
+                }
+                self.bump()?;
+            }
+            self.expect(Tok::Eq, "`=` after the outputs")?;
+        }
+        let ot = self.tok;
+        if ot.kind != Tok::Word {
+            return Err(self.expected("an opcode"));
+        }
+        let mn = self.text(&ot);
+        let opcode = Opcode::from_mnemonic(mn)
+            .ok_or_else(|| self.err_at(ot.start, ErrorKind::UnknownOpcode(mn.into())))?;
+        self.bump()?;
+        let mut spec = InstSpec::new(opcode);
+        if self.tok.kind == Tok::Word {
+            let w = self.text(&self.tok);
+            if let Some(s) = SubOp::from_keyword(w).filter(|s| *s != SubOp::None) {
+                if !subop_fits(opcode, s) {
+                    return Err(self.invalid(
+                        self.tok.start,
+                        format!("`{w}` is not a sub-operation of `{mn}`"),
+                    ));
+                }
+                spec.subop = s;
+                self.bump()?;
+            }
+        }
+        if matches!(self.tok.kind, Tok::Mem | Tok::Reg | Tok::Int | Tok::NegInt) {
+            loop {
+                self.operand(false, &mut imm)?;
+                if self.tok.kind != Tok::Comma {
+                    break;
+                }
+                self.bump()?;
+            }
+        }
+        while self.tok.kind == Tok::Word {
+            let w = self.text(&self.tok);
+            match w {
+                "queue" => {
+                    self.bump()?;
+                    spec.queue = self.int_in("queue", 0, u8::MAX as u64)? as u8;
+                }
+                "engine" => {
+                    self.bump()?;
+                    let et = self.expect(Tok::Word, "an engine (pe act dve pool sp dma)")?;
+                    let e = self.text(&et);
+                    spec.engine = Engine::from_keyword(e).ok_or_else(|| {
+                        self.err_at(
+                            et.start,
+                            ErrorKind::UnknownWord {
+                                what: "engine",
+                                word: e.into(),
+                                known: "pe act dve pool sp dma",
+                            },
+                        )
+                    })?;
+                }
+                _ => {
+                    let Some((f, _)) = types::INST_FLAG_WORDS.iter().find(|(_, s)| *s == w) else {
+                        return Err(self.err(ErrorKind::UnknownWord {
+                            what: "instruction attribute",
+                            word: w.into(),
+                            known: INST_ATTRS,
+                        }));
+                    };
+                    spec.flags |= *f;
+                    self.bump()?;
+                }
+            }
+        }
+        if !matches!(self.tok.kind, Tok::Newline | Tok::Eof) {
+            return Err(self.expected("`,`, an instruction attribute or the end of the line"));
+        }
+        if matches!(opcode, Opcode::ScalarImm | Opcode::Memset) && imm.is_none() {
+            return Err(self.invalid(at, format!("`{mn}` needs an immediate operand")));
+        }
+        spec.imm = imm.unwrap_or(0);
+        spec.inputs = &self.ins;
+        spec.outputs = &self.outs;
+        spec.uses = &self.uses;
+        spec.defs = &self.defs;
+        self.m
+            .append_inst(block, &spec)
+            .map_err(|e| ParseError::at(self.lx.src(), at as usize, ErrorKind::Ir(e)))?;
+        self.eol()
+    }
+
+    fn operand(&mut self, output: bool, imm: &mut Option<i64>) -> Result<()> {
+        let t = self.tok;
+        match t.kind {
+            Tok::Mem => {
+                let limit = self.m.limits.aps_per_inst as usize;
+                if self.ins.len() + self.outs.len() >= limit {
+                    return Err(self.err(ErrorKind::Limit {
+                        what: "access patterns in one instruction",
+                        limit: limit as u64,
+                    }));
+                }
+                let ap = self.access_pattern()?;
+                if output {
+                    self.outs.push(ap);
+                } else {
+                    self.ins.push(ap);
+                }
+            }
+            Tok::Reg => {
+                let limit = self.m.limits.regs_per_inst as usize;
+                if self.uses.len() + self.defs.len() >= limit {
+                    return Err(self.err(ErrorKind::Limit {
+                        what: "registers in one instruction",
+                        limit: limit as u64,
+                    }));
+                }
+                let name = self.text(&t);
+                let r = self.m.reg_by_name(name).ok_or_else(|| {
+                    self.err(ErrorKind::Undefined {
+                        what: "register",
+                        name: format!("${name}"),
+                    })
+                })?;
+                self.bump()?;
+                if output {
+                    self.defs.push(r);
+                } else {
+                    self.uses.push(r);
+                }
+            }
+            Tok::Int | Tok::NegInt if !output => {
+                if imm.is_some() {
+                    return Err(self.invalid(t.start, "more than one immediate operand".into()));
+                }
+                *imm = Some(self.signed_in("immediate", i64::MIN, i64::MAX)?);
+            }
+            _ => {
+                return Err(self.expected(if output {
+                    "an output (`%loc` or `$reg`)"
+                } else {
+                    "an operand (`%loc`, `$reg` or a number)"
+                }))
+            }
+        }
+        Ok(())
+    }
+
+    /// `%x`, `%x[pA:B, lo:hi]` or `%x[pA:B, +off, eN, [stride,count]...]`.
+    fn access_pattern(&mut self) -> Result<ApSpec> {
+        let nt = self.tok;
+        let name = self.text(&nt);
+        let loc = self.m.mem_by_name(name).ok_or_else(|| {
+            self.err(ErrorKind::Undefined {
+                what: "location",
+                name: format!("%{name}"),
+            })
+        })?;
+        self.bump()?;
+        if self.tok.kind != Tok::LBracket {
+            return Ok(full_ap(&self.m, loc));
+        }
+        self.bump()?;
+        let parts = self.m.mems.partitions[loc];
+        let pt = self.expect(Tok::Word, "a partition range `p<start>:<end>`")?;
+        let p0 = self.word_num(&pt, b'p', "first partition", NO_PARTITION as u64 - 1)?;
+        self.expect(Tok::Colon, "`:` in the partition range")?;
+        let p1 = self.int_in("partition end", 0, NO_PARTITION as u64 - 1)?;
+        if p1 <= p0 || p1 > parts as u64 {
+            return Err(self.invalid(
+                pt.start,
+                format!(
+                    "partitions [{p0}, {p1}) are outside %{name}'s {parts} partitions (or empty)"
+                ),
+            ));
+        }
+        let (p0, pn) = (p0 as u16, (p1 - p0) as u16);
+        self.expect(Tok::Comma, "`,` after the partition range")?;
+        let bytes = self.m.mems.bytes[loc];
+        let spec = if self.tok.kind == Tok::Int {
+            let lt = self.tok.start;
+            let lo = self.int_in("first byte", 0, u32::MAX as u64)?;
+            self.expect(Tok::Colon, "`:` in the byte range")?;
+            let hi = self.int_in("byte end", 0, u32::MAX as u64)?;
+            if hi <= lo || hi > bytes as u64 {
+                return Err(self.invalid(
+                    lt,
+                    format!(
+                        "bytes [{lo}, {hi}) are outside %{name}'s {bytes} bytes per partition (or empty)"
+                    ),
+                ));
+            }
+            slice_ap(&self.m, loc, p0, pn, lo as u32, hi as u32)
+        } else {
+            let start = self.tok.start;
+            let mut offset = 0u32;
+            let mut elem = self.m.mems.elem_size[loc].max(1);
+            if self.tok.kind == Tok::Plus {
+                self.bump()?;
+                offset = self.int_in("access-pattern offset", 0, u32::MAX as u64)? as u32;
+                self.expect(Tok::Comma, "`,` after the offset")?;
+            }
+            if self.tok.kind == Tok::Word {
+                let t = self.tok;
+                let e = self.word_num(&t, b'e', "element size", 16)?;
+                if e == 0 || !e.is_power_of_two() {
+                    return Err(self.invalid(
+                        t.start,
+                        format!("element size {e} is not one of 1, 2, 4, 8, 16"),
+                    ));
+                }
+                elem = e as u8;
+                self.bump()?;
+                self.expect(Tok::Comma, "`,` after the element size")?;
+            }
+            let mut dims: ArrayVec<Dim, MAX_DIMS> = ArrayVec::new();
+            while self.tok.kind == Tok::LBracket {
+                if dims.is_full() {
+                    return Err(self.err(ErrorKind::Limit {
+                        what: "dimensions in one access pattern",
+                        limit: MAX_DIMS as u64,
+                    }));
+                }
+                self.bump()?;
+                let stride = self.signed_in("stride", i32::MIN as i64, i32::MAX as i64)? as i32;
+                self.expect(Tok::Comma, "`,` between stride and count")?;
+                let count = self.int_in("count", 1, u32::MAX as u64)? as u32;
+                self.expect(Tok::RBracket, "`]` closing the dimension")?;
+                dims.push(Dim::new(stride, count));
+                if self.tok.kind == Tok::Comma {
+                    self.bump()?;
+                }
+            }
+            if dims.is_empty() {
+                return Err(
+                    self.expected("a byte range `<lo>:<hi>` or a dimension `[stride,count]`")
+                );
+            }
+            let spec = ApSpec {
+                loc,
+                part_start: p0,
+                part_count: pn,
+                offset,
+                elem_size: elem,
+                dims,
+            };
+            if let Err(msg) = check_extent(&self.m, &spec) {
+                return Err(self.invalid(start, msg));
+            }
+            spec
+        };
+        self.expect(Tok::RBracket, "`]` closing the access pattern")?;
+        Ok(spec)
+    }
+}
+
+fn what_number(what: &'static str) -> &'static str {
+    match what {
+        "partition count" => "the partition count (a number)",
+        "bytes per partition" => "the bytes per partition (a number)",
+        "trip count" => "a trip count (a number or `?`)",
+        "register lanes" => "the register's lanes (1 or 2)",
+        _ => "a number",
+    }
+}
+
+fn what_word(prefix: u8) -> &'static str {
+    match prefix {
+        b'p' => "a partition range `p<start>:<end>`",
+        b'e' => "an element size `e<N>`",
+        b'r' => "a register lane `r<N>`",
+        _ => "a numbered word",
+    }
+}
+
+fn mem_flag(w: &str) -> Option<MemFlags> {
+    types::MEM_FLAG_WORDS
+        .iter()
+        .find(|(_, s)| *s == w)
+        .map(|(f, _)| *f)
+}
+
+/// True when `s` is a sub-operation `op` takes.
+pub(crate) fn subop_fits(op: Opcode, s: SubOp) -> bool {
+    let alu = matches!(
+        s,
+        SubOp::Add
+            | SubOp::Sub
+            | SubOp::Mul
+            | SubOp::And
+            | SubOp::Or
+            | SubOp::Xor
+            | SubOp::Shl
+            | SubOp::Shr
+            | SubOp::Min
+            | SubOp::Max
+    );
+    match op {
+        Opcode::ScalarAlu | Opcode::TensorTensor | Opcode::TensorScalar => alu,
+        Opcode::Activation => !alu && s != SubOp::None,
+        _ => false,
+    }
+}
+
+/// Checks that an access pattern stays inside its location's bytes and
+/// moves at most 4 GiB per partition. Computed in `i128`, so no input can
+/// overflow it; passing it guarantees that the core's `i64` / `u64` span and
+/// size arithmetic cannot overflow either.
+pub(crate) fn check_extent(m: &Module, s: &ApSpec) -> std::result::Result<(), String> {
+    let bytes = m.mems.bytes[s.loc] as i128;
+    let name = m.mem_name(s.loc);
+    let es = s.elem_size as i128;
+    let mut lo: i128 = 0;
+    let mut hi: i128 = 0;
+    let mut elements: i128 = 1;
+    for d in &s.dims {
+        if d.count == 0 {
+            return Err("a dimension with count 0".into());
+        }
+        let reach = d.stride as i128 * (d.count as i128 - 1);
+        if reach < 0 {
+            lo += reach;
+        } else {
+            hi += reach;
+        }
+        elements = (elements * d.count as i128).min(1 << 64);
+    }
+    let lo = s.offset as i128 + lo * es;
+    let hi = s.offset as i128 + (hi + 1) * es;
+    if lo < 0 || hi > bytes {
+        return Err(format!(
+            "access pattern reaches bytes [{lo}, {hi}), outside %{name}'s {bytes} bytes per partition"
+        ));
+    }
+    if elements * es > u32::MAX as i128 {
+        return Err(format!(
+            "access pattern moves {} bytes per partition, more than the limit of {}",
+            elements * es,
+            u32::MAX
+        ));
+    }
+    Ok(())
+}

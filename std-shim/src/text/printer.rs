@@ -1,0 +1,246 @@
+//! The printer: a [`Module`] out as canonical text.
+//!
+//! Canonical text is what [`super::parse`] reads back to the same module and
+//! what this printer writes again byte for byte: single spaces, two-space
+//! indentation per nesting level, labels on every block, defaults omitted,
+//! access patterns in their shortest form, placements after `@`.
+
+use std::fmt::Write;
+
+use tusk_core::ir::{
+    full_ap, slice_ap, types, Ap, ApSpec, Inst, Module, Opcode, Space, SubOp, NO_LANE,
+};
+
+use super::walk::{walk, Event};
+
+/// Prints a module as canonical text.
+pub fn print(m: &Module) -> String {
+    let mut out = String::with_capacity(64 + m.num_live_insts() * 40 + m.num_mems() * 40);
+    print_into(m, &mut out);
+    out
+}
+
+/// Appends the canonical text of a module to `out`.
+pub fn print_into(m: &Module, out: &mut String) {
+    out.push_str("target ");
+    out.push_str(m.target.generation.name());
+    for (k, v) in m.target.overrides() {
+        let _ = write!(out, " {k}={v}");
+    }
+    out.push('\n');
+    if m.num_mems() + m.num_regs() > 0 {
+        out.push('\n');
+    }
+    for mem in m.mems.space.keys() {
+        print_mem(m, mem, out);
+    }
+    for r in m.regs.lanes.keys() {
+        let _ = write!(out, "reg ${} {}", m.reg_name(r), m.regs.lanes[r]);
+        for (f, w) in types::REG_FLAG_WORDS {
+            if m.regs.flags[r].contains(f) {
+                out.push(' ');
+                out.push_str(w);
+            }
+        }
+        if m.regs.lane[r] != NO_LANE {
+            let _ = write!(out, " @ r{}", m.regs.lane[r]);
+        }
+        out.push('\n');
+    }
+    walk(m, |e| match e {
+        Event::FuncStart(f) => {
+            let _ = writeln!(out, "\nfunc @{} {{", m.func_name(f));
+        }
+        Event::LoopOpen(l, depth) => {
+            indent(out, depth + 1);
+            let trip = m.loops.trip[l];
+            if trip == tusk_core::ir::UNKNOWN_TRIP {
+                out.push_str("loop ? {\n");
+            } else {
+                let _ = writeln!(out, "loop {trip} {{");
+            }
+        }
+        Event::Block(b, depth) => {
+            indent(out, depth);
+            out.push_str(m.block_name(b));
+            out.push_str(":\n");
+            for i in m.block_insts(b) {
+                indent(out, depth + 1);
+                print_inst(m, i, out);
+                out.push('\n');
+            }
+        }
+        Event::LoopClose(depth) => {
+            indent(out, depth + 1);
+            out.push_str("}\n");
+        }
+        Event::FuncEnd(_) => out.push_str("}\n"),
+    });
+}
+
+fn indent(out: &mut String, depth: usize) {
+    for _ in 0..depth {
+        out.push_str("  ");
+    }
+}
+
+fn print_mem(m: &Module, mem: tusk_core::ir::MemLoc, out: &mut String) {
+    let space = m.mems.space[mem];
+    let _ = write!(
+        out,
+        "{} %{} [{} x {}]",
+        space.keyword(),
+        m.mem_name(mem),
+        m.mems.partitions[mem],
+        m.mems.bytes[mem]
+    );
+    let elem = m.mems.elem_size[mem];
+    if elem != 1 {
+        let _ = write!(out, " elem {elem}");
+    }
+    if m.mems.align[mem] != default_align(m, space, elem) {
+        let _ = write!(out, " align {}", m.mems.align[mem]);
+    }
+    for (f, w) in types::MEM_FLAG_WORDS {
+        if m.mems.flags[mem].contains(f) {
+            out.push(' ');
+            out.push_str(w);
+        }
+    }
+    if m.is_placed(mem) {
+        let _ = write!(out, " @ {}", m.address(mem));
+    }
+    out.push('\n');
+}
+
+/// The alignment a declaration without `align` gets.
+pub(crate) fn default_align(m: &Module, space: Space, elem: u8) -> u32 {
+    let min = match space {
+        Space::Sb => m.target.sb_min_align,
+        Space::Psum => m.target.psum_min_align,
+        Space::Dram => m.target.dram_min_align,
+    };
+    min.max(1).max(elem as u32)
+}
+
+fn print_inst(m: &Module, i: Inst, out: &mut String) {
+    let op = m.insts.opcode[i];
+    let mut first = true;
+    let mut sep = |out: &mut String| {
+        if !first {
+            out.push_str(", ");
+        }
+        first = false;
+    };
+    let mut any_out = false;
+    for a in m.outputs(i) {
+        sep(out);
+        print_ap(m, a, out);
+        any_out = true;
+    }
+    for &r in m.defs(i) {
+        sep(out);
+        out.push('$');
+        out.push_str(m.reg_name(r));
+        any_out = true;
+    }
+    if any_out {
+        out.push_str(" = ");
+    }
+    out.push_str(op.mnemonic());
+    let sub = m.insts.subop[i];
+    if sub != SubOp::None {
+        out.push(' ');
+        out.push_str(sub.keyword());
+    }
+    let mut first = true;
+    let mut sep = |out: &mut String| {
+        out.push_str(if first { " " } else { ", " });
+        first = false;
+    };
+    for a in m.inputs(i) {
+        sep(out);
+        print_ap(m, a, out);
+    }
+    for &r in m.uses(i) {
+        sep(out);
+        out.push('$');
+        out.push_str(m.reg_name(r));
+    }
+    let imm = m.insts.imm[i];
+    if imm != 0 || matches!(op, Opcode::ScalarImm | Opcode::Memset) {
+        sep(out);
+        let _ = write!(out, "{imm}");
+    }
+    let q = m.insts.queue[i];
+    if q != 0 {
+        let _ = write!(out, " queue {q}");
+    }
+    let e = m.insts.engine[i];
+    if e != op.default_engine() {
+        out.push_str(" engine ");
+        out.push_str(e.keyword());
+    }
+    for (f, w) in types::INST_FLAG_WORDS {
+        if m.insts.flags[i].contains(f) {
+            out.push(' ');
+            out.push_str(w);
+        }
+    }
+}
+
+/// The access pattern as an [`ApSpec`] (to compare with the short forms).
+pub(crate) fn ap_spec(m: &Module, a: Ap) -> ApSpec {
+    let mut dims = arrayvec::ArrayVec::new();
+    for d in m.ap_dims(a).iter().take(tusk_core::ir::MAX_DIMS) {
+        dims.push(*d);
+    }
+    ApSpec {
+        loc: m.aps.loc[a],
+        part_start: m.aps.part_start[a],
+        part_count: m.aps.part_count[a],
+        offset: m.aps.offset[a],
+        elem_size: m.aps.elem_size[a],
+        dims,
+    }
+}
+
+fn print_ap(m: &Module, a: Ap, out: &mut String) {
+    let s = ap_spec(m, a);
+    out.push('%');
+    out.push_str(m.mem_name(s.loc));
+    if s.loc.index() >= m.num_mems() {
+        return;
+    }
+    if s == full_ap(m, s.loc) {
+        return;
+    }
+    let p0 = s.part_start as u32;
+    let p1 = p0 + s.part_count as u32;
+    if let [d] = s.dims.as_slice() {
+        if d.stride == 1 {
+            let lo = s.offset as u64;
+            let hi = lo + d.count as u64 * s.elem_size as u64;
+            if hi <= u32::MAX as u64
+                && slice_ap(m, s.loc, s.part_start, s.part_count, lo as u32, hi as u32) == s
+            {
+                let _ = write!(out, "[p{p0}:{p1}, {lo}:{hi}]");
+                return;
+            }
+        }
+    }
+    let _ = write!(out, "[p{p0}:{p1}, ");
+    if s.offset != 0 {
+        let _ = write!(out, "+{}, ", s.offset);
+    }
+    if s.elem_size != m.mems.elem_size[s.loc].max(1) {
+        let _ = write!(out, "e{}, ", s.elem_size);
+    }
+    for (k, d) in s.dims.iter().enumerate() {
+        if k > 0 {
+            out.push(' ');
+        }
+        let _ = write!(out, "[{},{}]", d.stride, d.count);
+    }
+    out.push(']');
+}
