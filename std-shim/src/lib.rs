@@ -6,4 +6,5 @@ pub mod gen;
 pub mod info;
 pub mod io;
 pub mod json;
+pub mod run;
 pub mod text;

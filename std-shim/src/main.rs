@@ -2,8 +2,8 @@
 //!
 //! Exit codes (docs/FORMAT.md, README): 0 success; 1 the input is well formed
 //! but the job failed (verifier findings, allocation failed); 2 bad input or
-//! usage (malformed file with line:column, invalid options, limits exceeded,
-//! and `tusk run` while the allocation pipeline is not built); 3 I/O error.
+//! usage (malformed file with line:column, invalid options, limits exceeded);
+//! 3 I/O error.
 //! Outputs are written atomically and only on success; inputs are only read.
 
 use std::path::{Path, PathBuf};
@@ -45,7 +45,7 @@ enum Command {
     Fmt(FmtArgs),
     /// Print counts, and per space the live-interval summary and lower bounds.
     Info(InfoArgs),
-    /// Allocate a module (options are validated; the pipeline is not built yet).
+    /// Allocate a module: the pipeline the optlevel selects, then the checks.
     Run(RunArgs),
     /// Write a synthetic, realistic module of any size.
     Gen(tusk_shim::gen::GenArgs),
@@ -335,20 +335,54 @@ fn run(a: &RunArgs) -> u8 {
             return EXIT_BAD_INPUT;
         }
     };
-    if let Err(code) = load(&a.input) {
-        return code;
-    }
-    if a.print_pipeline {
-        if let Some(sel) = opts.selection() {
-            println!("pipeline: {}", sel.describe());
-            println!("then: the always-run low-level stage (coloring_allocator_reg)");
+    let mut m = match load(&a.input) {
+        Ok(m) => m,
+        Err(code) => return code,
+    };
+    if let Some(g) = opts.target {
+        let overrides: Vec<(&str, u64)> = m.target.overrides().collect();
+        m.target = tusk_core::Target::preset(g);
+        for (k, v) in overrides {
+            if let Err(e) = m.target.set(k, v) {
+                eprintln!(
+                    "error: --target {}: the module's override {k}={v}: {e}",
+                    g.name()
+                );
+                return EXIT_BAD_INPUT;
+            }
         }
     }
-    // Nothing is written (`-o`, `--report`): there is no result to write.
-    eprintln!(
-        "error: tusk run: the allocation pipeline is not available yet \
-         (options are valid: optlevel {} after normalization); nothing was allocated or written",
-        opts.optlevel
-    );
-    EXIT_BAD_INPUT
+    if let Some(r) = opts.max_regs {
+        if let Err(e) = m.target.set("max-regs", r as u64) {
+            eprintln!("error: --max-regs {r}: {e}");
+            return EXIT_BAD_INPUT;
+        }
+    }
+    if a.print_pipeline {
+        print!("{}", tusk_shim::run::pipeline_text(&opts));
+    }
+    let file = a.input.file.display().to_string();
+    let report = match tusk_shim::run::allocate(&mut m, &opts) {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("error: {file}: {}", e.display(&m));
+            return EXIT_FAILED;
+        }
+    };
+    if let Some(path) = &a.report {
+        let v = tusk_shim::run::report_json(&file, &m, &report);
+        let text = serde_json::to_string_pretty(&v).unwrap_or_default() + "\n";
+        let code = write_output(Some(path), &a.input.file, text.as_bytes());
+        if code != EXIT_OK {
+            return code;
+        }
+    }
+    if let Some(out) = &a.output {
+        let code = write_output(Some(out), &a.input.file, text::print(&m).as_bytes());
+        if code != EXIT_OK {
+            return code;
+        }
+    }
+    print!("{}", tusk_shim::run::summary(&file, &m, &report));
+    EXIT_OK
 }

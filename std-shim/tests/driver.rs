@@ -372,7 +372,7 @@ fn io_errors_exit_three_and_inputs_stay_untouched() {
 }
 
 #[test]
-fn run_validates_every_flag_then_says_the_pipeline_is_missing() {
+fn run_validates_every_flag_and_allocates() {
     let work = scratch("run");
     fs::write(
         work.join("m.tusk"),
@@ -403,10 +403,33 @@ fn run_validates_every_flag_then_says_the_pipeline_is_missing() {
         "--no-verify",
     ];
     let o = run_in(&work, &all);
-    assert_eq!(o.code, 2, "{}", o.stderr);
+    assert_eq!(o.code, 0, "{}", o.stderr);
     assert!(o.stdout.contains("optlevel 6"), "{}", o.stdout);
-    assert!(o.stderr.contains("not available yet"), "{}", o.stderr);
-    assert!(!work.join("out.tusk").exists() && !work.join("r.json").exists());
+    assert!(o.stdout.contains("coloring_allocator_reg"), "{}", o.stdout);
+    assert!(work.join("out.tusk").exists() && work.join("r.json").exists());
+    let placed = fs::read_to_string(work.join("out.tusk")).unwrap();
+    assert!(placed.contains("@ SB<0,0>"), "{placed}");
+    let report = fs::read_to_string(work.join("r.json")).unwrap();
+    assert!(report.contains("\"optlevel\": 6"), "{report}");
+    // optlevel 7 takes a fixed assignment: it has no PSUM colorer, so an
+    // unplaced PSUM tensor fails the in-place check (exit 1), nothing written.
+    fs::write(
+        work.join("p.tusk"),
+        "psum %p [128 x 64]\nfunc @f {\nentry:\n  %p = memset 0\n}\n",
+    )
+    .unwrap();
+    let o = run_in(
+        &work,
+        &["run", "p.tusk", "--smt-allocation", "-o", "seven.tusk"],
+    );
+    assert_eq!(o.code, 1, "{}", o.stderr);
+    assert!(
+        o.stderr
+            .contains("smt allocation fails in-place write checker"),
+        "{}",
+        o.stderr
+    );
+    assert!(!work.join("seven.tusk").exists());
     for (args, msg) in [
         (&["--optlevel", "4"][..], "--optlevel 4"),
         (&["--allocator", "best"][..], "--allocator"),
@@ -416,8 +439,8 @@ fn run_validates_every_flag_then_says_the_pipeline_is_missing() {
         ),
         (&["--vnc-count", "2", "--optlevel", "0"][..], "optlevel 0"),
         (
-            &["--vnc-count", "2", "--smt-allocation", "--optlevel", "8"][..],
-            "not available",
+            &["--vnc-count", "2", "--loops-in-backend", "--optlevel", "3"][..],
+            "optlevel 8",
         ),
         (&["--gca-dma-optlevel", "3"][..], "--gca-dma-optlevel 3"),
         (&["--target", "trn9"][..], "--target trn9"),

@@ -10,7 +10,9 @@
 //!   perfectly over all partitions.
 //!
 //! DRAM is one flat space: both bounds are the live footprint
-//! (partitions × bytes). PSUM tensors start on a bank boundary, so there a
+//! (partitions × bytes) of the locations a DRAM allocator places; unplaced
+//! module inputs and outputs are external (the runtime places them) and do
+//! not count. PSUM tensors start on a bank boundary, so there a
 //! location counts its bytes rounded up to whole banks. The space's lower
 //! bound is the larger of the two maxima.
 
@@ -18,7 +20,7 @@ use alloc::vec::Vec;
 
 use super::liveness::MemLiveness;
 use super::order::LinearOrder;
-use crate::ir::{Module, Space};
+use crate::ir::{MemFlags, Module, Space};
 
 /// Lower bounds of one space.
 #[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
@@ -79,6 +81,10 @@ impl Bounds {
         for v in m.mems.space.keys() {
             let Some(iv) = live.interval(v) else { continue };
             let space = m.mems.space[v];
+            let external = m.mems.flags[v].intersects(MemFlags::INPUT | MemFlags::OUTPUT);
+            if space == Space::Dram && external && !m.is_placed(v) {
+                continue;
+            }
             let parts = m.mems.partitions[v] as u64;
             let mut bytes = m.mems.bytes[v] as u64;
             let (full, area) = match space {
@@ -139,7 +145,7 @@ impl Bounds {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ir::{Builder, MemFlags, Opcode, SubOp};
+    use crate::ir::{Builder, Opcode, SubOp};
     use crate::target::Target;
 
     #[test]

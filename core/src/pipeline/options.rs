@@ -34,6 +34,9 @@ pub enum Allocator {
     Coloring,
     /// `lsa`: the linear-scan allocator.
     Lsa,
+    /// `exact`: the exact placement search for SB and PSUM (beyond the
+    /// reference, whose assert knows only the three above).
+    Exact,
 }
 
 impl Allocator {
@@ -43,6 +46,7 @@ impl Allocator {
             Allocator::Default => "",
             Allocator::Coloring => "coloring",
             Allocator::Lsa => "lsa",
+            Allocator::Exact => "exact",
         }
     }
 
@@ -52,6 +56,7 @@ impl Allocator {
             "" => Ok(Allocator::Default),
             "coloring" => Ok(Allocator::Coloring),
             "lsa" => Ok(Allocator::Lsa),
+            "exact" => Ok(Allocator::Exact),
             _ => Err(OptionsError::UnknownAllocator),
         }
     }
@@ -176,7 +181,7 @@ impl fmt::Display for OptionsError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match *self {
             OptionsError::UnknownAllocator => {
-                f.write_str("--allocator must be `coloring` or `lsa` (or absent)")
+                f.write_str("--allocator must be `coloring`, `lsa` or `exact` (or absent)")
             }
             OptionsError::BadOptlevel { optlevel } => write!(
                 f,
@@ -241,11 +246,15 @@ impl Options {
             return Err(OptionsError::ZeroVncCount);
         }
         // L818, then L815: SMT allocation wins over loops-in-backend.
+        // The rewrites are applied once: the flags are cleared so that
+        // normalizing normalized options changes nothing.
         if o.loops_in_backend {
             o.optlevel = if o.optlevel == 2 { 6 } else { 8 };
+            o.loops_in_backend = false;
         }
         if o.smt_allocation {
             o.optlevel = 7;
+            o.smt_allocation = false;
         }
         // L853: LSA, opt0 and opt8 are single-vNC only.
         let single_only = o.allocator == Allocator::Lsa || o.optlevel == 0 || o.optlevel == 8;
@@ -295,6 +304,25 @@ mod tests {
     }
 
     #[test]
+    fn normalize_is_idempotent() {
+        for (lib, smt, level) in [
+            (true, false, 2),
+            (true, false, 3),
+            (false, true, 1),
+            (true, true, 2),
+        ] {
+            let o = Options {
+                optlevel: level,
+                loops_in_backend: lib,
+                smt_allocation: smt,
+                ..Options::default()
+            };
+            let once = o.normalize().unwrap();
+            assert_eq!(once.normalize(), Ok(once));
+        }
+    }
+
+    #[test]
     fn allocator_names_are_the_first_assert() {
         assert_eq!(Allocator::from_name(""), Ok(Allocator::Default));
         assert_eq!(Allocator::from_name("coloring"), Ok(Allocator::Coloring));
@@ -303,11 +331,18 @@ mod tests {
             Allocator::from_name("LSA"),
             Err(OptionsError::UnknownAllocator)
         );
+        // `exact` is beyond the reference (issue 7); anything else is refused.
+        assert_eq!(Allocator::from_name("exact"), Ok(Allocator::Exact));
         assert_eq!(
-            Allocator::from_name("exact"),
+            Allocator::from_name("smt"),
             Err(OptionsError::UnknownAllocator)
         );
-        for a in [Allocator::Default, Allocator::Coloring, Allocator::Lsa] {
+        for a in [
+            Allocator::Default,
+            Allocator::Coloring,
+            Allocator::Lsa,
+            Allocator::Exact,
+        ] {
             assert_eq!(Allocator::from_name(a.name()), Ok(a));
         }
     }

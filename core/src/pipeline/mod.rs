@@ -1,0 +1,11 @@
+//! The pipeline: options and the selection map ([`options`]), the pass list
+//! each selection runs ([`passes`]), and the runner with its reusable
+//! workspace and report ([`run`]).
+
+pub mod options;
+pub mod passes;
+pub mod run;
+
+pub use options::{Allocator, Options, OptionsError, Selection, OPTLEVELS};
+pub use passes::{passes, Pass};
+pub use run::{run, PipelineError, RunReport, Workspace};

@@ -1,0 +1,424 @@
+//! Running a pipeline: the passes of [`super::passes`] over one module, each
+//! timed with the caller's clock, then the independent checks.
+//!
+//! [`Workspace::reserve`] sizes every pass's storage from the module and
+//! reserves the module's headroom for the instructions and locations the
+//! passes may add; after it, [`run`] does not allocate (proved by the
+//! counting-allocator test in `tests/`).
+
+use arrayvec::ArrayVec;
+use core::fmt;
+
+use super::options::{Allocator, Options, OptionsError};
+use super::passes::{passes, Pass, MAX_PASSES};
+use crate::analysis::{Bounds, LinearOrder, MemLiveness};
+use crate::dma::pass::{
+    DmaError, DmaStats, DmaWorkspace, DMA_OPTIMIZATION_PSUM, DMA_OPTIMIZATION_SB,
+};
+use crate::ir::{Module, Space};
+use crate::mem::coloring::{
+    self, ColoringError, ColoringOptions, ColoringReport, ColoringWorkspace,
+};
+use crate::mem::exact::{Budget, Clock};
+use crate::mem::gca::GcaOptions;
+use crate::mem::lsa::{self, LsaError, LsaOptions, LsaReport, LsaWorkspace};
+use crate::reg::alloc::{RegAllocConfig, RegAllocError, RegAllocator, RegReport};
+use crate::verify::dataflow::{DataflowCapacity, DataflowChecker, DataflowError};
+use crate::verify::placement::{Finding, Verifier};
+
+/// Time and outcome of one pass.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct PassRecord {
+    /// The pass.
+    pub pass: Pass,
+    /// Wall time by the caller's clock, in microseconds.
+    pub micros: u64,
+}
+
+/// Figures of one space after the pipeline.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+pub struct SpaceSummary {
+    /// Locations placed in the space.
+    pub placed: u32,
+    /// Highest byte used in any partition (DRAM: highest address used).
+    pub peak: u64,
+    /// Lower bound of the input program (analysis::Bounds).
+    pub lower_bound: u64,
+    /// Capacity of the space.
+    pub capacity: u64,
+    /// Spills inserted by the memory allocator of this space.
+    pub spills: u32,
+    /// Spill traffic in bytes.
+    pub spill_bytes: u64,
+    /// Estimated spill cycles (`Target::dma_cycles`).
+    pub spill_cycles: u64,
+}
+
+impl SpaceSummary {
+    /// Peak over lower bound (1.0 when the bound is 0).
+    pub fn peak_over_bound(&self) -> f64 {
+        if self.lower_bound == 0 {
+            1.0
+        } else {
+            self.peak as f64 / self.lower_bound as f64
+        }
+    }
+
+    /// Peak over capacity, in percent.
+    pub fn utilization_pct(&self) -> f64 {
+        if self.capacity == 0 {
+            0.0
+        } else {
+            100.0 * self.peak as f64 / self.capacity as f64
+        }
+    }
+}
+
+/// Everything a run reports (SPEC §5).
+#[derive(Clone, Debug, Default)]
+pub struct RunReport {
+    /// The normalized optlevel that ran.
+    pub optlevel: u8,
+    /// The passes with their times.
+    pub passes: ArrayVec<PassRecord, MAX_PASSES>,
+    /// Per space, indexed by [`Space::slot`].
+    pub spaces: [SpaceSummary; 3],
+    /// The linear scan's report, when it ran.
+    pub lsa: Option<LsaReport>,
+    /// The coloring passes' reports, by [`Space::slot`].
+    pub coloring: [Option<ColoringReport>; 3],
+    /// The DMA passes' figures: PSUM, SB.
+    pub dma: [Option<DmaStats>; 2],
+    /// The register colorer's report.
+    pub reg: Option<RegReport>,
+    /// Verifier findings on the result (0 when clean or not run).
+    pub findings: u64,
+    /// True when the checks ran (not `--no-verify`).
+    pub verified: bool,
+    /// Microseconds of the checks.
+    pub verify_micros: u64,
+}
+
+impl RunReport {
+    /// The summary of one space.
+    pub fn space(&self, s: Space) -> &SpaceSummary {
+        &self.spaces[s.slot()]
+    }
+
+    /// Total pass time in microseconds.
+    pub fn pass_micros(&self) -> u64 {
+        self.passes.iter().map(|p| p.micros).sum()
+    }
+}
+
+/// Why a run failed.
+#[derive(Clone, Debug)]
+pub enum PipelineError {
+    /// The options violate the selection map.
+    Options(OptionsError),
+    /// The linear scan failed (boxed: its report of the live set is large).
+    Lsa(alloc::boxed::Box<LsaError>),
+    /// A coloring pass failed.
+    Coloring(ColoringError),
+    /// A DMA pass failed.
+    Dma(DmaError),
+    /// The register colorer failed.
+    Reg(RegAllocError),
+    /// The result (or, at optlevel 7, the fixed assignment) is not legal.
+    Verify {
+        /// The pass that ran the check.
+        pass: &'static str,
+        /// Findings in all.
+        total: u64,
+        /// The first finding.
+        first: Finding,
+    },
+    /// The rewritten program does not compute what the input computes.
+    Dataflow {
+        /// Mismatches found.
+        mismatches: u32,
+    },
+    /// The dataflow checker could not run.
+    DataflowCheck(DataflowError),
+}
+
+impl PipelineError {
+    /// A printable form that names tensors and registers of `m`.
+    pub fn display<'m>(&'m self, m: &'m Module) -> PipelineErrorDisplay<'m> {
+        PipelineErrorDisplay { e: self, m }
+    }
+}
+
+/// See [`PipelineError::display`].
+#[derive(Debug)]
+pub struct PipelineErrorDisplay<'m> {
+    e: &'m PipelineError,
+    m: &'m Module,
+}
+
+impl fmt::Display for PipelineErrorDisplay<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let m = self.m;
+        match self.e {
+            PipelineError::Options(e) => write!(f, "{e}"),
+            PipelineError::Lsa(e) => write!(f, "linear_scan_allocator: {e}"),
+            PipelineError::Coloring(e) => write!(f, "{}", e.display(m)),
+            PipelineError::Dma(e) => write!(f, "dma_optimization: {e}"),
+            PipelineError::Reg(e) => write!(f, "coloring_allocator_reg: {e}"),
+            PipelineError::Verify { pass, total, first } => {
+                if *pass == "check_in_place" {
+                    write!(f, "smt allocation fails in-place write checker: ")?;
+                } else {
+                    write!(f, "{pass}: the result is not a legal placement: ")?;
+                }
+                write!(f, "{} finding(s), the first: {}", total, first.display(m))
+            }
+            PipelineError::Dataflow { mismatches } => write!(
+                f,
+                "dataflow check: {mismatches} read(s) of the rewritten program see a different value than in the input"
+            ),
+            PipelineError::DataflowCheck(e) => write!(f, "dataflow check could not run: {e}"),
+        }
+    }
+}
+
+/// Storage of every pass, reserved once per module shape.
+#[derive(Debug, Default)]
+pub struct Workspace {
+    lsa: LsaWorkspace,
+    coloring: ColoringWorkspace,
+    dma: DmaWorkspace,
+    reg: Option<RegAllocator>,
+    verifier: Verifier,
+    dataflow: DataflowChecker,
+    order: LinearOrder,
+    live: MemLiveness,
+    bounds: Bounds,
+}
+
+impl Workspace {
+    /// Empty storage.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Sizes every pass for `m` and reserves `m`'s headroom. `original`,
+    /// when given, sizes the dataflow checker too.
+    pub fn reserve(&mut self, m: &mut Module, opts: &Options, original: Option<&Module>) {
+        let list = passes(opts);
+        if list.contains(&Pass::LinearScan) {
+            self.lsa.reserve(
+                m,
+                &LsaOptions {
+                    vnc_count: opts.vnc_count,
+                    ..LsaOptions::default()
+                },
+            );
+        }
+        self.coloring.reserve(m);
+        if list.iter().any(|p| matches!(p, Pass::DmaOptimization(_))) {
+            self.dma.reserve(m);
+        }
+        if self.reg.is_none() {
+            self.reg = Some(RegAllocator::new(m));
+        }
+        self.order.compute(m);
+        self.live.compute(m, &self.order);
+        self.bounds.compute(m, &self.order, &self.live);
+        self.verifier.reserve(m);
+        if let Some(o) = original {
+            self.dataflow.reserve(DataflowCapacity::estimate(o, m));
+        }
+    }
+}
+
+/// Effort of the coloring allocator per optlevel: more orders and
+/// improvement replays at higher levels.
+pub fn coloring_options(opts: &Options) -> ColoringOptions {
+    let (sweeps, improve) = match opts.optlevel {
+        0 => (1, 0),
+        1 => (6, 100),
+        3 => (32, 1500),
+        _ => (16, 400),
+    };
+    ColoringOptions {
+        gca: GcaOptions {
+            sweeps,
+            improve,
+            ..GcaOptions::default()
+        },
+        exact: Some(Budget {
+            nodes: Some(5_000_000),
+            micros: Some(2_000_000),
+        }),
+        dma_optlevel: opts.gca_dma_optlevel,
+        prefer_exact: opts.allocator == Allocator::Exact,
+        ..ColoringOptions::default()
+    }
+}
+
+/// Runs the pipeline `opts` selects on `m`. When `original` is given (a copy
+/// of the input) and `opts.no_verify` is false, the result goes through the
+/// placement verifier and the dataflow checker.
+pub fn run(
+    m: &mut Module,
+    opts: &Options,
+    ws: &mut Workspace,
+    clock: &mut dyn Clock,
+    original: Option<&Module>,
+) -> Result<RunReport, PipelineError> {
+    let opts = opts.normalize().map_err(PipelineError::Options)?;
+    let mut report = RunReport {
+        optlevel: opts.optlevel,
+        ..RunReport::default()
+    };
+    // Lower bounds of the input program.
+    ws.order.compute(m);
+    ws.live.compute(m, &ws.order);
+    ws.bounds.compute(m, &ws.order, &ws.live);
+    for s in Space::ALL {
+        report.spaces[s.slot()].lower_bound = ws.bounds.space(s).lower_bound();
+    }
+    let copts = coloring_options(&opts);
+    for pass in passes(&opts) {
+        let t0 = clock.now_micros();
+        match pass {
+            Pass::LinearScan => {
+                let lo = LsaOptions {
+                    vnc_count: opts.vnc_count,
+                    ..LsaOptions::default()
+                };
+                let r = if m.num_loops() > 0 {
+                    lsa::run_with_loops(m, &mut ws.lsa, &lo)
+                } else {
+                    lsa::run(m, &mut ws.lsa, &lo)
+                }
+                .map_err(|e| PipelineError::Lsa(alloc::boxed::Box::new(e)))?;
+                for s in [Space::Psum, Space::Sb] {
+                    let sr = r.space(s);
+                    let sum = &mut report.spaces[s.slot()];
+                    sum.spills += sr.spills;
+                    sum.spill_bytes += sr.spill_bytes;
+                    sum.spill_cycles += sr.spill_cycles;
+                }
+                report.lsa = Some(r);
+            }
+            Pass::Coloring(space) | Pass::Exact(space) => {
+                let mut o = copts;
+                o.prefer_exact = matches!(pass, Pass::Exact(_));
+                let r = coloring::run(m, space, &o, &mut ws.coloring, clock)
+                    .map_err(PipelineError::Coloring)?;
+                let sum = &mut report.spaces[space.slot()];
+                sum.spills += r.spills;
+                sum.spill_bytes += r.spill_bytes;
+                sum.spill_cycles += r.spill_cycles;
+                report.coloring[space.slot()] = Some(r);
+            }
+            Pass::DmaOptimization(space) => {
+                let (pass_obj, k) = if space == Space::Psum {
+                    (DMA_OPTIMIZATION_PSUM, 0)
+                } else {
+                    (DMA_OPTIMIZATION_SB, 1)
+                };
+                let st = pass_obj.run(m, &mut ws.dma).map_err(PipelineError::Dma)?;
+                report.dma[k] = Some(st);
+            }
+            Pass::CheckInPlace => {
+                let r = ws.verifier.verify(m);
+                if let Some(first) = r.findings.first() {
+                    return Err(PipelineError::Verify {
+                        pass: pass.name(),
+                        total: r.total(),
+                        first: *first,
+                    });
+                }
+            }
+            Pass::ColoringReg => {
+                let reg = ws.reg.get_or_insert_with(|| RegAllocator::new(m));
+                let r = reg
+                    .allocate(m, &RegAllocConfig::default())
+                    .map_err(PipelineError::Reg)?;
+                report.reg = Some(r);
+            }
+            Pass::RegSpillSlots => {
+                let needs = m
+                    .mems
+                    .space
+                    .keys()
+                    .any(|v| m.mems.space[v] == Space::Dram && !m.is_placed(v));
+                if needs {
+                    coloring::run(m, Space::Dram, &copts, &mut ws.coloring, clock)
+                        .map_err(PipelineError::Coloring)?;
+                }
+            }
+        }
+        let micros = clock.now_micros().saturating_sub(t0);
+        let _ = report.passes.try_push(PassRecord { pass, micros });
+    }
+    summarize(m, &mut report);
+    if !opts.no_verify {
+        let t0 = clock.now_micros();
+        report.verified = true;
+        let r = ws.verifier.verify(m);
+        report.findings = r.total();
+        if let Some(first) = r.findings.first() {
+            return Err(PipelineError::Verify {
+                pass: "verify",
+                total: r.total(),
+                first: *first,
+            });
+        }
+        if let Some(orig) = original {
+            // The checker's reservation is an estimate: strided patterns can
+            // need more runs. Grow it (this is the check, not a pass) and
+            // retry a few times before giving up.
+            let mut cap = DataflowCapacity::estimate(orig, m);
+            let mut tries = 0;
+            while let Err(DataflowError::Capacity { .. }) = ws.dataflow.check(orig, m) {
+                tries += 1;
+                if tries > 6 {
+                    break;
+                }
+                cap = DataflowCapacity {
+                    runs: cap.runs * 4,
+                    log_runs: cap.log_runs * 4,
+                    executions: cap.executions * 2,
+                    operands: cap.operands * 2,
+                    scratch: cap.scratch * 4,
+                    outputs: cap.outputs * 4,
+                    mismatches: cap.mismatches,
+                };
+                ws.dataflow.reserve(cap);
+            }
+            let d = ws
+                .dataflow
+                .check(orig, m)
+                .map_err(PipelineError::DataflowCheck)?;
+            if !d.is_clean() {
+                return Err(PipelineError::Dataflow {
+                    mismatches: d.mismatches.len() as u32 + d.dropped.min(u32::MAX as u64) as u32,
+                });
+            }
+        }
+        report.verify_micros = clock.now_micros().saturating_sub(t0);
+    }
+    Ok(report)
+}
+
+/// Peaks and placed counts per space from the placements.
+fn summarize(m: &Module, report: &mut RunReport) {
+    let t = &m.target;
+    report.spaces[Space::Sb.slot()].capacity = t.sb_usable_bytes as u64;
+    report.spaces[Space::Psum.slot()].capacity = t.psum_usable_bytes() as u64;
+    report.spaces[Space::Dram.slot()].capacity = t.dram_bytes;
+    for v in m.mems.space.keys() {
+        if !m.is_placed(v) {
+            continue;
+        }
+        let s = m.mems.space[v];
+        let top = m.mems.offset[v] + m.mem_footprint(v);
+        let sum = &mut report.spaces[s.slot()];
+        sum.placed += 1;
+        sum.peak = sum.peak.max(top);
+    }
+}

@@ -1,0 +1,235 @@
+//! `tusk run`: the allocation pipeline over a module, with the human summary
+//! and the JSON report (SPEC §5).
+
+use std::time::Instant;
+
+use serde_json::{json, Value};
+use tusk_core::ir::{Module, Space};
+use tusk_core::mem::exact::Clock;
+use tusk_core::pipeline::{self, passes, Options, PipelineError, RunReport, Workspace};
+
+/// A wall clock for pass timing.
+#[derive(Debug)]
+pub struct WallClock(Instant);
+
+impl Default for WallClock {
+    fn default() -> Self {
+        WallClock(Instant::now())
+    }
+}
+
+impl Clock for WallClock {
+    fn now_micros(&mut self) -> u64 {
+        self.0.elapsed().as_micros() as u64
+    }
+}
+
+/// Runs the pipeline of `opts` on `m` in place. The input copy for the
+/// dataflow check is taken here unless `opts.no_verify`.
+pub fn allocate(m: &mut Module, opts: &Options) -> Result<RunReport, PipelineError> {
+    let original = (!opts.no_verify).then(|| m.clone());
+    let mut ws = Workspace::new();
+    ws.reserve(m, opts, original.as_ref());
+    let mut clock = WallClock::default();
+    pipeline::run(m, opts, &mut ws, &mut clock, original.as_ref())
+}
+
+/// The pass names `opts` runs, one per line.
+pub fn pipeline_text(opts: &Options) -> String {
+    let mut s = String::new();
+    if let Some(sel) = opts.selection() {
+        s.push_str(&format!("pipeline: {}\n", sel.describe()));
+    }
+    for (k, p) in passes(opts).iter().enumerate() {
+        s.push_str(&format!("  {:2}. {}\n", k + 1, p.name()));
+    }
+    s
+}
+
+fn ms(micros: u64) -> f64 {
+    micros as f64 / 1000.0
+}
+
+/// The short human summary every run ends with.
+pub fn summary(file: &str, m: &Module, r: &RunReport) -> String {
+    let mut s = format!(
+        "{file}: optlevel {}, {} passes in {:.2} ms\n",
+        r.optlevel,
+        r.passes.len(),
+        ms(r.pass_micros())
+    );
+    for space in [Space::Sb, Space::Psum, Space::Dram] {
+        let x = r.space(space);
+        if x.placed == 0 && x.lower_bound == 0 {
+            continue;
+        }
+        s.push_str(&format!(
+            "  {:<5} peak {} / bound {} ({:.3}), {:.1}% of {}, {} spills ({} B, ~{} cycles)\n",
+            space.upper(),
+            x.peak,
+            x.lower_bound,
+            x.peak_over_bound(),
+            x.utilization_pct(),
+            x.capacity,
+            x.spills,
+            x.spill_bytes,
+            x.spill_cycles
+        ));
+    }
+    for (k, name) in ["PSUM", "SB"].iter().enumerate() {
+        if let Some(d) = &r.dma[k] {
+            if d.skipped {
+                continue;
+            }
+            s.push_str(&format!(
+                "  DMA {:<4} {} DMAs / {} descriptors -> {} / {} ({} merged, {} loads dropped, {} stores dropped, {} shrunk)\n",
+                name,
+                d.pre.instructions,
+                d.pre.descriptors,
+                d.post.instructions,
+                d.post.descriptors,
+                d.coalesced_dmas,
+                d.loads_merged,
+                d.stores_removed,
+                d.partial_shrunk
+            ));
+        }
+    }
+    if let Some(g) = &r.reg {
+        s.push_str(&format!(
+            "  REG   {} registers, {} spilled (~{} cycles), {:.1}% lane utilization, {} rounds\n",
+            m.num_regs(),
+            g.spilled_registers,
+            g.spill_cycles,
+            g.lane_utilization_pct,
+            g.rounds
+        ));
+    }
+    if r.verified {
+        s.push_str(&format!(
+            "  verified: placement and dataflow checks clean ({:.2} ms)\n",
+            ms(r.verify_micros)
+        ));
+    } else {
+        s.push_str("  not verified (--no-verify)\n");
+    }
+    s
+}
+
+/// The JSON report (SPEC §5).
+pub fn report_json(file: &str, m: &Module, r: &RunReport) -> Value {
+    let spaces: Vec<Value> = [Space::Sb, Space::Psum, Space::Dram]
+        .iter()
+        .map(|&sp| {
+            let x = r.space(sp);
+            json!({
+                "space": sp.upper(),
+                "placed": x.placed,
+                "peak": x.peak,
+                "lower_bound": x.lower_bound,
+                "peak_over_bound": x.peak_over_bound(),
+                "capacity": x.capacity,
+                "utilization_pct": x.utilization_pct(),
+                "spills": x.spills,
+                "spill_bytes": x.spill_bytes,
+                "spill_cycles": x.spill_cycles,
+            })
+        })
+        .collect();
+    let passes: Vec<Value> = r
+        .passes
+        .iter()
+        .map(|p| json!({"pass": p.pass.name(), "micros": p.micros}))
+        .collect();
+    let dma: Vec<Value> = ["dma_optimization_psum", "dma_optimization_sb"]
+        .iter()
+        .zip(&r.dma)
+        .filter_map(|(name, d)| {
+            let d = d.as_ref()?;
+            let rep = |x: &tusk_core::dma::report::DmaReport| {
+                json!({
+                    "instructions": x.instructions,
+                    "bytes": x.bytes,
+                    "descriptors": x.descriptors,
+                    "average_dma_bytes": x.average_dma_bytes(),
+                    "dram_bytes_loaded": x.dram_bytes_loaded,
+                    "dram_bytes_saved": x.dram_bytes_saved,
+                })
+            };
+            Some(json!({
+                "pass": name,
+                "skipped": d.skipped,
+                "PreGcaDMAAccesses": rep(&d.pre),
+                "PostGcaDMAAccesses": rep(&d.post),
+                "loads_merged": d.loads_merged,
+                "loads_transformed": d.loads_transformed,
+                "stores_removed": d.stores_removed,
+                "coalesced_groups": d.coalesced_groups,
+                "coalesced_dmas": d.coalesced_dmas,
+                "partial_shrunk": d.partial_shrunk,
+                "partial_bytes_saved": d.partial_bytes_saved,
+                "psum_spills_removed": d.psum_spills_removed,
+            }))
+        })
+        .collect();
+    let reg = r.reg.as_ref().map(|g| {
+        json!({
+            "registers": m.num_regs(),
+            "spilled_registers": g.spilled_registers,
+            "spill_instructions": g.spill_instructions,
+            "spill_cycles": g.spill_cycles,
+            "lane_utilization_pct": g.lane_utilization_pct,
+            "rounds": g.rounds,
+            "score": g.score,
+            "coalesced": g.coalesced,
+            "copies_removed": g.copies_removed,
+        })
+    });
+    let coloring: Vec<Value> = Space::ALL
+        .iter()
+        .filter_map(|&sp| {
+            let c = r.coloring[sp.slot()].as_ref()?;
+            Some(json!({
+                "pass": tusk_core::mem::coloring::pass_name(sp),
+                "placed": c.placed,
+                "pins": c.pins,
+                "peak": c.peak,
+                "lower_bound": c.lower_bound,
+                "sweeps": c.sweeps,
+                "replays": c.replays,
+                "edges": c.edges,
+                "exact_used": c.exact_used,
+                "exact_status": c.exact_status.map(|s| s.to_string()),
+                "spill_rounds": c.spill_rounds,
+                "spills": c.spills,
+            }))
+        })
+        .collect();
+    let lsa = r.lsa.as_ref().map(|l| {
+        let one = |x: &tusk_core::mem::lsa::SpaceReport| {
+            json!({
+                "placed": x.placed,
+                "peak": x.peak,
+                "lower_bound": x.lower_bound,
+                "spills": x.spills,
+                "spill_bytes": x.spill_bytes,
+                "spill_cycles": x.spill_cycles,
+                "fragmentation": format!("{:?}", x.fragmentation),
+            })
+        };
+        json!({"psum": one(&l.psum), "sb": one(&l.sb)})
+    });
+    json!({
+        "file": file,
+        "optlevel": r.optlevel,
+        "passes": passes,
+        "pass_micros": r.pass_micros(),
+        "spaces": spaces,
+        "coloring": coloring,
+        "linear_scan": lsa,
+        "dma": dma,
+        "reg": reg,
+        "verified": r.verified,
+        "verify_micros": r.verify_micros,
+    })
+}
