@@ -945,7 +945,9 @@ impl From<ManagerError> for BufferError {
 pub struct BufferWorkspace {
     manager: BestFitMemoryManager,
     by_lower: Vec<u32>,
-    by_upper: Vec<u32>,
+    /// Placed buffers by `upper` (the live set only: small and in cache,
+    /// where a sorted array of all uppers would be walked through memory).
+    live: BinaryHeap<Reverse<(u64, u32)>>,
     best: Vec<u64>,
     /// Rounds of capacity tightening after the first scan (0: one scan).
     pub tighten_rounds: u32,
@@ -967,9 +969,8 @@ impl BufferWorkspace {
     /// Grows storage to `n` buffers.
     pub fn reserve(&mut self, n: usize) {
         self.manager.reserve(n, 0);
-        for v in [&mut self.by_lower, &mut self.by_upper] {
-            v.reserve(n.saturating_sub(v.len()));
-        }
+        self.by_lower.reserve(n.saturating_sub(self.by_lower.len()));
+        self.live.reserve(n.saturating_sub(self.live.len()));
         self.best.reserve(n.saturating_sub(self.best.len()));
     }
 }
@@ -1013,33 +1014,18 @@ pub fn place_buffers(
     }
     ws.by_lower.clear();
     ws.by_lower.extend(0..n as u32);
-    ws.by_upper.clear();
-    ws.by_upper.extend(0..n as u32);
     // Same start: larger first (they are the hardest to fit later).
     ws.by_lower.sort_unstable_by_key(|&i| {
         let b = &buffers[i as usize];
         (b.lower, core::cmp::Reverse(b.size), i)
     });
-    ws.by_upper
-        .sort_unstable_by_key(|&i| (buffers[i as usize].upper, i));
-    // Lower bound: sweep the two orders.
-    let mut lb = 0u64;
-    let mut live = 0u64;
-    let mut u = 0usize;
-    for &i in ws.by_lower.iter() {
-        let b = &buffers[i as usize];
-        while u < n && buffers[ws.by_upper[u] as usize].upper <= b.lower {
-            live -= buffers[ws.by_upper[u] as usize].size;
-            u += 1;
-        }
-        live += b.size;
-        lb = lb.max(live);
-    }
     let shift = (64 - max_time.leading_zeros()).saturating_sub(31);
     ws.manager.set_policy(ws.policy);
 
     let line = total.max(capacity).max(1);
-    let first = scan_buffers(buffers, ws, line, shift, offsets)?;
+    // The first scan never runs out of line; it also sweeps the lower bound.
+    let mut lb = 0u64;
+    let first = scan_buffers(buffers, ws, line, shift, offsets, &mut lb)?;
     let mut best_peak = first.unwrap_or(u64::MAX);
     ws.best.clear();
     ws.best.extend_from_slice(&offsets[..n]);
@@ -1048,7 +1034,8 @@ pub fn place_buffers(
     while rounds <= ws.tighten_rounds && lo < hi {
         let cap = lo + (hi - lo) / 2;
         rounds += 1;
-        match scan_buffers(buffers, ws, cap.max(1), shift, offsets)? {
+        let mut unused = 0;
+        match scan_buffers(buffers, ws, cap.max(1), shift, offsets, &mut unused)? {
             Some(p) => {
                 hi = p.min(cap);
                 if p < best_peak {
@@ -1070,26 +1057,34 @@ pub fn place_buffers(
 }
 
 /// One scan on a line of `line` bytes; `None` when some buffer found no room.
+/// `lb` is raised to the largest live byte count seen (the lower bound,
+/// once a scan has run to the end).
 fn scan_buffers(
     buffers: &[Buffer],
     ws: &mut BufferWorkspace,
     line: u64,
     shift: u32,
     offsets: &mut [u64],
+    lb: &mut u64,
 ) -> Result<Option<u64>, BufferError> {
     let n = buffers.len();
     ws.manager.reset_flat(line, n)?;
-    let mut u = 0usize;
+    ws.live.clear();
+    let mut live = 0u64;
     for k in 0..n {
         let i = ws.by_lower[k];
         let b = &buffers[i as usize];
-        while u < n && buffers[ws.by_upper[u] as usize].upper <= b.lower {
-            let j = ws.by_upper[u];
-            if ws.manager.is_placed(j) {
-                ws.manager.free(j)?;
+        // Expire: buffers whose `upper` has passed (ties by index).
+        while let Some(&Reverse((upper, j))) = ws.live.peek() {
+            if upper > b.lower {
+                break;
             }
-            u += 1;
+            ws.live.pop();
+            ws.manager.free(j)?;
+            live -= buffers[j as usize].size;
         }
+        live += b.size;
+        *lb = (*lb).max(live);
         let req = Request {
             id: i,
             partitions: 1,
@@ -1105,6 +1100,8 @@ fn scan_buffers(
             Some(p) => offsets[i as usize] = p.offset,
             None => return Ok(None),
         }
+        // Reserved for every buffer: never grows.
+        ws.live.push(Reverse((b.upper, i)));
     }
     Ok(Some(ws.manager.peak()))
 }
