@@ -619,7 +619,18 @@ fn place(
                 let holder = &ws.holder;
                 let fixed = &ws.fixed;
                 lrm.pick_for_spilling(|c| {
-                    spillable(m, order, live, origin, holder, fixed, c, p, inst)
+                    spillable(
+                        m,
+                        order,
+                        live,
+                        origin,
+                        holder,
+                        fixed,
+                        c,
+                        lrm.start(c),
+                        p,
+                        inst,
+                    )
                 })
             };
             let Some(victim) = victim else {
@@ -645,6 +656,7 @@ fn spillable(
     holder: &[MemLoc],
     fixed: &[bool],
     c: MemLoc,
+    c_start: u32,
     p: u32,
     inst: Inst,
 ) -> bool {
@@ -663,9 +675,24 @@ fn spillable(
     }
     let acc = live.accesses(o);
     let after = acc.partition_point(|&q| q <= p);
-    // Something left to reload for, and only reads of it.
-    if after == acc.len() || live.access_writes(o).skip(after).any(|w| w) {
+    // Something left to reload for. Later writes are fine: every later
+    // access (read or write) moves to the reload copy.
+    if after == acc.len() {
         return false;
+    }
+    // A reload copy written since its reload holds a value its slot does
+    // not: it is not spilled again (the slot would go stale).
+    if c != o {
+        let from = acc.partition_point(|&q| q < c_start);
+        if live
+            .access_writes(o)
+            .enumerate()
+            .skip(from)
+            .take(after.saturating_sub(from))
+            .any(|(_, w)| w)
+        {
+            return false;
+        }
     }
     // A value that must have been written to be spilled (an input that was
     // never loaded has no definition to store after: skip).
@@ -703,11 +730,12 @@ fn spill_victim(
     let acc = ws.live.accesses(o);
     let after = acc.partition_point(|&q| q <= p);
     let q = acc[after];
-    // The bytes and partitions the remaining reads touch (origin coordinates).
+    // The bytes and partitions the remaining accesses touch (origin
+    // coordinates): later writes move to the copy too.
     let (mut plo, mut phi, mut lo, mut hi) = (u16::MAX, 0u16, u64::MAX, 0u64);
     for &pos in &acc[after..] {
         let i = ws.order.inst_at(pos);
-        for a in m.inputs(i) {
+        for a in m.all_aps(i) {
             if m.aps.loc[a] != o {
                 continue;
             }
@@ -848,7 +876,7 @@ fn failure(
     let reason = if ws.lrm.active().is_empty() {
         "no other tensor is live"
     } else {
-        "every live tensor is pinned, used by this instruction, written again later, or read earlier in the enclosing loop"
+        "every live tensor is pinned, used by this instruction, not used again, a reload copy written since its reload, or accessed earlier in the enclosing loop"
     };
     AllocationFailure {
         space,
@@ -1392,6 +1420,59 @@ mod tests {
     }
 
     #[test]
+    fn a_tensor_written_again_later_is_spilled_and_its_writes_move_to_the_copy() {
+        let mut m = Module::new(sb_target(256));
+        let mut b = Builder::new(&mut m);
+        let x = b
+            .mem("x", Space::Dram, 128, 100, 1, MemFlags::INPUT)
+            .unwrap();
+        let (ya, yc) = (
+            b.mem("ya", Space::Dram, 128, 100, 1, MemFlags::OUTPUT)
+                .unwrap(),
+            b.mem("yc", Space::Dram, 128, 100, 1, MemFlags::OUTPUT)
+                .unwrap(),
+        );
+        let a = b
+            .mem("a", Space::Sb, 128, 100, 1, MemFlags::empty())
+            .unwrap();
+        let c = b
+            .mem("c", Space::Sb, 128, 100, 1, MemFlags::empty())
+            .unwrap();
+        let d = b
+            .mem("d", Space::Sb, 128, 100, 1, MemFlags::empty())
+            .unwrap();
+        b.func("main").unwrap();
+        b.load(a, x, 0).unwrap(); // 0
+        b.load(c, x, 0).unwrap(); // 1
+        b.load(d, x, 0).unwrap(); // 2: no room: spill a (it ends last)
+        b.save(yc, d, 0).unwrap(); // 3
+        b.save(yc, c, 0).unwrap(); // 4
+                                   // 5: a read and written again (accumulate), then saved.
+        b.compute(
+            Opcode::TensorTensor,
+            SubOp::Add,
+            a,
+            &[a, a],
+            InstFlags::empty(),
+        )
+        .unwrap();
+        b.save(ya, a, 0).unwrap(); // 6
+        let original = m.clone();
+        let mut ws = LsaWorkspace::new();
+        let rep = run(&mut m, &mut ws, &LsaOptions::default()).unwrap();
+        assert_eq!(rep.sb.spills, 1);
+        assert_eq!(ws.spills()[0].victim, a);
+        let copy = m.mem_by_name("a_ReloadStore0_ShrinkedCopy").unwrap();
+        // The accumulate reads and writes the copy; the save reads it.
+        let acc = m
+            .program_order()
+            .find(|&i| m.insts.opcode[i] == Opcode::TensorTensor)
+            .unwrap();
+        assert!(m.all_aps(acc).all(|ap| m.aps.loc[ap] == copy));
+        check_output(&original, &m);
+    }
+
+    #[test]
     fn shrinked_copy_covers_only_the_bytes_still_read() {
         let mut m = Module::new(sb_target(256));
         let mut b = Builder::new(&mut m);
@@ -1484,8 +1565,8 @@ mod tests {
              but the largest free rectangle is 128 x 56 bytes. Total Accessed Bytes per partition \
              by instruction: 300 / Total SB Partition Size: 256. 2 tensors are live there (200 \
              bytes per partition): %a 128 x 100 bytes, %b 128 x 100 bytes. Nothing can be spilled: \
-             every live tensor is pinned, used by this instruction, written again later, or read \
-             earlier in the enclosing loop. The instruction alone needs more than the space holds: \
+             every live tensor is pinned, used by this instruction, not used again, a reload copy \
+             written since its reload, or accessed earlier in the enclosing loop. The instruction alone needs more than the space holds: \
              split it into smaller tiles."
         );
     }
