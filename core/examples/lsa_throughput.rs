@@ -18,7 +18,12 @@ fn main() {
         seed ^= seed << 17;
         seed % n
     };
-    for n in [1_000usize, 10_000, 100_000, 1_000_000] {
+    // `LSA_SIZES=10000,1000000` picks the sizes (e.g. under callgrind).
+    let sizes: Vec<usize> = std::env::var("LSA_SIZES")
+        .ok()
+        .map(|s| s.split(',').filter_map(|x| x.trim().parse().ok()).collect())
+        .unwrap_or_else(|| vec![1_000, 10_000, 100_000, 1_000_000]);
+    for n in sizes {
         let bufs: Vec<Buffer> = (0..n as u64)
             .map(|t| Buffer {
                 lower: t,

@@ -38,7 +38,11 @@
 //! - the hashed-by-location index is a plain per-id array of segment ids
 //!   (ids are dense), O(1) without hashing;
 //! - the size index is a treap keyed by `(size, start)` over the free
-//!   segments: best fit is a `lower_bound`, O(log h) for h holes;
+//!   segments: best fit is a `lower_bound`, O(log h) for h holes. Flat
+//!   lines (the 1-D buffer problem, the hot path) use segregated size bins
+//!   instead ([`super::size_bins`]): O(1) insert and remove, and a bitmap
+//!   walk that finds the same `candidates` smallest fitting holes (the
+//!   treap's recursive updates were 45% of the scan's instructions);
 //! - SB rows also keep a treap of free segments keyed by start, to test in
 //!   O(log h) whether a range is free in the other rows of a wide tensor.
 //!
@@ -62,6 +66,7 @@ use alloc::vec::Vec;
 use core::fmt;
 
 use super::quantile::{FragmentationSummary, FreeBlockQuantiles};
+use super::size_bins::{self, SizeBins};
 use crate::target::Target;
 
 const NIL: u32 = u32::MAX;
@@ -69,6 +74,9 @@ const NIL: u32 = u32::MAX;
 const FREE: u32 = u32::MAX;
 /// Most quadrant rows a geometry may have.
 pub const MAX_ROWS: usize = 16;
+/// Most candidates the flat line compares ([`Policy::candidates`] is
+/// clamped to it there).
+pub const FLAT_CANDIDATES: usize = 32;
 /// Death of a space boundary: a wall never dies.
 const WALL: u32 = u32::MAX;
 
@@ -312,6 +320,9 @@ struct Line {
     by_size: Treap,
     by_addr: Treap,
     track_addr: bool,
+    /// Flat lines index holes in size bins instead of the `by_size` treap.
+    binned: bool,
+    bins: SizeBins,
     end: u64,
     /// Highest end of any block ever placed (the peak).
     peak: u64,
@@ -323,14 +334,17 @@ impl Line {
         self.segs.reserve(segs.saturating_sub(self.segs.len()));
         self.by_size.reserve(blocks + 2);
         self.by_addr.reserve(blocks + 2);
+        self.bins.reserve(segs);
     }
 
-    fn reset(&mut self, end: u64, track_addr: bool) -> Result<(), ManagerError> {
+    fn reset(&mut self, end: u64, track_addr: bool, binned: bool) -> Result<(), ManagerError> {
         self.segs.clear();
         self.seg_free = NIL;
         self.by_size.clear();
         self.by_addr.clear();
+        self.bins.clear();
         self.track_addr = track_addr;
+        self.binned = binned;
         self.end = end;
         self.peak = 0;
         if end > 0 {
@@ -372,6 +386,16 @@ impl Line {
 
     fn add_hole(&mut self, h: u32) -> Result<(), ManagerError> {
         let s = self.segs[h as usize];
+        if self.binned {
+            if !self.bins.can_hold(h) {
+                return Err(ManagerError::WorkspaceFull {
+                    what: "size bins",
+                    capacity: self.segs.capacity(),
+                });
+            }
+            self.bins.insert(h, s.end - s.start);
+            return Ok(());
+        }
         self.by_size.insert(size_key(s.end - s.start, s.start), h)?;
         if self.track_addr {
             self.by_addr.insert(s.start as u128, h)?;
@@ -381,6 +405,10 @@ impl Line {
 
     fn remove_hole(&mut self, h: u32) {
         let s = self.segs[h as usize];
+        if self.binned {
+            self.bins.remove(h, s.end - s.start);
+            return;
+        }
         self.by_size.remove(size_key(s.end - s.start, s.start));
         if self.track_addr {
             self.by_addr.remove(s.start as u128);
@@ -827,7 +855,7 @@ impl BestFitMemoryManager {
         }
         let track = rows > 1;
         for l in self.lines.iter_mut().take(rows) {
-            l.reset(target.sb_usable_bytes as u64, track)?;
+            l.reset(target.sb_usable_bytes as u64, track, false)?;
         }
         Ok(())
     }
@@ -870,7 +898,7 @@ impl BestFitMemoryManager {
         self.row_partitions = 1;
         self.total_partitions = 1;
         self.start_rules = [(1, 1); 3];
-        self.lines[0].reset(capacity, false)
+        self.lines[0].reset(capacity, false, true)
     }
 
     /// Rows a tensor of `partitions` partitions takes and the legal base
@@ -1011,6 +1039,9 @@ impl BestFitMemoryManager {
     }
 
     fn allocate_lines(&mut self, req: &Request) -> Result<Option<Placement>, ManagerError> {
+        if self.geometry == Geometry::Flat {
+            return self.allocate_flat(req);
+        }
         let (k, step) = self.rows_for(req.partitions)?;
         let cap = self.lines[0].end;
         if req.bytes == 0 || req.bytes > cap {
@@ -1059,6 +1090,133 @@ impl BestFitMemoryManager {
             }
         }
         Ok(None)
+    }
+
+    /// The flat line's search: the same answers as [`Self::best_on_base`]
+    /// on one row (the `candidates` smallest fitting bounded holes by
+    /// `(size, start)`, both ends of each compared by lifetime; the open end
+    /// only when it is smaller than every fitting bounded hole or none
+    /// fits), found through the size bins instead of repeated ordered-index
+    /// look-ups.
+    fn allocate_flat(&mut self, req: &Request) -> Result<Option<Placement>, ManagerError> {
+        let line = &self.lines[0];
+        if req.partitions != 1 {
+            return Err(ManagerError::NeverFits {
+                what: "partition count",
+                value: req.partitions as u64,
+                max: 1,
+            });
+        }
+        if req.bytes == 0 || req.bytes > line.end {
+            return Err(ManagerError::NeverFits {
+                what: "bytes per partition",
+                value: req.bytes,
+                max: line.end,
+            });
+        }
+        let aware = self.policy.lifetime_aware;
+        let want = if aware {
+            (self.policy.candidates as usize).clamp(1, FLAT_CANDIDATES)
+        } else {
+            1
+        };
+        let fits = |h: u32| -> bool {
+            let Some(off) = line.fit(h, req.bytes, req.align, Side::Left) else {
+                return false;
+            };
+            self.obstacles.is_empty()
+                || !self.hits_obstacle(0, 1, off, off + req.bytes, req)
+                || (aware
+                    && line
+                        .fit(h, req.bytes, req.align, Side::Right)
+                        .is_some_and(|o| !self.hits_obstacle(0, 1, o, o + req.bytes, req)))
+        };
+        // The `want` smallest fitting bounded holes, by (size, start).
+        let mut cands: arrayvec::ArrayVec<(u128, u32), FLAT_CANDIDATES> = arrayvec::ArrayVec::new();
+        let mut top = NIL;
+        let mut bin = size_bins::bin_of(req.bytes);
+        while let Some(b) = line.bins.next_bin(bin) {
+            let mut h = line.bins.head(b);
+            while h != size_bins::NIL {
+                let s = &line.segs[h as usize];
+                let size = s.end - s.start;
+                let (is_top, next) = (s.next == NIL, line.bins.next(h));
+                if size >= req.bytes && fits(h) {
+                    if is_top {
+                        top = h;
+                    } else {
+                        let key = size_key(size, s.start);
+                        let at = cands.partition_point(|&(k, _)| k < key);
+                        if at < want {
+                            if cands.len() == want {
+                                cands.pop();
+                            }
+                            cands.insert(at, (key, h));
+                        }
+                    }
+                }
+                h = next;
+            }
+            if cands.len() >= want {
+                break;
+            }
+            bin = b + 1;
+        }
+        let open_first = top != NIL
+            && cands.first().map_or(true, |&(k, _)| {
+                let t = &line.segs[top as usize];
+                size_key(t.end - t.start, t.start) < k
+            });
+        let (off, h) = if open_first {
+            let Some(off) = line.fit(top, req.bytes, req.align, Side::Left) else {
+                return Ok(None);
+            };
+            (off, top)
+        } else {
+            let mut best: Option<((u64, u64), u64, u32)> = None;
+            for &(key, h) in &cands {
+                let waste = (key >> 64) as u64 - req.bytes;
+                let sides: &[Side] = if aware {
+                    &[Side::Left, Side::Right]
+                } else {
+                    &[Side::Left]
+                };
+                for &eff in sides {
+                    let Some(off) = line.fit(h, req.bytes, req.align, eff) else {
+                        continue;
+                    };
+                    if !self.obstacles.is_empty()
+                        && self.hits_obstacle(0, 1, off, off + req.bytes, req)
+                    {
+                        continue;
+                    }
+                    let score = if aware {
+                        let nd = line.neighbour_death(h, eff);
+                        let gap = if nd == WALL {
+                            u32::MAX as u64 - req.death as u64
+                        } else {
+                            nd.abs_diff(req.death) as u64
+                        };
+                        (gap, waste)
+                    } else {
+                        (waste, off)
+                    };
+                    if best.map_or(true, |(b, _, _)| score < b) {
+                        best = Some((score, off, h));
+                    }
+                }
+            }
+            let Some((_, off, h)) = best else {
+                return Ok(None);
+            };
+            (off, h)
+        };
+        self.commit_lines(req, 0, 1, off, Some((0, h)))?;
+        Ok(Some(Placement {
+            base_partition: 0,
+            offset: off,
+            corner: Corner::LowerLeft,
+        }))
     }
 
     fn commit_lines(
@@ -1396,6 +1554,20 @@ impl BestFitMemoryManager {
     /// Longest byte run free in every row of `base..base + k`.
     fn largest_common_run(&self, base: usize, k: usize) -> u64 {
         let line = &self.lines[base];
+        if line.binned {
+            // The largest hole is in the last non-empty bin.
+            let Some(b) = line.bins.last_bin() else {
+                return 0;
+            };
+            let mut best = 0;
+            let mut h = line.bins.head(b);
+            while h != size_bins::NIL {
+                let s = &line.segs[h as usize];
+                best = best.max(s.end - s.start);
+                h = line.bins.next(h);
+            }
+            return best;
+        }
         if !line.track_addr {
             // One row: the largest hole is the last entry of the size index.
             return line

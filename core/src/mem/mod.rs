@@ -13,4 +13,5 @@ pub mod live_range;
 pub mod lsa;
 pub mod problem;
 pub mod quantile;
+pub mod size_bins;
 pub mod spill;

@@ -196,10 +196,11 @@ pub fn finalize(
     Ok(())
 }
 
-/// Re-points the reads of `r.origin` (or of the victim) in `i` to the copy.
+/// Re-points the accesses (reads and writes) of `r.origin` (or of the
+/// victim) in `i` to the copy.
 fn repoint(m: &mut Module, i: Inst, r: &SpillRecord) {
-    let ins: heapless::Vec<crate::ir::Ap, 16> = m.inputs(i).collect();
-    for a in ins {
+    let aps: heapless::Vec<crate::ir::Ap, 32> = m.all_aps(i).collect();
+    for a in aps {
         let l = m.aps.loc[a];
         if l == r.origin || l == r.victim {
             // Reads were made relative to the origin; rebase onto the copy.

@@ -345,11 +345,14 @@ impl DataflowCapacity {
                 let o = m.operands(i);
                 let times = m.inst_loop_depth(i) as usize + 1;
                 execs += times;
-                ops += times * (o.n_in as usize + o.n_use as usize);
                 let w: usize = m
                     .inputs(i)
                     .map(|a| m.aps.part_count[a] as usize * rows(m, a))
                     .sum();
+                // A read logs at least one run per partition row it covers
+                // (more when the value there came from several writes), so
+                // the log is sized by rows read, not by operand count.
+                ops += times * (w.max(o.n_in as usize) + o.n_use as usize);
                 widest = widest.max(w + o.n_use as usize);
             }
             let (mut outs, mut n_outs) = (0usize, 0usize);
