@@ -40,7 +40,8 @@ pub struct PassRecord {
 pub struct SpaceSummary {
     /// Locations placed in the space.
     pub placed: u32,
-    /// Highest byte used in any partition (DRAM: highest address used).
+    /// Highest byte used in any partition (PSUM: end of the highest bank
+    /// used; DRAM: highest address used).
     pub peak: u64,
     /// Lower bound of the input program (analysis::Bounds).
     pub lower_bound: u64,
@@ -416,7 +417,12 @@ fn summarize(m: &Module, report: &mut RunReport) {
             continue;
         }
         let s = m.mems.space[v];
-        let top = m.mems.offset[v] + m.mem_footprint(v);
+        let mut top = m.mems.offset[v] + m.mem_footprint(v);
+        if s == Space::Psum {
+            // A PSUM tensor owns whole banks (the bound counts them so too).
+            let bank = t.psum_bank_bytes.max(1) as u64;
+            top = top.div_ceil(bank) * bank;
+        }
         let sum = &mut report.spaces[s.slot()];
         sum.placed += 1;
         sum.peak = sum.peak.max(top);
