@@ -80,7 +80,7 @@ fn main() {
                     t.problem.capacity = c;
                     let gs = greedy(&t.problem, GreedyRule::BySize);
                     let bf = greedy(&t.problem, GreedyRule::StartBestFit);
-                    let (o, ms) = exact(&t.problem, 60_000);
+                    let (o, ms) = exact(&t.problem, 10_000);
                     println!(
                         "{} | {} | {c} | {lb} | {:.4} | {:.4} | {} | {} {:?} nodes {} | {ms:.2}",
                         f.file_name().unwrap_or_default().to_string_lossy(),

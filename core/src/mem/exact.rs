@@ -262,12 +262,44 @@ pub struct ExactWorkspace {
     capacity_area: u64,
     k: u64,
     unplaced: usize,
+    /// Seed of the branch-order noise of this attempt (0: none).
+    noise: u64,
+    /// Node count at which this attempt restarts.
+    attempt_end: u64,
 }
 
 /// Why a search stopped.
 enum Stop {
     Done,
     Limit(Limit),
+    /// The attempt's node share ran out: restart with another order.
+    Restart,
+}
+
+/// Nodes of the first attempt; attempt r gets this times luby(r).
+const RESTART_NODES: u64 = 2000;
+
+/// The Luby sequence 1 1 2 1 1 2 4 1 1 2 1 1 2 4 8 … (1-based).
+fn luby(i: u64) -> u64 {
+    let mut i = i.max(1);
+    loop {
+        let mut k = 1u32;
+        while (1u64 << k) - 1 < i {
+            k += 1;
+        }
+        if i == (1u64 << k) - 1 {
+            return 1u64 << (k - 1);
+        }
+        i -= (1u64 << (k - 1)) - 1;
+    }
+}
+
+/// A 64-bit mix (splitmix64's finalizer) for the branch-order noise.
+pub(crate) const fn mix(x: u64) -> u64 {
+    let mut z = x.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
 }
 
 /// Most legal base partitions one buffer has under the presets (quadrants).
@@ -418,8 +450,46 @@ impl ExactWorkspace {
         } else {
             cap
         };
-        self.setup(problem, k);
-        let (stop, found) = self.search(problem, options, clock, t0, lb, cap, &mut outcome);
+        // Restarts: attempt r may visit `RESTART_NODES * luby(r)` nodes with
+        // its own branch order (attempt 0 the plain heuristic, later ones
+        // with seeded noise). A thrashing order is left early; the Luby
+        // sequence grows without bound, so some attempt is always complete.
+        //
+        // When the lower bound is below the capacity, attempts alternate
+        // between the capacity and the lower bound itself: a placement at
+        // the bound fits the capacity too, and the tight problem prunes far
+        // better. An attempt at the bound that completes without a
+        // placement proves the bound unreachable, and only the capacity is
+        // searched from then on.
+        let mut found = false;
+        let mut tight = (lb < k).then_some(lb);
+        // Attempts made at the bound and at the capacity.
+        let (mut at_lb, mut at_cap) = (0u64, 0u64);
+        let stop = loop {
+            let k = if found { outcome.peak - 1 } else { k };
+            if found && k < lb {
+                break Stop::Done;
+            }
+            let at_bound = !found && tight.is_some() && at_lb <= at_cap;
+            let (k, round) = if at_bound { (lb, at_lb) } else { (k, at_cap) };
+            self.setup(problem, k);
+            self.noise = if round == 0 { 0 } else { mix(round) };
+            self.attempt_end = outcome
+                .nodes
+                .saturating_add(RESTART_NODES.saturating_mul(luby(round + 1)));
+            let (stop, f) = self.search(problem, options, clock, t0, lb, cap, &mut outcome);
+            found |= f;
+            if at_bound {
+                at_lb += 1;
+            } else {
+                at_cap += 1;
+            }
+            match stop {
+                Stop::Restart => {}
+                Stop::Done if at_bound && !f => tight = None,
+                other => break other,
+            }
+        };
         let best = if found {
             outcome.peak.min(greedy_peak)
         } else {
@@ -439,6 +509,15 @@ impl ExactWorkspace {
             }
             Stop::Limit(l) => {
                 outcome.stopped_by = Some(l);
+                if best <= cap {
+                    Status::Feasible
+                } else {
+                    Status::BudgetExhausted
+                }
+            }
+            Stop::Restart => {
+                // Not returned out of the restart loop; kept total.
+                outcome.stopped_by = Some(Limit::Nodes);
                 if best <= cap {
                     Status::Feasible
                 } else {
@@ -705,6 +784,9 @@ impl ExactWorkspace {
                 return (Stop::Done, found);
             };
             outcome.nodes += 1;
+            if outcome.nodes > self.attempt_end {
+                return (Stop::Restart, found);
+            }
             if let Some(max) = options.budget.nodes {
                 if outcome.nodes > max {
                     return (Stop::Limit(Limit::Nodes), found);
@@ -1135,9 +1217,15 @@ impl ExactWorkspace {
                 return Err(Limit::Storage);
             }
             let buf = &bufs[b];
+            let mut life = buf.upper - buf.lower;
+            if self.noise != 0 {
+                // Up to doubling the lifetime, by a hash of (attempt, option).
+                let h = mix(self.noise ^ o as u64) & 1023;
+                life = life.saturating_add(((life as u128 * h as u128) >> 10) as u64);
+            }
             self.cands.push(Cand {
                 opt: o as u32,
-                key: (buf.upper - buf.lower, buf.size, buf.partitions),
+                key: (life, buf.size, buf.partitions),
             });
         }
         frame.cand_hi = self.cands.len() as u32;
