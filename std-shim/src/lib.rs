@@ -1,7 +1,9 @@
 //! tusk-shim: the std side of tusk — file formats, the driver, reports.
 
 pub mod color;
+pub mod csv;
 pub mod dimacs;
+pub mod dsa;
 pub mod gen;
 pub mod info;
 pub mod io;

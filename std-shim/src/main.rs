@@ -51,10 +51,8 @@ enum Command {
     Gen(tusk_shim::gen::GenArgs),
     /// Color a DIMACS graph with the register colorer's core.
     Color(tusk_shim::color::ColorArgs),
-    // Subcommands of other parts of the driver go here, one variant each,
-    // as `Name(tusk_shim::name::NameArgs)` dispatched to
-    // `tusk_shim::name::run(&args)` in `main` below:
-    //   Dsa   — tusk dsa FILE.csv --capacity N   (std-shim/src/dsa.rs)
+    /// Place the buffers of a MiniMalloc CSV (1-D dynamic storage allocation).
+    Dsa(tusk_shim::dsa::DsaArgs),
 }
 
 /// The input file and its format.
@@ -144,6 +142,7 @@ fn main() -> ExitCode {
         Command::Run(a) => run(a),
         Command::Gen(a) => exit_code(tusk_shim::gen::run(a)),
         Command::Color(a) => exit_code(tusk_shim::color::run(a)),
+        Command::Dsa(a) => exit_code(tusk_shim::dsa::run(a)),
     };
     ExitCode::from(code)
 }
