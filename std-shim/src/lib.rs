@@ -1,10 +1,13 @@
 //! tusk-shim: the std side of tusk — file formats, the driver, reports.
 
+pub mod batch;
 pub mod color;
 pub mod dimacs;
 pub mod gen;
 pub mod info;
 pub mod io;
 pub mod json;
+pub mod memmap;
 pub mod run;
+pub mod svg;
 pub mod text;
