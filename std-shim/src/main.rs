@@ -4,7 +4,10 @@
 //! but the job failed (verifier findings, allocation failed); 2 bad input or
 //! usage (malformed file with line:column, invalid options, limits exceeded);
 //! 3 I/O error.
-//! Outputs are written atomically and only on success; inputs are only read.
+//! Outputs are written atomically and only on success (except `tusk run
+//! --svg`, which draws a failed allocation too); inputs are only read.
+//! `tusk run` over several files exits with the worst code of its files
+//! (2 before 3 before 1; see `tusk_shim::batch`).
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;

@@ -116,7 +116,17 @@ pub fn memory_map(m: &Module, title: &str, subtitle: &str, failure: Option<&Fail
                     Some(Marker {
                         pos: p,
                         kind: MarkerKind::Peak,
-                        label: format!("peak {} at {p}", bytes_label(top)),
+                        // PSUM counts whole banks, as the run summary does.
+                        label: if space == Space::Psum {
+                            let bank = t.psum_bank_bytes.max(1) as u64;
+                            format!(
+                                "peak {} ({} banks) at {p}",
+                                bytes_label(top),
+                                top.div_ceil(bank)
+                            )
+                        } else {
+                            format!("peak {} at {p}", bytes_label(top))
+                        },
                     }),
                 ),
                 None => (None, None),
