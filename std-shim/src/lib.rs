@@ -1,5 +1,6 @@
 //! tusk-shim: the std side of tusk — file formats, the driver, reports.
 
+pub mod batch;
 pub mod color;
 pub mod csv;
 pub mod dimacs;
@@ -8,5 +9,7 @@ pub mod gen;
 pub mod info;
 pub mod io;
 pub mod json;
+pub mod memmap;
 pub mod run;
+pub mod svg;
 pub mod text;

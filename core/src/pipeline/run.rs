@@ -15,7 +15,7 @@ use crate::analysis::{Bounds, LinearOrder, MemLiveness};
 use crate::dma::pass::{
     DmaError, DmaStats, DmaWorkspace, DMA_OPTIMIZATION_PSUM, DMA_OPTIMIZATION_SB,
 };
-use crate::ir::{Module, Space};
+use crate::ir::{Inst, MemLoc, Module, Space};
 use crate::mem::coloring::{
     self, ColoringError, ColoringOptions, ColoringReport, ColoringWorkspace,
 };
@@ -147,6 +147,65 @@ impl PipelineError {
     /// A printable form that names tensors and registers of `m`.
     pub fn display<'m>(&'m self, m: &'m Module) -> PipelineErrorDisplay<'m> {
         PipelineErrorDisplay { e: self, m }
+    }
+}
+
+/// Where a run failed, as far as the error says: the space that did not
+/// fit, the instruction or position of the failure, and the tensor that
+/// could not be placed with the rectangle it needs. Positions are in the
+/// program order of the module as it was at failure (the allocator's
+/// spills included), so a picture of that module can mark them.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+pub struct FailureSite {
+    /// The space that did not fit.
+    pub space: Option<Space>,
+    /// The instruction that could not be served (linear scan).
+    pub inst: Option<Inst>,
+    /// The position of the failure (coloring: the peak pressure).
+    pub position: Option<u32>,
+    /// The tensor that could not be placed.
+    pub tensor: Option<MemLoc>,
+    /// The rectangle it needs: partitions, bytes per partition.
+    pub needed: Option<(u16, u64)>,
+}
+
+impl PipelineError {
+    /// The failure site, when the error names one (allocation failures do;
+    /// option, DMA and check errors do not).
+    pub fn site(&self) -> Option<FailureSite> {
+        match self {
+            PipelineError::Coloring(ColoringError::DoesNotFit {
+                space, at, tensor, ..
+            }) => Some(FailureSite {
+                space: Some(*space),
+                position: Some(*at),
+                tensor: (*tensor != MemLoc::INVALID).then_some(*tensor),
+                ..FailureSite::default()
+            }),
+            PipelineError::Coloring(ColoringError::Unplaceable { tensor, .. }) => {
+                Some(FailureSite {
+                    tensor: Some(*tensor),
+                    ..FailureSite::default()
+                })
+            }
+            PipelineError::Lsa(e) => match &**e {
+                LsaError::AllocationFailed(a) => Some(FailureSite {
+                    space: Some(a.space),
+                    inst: Some(a.instruction),
+                    position: Some(a.position),
+                    tensor: Some(a.tensor),
+                    needed: Some((a.needed.partitions, a.needed.bytes)),
+                }),
+                LsaError::Manager { tensor, .. }
+                | LsaError::PinnedUnplaced { tensor }
+                | LsaError::FixedOverlap { tensor } => Some(FailureSite {
+                    tensor: Some(*tensor),
+                    ..FailureSite::default()
+                }),
+                _ => None,
+            },
+            _ => None,
+        }
     }
 }
 
