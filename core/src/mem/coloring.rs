@@ -37,10 +37,10 @@
 //!   writes) is rematerialized: no store, the reload reads the original
 //!   DRAM tensor.
 //!
-//! A victim must be safely splittable: never written after the peak, with
-//! an access before and after it, and none of its accesses inside the
-//! outermost loop around the peak (so the store and reload sit outside
-//! that loop).
+//! A victim must be safely splittable: an access before and after the peak,
+//! and none of its accesses inside the outermost loop around the peak (so
+//! the store and reload sit outside that loop). Every access after the
+//! reload, reads and writes, moves to the copy.
 
 use alloc::vec::Vec;
 use core::fmt;
@@ -209,7 +209,7 @@ impl fmt::Display for ColoringErrorDisplay<'_> {
                 write!(
                     f,
                     "; {spill_rounds} spill rounds found no further tensor that can be split around that point \
-                     (every live tensor is accessed there, written later, or used inside the loop around it). \
+                     (every live tensor is accessed there or used inside the loop around it). \
                      Reduce the tile sizes live at that point, allow spilling (--gca-dma-optlevel 0..2), or use a larger target"
                 )
             }
@@ -542,13 +542,6 @@ fn spill_round(
         let Some(&after) = acc.get(k) else { continue };
         if after <= hi {
             continue; // accessed inside the loop around the peak (or at it)
-        }
-        let written_later = acc
-            .iter()
-            .zip(ws.live.access_writes(v))
-            .any(|(&q, w)| w && q > at);
-        if written_later {
-            continue;
         }
         let area = m.mems.partitions[v] as u64 * m.mems.bytes[v] as u64;
         let bytes = m.mems.bytes[v] as u64;
