@@ -228,7 +228,9 @@ pub struct ColoringWorkspace {
     order: LinearOrder,
     live: MemLiveness,
     bounds: Bounds,
-    problem: Option<Problem>,
+    /// One problem per space (by [`Space::slot`]): each keeps its geometry
+    /// and capacity, so a pass never rebuilds (reallocates) one.
+    problems: [Option<Problem>; 3],
     locs: Vec<MemLoc>,
     out: Vec<Placement>,
     exact_out: Vec<Placement>,
@@ -248,9 +250,10 @@ impl ColoringWorkspace {
         Self::default()
     }
 
-    /// Sizes everything for `m` (and reserves the spill headroom in `m`).
-    pub fn reserve(&mut self, m: &mut Module) {
-        m.reserve(Capacity {
+    /// The module headroom one coloring pass needs: [`SPILL_HEADROOM`]
+    /// spills of two instructions, two locations and two access patterns.
+    pub fn headroom() -> Capacity {
+        Capacity {
             insts: 2 * SPILL_HEADROOM,
             aps: 4 * SPILL_HEADROOM,
             dims: 4 * SPILL_HEADROOM,
@@ -258,11 +261,24 @@ impl ColoringWorkspace {
             names: 2 * SPILL_HEADROOM,
             name_bytes: 64 * SPILL_HEADROOM,
             ..Capacity::default()
-        });
+        }
+    }
+
+    /// Sizes everything for `m` (and reserves the spill headroom in `m`).
+    /// The analyses and the per-space problems are sized to the module's
+    /// whole reserved capacity ([`Module::capacity`]), which also covers the
+    /// headroom other passes reserved before: the spill rounds of any pass
+    /// then recompute them without allocating.
+    pub fn reserve(&mut self, m: &mut Module) {
+        m.reserve(Self::headroom());
+        let cap = m.capacity();
+        self.order.reserve(&cap);
+        self.live.reserve(&cap);
+        self.bounds.reserve(&cap);
         self.order.compute(m);
         self.live.compute(m, &self.order);
         self.bounds.compute(m, &self.order, &self.live);
-        let n = m.num_mems() + 2 * SPILL_HEADROOM;
+        let n = cap.mems.max(m.num_mems() + 2 * SPILL_HEADROOM);
         self.locs.reserve(n);
         self.out.reserve(n);
         self.exact_out.reserve(n);
@@ -273,10 +289,9 @@ impl ColoringWorkspace {
             if fill(m, space, &self.live, &mut p, &mut self.locs).is_ok() {
                 self.gca.reserve_for(&p, 2 * SPILL_HEADROOM, 1 << 16);
                 self.exact.reserve_for(&p);
+                self.exact.reserve_headroom(p.len() + 2 * SPILL_HEADROOM);
             }
-            if space == Space::Sb {
-                self.problem = Some(p);
-            }
+            self.problems[space.slot()] = Some(p);
         }
     }
 }
@@ -378,12 +393,13 @@ pub fn run(
         capacity: capacity_of(m, space),
         ..Default::default()
     };
-    let mut problem = ws
-        .problem
+    // Without a reserve for this space (a caller that skipped
+    // `ColoringWorkspace::reserve`), the problem is made here.
+    let mut problem = ws.problems[space.slot()]
         .take()
         .unwrap_or_else(|| new_problem(m, space, m.num_mems()));
     let result = color_rounds(m, space, opts, ws, clock, &mut problem, &mut report);
-    ws.problem = Some(problem);
+    ws.problems[space.slot()] = Some(problem);
     result.map(|()| report)
 }
 

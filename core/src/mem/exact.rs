@@ -347,7 +347,7 @@ impl ExactWorkspace {
         }
         let stripes_per_opt = nst.min(parts.max(1));
         self.greedy.reserve(n);
-        self.timeline = Timeline::with_capacity(n);
+        self.timeline.reserve(n);
         for v in [&mut self.incumbent, &mut self.current] {
             at_least(v, n);
         }
@@ -388,6 +388,22 @@ impl ExactWorkspace {
         at_least(&mut self.forbid_trail, branches);
         at_least(&mut self.frames, trail + 1);
         at_least(&mut self.cands, branches);
+    }
+
+    /// Grows the per-buffer tables (the timeline of the lower bound, the
+    /// greedy incumbents) to problems of `buffers` buffers: a caller whose
+    /// problem grows by spill copies between solves reserves that here. The
+    /// search's own storage stays as [`reserve_for`](Self::reserve_for)
+    /// sized it; the search stops at it ([`Limit::Storage`]).
+    pub fn reserve_headroom(&mut self, buffers: usize) {
+        fn at_least<T>(v: &mut Vec<T>, n: usize) {
+            v.reserve(n.saturating_sub(v.len()));
+        }
+        self.greedy.reserve(buffers);
+        self.timeline.reserve(buffers);
+        for v in [&mut self.incumbent, &mut self.current] {
+            at_least(v, buffers);
+        }
     }
 
     /// Solves `problem` at its capacity and writes the best placement found

@@ -15,7 +15,7 @@ use crate::analysis::{Bounds, LinearOrder, MemLiveness};
 use crate::dma::pass::{
     DmaError, DmaStats, DmaWorkspace, DMA_OPTIMIZATION_PSUM, DMA_OPTIMIZATION_SB,
 };
-use crate::ir::{Inst, MemLoc, Module, Space};
+use crate::ir::{Capacity, Inst, MemLoc, Module, Space};
 use crate::mem::coloring::{
     self, ColoringError, ColoringOptions, ColoringReport, ColoringWorkspace,
 };
@@ -264,24 +264,44 @@ impl Workspace {
 
     /// Sizes every pass for `m` and reserves `m`'s headroom. `original`,
     /// when given, sizes the dataflow checker too.
+    ///
+    /// The headroom is the sum over the pass list (each pass may use all of
+    /// its own before the next runs); it is reserved first, so that every
+    /// workspace below sizes its analyses to the module's final capacity
+    /// ([`Module::capacity`]) — what the module can grow to while the passes
+    /// run. After this, [`run`] does not allocate.
     pub fn reserve(&mut self, m: &mut Module, opts: &Options, original: Option<&Module>) {
         let list = passes(opts);
+        let lo = LsaOptions {
+            vnc_count: opts.vnc_count,
+            ..LsaOptions::default()
+        };
+        let mut headroom = RegAllocator::headroom(m);
+        for p in &list {
+            headroom = headroom.plus(match p {
+                Pass::LinearScan => LsaWorkspace::headroom(m, &lo),
+                Pass::Coloring(_) | Pass::Exact(_) | Pass::RegSpillSlots => {
+                    ColoringWorkspace::headroom()
+                }
+                Pass::DmaOptimization(_) => DmaWorkspace::headroom(m),
+                Pass::CheckInPlace | Pass::ColoringReg => Capacity::default(),
+            });
+        }
+        m.reserve(headroom);
         if list.contains(&Pass::LinearScan) {
-            self.lsa.reserve(
-                m,
-                &LsaOptions {
-                    vnc_count: opts.vnc_count,
-                    ..LsaOptions::default()
-                },
-            );
+            self.lsa.reserve(m, &lo);
         }
         self.coloring.reserve(m);
         if list.iter().any(|p| matches!(p, Pass::DmaOptimization(_))) {
             self.dma.reserve(m);
         }
-        if self.reg.is_none() {
-            self.reg = Some(RegAllocator::new(m));
-        }
+        self.reg
+            .get_or_insert_with(RegAllocator::default)
+            .reserve(m);
+        let cap = m.capacity();
+        self.order.reserve(&cap);
+        self.live.reserve(&cap);
+        self.bounds.reserve(&cap);
         self.order.compute(m);
         self.live.compute(m, &self.order);
         self.bounds.compute(m, &self.order, &self.live);
