@@ -427,6 +427,11 @@ fn scan(
     // large is reserved here, once.
     if ws.reserved_ids == 0 || ws.reserved_ids < m.num_mems() + 2 * ws.max_spills as usize {
         ws.reserve(m, opts);
+    } else {
+        // A workspace reused for another module: that module needs its own
+        // spill headroom. When it has it (the pipeline reserved it), this
+        // reserves nothing and does not allocate.
+        m.reserve(LsaWorkspace::headroom(m, opts));
     }
     ws.order.compute(m);
     ws.live.compute(m, &ws.order);
