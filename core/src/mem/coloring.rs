@@ -270,6 +270,13 @@ impl ColoringWorkspace {
     /// headroom other passes reserved before: the spill rounds of any pass
     /// then recompute them without allocating.
     pub fn reserve(&mut self, m: &mut Module) {
+        self.reserve_for_spaces(m, &Space::ALL, true);
+    }
+
+    /// Sizes the storage for the coloring passes of `spaces` only, and the
+    /// exact fallback only when `exact` (firmware runs the DRAM colorer alone
+    /// and cannot afford storage for passes it never runs).
+    pub fn reserve_for_spaces(&mut self, m: &mut Module, spaces: &[Space], exact: bool) {
         m.reserve(Self::headroom());
         let cap = m.capacity();
         self.order.reserve(&cap);
@@ -284,12 +291,17 @@ impl ColoringWorkspace {
         self.exact_out.reserve(n);
         self.records.reserve(SPILL_HEADROOM);
         self.candidates.reserve(n);
-        for space in Space::ALL {
+        for &space in spaces {
             let mut p = new_problem(m, space, n);
             if fill(m, space, &self.live, &mut p, &mut self.locs).is_ok() {
-                self.gca.reserve_for(&p, 2 * SPILL_HEADROOM, 1 << 16);
-                self.exact.reserve_for(&p);
-                self.exact.reserve_headroom(p.len() + 2 * SPILL_HEADROOM);
+                // Spill copies add edges: room for each to meet a few dozen
+                // live neighbours.
+                self.gca
+                    .reserve_for(&p, 2 * SPILL_HEADROOM, 32 * 2 * SPILL_HEADROOM as u64);
+                if exact {
+                    self.exact.reserve_for(&p);
+                    self.exact.reserve_headroom(p.len() + 2 * SPILL_HEADROOM);
+                }
             }
             self.problems[space.slot()] = Some(p);
         }

@@ -291,7 +291,19 @@ impl Workspace {
         if list.contains(&Pass::LinearScan) {
             self.lsa.reserve(m, &lo);
         }
-        self.coloring.reserve(m);
+        let mut spaces: ArrayVec<Space, 3> = ArrayVec::new();
+        for p in &list {
+            let s = match p {
+                Pass::Coloring(s) | Pass::Exact(s) => *s,
+                Pass::RegSpillSlots => Space::Dram,
+                _ => continue,
+            };
+            if !spaces.contains(&s) {
+                spaces.push(s);
+            }
+        }
+        let exact = coloring_options(opts).exact.is_some();
+        self.coloring.reserve_for_spaces(m, &spaces, exact);
         if list.iter().any(|p| matches!(p, Pass::DmaOptimization(_))) {
             self.dma.reserve(m);
         }
