@@ -32,6 +32,11 @@
 //! - Branch and bound: when minimizing, each placement found lowers the
 //!   capacity the rest of the search must beat to its peak minus one.
 //!
+//! # Branch order
+//! Candidates whose top meets the floor just outside their lifetime (or the
+//! capacity) go first, then longer lifetimes, then larger sizes: closing a
+//! floor step keeps the skyline flat (G.1048576: 545 k → 29 k nodes).
+//!
 //! The first solution comes from the better of the two greedy rules
 //! ([`super::greedy`]); the search starts when that one does not suffice.
 //!
