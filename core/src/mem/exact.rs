@@ -32,6 +32,11 @@
 //! - Branch and bound: when minimizing, each placement found lowers the
 //!   capacity the rest of the search must beat to its peak minus one.
 //!
+//! # Branch order
+//! Candidates whose top meets the floor just outside their lifetime (or the
+//! capacity) go first, then longer lifetimes, then larger sizes: closing a
+//! floor step keeps the skyline flat (G.1048576: 545 k → 29 k nodes).
+//!
 //! The first solution comes from the better of the two greedy rules
 //! ([`super::greedy`]); the search starts when that one does not suffice.
 //!
@@ -186,7 +191,7 @@ struct Opt {
 #[derive(Copy, Clone, Debug)]
 struct Cand {
     opt: u32,
-    key: (u64, u64, u16),
+    key: (u8, u64, u64, u16),
 }
 
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -1134,6 +1139,27 @@ impl ExactWorkspace {
         m
     }
 
+    /// How many floor steps a buffer `b` topping out at `top` in stripe `st`
+    /// would close: the cells just before and just after its lifetime
+    /// already at `top`, and `top` at the capacity. A closed step leaves a
+    /// flat skyline that a later buffer can fill without waste, so such
+    /// candidates go first (a branch order only; completeness is kept).
+    fn closes(&self, st: usize, b: usize, top: u64) -> u8 {
+        let nsec = self.nsec;
+        let (lo, hi) = (self.sec_lo[b] as usize, self.sec_hi[b] as usize);
+        let mut n = 0;
+        if lo > 0 && self.floor[st * nsec + lo - 1] == top {
+            n += 1;
+        }
+        if hi < nsec && self.floor[st * nsec + hi] == top {
+            n += 1;
+        }
+        if top == self.k {
+            n += 1;
+        }
+        n
+    }
+
     /// Picks the node's cell and computes its branches.
     fn expand(&mut self, problem: &Problem) -> Result<Frame, Limit> {
         let nsec = self.nsec;
@@ -1241,7 +1267,12 @@ impl ExactWorkspace {
             }
             self.cands.push(Cand {
                 opt: o as u32,
-                key: (life, buf.size, buf.partitions),
+                key: (
+                    self.closes(cst, b, f + buf.size),
+                    life,
+                    buf.size,
+                    buf.partitions,
+                ),
             });
         }
         frame.cand_hi = self.cands.len() as u32;
