@@ -121,7 +121,8 @@ struct RunArgs {
     /// Override MaxRegNumPerEngine (scalar register lanes).
     #[arg(long)]
     max_regs: Option<u16>,
-    /// Write the allocated module here (atomically).
+    /// Write the allocated module here (atomically); `-` writes it to
+    /// standard output and the summary to standard error.
     #[arg(short = 'o', long = "output", value_name = "OUT")]
     output: Option<PathBuf>,
     /// Write the run report as JSON to this file.
@@ -377,12 +378,20 @@ fn run(a: &RunArgs) -> u8 {
             return code;
         }
     }
+    let to_stdout = a.output.as_deref().is_some_and(|p| p.as_os_str() == "-");
     if let Some(out) = &a.output {
         let code = write_output(Some(out), &a.input.file, text::print(&m).as_bytes());
         if code != EXIT_OK {
             return code;
         }
     }
-    print!("{}", tusk_shim::run::summary(&file, &m, &report));
+    // With `-o -` the module owns standard output; the summary goes to
+    // standard error so the output can be piped into the next tool.
+    let summary = tusk_shim::run::summary(&file, &m, &report);
+    if to_stdout {
+        eprint!("{summary}");
+    } else {
+        print!("{summary}");
+    }
     EXIT_OK
 }
