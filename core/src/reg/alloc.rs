@@ -225,6 +225,11 @@ pub struct RegAllocator {
     graph: InterferenceGraph,
     colorer: Colorer,
     depth_weight: [f64; 31],
+    /// `order` and `live` are those of the module about to be allocated
+    /// (set only by [`allocate_registers`], which holds the module
+    /// exclusively from `new` to `allocate`): the first round skips
+    /// recomputing them.
+    fresh: bool,
 }
 
 /// Headroom the spill code of `m` can need at most: every original register
@@ -460,8 +465,10 @@ impl RegAllocator {
 
     /// Doubled-position ranges per register and the lane-weighted pressure.
     fn live_ranges(&mut self, m: &Module) {
-        self.order.compute(m);
-        self.live.compute(m, &self.order);
+        if !core::mem::take(&mut self.fresh) {
+            self.order.compute(m);
+            self.live.compute(m, &self.order);
+        }
         let nr = m.num_regs();
         let positions = 2 * self.order.len() + 2;
         self.parent.clear();
@@ -775,7 +782,11 @@ pub fn allocate_registers(
     m: &mut Module,
     cfg: &RegAllocConfig,
 ) -> Result<RegReport, RegAllocError> {
-    RegAllocator::new(m).allocate(m, cfg)
+    let mut a = RegAllocator::new(m);
+    // `new` computed the order and liveness of `m`, which nothing can
+    // change before `allocate` runs: reuse them.
+    a.fresh = true;
+    a.allocate(m, cfg)
 }
 
 impl fmt::Display for RegReport {
