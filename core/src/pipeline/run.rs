@@ -15,7 +15,7 @@ use crate::analysis::{Bounds, LinearOrder, MemLiveness};
 use crate::dma::pass::{
     DmaError, DmaStats, DmaWorkspace, DMA_OPTIMIZATION_PSUM, DMA_OPTIMIZATION_SB,
 };
-use crate::ir::{Capacity, Inst, MemLoc, Module, Space};
+use crate::ir::{Capacity, Inst, MemFlags, MemLoc, Module, Space};
 use crate::mem::coloring::{
     self, ColoringError, ColoringOptions, ColoringReport, ColoringWorkspace,
 };
@@ -412,8 +412,13 @@ pub fn run(
                 } else {
                     (DMA_OPTIMIZATION_SB, 1)
                 };
-                let st = pass_obj.run(m, &mut ws.dma).map_err(PipelineError::Dma)?;
-                report.dma[k] = Some(st);
+                let provisional = place_dram_provisionally(m);
+                let st = pass_obj.run(m, &mut ws.dma);
+                unplace_provisional_dram(m, provisional);
+                report.dma[k] = Some(st.map_err(PipelineError::Dma)?);
+                if opts.optlevel != 7 {
+                    release_abandoned(m, &mut ws.order, &mut ws.live, space);
+                }
             }
             Pass::CheckInPlace => {
                 let r = ws.verifier.verify(m);
@@ -497,6 +502,42 @@ pub fn run(
     Ok(report)
 }
 
+/// Gives every unplaced DRAM location a provisional address of its own,
+/// above the target's DRAM, and returns where that region starts.
+///
+/// The DMA peepholes reason on placed DRAM sides (overlap of the bytes a
+/// load reads with the bytes a save writes), but at most optlevels they run
+/// before `coloring_allocator_dram`, and external inputs and outputs are
+/// never placed by tusk at all: without addresses every DMA was skipped.
+/// Before DRAM allocation distinct tensors are distinct memory, which is
+/// exactly what disjoint provisional addresses say, so a rewrite proved safe
+/// on them stays safe once the DRAM colorer shares addresses between
+/// tensors whose lifetimes do not overlap (it only does so for those).
+fn place_dram_provisionally(m: &mut Module) -> u64 {
+    let base = m.target.dram_bytes.max(1).next_power_of_two();
+    let mut at = base;
+    for v in m.mems.space.keys() {
+        if m.mems.space[v] != Space::Dram || m.is_placed(v) {
+            continue;
+        }
+        let align = (m.mems.align[v] as u64).max(64);
+        at = at.next_multiple_of(align);
+        m.place(v, 0, at);
+        at += m.mem_footprint(v);
+    }
+    base
+}
+
+/// Forgets the provisional DRAM addresses of [`place_dram_provisionally`]
+/// (every DRAM placement at or above `base`).
+fn unplace_provisional_dram(m: &mut Module, base: u64) {
+    for v in m.mems.space.keys() {
+        if m.mems.space[v] == Space::Dram && m.is_placed(v) && m.mems.offset[v] >= base {
+            m.unplace(v);
+        }
+    }
+}
+
 /// Peaks and placed counts per space from the placements.
 fn summarize(m: &Module, report: &mut RunReport) {
     let t = &m.target;
@@ -517,5 +558,30 @@ fn summarize(m: &Module, report: &mut RunReport) {
         let sum = &mut report.spaces[s.slot()];
         sum.placed += 1;
         sum.peak = sum.peak.max(top);
+    }
+}
+
+/// Unplaces the locations of `space` that the DMA rewrites left without any
+/// access (a wide tensor replaced by its shrunk copy, the halves of a
+/// merge): they are dead, and a placement would only make reports and the
+/// printed module claim space nobody uses. Pinned and I/O locations stay, and
+/// at optlevel 7 nothing is released: the placements are the user's fixed
+/// assignment.
+fn release_abandoned(
+    m: &mut Module,
+    order: &mut LinearOrder,
+    live: &mut MemLiveness,
+    space: Space,
+) {
+    order.compute(m);
+    live.compute(m, order);
+    for v in m.mems.space.keys() {
+        let keep = m.mems.space[v] != space
+            || !m.is_placed(v)
+            || m.mems.flags[v].intersects(MemFlags::PINNED | MemFlags::INPUT | MemFlags::OUTPUT)
+            || live.interval(v).is_some();
+        if !keep {
+            m.unplace(v);
+        }
     }
 }

@@ -225,6 +225,11 @@ pub struct RegAllocator {
     graph: InterferenceGraph,
     colorer: Colorer,
     depth_weight: [f64; 31],
+    /// `order` and `live` are those of the module about to be allocated
+    /// (set only by [`allocate_registers`], which holds the module
+    /// exclusively from `new` to `allocate`): the first round skips
+    /// recomputing them.
+    fresh: bool,
 }
 
 /// Headroom the spill code of `m` can need at most: every original register
@@ -499,8 +504,10 @@ impl RegAllocator {
 
     /// Doubled-position ranges per register and the lane-weighted pressure.
     fn live_ranges(&mut self, m: &Module) {
-        self.order.compute(m);
-        self.live.compute(m, &self.order);
+        if !core::mem::take(&mut self.fresh) {
+            self.order.compute(m);
+            self.live.compute(m, &self.order);
+        }
         let nr = m.num_regs();
         let positions = 2 * self.order.len() + 2;
         self.parent.clear();
@@ -814,7 +821,11 @@ pub fn allocate_registers(
     m: &mut Module,
     cfg: &RegAllocConfig,
 ) -> Result<RegReport, RegAllocError> {
-    RegAllocator::new(m).allocate(m, cfg)
+    let mut a = RegAllocator::new(m);
+    // `new` computed the order and liveness of `m`, which nothing can
+    // change before `allocate` runs: reuse them.
+    a.fresh = true;
+    a.allocate(m, cfg)
 }
 
 impl fmt::Display for RegReport {
@@ -841,6 +852,8 @@ pub(crate) mod tests {
     use crate::analysis::{LinearOrder, RegLiveness};
     use crate::ir::{Builder, MemLoc, SubOp};
     use crate::target::Target;
+    use crate::verify::dataflow::DataflowChecker;
+    use crate::verify::placement::{Scope, Verifier};
     use alloc::collections::BTreeMap;
     use alloc::vec;
 
@@ -950,12 +963,48 @@ pub(crate) mod tests {
         out
     }
 
-    /// Allocates, runs both checks, returns the report.
+    /// The shared checks on a REG output: the placement verifier's
+    /// register rules (memory is not placed here: spill slots are left to
+    /// the pipeline's DRAM colorer) and the dataflow checker, `original`
+    /// against the allocated `m` (spill stores and reloads carry values
+    /// through their memory slots; colored registers share one physical
+    /// register file, so a lane clobber is a mismatch).
+    pub(crate) fn shared_checks(original: &Module, m: &Module) {
+        let mut v = Verifier::for_module(m);
+        v.set_scope(Scope {
+            psum: false,
+            sb: false,
+            dram: false,
+            registers: true,
+        });
+        let r = v.verify(m);
+        if let Some(f) = r.findings.first() {
+            panic!(
+                "verifier (registers): {} finding(s), the first: {}",
+                r.total(),
+                f.display(m)
+            );
+        }
+        let mut d = DataflowChecker::new();
+        let rep = d.check(original, m).expect("the dataflow checker runs");
+        assert!(
+            rep.is_clean(),
+            "dataflow: {} mismatch(es), the first: {:?}",
+            rep.mismatches.len() as u64 + rep.dropped,
+            rep.mismatches.first()
+        );
+        assert!(rep.compared > 0 || original.num_live_insts() == 0);
+    }
+
+    /// Allocates, runs the lane check, the value trace and the shared
+    /// checks ([`shared_checks`]), returns the report.
     pub(crate) fn allocate_checked(m: &mut Module) -> Result<RegReport, RegAllocError> {
+        let original = m.clone();
         let before = trace(m, false);
         let rep = allocate_registers(m, &RegAllocConfig::default())?;
         m.check_structure().unwrap();
         check_registers(m).unwrap();
+        shared_checks(&original, m);
         let after = trace(m, true);
         for (i, v) in before.iter() {
             assert_eq!(Some(v), after.get(i), "dataflow changed at inst{i}");
