@@ -104,6 +104,11 @@ pub enum RegAllocError {
         /// Rounds run.
         rounds: u32,
     },
+    /// The spill code needs more temporaries than the headroom reserved.
+    SpillHeadroom {
+        /// The limit on spill temporaries (one per reload or store).
+        limit: u32,
+    },
 }
 
 impl fmt::Display for RegAllocError {
@@ -145,6 +150,13 @@ impl fmt::Display for RegAllocError {
                     "the register spill fixpoint did not converge in {rounds} rounds"
                 )
             }
+            RegAllocError::SpillHeadroom { limit } => write!(
+                f,
+                "the register spill code needs more than its limit of {limit} temporaries \
+                 (by default one per {SPILL_TEMP_FRACTION} register operands plus {SPILL_TEMP_SLACK}; \
+                 raise RegAllocator::set_max_spill_temporaries, in a pipeline \
+                 Options::reg_max_spill_temporaries)"
+            ),
         }
     }
 }
@@ -225,13 +237,33 @@ pub struct RegAllocator {
     graph: InterferenceGraph,
     colorer: Colorer,
     depth_weight: [f64; 31],
+    /// Limit on spill temporaries; `None`: [`default_spill_temporaries`].
+    max_spill_temporaries: Option<u32>,
 }
 
-/// Headroom the spill code of `m` can need at most: every original register
-/// is spilled at most once, and each access adds one temporary, two
-/// instructions and one access pattern.
-fn spill_headroom(m: &Module) -> Capacity {
+/// The default limit on spill temporaries is one per this many register
+/// operands...
+pub const SPILL_TEMP_FRACTION: usize = 4;
+/// ...plus this many.
+pub const SPILL_TEMP_SLACK: usize = 64;
+
+/// Spill temporaries (each one reload or one store) a run on `m` may
+/// insert by default: one per [`SPILL_TEMP_FRACTION`] register operands
+/// plus [`SPILL_TEMP_SLACK`], at most one per operand (what spilling every
+/// register would take). Reserving for every operand costs megabytes on a
+/// 1,000-instruction module; a run needing more fails with
+/// [`RegAllocError::SpillHeadroom`], which says how to raise the limit.
+pub fn default_spill_temporaries(m: &Module) -> u32 {
     let t = m.reg_pool.len();
+    (t / SPILL_TEMP_FRACTION + SPILL_TEMP_SLACK).min(t) as u32
+}
+
+/// Headroom the spill code of `m` can need with at most `limit` spill
+/// temporaries (`None`: [`default_spill_temporaries`]): every original
+/// register is spilled at most once (one slot each), and each temporary
+/// adds two instructions, one access pattern and one register operand.
+fn spill_headroom(m: &Module, limit: Option<u32>) -> Capacity {
+    let t = limit.unwrap_or_else(|| default_spill_temporaries(m)) as usize;
     let r = m.num_regs();
     Capacity {
         insts: 2 * t,
@@ -258,9 +290,28 @@ impl RegAllocator {
         a
     }
 
-    /// The module headroom the spill code of `m` can need at most.
+    /// The module headroom the spill code of `m` can need at most, with
+    /// the default limit on spill temporaries.
     pub fn headroom(m: &Module) -> Capacity {
-        spill_headroom(m)
+        spill_headroom(m, None)
+    }
+
+    /// [`Self::headroom`] with `limit` spill temporaries (`None`: the
+    /// default, [`default_spill_temporaries`]).
+    pub fn headroom_with(m: &Module, limit: Option<u32>) -> Capacity {
+        spill_headroom(m, limit)
+    }
+
+    /// Sets the limit on spill temporaries (`None`: the default) of later
+    /// [`Self::reserve`] and [`Self::allocate`] calls.
+    pub fn set_max_spill_temporaries(&mut self, limit: Option<u32>) {
+        self.max_spill_temporaries = limit;
+    }
+
+    /// The limit on spill temporaries for `m`.
+    fn spill_limit(&self, m: &Module) -> u32 {
+        self.max_spill_temporaries
+            .unwrap_or_else(|| default_spill_temporaries(m))
     }
 
     /// Reserves `m`'s spill headroom and sizes the workspace for `m` and
@@ -268,13 +319,13 @@ impl RegAllocator {
     /// hold: afterwards [`RegAllocator::allocate`] on `m` does not allocate,
     /// whatever the passes before it added within that capacity.
     pub fn reserve(&mut self, m: &mut Module) {
-        m.reserve(spill_headroom(m));
+        m.reserve(spill_headroom(m, self.max_spill_temporaries));
         self.size_for(m);
     }
 
     /// True when `m` has room for the spill code of `m`.
-    fn has_headroom(m: &Module) -> bool {
-        let (cap, n, h) = (m.capacity(), m.counts(), spill_headroom(m));
+    fn has_headroom(m: &Module, limit: Option<u32>) -> bool {
+        let (cap, n, h) = (m.capacity(), m.counts(), spill_headroom(m, limit));
         cap.insts >= n.insts + h.insts
             && cap.aps >= n.aps + h.aps
             && cap.dims >= n.dims + h.dims
@@ -297,7 +348,7 @@ impl RegAllocator {
         a.live.reserve(&cap);
         a.order.compute(m);
         a.live.compute(m, &a.order);
-        let head = spill_headroom(m);
+        let head = spill_headroom(m, a.max_spill_temporaries);
         // The module's capacity bounds what earlier passes may add.
         let regs = (m.num_regs() + head.regs).max(cap.regs);
         let insts = (m.num_live_insts() + head.insts).max(cap.insts);
@@ -417,6 +468,9 @@ impl RegAllocator {
                 reg: Reg::INVALID,
             })?;
         let k = m.target.max_regs;
+        // Fixed before the first spill: the spill code grows the operand
+        // count the default is computed from.
+        let limit = self.spill_limit(m);
         let mut ccfg = cfg.color;
         ccfg.k = k;
         for r in m.regs.lanes.keys() {
@@ -479,8 +533,8 @@ impl RegAllocator {
                 // caller reserves it beforehand (`RegAllocator::reserve`,
                 // as the pipeline does); only a module without that room
                 // gets it here, once, before the first insertion.
-                if !Self::has_headroom(m) {
-                    m.reserve(spill_headroom(m));
+                if !Self::has_headroom(m, Some(limit)) {
+                    m.reserve(spill_headroom(m, Some(limit)));
                 }
                 reserved = true;
             }
@@ -489,7 +543,7 @@ impl RegAllocator {
                 let root = self.find(r.as_u32());
                 let v = self.node_of[root as usize];
                 if v != NONE && self.chosen[v as usize] && self.live.interval(r).is_some() {
-                    self.spill_register(m, r, &mut spill_serial, &mut report)?;
+                    self.spill_register(m, r, &mut spill_serial, &mut report, limit)?;
                 }
             }
         }
@@ -682,6 +736,7 @@ impl RegAllocator {
         r: Reg,
         serial: &mut u32,
         report: &mut RegReport,
+        limit: u32,
     ) -> Result<(), RegAllocError> {
         let lanes = m.regs.lanes[r];
         let name = Self::fresh_name(m, "spill.slot", serial);
@@ -703,6 +758,10 @@ impl RegAllocator {
             let n_use = ops.n_use as usize;
             let uses_r = m.uses(i).contains(&r);
             let defs_r = m.defs(i).contains(&r);
+            let temps = uses_r as u32 + defs_r as u32;
+            if report.spill_instructions + temps > limit {
+                return Err(RegAllocError::SpillHeadroom { limit });
+            }
             if uses_r {
                 let tn = Self::fresh_name(m, "spill.t", serial);
                 let t = m.try_add_reg(&tn, lanes)?;
