@@ -347,6 +347,8 @@ fn run(a: &RunArgs) -> u8 {
         target,
         max_regs: a.max_regs,
         no_verify: a.no_verify,
+        lsa_max_spills: None,
+        reg_max_spill_temporaries: None,
     };
     let opts = match opts.normalize() {
         Ok(o) => o,

@@ -274,9 +274,10 @@ impl Workspace {
         let list = passes(opts);
         let lo = LsaOptions {
             vnc_count: opts.vnc_count,
+            max_spills: opts.lsa_max_spills,
             ..LsaOptions::default()
         };
-        let mut headroom = RegAllocator::headroom(m);
+        let mut headroom = RegAllocator::headroom_with(m, opts.reg_max_spill_temporaries);
         for p in &list {
             headroom = headroom.plus(match p {
                 Pass::LinearScan => LsaWorkspace::headroom(m, &lo),
@@ -307,9 +308,9 @@ impl Workspace {
         if list.iter().any(|p| matches!(p, Pass::DmaOptimization(_))) {
             self.dma.reserve(m);
         }
-        self.reg
-            .get_or_insert_with(RegAllocator::default)
-            .reserve(m);
+        let reg = self.reg.get_or_insert_with(RegAllocator::default);
+        reg.set_max_spill_temporaries(opts.reg_max_spill_temporaries);
+        reg.reserve(m);
         let cap = m.capacity();
         self.order.reserve(&cap);
         self.live.reserve(&cap);
@@ -378,6 +379,7 @@ pub fn run(
             Pass::LinearScan => {
                 let lo = LsaOptions {
                     vnc_count: opts.vnc_count,
+                    max_spills: opts.lsa_max_spills,
                     ..LsaOptions::default()
                 };
                 let r = if m.num_loops() > 0 {
@@ -432,6 +434,7 @@ pub fn run(
             }
             Pass::ColoringReg => {
                 let reg = ws.reg.get_or_insert_with(|| RegAllocator::new(m));
+                reg.set_max_spill_temporaries(opts.reg_max_spill_temporaries);
                 let r = reg
                     .allocate(m, &RegAllocConfig::default())
                     .map_err(PipelineError::Reg)?;

@@ -29,8 +29,9 @@
 //!    every step; at the end it rolls back to the best state seen (least
 //!    total cost of uncolored nodes). Bounded by
 //!    `min(ColorConfig::repair_moves, REPAIR_BASE + REPAIR_PER_NODE × |U₀|)`
-//!    moves (|U₀|: nodes select left) and by a fixed journal; a move costs
-//!    O(degree + K).
+//!    moves (|U₀|: nodes select left); a move costs O(degree + K). The
+//!    rollback journal is sized by the node count; when it fills, the
+//!    search restarts from the best state seen.
 //!
 //! **REG score** (lower is better): `Σ cost(v) over uncolored v` +
 //! `lanes used / K`. The first term is what spilling will cost, the second
@@ -52,8 +53,16 @@ use super::graph::InterferenceGraph;
 /// The color of an uncolored node.
 pub const NO_COLOR: u16 = u16::MAX;
 
-/// Most changes the repair step records (it stops when the journal is full).
+/// Most changes the repair step records. The journal is sized
+/// `min(REPAIR_JOURNAL, JOURNAL_PER_NODE × nodes + JOURNAL_BASE)`; when it
+/// fills, the search rolls back to the best state seen, makes that its new
+/// starting point (empty journal) and goes on, so a small journal costs
+/// search history, not correctness.
 pub const REPAIR_JOURNAL: usize = 1 << 18;
+/// Journal entries reserved per node (see [`REPAIR_JOURNAL`]).
+pub const JOURNAL_PER_NODE: usize = 16;
+/// Journal entries reserved whatever the node count.
+pub const JOURNAL_BASE: usize = 4096;
 
 /// Repair moves allowed whatever the number of uncolored nodes.
 pub const REPAIR_BASE: u32 = 2_000;
@@ -360,7 +369,10 @@ impl Colorer {
         up(&mut self.upos, n);
         up(&mut self.tabu_color, n);
         up(&mut self.tabu_until, n);
-        up(&mut self.journal, REPAIR_JOURNAL);
+        up(
+            &mut self.journal,
+            (JOURNAL_PER_NODE * n + JOURNAL_BASE).min(REPAIR_JOURNAL),
+        );
         up(&mut self.lane_cost, self.k_cap as usize);
         up(&mut self.pair_cost, self.k_cap as usize);
     }
@@ -791,9 +803,37 @@ impl Colorer {
             REPAIR_BASE.saturating_add(REPAIR_PER_NODE.saturating_mul(self.uncol.len() as u32)),
         );
         while !self.uncol.is_empty() && moves < budget {
-            let u = self.uncol[(rng.next() % self.uncol.len() as u64) as usize] as usize;
+            let mut u = self.uncol[(rng.next() % self.uncol.len() as u64) as usize] as usize;
             if self.journal.len() + 1 + g.degree(u) > self.journal.capacity() {
-                break;
+                // Full: restart from the best state seen, with an empty
+                // journal (the tabu marks stay).
+                if best_len == 0 && self.journal.is_empty() {
+                    break;
+                }
+                while self.journal.len() > best_len {
+                    if let Some((v, c)) = self.journal.pop() {
+                        colors[v as usize] = c;
+                    }
+                }
+                self.journal.clear();
+                best_len = 0;
+                f = best_f;
+                self.uncol.clear();
+                for v in 0..n {
+                    if colors[v] == NO_COLOR {
+                        self.upos[v] = self.uncol.len() as u32;
+                        self.uncol.push(v as u32);
+                    } else {
+                        self.upos[v] = u32::MAX;
+                    }
+                }
+                if self.uncol.is_empty() {
+                    break;
+                }
+                u = self.uncol[(rng.next() % self.uncol.len() as u64) as usize] as usize;
+                if 1 + g.degree(u) > self.journal.capacity() {
+                    break;
+                }
             }
             iter += 1;
             moves += 1;

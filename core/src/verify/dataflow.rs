@@ -341,6 +341,7 @@ impl DataflowCapacity {
                 }
             }
             let (mut execs, mut ops, mut widest) = (0usize, 0usize, 0usize);
+            let mut operands = 0usize;
             for i in m.program_order() {
                 let o = m.operands(i);
                 let times = m.inst_loop_depth(i) as usize + 1;
@@ -353,21 +354,38 @@ impl DataflowCapacity {
                 // (more when the value there came from several writes), so
                 // the log is sized by rows read, not by operand count.
                 ops += times * (w.max(o.n_in as usize) + o.n_use as usize);
+                // The record keeps one run range per read operand.
+                operands += times * (o.n_in as usize + o.n_use as usize);
                 widest = widest.max(w + o.n_use as usize);
             }
-            let (mut outs, mut n_outs) = (0usize, 0usize);
+            // An output's final contents are read at once: a run per
+            // partition, plus one per row any instruction writes into it.
+            let (mut outs, mut n_outs, mut widest_out) = (0usize, 0usize, 0usize);
             for x in m.mems.space.keys() {
                 if m.mems.flags[x].contains(MemFlags::OUTPUT) {
                     outs += m.mems.partitions[x] as usize;
                     n_outs += 1;
                 }
             }
+            if n_outs > 0 {
+                let mut per_out = 0usize;
+                for i in m.program_order() {
+                    let times = m.inst_loop_depth(i) as usize + 1;
+                    for a in m.outputs(i) {
+                        if m.mems.flags[m.aps.loc[a]].contains(MemFlags::OUTPUT) {
+                            per_out += times * m.aps.part_count[a] as usize * rows(m, a);
+                        }
+                    }
+                }
+                outs += per_out;
+                widest_out = outs;
+            }
             cap.outputs = cap.outputs.max(n_outs);
             cap.runs = cap.runs.max(4096 + 2 * runs);
             cap.executions = cap.executions.max(64 + execs);
-            cap.operands = cap.operands.max(64 + ops);
+            cap.operands = cap.operands.max(64 + operands);
             cap.log_runs = cap.log_runs.max(4096 + 2 * ops + outs);
-            cap.scratch = cap.scratch.max(4096 + 2 * widest);
+            cap.scratch = cap.scratch.max(4096 + 2 * widest.max(widest_out));
         }
         cap
     }
@@ -880,6 +898,8 @@ pub struct DataflowChecker {
     frames: Vec<Frame>,
     mismatches: Vec<Mismatch>,
     max_mismatches: usize,
+    /// Most runs `scratch` held in the last check.
+    scratch_peak: usize,
     dropped: u64,
     compared: u64,
     cursor: usize,
@@ -897,6 +917,20 @@ impl DataflowChecker {
         let mut c = Self::new();
         c.reserve(cap);
         c
+    }
+
+    /// What the last [`Self::check`] used of each reservation (high-water
+    /// marks), to compare with [`DataflowCapacity::estimate`].
+    pub fn used(&self) -> DataflowCapacity {
+        DataflowCapacity {
+            runs: self.state.nodes.len(),
+            log_runs: self.log.len(),
+            executions: self.execs.len(),
+            operands: self.ops.len(),
+            scratch: self.scratch_peak,
+            outputs: self.outputs.len(),
+            mismatches: self.mismatches.len(),
+        }
     }
 
     /// Grows every buffer to at least `cap`.
@@ -936,6 +970,58 @@ impl DataflowChecker {
             });
         }
         self.reserve(DataflowCapacity::estimate(original, rewritten));
+        self.check_as_reserved(original, rewritten)
+    }
+
+    /// [`Self::check`] without the up-front estimate: starts from what is
+    /// reserved (at least `start`) and, each time a buffer proves too
+    /// small, doubles that buffer alone (to at least 4096) and checks
+    /// again (at most 64 times). For a memory-tight caller (firmware) after the passes:
+    /// the estimate is a worst case over the modules' counts, while this
+    /// ends within twice what the check uses.
+    pub fn check_growing(
+        &mut self,
+        original: &Module,
+        rewritten: &Module,
+        start: DataflowCapacity,
+    ) -> Result<DataflowReport<'_>, DataflowError> {
+        self.reserve(start);
+        for _ in 0..64 {
+            match self.check_as_reserved(original, rewritten) {
+                Err(DataflowError::Capacity { what, reserved }) => {
+                    let n = (2 * reserved).max(4096);
+                    let mut cap = DataflowCapacity::default();
+                    match what {
+                        "the value-run state" => cap.runs = n,
+                        "the record of the original's reads" => cap.log_runs = n,
+                        "instruction executions" => cap.executions = n,
+                        "read operands" => cap.operands = n,
+                        "output records" => cap.outputs = n,
+                        "one instruction's reads" => cap.scratch = n,
+                        _ => return Err(DataflowError::Capacity { what, reserved }),
+                    }
+                    self.reserve(cap);
+                }
+                Err(e) => return Err(e),
+                Ok(_) => break,
+            }
+        }
+        self.check_as_reserved(original, rewritten)
+    }
+
+    /// The check with the buffers as reserved (fails with
+    /// [`DataflowError::Capacity`] instead of growing them).
+    fn check_as_reserved(
+        &mut self,
+        original: &Module,
+        rewritten: &Module,
+    ) -> Result<DataflowReport<'_>, DataflowError> {
+        if rewritten.num_mems() < original.num_mems()
+            || rewritten.num_regs() < original.num_regs()
+            || rewritten.num_insts() < original.num_insts()
+        {
+            return self.check(original, rewritten);
+        }
         let frames = original.num_loops().max(rewritten.num_loops()) + 1;
         self.frames
             .reserve(frames.saturating_sub(self.frames.len()));
@@ -952,6 +1038,7 @@ impl DataflowChecker {
         self.dropped = 0;
         self.compared = 0;
         self.cursor = 0;
+        self.scratch_peak = 0;
         self.walk(original, original, Mode::Record)?;
         self.walk(rewritten, original, Mode::Compare)?;
         while self.cursor < self.execs.len() {
@@ -1060,6 +1147,7 @@ impl DataflowChecker {
                 let (h, a) = cell(m, l, q, 0);
                 self.state.read(h, a, a + bytes, &mut self.scratch)?;
             }
+            self.scratch_peak = self.scratch_peak.max(self.scratch.v.len());
             match mode {
                 Mode::Record => {
                     let s = self.log.len() as u32;
@@ -1154,6 +1242,7 @@ impl DataflowChecker {
             });
         }
         self.scratch_ops.push(self.scratch.v.len() as u32);
+        self.scratch_peak = self.scratch_peak.max(self.scratch.v.len());
         Ok(())
     }
 
