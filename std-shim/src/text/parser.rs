@@ -316,7 +316,8 @@ impl<'a> Parser<'a> {
                     ErrorKind::UnknownWord {
                         what: "target override",
                         word: key.into(),
-                        known: "max-regs psum-banks sb-bytes psum-span dram-bytes coalesce-budget",
+                        known: "max-regs psum-banks sb-bytes psum-span dram-bytes coalesce-budget \
+                                coalesce-count coalesce-elements",
                     },
                 ),
                 tusk_core::target::TargetError::BadValue { min, max } => self.err_at(
