@@ -28,10 +28,11 @@
 //!
 //! The state is a run-length interval map: runs `[start, end)` of one cell
 //! row (`hi` = region and partition) holding consecutive bytes of one origin,
-//! kept in one treap (an arena-allocated randomized search tree ordered by
-//! `(hi, start)`, with iterative split and merge and no recursion). Writing a
-//! range costs O(log N) plus the runs it replaces; reading costs O(log N)
-//! per run returned, where N is the number of runs held.
+//! kept in one treap per row (arena-allocated randomized search trees
+//! ordered by `(hi, start)`, with iterative split and merge and no
+//! recursion, sharing one node arena). Writing a range costs O(log N) plus
+//! the runs it replaces; reading costs O(log N) per run returned, where N is
+//! the number of runs held in that row.
 //!
 //! # The check
 //!
@@ -421,22 +422,61 @@ struct Node {
     prio: u32,
 }
 
-/// The state: a treap of runs keyed by `(hi, start)`; runs of one `hi` are
-/// disjoint. Freed nodes are chained through `right`.
+/// The state: one treap of runs per cell row `hi`, keyed by `(hi, start)`;
+/// runs of one row are disjoint. Freed nodes are chained through `right`.
+/// A tree per row keeps each search to the few runs of its row (a placed
+/// access touches one row per partition, and a single tree over all rows
+/// was three times deeper and cache-cold).
 #[derive(Debug, Default)]
 struct RunMap {
     nodes: Vec<Node>,
-    root: u32,
+    /// Root per row, indexed by [`RunMap::slot`].
+    roots: Vec<u32>,
+    /// Location rows start here in `roots`; register rows follow them.
+    mem_base: usize,
+    reg_base: usize,
     free: u32,
     seed: u32,
 }
 
+/// Physical rows: 4 regions × 2^16 partitions (the width of the key's
+/// partition field).
+const PHYSICAL_ROWS: usize = 4 << 16;
+
 impl RunMap {
+    /// Sizes the row roots for `mems` locations and `regs` registers.
+    fn reserve_rows(&mut self, mems: usize, regs: usize) {
+        self.mem_base = PHYSICAL_ROWS;
+        self.reg_base = PHYSICAL_ROWS + mems;
+        let n = self.reg_base + regs;
+        if self.roots.len() < n {
+            self.roots.resize(n, NIL);
+        }
+    }
+
     fn clear(&mut self) {
         self.nodes.clear();
-        self.root = NIL;
+        self.roots.fill(NIL);
         self.free = NIL;
         self.seed = 0x9E37_79B9;
+    }
+
+    /// The index of row `hi` in `roots`.
+    fn slot(&self, hi: u64) -> Result<usize, DataflowError> {
+        let id = ((hi >> 16) & 0xFFFF_FFFF) as usize;
+        let k = match hi >> 48 {
+            KIND_PHYSICAL => (id << 16) | (hi & 0xFFFF) as usize,
+            KIND_MEM => self.mem_base + id,
+            _ => self.reg_base + id,
+        };
+        if k < self.roots.len() && (hi >> 48 != KIND_MEM || k < self.reg_base) {
+            Ok(k)
+        } else {
+            Err(DataflowError::Capacity {
+                what: "cell rows",
+                reserved: self.roots.len(),
+            })
+        }
     }
 
     fn key(&self, n: u32) -> (u64, u64) {
@@ -566,8 +606,9 @@ impl RunMap {
         if a >= b {
             return Ok(());
         }
-        let root = self.root;
-        self.root = NIL;
+        let slot = self.slot(hi)?;
+        let root = self.roots[slot];
+        self.roots[slot] = NIL;
         let (l, r1) = self.split(root, (hi, a));
         let (mid, r) = self.split(r1, (hi, b));
         let mut tail: Option<Node> = None;
@@ -620,13 +661,13 @@ impl RunMap {
         if let Ok(t) = t {
             right = self.merge(t, right);
         }
-        self.root = self.merge(left, right);
+        self.roots[slot] = self.merge(left, right);
         n.and(t).map(|_| ())
     }
 
-    /// The node with the largest key `<= key`, or NIL.
-    fn floor(&self, key: (u64, u64)) -> u32 {
-        let (mut t, mut best) = (self.root, NIL);
+    /// The node with the largest key `<= key` in the tree `root`, or NIL.
+    fn floor(&self, root: u32, key: (u64, u64)) -> u32 {
+        let (mut t, mut best) = (root, NIL);
         while t != NIL {
             if self.key(t) <= key {
                 best = t;
@@ -638,9 +679,9 @@ impl RunMap {
         best
     }
 
-    /// The node with the smallest key `> key`, or NIL.
-    fn above(&self, key: (u64, u64)) -> u32 {
-        let (mut t, mut best) = (self.root, NIL);
+    /// The node with the smallest key `> key` in the tree `root`, or NIL.
+    fn above(&self, root: u32, key: (u64, u64)) -> u32 {
+        let (mut t, mut best) = (root, NIL);
         while t != NIL {
             if self.key(t) > key {
                 best = t;
@@ -654,9 +695,14 @@ impl RunMap {
 
     /// Reads cells `[a, b)` of row `hi` in order into `out`.
     fn read(&self, hi: u64, a: u64, b: u64, out: &mut Pieces) -> Result<(), DataflowError> {
+        let root = if a < b {
+            self.roots[self.slot(hi)?]
+        } else {
+            NIL
+        };
         let mut x = a;
         while x < b {
-            let f = self.floor((hi, x));
+            let f = self.floor(root, (hi, x));
             if f != NIL {
                 let n = &self.nodes[f as usize];
                 if n.hi == hi && n.end > x {
@@ -666,7 +712,7 @@ impl RunMap {
                     continue;
                 }
             }
-            let c = self.above((hi, x));
+            let c = self.above(root, (hi, x));
             let next = if c != NIL && self.nodes[c as usize].hi == hi {
                 self.nodes[c as usize].start.min(b)
             } else {
@@ -936,6 +982,8 @@ impl DataflowChecker {
             });
         }
         self.reserve(DataflowCapacity::estimate(original, rewritten));
+        self.state
+            .reserve_rows(rewritten.num_mems(), rewritten.num_regs());
         let frames = original.num_loops().max(rewritten.num_loops()) + 1;
         self.frames
             .reserve(frames.saturating_sub(self.frames.len()));
@@ -1881,6 +1929,7 @@ mod tests {
     fn run_map_splits_and_reads_back() {
         let mut s = RunMap::default();
         s.nodes.reserve(64);
+        s.reserve_rows(0, 0);
         s.clear();
         let o1 = Origin::Input(MemLoc::new(1));
         let o2 = Origin::Input(MemLoc::new(2));
