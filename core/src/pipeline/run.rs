@@ -226,7 +226,11 @@ impl Workspace {
         self.order.compute(m);
         self.live.compute(m, &self.order);
         self.bounds.compute(m, &self.order, &self.live);
-        self.verifier.reserve(m);
+        // The verifier runs after the passes unless --no-verify, and as the
+        // in-place check at optlevel 7.
+        if !opts.no_verify || list.contains(&Pass::CheckInPlace) {
+            self.verifier.reserve(m);
+        }
         if let Some(o) = original {
             self.dataflow.reserve(DataflowCapacity::estimate(o, m));
         }
