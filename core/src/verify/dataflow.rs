@@ -336,12 +336,18 @@ impl DataflowCapacity {
         };
         for m in [original, rewritten] {
             let mut runs = m.num_mems() + m.num_regs() + m.num_aps();
+            let mut on_chip = 0usize;
             for x in m.mems.space.keys() {
                 if m.is_placed(x) && m.mems.space[x].is_on_chip() {
-                    runs += m.mems.partitions[x] as usize;
+                    on_chip += m.mems.partitions[x] as usize;
                 }
             }
-            let (mut execs, mut ops, mut widest) = (0usize, 0usize, 0usize);
+            // Placed on-chip locations share physical rows: the runs held at
+            // once are bounded by what fits on the chip, not by the sum over
+            // all locations (hundreds of millions at 5M instructions). The
+            // cap is an estimate; the caller grows it on `Capacity`.
+            runs += on_chip.min(PHYSICAL_RUNS_ESTIMATE);
+            let (mut execs, mut ops, mut logged, mut widest) = (0usize, 0usize, 0usize, 0usize);
             for i in m.program_order() {
                 let o = m.operands(i);
                 let times = m.inst_loop_depth(i) as usize + 1;
@@ -350,10 +356,14 @@ impl DataflowCapacity {
                     .inputs(i)
                     .map(|a| m.aps.part_count[a] as usize * rows(m, a))
                     .sum();
-                // A read logs at least one run per partition row it covers
-                // (more when the value there came from several writes), so
-                // the log is sized by rows read, not by operand count.
-                ops += times * (w.max(o.n_in as usize) + o.n_use as usize);
+                let reads = o.n_in as usize + o.n_use as usize;
+                ops += times * reads;
+                // Only the original's reads are logged, over private
+                // (unplaced) rows where a read of whole partition rows is
+                // one run; a strided or sliced read logs one run per row
+                // it covers, counted here up to 16 per operand (the caller
+                // grows the log when a module needs more).
+                logged += times * (reads + w.min(16 * o.n_in as usize));
                 widest = widest.max(w + o.n_use as usize);
             }
             let (mut outs, mut n_outs) = (0usize, 0usize);
@@ -367,10 +377,28 @@ impl DataflowCapacity {
             cap.runs = cap.runs.max(4096 + 2 * runs);
             cap.executions = cap.executions.max(64 + execs);
             cap.operands = cap.operands.max(64 + ops);
-            cap.log_runs = cap.log_runs.max(4096 + 2 * ops + outs);
+            cap.log_runs = cap.log_runs.max(4096 + 2 * logged + outs);
             cap.scratch = cap.scratch.max(4096 + 2 * widest);
         }
         cap
+    }
+}
+
+/// Times [`DataflowChecker::check`] grows its storage and walks again.
+const MAX_REGROWS: u32 = 6;
+
+impl DataflowCapacity {
+    /// Four times the runs, log and scratch, twice the records.
+    pub fn grown(self) -> Self {
+        DataflowCapacity {
+            runs: self.runs.saturating_mul(4),
+            log_runs: self.log_runs.saturating_mul(4),
+            executions: self.executions.saturating_mul(2),
+            operands: self.operands.saturating_mul(2),
+            scratch: self.scratch.saturating_mul(4),
+            outputs: self.outputs.saturating_mul(4),
+            mismatches: self.mismatches,
+        }
     }
 }
 
@@ -438,6 +466,10 @@ struct RunMap {
     free: u32,
     seed: u32,
 }
+
+/// The estimate of runs held at once on the physical on-chip rows (see
+/// [`DataflowCapacity::estimate`]): 128 partitions × 4096 runs.
+const PHYSICAL_RUNS_ESTIMATE: usize = 128 * 4096;
 
 /// Physical rows: 4 regions × 2^16 partitions (the width of the key's
 /// partition field).
@@ -964,7 +996,10 @@ impl DataflowChecker {
 
     /// Checks that `rewritten` reads, at every surviving original
     /// instruction and at the outputs, the values `original` reads. Reserves
-    /// from [`DataflowCapacity::estimate`] first (a no-op when large enough).
+    /// from [`DataflowCapacity::estimate`] first (a no-op when large enough),
+    /// and when a walk still runs out, grows ([`DataflowCapacity::grown`])
+    /// and walks again, up to 6 times; then reports the
+    /// [`DataflowError::Capacity`].
     pub fn check(
         &mut self,
         original: &Module,
@@ -981,7 +1016,7 @@ impl DataflowChecker {
                 what: "instructions",
             });
         }
-        self.reserve(DataflowCapacity::estimate(original, rewritten));
+        let mut cap = DataflowCapacity::estimate(original, rewritten);
         self.state
             .reserve_rows(rewritten.num_mems(), rewritten.num_regs());
         let frames = original.num_loops().max(rewritten.num_loops()) + 1;
@@ -992,6 +1027,29 @@ impl DataflowChecker {
         self.scratch_ops
             .reserve(regs_per_inst.saturating_sub(self.scratch_ops.len()));
         self.scratch.what = "one instruction's reads";
+        // The estimate is sized for typical modules, not for the worst case
+        // (which at millions of instructions is tens of GB): when a walk runs
+        // out, grow and walk again, a bounded number of times.
+        let mut tries = 0;
+        loop {
+            self.reserve(cap);
+            match self.check_once(original, rewritten) {
+                Err(DataflowError::Capacity { .. }) if tries < MAX_REGROWS => {
+                    tries += 1;
+                    cap = cap.grown();
+                }
+                r => break r?,
+            }
+        }
+        Ok(DataflowReport {
+            mismatches: &self.mismatches,
+            dropped: self.dropped,
+            compared: self.compared,
+        })
+    }
+
+    /// Both walks and the tail check, with the storage as reserved.
+    fn check_once(&mut self, original: &Module, rewritten: &Module) -> Result<(), DataflowError> {
         self.log.clear();
         self.ops.clear();
         self.execs.clear();
@@ -1012,11 +1070,7 @@ impl DataflowChecker {
             }
             self.cursor += 1;
         }
-        Ok(DataflowReport {
-            mismatches: &self.mismatches,
-            dropped: self.dropped,
-            compared: self.compared,
-        })
+        Ok(())
     }
 
     fn walk(&mut self, m: &Module, orig: &Module, mode: Mode) -> Result<(), DataflowError> {
