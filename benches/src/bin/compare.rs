@@ -5,8 +5,10 @@
 //!
 //! `cargo run --release -p tusk-benches --bin compare`
 //!
-//! Times are medians of `COMPARE_REPS` (default 5) runs of each allocator,
-//! in thread CPU time where `/proc/thread-self/schedstat` exists.
+//! Times are wall-clock medians of `COMPARE_REPS` (default 5) runs of the
+//! linear scan and GCA; the exact search runs once (budget: 5M nodes or
+//! `COMPARE_EXACT_MS`, default 2000 ms). `TUSK_DATA` overrides the data
+//! directory (default `../shared/data` beside the workspace).
 
 use std::path::Path;
 use std::time::Instant;
@@ -17,20 +19,12 @@ use tusk_core::mem::gca::{GcaOptions, GcaWorkspace};
 use tusk_core::mem::lsa::{self, place_buffers, BufferWorkspace};
 use tusk_core::mem::problem::{Buffer, Placement, Problem};
 
-fn cpu_ns() -> Option<u64> {
-    let s = std::fs::read_to_string("/proc/thread-self/schedstat").ok()?;
-    s.split_whitespace().next()?.parse().ok()
-}
-
-/// Seconds of `f`, thread CPU time when available.
+/// Wall seconds of `f` (the median over repetitions damps the noise of a
+/// shared machine).
 fn timed<T>(f: impl FnOnce() -> T) -> (T, f64) {
-    let (c0, t0) = (cpu_ns(), Instant::now());
+    let t0 = Instant::now();
     let x = f();
-    let s = match (c0, cpu_ns()) {
-        (Some(a), Some(b)) => (b - a) as f64 * 1e-9,
-        _ => t0.elapsed().as_secs_f64(),
-    };
-    (x, s)
+    (x, t0.elapsed().as_secs_f64())
 }
 
 fn median(mut v: Vec<f64>) -> f64 {
@@ -151,7 +145,10 @@ fn main() {
         .ok()
         .and_then(|s| s.parse().ok())
         .unwrap_or(2000);
-    let data = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/data/dsa");
+    let data = match std::env::var_os("TUSK_DATA") {
+        Some(d) => Path::new(&d).join("dsa"),
+        None => Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/data/dsa"),
+    };
     let mut rows = Vec::new();
     match std::fs::read_dir(&data) {
         Ok(dir) => {

@@ -335,7 +335,7 @@ impl DataflowCapacity {
             ..Default::default()
         };
         for m in [original, rewritten] {
-            let mut runs = m.num_mems() + m.num_regs() + m.num_aps();
+            let mut runs = m.num_mems() + m.num_regs();
             let mut on_chip = 0usize;
             for x in m.mems.space.keys() {
                 if m.is_placed(x) && m.mems.space[x].is_on_chip() {
@@ -361,9 +361,8 @@ impl DataflowCapacity {
                 // Only the original's reads are logged, over private
                 // (unplaced) rows where a read of whole partition rows is
                 // one run; a strided or sliced read logs one run per row
-                // it covers, counted here up to 16 per operand (the caller
-                // grows the log when a module needs more).
-                logged += times * (reads + w.min(16 * o.n_in as usize));
+                // it covers (`check` grows the log when a module needs more).
+                logged += times * reads;
                 widest = widest.max(w + o.n_use as usize);
             }
             let (mut outs, mut n_outs) = (0usize, 0usize);
@@ -385,20 +384,31 @@ impl DataflowCapacity {
 }
 
 /// Times [`DataflowChecker::check`] grows its storage and walks again.
-const MAX_REGROWS: u32 = 6;
+const MAX_REGROWS: u32 = 8;
 
 impl DataflowCapacity {
-    /// Four times the runs, log and scratch, twice the records.
-    pub fn grown(self) -> Self {
-        DataflowCapacity {
-            runs: self.runs.saturating_mul(4),
-            log_runs: self.log_runs.saturating_mul(4),
-            executions: self.executions.saturating_mul(2),
-            operands: self.operands.saturating_mul(2),
-            scratch: self.scratch.saturating_mul(4),
-            outputs: self.outputs.saturating_mul(4),
-            mismatches: self.mismatches,
+    /// Four times the storage that `what` (a [`DataflowError::Capacity`]
+    /// name) ran out of; all of it for a name not listed.
+    pub fn grown(self, what: &str) -> Self {
+        let x4 = |n: usize| n.saturating_mul(4);
+        let mut c = self;
+        match what {
+            "the value-run state" => c.runs = x4(c.runs),
+            "the record of the original's reads" => c.log_runs = x4(c.log_runs),
+            "instruction executions" => c.executions = x4(c.executions),
+            "read operands" => c.operands = x4(c.operands),
+            "one instruction's reads" => c.scratch = x4(c.scratch),
+            "output records" => c.outputs = x4(c.outputs),
+            _ => {
+                c.runs = x4(c.runs);
+                c.log_runs = x4(c.log_runs);
+                c.executions = x4(c.executions);
+                c.operands = x4(c.operands);
+                c.scratch = x4(c.scratch);
+                c.outputs = x4(c.outputs);
+            }
         }
+        c
     }
 }
 
@@ -998,7 +1008,7 @@ impl DataflowChecker {
     /// instruction and at the outputs, the values `original` reads. Reserves
     /// from [`DataflowCapacity::estimate`] first (a no-op when large enough),
     /// and when a walk still runs out, grows ([`DataflowCapacity::grown`])
-    /// and walks again, up to 6 times; then reports the
+    /// what ran out and walks again, up to 8 times; then reports the
     /// [`DataflowError::Capacity`].
     pub fn check(
         &mut self,
@@ -1034,9 +1044,9 @@ impl DataflowChecker {
         loop {
             self.reserve(cap);
             match self.check_once(original, rewritten) {
-                Err(DataflowError::Capacity { .. }) if tries < MAX_REGROWS => {
+                Err(DataflowError::Capacity { what, .. }) if tries < MAX_REGROWS => {
                     tries += 1;
-                    cap = cap.grown();
+                    cap = cap.grown(what);
                 }
                 r => break r?,
             }
