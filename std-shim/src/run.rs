@@ -258,9 +258,14 @@ pub fn report_json(file: &str, m: &Module, r: &RunReport) -> Value {
         };
         json!({"psum": one(&l.psum), "sb": one(&l.sb)})
     });
+    let insts = m.num_live_insts();
+    let storage = m.instruction_storage_bytes();
     json!({
         "file": file,
         "optlevel": r.optlevel,
+        "instructions": insts,
+        "instruction_storage_bytes": storage,
+        "storage_bytes_per_instruction": storage as f64 / insts.max(1) as f64,
         "passes": passes,
         "pass_micros": r.pass_micros(),
         "spaces": spaces,

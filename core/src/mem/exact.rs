@@ -144,6 +144,10 @@ pub enum Limit {
     Time,
     /// The reserved undo trail or branch stack.
     Storage,
+    /// The problem has more buffers than [`MAX_SEARCH_BUFFERS`]: the search
+    /// did not start (its storage grows faster than linearly with the
+    /// buffers), the answer is the greedy one.
+    Size,
 }
 
 impl fmt::Display for Limit {
@@ -152,6 +156,7 @@ impl fmt::Display for Limit {
             Limit::Nodes => "node budget",
             Limit::Time => "time budget",
             Limit::Storage => "reserved search storage",
+            Limit::Size => "problem size (more buffers than the search takes)",
         })
     }
 }
@@ -310,6 +315,13 @@ pub(crate) const fn mix(x: u64) -> u64 {
 /// Most legal base partitions one buffer has under the presets (quadrants).
 const MAX_BASES: usize = 4;
 
+/// Most buffers the branch and bound takes on. Its cell grid, undo trail and
+/// branch stack grow with buffers × sections (quadratically), which at a
+/// 5-million-instruction module would be tens of GB; a search that large
+/// would not finish within any budget anyway. Larger problems get the
+/// greedy answer with [`Limit::Size`].
+pub const MAX_SEARCH_BUFFERS: usize = 20_000;
+
 impl ExactWorkspace {
     /// An empty workspace.
     pub fn new() -> ExactWorkspace {
@@ -323,6 +335,16 @@ impl ExactWorkspace {
             v.reserve(n.saturating_sub(v.len()));
         }
         let n = problem.len();
+        self.greedy.reserve(n);
+        for v in [&mut self.incumbent, &mut self.current] {
+            at_least(v, n);
+        }
+        if n > MAX_SEARCH_BUFFERS {
+            // The search will not start (see MAX_SEARCH_BUFFERS); the greedy
+            // rules and the lower bound need only linear storage.
+            self.timeline = Timeline::with_capacity(n);
+            return;
+        }
         let parts = problem.partitions() as usize;
         let nsec = 2 * n + 1;
         let nst = (parts + 1).min(2 * MAX_BASES * n + 2).max(1);
@@ -464,6 +486,13 @@ impl ExactWorkspace {
             } else {
                 Status::Feasible
             };
+            return finish(self, out, outcome);
+        }
+        if n > MAX_SEARCH_BUFFERS {
+            outcome.stopped_by = Some(Limit::Size);
+            if greedy_peak > cap {
+                outcome.status = Status::BudgetExhausted;
+            }
             return finish(self, out, outcome);
         }
         let k = if greedy_peak <= cap {
@@ -1442,6 +1471,34 @@ mod tests {
             }
         }
         assert!(infeasible > 10 && optimal > 10, "{infeasible} {optimal}");
+    }
+
+    #[test]
+    fn problems_beyond_the_search_size_get_the_greedy_answer() {
+        // Random lifetimes and sizes: the greedy rules leave holes above the
+        // lower bound that the search could try to close, but the problem
+        // is larger than the search takes.
+        let n = MAX_SEARCH_BUFFERS + 2;
+        let mut rng = SplitMix64::new(7);
+        let mut p = Problem::linear(u64::MAX / 4, n);
+        for _ in 0..n {
+            let lower = rng.below(n as u64 / 4);
+            p.push(Buffer::linear(
+                lower,
+                lower + 1 + rng.below(64),
+                1 + rng.below(100),
+            ))
+            .unwrap();
+        }
+        let (o, _) = solve(&p, Objective::MinimizePeak, Budget::default());
+        assert!(
+            o.peak > o.lower_bound,
+            "greedy hit the bound; pick another seed"
+        );
+        assert_eq!(o.stopped_by, Some(Limit::Size));
+        assert_eq!(o.nodes, 0);
+        assert_eq!(o.peak, o.greedy_peak);
+        assert_eq!(o.status, Status::Feasible);
     }
 
     #[test]

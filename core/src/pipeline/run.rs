@@ -318,7 +318,11 @@ impl Workspace {
         self.order.compute(m);
         self.live.compute(m, &self.order);
         self.bounds.compute(m, &self.order, &self.live);
-        self.verifier.reserve(m);
+        // The verifier runs after the passes unless --no-verify, and as the
+        // in-place check at optlevel 7.
+        if !opts.no_verify || list.contains(&Pass::CheckInPlace) {
+            self.verifier.reserve(m);
+        }
         if let Some(o) = original {
             self.dataflow.reserve(DataflowCapacity::estimate(o, m));
         }
@@ -469,27 +473,8 @@ pub fn run(
             });
         }
         if let Some(orig) = original {
-            // The checker's reservation is an estimate: strided patterns can
-            // need more runs. Grow it (this is the check, not a pass) and
-            // retry a few times before giving up.
-            let mut cap = DataflowCapacity::estimate(orig, m);
-            let mut tries = 0;
-            while let Err(DataflowError::Capacity { .. }) = ws.dataflow.check(orig, m) {
-                tries += 1;
-                if tries > 6 {
-                    break;
-                }
-                cap = DataflowCapacity {
-                    runs: cap.runs * 4,
-                    log_runs: cap.log_runs * 4,
-                    executions: cap.executions * 2,
-                    operands: cap.operands * 2,
-                    scratch: cap.scratch * 4,
-                    outputs: cap.outputs * 4,
-                    mismatches: cap.mismatches,
-                };
-                ws.dataflow.reserve(cap);
-            }
+            // The checker grows its own reservation when the estimate is
+            // short (this is the check, not a pass).
             let d = ws
                 .dataflow
                 .check(orig, m)

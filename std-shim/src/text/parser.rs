@@ -59,6 +59,8 @@ pub(super) fn parse_str(src: &str) -> Result<Module> {
         seen_func: false,
     };
     p.module()?;
+    // The reservation above was an estimate; keep only what the module holds.
+    p.m.shrink_to_fit();
     Ok(p.m)
 }
 
