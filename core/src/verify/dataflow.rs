@@ -388,9 +388,10 @@ const MAX_REGROWS: u32 = 8;
 
 impl DataflowCapacity {
     /// Four times the storage that `what` (a [`DataflowError::Capacity`]
-    /// name) ran out of; all of it for a name not listed.
+    /// name) ran out of (at least 4096 entries, so that a buffer that
+    /// started empty grows too); all of it for a name not listed.
     pub fn grown(self, what: &str) -> Self {
-        let x4 = |n: usize| n.saturating_mul(4);
+        let x4 = |n: usize| n.saturating_mul(4).max(4096);
         let mut c = self;
         match what {
             "the value-run state" => c.runs = x4(c.runs),
