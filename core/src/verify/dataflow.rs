@@ -1016,17 +1016,6 @@ impl DataflowChecker {
         original: &Module,
         rewritten: &Module,
     ) -> Result<DataflowReport<'_>, DataflowError> {
-        if rewritten.num_mems() < original.num_mems() {
-            return Err(DataflowError::NotARewrite { what: "locations" });
-        }
-        if rewritten.num_regs() < original.num_regs() {
-            return Err(DataflowError::NotARewrite { what: "registers" });
-        }
-        if rewritten.num_insts() < original.num_insts() {
-            return Err(DataflowError::NotARewrite {
-                what: "instructions",
-            });
-        }
         let cap = DataflowCapacity::estimate(original, rewritten);
         self.check_from(original, rewritten, cap)
     }
