@@ -301,6 +301,9 @@ pub struct ExactWorkspace {
     last: u32,
     /// Per buffer: its place in the attempt's branch order.
     rank: Vec<u32>,
+    /// Per section boundary s: unplaced buffers live in both s - 1 and s.
+    cross: Vec<u32>,
+    scopes: Vec<ordered::Scope>,
 }
 
 /// Why a search stopped.
@@ -314,9 +317,13 @@ enum Stop {
 /// Nodes of the first attempt; attempt r gets this times luby(r).
 const RESTART_NODES: u64 = 2000;
 
-/// The same for the offset-ordered strategy, whose nodes each rescan the
-/// unplaced buffers (several times the work of a skyline node).
-const ORDERED_RESTART_NODES: u64 = 500_000_000;
+/// Skyline nodes the portfolio spends before the offset-ordered search
+/// joins: the skyline nodes are cheaper and settle C, G and the generated
+/// perfect packings within this many.
+const PORTFOLIO_DEFER: u64 = 65_536;
+
+/// Nodes of the first attempt of the offset-ordered strategy.
+const ORDERED_RESTART_NODES: u64 = 1000;
 
 /// The Luby sequence 1 1 2 1 1 2 4 1 1 2 1 1 2 4 8 … (1-based).
 fn luby(i: u64) -> u64 {
@@ -521,6 +528,7 @@ impl ExactWorkspace {
         let mut tight = (lb < k).then_some(lb);
         // Attempts made, by [at the bound][strategy: skyline, offset order].
         let mut runs = [[0u64; 2]; 2];
+        let mut skyline_nodes = 0u64;
         let stop = loop {
             let k = if found { outcome.peak - 1 } else { k };
             if found && k < lb {
@@ -532,27 +540,39 @@ impl ExactWorkspace {
             let ordered = match options.strategy {
                 Strategy::Skyline => false,
                 Strategy::OffsetOrder => true,
-                Strategy::Portfolio => runs[mode][1] < runs[mode][0],
+                Strategy::Portfolio => {
+                    skyline_nodes >= PORTFOLIO_DEFER && runs[mode][1] < runs[mode][0]
+                }
             };
             let round = runs[mode][ordered as usize];
             runs[mode][ordered as usize] += 1;
             let k = if at_bound { lb } else { k };
             self.setup(problem, k);
-            self.noise = if round == 0 { 0 } else { mix(round) };
-            let share = if ordered {
-                ORDERED_RESTART_NODES
+            // The skyline search restarts with another branch order; the
+            // offset-ordered one keeps its order (other orders measured
+            // worse on K) and deepens its node budget instead: in the
+            // portfolio, half the skyline nodes spent so far, alone,
+            // doubling. Both budgets grow without bound, so some attempt is
+            // always complete.
+            self.noise = if round == 0 || ordered { 0 } else { mix(round) };
+            let share = if !ordered {
+                RESTART_NODES.saturating_mul(luby(round + 1))
+            } else if options.strategy == Strategy::Portfolio {
+                ORDERED_RESTART_NODES.max(skyline_nodes / 2)
             } else {
-                RESTART_NODES
+                ORDERED_RESTART_NODES << round.min(40)
             };
-            self.attempt_end = outcome
-                .nodes
-                .saturating_add(share.saturating_mul(luby(round + 1)));
+            let before = outcome.nodes;
+            self.attempt_end = outcome.nodes.saturating_add(share);
             let (stop, f) = if ordered {
                 self.search_ordered(problem, options, clock, t0, cap, &mut outcome)
             } else {
                 self.search(problem, options, clock, t0, lb, cap, &mut outcome)
             };
             found |= f;
+            if !ordered {
+                skyline_nodes += outcome.nodes - before;
+            }
             match stop {
                 Stop::Restart => {}
                 Stop::Done if at_bound && !f => tight = None,

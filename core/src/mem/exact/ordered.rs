@@ -44,7 +44,7 @@
 //! of the options' cells, both reserved in
 //! [`ExactWorkspace::reserve_for`](super::ExactWorkspace::reserve_for).
 
-use super::{mix, Clock, ExactOptions, ExactWorkspace, Limit, Outcome, Stop, NONE, NO_LEVEL};
+use super::{Clock, ExactOptions, ExactWorkspace, Limit, Outcome, Stop, NONE, NO_LEVEL};
 use crate::mem::problem::{Placement, Problem};
 
 /// Total order of the branches of a node: lower offset first, then the
@@ -65,35 +65,70 @@ pub(super) struct OrderedFrame {
     tried: Option<Key>,
     /// The first branch, found when the node was created.
     pending: Option<(Key, u32, u64)>,
+    /// Length of the scope stack before this node opened (restored when
+    /// it is left).
+    scopes_before: u32,
+    /// When this node starts a later component of a split: the frame of
+    /// the split node, which fails with this node (`NONE` otherwise).
+    jump: u32,
+    /// The sections whose buffers this node branches on.
+    cands: (u32, u32),
+}
+
+/// What opening a node found.
+pub(super) enum Opened {
+    /// A node with branches (pushed).
+    Node,
+    /// A dead end.
+    Dead,
+    /// A dead end at the start of a later component: the split node at this
+    /// frame fails.
+    Jump(u32),
+}
+
+/// A region of the search: the unplaced buffers inside a section range.
+/// A node whose region's unplaced buffers fall apart into time-disjoint
+/// components (no buffer crosses between them) solves them one after the
+/// other, each from the node's level: they share no cell, so each one's
+/// canonical sequence is the restriction of the whole one. When a later
+/// component fails, no change to an earlier one can help: the split node
+/// fails at once (a backjump over the earlier component's decisions).
+#[derive(Copy, Clone, Debug)]
+pub(super) struct Scope {
+    /// The region that was split (sections `[lo, hi)`).
+    lo: u32,
+    hi: u32,
+    /// The component being solved.
+    sub_lo: u32,
+    sub_hi: u32,
+    /// The scope whose component was split (`NONE` for the root).
+    outer: u32,
+    /// Level and last buffer at the split node.
+    level: u64,
+    last: u32,
+    /// Frame of the split node (`NONE` for the root).
+    jump: u32,
 }
 
 impl ExactWorkspace {
     /// Reserves the storage of this strategy (called by `reserve_for`).
     pub(super) fn reserve_ordered(&mut self, n: usize, cells: usize) {
         self.rank.reserve(n.saturating_sub(self.rank.len()));
+        self.cross
+            .reserve((2 * n + 2).saturating_sub(self.cross.len()));
+        self.scopes
+            .reserve((2 * n + 4).saturating_sub(self.scopes.len()));
         self.eff.reserve(cells.saturating_sub(self.eff.len()));
         self.oframes
             .reserve((n + 2).saturating_sub(self.oframes.len()));
     }
 
-    /// Ranks the buffers for this attempt: longer lifetime, then larger
-    /// size, then lower index first; with the attempt's noise, lifetimes
-    /// are stretched by up to 2x by a hash (restarts try other orders).
-    /// Identical buffers keep index order, as the twin rule requires.
+    /// Ranks the buffers: longer lifetime, then larger size, then lower
+    /// index first. Identical buffers keep index order, as the twin rule
+    /// requires.
     fn rank_buffers(&mut self, problem: &Problem) {
         let bufs = problem.buffers();
-        let noise = self.noise;
-        let life = |b: usize| {
-            let buf = &bufs[b];
-            let life = buf.upper - buf.lower;
-            if noise == 0 {
-                return life;
-            }
-            // Identical buffers get the same stretch.
-            let id = mix(buf.lower ^ mix(buf.upper ^ mix(buf.size ^ (buf.partitions as u64))));
-            let h = mix(noise ^ id) & 1023;
-            life.saturating_add(((life as u128 * h as u128) >> 10) as u64)
-        };
+        let life = |b: usize| bufs[b].upper - bufs[b].lower;
         self.order.clear();
         self.order.extend(0..bufs.len() as u32);
         self.order.sort_unstable_by_key(|&b| {
@@ -131,6 +166,8 @@ impl ExactWorkspace {
         problem: &Problem,
         after: Option<Key>,
         infer: bool,
+        (ilo, ihi): (usize, usize),
+        (clo, chi): (usize, usize),
     ) -> Option<Option<(Key, u32, u64)>> {
         let bufs = problem.buffers();
         let nsec = self.nsec;
@@ -146,10 +183,16 @@ impl ExactWorkspace {
         }
         let mut best: Option<(Key, u32, u64)> = None;
         let n = bufs.len();
+        #[allow(clippy::needless_range_loop)]
         for b in 0..n {
             if self.placed[b] {
                 continue;
             }
+            let (blo, bhi) = (self.sec_lo[b] as usize, self.sec_hi[b] as usize);
+            if blo < ilo || bhi > ihi {
+                continue;
+            }
+            let candidate = blo >= clo && bhi <= chi;
             let buf = &bufs[b];
             let tw = self.twin_prev[b];
             let twin_waits = tw != NONE && !self.placed[tw as usize];
@@ -161,7 +204,7 @@ impl ExactWorkspace {
                 let a = self.lowest(problem, &opt, m);
                 // Canonical here: above the level, or at it after the
                 // buffer placed last in rank order.
-                let canonical = a > level || (a == level && last_rank.is_none_or(|r| r < rank));
+                let canonical = a > level || (a == level && last_rank.map_or(true, |r| r < rank));
                 // The least offset this option can still reach: its
                 // canonical one, or else on a buffer yet to be placed at or
                 // above the level on one of its cells (so at least its
@@ -187,14 +230,14 @@ impl ExactWorkspace {
                         }
                     }
                 }
-                if !canonical || twin_waits {
+                if !canonical || twin_waits || !candidate {
                     continue;
                 }
                 let key = (a, rank, o as u32);
                 if after.is_some_and(|t| key <= t) {
                     continue;
                 }
-                if best.is_none_or(|(k, _, _)| key < k) {
+                if best.map_or(true, |(k, _, _)| key < k) {
                     best = Some((key, o as u32, a));
                 }
             }
@@ -204,7 +247,7 @@ impl ExactWorkspace {
         }
         if infer {
             let k = self.k;
-            for s in 0..nsec {
+            for s in ilo..ihi {
                 let need = self.remaining[s];
                 if need == 0 {
                     continue;
@@ -251,6 +294,9 @@ impl ExactWorkspace {
         for s in lo..hi {
             self.remaining[s] -= self.area[b];
         }
+        for s in lo + 1..hi {
+            self.cross[s] -= 1;
+        }
         self.level = offset;
         self.last = b as u32;
         Ok(())
@@ -271,19 +317,98 @@ impl ExactWorkspace {
             for s in self.sec_lo[b] as usize..self.sec_hi[b] as usize {
                 self.remaining[s] += self.area[b];
             }
+            for s in self.sec_lo[b] as usize + 1..self.sec_hi[b] as usize {
+                self.cross[s] += 1;
+            }
             self.oframes[fi].placed = NONE;
         }
         self.level = f.level;
         self.last = f.last;
     }
 
-    /// Opens a node at the current state; false when it is a dead end.
-    fn open_ordered(&mut self, problem: &Problem) -> Result<bool, Limit> {
-        let Some(first) = self.scan_ordered(problem, None, true) else {
-            return Ok(false);
+    /// The first component (in time) of the unplaced buffers in sections
+    /// `[lo, hi)`, and whether another one follows (`None`: none left).
+    fn component(&self, lo: usize, hi: usize) -> Option<((usize, usize), bool)> {
+        let start = (lo..hi).find(|&s| self.remaining[s] > 0)?;
+        let mut end = start + 1;
+        while end < hi && self.cross[end] > 0 {
+            end += 1;
+        }
+        let more = (end..hi).any(|s| self.remaining[s] > 0);
+        Some(((start, end), more))
+    }
+
+    /// Opens a node at the current state: moves on to the next component
+    /// when the current one is placed, splits the current one when it
+    /// falls apart, checks for dead ends and finds the first branch.
+    fn open_ordered(&mut self, problem: &Problem) -> Result<Opened, Limit> {
+        let scopes_before = self.scopes.len() as u32;
+        let mut jump = NONE;
+        // The current component is placed: the next one of the innermost
+        // region that still has unplaced buffers, from that split's level.
+        let mut top = self.scopes.len() - 1;
+        loop {
+            let sc = self.scopes[top];
+            if self
+                .component(sc.sub_lo as usize, sc.sub_hi as usize)
+                .is_some()
+            {
+                break;
+            }
+            let Some(((a, b), _)) = self.component(sc.lo as usize, sc.hi as usize) else {
+                if sc.outer == NONE {
+                    // Unreachable: the caller stops when all are placed.
+                    return Ok(Opened::Dead);
+                }
+                top = sc.outer as usize;
+                continue;
+            };
+            if self.scopes.len() == self.scopes.capacity() {
+                return Err(Limit::Storage);
+            }
+            self.scopes.push(Scope {
+                sub_lo: a as u32,
+                sub_hi: b as u32,
+                ..sc
+            });
+            self.level = sc.level;
+            self.last = sc.last;
+            jump = sc.jump;
+            top = self.scopes.len() - 1;
+            break;
+        }
+        let sc = self.scopes[top];
+        let region = (sc.sub_lo as usize, sc.sub_hi as usize);
+        let mut cands = region;
+        if let Some((first, true)) = self.component(region.0, region.1) {
+            if self.scopes.len() == self.scopes.capacity() {
+                return Err(Limit::Storage);
+            }
+            self.scopes.push(Scope {
+                lo: region.0 as u32,
+                hi: region.1 as u32,
+                sub_lo: first.0 as u32,
+                sub_hi: first.1 as u32,
+                outer: top as u32,
+                level: self.level,
+                last: self.last,
+                jump: self.oframes.len() as u32,
+            });
+            cands = first;
+        }
+        let dead = |ws: &mut Self| {
+            ws.scopes.truncate(scopes_before as usize);
+            Ok(if jump == NONE {
+                Opened::Dead
+            } else {
+                Opened::Jump(jump)
+            })
+        };
+        let Some(first) = self.scan_ordered(problem, None, true, region, cands) else {
+            return dead(self);
         };
         if first.is_none() {
-            return Ok(false);
+            return dead(self);
         }
         if self.oframes.len() == self.oframes.capacity() {
             return Err(Limit::Storage);
@@ -295,8 +420,23 @@ impl ExactWorkspace {
             placed: NONE,
             tried: None,
             pending: first,
+            scopes_before,
+            jump,
+            cands: (cands.0 as u32, cands.1 as u32),
         });
-        Ok(true)
+        Ok(Opened::Node)
+    }
+
+    /// Leaves frames down to and including `to` (a split node whose later
+    /// component failed), undoing their placements.
+    fn jump_ordered(&mut self, to: usize) {
+        while self.oframes.len() > to {
+            let fi = self.oframes.len() - 1;
+            self.undo_ordered(fi);
+            let f = self.oframes[fi];
+            self.scopes.truncate(f.scopes_before as usize);
+            self.oframes.pop();
+        }
     }
 
     /// One attempt of the offset-ordered search at the capacity `self.k`
@@ -320,13 +460,33 @@ impl ExactWorkspace {
         self.eff.clear();
         self.eff.resize(self.nst * self.nsec, NO_LEVEL);
         self.rank_buffers(problem);
+        self.cross.clear();
+        self.cross.resize(self.nsec + 1, 0);
+        for b in 0..problem.len() {
+            if !self.placed[b] {
+                for s in self.sec_lo[b] as usize + 1..self.sec_hi[b] as usize {
+                    self.cross[s] += 1;
+                }
+            }
+        }
+        self.scopes.clear();
+        self.scopes.push(Scope {
+            lo: 0,
+            hi: self.nsec as u32,
+            sub_lo: 0,
+            sub_hi: self.nsec as u32,
+            outer: NONE,
+            level: 0,
+            last: NONE,
+            jump: NONE,
+        });
         if self.unplaced == 0 {
             self.record(problem, clock, t0, cap, outcome, &mut found);
             return (Stop::Done, true);
         }
         match self.open_ordered(problem) {
-            Ok(true) => {}
-            Ok(false) => return (Stop::Done, false),
+            Ok(Opened::Node) => {}
+            Ok(_) => return (Stop::Done, false),
             Err(l) => return (Stop::Limit(l), false),
         }
         loop {
@@ -352,11 +512,20 @@ impl ExactWorkspace {
                 Some(c) => Some(c),
                 None => {
                     let after = self.oframes[fi].tried;
-                    self.scan_ordered(problem, after, false).flatten()
+                    let (lo, hi) = self.oframes[fi].cands;
+                    let range = (lo as usize, hi as usize);
+                    self.scan_ordered(problem, after, false, range, range)
+                        .flatten()
                 }
             };
             let Some((key, o, offset)) = next else {
-                self.oframes.pop();
+                let f = self.oframes[fi];
+                if f.jump != NONE {
+                    self.jump_ordered(f.jump as usize);
+                } else {
+                    self.scopes.truncate(f.scopes_before as usize);
+                    self.oframes.pop();
+                }
                 continue;
             };
             self.oframes[fi].tried = Some(key);
@@ -369,7 +538,8 @@ impl ExactWorkspace {
                 return (Stop::Done, true);
             }
             match self.open_ordered(problem) {
-                Ok(_) => {}
+                Ok(Opened::Node | Opened::Dead) => {}
+                Ok(Opened::Jump(to)) => self.jump_ordered(to as usize),
                 Err(l) => return (Stop::Limit(l), found),
             }
         }
