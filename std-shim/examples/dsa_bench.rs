@@ -10,7 +10,7 @@
 use std::time::Instant;
 
 use tusk_core::gen::dsa::{perfect_packing, PerfectPacking};
-use tusk_core::mem::exact::{Budget, ExactOptions, ExactWorkspace, Objective, Outcome};
+use tusk_core::mem::exact::{Budget, ExactOptions, ExactWorkspace, Objective, Outcome, Strategy};
 use tusk_core::mem::greedy::{GreedyRule, GreedyWorkspace};
 use tusk_core::mem::problem::{Placement, Problem, Timeline};
 use tusk_core::verify::buffers::Validator;
@@ -26,6 +26,7 @@ fn exact(problem: &Problem, budget_ms: u64) -> (Outcome, f64) {
             micros: Some(budget_ms * 1000),
         },
         objective: Objective::Fit,
+        strategy: strategy(),
     };
     let t = Instant::now();
     let o = ws.solve(problem, &options, &mut StdClock(t), &mut out);
@@ -39,6 +40,16 @@ fn exact(problem: &Problem, budget_ms: u64) -> (Outcome, f64) {
     let check = v.check(problem, &out, cap);
     assert_eq!(check.total, 0, "invalid placement: {:?}", v.findings());
     (o, ms)
+}
+
+/// The search strategy, from `DSA_STRATEGY` (skyline, ordered; default the
+/// portfolio of both).
+fn strategy() -> Strategy {
+    match std::env::var("DSA_STRATEGY").as_deref() {
+        Ok("skyline") => Strategy::Skyline,
+        Ok("ordered") => Strategy::OffsetOrder,
+        _ => Strategy::Portfolio,
+    }
 }
 
 fn greedy(problem: &Problem, rule: GreedyRule) -> u64 {

@@ -181,6 +181,7 @@ pub fn run(args: &DsaArgs) -> i32 {
                 } else {
                     Objective::Fit
                 },
+                ..ExactOptions::default()
             };
             let o = ws.solve(problem, &options, &mut StdClock(start), &mut placements);
             status_line = format!("status: {}", o.status);

@@ -43,6 +43,7 @@ fn exact(p: &Problem, nodes: u64) -> (Status, Vec<Placement>) {
             micros: None,
         },
         objective: Objective::Fit,
+        ..ExactOptions::default()
     };
     let o = ws.solve(p, &options, &mut NoClock, &mut out);
     (o.status, out)

@@ -455,7 +455,11 @@ fn color_rounds(
             ws.exact_out.resize(problem.len(), Placement::default());
             let o = ws.exact.solve(
                 problem,
-                &ExactOptions { budget, objective },
+                &ExactOptions {
+                    budget,
+                    objective,
+                    ..ExactOptions::default()
+                },
                 clock,
                 &mut ws.exact_out,
             );

@@ -53,6 +53,8 @@
 use alloc::vec::Vec;
 use core::fmt;
 
+mod ordered;
+
 use super::greedy::{GreedyRule, GreedyWorkspace};
 use super::problem::{align_up, peak, Placement, Problem, Timeline};
 
@@ -91,6 +93,22 @@ pub enum Objective {
     MinimizePeak,
 }
 
+/// Which search runs. Each one alone is complete (sound and, given the
+/// budget, exhaustive); they differ in what they find fast.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+pub enum Strategy {
+    /// Both, in node slices of the same Luby restart schedule: attempt r of
+    /// the skyline search, then attempt r of the offset-ordered one.
+    #[default]
+    Portfolio,
+    /// Lowest live (stripe, section) cell first: place a covering buffer at
+    /// its floor or raise the floor (see the module documentation).
+    Skyline,
+    /// Buffers in offset order, each at its lowest offset, with the
+    /// effective-floor inference ([`ordered`](self) strategy).
+    OffsetOrder,
+}
+
 /// Options of one search.
 #[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
 pub struct ExactOptions {
@@ -98,6 +116,8 @@ pub struct ExactOptions {
     pub budget: Budget,
     /// The objective.
     pub objective: Objective,
+    /// The search strategy.
+    pub strategy: Strategy,
 }
 
 /// What is known about the answer.
@@ -276,6 +296,19 @@ pub struct ExactWorkspace {
     noise: u64,
     /// Node count at which this attempt restarts.
     attempt_end: u64,
+    // The offset-ordered strategy (see `ordered`).
+    /// Per cell: the least offset any unplaced option covering it can reach.
+    eff: Vec<u64>,
+    oframes: Vec<ordered::OrderedFrame>,
+    /// The offset placed last on the current path.
+    level: u64,
+    /// The buffer placed last on the current path (`NONE` at the root).
+    last: u32,
+    /// Per buffer: its place in the attempt's branch order.
+    rank: Vec<u32>,
+    /// Per section boundary s: unplaced buffers live in both s - 1 and s.
+    cross: Vec<u32>,
+    scopes: Vec<ordered::Scope>,
 }
 
 /// Why a search stopped.
@@ -288,6 +321,14 @@ enum Stop {
 
 /// Nodes of the first attempt; attempt r gets this times luby(r).
 const RESTART_NODES: u64 = 2000;
+
+/// Skyline nodes the portfolio spends before the offset-ordered search
+/// joins: the skyline nodes are cheaper and settle C, G and the generated
+/// perfect packings within this many.
+const PORTFOLIO_DEFER: u64 = 65_536;
+
+/// Nodes of the first attempt of the offset-ordered strategy.
+const ORDERED_RESTART_NODES: u64 = 1000;
 
 /// The Luby sequence 1 1 2 1 1 2 4 1 1 2 1 1 2 4 8 … (1-based).
 fn luby(i: u64) -> u64 {
@@ -415,6 +456,7 @@ impl ExactWorkspace {
         at_least(&mut self.forbid_trail, branches);
         at_least(&mut self.frames, trail + 1);
         at_least(&mut self.cands, branches);
+        self.reserve_ordered(n, cells);
     }
 
     /// Grows the per-buffer tables (the timeline of the lower bound, the
@@ -513,30 +555,59 @@ impl ExactWorkspace {
         // searched from then on.
         let mut found = false;
         let mut tight = (lb < k).then_some(lb);
-        // Attempts made at the bound and at the capacity.
-        let (mut at_lb, mut at_cap) = (0u64, 0u64);
+        // Attempts made, by [at the bound][strategy: skyline, offset order].
+        let mut runs = [[0u64; 2]; 2];
+        let mut skyline_nodes = 0u64;
         let stop = loop {
             let k = if found { outcome.peak - 1 } else { k };
             if found && k < lb {
                 break Stop::Done;
             }
-            let at_bound = !found && tight.is_some() && at_lb <= at_cap;
-            let (k, round) = if at_bound { (lb, at_lb) } else { (k, at_cap) };
+            let made = |b: usize| runs[b][0] + runs[b][1];
+            let at_bound = !found && tight.is_some() && made(1) <= made(0);
+            let mode = at_bound as usize;
+            let ordered = match options.strategy {
+                Strategy::Skyline => false,
+                Strategy::OffsetOrder => true,
+                Strategy::Portfolio => {
+                    skyline_nodes >= PORTFOLIO_DEFER && runs[mode][1] < runs[mode][0]
+                }
+            };
+            let round = runs[mode][ordered as usize];
+            runs[mode][ordered as usize] += 1;
+            let k = if at_bound { lb } else { k };
             self.setup(problem, k);
-            self.noise = if round == 0 { 0 } else { mix(round) };
-            self.attempt_end = outcome
-                .nodes
-                .saturating_add(RESTART_NODES.saturating_mul(luby(round + 1)));
-            let (stop, f) = self.search(problem, options, clock, t0, lb, cap, &mut outcome);
-            found |= f;
-            if at_bound {
-                at_lb += 1;
+            // The skyline search restarts with another branch order; the
+            // offset-ordered one keeps its order (other orders measured
+            // worse on K) and deepens its node budget instead: in the
+            // portfolio, half the skyline nodes spent so far, alone,
+            // doubling. Both budgets grow without bound, so some attempt is
+            // always complete.
+            self.noise = if round == 0 || ordered { 0 } else { mix(round) };
+            let share = if !ordered {
+                RESTART_NODES.saturating_mul(luby(round + 1))
+            } else if options.strategy == Strategy::Portfolio {
+                ORDERED_RESTART_NODES.max(skyline_nodes / 2)
             } else {
-                at_cap += 1;
+                ORDERED_RESTART_NODES << round.min(40)
+            };
+            let before = outcome.nodes;
+            self.attempt_end = outcome.nodes.saturating_add(share);
+            let (stop, f) = if ordered {
+                self.search_ordered(problem, options, clock, t0, cap, &mut outcome)
+            } else {
+                self.search(problem, options, clock, t0, lb, cap, &mut outcome)
+            };
+            found |= f;
+            if !ordered {
+                skyline_nodes += outcome.nodes - before;
             }
             match stop {
                 Stop::Restart => {}
                 Stop::Done if at_bound && !f => tight = None,
+                // The offset-ordered search stops at its first placement;
+                // minimizing goes on below its peak.
+                Stop::Done if ordered && f && options.objective == Objective::MinimizePeak => {}
                 other => break other,
             }
         };
@@ -1325,13 +1396,32 @@ mod tests {
     use crate::verify::buffers::Validator;
     use alloc::vec;
 
+    const STRATEGIES: [Strategy; 3] = [
+        Strategy::Portfolio,
+        Strategy::Skyline,
+        Strategy::OffsetOrder,
+    ];
+
     fn solve(p: &Problem, objective: Objective, budget: Budget) -> (Outcome, Vec<Placement>) {
+        solve_with(p, objective, budget, Strategy::Portfolio)
+    }
+
+    fn solve_with(
+        p: &Problem,
+        objective: Objective,
+        budget: Budget,
+        strategy: Strategy,
+    ) -> (Outcome, Vec<Placement>) {
         let mut ws = ExactWorkspace::new();
         ws.reserve_for(p);
         let mut out = vec![Placement::default(); p.len()];
         let o = ws.solve(
             p,
-            &ExactOptions { budget, objective },
+            &ExactOptions {
+                budget,
+                objective,
+                strategy,
+            },
             &mut NoClock,
             &mut out,
         );
@@ -1411,22 +1501,31 @@ mod tests {
             let cap = 3 + rng.below(4);
             let p = random_linear(&mut rng, n, cap);
             let truth = brute_min_peak(&p, cap);
-            let (o, _) = solve(&p, Objective::MinimizePeak, Budget::default());
-            match truth {
-                None => {
-                    assert_eq!(o.status, Status::Infeasible, "{:?}", p.buffers());
-                    infeasible += 1;
-                    // Infeasible although the live bytes fit: proven by search.
-                    beyond_bound += (o.lower_bound <= cap) as u32;
+            for strategy in STRATEGIES {
+                let (o, _) = solve_with(&p, Objective::MinimizePeak, Budget::default(), strategy);
+                match truth {
+                    None => {
+                        assert_eq!(
+                            o.status,
+                            Status::Infeasible,
+                            "{strategy:?} {:?}",
+                            p.buffers()
+                        );
+                    }
+                    Some(best) => {
+                        assert_eq!(o.status, Status::Optimal, "{strategy:?} {:?}", p.buffers());
+                        assert_eq!(o.peak, best, "{strategy:?} {:?}", p.buffers());
+                    }
                 }
-                Some(best) => {
-                    assert_eq!(o.status, Status::Optimal, "{:?}", p.buffers());
-                    assert_eq!(o.peak, best, "{:?}", p.buffers());
-                    optimal += 1;
+                let (f, _) = solve_with(&p, Objective::Fit, Budget::default(), strategy);
+                assert_eq!(f.status.fits(), truth.is_some(), "{strategy:?}");
+                if strategy == Strategy::Portfolio {
+                    infeasible += truth.is_none() as u32;
+                    // Infeasible although the live bytes fit: proven by search.
+                    beyond_bound += (truth.is_none() && o.lower_bound <= cap) as u32;
+                    optimal += truth.is_some() as u32;
                 }
             }
-            let (f, _) = solve(&p, Objective::Fit, Budget::default());
-            assert_eq!(f.status.fits(), truth.is_some());
         }
         assert!(infeasible > 20 && optimal > 20, "{infeasible} {optimal}");
         assert!(beyond_bound >= 3, "{beyond_bound}");
@@ -1454,21 +1553,28 @@ mod tests {
                 .unwrap();
             }
             let truth = brute_min_peak(&p, cap);
-            let (o, out) = solve(&p, Objective::MinimizePeak, Budget::default());
-            for (b, q) in p.buffers().iter().zip(&out) {
-                assert!(t.is_legal_start(q.base, b.partitions));
-            }
-            match truth {
-                None => {
-                    assert_eq!(o.status, Status::Infeasible, "{:?}", p.buffers());
-                    infeasible += 1;
+            for strategy in STRATEGIES {
+                let (o, out) = solve_with(&p, Objective::MinimizePeak, Budget::default(), strategy);
+                for (b, q) in p.buffers().iter().zip(&out) {
+                    assert!(t.is_legal_start(q.base, b.partitions));
                 }
-                Some(best) => {
-                    assert_eq!(o.status, Status::Optimal, "{:?}", p.buffers());
-                    assert_eq!(o.peak, best, "{:?}", p.buffers());
-                    optimal += 1;
+                match truth {
+                    None => {
+                        assert_eq!(
+                            o.status,
+                            Status::Infeasible,
+                            "{strategy:?} {:?}",
+                            p.buffers()
+                        );
+                    }
+                    Some(best) => {
+                        assert_eq!(o.status, Status::Optimal, "{strategy:?} {:?}", p.buffers());
+                        assert_eq!(o.peak, best, "{strategy:?} {:?}", p.buffers());
+                    }
                 }
             }
+            infeasible += truth.is_none() as u32;
+            optimal += truth.is_some() as u32;
         }
         assert!(infeasible > 10 && optimal > 10, "{infeasible} {optimal}");
     }
