@@ -120,6 +120,7 @@ fn run(name: &str, p: &Problem, reps: usize, exact_ms: u64) -> Row {
             micros: Some(exact_ms * 1000),
         },
         objective: Objective::MinimizePeak,
+        ..ExactOptions::default()
     };
     let (o, s) = timed(|| ews.solve(&q, &opts, &mut Wall(Instant::now()), &mut out));
     let status = match o.stopped_by {
