@@ -125,6 +125,7 @@ fn exact(c: &mut Criterion) {
                 micros: None,
             },
             objective: Objective::MinimizePeak,
+            ..ExactOptions::default()
         };
         g.bench_with_input(BenchmarkId::from_parameter(n), &n, |b, _| {
             b.iter(|| ws.solve(&p, &opts, &mut NoClock, &mut out).peak)
