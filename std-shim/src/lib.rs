@@ -2,6 +2,8 @@
 
 pub mod color;
 pub mod dimacs;
+#[cfg(any(test, feature = "fuzz"))]
+pub mod fuzz;
 pub mod gen;
 pub mod info;
 pub mod io;
