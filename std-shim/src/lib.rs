@@ -1,12 +1,17 @@
 //! tusk-shim: the std side of tusk — file formats, the driver, reports.
 
+pub mod batch;
 pub mod color;
+pub mod csv;
 pub mod dimacs;
+pub mod dsa;
 #[cfg(any(test, feature = "fuzz"))]
 pub mod fuzz;
 pub mod gen;
 pub mod info;
 pub mod io;
 pub mod json;
+pub mod memmap;
 pub mod run;
+pub mod svg;
 pub mod text;

@@ -4,7 +4,10 @@
 //! but the job failed (verifier findings, allocation failed); 2 bad input or
 //! usage (malformed file with line:column, invalid options, limits exceeded);
 //! 3 I/O error.
-//! Outputs are written atomically and only on success; inputs are only read.
+//! Outputs are written atomically and only on success (except `tusk run
+//! --svg`, which draws a failed allocation too); inputs are only read.
+//! `tusk run` over several files exits with the worst code of its files
+//! (2 before 3 before 1; see `tusk_shim::batch`).
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -14,6 +17,7 @@ use tusk_core::ir::{Module, Space, NO_LANE};
 use tusk_core::pipeline::{Allocator, Options};
 use tusk_core::target::Generation;
 use tusk_core::verify::placement::{Scope, Verifier};
+use tusk_shim::batch::{self, JobConfig, OutputDirs, Outputs};
 use tusk_shim::{io, json, text};
 
 /// Success.
@@ -51,10 +55,8 @@ enum Command {
     Gen(tusk_shim::gen::GenArgs),
     /// Color a DIMACS graph with the register colorer's core.
     Color(tusk_shim::color::ColorArgs),
-    // Subcommands of other parts of the driver go here, one variant each,
-    // as `Name(tusk_shim::name::NameArgs)` dispatched to
-    // `tusk_shim::name::run(&args)` in `main` below:
-    //   Dsa   — tusk dsa FILE.csv --capacity N   (std-shim/src/dsa.rs)
+    /// Place the buffers of a MiniMalloc CSV (1-D dynamic storage allocation).
+    Dsa(tusk_shim::dsa::DsaArgs),
 }
 
 /// The input file and its format.
@@ -95,8 +97,14 @@ struct InfoArgs {
 /// Every flag of SPEC §4.
 #[derive(Args, Debug)]
 struct RunArgs {
-    #[command(flatten)]
-    input: Input,
+    /// The module (`-` for standard input; files ending in `.json` are read
+    /// as JSON). Several files or a directory (searched recursively for
+    /// `*.tusk` and `*.json`) run in parallel and end with a table.
+    #[arg(required = true, value_name = "FILE")]
+    files: Vec<PathBuf>,
+    /// Read the inputs as JSON whatever their names.
+    #[arg(long)]
+    from_json: bool,
     /// Optimization level: 0, 1, 2, 3, 6, 7 or 8 (the selection map).
     #[arg(long, default_value_t = 2)]
     optlevel: u8,
@@ -121,12 +129,22 @@ struct RunArgs {
     /// Override MaxRegNumPerEngine (scalar register lanes).
     #[arg(long)]
     max_regs: Option<u16>,
-    /// Write the allocated module here (atomically).
+    /// Write the allocated module here (atomically); with several inputs, a
+    /// directory that gets `<stem>.tusk` per input.
     #[arg(short = 'o', long = "output", value_name = "OUT")]
     output: Option<PathBuf>,
-    /// Write the run report as JSON to this file.
+    /// Write the run report as JSON to this file (several inputs: a
+    /// directory of `<stem>.json`).
     #[arg(long, value_name = "FILE")]
     report: Option<PathBuf>,
+    /// Draw the memory map as SVG to this file (several inputs: a directory
+    /// of `<stem>.svg`); a failed allocation draws the moment it failed.
+    #[arg(long, value_name = "FILE")]
+    svg: Option<PathBuf>,
+    /// Print the JSON report on standard output instead of the summary
+    /// (several inputs: a JSON array instead of the table).
+    #[arg(long)]
+    json: bool,
     /// Print the selected pipeline.
     #[arg(long)]
     print_pipeline: bool,
@@ -144,6 +162,7 @@ fn main() -> ExitCode {
         Command::Run(a) => run(a),
         Command::Gen(a) => exit_code(tusk_shim::gen::run(a)),
         Command::Color(a) => exit_code(tusk_shim::color::run(a)),
+        Command::Dsa(a) => exit_code(tusk_shim::dsa::run(a)),
     };
     ExitCode::from(code)
 }
@@ -335,54 +354,29 @@ fn run(a: &RunArgs) -> u8 {
             return EXIT_BAD_INPUT;
         }
     };
-    let mut m = match load(&a.input) {
-        Ok(m) => m,
-        Err(code) => return code,
+    let cfg = JobConfig {
+        opts,
+        from_json: a.from_json,
+        print_pipeline: a.print_pipeline,
+        json: a.json,
     };
-    if let Some(g) = opts.target {
-        let overrides: Vec<(&str, u64)> = m.target.overrides().collect();
-        m.target = tusk_core::Target::preset(g);
-        for (k, v) in overrides {
-            if let Err(e) = m.target.set(k, v) {
-                eprintln!(
-                    "error: --target {}: the module's override {k}={v}: {e}",
-                    g.name()
-                );
-                return EXIT_BAD_INPUT;
-            }
+    if let [one] = a.files.as_slice() {
+        if !one.is_dir() {
+            let out = Outputs {
+                module: a.output.clone(),
+                report: a.report.clone(),
+                svg: a.svg.clone(),
+            };
+            let o = batch::run_file(one, &cfg, &out);
+            print!("{}", o.stdout);
+            eprint!("{}", o.stderr);
+            return o.code;
         }
     }
-    if let Some(r) = opts.max_regs {
-        if let Err(e) = m.target.set("max-regs", r as u64) {
-            eprintln!("error: --max-regs {r}: {e}");
-            return EXIT_BAD_INPUT;
-        }
-    }
-    if a.print_pipeline {
-        print!("{}", tusk_shim::run::pipeline_text(&opts));
-    }
-    let file = a.input.file.display().to_string();
-    let report = match tusk_shim::run::allocate(&mut m, &opts) {
-        Ok(r) => r,
-        Err(e) => {
-            eprintln!("error: {file}: {}", e.display(&m));
-            return EXIT_FAILED;
-        }
+    let dirs = OutputDirs {
+        module: a.output.clone(),
+        report: a.report.clone(),
+        svg: a.svg.clone(),
     };
-    if let Some(path) = &a.report {
-        let v = tusk_shim::run::report_json(&file, &m, &report);
-        let text = serde_json::to_string_pretty(&v).unwrap_or_default() + "\n";
-        let code = write_output(Some(path), &a.input.file, text.as_bytes());
-        if code != EXIT_OK {
-            return code;
-        }
-    }
-    if let Some(out) = &a.output {
-        let code = write_output(Some(out), &a.input.file, text::print(&m).as_bytes());
-        if code != EXIT_OK {
-            return code;
-        }
-    }
-    print!("{}", tusk_shim::run::summary(&file, &m, &report));
-    EXIT_OK
+    batch::run_batch(&a.files, &cfg, &dirs)
 }

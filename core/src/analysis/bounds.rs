@@ -69,6 +69,16 @@ impl Bounds {
         &self.spaces[s.slot()]
     }
 
+    /// Sizes the storage for a module of up to `cap` entities (totals, e.g.
+    /// [`crate::ir::Module::capacity`]): one difference entry per position.
+    /// Afterwards [`Bounds::compute`] on any module within `cap` does not
+    /// allocate.
+    pub fn reserve(&mut self, cap: &crate::ir::Capacity) {
+        for d in self.diff.iter_mut() {
+            super::order::grow(d, cap.insts + 1);
+        }
+    }
+
     /// Recomputes, reusing storage.
     pub fn compute(&mut self, m: &Module, order: &LinearOrder, live: &MemLiveness) {
         let n = order.len();

@@ -17,8 +17,10 @@
 
 use alloc::vec::Vec;
 
-use super::order::LinearOrder;
-use crate::ir::{Column, EntityRef, Inst, InstFlags, Loop, MemFlags, MemLoc, Module, Reg};
+use super::order::{grow, LinearOrder};
+use crate::ir::{
+    Capacity, Column, EntityRef, Inst, InstFlags, Loop, MemFlags, MemLoc, Module, Reg,
+};
 
 /// `start` of a value that is never live.
 pub const NOT_LIVE: u32 = u32::MAX;
@@ -155,6 +157,17 @@ impl<K: EntityRef> Liveness<K> {
             + self.acc_write.capacity()
     }
 
+    /// Sizes the storage for `values` values with `accesses` accesses in all.
+    fn reserve_for(&mut self, values: usize, accesses: usize) {
+        for c in [&mut self.start, &mut self.end] {
+            c.reserve(values.saturating_sub(c.len()));
+        }
+        grow(&mut self.acc_off, values + 1);
+        grow(&mut self.cursor, values);
+        grow(&mut self.acc_pos, accesses);
+        grow(&mut self.acc_write, accesses);
+    }
+
     /// Shared construction: `each` calls its callback with `(value, is_write)`
     /// for every access of the instruction.
     fn build<F>(&mut self, m: &Module, order: &LinearOrder, n_values: usize, mut each: F)
@@ -271,6 +284,14 @@ impl Liveness<MemLoc> {
         l
     }
 
+    /// Sizes the storage for a module of up to `cap` entities (totals, e.g.
+    /// [`Module::capacity`]): every access is one access pattern, so
+    /// `cap.aps` bounds the access lists. Afterwards
+    /// [`MemLiveness::compute`] on any module within `cap` does not allocate.
+    pub fn reserve(&mut self, cap: &Capacity) {
+        self.reserve_for(cap.mems, cap.aps);
+    }
+
     /// Recomputes for `m`, reusing storage.
     pub fn compute(&mut self, m: &Module, order: &LinearOrder) {
         self.build(m, order, m.num_mems(), |m, i, f| {
@@ -337,6 +358,14 @@ impl Liveness<Reg> {
         let mut l = Self::new();
         l.compute(m, order);
         l
+    }
+
+    /// Sizes the storage for a module of up to `cap` entities (totals):
+    /// every access is one entry of the register-operand pool, so
+    /// `cap.reg_operands` bounds the access lists. Afterwards
+    /// [`RegLiveness::compute`] on any module within `cap` does not allocate.
+    pub fn reserve(&mut self, cap: &Capacity) {
+        self.reserve_for(cap.regs, cap.reg_operands);
     }
 
     /// Recomputes for `m`, reusing storage.

@@ -4,7 +4,7 @@
 
 use alloc::vec::Vec;
 
-use crate::ir::{Block, Column, Inst, Loop, Module};
+use crate::ir::{Block, Capacity, Column, Inst, Loop, Module};
 
 /// Position of an instruction that is not linked into any block.
 pub const NO_POS: u32 = u32::MAX;
@@ -37,8 +37,22 @@ impl LinearOrder {
         o
     }
 
+    /// Sizes the storage for a module of up to `cap` entities (totals, e.g.
+    /// [`Module::capacity`]): afterwards [`LinearOrder::compute`] on any
+    /// module within `cap` does not allocate.
+    pub fn reserve(&mut self, cap: &Capacity) {
+        grow(&mut self.insts, cap.insts);
+        self.pos.reserve(cap.insts.saturating_sub(self.pos.len()));
+        for c in [&mut self.block_start, &mut self.block_end] {
+            c.reserve(cap.blocks.saturating_sub(c.len()));
+        }
+        for c in [&mut self.loop_start, &mut self.loop_end] {
+            c.reserve(cap.loops.saturating_sub(c.len()));
+        }
+    }
+
     /// Recomputes for `m`, reusing storage (allocates only when `m` grew
-    /// beyond what this order held before).
+    /// beyond what this order held before and beyond its reserve).
     pub fn compute(&mut self, m: &Module) {
         self.insts.clear();
         self.pos.clear();
@@ -126,4 +140,9 @@ impl LinearOrder {
             + self.block_start.reserved_bytes() * 2
             + self.loop_start.reserved_bytes() * 2
     }
+}
+
+/// Grows `v`'s capacity to at least `n` elements (whatever its length).
+pub(crate) fn grow<T>(v: &mut Vec<T>, n: usize) {
+    v.reserve(n.saturating_sub(v.len()));
 }

@@ -206,14 +206,18 @@ impl DmaWorkspace {
     }
 
     /// Reserves the module's headroom and sizes every buffer for it. This is
-    /// the one step that allocates; the pass then runs without allocating
-    /// (the shared analyses are warmed here at the module's current size and
-    /// may grow once by the headroom: they have no `reserve` of their own).
+    /// the one step that allocates; the pass then runs without allocating.
+    /// The shared analyses are sized to the module's whole reserved capacity
+    /// ([`Module::capacity`]: this pass's headroom and whatever earlier
+    /// passes reserved), so they do not grow as the rewrites add entities.
     pub fn reserve(&mut self, m: &mut Module) {
         let extra = Self::headroom(m);
         m.reserve(extra);
-        let mems = m.num_mems() + extra.mems;
-        let insts = m.num_insts() + extra.insts;
+        let cap = m.capacity();
+        let mems = cap.mems.max(m.num_mems() + extra.mems);
+        let insts = cap.insts.max(m.num_insts() + extra.insts);
+        self.order.reserve(&cap);
+        self.live.reserve(&cap);
         self.order.compute(m);
         self.live.compute(m, &self.order);
         self.index = LiveIndex::with_capacity(mems);

@@ -341,6 +341,26 @@ pub struct Capacity {
     pub name_bytes: usize,
 }
 
+impl Capacity {
+    /// Field-wise sum (saturating): the headroom of several passes that run
+    /// one after the other, each adding entities the next must not run out of.
+    pub fn plus(self, o: Capacity) -> Capacity {
+        Capacity {
+            insts: self.insts.saturating_add(o.insts),
+            aps: self.aps.saturating_add(o.aps),
+            dims: self.dims.saturating_add(o.dims),
+            reg_operands: self.reg_operands.saturating_add(o.reg_operands),
+            mems: self.mems.saturating_add(o.mems),
+            regs: self.regs.saturating_add(o.regs),
+            blocks: self.blocks.saturating_add(o.blocks),
+            loops: self.loops.saturating_add(o.loops),
+            funcs: self.funcs.saturating_add(o.funcs),
+            names: self.names.saturating_add(o.names),
+            name_bytes: self.name_bytes.saturating_add(o.name_bytes),
+        }
+    }
+}
+
 /// A description of an access pattern to create.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ApSpec {
@@ -508,6 +528,26 @@ impl Module {
             loops: self.loops.trip.len(),
             funcs: self.funcs.name.len(),
             names: self.names.len(),
+            name_bytes: 0,
+        }
+    }
+
+    /// The reserved room of every entity, as totals (counts plus spare).
+    /// Passes add entities only within it (`insert_*`, `try_add_*` fail
+    /// instead of growing), so it bounds the module for as long as the
+    /// passes run: analyses reserved to it never grow while they run.
+    pub fn capacity(&self) -> Capacity {
+        Capacity {
+            insts: self.insts.opcode.capacity(),
+            aps: self.aps.loc.capacity(),
+            dims: self.dims.capacity(),
+            reg_operands: self.reg_pool.capacity(),
+            mems: self.mems.space.capacity(),
+            regs: self.regs.lanes.capacity(),
+            blocks: self.blocks.name.capacity(),
+            loops: self.loops.trip.capacity(),
+            funcs: self.funcs.name.capacity(),
+            names: self.names.len().max(self.mem_by_name.capacity()),
             name_bytes: 0,
         }
     }

@@ -37,10 +37,10 @@
 //!   writes) is rematerialized: no store, the reload reads the original
 //!   DRAM tensor.
 //!
-//! A victim must be safely splittable: never written after the peak, with
-//! an access before and after it, and none of its accesses inside the
-//! outermost loop around the peak (so the store and reload sit outside
-//! that loop).
+//! A victim must be safely splittable: an access before and after the peak,
+//! and none of its accesses inside the outermost loop around the peak (so
+//! the store and reload sit outside that loop). Every access after the
+//! reload, reads and writes, moves to the copy.
 
 use alloc::vec::Vec;
 use core::fmt;
@@ -209,7 +209,7 @@ impl fmt::Display for ColoringErrorDisplay<'_> {
                 write!(
                     f,
                     "; {spill_rounds} spill rounds found no further tensor that can be split around that point \
-                     (every live tensor is accessed there, written later, or used inside the loop around it). \
+                     (every live tensor is accessed there or used inside the loop around it). \
                      Reduce the tile sizes live at that point, allow spilling (--gca-dma-optlevel 0..2), or use a larger target"
                 )
             }
@@ -228,7 +228,9 @@ pub struct ColoringWorkspace {
     order: LinearOrder,
     live: MemLiveness,
     bounds: Bounds,
-    problem: Option<Problem>,
+    /// One problem per space (by [`Space::slot`]): each keeps its geometry
+    /// and capacity, so a pass never rebuilds (reallocates) one.
+    problems: [Option<Problem>; 3],
     locs: Vec<MemLoc>,
     out: Vec<Placement>,
     exact_out: Vec<Placement>,
@@ -248,9 +250,10 @@ impl ColoringWorkspace {
         Self::default()
     }
 
-    /// Sizes everything for `m` (and reserves the spill headroom in `m`).
-    pub fn reserve(&mut self, m: &mut Module) {
-        m.reserve(Capacity {
+    /// The module headroom one coloring pass needs: [`SPILL_HEADROOM`]
+    /// spills of two instructions, two locations and two access patterns.
+    pub fn headroom() -> Capacity {
+        Capacity {
             insts: 2 * SPILL_HEADROOM,
             aps: 4 * SPILL_HEADROOM,
             dims: 4 * SPILL_HEADROOM,
@@ -258,25 +261,49 @@ impl ColoringWorkspace {
             names: 2 * SPILL_HEADROOM,
             name_bytes: 64 * SPILL_HEADROOM,
             ..Capacity::default()
-        });
+        }
+    }
+
+    /// Sizes everything for `m` (and reserves the spill headroom in `m`).
+    /// The analyses and the per-space problems are sized to the module's
+    /// whole reserved capacity ([`Module::capacity`]), which also covers the
+    /// headroom other passes reserved before: the spill rounds of any pass
+    /// then recompute them without allocating.
+    pub fn reserve(&mut self, m: &mut Module) {
+        self.reserve_for_spaces(m, &Space::ALL, true);
+    }
+
+    /// Sizes the storage for the coloring passes of `spaces` only, and the
+    /// exact fallback only when `exact` (firmware runs the DRAM colorer alone
+    /// and cannot afford storage for passes it never runs).
+    pub fn reserve_for_spaces(&mut self, m: &mut Module, spaces: &[Space], exact: bool) {
+        m.reserve(Self::headroom());
+        let cap = m.capacity();
+        self.order.reserve(&cap);
+        self.live.reserve(&cap);
+        self.bounds.reserve(&cap);
         self.order.compute(m);
         self.live.compute(m, &self.order);
         self.bounds.compute(m, &self.order, &self.live);
-        let n = m.num_mems() + 2 * SPILL_HEADROOM;
+        let n = cap.mems.max(m.num_mems() + 2 * SPILL_HEADROOM);
         self.locs.reserve(n);
         self.out.reserve(n);
         self.exact_out.reserve(n);
         self.records.reserve(SPILL_HEADROOM);
         self.candidates.reserve(n);
-        for space in Space::ALL {
+        for &space in spaces {
             let mut p = new_problem(m, space, n);
             if fill(m, space, &self.live, &mut p, &mut self.locs).is_ok() {
-                self.gca.reserve_for(&p, 2 * SPILL_HEADROOM, 1 << 16);
-                self.exact.reserve_for(&p);
+                // Spill copies add edges: room for each to meet a few dozen
+                // live neighbours.
+                self.gca
+                    .reserve_for(&p, 2 * SPILL_HEADROOM, 32 * 2 * SPILL_HEADROOM as u64);
+                if exact {
+                    self.exact.reserve_for(&p);
+                    self.exact.reserve_headroom(p.len() + 2 * SPILL_HEADROOM);
+                }
             }
-            if space == Space::Sb {
-                self.problem = Some(p);
-            }
+            self.problems[space.slot()] = Some(p);
         }
     }
 }
@@ -378,12 +405,13 @@ pub fn run(
         capacity: capacity_of(m, space),
         ..Default::default()
     };
-    let mut problem = ws
-        .problem
+    // Without a reserve for this space (a caller that skipped
+    // `ColoringWorkspace::reserve`), the problem is made here.
+    let mut problem = ws.problems[space.slot()]
         .take()
         .unwrap_or_else(|| new_problem(m, space, m.num_mems()));
     let result = color_rounds(m, space, opts, ws, clock, &mut problem, &mut report);
-    ws.problem = Some(problem);
+    ws.problems[space.slot()] = Some(problem);
     result.map(|()| report)
 }
 
@@ -542,13 +570,6 @@ fn spill_round(
         let Some(&after) = acc.get(k) else { continue };
         if after <= hi {
             continue; // accessed inside the loop around the peak (or at it)
-        }
-        let written_later = acc
-            .iter()
-            .zip(ws.live.access_writes(v))
-            .any(|(&q, w)| w && q > at);
-        if written_later {
-            continue;
         }
         let area = m.mems.partitions[v] as u64 * m.mems.bytes[v] as u64;
         let bytes = m.mems.bytes[v] as u64;

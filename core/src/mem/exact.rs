@@ -223,14 +223,22 @@ pub struct ExactWorkspace {
     opt_at: Vec<u32>,
     placed: Vec<bool>,
     twin_prev: Vec<u32>,
+    /// Least size of another buffer live at a common instant (`NO_LEVEL`
+    /// when none): a buffer resting on another rests at least this high.
+    min_neighbour: Vec<u64>,
     order: Vec<u32>,
     pins: Vec<u32>,
     // Per option.
     opts: Vec<Opt>,
     forbid: Vec<u64>,
-    // Options live in each section (CSR).
+    // Options live in each section, and starting in each section (CSR).
     live_at: Vec<u32>,
     live: Vec<u32>,
+    start_at: Vec<u32>,
+    starting: Vec<u32>,
+    /// Scratch of the valley look-ahead: `fin[s]` is true when sections
+    /// `[s, run end)` of the chosen row can still be tiled at the level.
+    fin: Vec<bool>,
     // Stripes.
     cuts: Vec<u16>,
     width: Vec<u64>,
@@ -240,6 +248,10 @@ pub struct ExactWorkspace {
     // Per cell.
     floor: Vec<u64>,
     count: Vec<u32>,
+    /// Min-tree over the cells: the floor of a live cell, `NO_LEVEL` for a
+    /// dead one; leaves at `tsize + cell`.
+    tree: Vec<u64>,
+    tsize: usize,
     // Search stacks.
     trail: Vec<(u32, u64)>,
     forbid_trail: Vec<(u32, u64)>,
@@ -250,12 +262,44 @@ pub struct ExactWorkspace {
     capacity_area: u64,
     k: u64,
     unplaced: usize,
+    /// Seed of the branch-order noise of this attempt (0: none).
+    noise: u64,
+    /// Node count at which this attempt restarts.
+    attempt_end: u64,
 }
 
 /// Why a search stopped.
 enum Stop {
     Done,
     Limit(Limit),
+    /// The attempt's node share ran out: restart with another order.
+    Restart,
+}
+
+/// Nodes of the first attempt; attempt r gets this times luby(r).
+const RESTART_NODES: u64 = 2000;
+
+/// The Luby sequence 1 1 2 1 1 2 4 1 1 2 1 1 2 4 8 … (1-based).
+fn luby(i: u64) -> u64 {
+    let mut i = i.max(1);
+    loop {
+        let mut k = 1u32;
+        while (1u64 << k) - 1 < i {
+            k += 1;
+        }
+        if i == (1u64 << k) - 1 {
+            return 1u64 << (k - 1);
+        }
+        i -= (1u64 << (k - 1)) - 1;
+    }
+}
+
+/// A 64-bit mix (splitmix64's finalizer) for the branch-order noise.
+pub(crate) const fn mix(x: u64) -> u64 {
+    let mut z = x.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
 }
 
 /// Most legal base partitions one buffer has under the presets (quadrants).
@@ -303,7 +347,7 @@ impl ExactWorkspace {
         }
         let stripes_per_opt = nst.min(parts.max(1));
         self.greedy.reserve(n);
-        self.timeline = Timeline::with_capacity(n);
+        self.timeline.reserve(n);
         for v in [&mut self.incumbent, &mut self.current] {
             at_least(v, n);
         }
@@ -317,12 +361,16 @@ impl ExactWorkspace {
             at_least(v, n);
         }
         at_least(&mut self.area, n);
+        at_least(&mut self.min_neighbour, n);
         at_least(&mut self.opt_at, n + 1);
         at_least(&mut self.placed, n);
         at_least(&mut self.opts, opts);
         at_least(&mut self.forbid, opts);
         at_least(&mut self.live_at, nsec + 2);
         at_least(&mut self.live, spans);
+        at_least(&mut self.start_at, nsec + 2);
+        at_least(&mut self.starting, opts);
+        at_least(&mut self.fin, nsec + 1);
         at_least(&mut self.cuts, 2 * opts + 2);
         at_least(&mut self.width, nst);
         for v in [&mut self.floor_area, &mut self.remaining] {
@@ -330,10 +378,32 @@ impl ExactWorkspace {
         }
         at_least(&mut self.floor, cells);
         at_least(&mut self.count, cells);
-        at_least(&mut self.trail, spans * stripes_per_opt + 4 * n + 64);
-        at_least(&mut self.forbid_trail, 4 * opts + 64);
-        at_least(&mut self.frames, 4 * n + 64);
-        at_least(&mut self.cands, max_live * (2 * n + 16) + 64);
+        at_least(&mut self.tree, 2 * cells.next_power_of_two());
+        // Every frame below the root adds at least one trail entry (a
+        // placement its cells, a raise one), so the trail bounds the depth.
+        let trail = spans * stripes_per_opt + 2 * cells + 4 * n + 64;
+        at_least(&mut self.trail, trail);
+        // Each frame forbids at most its own branches.
+        let branches = max_live * (2 * n + 16) + 64;
+        at_least(&mut self.forbid_trail, branches);
+        at_least(&mut self.frames, trail + 1);
+        at_least(&mut self.cands, branches);
+    }
+
+    /// Grows the per-buffer tables (the timeline of the lower bound, the
+    /// greedy incumbents) to problems of `buffers` buffers: a caller whose
+    /// problem grows by spill copies between solves reserves that here. The
+    /// search's own storage stays as [`reserve_for`](Self::reserve_for)
+    /// sized it; the search stops at it ([`Limit::Storage`]).
+    pub fn reserve_headroom(&mut self, buffers: usize) {
+        fn at_least<T>(v: &mut Vec<T>, n: usize) {
+            v.reserve(n.saturating_sub(v.len()));
+        }
+        self.greedy.reserve(buffers);
+        self.timeline.reserve(buffers);
+        for v in [&mut self.incumbent, &mut self.current] {
+            at_least(v, buffers);
+        }
     }
 
     /// Solves `problem` at its capacity and writes the best placement found
@@ -396,8 +466,46 @@ impl ExactWorkspace {
         } else {
             cap
         };
-        self.setup(problem, k);
-        let (stop, found) = self.search(problem, options, clock, t0, lb, cap, &mut outcome);
+        // Restarts: attempt r may visit `RESTART_NODES * luby(r)` nodes with
+        // its own branch order (attempt 0 the plain heuristic, later ones
+        // with seeded noise). A thrashing order is left early; the Luby
+        // sequence grows without bound, so some attempt is always complete.
+        //
+        // When the lower bound is below the capacity, attempts alternate
+        // between the capacity and the lower bound itself: a placement at
+        // the bound fits the capacity too, and the tight problem prunes far
+        // better. An attempt at the bound that completes without a
+        // placement proves the bound unreachable, and only the capacity is
+        // searched from then on.
+        let mut found = false;
+        let mut tight = (lb < k).then_some(lb);
+        // Attempts made at the bound and at the capacity.
+        let (mut at_lb, mut at_cap) = (0u64, 0u64);
+        let stop = loop {
+            let k = if found { outcome.peak - 1 } else { k };
+            if found && k < lb {
+                break Stop::Done;
+            }
+            let at_bound = !found && tight.is_some() && at_lb <= at_cap;
+            let (k, round) = if at_bound { (lb, at_lb) } else { (k, at_cap) };
+            self.setup(problem, k);
+            self.noise = if round == 0 { 0 } else { mix(round) };
+            self.attempt_end = outcome
+                .nodes
+                .saturating_add(RESTART_NODES.saturating_mul(luby(round + 1)));
+            let (stop, f) = self.search(problem, options, clock, t0, lb, cap, &mut outcome);
+            found |= f;
+            if at_bound {
+                at_lb += 1;
+            } else {
+                at_cap += 1;
+            }
+            match stop {
+                Stop::Restart => {}
+                Stop::Done if at_bound && !f => tight = None,
+                other => break other,
+            }
+        };
         let best = if found {
             outcome.peak.min(greedy_peak)
         } else {
@@ -417,6 +525,15 @@ impl ExactWorkspace {
             }
             Stop::Limit(l) => {
                 outcome.stopped_by = Some(l);
+                if best <= cap {
+                    Status::Feasible
+                } else {
+                    Status::BudgetExhausted
+                }
+            }
+            Stop::Restart => {
+                // Not returned out of the restart loop; kept total.
+                outcome.stopped_by = Some(Limit::Nodes);
                 if best <= cap {
                     Status::Feasible
                 } else {
@@ -540,6 +657,29 @@ impl ExactWorkspace {
         self.order.sort_unstable_by(|&x, &y| {
             (ident(&bufs[x as usize]), x).cmp(&(ident(&bufs[y as usize]), y))
         });
+        // Least neighbour sizes, over the buffers sorted by start (`order`
+        // holds the searchable ones; pins also block, so they count too).
+        self.min_neighbour.clear();
+        self.min_neighbour.resize(n, NO_LEVEL);
+        for (x, &i) in self.order.iter().enumerate() {
+            let a = &bufs[i as usize];
+            for &j in &self.order[x + 1..] {
+                let b = &bufs[j as usize];
+                if b.lower >= a.upper {
+                    break;
+                }
+                let (i, j) = (i as usize, j as usize);
+                self.min_neighbour[i] = self.min_neighbour[i].min(b.size);
+                self.min_neighbour[j] = self.min_neighbour[j].min(a.size);
+            }
+            for &p in &self.pins {
+                let pb = &bufs[p as usize];
+                if pb.overlaps_in_time(a) {
+                    let i = i as usize;
+                    self.min_neighbour[i] = self.min_neighbour[i].min(pb.size);
+                }
+            }
+        }
         self.twin_prev.clear();
         self.twin_prev.resize(n, NONE);
         for w in self.order.windows(2) {
@@ -575,11 +715,30 @@ impl ExactWorkspace {
                 }
             }
         }
+        self.start_at.clear();
+        self.start_at.resize(nsec + 2, 0);
+        for o in &self.opts {
+            self.start_at[self.sec_lo[o.buffer as usize] as usize + 1] += 1;
+        }
+        for s in 0..=nsec {
+            self.start_at[s + 1] += self.start_at[s];
+        }
+        self.starting.clear();
+        self.starting.resize(self.opts.len(), 0);
+        self.floor_area.iter_mut().for_each(|x| *x = 0);
+        for (o, opt) in self.opts.iter().enumerate() {
+            let s = self.sec_lo[opt.buffer as usize] as usize;
+            self.starting[self.start_at[s] as usize + self.floor_area[s] as usize] = o as u32;
+            self.floor_area[s] += 1;
+        }
+        self.fin.clear();
+        self.fin.resize(nsec + 1, false);
         // Cells and sections.
         self.floor.clear();
         self.floor.resize(cells, 0);
         self.count.clear();
         self.count.resize(cells, 0);
+        self.tree.clear();
         self.floor_area.clear();
         self.floor_area.resize(nsec, 0);
         self.remaining.clear();
@@ -591,6 +750,17 @@ impl ExactWorkspace {
                     self.remaining[s] += self.area[b];
                 }
             }
+        }
+        self.tsize = cells.next_power_of_two();
+        self.tree.clear();
+        self.tree.resize(2 * self.tsize, NO_LEVEL);
+        for c in 0..cells {
+            if self.count[c] > 0 {
+                self.tree[self.tsize + c] = self.floor[c];
+            }
+        }
+        for i in (1..self.tsize).rev() {
+            self.tree[i] = self.tree[2 * i].min(self.tree[2 * i + 1]);
         }
         let parts = total as u64;
         self.k = k.min((u64::MAX / 4) / parts);
@@ -630,6 +800,9 @@ impl ExactWorkspace {
                 return (Stop::Done, found);
             };
             outcome.nodes += 1;
+            if outcome.nodes > self.attempt_end {
+                return (Stop::Restart, found);
+            }
             if let Some(max) = options.budget.nodes {
                 if outcome.nodes > max {
                     return (Stop::Limit(Limit::Nodes), found);
@@ -774,6 +947,7 @@ impl ExactWorkspace {
                 let (st, s) = (cell / nsec, cell % nsec);
                 self.floor_area[s] -= (self.floor[cell] - old) * self.width[st];
                 self.floor[cell] = old;
+                self.refresh(cell);
             }
         }
         if let Applied::Place { opt } = f.applied {
@@ -789,18 +963,38 @@ impl ExactWorkspace {
 
     fn count_options(&mut self, b: usize, add: bool) {
         let nsec = self.nsec;
+        let ready = !self.tree.is_empty();
         for o in self.opt_at[b] as usize..self.opt_at[b + 1] as usize {
             let opt = self.opts[o];
             for st in opt.st_lo as usize..opt.st_hi as usize {
                 for s in self.sec_lo[b] as usize..self.sec_hi[b] as usize {
-                    let c = &mut self.count[st * nsec + s];
+                    let cell = st * nsec + s;
+                    let c = &mut self.count[cell];
+                    let was_live = *c > 0;
                     if add {
                         *c += 1;
                     } else {
                         *c -= 1;
                     }
+                    if ready && was_live != (*c > 0) {
+                        self.refresh(cell);
+                    }
                 }
             }
+        }
+    }
+
+    /// Recomputes the min-tree above `cell`.
+    fn refresh(&mut self, cell: usize) {
+        let mut i = self.tsize + cell;
+        self.tree[i] = if self.count[cell] > 0 {
+            self.floor[cell]
+        } else {
+            NO_LEVEL
+        };
+        while i > 1 {
+            i /= 2;
+            self.tree[i] = self.tree[2 * i].min(self.tree[2 * i + 1]);
         }
     }
 
@@ -818,6 +1012,7 @@ impl ExactWorkspace {
         let (st, s) = (cell / self.nsec, cell % self.nsec);
         self.floor_area[s] += (to - old) * self.width[st];
         self.floor[cell] = to;
+        self.refresh(cell);
         Ok(())
     }
 
@@ -873,6 +1068,56 @@ impl ExactWorkspace {
         }
     }
 
+    /// The lowest offset above `f` at which option `o` (whose cells are all
+    /// at or below `f`) can sit in a canonical placement where it does not
+    /// sit at `f`: see [`Self::expand`].
+    fn lowest_above(&self, problem: &Problem, o: &Opt, f: u64) -> u64 {
+        let at = self.lowest(problem, o, f);
+        if at > f {
+            return at;
+        }
+        let b = o.buffer as usize;
+        let step = self.min_neighbour[b];
+        let mut best = if step == NO_LEVEL {
+            NO_LEVEL
+        } else {
+            self.lowest(problem, o, f + step)
+        };
+        let bufs = problem.buffers();
+        for &p in &self.pins {
+            let pb = &bufs[p as usize];
+            let pp = pb.pin.unwrap_or_default();
+            let top = pp.offset + pb.size;
+            if top > f
+                && top < best
+                && pb.overlaps_in_time(&bufs[b])
+                && pp.base < o.base + bufs[b].partitions
+                && o.base < pp.base + pb.partitions
+            {
+                best = best.min(self.lowest(problem, o, top));
+            }
+        }
+        best
+    }
+
+    /// True when option `o` could be placed now at exactly `level`.
+    fn fits_at(&self, problem: &Problem, o: usize, level: u64) -> bool {
+        let opt = self.opts[o];
+        let b = opt.buffer as usize;
+        if self.placed[b] || self.forbid[o] == level || level + problem.buffers()[b].size > self.k {
+            return false;
+        }
+        let nsec = self.nsec;
+        for st in opt.st_lo as usize..opt.st_hi as usize {
+            for s in self.sec_lo[b] as usize..self.sec_hi[b] as usize {
+                if self.floor[st * nsec + s] > level {
+                    return false;
+                }
+            }
+        }
+        self.lowest(problem, &opt, level) == level
+    }
+
     /// The highest floor under option `o`, leaving out `cell`.
     fn max_floor_besides(&self, o: &Opt, cell: usize) -> u64 {
         let b = o.buffer as usize;
@@ -892,7 +1137,6 @@ impl ExactWorkspace {
     /// Picks the node's cell and computes its branches.
     fn expand(&mut self, problem: &Problem) -> Result<Frame, Limit> {
         let nsec = self.nsec;
-        let nst = self.nst;
         let mut frame = Frame {
             trail_mark: self.trail.len() as u32,
             forbid_mark: self.forbid_trail.len() as u32,
@@ -904,25 +1148,56 @@ impl ExactWorkspace {
             raise_to: NO_LEVEL,
             applied: Applied::Nothing,
         };
-        // The lowest live cell, earliest section first.
-        let mut best = NONE as usize;
-        let mut f = NO_LEVEL;
-        for s in 0..nsec {
-            for st in 0..nst {
-                let c = st * nsec + s;
-                if self.count[c] > 0 && self.floor[c] < f {
-                    f = self.floor[c];
-                    best = c;
-                }
-            }
-        }
-        if best == NONE as usize {
+        // The lowest live cell (first in cell order among equals).
+        let f = self.tree[1];
+        if f == NO_LEVEL {
             return Ok(frame);
         }
+        let mut i = 1;
+        while i < self.tsize {
+            i = if self.tree[2 * i] == f {
+                2 * i
+            } else {
+                2 * i + 1
+            };
+        }
+        let best = i - self.tsize;
         frame.cell = best as u32;
         frame.level = f;
         let (cst, cs) = (best / nsec, best % nsec);
         let bufs = problem.buffers();
+        // Look-ahead over the run of cells right of c in its stripe at
+        // level f: a cell whose section cannot spare a byte there must be
+        // covered at exactly f by a buffer inside the run, so the run must
+        // be tileable by such buffers and wastable cells.
+        let mut run_end = cs + 1;
+        while run_end < nsec {
+            let c = cst * nsec + run_end;
+            if self.count[c] == 0 || self.floor[c] != f {
+                break;
+            }
+            run_end += 1;
+        }
+        self.fin[run_end] = true;
+        for s in (cs..run_end).rev() {
+            let slack = self.capacity_area - self.floor_area[s] - self.remaining[s];
+            let mut ok = slack >= self.width[cst] && self.fin[s + 1];
+            let mut k = self.start_at[s] as usize;
+            while !ok && k < self.start_at[s + 1] as usize {
+                let o = self.starting[k] as usize;
+                k += 1;
+                let opt = self.opts[o];
+                let e = self.sec_hi[opt.buffer as usize] as usize;
+                ok = e <= run_end
+                    && self.fin[e]
+                    && (opt.st_lo as usize..opt.st_hi as usize).contains(&cst)
+                    && self.fits_at(problem, o, f);
+            }
+            self.fin[s] = ok;
+        }
+        if !self.fin[cs] {
+            return Ok(frame);
+        }
         let mut raise_to = NO_LEVEL;
         for k in self.live_at[cs] as usize..self.live_at[cs + 1] as usize {
             let o = self.live[k] as usize;
@@ -933,27 +1208,44 @@ impl ExactWorkspace {
             }
             let tw = self.twin_prev[b];
             let twin_waits = tw != NONE && !self.placed[tw as usize];
-            // Where this option would go if byte f of the cell stays empty.
+            // Where this option can sit at the lowest if byte f of the cell
+            // stays empty: on its other cells' floors when those are above
+            // f; else where pins or alignment put it; else resting on a
+            // buffer that sits at f or higher, or on a pin.
             let others = self.max_floor_besides(&opt, best);
-            let above = self.lowest(problem, &opt, others.max(f + 1));
+            let above = if others > f {
+                self.lowest(problem, &opt, others)
+            } else {
+                self.lowest_above(problem, &opt, f)
+            };
             raise_to = raise_to.min(above);
             if twin_waits || self.forbid[o] == f {
                 continue;
             }
-            if others > f || self.lowest(problem, &opt, f) != f || f + bufs[b].size > self.k {
+            if others > f
+                || !self.fin[self.sec_hi[b] as usize]
+                || self.lowest(problem, &opt, f) != f
+                || f + bufs[b].size > self.k
+            {
                 continue;
             }
             if self.cands.len() == self.cands.capacity() {
                 return Err(Limit::Storage);
             }
             let buf = &bufs[b];
+            let mut life = buf.upper - buf.lower;
+            if self.noise != 0 {
+                // Up to doubling the lifetime, by a hash of (attempt, option).
+                let h = mix(self.noise ^ o as u64) & 1023;
+                life = life.saturating_add(((life as u128 * h as u128) >> 10) as u64);
+            }
             self.cands.push(Cand {
                 opt: o as u32,
-                key: (buf.upper - buf.lower, buf.size, buf.partitions),
+                key: (life, buf.size, buf.partitions),
             });
         }
         frame.cand_hi = self.cands.len() as u32;
-        frame.raise_to = if raise_to <= self.k {
+        frame.raise_to = if raise_to <= self.k && self.fin[cs + 1] {
             raise_to
         } else {
             NO_LEVEL

@@ -191,7 +191,7 @@ impl GcaWorkspace {
         self.placed.reserve(n.saturating_sub(self.placed.len()));
         self.near.reserve(n.saturating_sub(self.near.len()));
         self.current.reserve(n.saturating_sub(self.current.len()));
-        self.timeline = Timeline::with_capacity(n);
+        self.timeline.reserve(n);
     }
 
     fn sort_lists(&mut self, p: &Problem) {

@@ -321,6 +321,8 @@ pub struct LsaWorkspace {
     fixed: Vec<bool>,
     /// Next free DRAM byte for spill slots.
     dram_bump: u64,
+    /// Location ids the tables are reserved for (0: not reserved).
+    reserved_ids: usize,
 }
 
 impl LsaWorkspace {
@@ -329,14 +331,18 @@ impl LsaWorkspace {
         Self::default()
     }
 
-    /// Sizes the workspace for `m` and reserves `m`'s spill headroom.
-    pub fn reserve(&mut self, m: &mut Module, opts: &LsaOptions) {
+    /// Most spills a scan of `m` may insert.
+    fn spill_limit(m: &Module, opts: &LsaOptions) -> usize {
         let on_chip = m.mems.space.values().filter(|s| s.is_on_chip()).count();
-        let spills = opts.max_spills.unwrap_or(on_chip as u32 + 16) as usize;
-        self.max_spills = spills as u32;
-        // Per spill: a copy, maybe a slot, a store and a reload (1 input +
-        // 1 output each), names of up to ~300 bytes.
-        m.reserve(Capacity {
+        opts.max_spills.unwrap_or(on_chip as u32 + 16) as usize
+    }
+
+    /// The module headroom the scan needs. Per spill: a copy, maybe a slot,
+    /// a store and a reload (1 input + 1 output each), names of up to ~300
+    /// bytes.
+    pub fn headroom(m: &Module, opts: &LsaOptions) -> Capacity {
+        let spills = Self::spill_limit(m, opts);
+        Capacity {
             insts: 2 * spills,
             aps: 4 * spills,
             dims: 4 * spills * crate::ir::MAX_DIMS,
@@ -344,8 +350,18 @@ impl LsaWorkspace {
             names: 2 * spills,
             name_bytes: 2 * spills * 300,
             ..Default::default()
-        });
+        }
+    }
+
+    /// Sizes the workspace for `m` and reserves `m`'s spill headroom. The
+    /// analyses are sized to the module's whole reserved capacity
+    /// ([`Module::capacity`]), so the scan never grows them.
+    pub fn reserve(&mut self, m: &mut Module, opts: &LsaOptions) {
+        let spills = Self::spill_limit(m, opts);
+        self.max_spills = spills as u32;
+        m.reserve(Self::headroom(m, opts));
         let ids = m.num_mems() + 2 * spills;
+        self.reserved_ids = ids;
         self.lrm.reserve(ids);
         self.manager.reserve(ids, m.num_mems());
         self.pending
@@ -357,7 +373,10 @@ impl LsaWorkspace {
         self.fixed.reserve(ids.saturating_sub(self.fixed.len()));
         self.records
             .reserve(spills.saturating_sub(self.records.len()));
-        // The analyses size themselves on first compute; do it now.
+        let cap = m.capacity();
+        self.order.reserve(&cap);
+        self.live.reserve(&cap);
+        self.bounds.reserve(&cap);
         self.order.compute(m);
         self.live.compute(m, &self.order);
         self.bounds.compute(m, &self.order, &self.live);
@@ -403,7 +422,20 @@ fn scan(
             vnc_count: opts.vnc_count,
         });
     }
-    ws.reserve(m, opts);
+    // `LsaWorkspace::reserve` sizes everything beforehand (the pipeline
+    // always calls it); only a workspace never reserved for a module this
+    // large is reserved here, once.
+    if ws.reserved_ids == 0 || ws.reserved_ids < m.num_mems() + 2 * ws.max_spills as usize {
+        ws.reserve(m, opts);
+    } else {
+        // A workspace reused for another module: that module needs its own
+        // spill headroom. When it has it (the pipeline reserved it), this
+        // reserves nothing and does not allocate.
+        m.reserve(LsaWorkspace::headroom(m, opts));
+    }
+    ws.order.compute(m);
+    ws.live.compute(m, &ws.order);
+    ws.bounds.compute(m, &ws.order, &ws.live);
     ws.manager.set_policy(opts.policy);
     ws.records.clear();
     let ids = m.num_mems() + 2 * ws.max_spills as usize;

@@ -428,6 +428,17 @@ impl Timeline {
         }
     }
 
+    /// Grows the storage to problems of up to `buffers` buffers (never
+    /// shrinks it: one timeline serves the problems of every space).
+    pub fn reserve(&mut self, buffers: usize) {
+        fn grow<T>(v: &mut Vec<T>, n: usize) {
+            v.reserve(n.saturating_sub(v.len()));
+        }
+        grow(&mut self.times, 2 * buffers);
+        grow(&mut self.a, 2 * buffers + 1);
+        grow(&mut self.b, 2 * buffers + 1);
+    }
+
     /// Rebuilds the axis from the non-void buffers of `problem`.
     pub fn build(&mut self, problem: &Problem) {
         self.times.clear();

@@ -15,7 +15,7 @@ use crate::analysis::{Bounds, LinearOrder, MemLiveness};
 use crate::dma::pass::{
     DmaError, DmaStats, DmaWorkspace, DMA_OPTIMIZATION_PSUM, DMA_OPTIMIZATION_SB,
 };
-use crate::ir::{Module, Space};
+use crate::ir::{Capacity, Inst, MemLoc, Module, Space};
 use crate::mem::coloring::{
     self, ColoringError, ColoringOptions, ColoringReport, ColoringWorkspace,
 };
@@ -150,6 +150,65 @@ impl PipelineError {
     }
 }
 
+/// Where a run failed, as far as the error says: the space that did not
+/// fit, the instruction or position of the failure, and the tensor that
+/// could not be placed with the rectangle it needs. Positions are in the
+/// program order of the module as it was at failure (the allocator's
+/// spills included), so a picture of that module can mark them.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+pub struct FailureSite {
+    /// The space that did not fit.
+    pub space: Option<Space>,
+    /// The instruction that could not be served (linear scan).
+    pub inst: Option<Inst>,
+    /// The position of the failure (coloring: the peak pressure).
+    pub position: Option<u32>,
+    /// The tensor that could not be placed.
+    pub tensor: Option<MemLoc>,
+    /// The rectangle it needs: partitions, bytes per partition.
+    pub needed: Option<(u16, u64)>,
+}
+
+impl PipelineError {
+    /// The failure site, when the error names one (allocation failures do;
+    /// option, DMA and check errors do not).
+    pub fn site(&self) -> Option<FailureSite> {
+        match self {
+            PipelineError::Coloring(ColoringError::DoesNotFit {
+                space, at, tensor, ..
+            }) => Some(FailureSite {
+                space: Some(*space),
+                position: Some(*at),
+                tensor: (*tensor != MemLoc::INVALID).then_some(*tensor),
+                ..FailureSite::default()
+            }),
+            PipelineError::Coloring(ColoringError::Unplaceable { tensor, .. }) => {
+                Some(FailureSite {
+                    tensor: Some(*tensor),
+                    ..FailureSite::default()
+                })
+            }
+            PipelineError::Lsa(e) => match &**e {
+                LsaError::AllocationFailed(a) => Some(FailureSite {
+                    space: Some(a.space),
+                    inst: Some(a.instruction),
+                    position: Some(a.position),
+                    tensor: Some(a.tensor),
+                    needed: Some((a.needed.partitions, a.needed.bytes)),
+                }),
+                LsaError::Manager { tensor, .. }
+                | LsaError::PinnedUnplaced { tensor }
+                | LsaError::FixedOverlap { tensor } => Some(FailureSite {
+                    tensor: Some(*tensor),
+                    ..FailureSite::default()
+                }),
+                _ => None,
+            },
+            _ => None,
+        }
+    }
+}
+
 /// See [`PipelineError::display`].
 #[derive(Debug)]
 pub struct PipelineErrorDisplay<'m> {
@@ -205,24 +264,56 @@ impl Workspace {
 
     /// Sizes every pass for `m` and reserves `m`'s headroom. `original`,
     /// when given, sizes the dataflow checker too.
+    ///
+    /// The headroom is the sum over the pass list (each pass may use all of
+    /// its own before the next runs); it is reserved first, so that every
+    /// workspace below sizes its analyses to the module's final capacity
+    /// ([`Module::capacity`]) — what the module can grow to while the passes
+    /// run. After this, [`run`] does not allocate.
     pub fn reserve(&mut self, m: &mut Module, opts: &Options, original: Option<&Module>) {
         let list = passes(opts);
-        if list.contains(&Pass::LinearScan) {
-            self.lsa.reserve(
-                m,
-                &LsaOptions {
-                    vnc_count: opts.vnc_count,
-                    ..LsaOptions::default()
-                },
-            );
+        let lo = LsaOptions {
+            vnc_count: opts.vnc_count,
+            ..LsaOptions::default()
+        };
+        let mut headroom = RegAllocator::headroom(m);
+        for p in &list {
+            headroom = headroom.plus(match p {
+                Pass::LinearScan => LsaWorkspace::headroom(m, &lo),
+                Pass::Coloring(_) | Pass::Exact(_) | Pass::RegSpillSlots => {
+                    ColoringWorkspace::headroom()
+                }
+                Pass::DmaOptimization(_) => DmaWorkspace::headroom(m),
+                Pass::CheckInPlace | Pass::ColoringReg => Capacity::default(),
+            });
         }
-        self.coloring.reserve(m);
+        m.reserve(headroom);
+        if list.contains(&Pass::LinearScan) {
+            self.lsa.reserve(m, &lo);
+        }
+        let mut spaces: ArrayVec<Space, 3> = ArrayVec::new();
+        for p in &list {
+            let s = match p {
+                Pass::Coloring(s) | Pass::Exact(s) => *s,
+                Pass::RegSpillSlots => Space::Dram,
+                _ => continue,
+            };
+            if !spaces.contains(&s) {
+                spaces.push(s);
+            }
+        }
+        let exact = coloring_options(opts).exact.is_some();
+        self.coloring.reserve_for_spaces(m, &spaces, exact);
         if list.iter().any(|p| matches!(p, Pass::DmaOptimization(_))) {
             self.dma.reserve(m);
         }
-        if self.reg.is_none() {
-            self.reg = Some(RegAllocator::new(m));
-        }
+        self.reg
+            .get_or_insert_with(RegAllocator::default)
+            .reserve(m);
+        let cap = m.capacity();
+        self.order.reserve(&cap);
+        self.live.reserve(&cap);
+        self.bounds.reserve(&cap);
         self.order.compute(m);
         self.live.compute(m, &self.order);
         self.bounds.compute(m, &self.order, &self.live);

@@ -254,16 +254,53 @@ impl RegAllocator {
     /// the run fails with [`GraphError::Full`] rather than growing).
     pub fn new(m: &Module) -> Self {
         let mut a = RegAllocator::default();
+        a.size_for(m);
+        a
+    }
+
+    /// The module headroom the spill code of `m` can need at most.
+    pub fn headroom(m: &Module) -> Capacity {
+        spill_headroom(m)
+    }
+
+    /// Reserves `m`'s spill headroom and sizes the workspace for `m` and
+    /// for everything `m`'s reserved capacity ([`Module::capacity`]) can
+    /// hold: afterwards [`RegAllocator::allocate`] on `m` does not allocate,
+    /// whatever the passes before it added within that capacity.
+    pub fn reserve(&mut self, m: &mut Module) {
+        m.reserve(spill_headroom(m));
+        self.size_for(m);
+    }
+
+    /// True when `m` has room for the spill code of `m`.
+    fn has_headroom(m: &Module) -> bool {
+        let (cap, n, h) = (m.capacity(), m.counts(), spill_headroom(m));
+        cap.insts >= n.insts + h.insts
+            && cap.aps >= n.aps + h.aps
+            && cap.dims >= n.dims + h.dims
+            && cap.reg_operands >= n.reg_operands + h.reg_operands
+            && cap.mems >= n.mems + h.mems
+            && cap.regs >= n.regs + h.regs
+            && cap.names >= n.names + h.names
+    }
+
+    /// Sizes every table (see [`RegAllocator::new`]).
+    fn size_for(&mut self, m: &Module) {
+        let a = self;
         let mut w = 1.0;
         for d in a.depth_weight.iter_mut() {
             *d = w;
             w *= 10.0;
         }
+        let cap = m.capacity();
+        a.order.reserve(&cap);
+        a.live.reserve(&cap);
         a.order.compute(m);
         a.live.compute(m, &a.order);
         let head = spill_headroom(m);
-        let regs = m.num_regs() + head.regs;
-        let insts = m.num_live_insts() + head.insts;
+        // The module's capacity bounds what earlier passes may add.
+        let regs = (m.num_regs() + head.regs).max(cap.regs);
+        let insts = (m.num_live_insts() + head.insts).max(cap.insts);
         let positions = 2 * insts + 4;
         // Edges of the input: Σ over ranges of the ranges live at its start.
         let mut delta = alloc::vec![0i64; m.num_insts().max(1) + 2];
@@ -303,7 +340,6 @@ impl RegAllocator {
         a.colors.reserve_exact(regs);
         a.chosen.reserve_exact(regs);
         a.pressure.reserve_exact(positions + 2);
-        a
     }
 
     /// Marks the nodes to spill in `chosen`: every uncolored spillable
@@ -439,10 +475,13 @@ impl RegAllocator {
             self.choose_spills(k)
                 .map_err(|v| self.pressure_error(m, v, k))?;
             if !reserved {
-                // Headroom for all spill code this run can insert, reserved
-                // once before the first insertion (a run without spills
-                // never pays for it).
-                m.reserve(spill_headroom(m));
+                // Headroom for all spill code this run can insert. The
+                // caller reserves it beforehand (`RegAllocator::reserve`,
+                // as the pipeline does); only a module without that room
+                // gets it here, once, before the first insertion.
+                if !Self::has_headroom(m) {
+                    m.reserve(spill_headroom(m));
+                }
                 reserved = true;
             }
             // Spill every register whose class was chosen.

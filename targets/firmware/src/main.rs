@@ -14,21 +14,28 @@
 extern crate alloc;
 
 use core::alloc::{GlobalAlloc, Layout};
-use core::mem::MaybeUninit;
 use core::sync::atomic::{AtomicUsize, Ordering};
 
 use cortex_m_rt::entry;
 use cortex_m_semihosting::{debug, hprintln};
 use embedded_alloc::LlffHeap as Heap;
 
-use tusk_core::analysis::{Bounds, LinearOrder, MemLiveness, RegLiveness};
 use tusk_core::ir::{
     Builder, Capacity, InstFlags, IrError, MemFlags, Module, Opcode, Space, SubOp,
 };
+use tusk_core::mem::exact::Clock;
+use tusk_core::pipeline::{self, Options, Workspace};
+use tusk_core::verify::dataflow::DataflowChecker;
+use tusk_core::verify::placement::Verifier;
 use tusk_core::Target;
 
-/// Bytes of the static arena the global allocator serves.
-const HEAP_BYTES: usize = 2 * 1024 * 1024;
+/// The heap arena: the board's 16 MiB PSRAM (QEMU's MPS2 boards map it at
+/// 0x2100_0000), a fixed memory region the global allocator serves. The
+/// module and every pass workspace are reserved from it once; the passes then
+/// allocate nothing (counted below).
+const HEAP_START: usize = 0x2100_0000;
+/// Size of the arena.
+const HEAP_BYTES: usize = 16 * 1024 * 1024;
 
 /// A heap that counts allocations, to prove the passes allocate nothing.
 struct CountingHeap {
@@ -39,14 +46,18 @@ struct CountingHeap {
 unsafe impl GlobalAlloc for CountingHeap {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
         self.allocations.fetch_add(1, Ordering::Relaxed);
-        unsafe { self.heap.alloc(layout) }
+        let p = unsafe { self.heap.alloc(layout) };
+        PEAK.fetch_max(self.heap.used(), Ordering::Relaxed);
+        p
     }
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
         unsafe { self.heap.dealloc(ptr, layout) }
     }
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
         self.allocations.fetch_add(1, Ordering::Relaxed);
-        unsafe { self.heap.realloc(ptr, layout, new_size) }
+        let p = unsafe { self.heap.realloc(ptr, layout, new_size) };
+        PEAK.fetch_max(self.heap.used(), Ordering::Relaxed);
+        p
     }
 }
 
@@ -134,15 +145,9 @@ fn build_kernel(m: &mut Module, tiles: u32) -> Result<(), IrError> {
 
 #[entry]
 fn main() -> ! {
-    {
-        static mut ARENA: [MaybeUninit<u8>; HEAP_BYTES] = [MaybeUninit::uninit(); HEAP_BYTES];
-        // SAFETY: called once, before any allocation; the arena is only ever
-        // reached through the allocator.
-        #[allow(static_mut_refs)]
-        unsafe {
-            HEAP.heap.init(ARENA.as_mut_ptr() as usize, HEAP_BYTES)
-        }
-    }
+    // SAFETY: called once, before any allocation; the PSRAM region is used by
+    // nothing else (the linker places code and statics in SSRAM).
+    unsafe { HEAP.heap.init(HEAP_START, HEAP_BYTES) }
     match run() {
         Ok(()) => debug::exit(debug::EXIT_SUCCESS),
         Err(e) => {
@@ -152,6 +157,26 @@ fn main() -> ! {
     }
     loop {}
 }
+
+/// The failure `run` reports once the details are printed.
+const FAIL: IrError = IrError::Full {
+    what: "a check of the firmware run (see above)",
+    limit: 0,
+};
+
+/// A fake clock: one tick per reading. QEMU does not model the DWT cycle
+/// counter (CYCCNT reads 0), so pass times are in readings, not cycles.
+struct TickClock(u64);
+
+impl Clock for TickClock {
+    fn now_micros(&mut self) -> u64 {
+        self.0 += 1;
+        self.0
+    }
+}
+
+/// High-water mark of the heap in bytes.
+static PEAK: AtomicUsize = AtomicUsize::new(0);
 
 fn run() -> Result<(), IrError> {
     let tiles = 110;
@@ -172,51 +197,100 @@ fn run() -> Result<(), IrError> {
     build_kernel(&mut m, tiles)?;
     let heap_after_build = HEAP.heap.used();
 
-    // Workspaces reserved once.
-    let mut order = LinearOrder::new();
-    let mut live = MemLiveness::new();
-    let mut regs = RegLiveness::new();
-    let mut bounds = Bounds::new();
-    order.compute(&m);
-    live.compute(&m, &order);
-    regs.compute(&m, &order);
-    bounds.compute(&m, &order, &live);
-
-    // The passes proper: everything below must not allocate.
+    // The optlevel-8 pipeline: linear scan, DMA optimization, DRAM
+    // coloring, register colorer. Checks run after the counted section.
+    hprintln!("heap after build: {} B", HEAP.heap.used());
+    let original = m.clone();
+    let opts = Options {
+        optlevel: 8,
+        no_verify: true,
+        ..Options::default()
+    };
+    let mut ws = Workspace::new();
+    hprintln!("heap before reserve: {} B", HEAP.heap.used());
+    ws.reserve(&mut m, &opts, None);
+    hprintln!("heap after reserve: {} B", HEAP.heap.used());
+    let mut clock = TickClock(0);
     let before = HEAP.allocations.load(Ordering::Relaxed);
-    order.compute(&m);
-    live.compute(&m, &order);
-    regs.compute(&m, &order);
-    bounds.compute(&m, &order, &live);
+    let report = pipeline::run(&mut m, &opts, &mut ws, &mut clock, None);
     let during = HEAP.allocations.load(Ordering::Relaxed) - before;
+    let report = match report {
+        Ok(r) => r,
+        Err(e) => {
+            hprintln!("pipeline failed: {}", e.display(&m));
+            return Err(FAIL);
+        }
+    };
+    // The independent checks (they may allocate: not a pass).
+    let mut verifier = Verifier::for_module(&m);
+    let findings = verifier.verify(&m).total();
+    let mut checker = DataflowChecker::new();
+    let clean = match checker.check(&original, &m) {
+        Ok(d) => d.is_clean(),
+        Err(e) => {
+            hprintln!("dataflow check could not run: {}", e);
+            false
+        }
+    };
 
     hprintln!(
-        "tusk firmware: {} instructions, {} locations, {} registers",
-        order.len(),
+        "tusk firmware: optlevel {}, {} instructions in, {} locations, {} registers",
+        report.optlevel,
+        original.num_live_insts(),
         m.num_mems(),
         m.num_regs()
     );
+    for p in &report.passes {
+        hprintln!("  pass {} ({} ticks)", p.pass.name(), p.micros);
+    }
     for s in [Space::Psum, Space::Sb, Space::Dram] {
-        let b = bounds.space(s);
+        let x = report.space(s);
         hprintln!(
-            "  {}: {} live locations, lower bound {} B",
+            "  {}: peak {} B, lower bound {} B, capacity {} B, spills {} ({} B)",
             s,
-            b.locations,
-            b.lower_bound()
+            x.peak,
+            x.lower_bound,
+            x.capacity,
+            x.spills,
+            x.spill_bytes
+        );
+    }
+    for (k, d) in report.dma.iter().enumerate() {
+        if let Some(d) = d {
+            hprintln!(
+                "  DMA {}: {} DMAs / {} B before, {} DMAs / {} B after",
+                if k == 0 { "psum" } else { "sb" },
+                d.pre.instructions,
+                d.pre.bytes,
+                d.post.instructions,
+                d.post.bytes
+            );
+        }
+    }
+    if let Some(r) = report.reg {
+        hprintln!(
+            "  REG: {} rounds, {} spilled registers, {} spill instructions, max pressure {}, lane utilization {:.1}%",
+            r.rounds,
+            r.spilled_registers,
+            r.spill_instructions,
+            r.max_pressure,
+            r.lane_utilization_pct
         );
     }
     hprintln!(
-        "  memory: heap {} B after build, instruction columns {} B ({} B per instruction)",
+        "  memory: heap {} B after build, peak heap {} B, instruction columns {} B",
         heap_after_build,
-        m.instruction_storage_bytes(),
-        m.instruction_storage_bytes() / order.len().max(1)
+        PEAK.load(Ordering::Relaxed),
+        m.instruction_storage_bytes()
+    );
+    hprintln!(
+        "  verifier findings: {}, dataflow clean: {}",
+        findings,
+        clean
     );
     hprintln!("  heap allocations while the passes ran: {}", during);
-    if during != 0 {
-        return Err(IrError::Full {
-            what: "heap allocations during passes",
-            limit: 0,
-        });
+    if during != 0 || findings != 0 || !clean {
+        return Err(FAIL);
     }
     Ok(())
 }

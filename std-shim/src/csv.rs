@@ -1,0 +1,329 @@
+//! The MiniMalloc / TelaMalloc buffer CSV (SPEC §9).
+//!
+//! A header line `id,lower,upper,size[,alignment][,offset]`, then one buffer
+//! per line: an id (any text without a comma), the half-open lifetime
+//! `[lower, upper)`, the size in bytes, optionally an alignment (empty or
+//! absent: 1) and a fixed offset (empty: not pinned). Blank lines are
+//! skipped; `\r\n` line ends are accepted. Every error names the line and
+//! column; no input makes the reader panic. The capacity is not in the file:
+//! it comes from the command line or from a file name like
+//! `C.1048576.csv` ([`capacity_from_name`]).
+//!
+//! The writer writes the rows back with the columns read (without a given
+//! offset column) and an `offset` column with the placement.
+
+use std::fmt;
+use std::io::Write;
+use std::path::Path;
+
+use tusk_core::mem::problem::{Buffer, Placement, Problem, ProblemError};
+
+/// A parsed buffer table: the ids and the problem (capacity 0 until set).
+#[derive(Debug)]
+pub struct Table {
+    /// The id of each buffer, as written.
+    pub ids: Vec<String>,
+    /// The buffers (linear problem).
+    pub problem: Problem,
+    /// True when the file had an alignment column.
+    pub has_alignment: bool,
+}
+
+/// A malformed CSV, with its position (1-based line and column).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CsvError {
+    /// Line of the error.
+    pub line: usize,
+    /// Column (in characters) of the error.
+    pub column: usize,
+    /// What is wrong.
+    pub message: String,
+}
+
+impl fmt::Display for CsvError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}:{}: {}", self.line, self.column, self.message)
+    }
+}
+
+impl std::error::Error for CsvError {}
+
+const COLUMNS: [&str; 6] = ["id", "lower", "upper", "size", "alignment", "offset"];
+
+/// Parses a buffer CSV from raw bytes.
+pub fn parse(bytes: &[u8]) -> Result<Table, CsvError> {
+    let err = |line: usize, column: usize, message: String| CsvError {
+        line,
+        column,
+        message,
+    };
+    let rows = bytes.split(|&b| b == b'\n').count();
+    let mut table = Table {
+        ids: Vec::with_capacity(rows),
+        problem: Problem::linear(0, rows),
+        has_alignment: false,
+    };
+    let mut columns: Option<Vec<&'static str>> = None;
+    for (k, raw) in bytes.split(|&b| b == b'\n').enumerate() {
+        let line_no = k + 1;
+        let raw = raw.strip_suffix(b"\r").unwrap_or(raw);
+        let line = std::str::from_utf8(raw).map_err(|e| {
+            err(
+                line_no,
+                e.valid_up_to() + 1,
+                "not valid UTF-8 text".to_string(),
+            )
+        })?;
+        if line.trim().is_empty() {
+            continue;
+        }
+        // Fields with their 1-based starting columns.
+        let mut fields: Vec<(usize, &str)> = Vec::with_capacity(6);
+        let mut col = 1;
+        for f in line.split(',') {
+            fields.push((col, f.trim()));
+            col += f.chars().count() + 1;
+        }
+        let Some(cols) = &columns else {
+            // The header.
+            let mut names = Vec::with_capacity(fields.len());
+            for (i, &(c, name)) in fields.iter().enumerate() {
+                let expected = COLUMNS.get(i).copied();
+                let ok = match i {
+                    0..=3 => expected == Some(name),
+                    4 => name == "alignment" || name == "offset",
+                    5 => name == "offset" && names.get(4) == Some(&"alignment"),
+                    _ => false,
+                };
+                if !ok {
+                    return Err(err(
+                        line_no,
+                        c,
+                        format!(
+                            "header column {} is `{name}`; expected `id,lower,upper,size[,alignment][,offset]`",
+                            i + 1
+                        ),
+                    ));
+                }
+                names.push(COLUMNS.iter().copied().find(|&n| n == name).unwrap_or("id"));
+            }
+            if names.len() < 4 {
+                return Err(err(
+                    line_no,
+                    col,
+                    "header needs at least `id,lower,upper,size`".to_string(),
+                ));
+            }
+            table.has_alignment = names.contains(&"alignment");
+            columns = Some(names);
+            continue;
+        };
+        if fields.len() != cols.len() {
+            return Err(err(
+                line_no,
+                fields.last().map_or(1, |f| f.0),
+                format!("{} fields, the header has {}", fields.len(), cols.len()),
+            ));
+        }
+        let number = |i: usize, empty_ok: bool| -> Result<Option<u64>, CsvError> {
+            let (c, text) = fields[i];
+            if text.is_empty() && empty_ok {
+                return Ok(None);
+            }
+            text.parse::<u64>().map(Some).map_err(|_| {
+                err(
+                    line_no,
+                    c,
+                    format!("{} `{text}` is not a non-negative integer", cols[i]),
+                )
+            })
+        };
+        let (id_col, id) = fields[0];
+        if id.is_empty() {
+            return Err(err(line_no, id_col, "empty id".to_string()));
+        }
+        let lower = number(1, false)?.unwrap_or(0);
+        let upper = number(2, false)?.unwrap_or(0);
+        let size = number(3, false)?.unwrap_or(0);
+        let mut align = 1;
+        let mut pin = None;
+        for (i, &col) in cols.iter().enumerate().skip(4) {
+            match col {
+                "alignment" => align = number(i, true)?.unwrap_or(1),
+                _ => pin = number(i, true)?.map(|offset| Placement { offset, base: 0 }),
+            }
+        }
+        table
+            .problem
+            .push(Buffer {
+                lower,
+                upper,
+                size,
+                align,
+                partitions: 1,
+                pin,
+            })
+            .map_err(|e| {
+                let column = match e {
+                    ProblemError::ReversedLifetime { .. } => fields[2].0,
+                    ProblemError::ZeroAlignment { .. } => fields[4].0,
+                    ProblemError::IllegalPin { .. } => fields[cols.len() - 1].0,
+                    _ => fields[3].0,
+                };
+                err(line_no, column, format!("buffer `{id}`: {e}"))
+            })?;
+        table.ids.push(id.to_string());
+    }
+    if columns.is_none() {
+        return Err(err(
+            1,
+            1,
+            "empty file: expected the header `id,lower,upper,size[,alignment][,offset]`"
+                .to_string(),
+        ));
+    }
+    Ok(table)
+}
+
+/// The capacity in a file name like `C.1048576.csv` or `input.12.csv`: the
+/// last dot-separated part before `.csv`, when it is a number.
+pub fn capacity_from_name(path: &Path) -> Option<u64> {
+    let name = path.file_name()?.to_str()?;
+    let stem = name.strip_suffix(".csv").unwrap_or(name);
+    stem.rsplit('.').next()?.parse().ok()
+}
+
+/// Writes the table with an `offset` column holding `placements`.
+pub fn write(out: &mut dyn Write, table: &Table, placements: &[Placement]) -> std::io::Result<()> {
+    if table.has_alignment {
+        writeln!(out, "id,lower,upper,size,alignment,offset")?;
+    } else {
+        writeln!(out, "id,lower,upper,size,offset")?;
+    }
+    for ((id, b), p) in table
+        .ids
+        .iter()
+        .zip(table.problem.buffers())
+        .zip(placements)
+    {
+        if table.has_alignment {
+            writeln!(
+                out,
+                "{id},{},{},{},{},{}",
+                b.lower, b.upper, b.size, b.align, p.offset
+            )?;
+        } else {
+            writeln!(out, "{id},{},{},{},{}", b.lower, b.upper, b.size, p.offset)?;
+        }
+    }
+    Ok(())
+}
+
+/// Writes the table to `path` atomically: a temporary file in the same
+/// folder, then a rename over the target.
+pub fn write_file(path: &Path, table: &Table, placements: &[Placement]) -> std::io::Result<()> {
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+        _ => std::path::PathBuf::from("."),
+    };
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "out.csv".to_string());
+    let tmp = dir.join(format!(".{name}.{}.tmp", std::process::id()));
+    let result = (|| {
+        let mut f = std::io::BufWriter::new(std::fs::File::create(&tmp)?);
+        write(&mut f, table, placements)?;
+        f.into_inner().map_err(|e| e.into_error())?.sync_all()?;
+        std::fs::rename(&tmp, path)
+    })();
+    if result.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    result
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_ids_alignment_and_pins() {
+        let t =
+            parse(b"id,lower,upper,size,alignment,offset\r\nb1,0,3,4,2,\n\nb2,3,9,4,,8\n").unwrap();
+        assert_eq!(t.ids, ["b1", "b2"]);
+        let b = t.problem.buffers();
+        assert_eq!(
+            (b[0].lower, b[0].upper, b[0].size, b[0].align),
+            (0, 3, 4, 2)
+        );
+        assert_eq!(b[0].pin, None);
+        assert_eq!(b[1].align, 1);
+        assert_eq!(b[1].pin, Some(Placement { offset: 8, base: 0 }));
+    }
+
+    #[test]
+    fn errors_name_line_and_column() {
+        let e = parse(b"id,lower,upper,size\nx,0,1x,4\n").unwrap_err();
+        assert_eq!((e.line, e.column), (2, 5));
+        assert!(e.to_string().contains("upper `1x`"), "{e}");
+        let e = parse(b"id,lower,upper,size\nx,5,1,4\n").unwrap_err();
+        assert_eq!((e.line, e.column), (2, 5));
+        assert!(e.to_string().contains("ends before it starts"), "{e}");
+        let e = parse(b"id,low,upper,size\n").unwrap_err();
+        assert_eq!((e.line, e.column), (1, 4));
+        let e = parse(b"id,lower,upper,size\nx,0,1\n").unwrap_err();
+        assert_eq!(e.line, 2);
+        assert!(e.to_string().contains("3 fields"), "{e}");
+        let e = parse(b"").unwrap_err();
+        assert!(e.to_string().contains("empty file"), "{e}");
+        let e = parse(b"id,lower,upper,size\nx,0,\xff,4\n").unwrap_err();
+        assert_eq!((e.line, e.column), (2, 5));
+        let e = parse(b"id,lower,upper,size\nx,-1,2,4\n").unwrap_err();
+        assert_eq!(e.column, 3);
+        let e = parse(b"id,lower,upper,size\nx,0,2,99999999999999999999\n").unwrap_err();
+        assert_eq!(e.column, 7);
+    }
+
+    #[test]
+    fn no_panic_on_arbitrary_bytes() {
+        let mut state = 0x1234_5678_9abc_def0u64;
+        let alphabet = b"id,lowerupsz0123456789\n\r -x\xff";
+        for len in 0..400 {
+            let mut bytes = b"id,lower,upper,size\n".to_vec();
+            for _ in 0..len {
+                state ^= state << 13;
+                state ^= state >> 7;
+                state ^= state << 17;
+                bytes.push(alphabet[(state % alphabet.len() as u64) as usize]);
+            }
+            let _ = parse(&bytes);
+            let _ = parse(&bytes[20..]);
+        }
+    }
+
+    #[test]
+    fn capacity_from_file_names() {
+        assert_eq!(
+            capacity_from_name(Path::new("d/C.1048576.csv")),
+            Some(1_048_576)
+        );
+        assert_eq!(capacity_from_name(Path::new("input.12.csv")), Some(12));
+        assert_eq!(capacity_from_name(Path::new("plain.csv")), None);
+    }
+
+    #[test]
+    fn writes_rows_with_offsets() {
+        let t = parse(b"id,lower,upper,size\nb1,0,3,4\nb2,3,9,4\n").unwrap();
+        let mut out = Vec::new();
+        let at = [
+            Placement { offset: 0, base: 0 },
+            Placement { offset: 4, base: 0 },
+        ];
+        write(&mut out, &t, &at).unwrap();
+        assert_eq!(
+            String::from_utf8(out).unwrap(),
+            "id,lower,upper,size,offset\nb1,0,3,4,0\nb2,3,9,4,4\n"
+        );
+    }
+}

@@ -1,0 +1,258 @@
+//! `tusk dsa FILE.csv`: the 1-D buffer-placement problem of a MiniMalloc CSV
+//! through one of the memory allocators, validated independently.
+//!
+//! Exit codes: 0 the placement fits; 1 it does not (or the search proved it
+//! cannot, or the placement failed validation); 2 bad input or options;
+//! 3 I/O error.
+
+use std::path::PathBuf;
+use std::time::Instant;
+
+use tusk_core::mem::exact::{Budget, Clock, ExactOptions, ExactWorkspace, Objective, Status};
+use tusk_core::mem::gca::{GcaOptions, GcaWorkspace};
+use tusk_core::mem::greedy::{GreedyRule, GreedyWorkspace};
+use tusk_core::mem::lsa::{place_buffers, Buffer as LsaBuffer, BufferWorkspace};
+use tusk_core::mem::problem::{peak, Placement, Timeline};
+use tusk_core::verify::buffers::Validator;
+
+use crate::csv;
+
+/// The allocators `tusk dsa` can run.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Algo {
+    /// Largest first at the lowest feasible offset (XLA / TFLite rule).
+    GreedySize,
+    /// Start-order scan, best-fitting gap.
+    BestFit,
+    /// Branch-and-bound search (first solution from the better greedy rule).
+    Exact,
+    /// The graph-coloring allocator: best-of-N orders plus squeaky-wheel
+    /// improvement (the pipeline's `coloring_allocator_*`).
+    Coloring,
+    /// The linear-scan allocator's best-fit manager in one start-order scan
+    /// (the pipeline's `linear_scan_allocator`).
+    Lsa,
+}
+
+/// Arguments of `tusk dsa`.
+#[derive(clap::Args, Debug, Clone)]
+pub struct DsaArgs {
+    /// Buffer CSV: `id,lower,upper,size[,alignment][,offset]`.
+    pub file: PathBuf,
+    /// Bytes available; default: the number in a file name like `C.1048576.csv`.
+    #[arg(long)]
+    pub capacity: Option<u64>,
+    /// The allocator.
+    #[arg(long, value_enum, default_value = "exact")]
+    pub algo: Algo,
+    /// Write the rows with an `offset` column to this CSV (also when over capacity).
+    #[arg(short = 'o', long = "output", value_name = "OUT.csv")]
+    pub out: Option<PathBuf>,
+    /// Time budget of the exact search in milliseconds (default 10000 when
+    /// no budget is given).
+    #[arg(long)]
+    pub budget_ms: Option<u64>,
+    /// Node budget of the exact search.
+    #[arg(long)]
+    pub budget_nodes: Option<u64>,
+    /// Exact search: keep searching for the lowest peak after a fit.
+    #[arg(long)]
+    pub minimize: bool,
+}
+
+/// A [`Clock`] on `std::time::Instant`.
+#[derive(Debug)]
+pub struct StdClock(pub Instant);
+
+impl Clock for StdClock {
+    fn now_micros(&mut self) -> u64 {
+        self.0.elapsed().as_micros() as u64
+    }
+}
+
+/// Runs `tusk dsa` and returns the exit code.
+pub fn run(args: &DsaArgs) -> i32 {
+    let path = args.file.display();
+    let bytes = match std::fs::read(&args.file) {
+        Ok(b) => b,
+        Err(e) => {
+            eprintln!("tusk dsa: cannot read {path}: {e}");
+            return 3;
+        }
+    };
+    let mut table = match csv::parse(&bytes) {
+        Ok(t) => t,
+        Err(e) => {
+            eprintln!("tusk dsa: {path}:{e}");
+            return 2;
+        }
+    };
+    let Some(capacity) = args
+        .capacity
+        .or_else(|| csv::capacity_from_name(&args.file))
+    else {
+        eprintln!(
+            "tusk dsa: no capacity for {path}: give --capacity N or name the file like NAME.<capacity>.csv"
+        );
+        return 2;
+    };
+    table.problem.capacity = capacity;
+    let problem = &table.problem;
+    let n = problem.len();
+    let lb = problem.lower_bound(&mut Timeline::with_capacity(n)).bytes;
+    let mut placements = vec![Placement::default(); n];
+    let start = Instant::now();
+    let mut status_line = String::new();
+    match args.algo {
+        Algo::GreedySize | Algo::BestFit => {
+            let rule = if args.algo == Algo::GreedySize {
+                GreedyRule::BySize
+            } else {
+                GreedyRule::StartBestFit
+            };
+            let mut ws = GreedyWorkspace::new();
+            ws.reserve(n);
+            ws.place(problem, rule, &mut placements);
+        }
+        Algo::Coloring => {
+            let mut ws = GcaWorkspace::new();
+            ws.reserve_for(problem, 0, 0);
+            let o = ws.solve(problem, &GcaOptions::default(), &mut placements);
+            status_line = format!(
+                "coloring: best order {}, {} sweeps, {} improvement replays, {} interference edges",
+                o.best_rule, o.sweeps, o.replays, o.edges
+            );
+        }
+        Algo::Lsa => {
+            if problem.buffers().iter().any(|b| b.pin.is_some()) {
+                eprintln!("tusk dsa: {path}: --algo lsa does not take pinned buffers (an `offset` column); use coloring or exact");
+                return 2;
+            }
+            // The scan takes live buffers; void ones (empty lifetime or size)
+            // occupy nothing and stay at offset 0.
+            let live: Vec<usize> = (0..n)
+                .filter(|&i| !problem.buffers()[i].is_void())
+                .collect();
+            let bufs: Vec<LsaBuffer> = live
+                .iter()
+                .map(|&i| {
+                    let b = &problem.buffers()[i];
+                    LsaBuffer {
+                        lower: b.lower,
+                        upper: b.upper,
+                        size: b.size,
+                        align: b.align,
+                    }
+                })
+                .collect();
+            let mut ws = BufferWorkspace::with_capacity(bufs.len());
+            let mut offsets = vec![0u64; bufs.len()];
+            match place_buffers(&bufs, capacity, &mut ws, &mut offsets) {
+                Ok(o) => {
+                    status_line = format!("linear scan: {} scans", o.rounds);
+                    for (k, &i) in live.iter().enumerate() {
+                        placements[i] = Placement {
+                            offset: offsets[k],
+                            base: 0,
+                        };
+                    }
+                }
+                Err(e) => {
+                    eprintln!("tusk dsa: {path}: {e}");
+                    return 1;
+                }
+            }
+        }
+        Algo::Exact => {
+            let mut ws = ExactWorkspace::new();
+            ws.reserve_for(problem);
+            let budget = Budget {
+                nodes: args.budget_nodes,
+                micros: match (args.budget_ms, args.budget_nodes) {
+                    (Some(ms), _) => Some(ms.saturating_mul(1000)),
+                    (None, Some(_)) => None,
+                    (None, None) => Some(10_000_000),
+                },
+            };
+            let options = ExactOptions {
+                budget,
+                objective: if args.minimize {
+                    Objective::MinimizePeak
+                } else {
+                    Objective::Fit
+                },
+            };
+            let o = ws.solve(problem, &options, &mut StdClock(start), &mut placements);
+            status_line = format!("status: {}", o.status);
+            if o.status == Status::Feasible && !args.minimize && o.stopped_by.is_none() {
+                status_line.push_str(" (stopped at the first fit; --minimize searches further)");
+            }
+            if let Some(l) = o.stopped_by {
+                status_line.push_str(&format!("; stopped by the {l}"));
+            }
+            status_line.push_str(&format!(
+                "; greedy peak {}; {} search nodes",
+                o.greedy_peak, o.nodes
+            ));
+            if let Some((nodes, us)) = o.first_fit {
+                status_line.push_str(&format!(
+                    "; first fit after {nodes} nodes, {:.3} ms",
+                    us as f64 / 1000.0
+                ));
+            }
+        }
+    }
+    let elapsed = start.elapsed();
+    let p = peak(problem, &placements);
+    let mut validator = Validator::with_capacity(n, 8);
+    let check = validator.check(problem, &placements, u64::MAX);
+    println!("file: {path}  buffers: {n}  capacity: {capacity}");
+    println!("algo: {:?}", args.algo);
+    println!(
+        "peak: {p}  lower bound: {lb}  peak/LB: {:.4}",
+        if lb == 0 { 1.0 } else { p as f64 / lb as f64 }
+    );
+    let fits = p <= capacity;
+    if fits {
+        println!("fits: yes ({} bytes to spare)", capacity - p);
+    } else {
+        println!(
+            "fits: no (peak exceeds the capacity by {} bytes)",
+            p - capacity
+        );
+    }
+    if !status_line.is_empty() {
+        println!("{status_line}");
+    }
+    println!("time: {:.3} ms", elapsed.as_secs_f64() * 1000.0);
+    if check.total > 0 {
+        eprintln!(
+            "tusk dsa: INTERNAL ERROR: the placement failed validation ({} findings)",
+            check.total
+        );
+        for f in validator.findings() {
+            eprintln!("  {f}");
+        }
+        return 1;
+    }
+    println!("validated: legal ({} buffers, no overlap)", n);
+    if let Some(out) = &args.out {
+        if let Err(e) = csv::write_file(out, &table, &placements) {
+            eprintln!("tusk dsa: cannot write {}: {e}", out.display());
+            return 3;
+        }
+        if fits {
+            println!("wrote {}", out.display());
+        } else {
+            eprintln!(
+                "tusk dsa: wrote {} although the placement does not fit: peak {p} > capacity {capacity}",
+                out.display()
+            );
+        }
+    }
+    if fits {
+        0
+    } else {
+        1
+    }
+}

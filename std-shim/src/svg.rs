@@ -1,0 +1,737 @@
+//! Memory-map pictures: program order on the x axis, address on the y axis,
+//! one rectangle per buffer over its live interval and byte range.
+//!
+//! The drawing knows nothing of modules: a [`Chart`] is panels of
+//! [`Item`]s (half-open position intervals × byte ranges) with markers, so
+//! `tusk run --svg` (through `memmap`) and the buffer problem of `tusk dsa`
+//! ([`buffer_map`]) draw with the same code. Written with the `svg` crate,
+//! which escapes every label and attribute.
+//!
+//! Readability rules: thin outlines; fill colour by space and kind (a legend
+//! lists the kinds drawn); a label only inside a rectangle large enough to
+//! hold it; the live set at a highlighted position fully opaque with a dark
+//! outline, the rest faded; a red dashed capacity line; tick labels in B /
+//! KiB / MiB.
+
+use std::fmt::Write as _;
+
+use svg::node::element::{Group, Line, Polygon, Rectangle, Text, Title};
+use svg::Document;
+
+/// What a rectangle stands for: decides its colour and legend entry.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Kind {
+    /// A tensor in the state buffer.
+    Sb,
+    /// A tensor in the matmul accumulator.
+    Psum,
+    /// A tensor in DRAM placed by the allocator.
+    Dram,
+    /// A location the user placed (an obstacle to the allocator).
+    Pinned,
+    /// A spill slot.
+    Spill,
+    /// A reload copy made by a spill.
+    Reload,
+    /// A buffer of the 1-D buffer problem.
+    Buffer,
+    /// A location live at the failure that is not placed (its demand,
+    /// stacked).
+    Unplaced,
+    /// The rectangle that could not be placed.
+    Failed,
+}
+
+impl Kind {
+    fn fill(self) -> &'static str {
+        match self {
+            Kind::Sb => "#6b9bd1",
+            Kind::Psum => "#9d7cc7",
+            Kind::Dram => "#b0a070",
+            Kind::Pinned => "#9a9a9a",
+            Kind::Spill => "#f0a040",
+            Kind::Reload => "#5fb86a",
+            Kind::Buffer => "#6b9bd1",
+            Kind::Unplaced => "#e8e8e8",
+            Kind::Failed => "#e04040",
+        }
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            Kind::Sb => "SB tensor",
+            Kind::Psum => "PSUM tensor",
+            Kind::Dram => "DRAM tensor",
+            Kind::Pinned => "pinned",
+            Kind::Spill => "spill slot",
+            Kind::Reload => "reload copy",
+            Kind::Buffer => "buffer",
+            Kind::Unplaced => "unplaced (demand)",
+            Kind::Failed => "does not fit",
+        }
+    }
+}
+
+/// One rectangle: live over positions `[lower, upper)`, bytes
+/// `[offset, offset + size)`.
+#[derive(Clone, Debug)]
+pub struct Item {
+    /// First live position.
+    pub lower: u64,
+    /// One past the last live position.
+    pub upper: u64,
+    /// First byte.
+    pub offset: u64,
+    /// Bytes.
+    pub size: u64,
+    /// The name drawn inside when it fits, and the hover title.
+    pub label: String,
+    /// Extra hover text (address, partitions).
+    pub detail: String,
+    /// Colour and legend entry.
+    pub kind: Kind,
+    /// True for the live set at the panel's highlighted position.
+    pub highlight: bool,
+    /// Drawn with a dashed outline: covers only part of the panel's
+    /// partitions.
+    pub partial: bool,
+}
+
+/// A vertical marker at one position.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum MarkerKind {
+    /// The peak instruction of the panel.
+    Peak,
+    /// Where the allocation failed.
+    Failure,
+    /// A spill store instruction (a tick under the axis).
+    SpillInst,
+    /// A reload instruction (a tick under the axis).
+    ReloadInst,
+}
+
+/// A marker at a position of a panel.
+#[derive(Clone, Debug)]
+pub struct Marker {
+    /// The position.
+    pub pos: u64,
+    /// What it marks.
+    pub kind: MarkerKind,
+    /// Text next to a line marker (peak, failure).
+    pub label: String,
+}
+
+/// One address space (or partition range) over program order.
+#[derive(Clone, Debug, Default)]
+pub struct Panel {
+    /// The title above the panel.
+    pub title: String,
+    /// Height of the plot area in pixels.
+    pub height: u32,
+    /// Rectangles, drawn in order.
+    pub items: Vec<Item>,
+    /// The capacity line, when the space has one.
+    pub capacity: Option<u64>,
+    /// Light horizontal lines with a label (PSUM banks).
+    pub grid: Vec<(u64, String)>,
+    /// Vertical markers.
+    pub markers: Vec<Marker>,
+}
+
+impl Panel {
+    fn y_max(&self) -> u64 {
+        let top = self
+            .items
+            .iter()
+            .map(|i| i.offset.saturating_add(i.size))
+            .max()
+            .unwrap_or(0);
+        let grid = self.grid.iter().map(|g| g.0).max().unwrap_or(0);
+        let content = top.max(grid).max(1);
+        match self.capacity {
+            Some(c) if !self.capacity_off_scale() => content.max(c),
+            _ => content + content / 8,
+        }
+    }
+
+    /// True when the content uses under half the capacity: the axis then
+    /// fits the content (a 2 % sliver under a capacity line reads as
+    /// nothing) and the capacity is a note.
+    fn capacity_off_scale(&self) -> bool {
+        let top = self
+            .items
+            .iter()
+            .map(|i| i.offset.saturating_add(i.size))
+            .chain(self.grid.iter().map(|g| g.0))
+            .max()
+            .unwrap_or(0);
+        self.capacity.is_some_and(|c| top.saturating_mul(2) < c)
+    }
+}
+
+/// A whole picture: panels stacked over a shared x axis.
+#[derive(Clone, Debug, Default)]
+pub struct Chart {
+    /// The title.
+    pub title: String,
+    /// A line under the title (figures).
+    pub subtitle: String,
+    /// The x axis label.
+    pub x_label: String,
+    /// One past the last position.
+    pub x_end: u64,
+    /// The panels, top to bottom.
+    pub panels: Vec<Panel>,
+}
+
+const WIDTH: f64 = 1100.0;
+const LEFT: f64 = 78.0;
+const RIGHT: f64 = 180.0;
+const PANEL_GAP: f64 = 52.0;
+const BOTTOM: f64 = 46.0;
+const FONT: &str = "DejaVu Sans, Helvetica, Arial, sans-serif";
+
+/// Human byte count: `512 B`, `24 KiB`, `1.5 MiB`.
+pub fn bytes_label(b: u64) -> String {
+    const K: u64 = 1024;
+    let (v, unit) = if b >= K * K * K {
+        (b as f64 / (K * K * K) as f64, "GiB")
+    } else if b >= K * K {
+        (b as f64 / (K * K) as f64, "MiB")
+    } else if b >= K {
+        (b as f64 / K as f64, "KiB")
+    } else {
+        return format!("{b} B");
+    };
+    if (v - v.round()).abs() < 0.05 {
+        format!("{} {unit}", v.round() as u64)
+    } else {
+        format!("{v:.1} {unit}")
+    }
+}
+
+/// Up to about `n` round tick values in `[0, max]` (1, 2, 5 steps; powers
+/// of two for byte axes).
+fn ticks(max: u64, n: u64, binary: bool) -> Vec<u64> {
+    let raw = (max / n.max(1)).max(1);
+    let step = if binary {
+        let mut s = 1u64;
+        while s < raw {
+            s *= 2;
+        }
+        s
+    } else {
+        let mut s = 1u64;
+        loop {
+            if s >= raw {
+                break s;
+            }
+            if 2 * s >= raw {
+                break 2 * s;
+            }
+            if 5 * s >= raw {
+                break 5 * s;
+            }
+            s *= 10;
+        }
+    };
+    (0..=max / step).map(|k| k * step).collect()
+}
+
+fn text(x: f64, y: f64, size: u32, anchor: &str, s: &str) -> Text {
+    Text::new(s)
+        .set("x", fmt_f(x))
+        .set("y", fmt_f(y))
+        .set("font-size", size)
+        .set("font-family", FONT)
+        .set("text-anchor", anchor)
+}
+
+/// Coordinates with one decimal: keeps the file small.
+fn fmt_f(v: f64) -> String {
+    let mut s = String::new();
+    let _ = write!(s, "{:.1}", v);
+    if let Some(t) = s.strip_suffix(".0") {
+        t.to_string()
+    } else {
+        s
+    }
+}
+
+/// Renders `chart` as an SVG document.
+pub fn render(chart: &Chart) -> Document {
+    let plot_w = WIDTH - LEFT - RIGHT;
+    let x_end = chart.x_end.max(1) as f64;
+    let sx = |p: u64| LEFT + plot_w * (p as f64 / x_end);
+    let panels_h: f64 = chart
+        .panels
+        .iter()
+        .map(|p| p.height as f64 + PANEL_GAP)
+        .sum();
+    let sub = wrap(&chart.subtitle, 160);
+    // Title, subtitle lines, the legend row.
+    let top = 36.0 + 14.0 * sub.len() as f64 + 24.0;
+    let height = top + panels_h + BOTTOM;
+    let mut doc = Document::new()
+        .set("viewBox", (0, 0, WIDTH as u32, height.ceil() as u32))
+        .set("width", WIDTH as u32)
+        .set("height", height.ceil() as u32)
+        .add(
+            Rectangle::new()
+                .set("width", "100%")
+                .set("height", "100%")
+                .set("fill", "white"),
+        )
+        .add(text(LEFT, 22.0, 16, "start", &chart.title).set("font-weight", "bold"));
+    for (k, line) in sub.iter().enumerate() {
+        doc = doc.add(text(LEFT, 40.0 + 14.0 * k as f64, 11, "start", line).set("fill", "#444"));
+    }
+    doc = doc.add(legend(chart, LEFT, top - 10.0));
+    let mut y0 = top;
+    for panel in &chart.panels {
+        y0 += PANEL_GAP - 12.0;
+        let h = panel.height as f64;
+        let ymax = panel.y_max() as f64 * 1.04;
+        let sy = |b: u64| y0 + h - h * (b as f64 / ymax);
+        let mut g = Group::new().set("class", "panel");
+        g = g.add(text(LEFT, y0 - 8.0, 12, "start", &panel.title).set("font-weight", "bold"));
+        g = g.add(
+            Rectangle::new()
+                .set("x", fmt_f(LEFT))
+                .set("y", fmt_f(y0))
+                .set("width", fmt_f(plot_w))
+                .set("height", fmt_f(h))
+                .set("fill", "#fbfbfb")
+                .set("stroke", "#888")
+                .set("stroke-width", 0.8),
+        );
+        // y ticks
+        for t in ticks(panel.y_max(), (h / 36.0).max(2.0) as u64, true) {
+            let y = sy(t);
+            g = g
+                .add(
+                    Line::new()
+                        .set("x1", fmt_f(LEFT - 4.0))
+                        .set("x2", fmt_f(LEFT))
+                        .set("y1", fmt_f(y))
+                        .set("y2", fmt_f(y))
+                        .set("stroke", "#666"),
+                )
+                .add(text(LEFT - 6.0, y + 3.5, 10, "end", &bytes_label(t)).set("fill", "#333"));
+        }
+        for (b, label) in &panel.grid {
+            let y = sy(*b);
+            g = g
+                .add(
+                    Line::new()
+                        .set("x1", fmt_f(LEFT))
+                        .set("x2", fmt_f(LEFT + plot_w))
+                        .set("y1", fmt_f(y))
+                        .set("y2", fmt_f(y))
+                        .set("stroke", "#c8c8c8")
+                        .set("stroke-width", 0.6)
+                        .set("stroke-dasharray", "2 3"),
+                )
+                .add(text(LEFT + plot_w + 4.0, y + 10.0, 9, "start", label).set("fill", "#777"));
+        }
+        let any_highlight = panel.items.iter().any(|i| i.highlight);
+        for it in &panel.items {
+            let (x1, x2) = (sx(it.lower), sx(it.upper.max(it.lower + 1)));
+            let (ya, yb) = (sy(it.offset.saturating_add(it.size)), sy(it.offset));
+            let (w, rh) = ((x2 - x1).max(0.6), (yb - ya).max(0.6));
+            let faded = any_highlight && !it.highlight;
+            let mut r = Rectangle::new()
+                .set("class", "tensor")
+                .set("data-tensor", it.label.as_str())
+                .set("x", fmt_f(x1))
+                .set("y", fmt_f(ya))
+                .set("width", fmt_f(w))
+                .set("height", fmt_f(rh))
+                .set("fill", it.kind.fill())
+                .set("fill-opacity", if faded { 0.45 } else { 0.9 })
+                .set("stroke", if it.highlight { "#111" } else { "#333" })
+                .set(
+                    "stroke-width",
+                    if it.highlight {
+                        1.3
+                    } else if faded {
+                        0.3
+                    } else {
+                        0.5
+                    },
+                );
+            if it.partial {
+                r = r.set("stroke-dasharray", "3 2");
+            }
+            if it.kind == Kind::Unplaced || it.kind == Kind::Failed {
+                r = r.set("stroke-dasharray", "4 2").set("stroke", "#a00");
+            }
+            let title = if it.detail.is_empty() {
+                it.label.clone()
+            } else {
+                format!("{} {}", it.label, it.detail)
+            };
+            r = r.add(Title::new(title));
+            g = g.add(r);
+            // A label only where it fits: ~6 px per character at 10 px.
+            let chars = it.label.chars().count() as f64;
+            if rh >= 12.0 && w >= chars * 6.0 + 4.0 {
+                g = g.add(
+                    text(x1 + w / 2.0, ya + rh / 2.0 + 3.5, 10, "middle", &it.label)
+                        .set("fill", "#111")
+                        .set("pointer-events", "none"),
+                );
+            }
+        }
+        if let (Some(cap), true) = (panel.capacity, panel.capacity_off_scale()) {
+            g = g.add(
+                text(
+                    LEFT + plot_w + 4.0,
+                    y0 + 10.0,
+                    10,
+                    "start",
+                    &format!("capacity {} \u{2191}", bytes_label(cap)),
+                )
+                .set("fill", "#d02020"),
+            );
+        } else if let Some(cap) = panel.capacity {
+            let y = sy(cap);
+            g = g
+                .add(
+                    Line::new()
+                        .set("x1", fmt_f(LEFT))
+                        .set("x2", fmt_f(LEFT + plot_w))
+                        .set("y1", fmt_f(y))
+                        .set("y2", fmt_f(y))
+                        .set("stroke", "#d02020")
+                        .set("stroke-width", 1.2)
+                        .set("stroke-dasharray", "6 3"),
+                )
+                .add(
+                    text(
+                        LEFT + plot_w + 4.0,
+                        y - 3.0,
+                        10,
+                        "start",
+                        &format!("capacity {}", bytes_label(cap)),
+                    )
+                    .set("fill", "#d02020"),
+                );
+        }
+        for mk in &panel.markers {
+            let x = sx(mk.pos) + (sx(mk.pos + 1) - sx(mk.pos)) / 2.0;
+            match mk.kind {
+                MarkerKind::Peak | MarkerKind::Failure => {
+                    let colour = if mk.kind == MarkerKind::Peak {
+                        "#1a1a1a"
+                    } else {
+                        "#d02020"
+                    };
+                    g = g
+                        .add(
+                            Line::new()
+                                .set("class", "marker")
+                                .set("x1", fmt_f(x))
+                                .set("x2", fmt_f(x))
+                                .set("y1", fmt_f(y0))
+                                .set("y2", fmt_f(y0 + h))
+                                .set("stroke", colour)
+                                .set("stroke-width", 1.2)
+                                .set("stroke-dasharray", "5 3"),
+                        )
+                        .add(
+                            // A white halo keeps the label legible over
+                            // lines and rectangles.
+                            text(x + 3.0, y0 + 11.0, 10, "start", &mk.label)
+                                .set("fill", colour)
+                                .set("font-weight", "bold")
+                                .set("stroke", "white")
+                                .set("stroke-width", 3)
+                                .set("stroke-linejoin", "round")
+                                .set("paint-order", "stroke"),
+                        );
+                }
+                MarkerKind::SpillInst | MarkerKind::ReloadInst => {
+                    // A small triangle under the plot: down = spill store,
+                    // up = reload.
+                    let yb = y0 + h;
+                    let pts = if mk.kind == MarkerKind::SpillInst {
+                        format!(
+                            "{},{} {},{} {},{}",
+                            fmt_f(x - 3.5),
+                            fmt_f(yb + 1.0),
+                            fmt_f(x + 3.5),
+                            fmt_f(yb + 1.0),
+                            fmt_f(x),
+                            fmt_f(yb + 7.0)
+                        )
+                    } else {
+                        format!(
+                            "{},{} {},{} {},{}",
+                            fmt_f(x - 3.5),
+                            fmt_f(yb + 7.0),
+                            fmt_f(x + 3.5),
+                            fmt_f(yb + 7.0),
+                            fmt_f(x),
+                            fmt_f(yb + 1.0)
+                        )
+                    };
+                    let fill = if mk.kind == MarkerKind::SpillInst {
+                        Kind::Spill.fill()
+                    } else {
+                        Kind::Reload.fill()
+                    };
+                    g = g.add(
+                        Polygon::new()
+                            .set("points", pts)
+                            .set("fill", fill)
+                            .set("stroke", "#333")
+                            .set("stroke-width", 0.4),
+                    );
+                }
+            }
+        }
+        doc = doc.add(g);
+        y0 += h + 12.0;
+    }
+    // The x axis under the last panel.
+    for t in ticks(chart.x_end.max(1), 10, false) {
+        let x = sx(t);
+        doc = doc
+            .add(
+                Line::new()
+                    .set("x1", fmt_f(x))
+                    .set("x2", fmt_f(x))
+                    .set("y1", fmt_f(y0 - 12.0))
+                    .set("y2", fmt_f(y0 - 8.0))
+                    .set("stroke", "#666"),
+            )
+            .add(text(x, y0 + 2.0, 10, "middle", &t.to_string()).set("fill", "#333"));
+    }
+    doc = doc.add(text(
+        LEFT + plot_w / 2.0,
+        y0 + 20.0,
+        12,
+        "middle",
+        &chart.x_label,
+    ));
+    doc = doc.add(
+        text(
+            16.0,
+            top + panels_h / 2.0,
+            12,
+            "middle",
+            "address (bytes per partition)",
+        )
+        .set(
+            "transform",
+            format!("rotate(-90 16 {})", fmt_f(top + panels_h / 2.0)),
+        ),
+    );
+    doc
+}
+
+/// Splits `s` at spaces into lines of at most about `width` characters.
+fn wrap(s: &str, width: usize) -> Vec<String> {
+    let mut lines = vec![String::new()];
+    for word in s.split(' ') {
+        let cur = lines.last_mut().expect("lines starts non-empty");
+        if !cur.is_empty() && cur.chars().count() + 1 + word.chars().count() > width {
+            lines.push(word.to_string());
+        } else {
+            if !cur.is_empty() {
+                cur.push(' ');
+            }
+            cur.push_str(word);
+        }
+    }
+    lines
+}
+
+/// The legend: one row under the title, an entry per kind and marker the
+/// chart draws.
+fn legend(chart: &Chart, x0: f64, y: f64) -> Group {
+    let mut kinds: Vec<Kind> = Vec::new();
+    let mut marks: Vec<MarkerKind> = Vec::new();
+    for p in &chart.panels {
+        for it in &p.items {
+            if !kinds.contains(&it.kind) {
+                kinds.push(it.kind);
+            }
+        }
+        for mk in &p.markers {
+            if !marks.contains(&mk.kind) {
+                marks.push(mk.kind);
+            }
+        }
+    }
+    kinds.sort();
+    let mut g = Group::new().set("class", "legend");
+    let mut x = x0;
+    let advance = |x: &mut f64, label: &str| *x += 20.0 + 5.4 * label.chars().count() as f64 + 16.0;
+    for k in kinds {
+        g = g
+            .add(
+                Rectangle::new()
+                    .set("x", fmt_f(x))
+                    .set("y", fmt_f(y - 9.0))
+                    .set("width", 14)
+                    .set("height", 10)
+                    .set("fill", k.fill())
+                    .set("stroke", "#333")
+                    .set("stroke-width", 0.5),
+            )
+            .add(text(x + 20.0, y, 10, "start", k.name()));
+        advance(&mut x, k.name());
+    }
+    for (mk, colour, name) in [
+        (MarkerKind::Peak, "#1a1a1a", "peak (its live set outlined)"),
+        (MarkerKind::Failure, "#d02020", "failed here"),
+    ] {
+        if marks.contains(&mk) {
+            g = g
+                .add(
+                    Line::new()
+                        .set("x1", fmt_f(x))
+                        .set("x2", fmt_f(x + 14.0))
+                        .set("y1", fmt_f(y - 4.0))
+                        .set("y2", fmt_f(y - 4.0))
+                        .set("stroke", colour)
+                        .set("stroke-width", 1.2)
+                        .set("stroke-dasharray", "5 3"),
+                )
+                .add(text(x + 20.0, y, 10, "start", name));
+            advance(&mut x, name);
+        }
+    }
+    for (mk, k, name) in [
+        (MarkerKind::SpillInst, Kind::Spill, "\u{25bc} spill store"),
+        (MarkerKind::ReloadInst, Kind::Reload, "\u{25b2} reload"),
+    ] {
+        if marks.contains(&mk) {
+            g = g.add(text(x, y, 10, "start", name).set("fill", k.fill()));
+            advance(&mut x, name);
+        }
+    }
+    g
+}
+
+/// A rectangle of the 1-D buffer problem (MiniMalloc CSV): live over
+/// `[lower, upper)`, placed at `offset` with `size` bytes.
+#[derive(Clone, Debug)]
+pub struct BufferRect {
+    /// First live time.
+    pub lower: u64,
+    /// One past the last live time.
+    pub upper: u64,
+    /// Placed offset.
+    pub offset: u64,
+    /// Bytes.
+    pub size: u64,
+    /// The buffer's id.
+    pub label: String,
+}
+
+/// The picture of a placed buffer problem: one panel, the capacity line,
+/// the time with the highest live top marked and its live set outlined.
+/// For `tusk dsa --svg`.
+pub fn buffer_map(title: &str, rects: &[BufferRect], capacity: Option<u64>) -> Document {
+    let x_end = rects.iter().map(|r| r.upper).max().unwrap_or(1);
+    let peak = rects
+        .iter()
+        .max_by_key(|r| r.offset.saturating_add(r.size))
+        .map(|r| r.offset.saturating_add(r.size))
+        .unwrap_or(0);
+    // The time of the peak: the start of the highest buffer (its top is
+    // live there).
+    let at = rects
+        .iter()
+        .filter(|r| r.offset.saturating_add(r.size) == peak)
+        .map(|r| r.lower)
+        .next();
+    let items = rects
+        .iter()
+        .map(|r| Item {
+            lower: r.lower,
+            upper: r.upper,
+            offset: r.offset,
+            size: r.size,
+            label: r.label.clone(),
+            detail: format!("[{}, {}) @ {} + {}", r.lower, r.upper, r.offset, r.size),
+            kind: Kind::Buffer,
+            highlight: at.is_some_and(|t| r.lower <= t && t < r.upper),
+            partial: false,
+        })
+        .collect();
+    let markers = at
+        .map(|t| Marker {
+            pos: t,
+            kind: MarkerKind::Peak,
+            label: format!("peak {} at t={t}", bytes_label(peak)),
+        })
+        .into_iter()
+        .collect();
+    let chart = Chart {
+        title: title.to_string(),
+        subtitle: format!(
+            "{} buffers, peak {}{}",
+            rects.len(),
+            bytes_label(peak),
+            capacity
+                .map(|c| format!(" of {}", bytes_label(c)))
+                .unwrap_or_default()
+        ),
+        x_label: "time".into(),
+        x_end,
+        panels: vec![Panel {
+            title: "buffers".into(),
+            height: 420,
+            items,
+            capacity,
+            grid: Vec::new(),
+            markers,
+        }],
+    };
+    render(&chart)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn byte_labels_are_short() {
+        assert_eq!(bytes_label(512), "512 B");
+        assert_eq!(bytes_label(2048), "2 KiB");
+        assert_eq!(bytes_label(1536), "1.5 KiB");
+        assert_eq!(bytes_label(3 << 20), "3 MiB");
+    }
+
+    #[test]
+    fn ticks_are_round_and_cover_the_range() {
+        assert_eq!(
+            ticks(100, 10, false),
+            (0..=10).map(|k| k * 10).collect::<Vec<_>>()
+        );
+        let t = ticks(196608, 6, true);
+        assert_eq!(t[1], 32768);
+        assert_eq!(*t.last().unwrap(), 196608);
+    }
+
+    #[test]
+    fn buffer_map_draws_one_rect_per_buffer_and_escapes_labels() {
+        let rects: Vec<BufferRect> = (0..5u64)
+            .map(|k| BufferRect {
+                lower: k,
+                upper: k + 3,
+                offset: 100 * k,
+                size: 100,
+                label: format!("b<{k}>"),
+            })
+            .collect();
+        let s = buffer_map("t", &rects, Some(1000)).to_string();
+        assert_eq!(s.matches("class=\"tensor\"").count(), 5);
+        assert!(s.contains("b&lt;4&gt;") && !s.contains("b<4>"), "{s}");
+        assert!(s.contains("capacity 1000 B"));
+    }
+}

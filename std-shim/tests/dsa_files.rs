@@ -1,0 +1,159 @@
+//! `tusk dsa` end to end, and the shipped MiniMalloc files.
+
+use std::path::PathBuf;
+
+use tusk_core::mem::exact::{Budget, ExactOptions, ExactWorkspace, NoClock, Objective, Status};
+use tusk_core::mem::greedy::{GreedyRule, GreedyWorkspace};
+use tusk_core::mem::problem::{Placement, Problem, Timeline};
+use tusk_core::verify::buffers::Validator;
+use tusk_shim::dsa::{run, Algo, DsaArgs};
+
+fn data_dir() -> Option<PathBuf> {
+    // TUSK_DATA_DIR overrides the default for checkouts outside /work/main.
+    let dir = match std::env::var_os("TUSK_DATA_DIR") {
+        Some(d) => PathBuf::from(d).join("dsa"),
+        None => PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/data/dsa"),
+    };
+    if dir.is_dir() {
+        Some(dir)
+    } else {
+        eprintln!("skipping: {} is absent", dir.display());
+        None
+    }
+}
+
+fn load(dir: &std::path::Path, name: &str) -> Option<Problem> {
+    let path = dir.join(name);
+    let Ok(bytes) = std::fs::read(&path) else {
+        eprintln!("skipping: {} is absent", path.display());
+        return None;
+    };
+    let mut t = tusk_shim::csv::parse(&bytes).expect("shipped file parses");
+    t.problem.capacity = tusk_shim::csv::capacity_from_name(&path).expect("capacity in name");
+    Some(t.problem)
+}
+
+fn exact(p: &Problem, nodes: u64) -> (Status, Vec<Placement>) {
+    let mut ws = ExactWorkspace::new();
+    ws.reserve_for(p);
+    let mut out = vec![Placement::default(); p.len()];
+    let options = ExactOptions {
+        budget: Budget {
+            nodes: Some(nodes),
+            micros: None,
+        },
+        objective: Objective::Fit,
+    };
+    let o = ws.solve(p, &options, &mut NoClock, &mut out);
+    (o.status, out)
+}
+
+fn assert_fits(p: &Problem, out: &[Placement]) {
+    let mut v = Validator::with_capacity(p.len(), 4);
+    let r = v.check(p, out, p.capacity);
+    assert_eq!(r.total, 0, "{:?}", v.findings());
+}
+
+#[test]
+fn greedy_rules_are_legal_on_the_shipped_files() {
+    let Some(dir) = data_dir() else { return };
+    for name in [
+        "C.1048576.csv",
+        "G.1048576.csv",
+        "K.1048576.csv",
+        "input.12.csv",
+    ] {
+        let Some(p) = load(&dir, name) else { continue };
+        let lb = p.lower_bound(&mut Timeline::default()).bytes;
+        assert!(lb <= p.capacity, "{name}");
+        for rule in [GreedyRule::BySize, GreedyRule::StartBestFit] {
+            let mut ws = GreedyWorkspace::new();
+            ws.reserve(p.len());
+            let mut out = vec![Placement::default(); p.len()];
+            let peak = ws.place(&p, rule, &mut out);
+            assert!(peak >= lb);
+            let mut v = Validator::with_capacity(p.len(), 4);
+            assert_eq!(v.check(&p, &out, u64::MAX).total, 0, "{name} {rule:?}");
+        }
+    }
+}
+
+#[test]
+fn exact_fits_c_at_its_lower_bound_and_g_at_capacity() {
+    let Some(dir) = data_dir() else { return };
+    if let Some(mut c) = load(&dir, "C.1048576.csv") {
+        c.capacity = c.lower_bound(&mut Timeline::default()).bytes;
+        assert_eq!(c.capacity, 1_039_360);
+        let (status, out) = exact(&c, 1_000_000);
+        assert_eq!(status, Status::Optimal);
+        assert_fits(&c, &out);
+    }
+    if let Some(g) = load(&dir, "G.1048576.csv") {
+        let (status, out) = exact(&g, 5_000_000);
+        assert_eq!(status, Status::Optimal);
+        assert_fits(&g, &out);
+    }
+    if let Some(small) = load(&dir, "input.12.csv") {
+        let (status, out) = exact(&small, 1000);
+        assert_eq!(status, Status::Optimal);
+        assert_fits(&small, &out);
+    }
+}
+
+fn args(file: PathBuf, capacity: Option<u64>, out: Option<PathBuf>, algo: Algo) -> DsaArgs {
+    DsaArgs {
+        file,
+        capacity,
+        algo,
+        out,
+        budget_ms: None,
+        budget_nodes: Some(100_000),
+        minimize: false,
+    }
+}
+
+#[test]
+fn dsa_writes_offsets_and_reports_by_exit_code() {
+    let dir = std::env::temp_dir().join(format!("tusk-dsa-test-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let input = dir.join("tiny.8.csv");
+    std::fs::write(&input, "id,lower,upper,size\na,0,4,4\nb,2,6,4\nc,4,8,4\n").unwrap();
+    let out = dir.join("out.csv");
+    // Capacity from the file name: fits.
+    assert_eq!(
+        run(&args(input.clone(), None, Some(out.clone()), Algo::Exact)),
+        0
+    );
+    let text = std::fs::read_to_string(&out).unwrap();
+    assert!(text.starts_with("id,lower,upper,size,offset\n"), "{text}");
+    assert_eq!(text.lines().count(), 4);
+    // Below the lower bound: proven infeasible, still written, exit 1.
+    std::fs::remove_file(&out).unwrap();
+    assert_eq!(
+        run(&args(
+            input.clone(),
+            Some(7),
+            Some(out.clone()),
+            Algo::Exact
+        )),
+        1
+    );
+    assert!(out.exists());
+    // The greedy rules run too.
+    assert_eq!(
+        run(&args(input.clone(), Some(8), None, Algo::GreedySize)),
+        0
+    );
+    assert_eq!(run(&args(input.clone(), Some(8), None, Algo::BestFit)), 0);
+    // Bad input, no capacity, missing file.
+    let bad = dir.join("bad.csv");
+    std::fs::write(&bad, "id,lower,upper,size\na,0,x,4\n").unwrap();
+    assert_eq!(run(&args(bad.clone(), Some(8), None, Algo::Exact)), 2);
+    std::fs::write(&bad, "id,lower,upper,size\na,0,1,4\n").unwrap();
+    assert_eq!(run(&args(bad, None, None, Algo::Exact)), 2);
+    assert_eq!(
+        run(&args(dir.join("missing.csv"), Some(8), None, Algo::Exact)),
+        3
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
