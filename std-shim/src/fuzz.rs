@@ -14,14 +14,17 @@ use tusk_core::gen::module::{generate, GenParams};
 use tusk_core::ir::{Module, Space};
 use tusk_core::mem::coloring::ColoringError;
 use tusk_core::mem::exact::Clock;
+use tusk_core::mem::greedy::{GreedyRule, GreedyWorkspace};
 use tusk_core::mem::lsa::LsaError;
+use tusk_core::mem::problem::{Placement, Timeline};
 use tusk_core::pipeline::{self, Allocator, Options, PipelineError, Workspace, OPTLEVELS};
 use tusk_core::reg::alloc::RegAllocError;
 use tusk_core::reg::{ColorConfig, NO_COLOR};
 use tusk_core::target::{Generation, Target};
+use tusk_core::verify::buffers::Validator;
 use tusk_core::verify::placement::{Finding, Verifier};
 
-use crate::{color, dimacs, info, json, text};
+use crate::{color, csv, dimacs, info, json, text};
 
 /// Largest module the pipeline target generates, in instructions: enough for
 /// loop nests, spills and DMA rewrites, small enough for thousands of runs a
@@ -100,6 +103,71 @@ pub fn check_dimacs(data: &[u8]) {
                 g.edges.len()
             ),
         }
+    }
+}
+
+/// Largest CSV table the CSV target also places and writes back.
+const MAX_PLACE_BUFFERS: usize = 4096;
+
+/// A MiniMalloc CSV becomes a buffer table or a clean error; a small table
+/// is placed by the greedy allocator, the placement passes the independent
+/// validator (when no pins may conflict), and the table written back with
+/// the offsets reads back as the same buffers pinned at those offsets.
+pub fn check_csv(data: &[u8]) {
+    let mut table = match csv::parse(data) {
+        Ok(t) => t,
+        Err(e) => {
+            let _ = e.to_string();
+            return;
+        }
+    };
+    let n = table.problem.len();
+    assert_eq!(table.ids.len(), n, "one id per buffer");
+    if n > MAX_PLACE_BUFFERS {
+        return;
+    }
+    table.problem.capacity = u64::MAX;
+    let problem = &table.problem;
+    let _ = problem.lower_bound(&mut Timeline::with_capacity(n));
+    let mut placements = vec![Placement::default(); n];
+    let mut ws = GreedyWorkspace::new();
+    ws.reserve(n);
+    ws.place(problem, GreedyRule::StartBestFit, &mut placements);
+    if problem.buffers().iter().all(|b| b.pin.is_none()) {
+        let mut v = Validator::with_capacity(n, 4);
+        let r = v.check(problem, &placements, u64::MAX);
+        assert!(
+            r.total == 0,
+            "greedy placement of a parsed table is illegal: {:?}",
+            v.findings().first()
+        );
+    }
+    let mut out = Vec::new();
+    if let Err(e) = csv::write(&mut out, &table, &placements) {
+        panic!("writing to memory failed: {e}");
+    }
+    let back = match csv::parse(&out) {
+        Ok(t) => t,
+        Err(e) => panic!(
+            "the written table does not parse: {e}\n{}",
+            String::from_utf8_lossy(&out)
+        ),
+    };
+    assert_eq!(back.ids, table.ids, "ids change in a write/read round trip");
+    assert_eq!(back.problem.len(), n);
+    for ((a, b), p) in table
+        .problem
+        .buffers()
+        .iter()
+        .zip(back.problem.buffers())
+        .zip(&placements)
+    {
+        assert_eq!(
+            (a.lower, a.upper, a.size, a.align),
+            (b.lower, b.upper, b.size, b.align),
+            "a buffer changes in a write/read round trip"
+        );
+        assert_eq!(b.pin.map(|q| q.offset), Some(p.offset));
     }
 }
 
@@ -481,6 +549,25 @@ mod tests {
             check_dimacs,
             400,
             &[b"e 1 2\n", b"p edge 5 4\n", b"c x\n", b"e 0 0\n", b"\r\n"],
+        );
+    }
+
+    #[test]
+    fn smoke_csv() {
+        smoke(
+            "csv",
+            check_csv,
+            400,
+            &[
+                b",",
+                b"\n",
+                b"\r\n",
+                b",,",
+                b"0",
+                b"-1",
+                b"18446744073709551615",
+                b" ",
+            ],
         );
     }
 
