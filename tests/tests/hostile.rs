@@ -105,3 +105,35 @@ fn dimacs_limits_are_clean_errors() {
     assert!(dimacs::parse(src.as_bytes()).is_err());
     assert!(dimacs::parse(b"p edge 2 1\ne 1 3\n").is_err());
 }
+
+#[test]
+fn dsa_writes_atomically_and_never_over_its_input() {
+    use tusk_shim::dsa::{run, Algo, DsaArgs};
+    let dir = std::env::temp_dir().join(format!("tusk-hostile-dsa-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let input = dir.join("t.100.csv");
+    let text = "id,lower,upper,size\na,0,4,40\nb,2,6,50\n";
+    std::fs::write(&input, text).unwrap();
+    let mut args = DsaArgs {
+        file: input.clone(),
+        capacity: None,
+        algo: Algo::BestFit,
+        out: Some(dir.join("out.csv")),
+        budget_ms: None,
+        budget_nodes: None,
+        minimize: false,
+    };
+    assert_eq!(run(&args), 0);
+    let out = std::fs::read_to_string(dir.join("out.csv")).unwrap();
+    assert!(out.starts_with("id,lower,upper,size,offset\n"), "{out}");
+    // No temporary file is left next to the output.
+    let names: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(names.len(), 2, "{names:?}");
+    args.out = Some(input.clone());
+    assert_eq!(run(&args), 2);
+    assert_eq!(std::fs::read_to_string(&input).unwrap(), text);
+    let _ = std::fs::remove_dir_all(&dir);
+}
