@@ -137,3 +137,29 @@ fn dsa_writes_atomically_and_never_over_its_input() {
     assert_eq!(std::fs::read_to_string(&input).unwrap(), text);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn batch_directory_walk_is_sorted_and_ignores_link_loops() {
+    let dir = std::env::temp_dir().join(format!("tusk-hostile-walk-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(dir.join("a/c")).unwrap();
+    for f in [
+        "a/b.tusk",
+        "a/c/x.json",
+        "a/d.tusk",
+        "a/notes.txt",
+        "z.tusk",
+    ] {
+        std::fs::write(dir.join(f), "").unwrap();
+    }
+    // A link back to the root: followed, it would never end.
+    #[cfg(unix)]
+    std::os::unix::fs::symlink(&dir, dir.join("a/c/loop")).unwrap();
+    let found = tusk_shim::batch::expand(&[dir.clone()]).unwrap();
+    let rel: Vec<String> = found
+        .iter()
+        .map(|(_, r)| r.to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(rel, ["a/b.tusk", "a/c/x.json", "a/d.tusk", "z.tusk"]);
+    let _ = std::fs::remove_dir_all(&dir);
+}
