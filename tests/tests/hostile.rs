@@ -155,7 +155,7 @@ fn batch_directory_walk_is_sorted_and_ignores_link_loops() {
     // A link back to the root: followed, it would never end.
     #[cfg(unix)]
     std::os::unix::fs::symlink(&dir, dir.join("a/c/loop")).unwrap();
-    let found = tusk_shim::batch::expand(&[dir.clone()]).unwrap();
+    let found = tusk_shim::batch::expand(std::slice::from_ref(&dir)).unwrap();
     let rel: Vec<String> = found
         .iter()
         .map(|(_, r)| r.to_string_lossy().into_owned())
