@@ -172,7 +172,7 @@ impl fmt::Display for TargetError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             TargetError::UnknownKey => f.write_str(
-                "unknown target override (known: max-regs, psum-banks, sb-bytes, psum-span, dram-bytes, coalesce-budget)",
+                "unknown target override (known: max-regs, psum-banks, sb-bytes, psum-span, dram-bytes, coalesce-budget, coalesce-count, coalesce-elements)",
             ),
             TargetError::BadValue { min, max } => {
                 write!(f, "target override value must be a number in {min}..={max}")
@@ -182,13 +182,15 @@ impl fmt::Display for TargetError {
 }
 
 /// The names of the overrides [`Target::set`] accepts.
-pub const OVERRIDE_KEYS: [&str; 6] = [
+pub const OVERRIDE_KEYS: [&str; 8] = [
     "max-regs",
     "psum-banks",
     "sb-bytes",
     "psum-span",
     "dram-bytes",
     "coalesce-budget",
+    "coalesce-count",
+    "coalesce-elements",
 ];
 
 impl Target {
@@ -274,6 +276,10 @@ impl Target {
             }
             "dram-bytes" => self.dram_bytes = range(value, 1, 1 << 48)?,
             "coalesce-budget" => self.dma_coalesce_budget = range(value, 1, 1 << 30)? as u32,
+            "coalesce-count" => self.dma_coalesce_count_limit = range(value, 2, 1 << 20)? as u32,
+            "coalesce-elements" => {
+                self.dma_coalesce_max_elements = range(value, 1, 1 << 20)? as u32
+            }
             _ => return Err(TargetError::UnknownKey),
         }
         self.customized = true;
@@ -289,6 +295,8 @@ impl Target {
             "psum-span" => self.psum_max_banks_per_tensor as u64,
             "dram-bytes" => self.dram_bytes,
             "coalesce-budget" => self.dma_coalesce_budget as u64,
+            "coalesce-count" => self.dma_coalesce_count_limit as u64,
+            "coalesce-elements" => self.dma_coalesce_max_elements as u64,
             _ => return None,
         })
     }
@@ -414,5 +422,23 @@ mod tests {
         assert_eq!(it.next(), Some(("max-regs", 62)));
         assert_eq!(it.next(), Some(("psum-banks", 7)));
         assert_eq!(it.next(), None);
+    }
+
+    #[test]
+    fn coalescing_limits_are_overridable() {
+        let mut t = Target::default();
+        assert_eq!(
+            t.set("coalesce-count", 1),
+            Err(TargetError::BadValue {
+                min: 2,
+                max: 1 << 20
+            })
+        );
+        t.set("coalesce-count", 2).unwrap();
+        t.set("coalesce-elements", 64).unwrap();
+        assert_eq!(t.dma_coalesce_count_limit, 2);
+        assert_eq!(t.dma_coalesce_max_elements, 64);
+        let listed: alloc::vec::Vec<_> = t.overrides().collect();
+        assert_eq!(listed, [("coalesce-count", 2), ("coalesce-elements", 64)]);
     }
 }

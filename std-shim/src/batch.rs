@@ -285,6 +285,12 @@ fn job(path: &Path, cfg: &JobConfig, out: &Outputs, o: &mut FileOutcome) -> u8 {
         ];
         for (dest, body) in writes {
             if let Some(p) = dest {
+                if p.as_os_str() == "-" {
+                    // `-o -`: the module owns standard output (the summary
+                    // goes to standard error below) so it pipes onward.
+                    o.stdout.push_str(&body());
+                    continue;
+                }
                 if let Err((code, msg)) = write_file(p, path, body().as_bytes()) {
                     o.stderr.push_str(&msg);
                     return code;
@@ -292,8 +298,11 @@ fn job(path: &Path, cfg: &JobConfig, out: &Outputs, o: &mut FileOutcome) -> u8 {
             }
         }
     }
+    let module_on_stdout = out.module.as_deref().is_some_and(|p| p.as_os_str() == "-");
     if cfg.json {
         o.stdout.push_str(&format!("{v:#}\n"));
+    } else if module_on_stdout {
+        o.stderr.push_str(&run::summary(file, &m, &report));
     } else {
         o.stdout.push_str(&run::summary(file, &m, &report));
     }

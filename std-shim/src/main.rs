@@ -129,8 +129,9 @@ struct RunArgs {
     /// Override MaxRegNumPerEngine (scalar register lanes).
     #[arg(long)]
     max_regs: Option<u16>,
-    /// Write the allocated module here (atomically); with several inputs, a
-    /// directory that gets `<stem>.tusk` per input.
+    /// Write the allocated module here (atomically); `-` writes it to
+    /// standard output and the summary to standard error; with several
+    /// inputs, a directory that gets `<stem>.tusk` per input.
     #[arg(short = 'o', long = "output", value_name = "OUT")]
     output: Option<PathBuf>,
     /// Write the run report as JSON to this file (several inputs: a
@@ -346,6 +347,8 @@ fn run(a: &RunArgs) -> u8 {
         target,
         max_regs: a.max_regs,
         no_verify: a.no_verify,
+        lsa_max_spills: None,
+        reg_max_spill_temporaries: None,
     };
     let opts = match opts.normalize() {
         Ok(o) => o,

@@ -93,6 +93,21 @@ pub fn summary(file: &str, m: &Module, r: &RunReport) -> String {
                 d.stores_removed,
                 d.partial_shrunk
             ));
+            if d.loads_transformed + d.psum_spills_removed > 0 {
+                s.push_str(&format!(
+                    "  DMA {:<4} {} loads transformed to copies, {} PSUM spill pairs removed\n",
+                    name, d.loads_transformed, d.psum_spills_removed
+                ));
+            }
+            let v = vetoes(&d.vetoes);
+            if !v.is_empty() {
+                let list: Vec<String> = v.iter().map(|(k, n)| format!("{k} {n}")).collect();
+                s.push_str(&format!(
+                    "  DMA {:<4} coalescing vetoes: {}\n",
+                    name,
+                    list.join(", ")
+                ));
+            }
         }
     }
     if let Some(g) = &r.reg {
@@ -114,6 +129,26 @@ pub fn summary(file: &str, m: &Module, r: &RunReport) -> String {
         s.push_str("  not verified (--no-verify)\n");
     }
     s
+}
+
+/// The non-zero coalescing veto counts, by predicate, in the order of
+/// [`Vetoes`](tusk_core::dma::Vetoes)' fields: a golden or a report shows
+/// which predicate kept a DMA unmerged.
+pub fn vetoes(v: &tusk_core::dma::Vetoes) -> Vec<(&'static str, u32)> {
+    [
+        ("not_full_access", v.not_full_access),
+        ("not_contiguous", v.not_contiguous),
+        ("producer_chain", v.producer_chain),
+        ("count_limit", v.count_limit),
+        ("too_large", v.too_large),
+        ("loop_boundary", v.loop_boundary),
+        ("uninit", v.uninit),
+        ("conflict", v.conflict),
+        ("claim", v.claim),
+    ]
+    .into_iter()
+    .filter(|&(_, n)| n > 0)
+    .collect()
 }
 
 /// The JSON report (SPEC §5).
@@ -169,6 +204,10 @@ pub fn report_json(file: &str, m: &Module, r: &RunReport) -> Value {
                 "partial_shrunk": d.partial_shrunk,
                 "partial_bytes_saved": d.partial_bytes_saved,
                 "psum_spills_removed": d.psum_spills_removed,
+                "vetoes": vetoes(&d.vetoes)
+                    .into_iter()
+                    .map(|(k, n)| (k.to_string(), json!(n)))
+                    .collect::<serde_json::Map<_, _>>(),
             }))
         })
         .collect();
@@ -219,9 +258,14 @@ pub fn report_json(file: &str, m: &Module, r: &RunReport) -> Value {
         };
         json!({"psum": one(&l.psum), "sb": one(&l.sb)})
     });
+    let insts = m.num_live_insts();
+    let storage = m.instruction_storage_bytes();
     json!({
         "file": file,
         "optlevel": r.optlevel,
+        "instructions": insts,
+        "instruction_storage_bytes": storage,
+        "storage_bytes_per_instruction": storage as f64 / insts.max(1) as f64,
         "passes": passes,
         "pass_micros": r.pass_micros(),
         "spaces": spaces,

@@ -21,6 +21,7 @@
 //!
 //! The input is written to `input.tusk` in a scratch directory that is the
 //! binary's working directory, so messages read `input.tusk:3:7: ...`.
+//! Wall times (`12.34 ms`) in the output are masked as `<t> ms`.
 //! `BLESS=1 cargo test -p tusk-shim --test driver` rewrites the expectations;
 //! a mismatch prints a line diff.
 
@@ -102,12 +103,41 @@ fn expectation(o: &Outcome) -> String {
                 s.push_str(";\n");
             } else {
                 s.push_str("; ");
-                s.push_str(l);
+                s.push_str(&mask_times(l));
                 s.push('\n');
             }
         }
     }
     s
+}
+
+/// Replaces every wall time (`12.34 ms`) in `line` by `<t> ms`, so the
+/// summary of `tusk run` can be pinned.
+fn mask_times(line: &str) -> String {
+    let mut out = String::with_capacity(line.len());
+    let mut rest = line;
+    while let Some(k) = rest.find(" ms") {
+        let head = &rest[..k];
+        let num = head
+            .bytes()
+            .rev()
+            .take_while(|b| b.is_ascii_digit() || *b == b'.')
+            .count();
+        let unit_ends = !rest[k + 3..]
+            .bytes()
+            .next()
+            .is_some_and(|b| b.is_ascii_alphanumeric());
+        if unit_ends && num > 0 && head[head.len() - num..].bytes().any(|b| b.is_ascii_digit()) {
+            out.push_str(&head[..head.len() - num]);
+            out.push_str("<t>");
+        } else {
+            out.push_str(head);
+        }
+        out.push_str(" ms");
+        rest = &rest[k + 3..];
+    }
+    out.push_str(rest);
+    out
 }
 
 /// A line diff (longest common subsequence), `-` expected, `+` actual.
@@ -190,6 +220,15 @@ fn golden_files() {
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
     println!("{} golden files checked", files.len());
+}
+
+#[test]
+fn golden_masks_wall_times() {
+    assert_eq!(
+        mask_times("x: 5 passes in 0.03 ms, clean (35.52 ms) 7 mss"),
+        "x: 5 passes in <t> ms, clean (<t> ms) 7 mss"
+    );
+    assert_eq!(mask_times("no times here"), "no times here");
 }
 
 #[test]

@@ -6,7 +6,7 @@
 use std::time::Instant;
 
 use tusk_core::gen::scalar::{scalar_program, ScalarParams};
-use tusk_core::reg::{ColorConfig, RegAllocConfig, RegAllocator};
+use tusk_core::reg::{allocate_registers, ColorConfig, RegAllocConfig, RegAllocator};
 use tusk_core::Target;
 
 /// Seconds this thread has run on a CPU (`/proc/thread-self/schedstat`),
@@ -73,21 +73,23 @@ fn main() {
             };
             // Mean over enough repetitions that the scheduler-tick
             // granularity of the CPU clock averages out.
-            let reps = (2_000_000 / n).clamp(3, 200);
+            // `REG_REPS` overrides the count (1 under a profiler).
+            let reps = std::env::var("REG_REPS")
+                .ok()
+                .and_then(|x| x.parse().ok())
+                .unwrap_or((2_000_000 / n).clamp(3, 200));
             let mut best = 0.0;
             let mut warm = 0.0;
             let mut rep = None;
             let base = scalar_program(target(62), &p).expect("generator");
             let mut ra = RegAllocator::new(&base);
             for _ in 0..reps {
-                // Cold: a new workspace each time.
+                // Cold: the one-shot `allocate_registers` (a new workspace
+                // each time).
                 let mut m = base.clone();
                 let insts = m.num_live_insts();
                 let t0 = Clock::start();
-                let mut cold = RegAllocator::new(&m);
-                let r = cold
-                    .allocate(&mut m, &RegAllocConfig::default())
-                    .expect("allocates");
+                let r = allocate_registers(&mut m, &RegAllocConfig::default()).expect("allocates");
                 best += t0.secs() / reps as f64;
                 // Warm: the workspace reused (the intended use across functions).
                 let mut m = base.clone();

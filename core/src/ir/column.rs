@@ -59,6 +59,17 @@ impl<K: EntityRef, V> Column<K, V> {
         self.data.reserve(extra);
     }
 
+    /// Reserves room for exactly `extra` more entities (may allocate): no
+    /// doubling, for headroom reserved once before a pass.
+    pub fn reserve_exact(&mut self, extra: usize) {
+        self.data.reserve_exact(extra);
+    }
+
+    /// Drops the reserved room beyond the entities held (may allocate).
+    pub fn shrink_to_fit(&mut self) {
+        self.data.shrink_to_fit();
+    }
+
     /// Appends a value, growing the storage if needed; returns its key.
     pub fn push(&mut self, v: V) -> K {
         let k = K::new(self.data.len());

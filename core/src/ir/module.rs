@@ -493,15 +493,15 @@ impl Module {
     /// entities (spills, merges) ask for their headroom here, before they run.
     pub fn reserve(&mut self, extra: Capacity) {
         macro_rules! res {
-            ($n:expr; $($c:expr),*) => {$( $c.reserve($n); )*};
+            ($n:expr; $($c:expr),*) => {$( $c.reserve_exact($n); )*};
         }
         res!(extra.insts; self.insts.opcode, self.insts.subop, self.insts.engine, self.insts.queue,
             self.insts.flags, self.insts.imm, self.insts.operands, self.insts.block,
             self.insts.prev, self.insts.next);
         res!(extra.aps; self.aps.loc, self.aps.part_start, self.aps.part_count, self.aps.offset,
             self.aps.elem_size, self.aps.dims_start, self.aps.ndims);
-        self.dims.reserve(extra.dims);
-        self.reg_pool.reserve(extra.reg_operands);
+        self.dims.reserve_exact(extra.dims);
+        self.reg_pool.reserve_exact(extra.reg_operands);
         res!(extra.mems; self.mems.space, self.mems.partitions, self.mems.bytes, self.mems.align,
             self.mems.elem_size, self.mems.name, self.mems.flags, self.mems.base_partition,
             self.mems.offset, self.mems.bank);
@@ -513,6 +513,38 @@ impl Module {
         res!(extra.funcs; self.funcs.name, self.funcs.first_block, self.funcs.end_block);
         self.names.reserve(extra.names, extra.name_bytes);
         res!(extra.names; self.mem_by_name, self.reg_by_name, self.func_by_name);
+    }
+
+    /// Drops the reserved room of the instruction-side storage beyond what
+    /// it holds (a reader that reserved from an estimate of the input size
+    /// calls it when done; passes reserve their own headroom after).
+    pub fn shrink_to_fit(&mut self) {
+        macro_rules! shrink {
+            ($($c:expr),*) => {$( $c.shrink_to_fit(); )*};
+        }
+        shrink!(
+            self.insts.opcode,
+            self.insts.subop,
+            self.insts.engine,
+            self.insts.queue,
+            self.insts.flags,
+            self.insts.imm,
+            self.insts.operands,
+            self.insts.block,
+            self.insts.prev,
+            self.insts.next
+        );
+        shrink!(
+            self.aps.loc,
+            self.aps.part_start,
+            self.aps.part_count,
+            self.aps.offset,
+            self.aps.elem_size,
+            self.aps.dims_start,
+            self.aps.ndims
+        );
+        self.dims.shrink_to_fit();
+        self.reg_pool.shrink_to_fit();
     }
 
     /// The counts of every entity, as a [`Capacity`] (to size side tables).

@@ -796,7 +796,15 @@ impl BestFitMemoryManager {
     /// Reserves room for `ids` distinct block ids (placed at most once at a
     /// time each) and `obstacles` fixed blocks. May allocate; nothing else does.
     pub fn reserve(&mut self, ids: usize, obstacles: usize) {
-        for l in self.lines.iter_mut() {
+        self.reserve_rows(MAX_ROWS, ids, obstacles);
+    }
+
+    /// [`Self::reserve`] for the first `rows` lines only: the SB geometry of
+    /// a target uses [`Self::sb_rows`] lines, the flat one line 0, PSUM
+    /// none (it tracks banks). A line not reserved fails with
+    /// [`ManagerError::WorkspaceFull`] on use rather than growing.
+    pub fn reserve_rows(&mut self, rows: usize, ids: usize, obstacles: usize) {
+        for l in self.lines.iter_mut().take(rows.clamp(1, MAX_ROWS)) {
             l.reserve(ids);
         }
         self.slots.reserve(ids.saturating_sub(self.slots.len()));
@@ -831,6 +839,18 @@ impl BestFitMemoryManager {
         self.peak_bytes = 0;
         self.live_area = 0;
         Ok(())
+    }
+
+    /// Lines the SB geometry of `target` uses: its partitions over the
+    /// start granularity (at least 1; [`Self::reset_sb`] rejects more than
+    /// [`MAX_ROWS`]).
+    pub fn sb_rows(target: &Target) -> usize {
+        let g = target
+            .start_rules
+            .iter()
+            .fold(0u16, |acc, r| gcd(acc, r.granularity))
+            .max(1);
+        ((target.sb_partitions / g) as usize).clamp(1, MAX_ROWS)
     }
 
     /// Empties the manager as the SB of `target`, for ids `0..ids`.

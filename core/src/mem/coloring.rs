@@ -936,4 +936,106 @@ mod tests {
         .unwrap();
         check(&original, &m);
     }
+
+    /// An SB module whose tensors are the pieces of a cut rectangle (a
+    /// perfect packing at `sb-bytes`): tensor i is written (memset) at its
+    /// first instant and saved to its own DRAM output at its last, events
+    /// ordered by time with ends before starts, so the overlaps, and hence
+    /// the lower bound, are those of the cut.
+    fn packing_module(seed: u64, pieces: usize) -> Option<Module> {
+        use crate::gen::dsa::{perfect_packing, PerfectPacking};
+        let params = PerfectPacking {
+            buffers: pieces,
+            capacity: 64 * 1024,
+            horizon: 48,
+            unit: 1024,
+        };
+        let mut p = Problem::linear(0, pieces);
+        let mut known = Vec::new();
+        perfect_packing(&params, seed, &mut p, &mut known).ok()?;
+        let mut t = Target::default();
+        t.set("sb-bytes", params.capacity).ok()?;
+        let mut m = Module::new(t);
+        let mut b = Builder::new(&mut m);
+        let mut ts = Vec::new();
+        for (i, buf) in p.buffers().iter().enumerate() {
+            let bytes = buf.size as u32;
+            let y = b
+                .mem(
+                    &alloc::format!("y{i}"),
+                    Space::Dram,
+                    128,
+                    bytes,
+                    4,
+                    MemFlags::OUTPUT,
+                )
+                .ok()?;
+            let v = b
+                .mem(
+                    &alloc::format!("t{i}"),
+                    Space::Sb,
+                    128,
+                    bytes,
+                    4,
+                    MemFlags::empty(),
+                )
+                .ok()?;
+            ts.push((y, v));
+        }
+        // (time, 0 = end / 1 = start, tensor)
+        let mut events = Vec::new();
+        for (i, buf) in p.buffers().iter().enumerate() {
+            events.push((buf.lower, 1, i));
+            events.push((buf.upper, 0, i));
+        }
+        events.sort_unstable();
+        b.func("main").ok()?;
+        for (_, kind, i) in events {
+            let (y, v) = ts[i];
+            if kind == 1 {
+                b.op(Opcode::Memset, &[b.full(v)], &[]).ok()?;
+            } else {
+                b.save(y, v, 0).ok()?;
+            }
+        }
+        Some(m)
+    }
+
+    #[test]
+    fn exact_search_fits_what_the_colorer_cannot_before_spilling() {
+        let no_spill = |exact| ColoringOptions {
+            dma_optlevel: -1,
+            exact,
+            ..ColoringOptions::default()
+        };
+        let mut cases = 0;
+        for seed in 0..12 {
+            let Some(original) = packing_module(seed, 30) else {
+                continue;
+            };
+            // Only the modules the colorer alone cannot fit.
+            let mut m = original.clone();
+            let mut ws = ColoringWorkspace::new();
+            ws.reserve(&mut m);
+            if run(&mut m, Space::Sb, &no_spill(None), &mut ws, &mut NoClock).is_ok() {
+                continue;
+            }
+            cases += 1;
+            let mut m = original.clone();
+            let mut ws = ColoringWorkspace::new();
+            ws.reserve(&mut m);
+            let opts = no_spill(ColoringOptions::default().exact);
+            let r = run(&mut m, Space::Sb, &opts, &mut ws, &mut NoClock).unwrap();
+            assert!(r.exact_used, "seed {seed}: {r:?}");
+            assert!(
+                r.exact_status.is_some_and(|s| s.fits()),
+                "seed {seed}: {r:?}"
+            );
+            assert_eq!(r.lower_bound, 64 * 1024, "seed {seed}");
+            assert!(r.peak <= 64 * 1024, "seed {seed}: {r:?}");
+            assert_eq!(r.spills, 0);
+            check(&original, &m);
+        }
+        assert!(cases >= 3, "only {cases} modules beat the colorer");
+    }
 }

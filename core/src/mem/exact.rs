@@ -32,6 +32,11 @@
 //! - Branch and bound: when minimizing, each placement found lowers the
 //!   capacity the rest of the search must beat to its peak minus one.
 //!
+//! # Branch order
+//! Candidates whose top meets the floor just outside their lifetime (or the
+//! capacity) go first, then longer lifetimes, then larger sizes: closing a
+//! floor step keeps the skyline flat (G.1048576: 545 k → 29 k nodes).
+//!
 //! The first solution comes from the better of the two greedy rules
 //! ([`super::greedy`]); the search starts when that one does not suffice.
 //!
@@ -139,6 +144,10 @@ pub enum Limit {
     Time,
     /// The reserved undo trail or branch stack.
     Storage,
+    /// The problem has more buffers than [`MAX_SEARCH_BUFFERS`]: the search
+    /// did not start (its storage grows faster than linearly with the
+    /// buffers), the answer is the greedy one.
+    Size,
 }
 
 impl fmt::Display for Limit {
@@ -147,6 +156,7 @@ impl fmt::Display for Limit {
             Limit::Nodes => "node budget",
             Limit::Time => "time budget",
             Limit::Storage => "reserved search storage",
+            Limit::Size => "problem size (more buffers than the search takes)",
         })
     }
 }
@@ -186,7 +196,7 @@ struct Opt {
 #[derive(Copy, Clone, Debug)]
 struct Cand {
     opt: u32,
-    key: (u64, u64, u16),
+    key: (u8, u64, u64, u16),
 }
 
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -305,6 +315,13 @@ pub(crate) const fn mix(x: u64) -> u64 {
 /// Most legal base partitions one buffer has under the presets (quadrants).
 const MAX_BASES: usize = 4;
 
+/// Most buffers the branch and bound takes on. Its cell grid, undo trail and
+/// branch stack grow with buffers × sections (quadratically), which at a
+/// 5-million-instruction module would be tens of GB; a search that large
+/// would not finish within any budget anyway. Larger problems get the
+/// greedy answer with [`Limit::Size`].
+pub const MAX_SEARCH_BUFFERS: usize = 20_000;
+
 impl ExactWorkspace {
     /// An empty workspace.
     pub fn new() -> ExactWorkspace {
@@ -318,6 +335,16 @@ impl ExactWorkspace {
             v.reserve(n.saturating_sub(v.len()));
         }
         let n = problem.len();
+        self.greedy.reserve(n);
+        for v in [&mut self.incumbent, &mut self.current] {
+            at_least(v, n);
+        }
+        if n > MAX_SEARCH_BUFFERS {
+            // The search will not start (see MAX_SEARCH_BUFFERS); the greedy
+            // rules and the lower bound need only linear storage.
+            self.timeline = Timeline::with_capacity(n);
+            return;
+        }
         let parts = problem.partitions() as usize;
         let nsec = 2 * n + 1;
         let nst = (parts + 1).min(2 * MAX_BASES * n + 2).max(1);
@@ -459,6 +486,13 @@ impl ExactWorkspace {
             } else {
                 Status::Feasible
             };
+            return finish(self, out, outcome);
+        }
+        if n > MAX_SEARCH_BUFFERS {
+            outcome.stopped_by = Some(Limit::Size);
+            if greedy_peak > cap {
+                outcome.status = Status::BudgetExhausted;
+            }
             return finish(self, out, outcome);
         }
         let k = if greedy_peak <= cap {
@@ -1134,6 +1168,27 @@ impl ExactWorkspace {
         m
     }
 
+    /// How many floor steps a buffer `b` topping out at `top` in stripe `st`
+    /// would close: the cells just before and just after its lifetime
+    /// already at `top`, and `top` at the capacity. A closed step leaves a
+    /// flat skyline that a later buffer can fill without waste, so such
+    /// candidates go first (a branch order only; completeness is kept).
+    fn closes(&self, st: usize, b: usize, top: u64) -> u8 {
+        let nsec = self.nsec;
+        let (lo, hi) = (self.sec_lo[b] as usize, self.sec_hi[b] as usize);
+        let mut n = 0;
+        if lo > 0 && self.floor[st * nsec + lo - 1] == top {
+            n += 1;
+        }
+        if hi < nsec && self.floor[st * nsec + hi] == top {
+            n += 1;
+        }
+        if top == self.k {
+            n += 1;
+        }
+        n
+    }
+
     /// Picks the node's cell and computes its branches.
     fn expand(&mut self, problem: &Problem) -> Result<Frame, Limit> {
         let nsec = self.nsec;
@@ -1241,7 +1296,12 @@ impl ExactWorkspace {
             }
             self.cands.push(Cand {
                 opt: o as u32,
-                key: (life, buf.size, buf.partitions),
+                key: (
+                    self.closes(cst, b, f + buf.size),
+                    life,
+                    buf.size,
+                    buf.partitions,
+                ),
             });
         }
         frame.cand_hi = self.cands.len() as u32;
@@ -1411,6 +1471,34 @@ mod tests {
             }
         }
         assert!(infeasible > 10 && optimal > 10, "{infeasible} {optimal}");
+    }
+
+    #[test]
+    fn problems_beyond_the_search_size_get_the_greedy_answer() {
+        // Random lifetimes and sizes: the greedy rules leave holes above the
+        // lower bound that the search could try to close, but the problem
+        // is larger than the search takes.
+        let n = MAX_SEARCH_BUFFERS + 2;
+        let mut rng = SplitMix64::new(7);
+        let mut p = Problem::linear(u64::MAX / 4, n);
+        for _ in 0..n {
+            let lower = rng.below(n as u64 / 4);
+            p.push(Buffer::linear(
+                lower,
+                lower + 1 + rng.below(64),
+                1 + rng.below(100),
+            ))
+            .unwrap();
+        }
+        let (o, _) = solve(&p, Objective::MinimizePeak, Budget::default());
+        assert!(
+            o.peak > o.lower_bound,
+            "greedy hit the bound; pick another seed"
+        );
+        assert_eq!(o.stopped_by, Some(Limit::Size));
+        assert_eq!(o.nodes, 0);
+        assert_eq!(o.peak, o.greedy_peak);
+        assert_eq!(o.status, Status::Feasible);
     }
 
     #[test]

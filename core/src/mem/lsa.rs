@@ -65,7 +65,10 @@ pub struct LsaOptions {
     /// Placement policy of the best-fit manager.
     pub policy: Policy,
     /// Spills the scan may insert (headroom reserved in the module).
-    /// `None`: one per on-chip location plus 16.
+    /// `None`: [`default_spill_limit`] — one per eight on-chip locations
+    /// plus 16, since a scan that spills more than that has a memory
+    /// problem the headroom should not hide (and reserving one spill per
+    /// location costs megabytes on a 1,000-instruction module).
     pub max_spills: Option<u32>,
 }
 
@@ -284,7 +287,7 @@ impl fmt::Display for LsaError {
             LsaError::AllocationFailed(a) => a.fmt(f),
             LsaError::SpillHeadroom { max_spills } => write!(
                 f,
-                "the linear scan needs more than {max_spills} spills (raise max_spills)"
+                "the linear scan needs more than its limit of {max_spills} spills (by default one per {SPILL_FRACTION} on-chip locations plus {SPILL_SLACK}; raise LsaOptions::max_spills, in a pipeline Options::lsa_max_spills)"
             ),
             LsaError::Ir(e) => write!(f, "inserting spill code: {e}"),
         }
@@ -295,6 +298,25 @@ impl From<IrError> for LsaError {
     fn from(e: IrError) -> Self {
         LsaError::Ir(e)
     }
+}
+
+/// The default spill limit is one per this many on-chip locations...
+pub const SPILL_FRACTION: u32 = 8;
+/// ...plus this many.
+pub const SPILL_SLACK: u32 = 16;
+/// Bytes a copy's name adds to its original's:
+/// `_ReloadStore<N>_ShrinkedCopy` with N up to 10 digits.
+const COPY_NAME_EXTRA: usize = "_ReloadStore".len() + 10 + "_ShrinkedCopy".len();
+/// Bytes a spill slot's name adds: `_SpillSlot`.
+const SLOT_NAME_EXTRA: usize = "_SpillSlot".len();
+
+/// The spill limit of a scan of `m` when [`LsaOptions::max_spills`] is
+/// `None`: one per [`SPILL_FRACTION`] on-chip locations plus
+/// [`SPILL_SLACK`]. A scan needing more fails with
+/// [`LsaError::SpillHeadroom`], which names the limit and how to raise it.
+pub fn default_spill_limit(m: &Module) -> u32 {
+    let on_chip = m.mems.space.values().filter(|s| s.is_on_chip()).count() as u32;
+    on_chip / SPILL_FRACTION + SPILL_SLACK
 }
 
 /// Every table of the scan, reusable across modules.
@@ -333,22 +355,30 @@ impl LsaWorkspace {
 
     /// Most spills a scan of `m` may insert.
     fn spill_limit(m: &Module, opts: &LsaOptions) -> usize {
-        let on_chip = m.mems.space.values().filter(|s| s.is_on_chip()).count();
-        opts.max_spills.unwrap_or(on_chip as u32 + 16) as usize
+        opts.max_spills.unwrap_or_else(|| default_spill_limit(m)) as usize
     }
 
     /// The module headroom the scan needs. Per spill: a copy, maybe a slot,
-    /// a store and a reload (1 input + 1 output each), names of up to ~300
-    /// bytes.
+    /// a store and a reload (1 input + 1 output each), and the two names,
+    /// budgeted by the longest on-chip name of `m` (a copy is named after
+    /// its original, which is always an input location of the scan).
     pub fn headroom(m: &Module, opts: &LsaOptions) -> Capacity {
         let spills = Self::spill_limit(m, opts);
+        let longest = m
+            .mems
+            .space
+            .keys()
+            .filter(|&v| m.mems.space[v].is_on_chip())
+            .map(|v| m.mem_name(v).len())
+            .max()
+            .unwrap_or(0);
         Capacity {
             insts: 2 * spills,
             aps: 4 * spills,
             dims: 4 * spills * crate::ir::MAX_DIMS,
             mems: 2 * spills,
             names: 2 * spills,
-            name_bytes: 2 * spills * 300,
+            name_bytes: spills * (2 * longest + COPY_NAME_EXTRA + SLOT_NAME_EXTRA),
             ..Default::default()
         }
     }
@@ -363,7 +393,8 @@ impl LsaWorkspace {
         let ids = m.num_mems() + 2 * spills;
         self.reserved_ids = ids;
         self.lrm.reserve(ids);
-        self.manager.reserve(ids, m.num_mems());
+        self.manager
+            .reserve_rows(BestFitMemoryManager::sb_rows(&m.target), ids, m.num_mems());
         self.pending
             .reserve(spills.saturating_sub(self.pending.len()));
         self.ends.reserve(ids.saturating_sub(self.ends.len()));

@@ -119,6 +119,13 @@ pub struct Options {
     pub max_regs: Option<u16>,
     /// `--no-verify`: skip the independent verifier after allocation.
     pub no_verify: bool,
+    /// Spills the linear scan may insert (`LsaOptions::max_spills`);
+    /// `None`: `lsa::default_spill_limit`.
+    pub lsa_max_spills: Option<u32>,
+    /// Spill temporaries the register colorer may insert
+    /// (`RegAllocator::set_max_spill_temporaries`); `None`:
+    /// `reg::alloc::default_spill_temporaries`.
+    pub reg_max_spill_temporaries: Option<u32>,
 }
 
 impl Default for Options {
@@ -133,6 +140,8 @@ impl Default for Options {
             target: None,
             max_regs: None,
             no_verify: false,
+            lsa_max_spills: None,
+            reg_max_spill_temporaries: None,
         }
     }
 }

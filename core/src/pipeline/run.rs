@@ -15,7 +15,7 @@ use crate::analysis::{Bounds, LinearOrder, MemLiveness};
 use crate::dma::pass::{
     DmaError, DmaStats, DmaWorkspace, DMA_OPTIMIZATION_PSUM, DMA_OPTIMIZATION_SB,
 };
-use crate::ir::{Capacity, Inst, MemLoc, Module, Space};
+use crate::ir::{Capacity, Inst, MemFlags, MemLoc, Module, Space};
 use crate::mem::coloring::{
     self, ColoringError, ColoringOptions, ColoringReport, ColoringWorkspace,
 };
@@ -274,9 +274,10 @@ impl Workspace {
         let list = passes(opts);
         let lo = LsaOptions {
             vnc_count: opts.vnc_count,
+            max_spills: opts.lsa_max_spills,
             ..LsaOptions::default()
         };
-        let mut headroom = RegAllocator::headroom(m);
+        let mut headroom = RegAllocator::headroom_with(m, opts.reg_max_spill_temporaries);
         for p in &list {
             headroom = headroom.plus(match p {
                 Pass::LinearScan => LsaWorkspace::headroom(m, &lo),
@@ -307,9 +308,9 @@ impl Workspace {
         if list.iter().any(|p| matches!(p, Pass::DmaOptimization(_))) {
             self.dma.reserve(m);
         }
-        self.reg
-            .get_or_insert_with(RegAllocator::default)
-            .reserve(m);
+        let reg = self.reg.get_or_insert_with(RegAllocator::default);
+        reg.set_max_spill_temporaries(opts.reg_max_spill_temporaries);
+        reg.reserve(m);
         let cap = m.capacity();
         self.order.reserve(&cap);
         self.live.reserve(&cap);
@@ -317,7 +318,11 @@ impl Workspace {
         self.order.compute(m);
         self.live.compute(m, &self.order);
         self.bounds.compute(m, &self.order, &self.live);
-        self.verifier.reserve(m);
+        // The verifier runs after the passes unless --no-verify, and as the
+        // in-place check at optlevel 7.
+        if !opts.no_verify || list.contains(&Pass::CheckInPlace) {
+            self.verifier.reserve(m);
+        }
         if let Some(o) = original {
             self.dataflow.reserve(DataflowCapacity::estimate(o, m));
         }
@@ -378,6 +383,7 @@ pub fn run(
             Pass::LinearScan => {
                 let lo = LsaOptions {
                     vnc_count: opts.vnc_count,
+                    max_spills: opts.lsa_max_spills,
                     ..LsaOptions::default()
                 };
                 let r = if m.num_loops() > 0 {
@@ -412,8 +418,13 @@ pub fn run(
                 } else {
                     (DMA_OPTIMIZATION_SB, 1)
                 };
-                let st = pass_obj.run(m, &mut ws.dma).map_err(PipelineError::Dma)?;
-                report.dma[k] = Some(st);
+                let provisional = place_dram_provisionally(m);
+                let st = pass_obj.run(m, &mut ws.dma);
+                unplace_provisional_dram(m, provisional);
+                report.dma[k] = Some(st.map_err(PipelineError::Dma)?);
+                if opts.optlevel != 7 {
+                    release_abandoned(m, &mut ws.order, &mut ws.live, space);
+                }
             }
             Pass::CheckInPlace => {
                 // Memory only: the registers are colored by the low-level
@@ -433,6 +444,7 @@ pub fn run(
             }
             Pass::ColoringReg => {
                 let reg = ws.reg.get_or_insert_with(|| RegAllocator::new(m));
+                reg.set_max_spill_temporaries(opts.reg_max_spill_temporaries);
                 let r = reg
                     .allocate(m, &RegAllocConfig::default())
                     .map_err(PipelineError::Reg)?;
@@ -468,27 +480,8 @@ pub fn run(
             });
         }
         if let Some(orig) = original {
-            // The checker's reservation is an estimate: strided patterns can
-            // need more runs. Grow it (this is the check, not a pass) and
-            // retry a few times before giving up.
-            let mut cap = DataflowCapacity::estimate(orig, m);
-            let mut tries = 0;
-            while let Err(DataflowError::Capacity { .. }) = ws.dataflow.check(orig, m) {
-                tries += 1;
-                if tries > 6 {
-                    break;
-                }
-                cap = DataflowCapacity {
-                    runs: cap.runs * 4,
-                    log_runs: cap.log_runs * 4,
-                    executions: cap.executions * 2,
-                    operands: cap.operands * 2,
-                    scratch: cap.scratch * 4,
-                    outputs: cap.outputs * 4,
-                    mismatches: cap.mismatches,
-                };
-                ws.dataflow.reserve(cap);
-            }
+            // The checker grows its own reservation when the estimate is
+            // short (this is the check, not a pass).
             let d = ws
                 .dataflow
                 .check(orig, m)
@@ -502,6 +495,42 @@ pub fn run(
         report.verify_micros = clock.now_micros().saturating_sub(t0);
     }
     Ok(report)
+}
+
+/// Gives every unplaced DRAM location a provisional address of its own,
+/// above the target's DRAM, and returns where that region starts.
+///
+/// The DMA peepholes reason on placed DRAM sides (overlap of the bytes a
+/// load reads with the bytes a save writes), but at most optlevels they run
+/// before `coloring_allocator_dram`, and external inputs and outputs are
+/// never placed by tusk at all: without addresses every DMA was skipped.
+/// Before DRAM allocation distinct tensors are distinct memory, which is
+/// exactly what disjoint provisional addresses say, so a rewrite proved safe
+/// on them stays safe once the DRAM colorer shares addresses between
+/// tensors whose lifetimes do not overlap (it only does so for those).
+fn place_dram_provisionally(m: &mut Module) -> u64 {
+    let base = m.target.dram_bytes.max(1).next_power_of_two();
+    let mut at = base;
+    for v in m.mems.space.keys() {
+        if m.mems.space[v] != Space::Dram || m.is_placed(v) {
+            continue;
+        }
+        let align = (m.mems.align[v] as u64).max(64);
+        at = at.next_multiple_of(align);
+        m.place(v, 0, at);
+        at += m.mem_footprint(v);
+    }
+    base
+}
+
+/// Forgets the provisional DRAM addresses of [`place_dram_provisionally`]
+/// (every DRAM placement at or above `base`).
+fn unplace_provisional_dram(m: &mut Module, base: u64) {
+    for v in m.mems.space.keys() {
+        if m.mems.space[v] == Space::Dram && m.is_placed(v) && m.mems.offset[v] >= base {
+            m.unplace(v);
+        }
+    }
 }
 
 /// Peaks and placed counts per space from the placements.
@@ -524,5 +553,30 @@ fn summarize(m: &Module, report: &mut RunReport) {
         let sum = &mut report.spaces[s.slot()];
         sum.placed += 1;
         sum.peak = sum.peak.max(top);
+    }
+}
+
+/// Unplaces the locations of `space` that the DMA rewrites left without any
+/// access (a wide tensor replaced by its shrunk copy, the halves of a
+/// merge): they are dead, and a placement would only make reports and the
+/// printed module claim space nobody uses. Pinned and I/O locations stay, and
+/// at optlevel 7 nothing is released: the placements are the user's fixed
+/// assignment.
+fn release_abandoned(
+    m: &mut Module,
+    order: &mut LinearOrder,
+    live: &mut MemLiveness,
+    space: Space,
+) {
+    order.compute(m);
+    live.compute(m, order);
+    for v in m.mems.space.keys() {
+        let keep = m.mems.space[v] != space
+            || !m.is_placed(v)
+            || m.mems.flags[v].intersects(MemFlags::PINNED | MemFlags::INPUT | MemFlags::OUTPUT)
+            || live.interval(v).is_some();
+        if !keep {
+            m.unplace(v);
+        }
     }
 }

@@ -104,6 +104,11 @@ pub enum RegAllocError {
         /// Rounds run.
         rounds: u32,
     },
+    /// The spill code needs more temporaries than the headroom reserved.
+    SpillHeadroom {
+        /// The limit on spill temporaries (one per reload or store).
+        limit: u32,
+    },
 }
 
 impl fmt::Display for RegAllocError {
@@ -145,6 +150,13 @@ impl fmt::Display for RegAllocError {
                     "the register spill fixpoint did not converge in {rounds} rounds"
                 )
             }
+            RegAllocError::SpillHeadroom { limit } => write!(
+                f,
+                "the register spill code needs more than its limit of {limit} temporaries \
+                 (by default one per {SPILL_TEMP_FRACTION} register operands plus {SPILL_TEMP_SLACK}; \
+                 raise RegAllocator::set_max_spill_temporaries, in a pipeline \
+                 Options::reg_max_spill_temporaries)"
+            ),
         }
     }
 }
@@ -225,13 +237,38 @@ pub struct RegAllocator {
     graph: InterferenceGraph,
     colorer: Colorer,
     depth_weight: [f64; 31],
+    /// `order` and `live` are those of the module about to be allocated
+    /// (set only by [`allocate_registers`], which holds the module
+    /// exclusively from `new` to `allocate`): the first round skips
+    /// recomputing them.
+    fresh: bool,
+    /// Limit on spill temporaries; `None`: [`default_spill_temporaries`].
+    max_spill_temporaries: Option<u32>,
 }
 
-/// Headroom the spill code of `m` can need at most: every original register
-/// is spilled at most once, and each access adds one temporary, two
-/// instructions and one access pattern.
-fn spill_headroom(m: &Module) -> Capacity {
+/// The default limit on spill temporaries is one per this many register
+/// operands...
+pub const SPILL_TEMP_FRACTION: usize = 4;
+/// ...plus this many.
+pub const SPILL_TEMP_SLACK: usize = 64;
+
+/// Spill temporaries (each one reload or one store) a run on `m` may
+/// insert by default: one per [`SPILL_TEMP_FRACTION`] register operands
+/// plus [`SPILL_TEMP_SLACK`], at most one per operand (what spilling every
+/// register would take). Reserving for every operand costs megabytes on a
+/// 1,000-instruction module; a run needing more fails with
+/// [`RegAllocError::SpillHeadroom`], which says how to raise the limit.
+pub fn default_spill_temporaries(m: &Module) -> u32 {
     let t = m.reg_pool.len();
+    (t / SPILL_TEMP_FRACTION + SPILL_TEMP_SLACK).min(t) as u32
+}
+
+/// Headroom the spill code of `m` can need with at most `limit` spill
+/// temporaries (`None`: [`default_spill_temporaries`]): every original
+/// register is spilled at most once (one slot each), and each temporary
+/// adds two instructions, one access pattern and one register operand.
+fn spill_headroom(m: &Module, limit: Option<u32>) -> Capacity {
+    let t = limit.unwrap_or_else(|| default_spill_temporaries(m)) as usize;
     let r = m.num_regs();
     Capacity {
         insts: 2 * t,
@@ -258,9 +295,30 @@ impl RegAllocator {
         a
     }
 
-    /// The module headroom the spill code of `m` can need at most.
+    /// The module headroom the spill code of `m` can need at most, with
+    /// the default limit on spill temporaries.
     pub fn headroom(m: &Module) -> Capacity {
-        spill_headroom(m)
+        spill_headroom(m, None)
+    }
+
+    /// [`Self::headroom`] with `limit` spill temporaries (`None`: the
+    /// default, [`default_spill_temporaries`]).
+    pub fn headroom_with(m: &Module, limit: Option<u32>) -> Capacity {
+        spill_headroom(m, limit)
+    }
+
+    /// Sets the limit on spill temporaries (`None`: the default) of later
+    /// [`Self::reserve`] and [`Self::allocate`] calls. Call it before
+    /// [`Self::reserve`]: the tables are sized for the limit in force then, and
+    /// a larger limit set afterwards ends in a full-graph error, not growth.
+    pub fn set_max_spill_temporaries(&mut self, limit: Option<u32>) {
+        self.max_spill_temporaries = limit;
+    }
+
+    /// The limit on spill temporaries for `m`.
+    fn spill_limit(&self, m: &Module) -> u32 {
+        self.max_spill_temporaries
+            .unwrap_or_else(|| default_spill_temporaries(m))
     }
 
     /// Reserves `m`'s spill headroom and sizes the workspace for `m` and
@@ -268,13 +326,13 @@ impl RegAllocator {
     /// hold: afterwards [`RegAllocator::allocate`] on `m` does not allocate,
     /// whatever the passes before it added within that capacity.
     pub fn reserve(&mut self, m: &mut Module) {
-        m.reserve(spill_headroom(m));
+        m.reserve(spill_headroom(m, self.max_spill_temporaries));
         self.size_for(m);
     }
 
     /// True when `m` has room for the spill code of `m`.
-    fn has_headroom(m: &Module) -> bool {
-        let (cap, n, h) = (m.capacity(), m.counts(), spill_headroom(m));
+    fn has_headroom(m: &Module, limit: Option<u32>) -> bool {
+        let (cap, n, h) = (m.capacity(), m.counts(), spill_headroom(m, limit));
         cap.insts >= n.insts + h.insts
             && cap.aps >= n.aps + h.aps
             && cap.dims >= n.dims + h.dims
@@ -297,7 +355,7 @@ impl RegAllocator {
         a.live.reserve(&cap);
         a.order.compute(m);
         a.live.compute(m, &a.order);
-        let head = spill_headroom(m);
+        let head = spill_headroom(m, a.max_spill_temporaries);
         // The module's capacity bounds what earlier passes may add.
         let regs = (m.num_regs() + head.regs).max(cap.regs);
         let insts = (m.num_live_insts() + head.insts).max(cap.insts);
@@ -417,6 +475,9 @@ impl RegAllocator {
                 reg: Reg::INVALID,
             })?;
         let k = m.target.max_regs;
+        // Fixed before the first spill: the spill code grows the operand
+        // count the default is computed from.
+        let limit = self.spill_limit(m);
         let mut ccfg = cfg.color;
         ccfg.k = k;
         for r in m.regs.lanes.keys() {
@@ -479,8 +540,8 @@ impl RegAllocator {
                 // caller reserves it beforehand (`RegAllocator::reserve`,
                 // as the pipeline does); only a module without that room
                 // gets it here, once, before the first insertion.
-                if !Self::has_headroom(m) {
-                    m.reserve(spill_headroom(m));
+                if !Self::has_headroom(m, Some(limit)) {
+                    m.reserve(spill_headroom(m, Some(limit)));
                 }
                 reserved = true;
             }
@@ -489,7 +550,7 @@ impl RegAllocator {
                 let root = self.find(r.as_u32());
                 let v = self.node_of[root as usize];
                 if v != NONE && self.chosen[v as usize] && self.live.interval(r).is_some() {
-                    self.spill_register(m, r, &mut spill_serial, &mut report)?;
+                    self.spill_register(m, r, &mut spill_serial, &mut report, limit)?;
                 }
             }
         }
@@ -499,8 +560,10 @@ impl RegAllocator {
 
     /// Doubled-position ranges per register and the lane-weighted pressure.
     fn live_ranges(&mut self, m: &Module) {
-        self.order.compute(m);
-        self.live.compute(m, &self.order);
+        if !core::mem::take(&mut self.fresh) {
+            self.order.compute(m);
+            self.live.compute(m, &self.order);
+        }
         let nr = m.num_regs();
         let positions = 2 * self.order.len() + 2;
         self.parent.clear();
@@ -682,6 +745,7 @@ impl RegAllocator {
         r: Reg,
         serial: &mut u32,
         report: &mut RegReport,
+        limit: u32,
     ) -> Result<(), RegAllocError> {
         let lanes = m.regs.lanes[r];
         let name = Self::fresh_name(m, "spill.slot", serial);
@@ -703,6 +767,10 @@ impl RegAllocator {
             let n_use = ops.n_use as usize;
             let uses_r = m.uses(i).contains(&r);
             let defs_r = m.defs(i).contains(&r);
+            let temps = uses_r as u32 + defs_r as u32;
+            if report.spill_instructions + temps > limit {
+                return Err(RegAllocError::SpillHeadroom { limit });
+            }
             if uses_r {
                 let tn = Self::fresh_name(m, "spill.t", serial);
                 let t = m.try_add_reg(&tn, lanes)?;
@@ -814,7 +882,11 @@ pub fn allocate_registers(
     m: &mut Module,
     cfg: &RegAllocConfig,
 ) -> Result<RegReport, RegAllocError> {
-    RegAllocator::new(m).allocate(m, cfg)
+    let mut a = RegAllocator::new(m);
+    // `new` computed the order and liveness of `m`, which nothing can
+    // change before `allocate` runs: reuse them.
+    a.fresh = true;
+    a.allocate(m, cfg)
 }
 
 impl fmt::Display for RegReport {
@@ -841,6 +913,8 @@ pub(crate) mod tests {
     use crate::analysis::{LinearOrder, RegLiveness};
     use crate::ir::{Builder, MemLoc, SubOp};
     use crate::target::Target;
+    use crate::verify::dataflow::DataflowChecker;
+    use crate::verify::placement::{Scope, Verifier};
     use alloc::collections::BTreeMap;
     use alloc::vec;
 
@@ -950,12 +1024,60 @@ pub(crate) mod tests {
         out
     }
 
-    /// Allocates, runs both checks, returns the report.
+    /// The shared checks on a REG output: the placement verifier's
+    /// register rules (memory is not placed here: spill slots are left to
+    /// the pipeline's DRAM colorer) and the dataflow checker, `original`
+    /// against the allocated `m` (spill stores and reloads carry values
+    /// through their memory slots; colored registers share one physical
+    /// register file, so a lane clobber is a mismatch).
+    pub(crate) fn shared_checks(original: &Module, m: &Module) {
+        let mut v = Verifier::for_module(m);
+        v.set_scope(Scope {
+            psum: false,
+            sb: false,
+            dram: false,
+            registers: true,
+        });
+        let r = v.verify(m);
+        if let Some(f) = r.findings.first() {
+            panic!(
+                "verifier (registers): {} finding(s), the first: {}",
+                r.total(),
+                f.display(m)
+            );
+        }
+        let mut d = DataflowChecker::new();
+        let rep = d.check(original, m).expect("the dataflow checker runs");
+        assert!(
+            rep.is_clean(),
+            "dataflow: {} mismatch(es), the first: {:?}",
+            rep.mismatches.len() as u64 + rep.dropped,
+            rep.mismatches.first()
+        );
+        assert!(rep.compared > 0 || original.num_live_insts() == 0);
+    }
+
+    /// Allocates, runs the lane check, the value trace and the shared
+    /// checks ([`shared_checks`]), returns the report.
     pub(crate) fn allocate_checked(m: &mut Module) -> Result<RegReport, RegAllocError> {
+        allocate_checked_with(m, None)
+    }
+
+    /// As [`allocate_checked`], with a limit on spill temporaries
+    /// (`None`: the default).
+    pub(crate) fn allocate_checked_with(
+        m: &mut Module,
+        limit: Option<u32>,
+    ) -> Result<RegReport, RegAllocError> {
+        let original = m.clone();
         let before = trace(m, false);
-        let rep = allocate_registers(m, &RegAllocConfig::default())?;
+        let mut a = RegAllocator::default();
+        a.set_max_spill_temporaries(limit);
+        a.reserve(m);
+        let rep = a.allocate(m, &RegAllocConfig::default())?;
         m.check_structure().unwrap();
         check_registers(m).unwrap();
+        shared_checks(&original, m);
         let after = trace(m, true);
         for (i, v) in before.iter() {
             assert_eq!(Some(v), after.get(i), "dataflow changed at inst{i}");
@@ -1116,7 +1238,7 @@ pub(crate) mod tests {
 
 #[cfg(all(test, feature = "gen"))]
 mod gen_tests {
-    use super::tests::{allocate_checked, check_registers};
+    use super::tests::{allocate_checked, allocate_checked_with, check_registers};
     use super::*;
     use crate::analysis::{LinearOrder, RegLiveness};
     use crate::gen::scalar::{scalar_program, ScalarParams};
@@ -1219,7 +1341,17 @@ mod gen_tests {
             // K = 32 leaves room for the reload temporaries of the widest
             // instruction (12 reads of pairs + a pair def = 26 lanes).
             let mut m = scalar_program(target(32), &p).unwrap();
-            let rep = allocate_checked(&mut m).unwrap();
+            // A limit below what the spill code needs is reported, never
+            // grown into...
+            let mut small = m.clone();
+            let err = allocate_checked_with(&mut small, Some(8))
+                .map(|_| ())
+                .unwrap_err();
+            assert_eq!(err, RegAllocError::SpillHeadroom { limit: 8 });
+            assert!(alloc::format!("{err}").contains("set_max_spill_temporaries"));
+            // ...and with room for a temporary per operand it converges.
+            let every_operand = m.reg_pool.len() as u32;
+            let rep = allocate_checked_with(&mut m, Some(every_operand)).unwrap();
             assert!(rep.spilled_registers > 0);
             assert!(rep.rounds >= 2);
             assert!(rep.spill_cycles > 0);

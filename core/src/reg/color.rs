@@ -29,8 +29,9 @@
 //!    every step; at the end it rolls back to the best state seen (least
 //!    total cost of uncolored nodes). Bounded by
 //!    `min(ColorConfig::repair_moves, REPAIR_BASE + REPAIR_PER_NODE × |U₀|)`
-//!    moves (|U₀|: nodes select left) and by a fixed journal; a move costs
-//!    O(degree + K).
+//!    moves (|U₀|: nodes select left); a move costs O(degree + K). The
+//!    rollback journal is sized by the node count; when it fills, the
+//!    search restarts from the best state seen.
 //!
 //! **REG score** (lower is better): `Σ cost(v) over uncolored v` +
 //! `lanes used / K`. The first term is what spilling will cost, the second
@@ -52,8 +53,16 @@ use super::graph::InterferenceGraph;
 /// The color of an uncolored node.
 pub const NO_COLOR: u16 = u16::MAX;
 
-/// Most changes the repair step records (it stops when the journal is full).
+/// Most changes the repair step records. The journal is sized
+/// `min(REPAIR_JOURNAL, JOURNAL_PER_NODE × nodes + JOURNAL_BASE)`; when it
+/// fills, the search rolls back to the best state seen, makes that its new
+/// starting point (empty journal) and goes on, so a small journal costs
+/// search history, not correctness.
 pub const REPAIR_JOURNAL: usize = 1 << 18;
+/// Journal entries reserved per node (see [`REPAIR_JOURNAL`]).
+pub const JOURNAL_PER_NODE: usize = 16;
+/// Journal entries reserved whatever the node count.
+pub const JOURNAL_BASE: usize = 4096;
 
 /// Repair moves allowed whatever the number of uncolored nodes.
 pub const REPAIR_BASE: u32 = 2_000;
@@ -210,15 +219,47 @@ const HIGH: u8 = 0;
 const LOW: u8 = 1;
 const REMOVED: u8 = 2;
 const FIXED: u8 = 3;
+/// Excess of a removed or fixed node: far enough below zero that the
+/// decrements of simplify (at most two per neighbour, fewer than
+/// 2 × [`MAX_NODES`] in all) never bring it near zero.
+const GONE: i32 = i32::MIN / 2;
+/// Most nodes a graph may have (so per-node counts fit an `i32`).
+pub const MAX_NODES: usize = 1 << 28;
+/// [`Colorer::code`] of an uncolored node.
+const NO_CODE: u8 = 255;
+/// Lane masks by code: code `c < 64` is lane `c`, `64 + c` the pair at `c`,
+/// anything else no lane.
+const LANE_MASKS: [u64; 256] = {
+    let mut t = [0u64; 256];
+    let mut c = 0;
+    while c < 64 {
+        t[c] = 1u64 << c;
+        if c < 63 {
+            t[64 + c] = 3u64 << c;
+        }
+        c += 1;
+    }
+    t
+};
 
 /// The reusable workspace of simplify, select and repair.
 #[derive(Clone, Debug, Default)]
 pub struct Colorer {
     nodes_cap: usize,
     k_cap: u16,
-    n1: Vec<u32>,
-    n2: Vec<u32>,
+    /// Per node, side by side so one cache line serves both: the
+    /// colorability excess (the node passes the lane-weighted test exactly
+    /// when it is `< 0`; 1-lane: `n1 + 2·n2 − K`, 2-lane: `n1 + n2 − K/2`;
+    /// removed and fixed nodes hold [`GONE`], so the branch-free updates of
+    /// simplify never see them cross zero) and the lane-weighted degree
+    /// `n1 + 2·n2` over the neighbours still in the graph (the spill key's).
+    counts: Vec<[i32; 2]>,
     state: Vec<u8>,
+    /// The lanes a colored node takes as one byte (first lane, +64 for a
+    /// pair; [`NO_CODE`] while uncolored): select's fast path for K ≤ 64
+    /// turns it into a mask through [`LANE_MASKS`] (a byte per node stays
+    /// in cache where a mask word per node would not).
+    code: Vec<u8>,
     optimistic: Vec<bool>,
     low: Vec<u32>,
     stack: Vec<u32>,
@@ -254,6 +295,13 @@ fn touched_pairs(m: u64) -> u64 {
 #[inline]
 fn whole_pairs(m: u64) -> u64 {
     m & (m >> 1) & EVEN
+}
+
+/// The [`LANE_MASKS`] code of a node of a one-word file on `first` (a pair
+/// when `two`).
+#[inline]
+fn lane_code(first: u16, two: bool) -> u8 {
+    (first % 64) as u8 + if two { 64 } else { 0 }
 }
 
 /// Swaps each lane with its pair partner.
@@ -304,9 +352,9 @@ impl Colorer {
                 v.reserve_exact(n - v.len());
             }
         }
-        up(&mut self.n1, n);
-        up(&mut self.n2, n);
+        up(&mut self.counts, n);
         up(&mut self.state, n);
+        up(&mut self.code, n);
         up(&mut self.optimistic, n);
         up(&mut self.low, n);
         up(&mut self.stack, n);
@@ -321,7 +369,10 @@ impl Colorer {
         up(&mut self.upos, n);
         up(&mut self.tabu_color, n);
         up(&mut self.tabu_until, n);
-        up(&mut self.journal, REPAIR_JOURNAL);
+        up(
+            &mut self.journal,
+            (JOURNAL_PER_NODE * n + JOURNAL_BASE).min(REPAIR_JOURNAL),
+        );
         up(&mut self.lane_cost, self.k_cap as usize);
         up(&mut self.pair_cost, self.k_cap as usize);
     }
@@ -340,10 +391,10 @@ impl Colorer {
                 max: self.k_cap,
             });
         }
-        if n > self.nodes_cap {
+        if n > self.nodes_cap || n > MAX_NODES {
             return Err(ColorError::Full {
                 nodes: n as u64,
-                capacity: self.nodes_cap as u64,
+                capacity: self.nodes_cap.min(MAX_NODES) as u64,
             });
         }
         if cost.len() != n || fixed.len() != n {
@@ -365,13 +416,8 @@ impl Colorer {
     }
 
     #[inline]
-    fn trivially_colorable(&self, g: &InterferenceGraph, v: usize, k: u32) -> bool {
-        is_trivially_colorable(g.lanes(v), self.n1[v], self.n2[v], k)
-    }
-
-    #[inline]
     fn spill_key(&self, v: usize, cost: &[f64], choice: SpillChoice) -> u64 {
-        let wdeg = self.n1[v] + 2 * self.n2[v];
+        let wdeg = self.counts[v][1].max(0) as u32;
         match choice {
             SpillChoice::HighestDegree => (u32::MAX - wdeg) as u64,
             SpillChoice::CostPerDegree => key_bits(cost[v] / wdeg.max(1) as f64),
@@ -423,18 +469,24 @@ impl Colorer {
         stats: &mut ColorStats,
     ) {
         let n = g.num_nodes();
-        let k = cfg.k as u32;
-        self.n1.clear();
-        self.n2.clear();
+        let k = cfg.k as i32;
+        self.counts.clear();
         self.state.clear();
         self.optimistic.clear();
         self.low.clear();
         self.stack.clear();
         self.heap.clear();
         for v in 0..n {
-            let b = g.degree2(v) as u32;
-            self.n1.push(g.degree(v) as u32 - b);
-            self.n2.push(b);
+            // Degrees fit: `check` bounds the node count by MAX_NODES.
+            let n2 = g.degree2(v) as i32;
+            let n1 = g.degree(v) as i32 - n2;
+            // The lane-weighted test of `is_trivially_colorable` as a sign.
+            let excess = if g.lanes(v) == 2 {
+                n1 + n2 - k / 2
+            } else {
+                n1 + 2 * n2 - k
+            };
+            self.counts.push([excess, n1 + 2 * n2]);
             self.optimistic.push(false);
             self.state.push(HIGH);
         }
@@ -442,7 +494,8 @@ impl Colorer {
         for v in 0..n {
             if fixed[v] != NO_COLOR {
                 self.state[v] = FIXED;
-            } else if self.trivially_colorable(g, v, k) {
+                self.counts[v][0] = GONE;
+            } else if self.counts[v][0] < 0 {
                 self.state[v] = LOW;
                 self.low.push(v as u32);
             } else {
@@ -451,6 +504,7 @@ impl Colorer {
                 high += 1;
             }
         }
+        let lanes = g.lane_weights();
         loop {
             let v = if let Some(v) = self.low.pop() {
                 v as usize
@@ -477,20 +531,28 @@ impl Colorer {
                 break;
             };
             self.state[v] = REMOVED;
+            self.counts[v][0] = GONE;
             self.stack.push(v as u32);
-            let two = g.lanes(v) == 2;
+            // Every neighbour loses `v`: its weighted degree drops by v's
+            // lanes; its excess by 1 when v is 1-lane, and when v is 2-lane
+            // by 2 for a 1-lane neighbour and 1 for a 2-lane one. Removed,
+            // fixed and low nodes are updated too (their counts are never
+            // read again, and GONE stays far below zero), which keeps the
+            // loop free of data-dependent branches but the rare crossing.
+            if high == 0 {
+                // No node is waiting to pass the test: the counts are
+                // never read again (spill keys are of HIGH nodes only).
+                continue;
+            }
+            let lv = lanes[v] as i32;
             for &u in g.neighbors(v) {
                 let u = u as usize;
-                let s = self.state[u];
-                if s != HIGH && s != LOW {
-                    continue;
-                }
-                if two {
-                    self.n2[u] -= 1;
-                } else {
-                    self.n1[u] -= 1;
-                }
-                if s == HIGH && self.trivially_colorable(g, u, k) {
+                let d = if lv == 2 { 3 - lanes[u] as i32 } else { 1 };
+                let c = &mut self.counts[u];
+                let before = c[0];
+                *c = [before.wrapping_sub(d), c[1].wrapping_sub(lv)];
+                if before >= 0 && before < d {
+                    // HIGH → LOW: the node now passes the test.
                     self.state[u] = LOW;
                     self.low.push(u as u32);
                     high -= 1;
@@ -539,6 +601,15 @@ impl Colorer {
         self.mbuf.clear();
         self.mbuf.resize(words, 0);
         colors[..n].copy_from_slice(&fixed[..n]);
+        self.code.clear();
+        self.code.resize(n, NO_CODE);
+        if words == 1 {
+            for v in 0..n {
+                if fixed[v] != NO_COLOR {
+                    self.code[v] = lane_code(fixed[v], g.lanes(v) == 2);
+                }
+            }
+        }
         for v in 0..n {
             if fixed[v] == NO_COLOR {
                 continue;
@@ -562,7 +633,15 @@ impl Colorer {
         for si in (0..self.stack.len()).rev() {
             let v = self.stack[si] as usize;
             let two = g.lanes(v) == 2;
-            if !saturation {
+            if !saturation && words == 1 {
+                // One word of lanes: OR the neighbours' lane masks, with no
+                // branch per neighbour.
+                let mut f = 0u64;
+                for &u in g.neighbors(v) {
+                    f |= LANE_MASKS[self.code[u as usize] as usize];
+                }
+                self.forbid[v] = f;
+            } else if !saturation {
                 // Gather the blocked lanes from the neighbours' colors
                 // (reads instead of painting every neighbour).
                 for w in 0..words {
@@ -598,6 +677,9 @@ impl Colorer {
                 }
             }
             colors[v] = chosen;
+            if words == 1 {
+                self.code[v] = lane_code(chosen, two);
+            }
             if saturation {
                 self.paint(g, v, chosen, words);
             }
@@ -721,9 +803,37 @@ impl Colorer {
             REPAIR_BASE.saturating_add(REPAIR_PER_NODE.saturating_mul(self.uncol.len() as u32)),
         );
         while !self.uncol.is_empty() && moves < budget {
-            let u = self.uncol[(rng.next() % self.uncol.len() as u64) as usize] as usize;
+            let mut u = self.uncol[(rng.next() % self.uncol.len() as u64) as usize] as usize;
             if self.journal.len() + 1 + g.degree(u) > self.journal.capacity() {
-                break;
+                // Full: restart from the best state seen, with an empty
+                // journal (the tabu marks stay).
+                if best_len == 0 && self.journal.is_empty() {
+                    break;
+                }
+                while self.journal.len() > best_len {
+                    if let Some((v, c)) = self.journal.pop() {
+                        colors[v as usize] = c;
+                    }
+                }
+                self.journal.clear();
+                best_len = 0;
+                f = best_f;
+                self.uncol.clear();
+                for v in 0..n {
+                    if colors[v] == NO_COLOR {
+                        self.upos[v] = self.uncol.len() as u32;
+                        self.uncol.push(v as u32);
+                    } else {
+                        self.upos[v] = u32::MAX;
+                    }
+                }
+                if self.uncol.is_empty() {
+                    break;
+                }
+                u = self.uncol[(rng.next() % self.uncol.len() as u64) as usize] as usize;
+                if 1 + g.degree(u) > self.journal.capacity() {
+                    break;
+                }
             }
             iter += 1;
             moves += 1;

@@ -181,7 +181,9 @@ impl InterferenceGraph {
         self.row_len.resize(n, 0);
         self.deg2.clear();
         self.deg2.resize(n, 0);
-        self.adj.clear();
+        // `adj` keeps its length: every slot a row uses is written by the
+        // build before it is read, so zero-filling it again on every round
+        // (a memset of the whole adjacency) buys nothing.
         Ok(())
     }
 
@@ -243,7 +245,9 @@ impl InterferenceGraph {
         }
         self.row_start[self.n] = total as u32;
         Self::check_cap(&self.adj, total as usize, "adjacency")?;
-        self.adj.resize(total as usize, 0);
+        if self.adj.len() < total as usize {
+            self.adj.resize(total as usize, 0);
+        }
         Ok(())
     }
 
@@ -391,21 +395,31 @@ impl InterferenceGraph {
         self.layout_rows()?;
         // Sweep in start order; the active set keeps intervals that may
         // still overlap later starts and is compacted as it is scanned.
+        // The rows are split-borrowed so the inner loop keeps them in
+        // registers; `v`'s own cursor stays local until its row is done.
         self.active.clear();
-        for k in 0..self.order.len() {
-            let v = self.order[k] as usize;
+        let (row_start, row_len, adj) = (&self.row_start, &mut self.row_len, &mut self.adj);
+        let active = &mut self.active;
+        for &v in &self.order {
+            let v = v as usize;
             let s = start[v];
+            let mut vc = row_start[v] as usize + row_len[v] as usize;
             let mut w = 0usize;
-            for r in 0..self.active.len() {
-                let u = self.active[r] as usize;
-                if end[u] >= s {
-                    self.active[w] = u as u32;
+            for r in 0..active.len() {
+                let u = active[r];
+                if end[u as usize] >= s {
+                    active[w] = u;
                     w += 1;
-                    self.push_edge(u, v);
+                    let uc = &mut row_len[u as usize];
+                    adj[row_start[u as usize] as usize + *uc as usize] = v as u32;
+                    *uc += 1;
+                    adj[vc] = u;
+                    vc += 1;
                 }
             }
-            self.active.truncate(w);
-            self.active.push(v as u32);
+            row_len[v] = (vc - row_start[v] as usize) as u32;
+            active.truncate(w);
+            active.push(v as u32);
         }
         Ok(())
     }

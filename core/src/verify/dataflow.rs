@@ -28,10 +28,11 @@
 //!
 //! The state is a run-length interval map: runs `[start, end)` of one cell
 //! row (`hi` = region and partition) holding consecutive bytes of one origin,
-//! kept in one treap (an arena-allocated randomized search tree ordered by
-//! `(hi, start)`, with iterative split and merge and no recursion). Writing a
-//! range costs O(log N) plus the runs it replaces; reading costs O(log N)
-//! per run returned, where N is the number of runs held.
+//! kept in one treap per row (arena-allocated randomized search trees
+//! ordered by `(hi, start)`, with iterative split and merge and no
+//! recursion, sharing one node arena). Writing a range costs O(log N) plus
+//! the runs it replaces; reading costs O(log N) per run returned, where N is
+//! the number of runs held in that row.
 //!
 //! # The check
 //!
@@ -334,13 +335,19 @@ impl DataflowCapacity {
             ..Default::default()
         };
         for m in [original, rewritten] {
-            let mut runs = m.num_mems() + m.num_regs() + m.num_aps();
+            let mut runs = m.num_mems() + m.num_regs();
+            let mut on_chip = 0usize;
             for x in m.mems.space.keys() {
                 if m.is_placed(x) && m.mems.space[x].is_on_chip() {
-                    runs += m.mems.partitions[x] as usize;
+                    on_chip += m.mems.partitions[x] as usize;
                 }
             }
-            let (mut execs, mut ops, mut widest) = (0usize, 0usize, 0usize);
+            // Placed on-chip locations share physical rows: the runs held at
+            // once are bounded by what fits on the chip, not by the sum over
+            // all locations (hundreds of millions at 5M instructions). The
+            // cap is an estimate; the caller grows it on `Capacity`.
+            runs += on_chip.min(PHYSICAL_RUNS_ESTIMATE);
+            let (mut execs, mut ops, mut logged, mut widest) = (0usize, 0usize, 0usize, 0usize);
             for i in m.program_order() {
                 let o = m.operands(i);
                 let times = m.inst_loop_depth(i) as usize + 1;
@@ -349,10 +356,13 @@ impl DataflowCapacity {
                     .inputs(i)
                     .map(|a| m.aps.part_count[a] as usize * rows(m, a))
                     .sum();
-                // A read logs at least one run per partition row it covers
-                // (more when the value there came from several writes), so
-                // the log is sized by rows read, not by operand count.
-                ops += times * (w.max(o.n_in as usize) + o.n_use as usize);
+                let reads = o.n_in as usize + o.n_use as usize;
+                ops += times * reads;
+                // Only the original's reads are logged, over private
+                // (unplaced) rows where a read of whole partition rows is
+                // one run; a strided or sliced read logs one run per row
+                // it covers (`check` grows the log when a module needs more).
+                logged += times * reads;
                 widest = widest.max(w + o.n_use as usize);
             }
             let (mut outs, mut n_outs) = (0usize, 0usize);
@@ -366,10 +376,40 @@ impl DataflowCapacity {
             cap.runs = cap.runs.max(4096 + 2 * runs);
             cap.executions = cap.executions.max(64 + execs);
             cap.operands = cap.operands.max(64 + ops);
-            cap.log_runs = cap.log_runs.max(4096 + 2 * ops + outs);
+            cap.log_runs = cap.log_runs.max(4096 + 2 * logged + outs);
             cap.scratch = cap.scratch.max(4096 + 2 * widest);
         }
         cap
+    }
+}
+
+/// Times [`DataflowChecker::check`] grows its storage and walks again.
+const MAX_REGROWS: u32 = 8;
+
+impl DataflowCapacity {
+    /// Four times the storage that `what` (a [`DataflowError::Capacity`]
+    /// name) ran out of (at least 4096 entries, so that a buffer that
+    /// started empty grows too); all of it for a name not listed.
+    pub fn grown(self, what: &str) -> Self {
+        let x4 = |n: usize| n.saturating_mul(4).max(4096);
+        let mut c = self;
+        match what {
+            "the value-run state" => c.runs = x4(c.runs),
+            "the record of the original's reads" => c.log_runs = x4(c.log_runs),
+            "instruction executions" => c.executions = x4(c.executions),
+            "read operands" => c.operands = x4(c.operands),
+            "one instruction's reads" => c.scratch = x4(c.scratch),
+            "output records" => c.outputs = x4(c.outputs),
+            _ => {
+                c.runs = x4(c.runs);
+                c.log_runs = x4(c.log_runs);
+                c.executions = x4(c.executions);
+                c.operands = x4(c.operands);
+                c.scratch = x4(c.scratch);
+                c.outputs = x4(c.outputs);
+            }
+        }
+        c
     }
 }
 
@@ -421,22 +461,65 @@ struct Node {
     prio: u32,
 }
 
-/// The state: a treap of runs keyed by `(hi, start)`; runs of one `hi` are
-/// disjoint. Freed nodes are chained through `right`.
+/// The state: one treap of runs per cell row `hi`, keyed by `(hi, start)`;
+/// runs of one row are disjoint. Freed nodes are chained through `right`.
+/// A tree per row keeps each search to the few runs of its row (a placed
+/// access touches one row per partition, and a single tree over all rows
+/// was three times deeper and cache-cold).
 #[derive(Debug, Default)]
 struct RunMap {
     nodes: Vec<Node>,
-    root: u32,
+    /// Root per row, indexed by [`RunMap::slot`].
+    roots: Vec<u32>,
+    /// Location rows start here in `roots`; register rows follow them.
+    mem_base: usize,
+    reg_base: usize,
     free: u32,
     seed: u32,
 }
 
+/// The estimate of runs held at once on the physical on-chip rows (see
+/// [`DataflowCapacity::estimate`]): 128 partitions × 4096 runs.
+const PHYSICAL_RUNS_ESTIMATE: usize = 128 * 4096;
+
+/// Physical rows: 4 regions × 2^16 partitions (the width of the key's
+/// partition field).
+const PHYSICAL_ROWS: usize = 4 << 16;
+
 impl RunMap {
+    /// Sizes the row roots for `mems` locations and `regs` registers.
+    fn reserve_rows(&mut self, mems: usize, regs: usize) {
+        self.mem_base = PHYSICAL_ROWS;
+        self.reg_base = PHYSICAL_ROWS + mems;
+        let n = self.reg_base + regs;
+        if self.roots.len() < n {
+            self.roots.resize(n, NIL);
+        }
+    }
+
     fn clear(&mut self) {
         self.nodes.clear();
-        self.root = NIL;
+        self.roots.fill(NIL);
         self.free = NIL;
         self.seed = 0x9E37_79B9;
+    }
+
+    /// The index of row `hi` in `roots`.
+    fn slot(&self, hi: u64) -> Result<usize, DataflowError> {
+        let id = ((hi >> 16) & 0xFFFF_FFFF) as usize;
+        let k = match hi >> 48 {
+            KIND_PHYSICAL => (id << 16) | (hi & 0xFFFF) as usize,
+            KIND_MEM => self.mem_base + id,
+            _ => self.reg_base + id,
+        };
+        if k < self.roots.len() && (hi >> 48 != KIND_MEM || k < self.reg_base) {
+            Ok(k)
+        } else {
+            Err(DataflowError::Capacity {
+                what: "cell rows",
+                reserved: self.roots.len(),
+            })
+        }
     }
 
     fn key(&self, n: u32) -> (u64, u64) {
@@ -566,8 +649,9 @@ impl RunMap {
         if a >= b {
             return Ok(());
         }
-        let root = self.root;
-        self.root = NIL;
+        let slot = self.slot(hi)?;
+        let root = self.roots[slot];
+        self.roots[slot] = NIL;
         let (l, r1) = self.split(root, (hi, a));
         let (mid, r) = self.split(r1, (hi, b));
         let mut tail: Option<Node> = None;
@@ -620,13 +704,13 @@ impl RunMap {
         if let Ok(t) = t {
             right = self.merge(t, right);
         }
-        self.root = self.merge(left, right);
+        self.roots[slot] = self.merge(left, right);
         n.and(t).map(|_| ())
     }
 
-    /// The node with the largest key `<= key`, or NIL.
-    fn floor(&self, key: (u64, u64)) -> u32 {
-        let (mut t, mut best) = (self.root, NIL);
+    /// The node with the largest key `<= key` in the tree `root`, or NIL.
+    fn floor(&self, root: u32, key: (u64, u64)) -> u32 {
+        let (mut t, mut best) = (root, NIL);
         while t != NIL {
             if self.key(t) <= key {
                 best = t;
@@ -638,9 +722,9 @@ impl RunMap {
         best
     }
 
-    /// The node with the smallest key `> key`, or NIL.
-    fn above(&self, key: (u64, u64)) -> u32 {
-        let (mut t, mut best) = (self.root, NIL);
+    /// The node with the smallest key `> key` in the tree `root`, or NIL.
+    fn above(&self, root: u32, key: (u64, u64)) -> u32 {
+        let (mut t, mut best) = (root, NIL);
         while t != NIL {
             if self.key(t) > key {
                 best = t;
@@ -654,9 +738,14 @@ impl RunMap {
 
     /// Reads cells `[a, b)` of row `hi` in order into `out`.
     fn read(&self, hi: u64, a: u64, b: u64, out: &mut Pieces) -> Result<(), DataflowError> {
+        let root = if a < b {
+            self.roots[self.slot(hi)?]
+        } else {
+            NIL
+        };
         let mut x = a;
         while x < b {
-            let f = self.floor((hi, x));
+            let f = self.floor(root, (hi, x));
             if f != NIL {
                 let n = &self.nodes[f as usize];
                 if n.hi == hi && n.end > x {
@@ -666,7 +755,7 @@ impl RunMap {
                     continue;
                 }
             }
-            let c = self.above((hi, x));
+            let c = self.above(root, (hi, x));
             let next = if c != NIL && self.nodes[c as usize].hi == hi {
                 self.nodes[c as usize].start.min(b)
             } else {
@@ -918,11 +1007,51 @@ impl DataflowChecker {
 
     /// Checks that `rewritten` reads, at every surviving original
     /// instruction and at the outputs, the values `original` reads. Reserves
-    /// from [`DataflowCapacity::estimate`] first (a no-op when large enough).
+    /// from [`DataflowCapacity::estimate`] first (a no-op when large enough),
+    /// and when a walk still runs out, grows ([`DataflowCapacity::grown`])
+    /// what ran out and walks again, up to 8 times; then reports the
+    /// [`DataflowError::Capacity`].
     pub fn check(
         &mut self,
         original: &Module,
         rewritten: &Module,
+    ) -> Result<DataflowReport<'_>, DataflowError> {
+        let cap = DataflowCapacity::estimate(original, rewritten);
+        self.check_from(original, rewritten, cap)
+    }
+
+    /// [`Self::check`] starting from `start` instead of the estimate, for a
+    /// memory-tight caller (firmware) that would rather grow from small
+    /// buffers than reserve the estimate: each buffer that proves too small
+    /// is grown alone and the walk repeated, a bounded number of times.
+    pub fn check_growing(
+        &mut self,
+        original: &Module,
+        rewritten: &Module,
+        start: DataflowCapacity,
+    ) -> Result<DataflowReport<'_>, DataflowError> {
+        self.check_from(original, rewritten, start)
+    }
+
+    /// How much of each buffer the last check used (high-water marks, for
+    /// sizing a later [`Self::check_growing`]).
+    pub fn used(&self) -> DataflowCapacity {
+        DataflowCapacity {
+            runs: self.state.nodes.len(),
+            log_runs: self.log.len(),
+            executions: self.execs.len(),
+            operands: self.ops.len(),
+            scratch: self.scratch.v.len(),
+            outputs: self.outputs.len(),
+            mismatches: self.mismatches.len(),
+        }
+    }
+
+    fn check_from(
+        &mut self,
+        original: &Module,
+        rewritten: &Module,
+        mut cap: DataflowCapacity,
     ) -> Result<DataflowReport<'_>, DataflowError> {
         if rewritten.num_mems() < original.num_mems() {
             return Err(DataflowError::NotARewrite { what: "locations" });
@@ -935,7 +1064,8 @@ impl DataflowChecker {
                 what: "instructions",
             });
         }
-        self.reserve(DataflowCapacity::estimate(original, rewritten));
+        self.state
+            .reserve_rows(rewritten.num_mems(), rewritten.num_regs());
         let frames = original.num_loops().max(rewritten.num_loops()) + 1;
         self.frames
             .reserve(frames.saturating_sub(self.frames.len()));
@@ -944,6 +1074,29 @@ impl DataflowChecker {
         self.scratch_ops
             .reserve(regs_per_inst.saturating_sub(self.scratch_ops.len()));
         self.scratch.what = "one instruction's reads";
+        // The estimate is sized for typical modules, not for the worst case
+        // (which at millions of instructions is tens of GB): when a walk runs
+        // out, grow and walk again, a bounded number of times.
+        let mut tries = 0;
+        loop {
+            self.reserve(cap);
+            match self.check_once(original, rewritten) {
+                Err(DataflowError::Capacity { what, .. }) if tries < MAX_REGROWS => {
+                    tries += 1;
+                    cap = cap.grown(what);
+                }
+                r => break r?,
+            }
+        }
+        Ok(DataflowReport {
+            mismatches: &self.mismatches,
+            dropped: self.dropped,
+            compared: self.compared,
+        })
+    }
+
+    /// Both walks and the tail check, with the storage as reserved.
+    fn check_once(&mut self, original: &Module, rewritten: &Module) -> Result<(), DataflowError> {
         self.log.clear();
         self.ops.clear();
         self.execs.clear();
@@ -964,11 +1117,7 @@ impl DataflowChecker {
             }
             self.cursor += 1;
         }
-        Ok(DataflowReport {
-            mismatches: &self.mismatches,
-            dropped: self.dropped,
-            compared: self.compared,
-        })
+        Ok(())
     }
 
     fn walk(&mut self, m: &Module, orig: &Module, mode: Mode) -> Result<(), DataflowError> {
@@ -1881,6 +2030,7 @@ mod tests {
     fn run_map_splits_and_reads_back() {
         let mut s = RunMap::default();
         s.nodes.reserve(64);
+        s.reserve_rows(0, 0);
         s.clear();
         let o1 = Origin::Input(MemLoc::new(1));
         let o2 = Origin::Input(MemLoc::new(2));

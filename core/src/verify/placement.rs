@@ -16,7 +16,9 @@
 //!   the in-place handoff) share a (partition, byte) cell (DRAM: a byte);
 //! - registers: every live register is colored, `lane + lanes <= max_regs`,
 //!   a 2-lane register sits on an even lane, and no two interfering registers
-//!   (closed live intervals sharing a position) share a lane.
+//!   (closed live intervals sharing a position) share a lane, except the
+//!   in-place handoff of SPEC §3 (an in-place instruction defines a register
+//!   on the lanes of a register it reads and that dies there).
 //!
 //! # How overlaps are found in O(n log n + findings)
 //!
@@ -65,7 +67,7 @@ use arrayvec::ArrayVec;
 use core::fmt;
 
 use crate::analysis::{LinearOrder, MemLiveness, RegLiveness};
-use crate::ir::{Inst, MemFlags, MemLoc, Module, Reg, Space, NO_LANE, NO_PARTITION};
+use crate::ir::{Inst, InstFlags, MemFlags, MemLoc, Module, Reg, Space, NO_LANE, NO_PARTITION};
 
 /// How many findings a [`Verifier`] keeps by default; the rest are counted.
 pub const DEFAULT_MAX_FINDINGS: usize = 10_000;
@@ -1083,7 +1085,7 @@ impl Verifier {
                 self.candidates += 1;
                 let other = node / 2;
                 let (o0, _) = self.reg_lanes(m, other);
-                if lane == o0.max(l0) {
+                if lane == o0.max(l0) && !self.reg_handoff(m, other, c, pos) {
                     self.push(Finding::LaneConflict {
                         a: Reg::from_u32(other),
                         b: Reg::from_u32(c),
@@ -1103,6 +1105,23 @@ impl Verifier {
             }
             self.lane_head[lane] = me;
         }
+    }
+
+    /// The in-place handoff of SPEC §3 for registers: `c` is defined at
+    /// `pos` by an in-place instruction that reads `old`, `old` dies there,
+    /// and `c` is not also read there (its lanes may then reuse `old`'s).
+    fn reg_handoff(&self, m: &Module, old: u32, c: u32, pos: u32) -> bool {
+        let (old, c) = (Reg::from_u32(old), Reg::from_u32(c));
+        let dies_here = self.reg_live.interval(old).is_some_and(|iv| iv.end == pos);
+        let born_here = self.reg_live.interval(c).is_some_and(|iv| iv.start == pos);
+        if !(dies_here && born_here) {
+            return false;
+        }
+        let i = self.order.inst_at(pos);
+        m.insts.flags[i].contains(InstFlags::IN_PLACE)
+            && m.uses(i).contains(&old)
+            && m.defs(i).contains(&c)
+            && !m.uses(i).contains(&c)
     }
 
     fn unlink_reg(&mut self, m: &Module, x: u32) {

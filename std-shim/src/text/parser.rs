@@ -59,6 +59,8 @@ pub(super) fn parse_str(src: &str) -> Result<Module> {
         seen_func: false,
     };
     p.module()?;
+    // The reservation above was an estimate; keep only what the module holds.
+    p.m.shrink_to_fit();
     Ok(p.m)
 }
 
@@ -316,7 +318,8 @@ impl<'a> Parser<'a> {
                     ErrorKind::UnknownWord {
                         what: "target override",
                         word: key.into(),
-                        known: "max-regs psum-banks sb-bytes psum-span dram-bytes coalesce-budget",
+                        known: "max-regs psum-banks sb-bytes psum-span dram-bytes coalesce-budget \
+                                coalesce-count coalesce-elements",
                     },
                 ),
                 tusk_core::target::TargetError::BadValue { min, max } => self.err_at(

@@ -25,7 +25,7 @@ use tusk_core::ir::{
 };
 use tusk_core::mem::exact::Clock;
 use tusk_core::pipeline::{self, Options, Workspace};
-use tusk_core::verify::dataflow::DataflowChecker;
+use tusk_core::verify::dataflow::{DataflowCapacity, DataflowChecker};
 use tusk_core::verify::placement::Verifier;
 use tusk_core::Target;
 
@@ -71,7 +71,9 @@ static HEAP: CountingHeap = CountingHeap {
 fn panic(info: &core::panic::PanicInfo) -> ! {
     hprintln!("panic: {}", info);
     debug::exit(debug::EXIT_FAILURE);
-    loop {}
+    loop {
+        cortex_m::asm::wfi();
+    }
 }
 
 /// Builds a tiled kernel of about `tiles * 10` instructions: per tile a load,
@@ -155,7 +157,9 @@ fn main() -> ! {
             debug::exit(debug::EXIT_FAILURE);
         }
     }
-    loop {}
+    loop {
+        cortex_m::asm::wfi();
+    }
 }
 
 /// The failure `run` reports once the details are printed.
@@ -199,7 +203,6 @@ fn run() -> Result<(), IrError> {
 
     // The optlevel-8 pipeline: linear scan, DMA optimization, DRAM
     // coloring, register colorer. Checks run after the counted section.
-    hprintln!("heap after build: {} B", HEAP.heap.used());
     let original = m.clone();
     let opts = Options {
         optlevel: 8,
@@ -207,13 +210,13 @@ fn run() -> Result<(), IrError> {
         ..Options::default()
     };
     let mut ws = Workspace::new();
-    hprintln!("heap before reserve: {} B", HEAP.heap.used());
     ws.reserve(&mut m, &opts, None);
-    hprintln!("heap after reserve: {} B", HEAP.heap.used());
+    let heap_after_reserve = HEAP.heap.used();
     let mut clock = TickClock(0);
     let before = HEAP.allocations.load(Ordering::Relaxed);
     let report = pipeline::run(&mut m, &opts, &mut ws, &mut clock, None);
     let during = HEAP.allocations.load(Ordering::Relaxed) - before;
+    let peak_passes = PEAK.load(Ordering::Relaxed);
     let report = match report {
         Ok(r) => r,
         Err(e) => {
@@ -221,17 +224,31 @@ fn run() -> Result<(), IrError> {
             return Err(FAIL);
         }
     };
-    // The independent checks (they may allocate: not a pass).
+    // The passes' storage goes back to the heap before the checks.
+    drop(ws);
+    // The independent checks (they may allocate: not a pass). The dataflow
+    // checker grows each buffer as the check proves it needed, from the
+    // module's counts, instead of reserving the worst-case estimate.
     let mut verifier = Verifier::for_module(&m);
     let findings = verifier.verify(&m).total();
+    drop(verifier);
     let mut checker = DataflowChecker::new();
-    let clean = match checker.check(&original, &m) {
+    let start = DataflowCapacity {
+        executions: m.num_insts(),
+        operands: m.num_aps() + m.num_insts(),
+        outputs: 4,
+        mismatches: 64,
+        ..DataflowCapacity::default()
+    };
+    let clean = match checker.check_growing(&original, &m, start) {
         Ok(d) => d.is_clean(),
         Err(e) => {
             hprintln!("dataflow check could not run: {}", e);
             false
         }
     };
+    let used = checker.used();
+    drop(checker);
 
     hprintln!(
         "tusk firmware: optlevel {}, {} instructions in, {} locations, {} registers",
@@ -278,10 +295,19 @@ fn run() -> Result<(), IrError> {
         );
     }
     hprintln!(
-        "  memory: heap {} B after build, peak heap {} B, instruction columns {} B",
+        "  memory: heap {} B after build, {} B after Workspace::reserve, peak {} B through the passes, peak heap {} B (checks included), instruction columns {} B",
         heap_after_build,
+        heap_after_reserve,
+        peak_passes,
         PEAK.load(Ordering::Relaxed),
         m.instruction_storage_bytes()
+    );
+    hprintln!(
+        "  dataflow checker used: {} state runs, {} recorded runs, {} operands, {} runs in one read",
+        used.runs,
+        used.log_runs,
+        used.operands,
+        used.scratch
     );
     hprintln!(
         "  verifier findings: {}, dataflow clean: {}",

@@ -1,0 +1,223 @@
+//! End to end (issue 6, item 5): every example under `examples/` through
+//! every optlevel and allocator the selection map allows, the hand-placed
+//! copies under `examples/placed/` through optlevel 7, and generated modules
+//! (default and DMA-heavy presets, a few seeds) through every optlevel.
+//!
+//! Each run goes through `pipeline::run` with a copy of the input, so the
+//! placement verifier (every space and the registers) and the dataflow
+//! checker (original against allocated) run after the passes; a run passes
+//! only when both are clean. Optlevel 7 takes the placements given in the
+//! input, so a generated module reaches it as the printed result of an
+//! optlevel-2 run, re-parsed: the fixed-assignment mode must accept what the
+//! pipeline itself produced.
+
+use std::path::{Path, PathBuf};
+
+use tusk_core::gen::module::{generate, GenParams};
+use tusk_core::ir::{MemFlags, Module, Space, NO_LANE};
+use tusk_core::mem::exact::Clock;
+use tusk_core::pipeline::{self, Allocator, Options, RunReport, Workspace};
+use tusk_shim::text;
+
+/// A clock that ticks once per reading: the runs are checked, not timed.
+struct Ticks(u64);
+
+impl Clock for Ticks {
+    fn now_micros(&mut self) -> u64 {
+        self.0 += 1;
+        self.0
+    }
+}
+
+fn examples(sub: &str) -> Vec<PathBuf> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../examples")
+        .join(sub);
+    let mut v: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "tusk"))
+        .collect();
+    v.sort();
+    assert!(!v.is_empty(), "no examples in {}", dir.display());
+    v
+}
+
+fn load(path: &Path) -> Module {
+    let src = std::fs::read(path).unwrap();
+    text::parse(&src).unwrap_or_else(|e| panic!("{}:{e}", path.display()))
+}
+
+/// The selections of the end-to-end matrix on unplaced input: every
+/// optlevel but 7, LSA at 6, and the exact search at 2.
+fn selections() -> Vec<(String, Options)> {
+    let mut v = Vec::new();
+    for o in [0u8, 1, 2, 3, 6, 8] {
+        v.push((
+            format!("--optlevel {o}"),
+            Options {
+                optlevel: o,
+                ..Options::default()
+            },
+        ));
+    }
+    v.push((
+        "--optlevel 6 --allocator lsa".into(),
+        Options {
+            optlevel: 6,
+            allocator: Allocator::Lsa,
+            ..Options::default()
+        },
+    ));
+    v.push((
+        "--optlevel 2 --allocator exact".into(),
+        Options {
+            optlevel: 2,
+            allocator: Allocator::Exact,
+            ..Options::default()
+        },
+    ));
+    v
+}
+
+/// Runs `opts` on `m` with the checks on; returns the report or the
+/// failure's message.
+fn run_checked(m: &mut Module, opts: &Options) -> Result<RunReport, String> {
+    let original = m.clone();
+    let mut ws = Workspace::new();
+    ws.reserve(m, opts, Some(&original));
+    pipeline::run(m, opts, &mut ws, &mut Ticks(0), Some(&original))
+        .map_err(|e| e.display(m).to_string())
+}
+
+/// What every successful run must show: the checks ran clean, every
+/// location the program accesses is placed (except DRAM inputs and outputs,
+/// which the runtime places) and every register it uses has a lane.
+fn assert_complete(what: &str, m: &Module, r: &RunReport) {
+    assert!(r.verified, "{what}: the checks did not run");
+    assert_eq!(r.findings, 0, "{what}: verifier findings");
+    assert!(r.reg.is_some(), "{what}: the register colorer did not run");
+    for i in m.program_order() {
+        for a in m.all_aps(i) {
+            let v = m.aps.loc[a];
+            let external = m.mems.space[v] == Space::Dram
+                && m.mems.flags[v].intersects(MemFlags::INPUT | MemFlags::OUTPUT);
+            assert!(
+                external || m.is_placed(v),
+                "{what}: location {} left unplaced",
+                m.mem_name(v)
+            );
+        }
+        for &x in m.uses(i).iter().chain(m.defs(i)) {
+            assert_ne!(
+                m.regs.lane[x],
+                NO_LANE,
+                "{what}: register {} left without a lane",
+                m.reg_name(x)
+            );
+        }
+    }
+}
+
+#[test]
+fn every_example_through_every_optlevel() {
+    let mut failures = Vec::new();
+    let mut runs = 0;
+    for path in examples("") {
+        let input = load(&path);
+        for (flags, opts) in selections() {
+            let mut m = input.clone();
+            let what = format!("{} {flags}", path.display());
+            match run_checked(&mut m, &opts) {
+                Ok(r) => {
+                    assert_complete(&what, &m, &r);
+                    runs += 1;
+                }
+                Err(e) => failures.push(format!("{what}: {e}")),
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    println!("{runs} example runs verified");
+}
+
+#[test]
+fn every_placed_example_at_optlevel_7() {
+    let opts = Options {
+        optlevel: 7,
+        ..Options::default()
+    };
+    for path in examples("placed") {
+        let input = load(&path);
+        let mut m = input.clone();
+        let what = format!("{} --optlevel 7", path.display());
+        let r = run_checked(&mut m, &opts).unwrap_or_else(|e| panic!("{what}: {e}"));
+        assert_complete(&what, &m, &r);
+        // Every location the input placed stays where the input put it.
+        for v in input.mems.space.keys() {
+            if input.is_placed(v) {
+                assert_eq!(
+                    (m.mems.space[v], m.mems.offset[v]),
+                    (input.mems.space[v], input.mems.offset[v]),
+                    "{what}: location {v:?} moved"
+                );
+            }
+        }
+    }
+}
+
+/// Small generated modules: the default and the DMA-heavy preset.
+fn generated() -> Vec<(String, Module)> {
+    let mut v = Vec::new();
+    for seed in [1u64, 2, 3] {
+        let p = GenParams {
+            instructions: 300,
+            seed,
+            ..GenParams::default()
+        };
+        v.push((format!("default seed {seed}"), generate(&p).unwrap()));
+        let p = GenParams {
+            instructions: 300,
+            seed,
+            ..GenParams::dma_heavy()
+        };
+        v.push((format!("dma_heavy seed {seed}"), generate(&p).unwrap()));
+    }
+    v
+}
+
+#[test]
+fn generated_modules_through_every_optlevel() {
+    let mut failures = Vec::new();
+    for (name, input) in generated() {
+        for (flags, opts) in selections() {
+            let mut m = input.clone();
+            let what = format!("generated {name} {flags}");
+            match run_checked(&mut m, &opts) {
+                Ok(r) => assert_complete(&what, &m, &r),
+                Err(e) => failures.push(format!("{what}: {e}")),
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+#[test]
+fn generated_modules_placed_by_optlevel_2_pass_optlevel_7() {
+    for (name, input) in generated() {
+        let mut m = input.clone();
+        let o2 = Options::default();
+        run_checked(&mut m, &o2).unwrap_or_else(|e| panic!("generated {name} opt 2: {e}"));
+        // Through text, as a user would hand it back.
+        let printed = text::print(&m);
+        let mut placed =
+            text::parse_str(&printed).unwrap_or_else(|e| panic!("generated {name}: re-parse: {e}"));
+        let o7 = Options {
+            optlevel: 7,
+            ..Options::default()
+        };
+        let what = format!("generated {name} placed at opt 2, then --optlevel 7");
+        let r = run_checked(&mut placed, &o7).unwrap_or_else(|e| panic!("{what}: {e}"));
+        assert_complete(&what, &placed, &r);
+    }
+}
