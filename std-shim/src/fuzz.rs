@@ -284,6 +284,7 @@ impl PipelineCase {
             target: None,
             max_regs: self.max_regs.map(|r| 2 + (r % 63) as u16),
             no_verify: false,
+            ..Options::default()
         }
     }
 }
@@ -302,7 +303,9 @@ impl Clock for StepClock {
 }
 
 /// True for the failures a legal module may meet: it does not fit the
-/// target (memory or registers), a tensor cannot be placed at all, or (at
+/// target (memory or registers), the spill code exceeds its documented,
+/// configurable limit (`Options::lsa_max_spills`,
+/// `Options::reg_max_spill_temporaries`), a tensor cannot be placed at all, or (at
 /// optlevel 7, which expects PSUM fixed by the SMT allocator and runs no
 /// PSUM colorer) a PSUM location has no fixed address.
 fn is_clean_failure(m: &Module, e: &PipelineError) -> bool {
@@ -315,13 +318,18 @@ fn is_clean_failure(m: &Module, e: &PipelineError) -> bool {
         PipelineError::Options(_) => true,
         PipelineError::Lsa(e) => matches!(
             **e,
-            LsaError::AllocationFailed(_) | LsaError::Manager { .. }
+            LsaError::AllocationFailed(_)
+                | LsaError::Manager { .. }
+                | LsaError::SpillHeadroom { .. }
         ),
         PipelineError::Coloring(e) => matches!(
             e,
             ColoringError::DoesNotFit { .. } | ColoringError::Unplaceable { .. }
         ),
-        PipelineError::Reg(e) => matches!(e, RegAllocError::RegisterPressure { .. }),
+        PipelineError::Reg(e) => matches!(
+            e,
+            RegAllocError::RegisterPressure { .. } | RegAllocError::SpillHeadroom { .. }
+        ),
         _ => false,
     }
 }
