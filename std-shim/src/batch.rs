@@ -339,18 +339,26 @@ pub fn expand(paths: &[PathBuf]) -> Result<Vec<(PathBuf, PathBuf)>, String> {
     Ok(out)
 }
 
+/// The `*.tusk` and `*.json` files below `dir`, in path order. Iterative
+/// (an explicit stack, so the directory depth cannot exhaust the call
+/// stack) and not following symbolic links to directories (so a link loop
+/// cannot make it endless).
 fn walk(dir: &Path, out: &mut Vec<PathBuf>) -> std::io::Result<()> {
-    let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)?
-        .map(|e| e.map(|e| e.path()))
-        .collect::<Result<_, _>>()?;
-    entries.sort();
-    for p in entries {
-        if p.is_dir() {
-            walk(&p, out)?;
-        } else if p.extension().is_some_and(|e| e == "tusk" || e == "json") {
-            out.push(p);
+    let first = out.len();
+    let mut dirs = vec![dir.to_path_buf()];
+    while let Some(d) = dirs.pop() {
+        for e in std::fs::read_dir(&d)? {
+            let e = e?;
+            let p = e.path();
+            if e.file_type()?.is_dir() {
+                dirs.push(p);
+            } else if p.extension().is_some_and(|x| x == "tusk" || x == "json") {
+                out.push(p);
+            }
         }
     }
+    // Component-wise path order: the order of a sorted depth-first walk.
+    out[first..].sort();
     Ok(())
 }
 

@@ -3,7 +3,6 @@
 //! Prints colors used, uncolored count and time; validates the coloring
 //! against the file's edge list (independently of the colorer's graph).
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
@@ -27,30 +26,6 @@ pub struct ColorArgs {
     /// first-fit select, no repair) for comparison.
     #[arg(long)]
     pub textbook: bool,
-}
-
-/// Writes `text` to `path` through a temporary file and a rename, so a
-/// reader never sees a half-written file.
-pub fn write_atomically(path: &Path, text: &[u8]) -> std::io::Result<()> {
-    let dir = path
-        .parent()
-        .filter(|p| !p.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let tmp = dir.join(format!(".{name}.tmp{}", std::process::id()));
-    let res = (|| {
-        let mut f = std::fs::File::create(&tmp)?;
-        f.write_all(text)?;
-        f.sync_all()?;
-        std::fs::rename(&tmp, path)
-    })();
-    if res.is_err() {
-        let _ = std::fs::remove_file(&tmp);
-    }
-    res
 }
 
 /// The outcome of coloring one DIMACS graph.
@@ -125,10 +100,15 @@ pub fn run(args: &ColorArgs) -> i32 {
         );
         return 2;
     }
-    let bytes = match std::fs::read(&args.file) {
+    // Bounded like every input: a huge or endless file is refused (exit 2).
+    let bytes = match crate::io::read_limited(&args.file, crate::text::MAX_TEXT_BYTES) {
         Ok(b) => b,
+        Err(e @ crate::io::IoError::TooLarge { .. }) => {
+            eprintln!("tusk color: {e}");
+            return 2;
+        }
         Err(e) => {
-            eprintln!("tusk color: cannot read {path}: {e}");
+            eprintln!("tusk color: {e}");
             return 3;
         }
     };
@@ -172,8 +152,16 @@ pub fn run(args: &ColorArgs) -> i32 {
                 text.push_str(&format!("{} {c}\n", v + 1));
             }
         }
-        if let Err(e) = write_atomically(o, text.as_bytes()) {
-            eprintln!("tusk color: cannot write {}: {e}", o.display());
+        if same_file(o, &args.file) {
+            eprintln!(
+                "tusk color: refusing to overwrite the input file {} (inputs are never modified)",
+                args.file.display()
+            );
+            return 2;
+        }
+        // Temporary file + rename: a reader never sees a partial coloring.
+        if let Err(e) = crate::io::write_atomic(o, text.as_bytes()) {
+            eprintln!("tusk color: {e}");
             return 3;
         }
     }
@@ -181,6 +169,14 @@ pub fn run(args: &ColorArgs) -> i32 {
         1
     } else {
         0
+    }
+}
+
+/// True when both paths name the same existing file.
+fn same_file(a: &Path, b: &Path) -> bool {
+    match (std::fs::canonicalize(a), std::fs::canonicalize(b)) {
+        (Ok(x), Ok(y)) => x == y,
+        _ => false,
     }
 }
 
@@ -265,6 +261,15 @@ mod tests {
         assert_eq!(run(&args), 2);
         args.file = dir.join("missing.col");
         assert_eq!(run(&args), 3);
+        // The input is never the output: refused, and left as it was.
+        std::fs::write(&file, "p edge 2 1\ne 1 2\n").unwrap();
+        args.file = file.clone();
+        args.out = Some(file.clone());
+        assert_eq!(run(&args), 2);
+        assert_eq!(
+            std::fs::read_to_string(&file).unwrap(),
+            "p edge 2 1\ne 1 2\n"
+        );
         let _ = std::fs::remove_dir_all(&dir);
     }
 }

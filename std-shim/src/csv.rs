@@ -219,28 +219,12 @@ pub fn write(out: &mut dyn Write, table: &Table, placements: &[Placement]) -> st
     Ok(())
 }
 
-/// Writes the table to `path` atomically: a temporary file in the same
-/// folder, then a rename over the target.
+/// Writes the table to `path` atomically (through [`crate::io::write_atomic`]:
+/// a temporary file in the same folder, then a rename over the target).
 pub fn write_file(path: &Path, table: &Table, placements: &[Placement]) -> std::io::Result<()> {
-    let dir = match path.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
-        _ => std::path::PathBuf::from("."),
-    };
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_else(|| "out.csv".to_string());
-    let tmp = dir.join(format!(".{name}.{}.tmp", std::process::id()));
-    let result = (|| {
-        let mut f = std::io::BufWriter::new(std::fs::File::create(&tmp)?);
-        write(&mut f, table, placements)?;
-        f.into_inner().map_err(|e| e.into_error())?.sync_all()?;
-        std::fs::rename(&tmp, path)
-    })();
-    if result.is_err() {
-        let _ = std::fs::remove_file(&tmp);
-    }
-    result
+    let mut bytes = Vec::new();
+    write(&mut bytes, table, placements)?;
+    crate::io::write_atomic(path, &bytes).map_err(std::io::Error::other)
 }
 
 #[cfg(test)]

@@ -73,10 +73,15 @@ impl Clock for StdClock {
 /// Runs `tusk dsa` and returns the exit code.
 pub fn run(args: &DsaArgs) -> i32 {
     let path = args.file.display();
-    let bytes = match std::fs::read(&args.file) {
+    // Bounded like every input: a huge or endless file is refused (exit 2).
+    let bytes = match crate::io::read_limited(&args.file, crate::text::MAX_TEXT_BYTES) {
         Ok(b) => b,
+        Err(e @ crate::io::IoError::TooLarge { .. }) => {
+            eprintln!("tusk dsa: {e}");
+            return 2;
+        }
         Err(e) => {
-            eprintln!("tusk dsa: cannot read {path}: {e}");
+            eprintln!("tusk dsa: {e}");
             return 3;
         }
     };
@@ -238,6 +243,19 @@ pub fn run(args: &DsaArgs) -> i32 {
     }
     println!("validated: legal ({} buffers, no overlap)", n);
     if let Some(out) = &args.out {
+        let same = match (
+            std::fs::canonicalize(out),
+            std::fs::canonicalize(&args.file),
+        ) {
+            (Ok(x), Ok(y)) => x == y,
+            _ => false,
+        };
+        if same {
+            eprintln!(
+                "tusk dsa: refusing to overwrite the input file {path} (inputs are never modified)"
+            );
+            return 2;
+        }
         if let Err(e) = csv::write_file(out, &table, &placements) {
             eprintln!("tusk dsa: cannot write {}: {e}", out.display());
             return 3;

@@ -5,6 +5,8 @@ pub mod color;
 pub mod csv;
 pub mod dimacs;
 pub mod dsa;
+#[cfg(any(test, feature = "fuzz"))]
+pub mod fuzz;
 pub mod gen;
 pub mod info;
 pub mod io;

@@ -2,10 +2,14 @@
 //! access patterns and a builder.
 
 pub mod ap;
+#[allow(clippy::indexing_slicing)] // column indexing by typed ids (see the crate docs)
 pub mod builder;
+#[allow(clippy::indexing_slicing)] // column indexing by typed ids (see the crate docs)
 pub mod column;
 pub mod entity;
+#[allow(clippy::indexing_slicing)] // column indexing by typed ids (see the crate docs)
 pub mod module;
+#[allow(clippy::indexing_slicing)] // column indexing by typed ids (see the crate docs)
 pub mod names;
 pub mod types;
 

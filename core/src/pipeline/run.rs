@@ -24,7 +24,7 @@ use crate::mem::gca::GcaOptions;
 use crate::mem::lsa::{self, LsaError, LsaOptions, LsaReport, LsaWorkspace};
 use crate::reg::alloc::{RegAllocConfig, RegAllocError, RegAllocator, RegReport};
 use crate::verify::dataflow::{DataflowCapacity, DataflowChecker, DataflowError};
-use crate::verify::placement::{Finding, Verifier};
+use crate::verify::placement::{Finding, Scope, Verifier};
 
 /// Time and outcome of one pass.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -427,6 +427,12 @@ pub fn run(
                 }
             }
             Pass::CheckInPlace => {
+                // Memory only: the registers are colored by the low-level
+                // stage after this check.
+                ws.verifier.set_scope(Scope {
+                    registers: false,
+                    ..Scope::default()
+                });
                 let r = ws.verifier.verify(m);
                 if let Some(first) = r.findings.first() {
                     return Err(PipelineError::Verify {
@@ -463,6 +469,7 @@ pub fn run(
     if !opts.no_verify {
         let t0 = clock.now_micros();
         report.verified = true;
+        ws.verifier.set_scope(Scope::default());
         let r = ws.verifier.verify(m);
         report.findings = r.total();
         if let Some(first) = r.findings.first() {

@@ -1,0 +1,5 @@
+//! cargo-fuzz target: see `tusk_shim::fuzz::check_pipeline`.
+#![no_main]
+use libfuzzer_sys::fuzz_target;
+
+fuzz_target!(|data: &[u8]| tusk_shim::fuzz::check_pipeline(data));
