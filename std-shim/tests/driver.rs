@@ -27,41 +27,13 @@
 
 use std::fs;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
-const BIN: &str = env!("CARGO_BIN_EXE_tusk");
+mod common;
 
-fn workspace() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .expect("the package sits in the workspace")
-        .to_path_buf()
-}
+use common::{run_in, workspace, Outcome};
 
 fn scratch(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("tusk-driver-{}-{name}", std::process::id()));
-    let _ = fs::remove_dir_all(&d);
-    fs::create_dir_all(&d).unwrap();
-    d
-}
-
-struct Outcome {
-    code: i32,
-    stdout: String,
-    stderr: String,
-}
-
-fn run_in(dir: &Path, args: &[&str]) -> Outcome {
-    let out = Command::new(BIN)
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .expect("run tusk");
-    Outcome {
-        code: out.status.code().unwrap_or(-1),
-        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-    }
+    common::scratch("driver", name)
 }
 
 // ---------------------------------------------------------------------

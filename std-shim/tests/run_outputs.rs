@@ -6,44 +6,24 @@
 use std::collections::BTreeSet;
 use std::fs;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use svg::node::element::tag::Type;
 use svg::parser::Event;
 
-const BIN: &str = env!("CARGO_BIN_EXE_tusk");
+mod common;
+
+use common::{run_in, Outcome};
 
 fn examples() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .expect("the package sits in the workspace")
-        .join("examples")
+    common::workspace().join("examples")
 }
 
 fn scratch(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("tusk-runout-{}-{name}", std::process::id()));
-    let _ = fs::remove_dir_all(&d);
-    fs::create_dir_all(&d).unwrap();
-    d
-}
-
-struct Outcome {
-    code: i32,
-    stdout: String,
-    stderr: String,
+    common::scratch("runout", name)
 }
 
 fn tusk(dir: &Path, args: &[&str]) -> Outcome {
-    let out = Command::new(BIN)
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .expect("run tusk");
-    Outcome {
-        code: out.status.code().unwrap_or(-1),
-        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-    }
+    run_in(dir, args)
 }
 
 /// Parses an SVG file, failing on a parse error or unbalanced tags, and

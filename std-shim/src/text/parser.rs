@@ -158,44 +158,37 @@ impl<'a> Parser<'a> {
         Ok(())
     }
 
-    /// A non-negative number in `min..=max`, consumed.
-    fn int_in(&mut self, what: &'static str, min: u64, max: u64) -> Result<u64> {
+    /// A number in `min..=max`, consumed (both signs lexed alike, so the
+    /// range check alone decides; `i128` holds every u64 and its negation).
+    fn number_in(&mut self, what: &'static str, min: i128, max: i128) -> Result<i128> {
         let t = self.tok;
         let value = match t.kind {
             Tok::Int => t.value as i128,
             Tok::NegInt => -(t.value as i128),
             _ => return Err(self.expected(what_number(what))),
         };
-        if value < min as i128 || value > max as i128 {
+        if value < min || value > max {
             return Err(self.err(ErrorKind::OutOfRange {
                 what,
                 value,
-                min: min as i128,
-                max: max as i128,
+                min,
+                max,
             }));
         }
         self.bump()?;
-        Ok(value as u64)
+        Ok(value)
+    }
+
+    /// A non-negative number in `min..=max`, consumed.
+    fn int_in(&mut self, what: &'static str, min: u64, max: u64) -> Result<u64> {
+        self.number_in(what, min as i128, max as i128)
+            .map(|v| v as u64)
     }
 
     /// A signed number in `min..=max`, consumed.
     fn signed_in(&mut self, what: &'static str, min: i64, max: i64) -> Result<i64> {
-        let t = self.tok;
-        let value = match t.kind {
-            Tok::Int => t.value as i128,
-            Tok::NegInt => -(t.value as i128),
-            _ => return Err(self.expected(what_number(what))),
-        };
-        if value < min as i128 || value > max as i128 {
-            return Err(self.err(ErrorKind::OutOfRange {
-                what,
-                value,
-                min: min as i128,
-                max: max as i128,
-            }));
-        }
-        self.bump()?;
-        Ok(value as i64)
+        self.number_in(what, min as i128, max as i128)
+            .map(|v| v as i64)
     }
 
     /// The number in a word like `p0`, `e4`, `r5` (prefix, then digits).
