@@ -1,0 +1,621 @@
+//! The checker on hand-made rewrites, right and broken.
+
+use super::*;
+use crate::ir::{
+    full_ap, slice_ap, Builder, Capacity, Inst, InstFlags, InstSpec, MemFlags, MemLoc, Module,
+    Opcode, Space, SubOp,
+};
+use crate::target::Target;
+use crate::verify::placement::Verifier;
+use alloc::format;
+use alloc::string::String;
+
+const B: u32 = 256;
+
+struct Prog {
+    m: Module,
+    x: MemLoc,
+    y: MemLoc,
+    t: MemLoc,
+    u: MemLoc,
+    v: MemLoc,
+    /// load t, exp u = t, add v = u + t, save y = v.
+    insts: [Inst; 4],
+}
+
+fn prog() -> Prog {
+    let mut m = Module::new(Target::default());
+    let mut b = Builder::new(&mut m);
+    let x = b.mem("x", Space::Dram, 128, B, 1, MemFlags::INPUT).unwrap();
+    let y = b
+        .mem("y", Space::Dram, 128, B, 1, MemFlags::OUTPUT)
+        .unwrap();
+    let t = b.mem("t", Space::Sb, 128, B, 1, MemFlags::empty()).unwrap();
+    let u = b.mem("u", Space::Sb, 128, B, 1, MemFlags::empty()).unwrap();
+    let v = b.mem("v", Space::Sb, 128, B, 1, MemFlags::empty()).unwrap();
+    b.func("main").unwrap();
+    let i0 = b.load(t, x, 0).unwrap();
+    let i1 = b
+        .compute(Opcode::Activation, SubOp::Exp, u, &[t], InstFlags::empty())
+        .unwrap();
+    let i2 = b
+        .compute(
+            Opcode::TensorTensor,
+            SubOp::Add,
+            v,
+            &[u, t],
+            InstFlags::empty(),
+        )
+        .unwrap();
+    let i3 = b.save(y, v, 1).unwrap();
+    Prog {
+        m,
+        x,
+        y,
+        t,
+        u,
+        v,
+        insts: [i0, i1, i2, i3],
+    }
+}
+
+fn headroom(m: &mut Module) {
+    m.reserve(Capacity {
+        insts: 8,
+        aps: 16,
+        dims: 80,
+        reg_operands: 16,
+        mems: 8,
+        regs: 8,
+        names: 16,
+        name_bytes: 256,
+        ..Default::default()
+    });
+}
+
+fn texts(m: &Module, r: &DataflowReport<'_>) -> String {
+    let mut s = String::new();
+    for x in r.mismatches {
+        s.push_str(&format!("{}\n", x.display(m)));
+    }
+    s
+}
+
+/// The LSA-style spill of `t`: a store to a DRAM slot after its
+/// definition, a reload into a fresh location before the add, the add
+/// re-pointed. Returns (rewritten, slot, reload, store, reload inst).
+fn spill_t(p: &Prog, reload_before_store: bool) -> (Module, MemLoc, MemLoc, Inst, Inst) {
+    let mut r = p.m.clone();
+    headroom(&mut r);
+    let slot = r.try_add_mem("t_spill", Space::Dram, 128, B).unwrap();
+    r.mems.flags[slot] = MemFlags::SPILL;
+    let rl = r
+        .try_add_mem("t_ReloadStore0_ShrinkedCopy", Space::Sb, 128, B)
+        .unwrap();
+    r.mems.flags[rl] = MemFlags::RELOAD;
+    let [i0, _, i2, _] = p.insts;
+    let (sa, sb) = ([full_ap(&r, p.t)], [full_ap(&r, slot)]);
+    let mut st = InstSpec::new(Opcode::Save);
+    st.inputs = &sa;
+    st.outputs = &sb;
+    st.flags = InstFlags::SPILL;
+    let store = r.insert_after(i0, &st).unwrap();
+    let (la, lb) = ([full_ap(&r, slot)], [full_ap(&r, rl)]);
+    let mut ld = InstSpec::new(Opcode::Load);
+    ld.inputs = &la;
+    ld.outputs = &lb;
+    ld.flags = InstFlags::RELOAD;
+    let at = if reload_before_store { store } else { i2 };
+    let reload = r.insert_before(at, &ld).unwrap();
+    let t_in = r.inputs(i2).nth(1).unwrap();
+    r.aps.loc[t_in] = rl;
+    (r, slot, rl, store, reload)
+}
+
+#[test]
+fn identical_programs_agree() {
+    let p = prog();
+    let mut c = DataflowChecker::new();
+    let rep = c.check(&p.m, &p.m).unwrap();
+    assert!(rep.is_clean(), "{}", texts(&p.m, &rep));
+    assert_eq!(rep.compared, 4);
+}
+
+#[test]
+fn correct_spill_with_placement_is_accepted() {
+    let p = prog();
+    let (mut r, slot, rl, _, _) = spill_t(&p, false);
+    // t dies at the exp, so its reload may take t's cells again.
+    r.place(p.t, 0, 0);
+    r.place(p.u, 0, B as u64);
+    r.place(rl, 0, 0);
+    r.place(p.v, 0, 2 * B as u64);
+    r.place(slot, 0, 0);
+    assert!(Verifier::new().verify(&r).is_clean());
+    let mut c = DataflowChecker::new();
+    let rep = c.check(&p.m, &r).unwrap();
+    assert!(rep.is_clean(), "{}", texts(&r, &rep));
+    assert_eq!(rep.compared, 4);
+}
+
+#[test]
+fn reload_before_the_store_is_caught() {
+    let p = prog();
+    let (r, _, rl, _, _) = spill_t(&p, true);
+    let mut c = DataflowChecker::new();
+    let rep = c.check(&p.m, &r).unwrap();
+    let s = texts(&r, &rep);
+    assert_eq!(rep.mismatches.len(), 1, "{s}");
+    assert_eq!(
+        rep.mismatches[0],
+        Mismatch::Read {
+            inst: p.insts[2],
+            operand: 1,
+            reads: Operand::Mem(rl),
+            walk: 0,
+            byte: 0,
+            expected: Value {
+                origin: Origin::Input(p.x),
+                offset: 0
+            },
+            found: Value {
+                origin: Origin::Uninit,
+                offset: 0
+            },
+        }
+    );
+    assert!(
+        s.contains("inst2 (tensor_tensor) operand 1 reading %t_ReloadStore0_ShrinkedCopy"),
+        "{s}"
+    );
+    assert!(
+        s.contains("holds uninitialized memory but the original program read byte 0 of input %x"),
+        "{s}"
+    );
+}
+
+#[test]
+fn consumer_repointed_to_the_wrong_location_is_caught() {
+    let p = prog();
+    let mut r = p.m.clone();
+    let t_in = r.inputs(p.insts[2]).nth(1).unwrap();
+    r.aps.loc[t_in] = p.u;
+    let mut c = DataflowChecker::new();
+    let rep = c.check(&p.m, &r).unwrap();
+    let s = texts(&r, &rep);
+    assert_eq!(rep.mismatches.len(), 1, "{s}");
+    assert!(
+        matches!(rep.mismatches[0], Mismatch::Read { inst, operand: 1, reads: Operand::Mem(l),
+        found: Value { origin: Origin::Def { inst: w, operand: 0 }, .. }, .. }
+        if inst == p.insts[2] && l == p.u && w == p.insts[1]),
+        "{s}"
+    );
+    assert!(
+        s.contains("byte 0 of output 0 of inst1 (activation)"),
+        "{s}"
+    );
+}
+
+#[test]
+fn clobbering_placement_is_caught() {
+    let p = prog();
+    let mut r = p.m.clone();
+    // u is written at the exp while t is still needed by the add.
+    r.place(p.t, 0, 0);
+    r.place(p.u, 0, 0);
+    r.place(p.v, 0, 2 * B as u64);
+    let mut c = DataflowChecker::new();
+    let rep = c.check(&p.m, &r).unwrap();
+    let s = texts(&r, &rep);
+    assert_eq!(rep.mismatches.len(), 1, "{s}");
+    assert!(
+        matches!(rep.mismatches[0], Mismatch::Read { inst, operand: 1, reads: Operand::Mem(l),
+        expected: Value { origin: Origin::Input(xx), offset: 0 },
+        found: Value { origin: Origin::Def { inst: w, .. }, offset: 0 }, .. }
+        if inst == p.insts[2] && l == p.t && xx == p.x && w == p.insts[1]),
+        "{s}"
+    );
+    // The placement verifier agrees, independently.
+    assert!(!Verifier::new().verify(&r).is_clean());
+}
+
+#[test]
+fn dropped_save_of_an_output_is_caught() {
+    let p = prog();
+    let mut r = p.m.clone();
+    r.remove_inst(p.insts[3]);
+    let mut c = DataflowChecker::new();
+    let rep = c.check(&p.m, &r).unwrap();
+    let s = texts(&r, &rep);
+    assert_eq!(
+        rep.mismatches,
+        &[Mismatch::Output {
+            mem: p.y,
+            byte: 0,
+            expected: Value {
+                origin: Origin::Def {
+                    inst: p.insts[2],
+                    operand: 0
+                },
+                offset: 0
+            },
+            found: Value {
+                origin: Origin::Uninit,
+                offset: 0
+            },
+        }],
+        "{s}"
+    );
+    assert!(
+        s.contains("output %y@DRAM<?>(128 x 256) ends holding uninitialized memory"),
+        "{s}"
+    );
+}
+
+#[test]
+fn merge_of_two_abutting_loads_is_accepted_and_a_wrong_half_is_not() {
+    let mut o = Module::new(Target::default());
+    let mut b = Builder::new(&mut o);
+    let x = b
+        .mem("x", Space::Dram, 128, 2 * B, 1, MemFlags::INPUT)
+        .unwrap();
+    let y = b
+        .mem("y", Space::Dram, 128, B, 1, MemFlags::OUTPUT)
+        .unwrap();
+    let lo = b
+        .mem("lo", Space::Sb, 128, B, 1, MemFlags::empty())
+        .unwrap();
+    let hi = b
+        .mem("hi", Space::Sb, 128, B, 1, MemFlags::empty())
+        .unwrap();
+    let s = b.mem("s", Space::Sb, 128, B, 1, MemFlags::empty()).unwrap();
+    b.func("main").unwrap();
+    let ld = |b: &mut Builder<'_>, dst: MemLoc, from: u32| {
+        let src = [b.slice(x, 0, 128, from, from + B)];
+        let dst = [b.full(dst)];
+        let mut spec = InstSpec::new(Opcode::Load);
+        spec.inputs = &src;
+        spec.outputs = &dst;
+        b.inst(&spec).unwrap()
+    };
+    let l0 = ld(&mut b, lo, 0);
+    let l1 = ld(&mut b, hi, B);
+    let add = b
+        .compute(
+            Opcode::TensorTensor,
+            SubOp::Add,
+            s,
+            &[lo, hi],
+            InstFlags::empty(),
+        )
+        .unwrap();
+    b.save(y, s, 0).unwrap();
+
+    let merged = |swap: bool| {
+        let mut r = o.clone();
+        headroom(&mut r);
+        let both = r.try_add_mem("lo_hi", Space::Sb, 128, 2 * B).unwrap();
+        let (src, dst) = ([full_ap(&r, x)], [full_ap(&r, both)]);
+        let mut spec = InstSpec::new(Opcode::Load);
+        spec.inputs = &src;
+        spec.outputs = &dst;
+        spec.flags = InstFlags::SYNTHETIC;
+        r.insert_before(l0, &spec).unwrap();
+        r.remove_inst(l0);
+        r.remove_inst(l1);
+        for (k, a) in r.inputs(add).enumerate() {
+            let half = if (k == 1) != swap { B } else { 0 };
+            let sl = slice_ap(&r, both, 0, 128, half, half + B);
+            r.aps.loc[a] = both;
+            r.aps.offset[a] = sl.offset;
+        }
+        r.place(both, 0, 0);
+        r.place(s, 0, 2 * B as u64);
+        r
+    };
+    let mut c = DataflowChecker::new();
+    let r = merged(false);
+    assert!(Verifier::new().verify(&r).is_clean());
+    let rep = c.check(&o, &r).unwrap();
+    assert!(rep.is_clean(), "{}", texts(&r, &rep));
+    assert_eq!(rep.compared, 2, "the two removed loads are exempt");
+    let r = merged(true);
+    let rep = c.check(&o, &r).unwrap();
+    let t = texts(&r, &rep);
+    assert_eq!(rep.mismatches.len(), 2, "{t}");
+    assert!(
+        t.contains("byte 256 of input %x but the original program read byte 0 of input %x"),
+        "{t}"
+    );
+}
+
+#[test]
+fn register_spill_through_memory_and_a_lane_clobber() {
+    let mut o = Module::new(Target::default());
+    let mut b = Builder::new(&mut o);
+    let k = b.reg("k", 1).unwrap();
+    let z = b.reg("z", 1).unwrap();
+    b.func("main").unwrap();
+    let def = b
+        .scalar(Opcode::ScalarImm, SubOp::None, &[k], &[], 5)
+        .unwrap();
+    let zdef = b
+        .scalar(Opcode::ScalarImm, SubOp::None, &[z], &[], 1)
+        .unwrap();
+    let zuse = b.scalar(Opcode::Branch, SubOp::None, &[], &[z], 0).unwrap();
+    let kuse = b.scalar(Opcode::Branch, SubOp::None, &[], &[k], 0).unwrap();
+
+    let mut r = o.clone();
+    headroom(&mut r);
+    let slot = r.try_add_mem("k_slot", Space::Sb, 1, 4).unwrap();
+    r.mems.flags[slot] = MemFlags::SPILL;
+    let k1 = r.try_add_reg("k1", 1).unwrap();
+    let k2 = r.try_add_reg("k2", 1).unwrap();
+    r.regs_mut(def)[0] = k1;
+    r.regs_mut(kuse)[0] = k2;
+    let (outs, uses) = ([full_ap(&r, slot)], [k1]);
+    let mut st = InstSpec::new(Opcode::RegSpillStore);
+    st.outputs = &outs;
+    st.uses = &uses;
+    st.flags = InstFlags::SPILL;
+    r.insert_after(def, &st).unwrap();
+    let (ins, defs) = ([full_ap(&r, slot)], [k2]);
+    let mut ld = InstSpec::new(Opcode::RegReload);
+    ld.inputs = &ins;
+    ld.defs = &defs;
+    ld.flags = InstFlags::RELOAD;
+    r.insert_before(kuse, &ld).unwrap();
+    // One lane for everything: k1 dies at the store, z lives between, k2 after.
+    r.regs.lane[k1] = 0;
+    r.regs.lane[z] = 0;
+    r.regs.lane[k2] = 0;
+    r.regs.lane[k] = 1;
+    r.place(slot, 0, 0);
+    assert!(Verifier::new().verify(&r).is_clean());
+    let mut c = DataflowChecker::new();
+    let rep = c.check(&o, &r).unwrap();
+    assert!(rep.is_clean(), "{}", texts(&r, &rep));
+    assert_eq!(rep.compared, 4);
+
+    // Without the spill, k and z on one lane: z's def clobbers k.
+    let mut bad = o.clone();
+    bad.regs.lane[k] = 3;
+    bad.regs.lane[z] = 3;
+    let rep = c.check(&o, &bad).unwrap();
+    let s = texts(&bad, &rep);
+    assert_eq!(rep.mismatches.len(), 1, "{s}");
+    assert!(
+        matches!(rep.mismatches[0], Mismatch::Read { inst, reads: Operand::Reg(rr),
+        found: Value { origin: Origin::Def { inst: w, .. }, .. }, .. }
+        if inst == kuse && rr == k && w == zdef),
+        "{s}"
+    );
+    assert!(s.contains("inst3 (branch) operand 0 reading $k"), "{s}");
+    let _ = zuse;
+}
+
+#[test]
+fn a_clobber_around_the_back_edge_is_caught_on_the_second_walk() {
+    // a = load x; loop 4 { b = exp a; save y = b }: a is read every
+    // iteration, so b may not take a's cells.
+    let mut o = Module::new(Target::default());
+    let mut bl = Builder::new(&mut o);
+    let x = bl
+        .mem("x", Space::Dram, 128, B, 1, MemFlags::INPUT)
+        .unwrap();
+    let y = bl
+        .mem("y", Space::Dram, 128, B, 1, MemFlags::OUTPUT)
+        .unwrap();
+    let a = bl
+        .mem("a", Space::Sb, 128, B, 1, MemFlags::empty())
+        .unwrap();
+    let b = bl
+        .mem("b", Space::Sb, 128, B, 1, MemFlags::empty())
+        .unwrap();
+    bl.func("main").unwrap();
+    bl.load(a, x, 0).unwrap();
+    bl.begin_loop(4).unwrap();
+    let e = bl
+        .compute(Opcode::Activation, SubOp::Exp, b, &[a], InstFlags::empty())
+        .unwrap();
+    bl.save(y, b, 0).unwrap();
+    bl.end_loop().unwrap();
+    let mut r = o.clone();
+    r.place(a, 0, 0);
+    r.place(b, 0, 0);
+    let mut c = DataflowChecker::new();
+    let rep = c.check(&o, &r).unwrap();
+    let s = texts(&r, &rep);
+    assert_eq!(rep.mismatches.len(), 1, "{s}");
+    assert!(
+        matches!(rep.mismatches[0], Mismatch::Read { inst, walk: 1, .. } if inst == e),
+        "{s}"
+    );
+    assert!(s.contains("(second walk of its loop)"), "{s}");
+    // Separate cells are fine.
+    r.place(b, 0, B as u64);
+    assert!(c.check(&o, &r).unwrap().is_clean());
+}
+
+#[test]
+fn removed_producer_and_reordering_are_reported_and_the_workspace_is_reused() {
+    let p = prog();
+    let [i0, i1, i2, i3] = p.insts;
+    // Removing the exp leaves the add reading a u nobody wrote.
+    let mut r = p.m.clone();
+    r.remove_inst(i1);
+    let mut c = DataflowChecker::new();
+    let rep = c.check(&p.m, &r).unwrap();
+    assert_eq!(rep.mismatches.len(), 1);
+    // Swapping the exp and the add (relinking the block) is a reorder.
+    let mut r = p.m.clone();
+    r.insts.next[i0] = i2;
+    r.insts.prev[i2] = i0;
+    r.insts.next[i2] = i1;
+    r.insts.prev[i1] = i2;
+    r.insts.next[i1] = i3;
+    r.insts.prev[i3] = i1;
+    r.check_structure().unwrap();
+    let e = c.check(&p.m, &r).unwrap_err();
+    assert_eq!(
+        e,
+        DataflowError::Reordered {
+            expected: i1,
+            found: i2
+        }
+    );
+    assert!(format!("{e}").contains("runs inst2 where the original runs inst1"));
+    let caps = (
+        c.orig.state.reserved(),
+        c.rw.state.reserved(),
+        c.rw.reads.v.capacity(),
+    );
+    assert!(c.check(&p.m, &p.m).unwrap().is_clean());
+    assert_eq!(
+        caps,
+        (
+            c.orig.state.reserved(),
+            c.rw.state.reserved(),
+            c.rw.reads.v.capacity()
+        )
+    );
+}
+
+#[test]
+fn cell_map_splits_and_reads_back() {
+    use super::pieces::{Piece, Pieces};
+    use super::state::{CellMap, Fill};
+    let mut s = CellMap::default();
+    s.reserve(64);
+    s.clear(1);
+    let o1 = Origin::Input(MemLoc::new(1));
+    let o2 = Origin::Input(MemLoc::new(2));
+    let fill = |origin, offset| Fill {
+        origin,
+        offset,
+        pstride: 0,
+    };
+    s.assign(0, 7, 8, 0, 100, fill(o1, 0)).unwrap();
+    s.assign(0, 7, 8, 40, 60, fill(o2, 1000)).unwrap();
+    s.assign(0, 8, 9, 0, 10, fill(o2, 0)).unwrap();
+    let mut out = Pieces::default();
+    s.read(0, 7, 8, &[(30, 110)], &mut out).unwrap();
+    let piece = |origin, offset, len| Piece {
+        origin,
+        offset,
+        len,
+    };
+    assert_eq!(
+        out.v,
+        [
+            piece(o1, 30, 10),
+            piece(o2, 1000, 20),
+            piece(o1, 60, 40),
+            piece(Origin::Uninit, 0, 10),
+        ]
+    );
+    // Overwrite across run boundaries; the freed slabs are reused.
+    s.assign(0, 7, 8, 10, 95, fill(o2, 5)).unwrap();
+    out.clear();
+    s.read(0, 7, 8, &[(0, 100)], &mut out).unwrap();
+    assert_eq!(
+        out.v,
+        [piece(o1, 0, 10), piece(o2, 5, 85), piece(o1, 95, 5)]
+    );
+    // Partition 8 kept its own value under the same addresses.
+    out.clear();
+    s.read(0, 8, 9, &[(0, 12)], &mut out).unwrap();
+    assert_eq!(out.v, [piece(o2, 0, 10), piece(Origin::Uninit, 0, 2)]);
+}
+
+#[test]
+fn a_whole_rectangle_is_one_slab_and_reads_back_per_partition() {
+    use super::pieces::{Piece, Pieces};
+    use super::state::{CellMap, Fill};
+    let mut s = CellMap::default();
+    s.reserve(64);
+    s.clear(1);
+    let o = Origin::Input(MemLoc::new(3));
+    // 128 partitions × 256 bytes, partition stride 256: one band.
+    let fill = Fill {
+        origin: o,
+        offset: 0,
+        pstride: 256,
+    };
+    s.assign(0, 0, 128, 1000, 1256, fill).unwrap();
+    assert_eq!(s.slabs_in(0), 1);
+    let mut out = Pieces::default();
+    s.read(0, 0, 128, &[(1000, 1256)], &mut out).unwrap();
+    assert_eq!(
+        out.v,
+        [Piece {
+            origin: o,
+            offset: 0,
+            len: 128 * 256
+        }]
+    );
+    // A column slice of partitions 32..64 over it, then the same columns
+    // written back: the slabs collapse to one again.
+    let other = Origin::Input(MemLoc::new(4));
+    let slice = Fill {
+        origin: other,
+        offset: 0,
+        pstride: 16,
+    };
+    s.assign(0, 32, 64, 1100, 1116, slice).unwrap();
+    assert_eq!(s.slabs_in(0), 3);
+    out.clear();
+    s.read(0, 33, 34, &[(1096, 1120)], &mut out).unwrap();
+    assert_eq!(
+        out.v,
+        [
+            Piece {
+                origin: o,
+                offset: 33 * 256 + 96,
+                len: 4
+            },
+            Piece {
+                origin: other,
+                offset: 16,
+                len: 16
+            },
+            Piece {
+                origin: o,
+                offset: 33 * 256 + 116,
+                len: 4
+            },
+        ]
+    );
+    let back = Fill {
+        origin: o,
+        offset: 32 * 256 + 100,
+        pstride: 256,
+    };
+    s.assign(0, 32, 64, 1100, 1116, back).unwrap();
+    assert_eq!(s.slabs_in(0), 1);
+    // Erasing the middle partitions leaves two bands, one slab.
+    let gone = Fill {
+        origin: Origin::Uninit,
+        offset: 0,
+        pstride: 0,
+    };
+    s.assign(0, 10, 20, 1000, 1256, gone).unwrap();
+    assert_eq!(s.slabs_in(0), 1);
+    out.clear();
+    s.read(0, 19, 21, &[(1000, 1001)], &mut out).unwrap();
+    assert_eq!(
+        out.v,
+        [
+            Piece {
+                origin: Origin::Uninit,
+                offset: 0,
+                len: 1
+            },
+            Piece {
+                origin: o,
+                offset: 20 * 256,
+                len: 1
+            },
+        ]
+    );
+}
