@@ -32,6 +32,14 @@ pub struct Value {
     pub offset: u64,
 }
 
+impl Value {
+    /// Uninitialized memory (also: a byte beyond the end of a read).
+    pub const UNINIT: Value = Value {
+        origin: Origin::Uninit,
+        offset: 0,
+    };
+}
+
 /// What an operand reads.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]

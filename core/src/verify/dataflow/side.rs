@@ -64,6 +64,7 @@ impl Side {
     }
 
     fn push_op(&mut self) -> Result<(), DataflowError> {
+        self.reads.fence();
         let at = self.reads.len() as u32;
         push_grow(&mut self.ops, at, "operands of one instruction")
     }
@@ -99,7 +100,7 @@ impl Side {
 
     /// Bytes read operand `k` produced.
     fn read_bytes(&self, k: usize) -> u64 {
-        self.operand(k).iter().map(|p| p.len).sum()
+        self.operand(k).iter().map(|p| p.bytes()).sum()
     }
 
     /// The read operand whose bytes a pure data movement copies, if `i` is one.
@@ -254,6 +255,25 @@ fn affine(
     chunk: &mut Vec<Piece>,
 ) -> Result<Option<u64>, DataflowError> {
     chunk.clear();
+    // One group with a run per partition, or one run over all of them.
+    if let [p] = pieces {
+        if p.reps == parts && p.len == row {
+            push_grow(
+                chunk,
+                Piece::run(p.origin, p.offset, row),
+                "the runs of one copied partition",
+            )?;
+            return Ok(Some(p.stride));
+        }
+        if p.reps == 1 && p.len == parts.saturating_mul(row) {
+            push_grow(
+                chunk,
+                Piece::run(p.origin, p.offset, row),
+                "the runs of one copied partition",
+            )?;
+            return Ok(Some(if p.origin == Origin::Uninit { 0 } else { row }));
+        }
+    }
     let mut c = Cursor::new(pieces);
     let mut got = 0;
     while got < row {

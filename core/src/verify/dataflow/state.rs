@@ -697,6 +697,39 @@ impl CellMap {
                 s = self.above(root, sl.start);
             }
         }
+        // One slab piece per partition: a band's partitions are one group.
+        if let [(x0, x1, s)] = gather[..] {
+            let len = x1 - x0;
+            if s == NIL {
+                return out.push(Origin::Uninit, 0, len.saturating_mul((p1 - p0) as u64));
+            }
+            let sl = &self.slabs[s as usize];
+            let mut q = p0;
+            let mut b = sl.band;
+            while q < p1 {
+                while b != NIL && self.bands[b as usize].p1 <= q {
+                    b = self.bands[b as usize].next;
+                }
+                let band = (b != NIL).then(|| &self.bands[b as usize]);
+                match band {
+                    Some(band) if band.p0 <= q => {
+                        let k = band.p1.min(p1) - q;
+                        let off = band
+                            .offset
+                            .wrapping_add(((q - band.p0) as u64).wrapping_mul(band.pstride))
+                            .wrapping_add(x0 - sl.start);
+                        out.push_group(band.origin, off, len, k as u64, band.pstride)?;
+                        q += k;
+                    }
+                    _ => {
+                        let next = band.map_or(p1, |band| band.p0.min(p1));
+                        out.push(Origin::Uninit, 0, len.saturating_mul((next - q) as u64))?;
+                        q = next;
+                    }
+                }
+            }
+            return Ok(());
+        }
         for q in p0..p1 {
             for &(x0, x1, s) in gather.iter() {
                 let mut piece = (Origin::Uninit, 0);

@@ -500,11 +500,7 @@ fn cell_map_splits_and_reads_back() {
     s.assign(0, 8, 9, 0, 10, fill(o2, 0)).unwrap();
     let mut out = Pieces::default();
     s.read(0, 7, 8, &[(30, 110)], &mut out).unwrap();
-    let piece = |origin, offset, len| Piece {
-        origin,
-        offset,
-        len,
-    };
+    let piece = Piece::run;
     assert_eq!(
         out.v,
         [
@@ -546,14 +542,7 @@ fn a_whole_rectangle_is_one_slab_and_reads_back_per_partition() {
     assert_eq!(s.slabs_in(0), 1);
     let mut out = Pieces::default();
     s.read(0, 0, 128, &[(1000, 1256)], &mut out).unwrap();
-    assert_eq!(
-        out.v,
-        [Piece {
-            origin: o,
-            offset: 0,
-            len: 128 * 256
-        }]
-    );
+    assert_eq!(out.v, [Piece::run(o, 0, 128 * 256)]);
     // A column slice of partitions 32..64 over it, then the same columns
     // written back: the slabs collapse to one again.
     let other = Origin::Input(MemLoc::new(4));
@@ -569,21 +558,9 @@ fn a_whole_rectangle_is_one_slab_and_reads_back_per_partition() {
     assert_eq!(
         out.v,
         [
-            Piece {
-                origin: o,
-                offset: 33 * 256 + 96,
-                len: 4
-            },
-            Piece {
-                origin: other,
-                offset: 16,
-                len: 16
-            },
-            Piece {
-                origin: o,
-                offset: 33 * 256 + 116,
-                len: 4
-            },
+            Piece::run(o, 33 * 256 + 96, 4),
+            Piece::run(other, 16, 16),
+            Piece::run(o, 33 * 256 + 116, 4),
         ]
     );
     let back = Fill {
@@ -605,17 +582,6 @@ fn a_whole_rectangle_is_one_slab_and_reads_back_per_partition() {
     s.read(0, 19, 21, &[(1000, 1001)], &mut out).unwrap();
     assert_eq!(
         out.v,
-        [
-            Piece {
-                origin: Origin::Uninit,
-                offset: 0,
-                len: 1
-            },
-            Piece {
-                origin: o,
-                offset: 20 * 256,
-                len: 1
-            },
-        ]
+        [Piece::run(Origin::Uninit, 0, 1), Piece::run(o, 20 * 256, 1),]
     );
 }
