@@ -6,8 +6,8 @@ use alloc::vec::Vec;
 use super::report::{DataflowError, Origin, Value};
 
 /// A group of `reps` runs of `len` consecutive value bytes, one after the
-/// other in traversal order, run k holding bytes `offset + k × stride ..
-/// + len` of `origin` — the runs a read of a column slice gives, one per
+/// other in traversal order, run k holding `len` bytes of `origin` from
+/// byte `offset + k × stride` on — the runs a read of a column slice gives, one per
 /// partition, in one entry. Uninitialized memory is one run (`reps` 1,
 /// offset 0): it has no order. A group whose runs abut (`stride == len`)
 /// is stored as one run.
