@@ -31,10 +31,10 @@ pub struct DataflowCapacity {
 }
 
 impl DataflowCapacity {
-    /// An estimate from the two modules' counts: two runs for every
-    /// location and register (each program's state holds what it wrote
-    /// last, one run per whole-tile write), and two value runs per row an
-    /// instruction reads.
+    /// An estimate from the two modules' counts: a run for every location
+    /// and register (each program's state holds what was written last, one
+    /// slab and band per whole-tile write; the arenas double when a module
+    /// fragments more), and two value runs per row an instruction reads.
     pub fn estimate(original: &Module, rewritten: &Module) -> Self {
         let mut cap = DataflowCapacity {
             mismatches: 64,
@@ -50,7 +50,7 @@ impl DataflowCapacity {
                     .fold(0usize, |s, x| s.saturating_add(x));
                 widest = widest.max(w.saturating_add(m.operands(i).n_use as usize));
             }
-            cap.runs = cap.runs.max(4096 + 2 * runs);
+            cap.runs = cap.runs.max(4096 + runs);
             cap.scratch = cap
                 .scratch
                 .max(4096usize.saturating_add(widest.saturating_mul(2)));

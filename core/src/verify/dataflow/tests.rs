@@ -585,3 +585,274 @@ fn a_whole_rectangle_is_one_slab_and_reads_back_per_partition() {
         [Piece::run(Origin::Uninit, 0, 1), Piece::run(o, 20 * 256, 1),]
     );
 }
+
+/// x (DRAM input 128 × B), t, k (SB 128 × B, 16 × B), s (SB 128 × B/2), y
+/// (DRAM output 128 × B/2): load t = x; memset k; s = exp t[:, B/2..B];
+/// save y = s.
+struct Sliced {
+    m: Module,
+    t: MemLoc,
+    k: MemLoc,
+    s: MemLoc,
+    y: MemLoc,
+    /// load, memset, exp, save.
+    insts: [Inst; 4],
+}
+
+fn sliced() -> Sliced {
+    let mut m = Module::new(Target::default());
+    let mut b = Builder::new(&mut m);
+    let x = b.mem("x", Space::Dram, 128, B, 1, MemFlags::INPUT).unwrap();
+    let y = b
+        .mem("y", Space::Dram, 128, B / 2, 1, MemFlags::OUTPUT)
+        .unwrap();
+    let t = b.mem("t", Space::Sb, 128, B, 1, MemFlags::empty()).unwrap();
+    let k = b.mem("k", Space::Sb, 16, B, 1, MemFlags::empty()).unwrap();
+    let s = b
+        .mem("s", Space::Sb, 128, B / 2, 1, MemFlags::empty())
+        .unwrap();
+    b.func("main").unwrap();
+    let i0 = b.load(t, x, 0).unwrap();
+    let i1 = b.op(Opcode::Memset, &[b.full(k)], &[]).unwrap();
+    let src = [b.slice(t, 0, 128, B / 2, B)];
+    let dst = [b.full(s)];
+    let mut spec = InstSpec::new(Opcode::Activation);
+    spec.subop = SubOp::Exp;
+    spec.inputs = &src;
+    spec.outputs = &dst;
+    let i2 = b.inst(&spec).unwrap();
+    let i3 = b.save(y, s, 0).unwrap();
+    Sliced {
+        m,
+        t,
+        k,
+        s,
+        y,
+        insts: [i0, i1, i2, i3],
+    }
+}
+
+#[test]
+fn a_column_slice_read_of_a_placed_tile_is_accepted() {
+    let p = sliced();
+    let mut r = p.m.clone();
+    r.place(p.t, 0, 0);
+    r.place(p.k, 0, B as u64);
+    r.place(p.s, 0, 2 * B as u64);
+    assert!(Verifier::new().verify(&r).is_clean());
+    let mut c = DataflowChecker::new();
+    let rep = c.check(&p.m, &r).unwrap();
+    assert!(rep.is_clean(), "{}", texts(&r, &rep));
+    assert_eq!(rep.compared, 4);
+}
+
+#[test]
+fn a_small_tile_clobbering_some_partitions_of_a_live_one_is_caught_at_the_first_byte() {
+    // k (16 partitions) on partitions 32..48 of t's cells, written while t
+    // is still to be read: the exp sees the memset from partition 32 on.
+    let p = sliced();
+    let mut r = p.m.clone();
+    r.place(p.t, 0, 0);
+    r.place(p.k, 32, 0);
+    r.place(p.s, 0, 2 * B as u64);
+    let mut c = DataflowChecker::new();
+    let rep = c.check(&p.m, &r).unwrap();
+    let s = texts(&r, &rep);
+    assert_eq!(rep.mismatches.len(), 1, "{s}");
+    let half = (B / 2) as u64;
+    assert_eq!(
+        rep.mismatches[0],
+        Mismatch::Read {
+            inst: p.insts[2],
+            operand: 0,
+            reads: Operand::Mem(p.t),
+            walk: 0,
+            // Partition 32 of the slice: 32 rows of B/2 bytes before it.
+            byte: 32 * half,
+            expected: Value {
+                origin: Origin::Input(MemLoc::new(0)),
+                offset: 32 * B as u64 + half,
+            },
+            found: Value {
+                origin: Origin::Def {
+                    inst: p.insts[1],
+                    operand: 0
+                },
+                offset: half,
+            },
+        },
+        "{s}"
+    );
+    assert!(
+        s.contains("byte 4096 holds byte 128 of output 0 of inst1 (memset) but the original program read byte 8320 of input %x"),
+        "{s}"
+    );
+}
+
+#[test]
+fn a_consumer_reading_the_wrong_columns_is_caught() {
+    let p = sliced();
+    let mut r = p.m.clone();
+    let a = r.inputs(p.insts[2]).next().unwrap();
+    r.aps.offset[a] = 0;
+    let mut c = DataflowChecker::new();
+    let rep = c.check(&p.m, &r).unwrap();
+    let s = texts(&r, &rep);
+    assert_eq!(rep.mismatches.len(), 1, "{s}");
+    assert!(
+        matches!(rep.mismatches[0], Mismatch::Read { inst, byte: 0,
+        expected: Value { origin: Origin::Input(_), offset: e },
+        found: Value { origin: Origin::Input(_), offset: 0 }, .. }
+        if inst == p.insts[2] && e == (B / 2) as u64),
+        "{s}"
+    );
+}
+
+#[test]
+fn a_consumer_reading_with_another_stride_is_caught() {
+    // Every other column of t from B/2 on: the first byte agrees, the
+    // second does not.
+    let p = sliced();
+    let mut r = p.m.clone();
+    let a = r.inputs(p.insts[2]).next().unwrap();
+    let d = r.aps.dims_start[a] as usize;
+    assert_eq!(r.aps.ndims[a], 1);
+    r.dims[d].count = B / 4;
+    r.dims[d].stride = 2;
+    let mut c = DataflowChecker::new();
+    let rep = c.check(&p.m, &r).unwrap();
+    let s = texts(&r, &rep);
+    assert!(!rep.is_clean(), "{s}");
+    assert!(
+        matches!(rep.mismatches[0], Mismatch::Read { inst, byte: 1, .. } if inst == p.insts[2]),
+        "{s}"
+    );
+}
+
+#[test]
+fn a_shrunk_load_that_drops_columns_still_read_is_caught() {
+    // A partial DMA shrunk too far: the load brings columns 0..B/2 only,
+    // but the exp reads B/2..B.
+    let p = sliced();
+    let mut r = p.m.clone();
+    let [ld, ..] = p.insts;
+    let (src, dst) = (r.inputs(ld).next().unwrap(), r.outputs(ld).next().unwrap());
+    for a in [src, dst] {
+        let d = r.aps.dims_start[a] as usize;
+        r.dims[d].count = B / 2;
+    }
+    let mut c = DataflowChecker::new();
+    let rep = c.check(&p.m, &r).unwrap();
+    let s = texts(&r, &rep);
+    // The load's own read changed (it is an original instruction), and the
+    // exp reads columns nobody wrote.
+    assert_eq!(rep.mismatches.len(), 2, "{s}");
+    assert!(
+        matches!(rep.mismatches[0], Mismatch::Read { inst, .. } if inst == ld),
+        "{s}"
+    );
+    assert!(
+        matches!(rep.mismatches[1], Mismatch::Read { inst, byte: 0, reads: Operand::Mem(l),
+        found: Value { origin: Origin::Uninit, .. }, .. }
+        if inst == p.insts[2] && l == p.t),
+        "{s}"
+    );
+}
+
+#[test]
+fn a_save_that_writes_only_some_partitions_of_an_output_is_caught() {
+    let p = sliced();
+    let mut r = p.m.clone();
+    let sv = p.insts[3];
+    for a in [r.inputs(sv).next().unwrap(), r.outputs(sv).next().unwrap()] {
+        r.aps.part_count[a] = 64;
+    }
+    let mut c = DataflowChecker::new();
+    let rep = c.check(&p.m, &r).unwrap();
+    let s = texts(&r, &rep);
+    // The save's own read is shorter (an operand-size change), and y ends
+    // uninitialized from partition 64 on.
+    assert!(
+        rep.mismatches.iter().any(|x| matches!(x, Mismatch::Output { mem, byte, found: Value { origin: Origin::Uninit, .. }, .. }
+            if *mem == p.y && *byte == 64 * (B / 2) as u64)),
+        "{s}"
+    );
+    assert!(
+        s.contains("output %y@DRAM<?>(128 x 128) ends holding uninitialized memory at byte 8192"),
+        "{s}"
+    );
+}
+
+#[test]
+fn a_removed_spill_store_leaves_the_reload_reading_an_empty_slot() {
+    // Dead-store removal gone wrong: the spill store is dropped, its slot
+    // is still reloaded.
+    let p = prog();
+    let (mut r, _, rl, store, _) = spill_t(&p, false);
+    r.remove_inst(store);
+    let mut c = DataflowChecker::new();
+    let rep = c.check(&p.m, &r).unwrap();
+    let s = texts(&r, &rep);
+    assert_eq!(rep.mismatches.len(), 1, "{s}");
+    assert!(
+        matches!(rep.mismatches[0], Mismatch::Read { inst, operand: 1, reads: Operand::Mem(l),
+        found: Value { origin: Origin::Uninit, .. }, .. }
+        if inst == p.insts[2] && l == rl),
+        "{s}"
+    );
+}
+
+#[test]
+fn a_reload_placed_one_partition_off_is_caught() {
+    // The reload lands on partitions 1..129 of SB (on another tile's cells
+    // from partition 1 on) while the add reads it from partition 0: every
+    // row is shifted, and the first byte already differs.
+    let p = prog();
+    let (mut r, slot, rl, _, _) = spill_t(&p, false);
+    r.place(p.t, 0, 0);
+    r.place(p.u, 0, B as u64);
+    r.place(p.v, 0, 2 * B as u64);
+    r.place(slot, 0, 0);
+    r.place(rl, 0, 3 * B as u64);
+    let mut c = DataflowChecker::new();
+    assert!(c.check(&p.m, &r).unwrap().is_clean());
+    // Now the add's read of the reload starts one partition later (the
+    // rewrite re-pointed it with a wrong partition start).
+    let a = r.inputs(p.insts[2]).nth(1).unwrap();
+    r.aps.part_start[a] = 1;
+    r.aps.part_count[a] = 127;
+    let rep = c.check(&p.m, &r).unwrap();
+    let s = texts(&r, &rep);
+    assert!(!rep.is_clean(), "{s}");
+    assert!(
+        matches!(rep.mismatches[0], Mismatch::Read { inst, operand: 1, byte: 0,
+        expected: Value { origin: Origin::Input(_), offset: 0 },
+        found: Value { origin: Origin::Input(_), offset: o }, .. }
+        if inst == p.insts[2] && o == B as u64),
+        "{s}"
+    );
+}
+
+#[test]
+fn a_register_moved_between_different_widths_is_not_a_copy() {
+    // mov of a 1-lane register into a 2-lane one makes fresh values, so a
+    // rewrite that replaces a use of k by its wider copy is caught.
+    let mut o = Module::new(Target::default());
+    let mut b = Builder::new(&mut o);
+    let k = b.reg("k", 1).unwrap();
+    let w = b.reg("w", 2).unwrap();
+    b.func("main").unwrap();
+    b.scalar(Opcode::ScalarImm, SubOp::None, &[k], &[], 5)
+        .unwrap();
+    b.scalar(Opcode::ScalarMov, SubOp::None, &[w], &[k], 0)
+        .unwrap();
+    let kuse = b.scalar(Opcode::Branch, SubOp::None, &[], &[k], 0).unwrap();
+    let mut r = o.clone();
+    r.regs_mut(kuse)[0] = w;
+    let mut c = DataflowChecker::new();
+    let rep = c.check(&o, &r).unwrap();
+    let s = texts(&r, &rep);
+    assert_eq!(rep.mismatches.len(), 1, "{s}");
+    assert!(s.contains("inst2 (branch) operand 0 reading $w"), "{s}");
+    assert!(s.contains("output 0 of inst1"), "{s}");
+}
