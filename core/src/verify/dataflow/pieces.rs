@@ -261,9 +261,14 @@ pub(super) fn first_difference(expected: &[Piece], found: &[Piece]) -> Option<(u
                 e.advance(n);
                 f.advance(n);
             }
-            // Lengths differ only when operand sizes changed.
+            // Lengths differ only when operand sizes changed; expected
+            // uninitialized bytes match even missing ones.
             (Some(x), None) if x.0 != Origin::Uninit => {
                 return Some((byte, val(x), Value::UNINIT));
+            }
+            (Some(x), None) => {
+                byte += x.2;
+                e.advance(x.2);
             }
             (None, Some(y)) => return Some((byte, Value::UNINIT, val(y))),
             _ => return None,

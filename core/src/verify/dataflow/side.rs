@@ -196,7 +196,7 @@ impl Side {
 /// first, shifted by a fixed stride (a whole tile, or a slice of a
 /// regularly laid out one), each run is one rectangle over all partitions;
 /// otherwise partition by partition.
-fn put_copy(
+pub(super) fn put_copy(
     state: &mut CellMap,
     rect: Rect,
     segs: &[(u64, u64)],
