@@ -172,7 +172,9 @@ impl fmt::Display for MismatchDisplay<'_> {
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub enum DataflowError {
-    /// A reserved buffer is full.
+    /// A buffer is full and could not grow: the heap refused (the checker
+    /// grows its storage by doubling), or the loop-nesting stack (sized
+    /// from the module's loop count) overflowed on a malformed module.
     Capacity {
         /// Which buffer.
         what: &'static str,
@@ -215,8 +217,8 @@ impl fmt::Display for DataflowError {
         match *self {
             DataflowError::Capacity { what, reserved } => write!(
                 f,
-                "dataflow checker: {what} needs more than the {reserved} entries reserved; \
-                 raise it with DataflowChecker::with_capacity"
+                "dataflow checker: {what} needs more than its {reserved} entries and the \
+                 heap refused to grow it (or, for loop nesting, the reserve is fixed)"
             ),
             DataflowError::NotARewrite { what } => {
                 write!(f, "dataflow checker: the rewritten module has fewer {what} than the original")

@@ -152,7 +152,9 @@ pub(super) fn ap_rect(
             }
         }
     }
-    rect.row = segs.iter().map(|&(a, b)| b.wrapping_sub(a)).sum();
+    rect.row = segs
+        .iter()
+        .fold(0u64, |n, &(a, b)| n.wrapping_add(b.wrapping_sub(a)));
     if flat {
         rect.p0 = 0;
         rect.p1 = 1;

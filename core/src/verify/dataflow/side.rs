@@ -100,7 +100,9 @@ impl Side {
 
     /// Bytes read operand `k` produced.
     fn read_bytes(&self, k: usize) -> u64 {
-        self.operand(k).iter().map(|p| p.bytes()).sum()
+        self.operand(k)
+            .iter()
+            .fold(0u64, |n, p| n.saturating_add(p.bytes()))
     }
 
     /// The read operand whose bytes a pure data movement copies, if `i` is one.
