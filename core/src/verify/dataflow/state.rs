@@ -92,8 +92,8 @@ pub(super) struct CellMap {
     /// Scratch: the slabs a write covers, then the ones it leaves.
     seq: Vec<u32>,
     out: Vec<u32>,
-    /// Scratch: the (start, end, slab) pieces a read covers.
-    gather: Vec<(u64, u64, u32)>,
+    /// Scratch: the (start, end, slab, band cursor) pieces a read covers.
+    gather: Vec<(u64, u64, u32, u32)>,
 }
 
 impl CellMap {
@@ -671,7 +671,7 @@ impl CellMap {
         p1: u32,
         segs: &[(u64, u64)],
         out: &mut Pieces,
-        gather: &mut Vec<(u64, u64, u32)>,
+        gather: &mut Vec<(u64, u64, u32, u32)>,
     ) -> Result<(), DataflowError> {
         gather.clear();
         const WHAT: &str = "the runs one read covers";
@@ -683,22 +683,22 @@ impl CellMap {
             }
             while x < b {
                 if s == NIL || self.slabs[s as usize].start >= b {
-                    push_grow(gather, (x, b, NIL), WHAT)?;
+                    push_grow(gather, (x, b, NIL, NIL), WHAT)?;
                     break;
                 }
                 let sl = self.slabs[s as usize];
                 if sl.start > x {
-                    push_grow(gather, (x, sl.start, NIL), WHAT)?;
+                    push_grow(gather, (x, sl.start, NIL, NIL), WHAT)?;
                     x = sl.start;
                 }
                 let e = sl.end.min(b);
-                push_grow(gather, (x, e, s), WHAT)?;
+                push_grow(gather, (x, e, s, sl.band), WHAT)?;
                 x = e;
                 s = self.above(root, sl.start);
             }
         }
         // One slab piece per partition: a band's partitions are one group.
-        if let [(x0, x1, s)] = gather[..] {
+        if let [(x0, x1, s, _)] = gather[..] {
             let len = x1 - x0;
             if s == NIL {
                 return out.push(Origin::Uninit, 0, len.saturating_mul((p1 - p0) as u64));
@@ -730,26 +730,26 @@ impl CellMap {
             }
             return Ok(());
         }
+        // Partitions ascend, so each piece's band cursor (the fourth field,
+        // from the slab's first band) only moves on.
         for q in p0..p1 {
-            for &(x0, x1, s) in gather.iter() {
+            for g in gather.iter_mut() {
+                let (x0, x1) = (g.0, g.1);
                 let mut piece = (Origin::Uninit, 0);
-                if s != NIL {
-                    let sl = &self.slabs[s as usize];
-                    let mut b = sl.band;
-                    while b != NIL {
-                        let band = &self.bands[b as usize];
-                        if band.p0 > q {
-                            break;
-                        }
-                        if q < band.p1 {
-                            let off = band
-                                .offset
-                                .wrapping_add(((q - band.p0) as u64).wrapping_mul(band.pstride))
-                                .wrapping_add(x0 - sl.start);
-                            piece = (band.origin, off);
-                            break;
-                        }
-                        b = band.next;
+                let mut b = g.3;
+                while b != NIL && self.bands[b as usize].p1 <= q {
+                    b = self.bands[b as usize].next;
+                }
+                g.3 = b;
+                if b != NIL {
+                    let band = &self.bands[b as usize];
+                    if band.p0 <= q {
+                        let start = self.slabs[g.2 as usize].start;
+                        let off = band
+                            .offset
+                            .wrapping_add(((q - band.p0) as u64).wrapping_mul(band.pstride))
+                            .wrapping_add(x0 - start);
+                        piece = (band.origin, off);
                     }
                 }
                 out.push(piece.0, piece.1, x1 - x0)?;
