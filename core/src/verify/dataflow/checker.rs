@@ -1,0 +1,319 @@
+//! The checker's workspace and the lockstep walk that compares the two
+//! programs (see the module doc of `dataflow`).
+
+use super::pieces::first_difference;
+use super::report::{DataflowError, Mismatch, Operand};
+use super::shape::{loc_rect, rows};
+use super::side::Side;
+use crate::ir::{Ap, Inst, MemFlags, Module};
+use alloc::vec::Vec;
+
+/// Reserved sizes of a [`DataflowChecker`]. Storage the walk finds too
+/// small grows (by doubling, fallibly: a refused allocation is a
+/// [`DataflowError::Capacity`]); reserving enough up front avoids that.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Default)]
+pub struct DataflowCapacity {
+    /// Runs (slabs, and bands) each program's state may hold at once.
+    pub runs: usize,
+    /// Unused since the two programs are walked in lockstep (nothing of
+    /// the original is recorded); kept so that callers keep compiling.
+    pub log_runs: usize,
+    /// Unused (see `log_runs`).
+    pub executions: usize,
+    /// Unused (see `log_runs`).
+    pub operands: usize,
+    /// Value runs one instruction's reads may produce.
+    pub scratch: usize,
+    /// Unused (see `log_runs`).
+    pub outputs: usize,
+    /// Mismatches kept (the rest are counted).
+    pub mismatches: usize,
+}
+
+impl DataflowCapacity {
+    /// An estimate from the two modules' counts: a run for every location
+    /// and register (each program's state holds what was written last, one
+    /// slab and band per whole-tile write; the arenas double when a module
+    /// fragments more), and two value runs per row an instruction reads.
+    pub fn estimate(original: &Module, rewritten: &Module) -> Self {
+        let mut cap = DataflowCapacity {
+            mismatches: 64,
+            ..Default::default()
+        };
+        for m in [original, rewritten] {
+            let runs = m.num_mems() + m.num_regs();
+            let mut widest = 0usize;
+            for i in m.program_order() {
+                let w: usize = m
+                    .inputs(i)
+                    .map(|a| (m.aps.part_count[a] as usize).saturating_mul(rows(m, a)))
+                    .fold(0usize, |s, x| s.saturating_add(x));
+                widest = widest.max(w.saturating_add(m.operands(i).n_use as usize));
+            }
+            cap.runs = cap.runs.max(4096 + runs);
+            cap.scratch = cap
+                .scratch
+                .max(4096usize.saturating_add(widest.saturating_mul(2)));
+        }
+        cap
+    }
+
+    /// Four times the storage that `what` (a [`DataflowError::Capacity`]
+    /// name) ran out of (at least 4096 entries, so that a buffer that
+    /// started empty grows too); all of it for a name not listed.
+    pub fn grown(self, what: &str) -> Self {
+        let x4 = |n: usize| n.saturating_mul(4).max(4096);
+        let mut c = self;
+        match what {
+            "the value-run state" => c.runs = x4(c.runs),
+            "one instruction's reads" => c.scratch = x4(c.scratch),
+            _ => {
+                c.runs = x4(c.runs);
+                c.log_runs = x4(c.log_runs);
+                c.executions = x4(c.executions);
+                c.operands = x4(c.operands);
+                c.scratch = x4(c.scratch);
+                c.outputs = x4(c.outputs);
+            }
+        }
+        c
+    }
+}
+
+/// What a [`DataflowChecker::check`] found.
+#[derive(Copy, Clone, Debug)]
+pub struct DataflowReport<'c> {
+    /// The first mismatches, in the rewritten program's order.
+    pub mismatches: &'c [Mismatch],
+    /// Mismatches beyond the cap, counted.
+    pub dropped: u64,
+    /// Original instruction executions compared.
+    pub compared: u64,
+}
+
+impl DataflowReport<'_> {
+    /// True when every read sees its original value.
+    pub fn is_clean(&self) -> bool {
+        self.mismatches.is_empty() && self.dropped == 0
+    }
+}
+
+/// The reusable workspace of the dataflow checker (see the module doc).
+#[derive(Debug, Default)]
+pub struct DataflowChecker {
+    pub(super) orig: Side,
+    pub(super) rw: Side,
+    mismatches: Vec<Mismatch>,
+    max_mismatches: usize,
+    dropped: u64,
+    compared: u64,
+}
+
+impl DataflowChecker {
+    /// An empty workspace; [`DataflowChecker::check`] reserves from the
+    /// modules' counts on first use.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// A workspace with explicit reserved sizes.
+    pub fn with_capacity(cap: DataflowCapacity) -> Self {
+        let mut c = Self::new();
+        c.reserve(cap);
+        c
+    }
+
+    /// Grows every buffer to at least `cap`.
+    pub fn reserve(&mut self, cap: DataflowCapacity) {
+        self.orig.reserve(cap.runs, cap.scratch);
+        self.rw.reserve(cap.runs, cap.scratch);
+        self.mismatches
+            .reserve(cap.mismatches.saturating_sub(self.mismatches.len()));
+        self.max_mismatches = self.max_mismatches.max(cap.mismatches);
+    }
+
+    /// Checks that `rewritten` reads, at every surviving original
+    /// instruction and at the outputs, the values `original` reads.
+    /// Reserves from [`DataflowCapacity::estimate`] first (a no-op when
+    /// large enough); storage that proves too small grows.
+    pub fn check(
+        &mut self,
+        original: &Module,
+        rewritten: &Module,
+    ) -> Result<DataflowReport<'_>, DataflowError> {
+        let cap = DataflowCapacity::estimate(original, rewritten);
+        self.check_growing(original, rewritten, cap)
+    }
+
+    /// [`Self::check`] starting from `start` instead of the estimate, for a
+    /// memory-tight caller (firmware) that would rather grow from small
+    /// buffers than reserve the estimate.
+    pub fn check_growing(
+        &mut self,
+        original: &Module,
+        rewritten: &Module,
+        start: DataflowCapacity,
+    ) -> Result<DataflowReport<'_>, DataflowError> {
+        if rewritten.num_mems() < original.num_mems() {
+            return Err(DataflowError::NotARewrite { what: "locations" });
+        }
+        if rewritten.num_regs() < original.num_regs() {
+            return Err(DataflowError::NotARewrite { what: "registers" });
+        }
+        if rewritten.num_insts() < original.num_insts() {
+            return Err(DataflowError::NotARewrite {
+                what: "instructions",
+            });
+        }
+        self.orig.walker.reserve(original.num_loops());
+        self.rw.walker.reserve(rewritten.num_loops());
+        self.reserve(start);
+        self.mismatches.clear();
+        self.dropped = 0;
+        self.compared = 0;
+        self.walk(original, rewritten)?;
+        Ok(DataflowReport {
+            mismatches: &self.mismatches,
+            dropped: self.dropped,
+            compared: self.compared,
+        })
+    }
+
+    /// How much of each buffer the last check used (high-water marks, for
+    /// sizing a later [`Self::check_growing`]).
+    pub fn used(&self) -> DataflowCapacity {
+        DataflowCapacity {
+            runs: self.orig.state.used().max(self.rw.state.used()),
+            scratch: self.orig.reads_high.max(self.rw.reads_high),
+            mismatches: self.mismatches.len(),
+            ..DataflowCapacity::default()
+        }
+    }
+
+    /// The lockstep walk. The rewritten program leads; when it reaches an
+    /// instruction of the original (the same [`Inst`] id, linked in both:
+    /// rewrites never reuse ids), the original program is walked up to the
+    /// same execution of it — executing on the way the original
+    /// instructions the rewrite removed, which must not be linked in the
+    /// rewrite, or the order changed — and the two executions' reads are
+    /// compared. Instructions the rewrite added are executed, not
+    /// compared. At the end the rest of the original runs and the final
+    /// contents of its outputs are compared.
+    fn walk(&mut self, original: &Module, rewritten: &Module) -> Result<(), DataflowError> {
+        self.orig.begin(original)?;
+        self.rw.begin(rewritten)?;
+        while let Some((i, walk)) = self.rw.walker.next(rewritten)? {
+            self.rw.read(rewritten, i)?;
+            let is_original =
+                i.index() < original.num_insts() && original.insts.block[i].is_valid();
+            if is_original {
+                loop {
+                    let Some((e, _)) = self.orig.walker.next(original)? else {
+                        return Err(DataflowError::Reordered {
+                            expected: Inst::INVALID,
+                            found: i,
+                        });
+                    };
+                    if e != i && rewritten.insts.block[e].is_valid() {
+                        return Err(DataflowError::Reordered {
+                            expected: e,
+                            found: i,
+                        });
+                    }
+                    self.orig.read(original, e)?;
+                    if e == i {
+                        self.compare(original, rewritten, i, walk)?;
+                    }
+                    self.orig.write(original, e)?;
+                    if e == i {
+                        break;
+                    }
+                }
+            }
+            self.rw.write(rewritten, i)?;
+        }
+        while let Some((e, _)) = self.orig.walker.next(original)? {
+            if rewritten.insts.block[e].is_valid() {
+                return Err(DataflowError::Reordered {
+                    expected: e,
+                    found: Inst::INVALID,
+                });
+            }
+            self.orig.read(original, e)?;
+            self.orig.write(original, e)?;
+        }
+        // Final contents of the original's outputs.
+        for l in original.mems.space.keys() {
+            if !original.mems.flags[l].contains(MemFlags::OUTPUT) {
+                continue;
+            }
+            for (side, m) in [(&mut self.orig, original), (&mut self.rw, rewritten)] {
+                side.reads.clear();
+                let (r, seg) = loc_rect(m, l);
+                side.state
+                    .read(r.region, r.p0, r.p1, &[seg], &mut side.reads)?;
+            }
+            if let Some((byte, expected, found)) =
+                first_difference(&self.orig.reads.v, &self.rw.reads.v)
+            {
+                self.report(Mismatch::Output {
+                    mem: l,
+                    byte,
+                    expected,
+                    found,
+                });
+            }
+        }
+        Ok(())
+    }
+
+    fn report(&mut self, x: Mismatch) {
+        if self.mismatches.len() < self.max_mismatches {
+            self.mismatches.push(x);
+        } else {
+            self.dropped += 1;
+        }
+    }
+
+    /// Compares the reads of `i` in both programs (read, not yet written).
+    fn compare(
+        &mut self,
+        original: &Module,
+        rewritten: &Module,
+        i: Inst,
+        walk: u8,
+    ) -> Result<(), DataflowError> {
+        self.compared += 1;
+        let oo = original.operands(i);
+        let ro = rewritten.operands(i);
+        let expected_n = oo.n_in as u32 + oo.n_use as u32;
+        let found_n = ro.n_in as u32 + ro.n_use as u32;
+        if expected_n != found_n {
+            return Err(DataflowError::OperandsChanged {
+                inst: i,
+                expected: expected_n,
+                found: found_n,
+            });
+        }
+        for k in 0..found_n as usize {
+            let diff = first_difference(self.orig.operand(k), self.rw.operand(k));
+            if let Some((byte, expected, found)) = diff {
+                let reads = if k < ro.n_in as usize {
+                    Operand::Mem(rewritten.aps.loc[Ap::from_u32(ro.ap_start + k as u32)])
+                } else {
+                    Operand::Reg(rewritten.uses(i)[k - ro.n_in as usize])
+                };
+                self.report(Mismatch::Read {
+                    inst: i,
+                    operand: k as u8,
+                    reads,
+                    walk,
+                    byte,
+                    expected,
+                    found,
+                });
+            }
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,249 @@
+//! What the checker reports: values, mismatches and the errors that stop a check.
+
+use core::fmt;
+
+use crate::ir::{Ap, Inst, MemLoc, Module, Reg};
+
+/// Where a value was made.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum Origin {
+    /// Memory nothing wrote.
+    Uninit,
+    /// A module input location.
+    Input(MemLoc),
+    /// Output operand `operand` (output access patterns, then defined
+    /// registers) of an instruction.
+    Def {
+        /// The writing instruction.
+        inst: Inst,
+        /// Its output operand index.
+        operand: u8,
+    },
+}
+
+/// Byte `offset` of an origin.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct Value {
+    /// Who made it.
+    pub origin: Origin,
+    /// Which byte of it.
+    pub offset: u64,
+}
+
+impl Value {
+    /// Uninitialized memory (also: a byte beyond the end of a read).
+    pub const UNINIT: Value = Value {
+        origin: Origin::Uninit,
+        offset: 0,
+    };
+}
+
+/// What an operand reads.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum Operand {
+    /// A memory location through an access pattern.
+    Mem(MemLoc),
+    /// A register.
+    Reg(Reg),
+}
+
+/// A read that sees a different value after the rewrite.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum Mismatch {
+    /// An original instruction's read operand.
+    Read {
+        /// The instruction.
+        inst: Inst,
+        /// Its read operand index (input access patterns, then used registers).
+        operand: u8,
+        /// What the rewritten operand reads.
+        reads: Operand,
+        /// 0 on the first walk of the innermost enclosing loop, 1 on the second.
+        walk: u8,
+        /// The first differing byte, in the operand's traversal order.
+        byte: u64,
+        /// What the original program read there.
+        expected: Value,
+        /// What the rewritten program reads there.
+        found: Value,
+    },
+    /// A module output holds something else at the end.
+    Output {
+        /// The output location.
+        mem: MemLoc,
+        /// The first differing byte (partition × bytes + byte).
+        byte: u64,
+        /// What the original program left there.
+        expected: Value,
+        /// What the rewritten program leaves there.
+        found: Value,
+    },
+}
+
+impl Mismatch {
+    /// A printable form naming instructions and locations.
+    pub fn display<'m>(&'m self, rewritten: &'m Module) -> MismatchDisplay<'m> {
+        MismatchDisplay {
+            mismatch: self,
+            module: rewritten,
+        }
+    }
+}
+
+/// A [`Mismatch`] with the (rewritten) module, for printing.
+#[derive(Copy, Clone, Debug)]
+pub struct MismatchDisplay<'m> {
+    mismatch: &'m Mismatch,
+    module: &'m Module,
+}
+
+struct ValueDisplay<'m>(&'m Module, Value);
+
+impl fmt::Display for ValueDisplay<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let m = self.0;
+        match self.1.origin {
+            Origin::Uninit => f.write_str("uninitialized memory"),
+            Origin::Input(x) => write!(f, "byte {} of input %{}", self.1.offset, m.mem_name(x)),
+            Origin::Def { inst, operand } => {
+                write!(f, "byte {} of output {operand} of {inst}", self.1.offset)?;
+                if let Some(op) = m.insts.opcode.get(inst) {
+                    write!(f, " ({op})")?;
+                }
+                Ok(())
+            }
+        }
+    }
+}
+
+impl fmt::Display for MismatchDisplay<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let m = self.module;
+        match *self.mismatch {
+            Mismatch::Read {
+                inst,
+                operand,
+                reads,
+                walk,
+                byte,
+                expected,
+                found,
+            } => {
+                write!(f, "{inst}")?;
+                if let Some(op) = m.insts.opcode.get(inst) {
+                    write!(f, " ({op})")?;
+                }
+                write!(f, " operand {operand} reading ")?;
+                match reads {
+                    Operand::Mem(x) => write!(f, "{}", m.describe_mem(x))?,
+                    Operand::Reg(r) => write!(f, "${}", m.reg_name(r))?,
+                }
+                if walk > 0 {
+                    f.write_str(" (second walk of its loop)")?;
+                }
+                write!(
+                    f,
+                    ": byte {byte} holds {} but the original program read {}",
+                    ValueDisplay(m, found),
+                    ValueDisplay(m, expected)
+                )
+            }
+            Mismatch::Output {
+                mem,
+                byte,
+                expected,
+                found,
+            } => write!(
+                f,
+                "output {} ends holding {} at byte {byte}, but the original program left {}",
+                m.describe_mem(mem),
+                ValueDisplay(m, found),
+                ValueDisplay(m, expected)
+            ),
+        }
+    }
+}
+
+/// Why a check could not be completed.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum DataflowError {
+    /// A buffer is full and could not grow: the heap refused (the checker
+    /// grows its storage by doubling), or the loop-nesting stack (sized
+    /// from the module's loop count) overflowed on a malformed module.
+    Capacity {
+        /// Which buffer.
+        what: &'static str,
+        /// Its reserved size.
+        reserved: usize,
+    },
+    /// The rewritten module is not a rewrite of the original (it has fewer
+    /// locations, registers or instructions).
+    NotARewrite {
+        /// What is missing.
+        what: &'static str,
+    },
+    /// An original instruction has a different number of read operands.
+    OperandsChanged {
+        /// The instruction.
+        inst: Inst,
+        /// Read operands in the original.
+        expected: u32,
+        /// Read operands after the rewrite.
+        found: u32,
+    },
+    /// Original instructions execute in a different order after the rewrite.
+    Reordered {
+        /// The instruction the original walk executes next.
+        expected: Inst,
+        /// The one the rewritten walk executes ([`Inst::INVALID`]: none).
+        found: Inst,
+    },
+    /// An access pattern reaches below byte 0 of its location.
+    BadAccess {
+        /// The instruction.
+        inst: Inst,
+        /// The access pattern.
+        ap: Ap,
+    },
+}
+
+impl fmt::Display for DataflowError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match *self {
+            DataflowError::Capacity { what, reserved } => write!(
+                f,
+                "dataflow checker: {what} needs more than its {reserved} entries and the \
+                 heap refused to grow it (or, for loop nesting, the reserve is fixed)"
+            ),
+            DataflowError::NotARewrite { what } => {
+                write!(f, "dataflow checker: the rewritten module has fewer {what} than the original")
+            }
+            DataflowError::OperandsChanged {
+                inst,
+                expected,
+                found,
+            } => write!(
+                f,
+                "dataflow checker: {inst} reads {expected} operands in the original but {found} after the rewrite"
+            ),
+            DataflowError::Reordered { expected, found } => {
+                if found.is_valid() {
+                    write!(f, "dataflow checker: the rewrite runs {found} where the original runs {expected} (instructions reordered or moved)")
+                } else {
+                    write!(f, "dataflow checker: {expected} of the original never runs after the rewrite")
+                }
+            }
+            DataflowError::BadAccess { inst, ap } => write!(
+                f,
+                "dataflow checker: {ap} of {inst} reaches below byte 0 of its location"
+            ),
+        }
+    }
+}
+
+impl core::error::Error for DataflowError {}

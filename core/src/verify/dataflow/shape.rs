@@ -1,0 +1,217 @@
+//! Where an access pattern, a location or a register lives in the cell
+//! planes of the state: a region, a partition range and the byte segments
+//! each partition covers.
+//!
+//! A placed location's cells are physical — its space's region, partition
+//! `base_partition + q`, address `offset + byte` — so two locations an
+//! allocator put on the same cells clobber each other exactly as on
+//! hardware. DRAM is one flat byte space (partition 0, address `offset + q ×
+//! bytes + byte`). An unplaced location has a private region of its own
+//! (partition q, address byte). Registers are 4 bytes per 32-bit lane:
+//! colored ones in the register-file region at `lane × 4`, uncolored ones in
+//! a private region.
+
+use alloc::vec::Vec;
+
+use super::pieces::push_grow;
+use super::report::DataflowError;
+use crate::ir::{Ap, Dim, Inst, MemLoc, Module, Reg, Space, NO_LANE};
+
+/// Bytes of one 32-bit register lane.
+pub(super) const LANE_BYTES: u64 = 4;
+
+/// The register file's region; the three spaces take regions 0–2 by
+/// their [`Space::slot`].
+const REGISTER_FILE: usize = 3;
+/// Private regions start here: locations, then registers.
+const FIRST_PRIVATE: usize = 4;
+
+/// Regions a module's cells need.
+pub(super) fn regions(m: &Module) -> usize {
+    FIRST_PRIVATE + m.num_mems() + m.num_regs()
+}
+
+/// Cells `[p0, p1) × segments` of a region; `row` is the bytes of one
+/// partition's segments (the traversal stride between partitions).
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub(super) struct Rect {
+    pub region: usize,
+    pub p0: u32,
+    pub p1: u32,
+    pub row: u64,
+}
+
+impl Rect {
+    pub fn parts(&self) -> u64 {
+        (self.p1 - self.p0) as u64
+    }
+}
+
+/// How many outer dims remain after folding the contiguous inner ones, and
+/// the elements of one row.
+fn folded_dims(dims: &[Dim]) -> (usize, u64) {
+    let mut row: u64 = 1;
+    let mut k = dims.len();
+    while k > 0 {
+        let d = dims[k - 1];
+        if d.count == 1 {
+            k -= 1;
+        } else if d.stride as i64 == row as i64 {
+            row = row.saturating_mul(d.count as u64);
+            k -= 1;
+        } else {
+            break;
+        }
+    }
+    (k, row)
+}
+
+/// Address-contiguous rows (per partition) an access pattern walks: the
+/// segments [`ap_rect`] lists for an on-chip or unplaced location.
+pub(super) fn rows(m: &Module, a: Ap) -> usize {
+    let dims = m.ap_dims(a);
+    let k = folded_dims(dims).0;
+    dims[..k]
+        .iter()
+        .fold(1usize, |n, d| n.saturating_mul(d.count as usize))
+}
+
+fn push_seg(segs: &mut Vec<(u64, u64)>, a: u64, b: u64) -> Result<(), DataflowError> {
+    if let Some(last) = segs.last_mut() {
+        if last.1 == a {
+            last.1 = b;
+            return Ok(());
+        }
+    }
+    push_grow(segs, (a, b), "the segments of one access pattern")
+}
+
+/// The rectangle and the segments (into `segs`, cleared first, in
+/// traversal order) of an access pattern of `inst`.
+pub(super) fn ap_rect(
+    m: &Module,
+    inst: Inst,
+    ap: Ap,
+    segs: &mut Vec<(u64, u64)>,
+) -> Result<Rect, DataflowError> {
+    segs.clear();
+    let loc = m.aps.loc[ap];
+    let (region, p_base, addr_base, flat) = place(m, loc);
+    let q0 = m.aps.part_start[ap] as u64;
+    let qn = m.aps.part_count[ap] as u64;
+    let dims = m.ap_dims(ap);
+    let mut rect = Rect {
+        region,
+        p0: 0,
+        p1: 0,
+        row: 0,
+    };
+    if dims.iter().any(|d| d.count == 0) || qn == 0 {
+        return Ok(rect);
+    }
+    let (k, row_elems) = folded_dims(dims);
+    let outer = &dims[..k];
+    let es = m.aps.elem_size[ap] as i64;
+    let row_bytes = row_elems.saturating_mul(es as u64);
+    let base = m.aps.offset[ap] as i64;
+    let bytes = m.mems.bytes[loc] as u64;
+    // Flat DRAM lists every partition's segments; elsewhere one partition's
+    // stand for all.
+    let partitions = if flat { q0..q0 + qn } else { 0..1 };
+    for q in partitions {
+        let shift = if flat {
+            addr_base.wrapping_add(q.wrapping_mul(bytes))
+        } else {
+            addr_base
+        };
+        let mut idx = [0u32; crate::ir::MAX_DIMS];
+        loop {
+            let e: i64 = outer.iter().zip(idx.iter()).fold(0i64, |s, (d, &i)| {
+                s.wrapping_add((d.stride as i64).wrapping_mul(i as i64))
+            });
+            let byte = base.wrapping_add(e.wrapping_mul(es));
+            if byte < 0 {
+                return Err(DataflowError::BadAccess { inst, ap });
+            }
+            let a = shift.wrapping_add(byte as u64);
+            push_seg(segs, a, a.wrapping_add(row_bytes))?;
+            // Odometer over the outer dims, innermost fastest.
+            let mut done = true;
+            let mut j = k;
+            while j > 0 {
+                j -= 1;
+                idx[j] += 1;
+                if idx[j] < outer[j].count {
+                    done = false;
+                    break;
+                }
+                idx[j] = 0;
+            }
+            if done {
+                break;
+            }
+        }
+    }
+    rect.row = segs
+        .iter()
+        .fold(0u64, |n, &(a, b)| n.wrapping_add(b.wrapping_sub(a)));
+    if flat {
+        rect.p0 = 0;
+        rect.p1 = 1;
+    } else {
+        rect.p0 = (p_base + q0) as u32;
+        rect.p1 = (p_base + q0 + qn) as u32;
+    }
+    Ok(rect)
+}
+
+/// (region, first partition, first address, flat DRAM?) of a location.
+fn place(m: &Module, l: MemLoc) -> (usize, u64, u64, bool) {
+    if !m.is_placed(l) {
+        return (FIRST_PRIVATE + l.index(), 0, 0, false);
+    }
+    let space = m.mems.space[l];
+    let off = m.mems.offset[l];
+    match space {
+        Space::Dram => (space.slot(), 0, off, true),
+        Space::Sb | Space::Psum => (space.slot(), m.mems.base_partition[l] as u64, off, false),
+    }
+}
+
+/// The whole of a location: its rectangle, and its one segment per
+/// partition (all partitions' bytes in one segment in flat DRAM).
+pub(super) fn loc_rect(m: &Module, l: MemLoc) -> (Rect, (u64, u64)) {
+    let (region, p_base, addr, flat) = place(m, l);
+    let parts = m.mems.partitions[l] as u64;
+    let bytes = m.mems.bytes[l] as u64;
+    if flat {
+        let n = parts.saturating_mul(bytes);
+        let r = Rect {
+            region,
+            p0: 0,
+            p1: 1,
+            row: n,
+        };
+        (r, (addr, addr.saturating_add(n)))
+    } else {
+        let r = Rect {
+            region,
+            p0: p_base as u32,
+            p1: (p_base + parts) as u32,
+            row: bytes,
+        };
+        (r, (addr, addr.saturating_add(bytes)))
+    }
+}
+
+/// The cells of a register: (region, start, end) on partition 0.
+pub(super) fn reg_cells(m: &Module, r: Reg) -> (usize, u64, u64) {
+    let n = m.regs.lanes[r] as u64 * LANE_BYTES;
+    match m.regs.lane[r] {
+        NO_LANE => (FIRST_PRIVATE + m.num_mems() + r.index(), 0, n),
+        lane => {
+            let a = lane as u64 * LANE_BYTES;
+            (REGISTER_FILE, a, a + n)
+        }
+    }
+}

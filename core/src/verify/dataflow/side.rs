@@ -1,0 +1,309 @@
+//! One program's half of the lockstep walk: its value state, its walker,
+//! and the reads and writes of one instruction.
+//!
+//! Pure data movements — `load`, `save`, `dma_copy`, `tensor_copy` (same
+//! element size), `spill_store`, `reload` and `mov`, with one source and
+//! one destination of equal size — are transparent: byte `i` of the source
+//! traversal lands in byte `i` of the destination traversal. Every other
+//! write makes fresh values named by the writing instruction.
+
+use alloc::vec::Vec;
+
+use super::pieces::{push_grow, Cursor, Piece, Pieces};
+use super::report::{DataflowError, Origin};
+use super::shape::{ap_rect, loc_rect, reg_cells, regions, Rect, LANE_BYTES};
+use super::state::{CellMap, Fill};
+use super::walk::Walker;
+use crate::ir::{Ap, Inst, MemFlags, Module, Opcode};
+
+#[derive(Debug, Default)]
+pub(super) struct Side {
+    pub state: CellMap,
+    pub walker: Walker,
+    /// One instruction's reads, operand after operand.
+    pub reads: Pieces,
+    /// Where each read operand's runs start in `reads` (plus one end).
+    pub ops: Vec<u32>,
+    /// Scratch: one access pattern's segments; a copy's first partition.
+    segs: Vec<(u64, u64)>,
+    chunk: Vec<Piece>,
+    /// The most runs one instruction's reads produced.
+    pub reads_high: usize,
+}
+
+impl Side {
+    pub fn reserve(&mut self, runs: usize, reads: usize) {
+        fn grow<T>(v: &mut Vec<T>, n: usize) {
+            v.reserve(n.saturating_sub(v.len()));
+        }
+        self.state.reserve(runs);
+        grow(&mut self.reads.v, reads);
+        grow(&mut self.ops, 64);
+        grow(&mut self.segs, 64);
+        grow(&mut self.chunk, 64);
+    }
+
+    /// Clears the state to `m`'s start: module inputs hold their own bytes
+    /// (partition × bytes + byte), everything else is uninitialized.
+    pub fn begin(&mut self, m: &Module) -> Result<(), DataflowError> {
+        self.state.clear(regions(m));
+        self.reads_high = 0;
+        for l in m.mems.space.keys() {
+            if m.mems.flags[l].contains(MemFlags::INPUT) {
+                let (r, (a, b)) = loc_rect(m, l);
+                let fill = Fill {
+                    origin: Origin::Input(l),
+                    offset: 0,
+                    pstride: r.row,
+                };
+                self.state.assign(r.region, r.p0, r.p1, a, b, fill)?;
+            }
+        }
+        self.walker.start(m);
+        Ok(())
+    }
+
+    fn push_op(&mut self) -> Result<(), DataflowError> {
+        self.reads.fence();
+        let at = self.reads.len() as u32;
+        push_grow(&mut self.ops, at, "operands of one instruction")
+    }
+
+    /// Reads every operand of `i` (input access patterns, then used
+    /// registers) into `reads`.
+    pub fn read(&mut self, m: &Module, i: Inst) -> Result<(), DataflowError> {
+        self.reads.clear();
+        self.ops.clear();
+        for a in m.inputs(i) {
+            self.push_op()?;
+            let r = ap_rect(m, i, a, &mut self.segs)?;
+            self.state
+                .read(r.region, r.p0, r.p1, &self.segs, &mut self.reads)?;
+        }
+        for &g in m.uses(i) {
+            self.push_op()?;
+            let (region, a, b) = reg_cells(m, g);
+            self.state.read(region, 0, 1, &[(a, b)], &mut self.reads)?;
+        }
+        self.push_op()?;
+        self.reads_high = self.reads_high.max(self.reads.len());
+        Ok(())
+    }
+
+    /// The runs read operand `k` produced.
+    pub fn operand(&self, k: usize) -> &[Piece] {
+        match (self.ops.get(k), self.ops.get(k + 1)) {
+            (Some(&a), Some(&b)) => self.reads.v.get(a as usize..b as usize).unwrap_or(&[]),
+            _ => &[],
+        }
+    }
+
+    /// Bytes read operand `k` produced.
+    fn read_bytes(&self, k: usize) -> u64 {
+        self.operand(k)
+            .iter()
+            .fold(0u64, |n, p| n.saturating_add(p.bytes()))
+    }
+
+    /// The read operand whose bytes a pure data movement copies, if `i` is one.
+    fn copy_source(&self, m: &Module, i: Inst) -> Option<usize> {
+        let o = m.operands(i);
+        let op = m.insts.opcode[i];
+        let first_in = Ap::from_u32(o.ap_start);
+        let first_out = Ap::from_u32(o.ap_start + o.n_in as u32);
+        match op {
+            Opcode::Load | Opcode::Save | Opcode::DmaCopy | Opcode::TensorCopy
+                if o.n_in == 1 && o.n_out == 1 && o.n_def == 0 =>
+            {
+                let same_elem = op != Opcode::TensorCopy
+                    || m.aps.elem_size[first_in] == m.aps.elem_size[first_out];
+                (same_elem && self.read_bytes(0) == m.ap_bytes(first_out)).then_some(0)
+            }
+            Opcode::RegSpillStore
+                if o.n_in == 0 && o.n_use == 1 && o.n_out == 1 && o.n_def == 0 =>
+            {
+                (self.read_bytes(0) == m.ap_bytes(first_out)).then_some(0)
+            }
+            Opcode::RegReload if o.n_in == 1 && o.n_use == 0 && o.n_out == 0 && o.n_def == 1 => {
+                let r = m.defs(i)[0];
+                (self.read_bytes(0) == m.regs.lanes[r] as u64 * LANE_BYTES).then_some(0)
+            }
+            Opcode::ScalarMov if o.n_in == 0 && o.n_use == 1 && o.n_out == 0 && o.n_def == 1 => {
+                let (s, d) = (m.uses(i)[0], m.defs(i)[0]);
+                (m.regs.lanes[s] == m.regs.lanes[d]).then_some(0)
+            }
+            _ => None,
+        }
+    }
+
+    /// Applies the writes of `i` (after [`Self::read`]): a transparent copy
+    /// for pure data movements, fresh values otherwise.
+    pub fn write(&mut self, m: &Module, i: Inst) -> Result<(), DataflowError> {
+        let o = m.operands(i);
+        if let Some(k) = self.copy_source(m, i) {
+            let (a, b) = (self.ops[k] as usize, self.ops[k + 1] as usize);
+            let pieces = &self.reads.v[a..b];
+            let rect = if o.n_out == 1 {
+                let out = Ap::from_u32(o.ap_start + o.n_in as u32);
+                ap_rect(m, i, out, &mut self.segs)?
+            } else {
+                let (region, x, y) = reg_cells(m, m.defs(i)[0]);
+                self.segs.clear();
+                push_grow(&mut self.segs, (x, y), "the segments of one access pattern")?;
+                Rect {
+                    region,
+                    p0: 0,
+                    p1: 1,
+                    row: y - x,
+                }
+            };
+            return put_copy(&mut self.state, rect, &self.segs, pieces, &mut self.chunk);
+        }
+        for (k, a) in m.outputs(i).enumerate() {
+            let origin = Origin::Def {
+                inst: i,
+                operand: k as u8,
+            };
+            let r = ap_rect(m, i, a, &mut self.segs)?;
+            let mut t: u64 = 0;
+            for &(x, y) in &self.segs {
+                let fill = Fill {
+                    origin,
+                    offset: t,
+                    pstride: r.row,
+                };
+                self.state.assign(r.region, r.p0, r.p1, x, y, fill)?;
+                t = t.wrapping_add(y.wrapping_sub(x));
+            }
+        }
+        for (k, &g) in m.defs(i).iter().enumerate() {
+            let origin = Origin::Def {
+                inst: i,
+                operand: (o.n_out as usize + k) as u8,
+            };
+            let (region, x, y) = reg_cells(m, g);
+            let fill = Fill {
+                origin,
+                offset: 0,
+                pstride: 0,
+            };
+            self.state.assign(region, 0, 1, x, y, fill)?;
+        }
+        Ok(())
+    }
+}
+
+/// Writes the copied runs `pieces` (in traversal order) over the cells of
+/// `rect` × `segs`. When every partition receives the same runs as the
+/// first, shifted by a fixed stride (a whole tile, or a slice of a
+/// regularly laid out one), each run is one rectangle over all partitions;
+/// otherwise partition by partition.
+pub(super) fn put_copy(
+    state: &mut CellMap,
+    rect: Rect,
+    segs: &[(u64, u64)],
+    pieces: &[Piece],
+    chunk: &mut Vec<Piece>,
+) -> Result<(), DataflowError> {
+    if rect.parts() > 1 {
+        if let Some(stride) = affine(pieces, rect.parts(), rect.row, chunk)? {
+            let mut c = Cursor::new(chunk);
+            return put_row(state, rect.region, rect.p0, rect.p1, segs, &mut c, stride);
+        }
+    }
+    let mut c = Cursor::new(pieces);
+    for q in rect.p0..rect.p1 {
+        put_row(state, rect.region, q, q + 1, segs, &mut c, 0)?;
+    }
+    Ok(())
+}
+
+/// Writes runs from `c` over `segs` in order on partitions `[q0, q1)`,
+/// shifting by `pstride` per partition; stops when `c` runs dry.
+fn put_row(
+    state: &mut CellMap,
+    region: usize,
+    q0: u32,
+    q1: u32,
+    segs: &[(u64, u64)],
+    c: &mut Cursor<'_>,
+    pstride: u64,
+) -> Result<(), DataflowError> {
+    for &(a, b) in segs {
+        let mut x = a;
+        while x < b {
+            let Some(p) = c.take(b - x) else {
+                return Ok(());
+            };
+            let fill = Fill {
+                origin: p.origin,
+                offset: p.offset,
+                pstride,
+            };
+            state.assign(region, q0, q1, x, x + p.len, fill)?;
+            x += p.len;
+        }
+    }
+    Ok(())
+}
+
+/// When `pieces` (`parts` partitions of `row` bytes each) give every
+/// partition q the runs of partition 0 with offsets shifted by q × S:
+/// partition 0's runs (into `chunk`) and S.
+fn affine(
+    pieces: &[Piece],
+    parts: u64,
+    row: u64,
+    chunk: &mut Vec<Piece>,
+) -> Result<Option<u64>, DataflowError> {
+    chunk.clear();
+    // One group with a run per partition, or one run over all of them.
+    if let [p] = pieces {
+        if p.reps == parts && p.len == row {
+            push_grow(
+                chunk,
+                Piece::run(p.origin, p.offset, row),
+                "the runs of one copied partition",
+            )?;
+            return Ok(Some(p.stride));
+        }
+        if p.reps == 1 && p.len == parts.saturating_mul(row) {
+            push_grow(
+                chunk,
+                Piece::run(p.origin, p.offset, row),
+                "the runs of one copied partition",
+            )?;
+            return Ok(Some(if p.origin == Origin::Uninit { 0 } else { row }));
+        }
+    }
+    let mut c = Cursor::new(pieces);
+    let mut got = 0;
+    while got < row {
+        let Some(p) = c.take(row - got) else {
+            return Ok(None);
+        };
+        push_grow(chunk, p, "the runs of one copied partition")?;
+        got += p.len;
+    }
+    let mut stride: Option<u64> = None;
+    for q in 1..parts {
+        for e in chunk.iter() {
+            let Some(p) = c.take(e.len) else {
+                return Ok(None);
+            };
+            if p.len != e.len || p.origin != e.origin {
+                return Ok(None);
+            }
+            if e.origin == Origin::Uninit {
+                continue;
+            }
+            let d = p.offset.wrapping_sub(e.offset);
+            match stride {
+                None if d % q == 0 => stride = Some(d / q),
+                Some(s) if s.wrapping_mul(q) == d => {}
+                _ => return Ok(None),
+            }
+        }
+    }
+    Ok(Some(stride.unwrap_or(0)))
+}

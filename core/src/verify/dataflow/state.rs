@@ -1,0 +1,776 @@
+//! The symbolic memory: which value every cell holds, as run-length
+//! rectangles.
+//!
+//! # Representation
+//!
+//! Cells are grouped in *regions*, each a plane of partitions × byte
+//! addresses: the four physical regions (PSUM, SB, DRAM, the register
+//! file), one private region per unplaced location and one per uncolored
+//! register (see `shape`). 1-D regions (DRAM, registers) use partition 0
+//! only.
+//!
+//! A region's address axis is cut into *slabs* — disjoint address ranges
+//! `[start, end)`, kept in one treap per region (arena-allocated randomized
+//! search tree keyed by `start`, iterative split and merge, no recursion).
+//! A slab holds a short list of *bands*: disjoint partition ranges
+//! `[p0, p1)`, sorted, each saying that cell (p, x) holds byte
+//! `offset + (p − p0) × pstride + (x − start)` of `origin`. Cells no band
+//! covers, and addresses no slab covers, are uninitialized.
+//!
+//! So a write of a whole rectangle — the common case: an instruction
+//! writing its full output tile, or a column slice of it, on every
+//! partition — is one band in the slabs it spans, whatever the partition
+//! count; a read of it gives one value run per partition that the reader
+//! merges back into one. Adjacent slabs whose band lists continue each
+//! other (same partition ranges, origins and partition strides, offsets
+//! running on) are merged after every write, so rewriting a tile that was
+//! once written in pieces collapses its slabs again.
+//!
+//! # Cost
+//!
+//! Writing a rectangle costs O(log S + k × b) with S the slabs of the
+//! region, k the slabs it overlaps and b their bands; reading one costs
+//! O(log S × k) to find the slabs plus O(partitions × k × b) cheap steps to
+//! emit the runs. Storage: one slab and one band per run held. Both arenas
+//! are reserved up front from the modules' counts and grow by doubling
+//! (fallibly) when a module needs more; freed slabs and bands are reused.
+//!
+//! # Invariants
+//!
+//! Within a region, slabs are disjoint and every slab has at least one
+//! band; within a slab, bands are disjoint, sorted by `p0`, non-empty,
+//! and never [`Origin::Uninit`].
+
+use alloc::vec::Vec;
+
+use super::pieces::{push_grow, Pieces};
+use super::report::{DataflowError, Origin};
+
+const NIL: u32 = u32::MAX;
+
+#[derive(Copy, Clone, Debug)]
+struct Slab {
+    start: u64,
+    end: u64,
+    /// First band, NIL for none.
+    band: u32,
+    left: u32,
+    right: u32,
+    prio: u32,
+}
+
+#[derive(Copy, Clone, Debug)]
+struct Band {
+    p0: u32,
+    p1: u32,
+    origin: Origin,
+    offset: u64,
+    pstride: u64,
+    /// Next band of the slab (or of the free list).
+    next: u32,
+}
+
+/// What a rectangle write stores: byte `offset + (p − p0) × pstride +
+/// (x − a)` of `origin` at cell (p, x) of the rectangle `[p0, p1) × [a, b)`.
+#[derive(Copy, Clone, Debug)]
+pub(super) struct Fill {
+    pub origin: Origin,
+    pub offset: u64,
+    pub pstride: u64,
+}
+
+/// The value state of one program (see the module doc).
+#[derive(Debug, Default)]
+pub(super) struct CellMap {
+    slabs: Vec<Slab>,
+    bands: Vec<Band>,
+    /// Treap root per region.
+    roots: Vec<u32>,
+    free_slab: u32,
+    free_band: u32,
+    seed: u32,
+    /// Scratch: the slabs a write covers, then the ones it leaves.
+    seq: Vec<u32>,
+    out: Vec<u32>,
+    /// Scratch: the (start, end, slab, band cursor) pieces a read covers.
+    gather: Vec<(u64, u64, u32, u32)>,
+}
+
+impl CellMap {
+    /// Reserves room for `runs` slabs and bands.
+    pub fn reserve(&mut self, runs: usize) {
+        self.slabs.reserve(runs.saturating_sub(self.slabs.len()));
+        self.bands.reserve(runs.saturating_sub(self.bands.len()));
+        self.seq.reserve(64usize.saturating_sub(self.seq.len()));
+        self.out.reserve(64usize.saturating_sub(self.out.len()));
+        self.gather
+            .reserve(64usize.saturating_sub(self.gather.len()));
+    }
+
+    /// Empties the state and sizes it for `regions` regions.
+    pub fn clear(&mut self, regions: usize) {
+        self.slabs.clear();
+        self.bands.clear();
+        self.roots.clear();
+        self.roots.resize(regions, NIL);
+        self.free_slab = NIL;
+        self.free_band = NIL;
+        self.seed = 0x9E37_79B9;
+    }
+
+    /// Slab and band arena entries in use (high-water marks).
+    pub fn used(&self) -> usize {
+        self.slabs.len().max(self.bands.len())
+    }
+
+    /// Reserved arena entries.
+    #[cfg(test)]
+    pub fn reserved(&self) -> usize {
+        self.slabs.capacity().min(self.bands.capacity())
+    }
+
+    fn root_of(&self, region: usize) -> Result<u32, DataflowError> {
+        self.roots
+            .get(region)
+            .copied()
+            .ok_or(DataflowError::Capacity {
+                what: "cell regions",
+                reserved: self.roots.len(),
+            })
+    }
+
+    fn new_slab(&mut self, start: u64, end: u64, band: u32) -> Result<u32, DataflowError> {
+        // xorshift32: deterministic priorities.
+        self.seed ^= self.seed << 13;
+        self.seed ^= self.seed >> 17;
+        self.seed ^= self.seed << 5;
+        let s = Slab {
+            start,
+            end,
+            band,
+            left: NIL,
+            right: NIL,
+            prio: self.seed,
+        };
+        if self.free_slab != NIL {
+            let n = self.free_slab;
+            self.free_slab = self.slabs[n as usize].right;
+            self.slabs[n as usize] = s;
+            return Ok(n);
+        }
+        push_grow(&mut self.slabs, s, "the value-run state")?;
+        Ok(self.slabs.len() as u32 - 1)
+    }
+
+    fn free_slab(&mut self, s: u32) {
+        self.free_bands(self.slabs[s as usize].band);
+        self.slabs[s as usize].band = NIL;
+        self.slabs[s as usize].right = self.free_slab;
+        self.free_slab = s;
+    }
+
+    fn new_band(&mut self, b: Band) -> Result<u32, DataflowError> {
+        if self.free_band != NIL {
+            let n = self.free_band;
+            self.free_band = self.bands[n as usize].next;
+            self.bands[n as usize] = b;
+            return Ok(n);
+        }
+        push_grow(&mut self.bands, b, "the value-run state")?;
+        Ok(self.bands.len() as u32 - 1)
+    }
+
+    fn free_bands(&mut self, mut b: u32) {
+        while b != NIL {
+            let next = self.bands[b as usize].next;
+            self.bands[b as usize].next = self.free_band;
+            self.free_band = b;
+            b = next;
+        }
+    }
+
+    /// Splits `t` into starts `< key` and starts `>= key`.
+    fn split(&mut self, mut t: u32, key: u64) -> (u32, u32) {
+        let (mut l_root, mut r_root, mut l_last, mut r_last) = (NIL, NIL, NIL, NIL);
+        while t != NIL {
+            if self.slabs[t as usize].start < key {
+                if l_last == NIL {
+                    l_root = t;
+                } else {
+                    self.slabs[l_last as usize].right = t;
+                }
+                l_last = t;
+                t = self.slabs[t as usize].right;
+            } else {
+                if r_last == NIL {
+                    r_root = t;
+                } else {
+                    self.slabs[r_last as usize].left = t;
+                }
+                r_last = t;
+                t = self.slabs[t as usize].left;
+            }
+        }
+        if l_last != NIL {
+            self.slabs[l_last as usize].right = NIL;
+        }
+        if r_last != NIL {
+            self.slabs[r_last as usize].left = NIL;
+        }
+        (l_root, r_root)
+    }
+
+    /// Merges two treaps, every start of `a` below every start of `b`.
+    fn merge(&mut self, mut a: u32, mut b: u32) -> u32 {
+        let mut root = NIL;
+        // The slot to fill next: (node, true = its left child).
+        let mut slot: (u32, bool) = (NIL, false);
+        loop {
+            let take_a =
+                b == NIL || (a != NIL && self.slabs[a as usize].prio > self.slabs[b as usize].prio);
+            let pick = if take_a { a } else { b };
+            match slot {
+                (NIL, _) => root = pick,
+                (n, true) => self.slabs[n as usize].left = pick,
+                (n, false) => self.slabs[n as usize].right = pick,
+            }
+            if a == NIL || b == NIL {
+                return root;
+            }
+            if pick == a {
+                slot = (a, false);
+                a = self.slabs[a as usize].right;
+            } else {
+                slot = (b, true);
+                b = self.slabs[b as usize].left;
+            }
+        }
+    }
+
+    fn max_node(&self, mut t: u32) -> u32 {
+        if t == NIL {
+            return NIL;
+        }
+        while self.slabs[t as usize].right != NIL {
+            t = self.slabs[t as usize].right;
+        }
+        t
+    }
+
+    /// Removes the leftmost node of `t`; returns (new root, removed or NIL).
+    fn pop_min(&mut self, t: u32) -> (u32, u32) {
+        if t == NIL {
+            return (NIL, NIL);
+        }
+        let (mut parent, mut n) = (NIL, t);
+        while self.slabs[n as usize].left != NIL {
+            parent = n;
+            n = self.slabs[n as usize].left;
+        }
+        let r = self.slabs[n as usize].right;
+        self.slabs[n as usize].right = NIL;
+        if parent == NIL {
+            (r, n)
+        } else {
+            self.slabs[parent as usize].left = r;
+            (t, n)
+        }
+    }
+
+    /// Appends the nodes of `t` to `seq` in order, dismantling the tree
+    /// (rotating left children up, so no stack is needed).
+    fn flatten(&mut self, mut t: u32, seq: &mut Vec<u32>) -> Result<(), DataflowError> {
+        while t != NIL {
+            let l = self.slabs[t as usize].left;
+            if l != NIL {
+                self.slabs[t as usize].left = self.slabs[l as usize].right;
+                self.slabs[l as usize].right = t;
+                t = l;
+            } else {
+                let r = self.slabs[t as usize].right;
+                self.slabs[t as usize].right = NIL;
+                push_grow(seq, t, "the slabs one write covers")?;
+                t = r;
+            }
+        }
+        Ok(())
+    }
+
+    /// Cuts slab `s` at `x` (inside it): `s` keeps `[start, x)`; the new
+    /// slab `[x, end)`, with copies of its bands, is returned (not linked).
+    fn cut(&mut self, s: u32, x: u64) -> Result<u32, DataflowError> {
+        let Slab {
+            start, end, band, ..
+        } = self.slabs[s as usize];
+        let d = x - start;
+        let (mut head, mut last) = (NIL, NIL);
+        let mut b = band;
+        while b != NIL {
+            let mut nb = self.bands[b as usize];
+            b = nb.next;
+            nb.offset = nb.offset.wrapping_add(d);
+            nb.next = NIL;
+            let n = self.new_band(nb)?;
+            if last == NIL {
+                head = n;
+            } else {
+                self.bands[last as usize].next = n;
+            }
+            last = n;
+        }
+        self.slabs[s as usize].end = x;
+        self.new_slab(x, end, head)
+    }
+
+    /// Overwrites partitions `[p0, p1)` of slab `s` with `fill` (shifted to
+    /// the slab's start: `fill.offset` is the value at (p0, slab start)).
+    fn paint(&mut self, s: u32, p0: u32, p1: u32, fill: Fill) -> Result<(), DataflowError> {
+        let (mut prev, mut cur) = (NIL, self.slabs[s as usize].band);
+        while cur != NIL {
+            let b = self.bands[cur as usize];
+            if b.p1 <= p0 {
+                prev = cur;
+                cur = b.next;
+                continue;
+            }
+            if b.p0 >= p1 {
+                break;
+            }
+            if b.p0 < p0 && b.p1 > p1 {
+                // The new band goes inside this one: split off its top.
+                let top = Band {
+                    p0: p1,
+                    offset: b
+                        .offset
+                        .wrapping_add(((p1 - b.p0) as u64).wrapping_mul(b.pstride)),
+                    ..b
+                };
+                let t = self.new_band(top)?;
+                self.bands[cur as usize].p1 = p0;
+                self.bands[cur as usize].next = t;
+                prev = cur;
+                cur = t;
+                break;
+            }
+            if b.p0 < p0 {
+                self.bands[cur as usize].p1 = p0;
+                prev = cur;
+                cur = b.next;
+                continue;
+            }
+            if b.p1 > p1 {
+                let x = &mut self.bands[cur as usize];
+                x.offset = x
+                    .offset
+                    .wrapping_add(((p1 - b.p0) as u64).wrapping_mul(b.pstride));
+                x.p0 = p1;
+                break;
+            }
+            // Covered: drop it.
+            let next = b.next;
+            self.bands[cur as usize].next = self.free_band;
+            self.free_band = cur;
+            if prev == NIL {
+                self.slabs[s as usize].band = next;
+            } else {
+                self.bands[prev as usize].next = next;
+            }
+            cur = next;
+        }
+        if fill.origin != Origin::Uninit {
+            let n = self.new_band(Band {
+                p0,
+                p1,
+                origin: fill.origin,
+                offset: fill.offset,
+                pstride: fill.pstride,
+                next: cur,
+            })?;
+            if prev == NIL {
+                self.slabs[s as usize].band = n;
+            } else {
+                self.bands[prev as usize].next = n;
+            }
+            // Partition neighbours that continue the new band join it.
+            let mut n = n;
+            if prev != NIL && self.band_continues(prev, n) {
+                self.bands[prev as usize].p1 = p1;
+                self.bands[prev as usize].next = cur;
+                self.bands[n as usize].next = self.free_band;
+                self.free_band = n;
+                n = prev;
+            }
+            if cur != NIL && self.band_continues(n, cur) {
+                let c = self.bands[cur as usize];
+                self.bands[n as usize].p1 = c.p1;
+                self.bands[n as usize].next = c.next;
+                self.bands[cur as usize].next = self.free_band;
+                self.free_band = cur;
+            }
+        }
+        Ok(())
+    }
+
+    /// True when band `b` starts where `a` ends and continues its values.
+    fn band_continues(&self, a: u32, b: u32) -> bool {
+        let (x, y) = (&self.bands[a as usize], &self.bands[b as usize]);
+        x.p1 == y.p0
+            && x.origin == y.origin
+            && x.pstride == y.pstride
+            && x.offset
+                .wrapping_add(((x.p1 - x.p0) as u64).wrapping_mul(x.pstride))
+                == y.offset
+    }
+
+    /// True when slab `b` (starting where `a` ends) continues `a`: the same
+    /// bands with offsets running on, so the two may be one slab.
+    fn continues(&self, a: u32, b: u32) -> bool {
+        let (sa, sb) = (&self.slabs[a as usize], &self.slabs[b as usize]);
+        if sa.end != sb.start {
+            return false;
+        }
+        let len = sa.end - sa.start;
+        let (mut x, mut y) = (sa.band, sb.band);
+        while x != NIL && y != NIL {
+            let (p, q) = (&self.bands[x as usize], &self.bands[y as usize]);
+            if p.p0 != q.p0
+                || p.p1 != q.p1
+                || p.origin != q.origin
+                || p.pstride != q.pstride
+                || p.offset.wrapping_add(len) != q.offset
+            {
+                return false;
+            }
+            x = p.next;
+            y = q.next;
+        }
+        x == NIL && y == NIL
+    }
+
+    /// Appends slab `s` to the output sequence: dropped when it holds
+    /// nothing, absorbed by the previous one when it continues it.
+    fn emit(&mut self, out: &mut Vec<u32>, s: u32) -> Result<(), DataflowError> {
+        if self.slabs[s as usize].band == NIL {
+            self.free_slab(s);
+            return Ok(());
+        }
+        if let Some(&last) = out.last() {
+            if self.continues(last, s) {
+                self.slabs[last as usize].end = self.slabs[s as usize].end;
+                self.free_slab(s);
+                return Ok(());
+            }
+        }
+        push_grow(out, s, "the slabs one write covers")
+    }
+
+    /// Cells `[p0, p1) × [a, b)` of `region` now hold `fill` (see [`Fill`]).
+    pub fn assign(
+        &mut self,
+        region: usize,
+        p0: u32,
+        p1: u32,
+        a: u64,
+        b: u64,
+        fill: Fill,
+    ) -> Result<(), DataflowError> {
+        if a >= b || p0 >= p1 {
+            return Ok(());
+        }
+        let root = self.root_of(region)?;
+        self.roots[region] = NIL;
+        let mut seq = core::mem::take(&mut self.seq);
+        let mut out = core::mem::take(&mut self.out);
+        let r = self.assign_in(root, region, p0, p1, a, b, fill, &mut seq, &mut out);
+        self.seq = seq;
+        self.out = out;
+        r
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn assign_in(
+        &mut self,
+        root: u32,
+        region: usize,
+        p0: u32,
+        p1: u32,
+        a: u64,
+        b: u64,
+        fill: Fill,
+        seq: &mut Vec<u32>,
+        out: &mut Vec<u32>,
+    ) -> Result<(), DataflowError> {
+        seq.clear();
+        out.clear();
+        let (left, r1) = self.split(root, a);
+        let (mid, mut right) = self.split(r1, b);
+        // Reattach what is split off before any fallible step, so that a
+        // failure leaves every slab reachable or freed.
+        let lm = self.max_node(left);
+        let mut res = Ok(());
+        if lm != NIL && self.slabs[lm as usize].end > a {
+            match self.cut(lm, a) {
+                Ok(c) => res = push_grow(seq, c, "the slabs one write covers"),
+                Err(e) => res = Err(e),
+            }
+        }
+        if res.is_ok() {
+            res = self.flatten(mid, seq);
+        }
+        if res.is_ok() {
+            if let Some(&last) = seq.last() {
+                if self.slabs[last as usize].end > b {
+                    match self.cut(last, b) {
+                        Ok(t) => right = self.merge(t, right),
+                        Err(e) => res = Err(e),
+                    }
+                }
+            }
+        }
+        if res.is_ok() {
+            res = self.repaint(seq, out, p0, p1, a, b, fill);
+        }
+        if res.is_err() {
+            // The check stops here; the next one clears the arenas. Keep
+            // the tree well-formed without the covered slabs.
+            self.roots[region] = self.merge(left, right);
+            return res;
+        }
+        // Neighbours that continue the new run join it.
+        let mut left = left;
+        if let Some(&first) = out.first() {
+            if lm != NIL && self.continues(lm, first) {
+                self.slabs[lm as usize].end = self.slabs[first as usize].end;
+                self.free_slab(first);
+                out.remove(0);
+            }
+        }
+        let (rest, rmin) = self.pop_min(right);
+        right = rest;
+        if rmin != NIL {
+            let joined = match out.last() {
+                Some(&last) if self.continues(last, rmin) => {
+                    self.slabs[last as usize].end = self.slabs[rmin as usize].end;
+                    self.free_slab(rmin);
+                    true
+                }
+                None if lm != NIL && self.continues(lm, rmin) => {
+                    self.slabs[lm as usize].end = self.slabs[rmin as usize].end;
+                    self.free_slab(rmin);
+                    true
+                }
+                _ => false,
+            };
+            if !joined {
+                right = self.merge(rmin, right);
+            }
+        }
+        let mut m = NIL;
+        for &s in out.iter() {
+            self.slabs[s as usize].left = NIL;
+            self.slabs[s as usize].right = NIL;
+            m = self.merge(m, s);
+        }
+        left = self.merge(left, m);
+        self.roots[region] = self.merge(left, right);
+        res
+    }
+
+    /// Paints `[p0, p1)` over the slabs `seq` (sorted, inside `[a, b)`),
+    /// filling the gaps between them with new slabs, into `out`.
+    #[allow(clippy::too_many_arguments)]
+    fn repaint(
+        &mut self,
+        seq: &mut Vec<u32>,
+        out: &mut Vec<u32>,
+        p0: u32,
+        p1: u32,
+        a: u64,
+        b: u64,
+        fill: Fill,
+    ) -> Result<(), DataflowError> {
+        let at = |x: u64| Fill {
+            offset: fill.offset.wrapping_add(x - a),
+            ..fill
+        };
+        let mut x = a;
+        let mut k = 0;
+        while k < seq.len() {
+            let s = seq[k];
+            let (start, end) = (self.slabs[s as usize].start, self.slabs[s as usize].end);
+            if start > x && fill.origin != Origin::Uninit {
+                let g = self.new_slab(x, start, NIL)?;
+                self.paint(g, p0, p1, at(x))?;
+                self.emit(out, g)?;
+            }
+            self.paint(s, p0, p1, at(start))?;
+            // Taken out of `seq` before `emit` may free it.
+            seq[k] = NIL;
+            k += 1;
+            self.emit(out, s)?;
+            x = end;
+        }
+        if x < b && fill.origin != Origin::Uninit {
+            let g = self.new_slab(x, b, NIL)?;
+            self.paint(g, p0, p1, at(x))?;
+            self.emit(out, g)?;
+        }
+        seq.clear();
+        Ok(())
+    }
+
+    /// The slab with the largest start `<= x`, or NIL.
+    fn floor(&self, root: u32, x: u64) -> u32 {
+        let (mut t, mut best) = (root, NIL);
+        while t != NIL {
+            if self.slabs[t as usize].start <= x {
+                best = t;
+                t = self.slabs[t as usize].right;
+            } else {
+                t = self.slabs[t as usize].left;
+            }
+        }
+        best
+    }
+
+    /// The slab with the smallest start `> x`, or NIL.
+    fn above(&self, root: u32, x: u64) -> u32 {
+        let (mut t, mut best) = (root, NIL);
+        while t != NIL {
+            if self.slabs[t as usize].start > x {
+                best = t;
+                t = self.slabs[t as usize].left;
+            } else {
+                t = self.slabs[t as usize].right;
+            }
+        }
+        best
+    }
+
+    /// Reads cells `[p0, p1) × segs` of `region` into `out` in traversal
+    /// order: partitions outermost, then the segments in order.
+    pub fn read(
+        &mut self,
+        region: usize,
+        p0: u32,
+        p1: u32,
+        segs: &[(u64, u64)],
+        out: &mut Pieces,
+    ) -> Result<(), DataflowError> {
+        let root = self.root_of(region)?;
+        let mut gather = core::mem::take(&mut self.gather);
+        let r = self.read_in(root, p0, p1, segs, out, &mut gather);
+        self.gather = gather;
+        r
+    }
+
+    fn read_in(
+        &self,
+        root: u32,
+        p0: u32,
+        p1: u32,
+        segs: &[(u64, u64)],
+        out: &mut Pieces,
+        gather: &mut Vec<(u64, u64, u32, u32)>,
+    ) -> Result<(), DataflowError> {
+        gather.clear();
+        const WHAT: &str = "the runs one read covers";
+        for &(a, b) in segs {
+            let mut x = a;
+            let mut s = self.floor(root, a);
+            if s == NIL || self.slabs[s as usize].end <= a {
+                s = self.above(root, a);
+            }
+            while x < b {
+                if s == NIL || self.slabs[s as usize].start >= b {
+                    push_grow(gather, (x, b, NIL, NIL), WHAT)?;
+                    break;
+                }
+                let sl = self.slabs[s as usize];
+                if sl.start > x {
+                    push_grow(gather, (x, sl.start, NIL, NIL), WHAT)?;
+                    x = sl.start;
+                }
+                let e = sl.end.min(b);
+                push_grow(gather, (x, e, s, sl.band), WHAT)?;
+                x = e;
+                s = self.above(root, sl.start);
+            }
+        }
+        // One slab piece per partition: a band's partitions are one group.
+        if let [(x0, x1, s, _)] = gather[..] {
+            let len = x1 - x0;
+            if s == NIL {
+                return out.push(Origin::Uninit, 0, len.saturating_mul((p1 - p0) as u64));
+            }
+            let sl = &self.slabs[s as usize];
+            let mut q = p0;
+            let mut b = sl.band;
+            while q < p1 {
+                while b != NIL && self.bands[b as usize].p1 <= q {
+                    b = self.bands[b as usize].next;
+                }
+                let band = (b != NIL).then(|| &self.bands[b as usize]);
+                match band {
+                    Some(band) if band.p0 <= q => {
+                        let k = band.p1.min(p1) - q;
+                        let off = band
+                            .offset
+                            .wrapping_add(((q - band.p0) as u64).wrapping_mul(band.pstride))
+                            .wrapping_add(x0 - sl.start);
+                        out.push_group(band.origin, off, len, k as u64, band.pstride)?;
+                        q += k;
+                    }
+                    _ => {
+                        let next = band.map_or(p1, |band| band.p0.min(p1));
+                        out.push(Origin::Uninit, 0, len.saturating_mul((next - q) as u64))?;
+                        q = next;
+                    }
+                }
+            }
+            return Ok(());
+        }
+        // Partitions ascend, so each piece's band cursor (the fourth field,
+        // from the slab's first band) only moves on.
+        for q in p0..p1 {
+            for g in gather.iter_mut() {
+                let (x0, x1) = (g.0, g.1);
+                let mut piece = (Origin::Uninit, 0);
+                let mut b = g.3;
+                while b != NIL && self.bands[b as usize].p1 <= q {
+                    b = self.bands[b as usize].next;
+                }
+                g.3 = b;
+                if b != NIL {
+                    let band = &self.bands[b as usize];
+                    if band.p0 <= q {
+                        let start = self.slabs[g.2 as usize].start;
+                        let off = band
+                            .offset
+                            .wrapping_add(((q - band.p0) as u64).wrapping_mul(band.pstride))
+                            .wrapping_add(x0 - start);
+                        piece = (band.origin, off);
+                    }
+                }
+                out.push(piece.0, piece.1, x1 - x0)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Slabs held by `region` (for tests).
+    #[cfg(test)]
+    pub fn slabs_in(&self, region: usize) -> usize {
+        let root = self.roots[region];
+        let mut n = 0;
+        let mut s = self.floor(root, 0);
+        if s == NIL {
+            s = self.above(root, 0);
+        }
+        while s != NIL {
+            n += 1;
+            s = self.above(root, self.slabs[s as usize].start);
+        }
+        n
+    }
+}
