@@ -54,7 +54,6 @@ fn main() {
         );
         if check {
             let mut cap = tusk_core::verify::dataflow::DataflowCapacity::estimate(&orig, &m);
-            cap.log_runs *= 64;
             cap.runs *= 8;
             cap.scratch *= 8;
             let mut df = tusk_core::verify::dataflow::DataflowChecker::with_capacity(cap);

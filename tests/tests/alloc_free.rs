@@ -223,11 +223,7 @@ fn check(what: &str, original: &Module, m: &Module) {
         match d.check(original, m) {
             Err(DataflowError::Capacity { .. }) => {
                 cap.runs *= 4;
-                cap.log_runs *= 4;
-                cap.executions *= 2;
-                cap.operands *= 2;
                 cap.scratch *= 4;
-                cap.outputs *= 4;
                 d.reserve(cap);
             }
             Err(e) => panic!("{what}: the dataflow check could not run: {e}"),

@@ -33,7 +33,6 @@ fn verified(before: &Module, after: &Module) {
     // Strided patterns read more value runs than the checker's estimate
     // plans for (one per row); reserve with room to spare.
     let mut cap = crate::verify::dataflow::DataflowCapacity::estimate(before, after);
-    cap.log_runs *= 64;
     cap.scratch *= 16;
     cap.runs *= 64;
     let mut df = crate::verify::dataflow::DataflowChecker::with_capacity(cap);

@@ -234,9 +234,6 @@ fn run() -> Result<(), IrError> {
     drop(verifier);
     let mut checker = DataflowChecker::new();
     let start = DataflowCapacity {
-        executions: m.num_insts(),
-        operands: m.num_aps() + m.num_insts(),
-        outputs: 4,
         mismatches: 64,
         ..DataflowCapacity::default()
     };
@@ -303,10 +300,8 @@ fn run() -> Result<(), IrError> {
         m.instruction_storage_bytes()
     );
     hprintln!(
-        "  dataflow checker used: {} state runs, {} recorded runs, {} operands, {} runs in one read",
+        "  dataflow checker used: {} state runs, {} runs in one read",
         used.runs,
-        used.log_runs,
-        used.operands,
         used.scratch
     );
     hprintln!(

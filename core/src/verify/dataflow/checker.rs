@@ -15,17 +15,8 @@ use alloc::vec::Vec;
 pub struct DataflowCapacity {
     /// Runs (slabs, and bands) each program's state may hold at once.
     pub runs: usize,
-    /// Unused since the two programs are walked in lockstep (nothing of
-    /// the original is recorded); kept so that callers keep compiling.
-    pub log_runs: usize,
-    /// Unused (see `log_runs`).
-    pub executions: usize,
-    /// Unused (see `log_runs`).
-    pub operands: usize,
     /// Value runs one instruction's reads may produce.
     pub scratch: usize,
-    /// Unused (see `log_runs`).
-    pub outputs: usize,
     /// Mismatches kept (the rest are counted).
     pub mismatches: usize,
 }
@@ -69,11 +60,7 @@ impl DataflowCapacity {
             "one instruction's reads" => c.scratch = x4(c.scratch),
             _ => {
                 c.runs = x4(c.runs);
-                c.log_runs = x4(c.log_runs);
-                c.executions = x4(c.executions);
-                c.operands = x4(c.operands);
                 c.scratch = x4(c.scratch);
-                c.outputs = x4(c.outputs);
             }
         }
         c
