@@ -173,7 +173,6 @@ impl DataflowChecker {
             runs: self.orig.state.used().max(self.rw.state.used()),
             scratch: self.orig.reads_high.max(self.rw.reads_high),
             mismatches: self.mismatches.len(),
-            ..DataflowCapacity::default()
         }
     }
 
