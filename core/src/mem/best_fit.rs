@@ -699,6 +699,15 @@ pub struct Policy {
     pub candidates: u32,
     /// False: always place against the left end (plain best fit).
     pub lifetime_aware: bool,
+    /// Lifetime-aware only: prefer a side whose neighbour dies at or after
+    /// the new block (then the closest death, then the least waste) over a
+    /// side whose neighbour dies first. A neighbour that outlives the block
+    /// keeps the hole's edge where it is when the block leaves, so the space
+    /// comes back as the same hole; one that dies first leaves the block as
+    /// an island in a larger hole. Used by the 1-D portfolio of
+    /// [`super::lsa::place_buffers`]; the pipeline's 2-D scan keeps the
+    /// plain closest-death score (false), which its golden outputs pin.
+    pub outliving_first: bool,
 }
 
 impl Default for Policy {
@@ -706,8 +715,23 @@ impl Default for Policy {
         Policy {
             candidates: 4,
             lifetime_aware: true,
+            outliving_first: false,
         }
     }
+}
+
+/// Extra constraints of one flat placement ([`BestFitMemoryManager::allocate_flat_hinted`]),
+/// from the 1-D scan's offline knowledge.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+pub struct FlatHint {
+    /// Place at or above this offset when some hole allows it (a reservation
+    /// of the bottom for a larger buffer that starts while this one is live);
+    /// when none does, the constraint is dropped. 0: none.
+    pub min_offset: u64,
+    /// When the open end is chosen, place against its right end (the line's
+    /// capacity) instead of its left end: with a capped line, long-lived or
+    /// small buffers gathered at the top leave the bottom in one piece.
+    pub open_right: bool,
 }
 
 /// A scored candidate: (score, offset, base row, (anchor row, anchor hole)).
@@ -1060,7 +1084,7 @@ impl BestFitMemoryManager {
 
     fn allocate_lines(&mut self, req: &Request) -> Result<Option<Placement>, ManagerError> {
         if self.geometry == Geometry::Flat {
-            return self.allocate_flat(req);
+            return self.allocate_flat(req, FlatHint::default());
         }
         let (k, step) = self.rows_for(req.partitions)?;
         let cap = self.lines[0].end;
@@ -1112,13 +1136,37 @@ impl BestFitMemoryManager {
         Ok(None)
     }
 
-    /// The flat line's search: the same answers as [`Self::best_on_base`]
+    /// [`Self::allocate`] on a flat line, with the 1-D scan's [`FlatHint`].
+    pub fn allocate_flat_hinted(
+        &mut self,
+        req: &Request,
+        hint: FlatHint,
+    ) -> Result<Option<Placement>, ManagerError> {
+        self.check_id(req.id)?;
+        if self.geometry != Geometry::Flat {
+            return Err(ManagerError::Unsupported {
+                what: "placement hints on a non-flat geometry",
+            });
+        }
+        let p = self.allocate_flat(req, hint)?;
+        if p.is_some() {
+            self.placed += 1;
+        }
+        Ok(p)
+    }
+
+    /// The flat line's placement: the same answers as [`Self::best_on_base`]
     /// on one row (the `candidates` smallest fitting bounded holes by
     /// `(size, start)`, both ends of each compared by lifetime; the open end
     /// only when it is smaller than every fitting bounded hole or none
     /// fits), found through the size bins instead of repeated ordered-index
-    /// look-ups.
-    fn allocate_flat(&mut self, req: &Request) -> Result<Option<Placement>, ManagerError> {
+    /// look-ups. A hint's `min_offset` is tried first and dropped when no
+    /// hole satisfies it.
+    fn allocate_flat(
+        &mut self,
+        req: &Request,
+        hint: FlatHint,
+    ) -> Result<Option<Placement>, ManagerError> {
         let line = &self.lines[0];
         if req.partitions != 1 {
             return Err(ManagerError::NeverFits {
@@ -1134,40 +1182,78 @@ impl BestFitMemoryManager {
                 max: line.end,
             });
         }
+        let mut found = None;
+        if hint.min_offset > 0 {
+            found = self.search_flat(req, hint.min_offset, hint.open_right);
+        }
+        if found.is_none() {
+            found = self.search_flat(req, 0, hint.open_right);
+        }
+        let Some((off, h)) = found else {
+            return Ok(None);
+        };
+        self.commit_lines(req, 0, 1, off, Some((0, h)))?;
+        Ok(Some(Placement {
+            base_partition: 0,
+            offset: off,
+            corner: Corner::LowerLeft,
+        }))
+    }
+
+    /// The offset and hole of the flat search with every offset at or above
+    /// `floor`; `None` when nothing fits.
+    fn search_flat(&self, req: &Request, floor: u64, open_right: bool) -> Option<(u64, u32)> {
+        let line = &self.lines[0];
         let aware = self.policy.lifetime_aware;
         let want = if aware {
             (self.policy.candidates as usize).clamp(1, FLAT_CANDIDATES)
         } else {
             1
         };
-        let fits = |h: u32| -> bool {
-            let Some(off) = line.fit(h, req.bytes, req.align, Side::Left) else {
-                return false;
+        let clear = |off: u64| -> bool {
+            self.obstacles.is_empty() || !self.hits_obstacle(0, 1, off, off + req.bytes, req)
+        };
+        // The offset against `side` of bounded hole `h`, above the floor.
+        let side_off = |h: u32, side: Side| -> Option<u64> {
+            let off = line.fit(h, req.bytes, req.align, side)?;
+            (off >= floor && clear(off)).then_some(off)
+        };
+        // The open end's offset: left end (above the floor), or right end.
+        let open_off = |h: u32| -> Option<u64> {
+            let s = &line.segs[h as usize];
+            let lo = align_up(s.start.max(floor), req.align)?;
+            if lo.checked_add(req.bytes)? > s.end {
+                return None;
+            }
+            let off = if open_right {
+                align_down(s.end - req.bytes, req.align).max(lo)
+            } else {
+                lo
             };
-            self.obstacles.is_empty()
-                || !self.hits_obstacle(0, 1, off, off + req.bytes, req)
-                || (aware
-                    && line
-                        .fit(h, req.bytes, req.align, Side::Right)
-                        .is_some_and(|o| !self.hits_obstacle(0, 1, o, o + req.bytes, req)))
+            clear(off).then_some(off)
         };
         // The `want` smallest fitting bounded holes, by (size, start).
         let mut cands: arrayvec::ArrayVec<(u128, u32), FLAT_CANDIDATES> = arrayvec::ArrayVec::new();
-        let mut top = NIL;
+        let mut top = None;
         let mut bin = size_bins::bin_of(req.bytes);
         while let Some(b) = line.bins.next_bin(bin) {
             let mut h = line.bins.head(b);
             while h != size_bins::NIL {
                 let s = &line.segs[h as usize];
                 let size = s.end - s.start;
-                let (is_top, next) = (s.next == NIL, line.bins.next(h));
-                if size >= req.bytes && fits(h) {
-                    if is_top {
-                        top = h;
+                let next = line.bins.next(h);
+                if size >= req.bytes {
+                    if s.next == NIL {
+                        if let Some(off) = open_off(h) {
+                            top = Some((size_key(size, s.start), off, h));
+                        }
                     } else {
                         let key = size_key(size, s.start);
                         let at = cands.partition_point(|&(k, _)| k < key);
-                        if at < want {
+                        if at < want
+                            && (side_off(h, Side::Left).is_some()
+                                || (aware && side_off(h, Side::Right).is_some()))
+                        {
                             if cands.len() == want {
                                 cands.pop();
                             }
@@ -1182,61 +1268,41 @@ impl BestFitMemoryManager {
             }
             bin = b + 1;
         }
-        let open_first = top != NIL
-            && cands.first().map_or(true, |&(k, _)| {
-                let t = &line.segs[top as usize];
-                size_key(t.end - t.start, t.start) < k
-            });
-        let (off, h) = if open_first {
-            let Some(off) = line.fit(top, req.bytes, req.align, Side::Left) else {
-                return Ok(None);
-            };
-            (off, top)
+        if let Some((tk, off, h)) = top {
+            if cands.first().map_or(true, |&(k, _)| tk < k) {
+                return Some((off, h));
+            }
+        }
+        let sides: &[Side] = if aware {
+            &[Side::Left, Side::Right]
         } else {
-            let mut best: Option<((u64, u64), u64, u32)> = None;
-            for &(key, h) in &cands {
-                let waste = (key >> 64) as u64 - req.bytes;
-                let sides: &[Side] = if aware {
-                    &[Side::Left, Side::Right]
-                } else {
-                    &[Side::Left]
+            &[Side::Left]
+        };
+        let mut best: Option<((u8, u64, u64), u64, u32)> = None;
+        for &(key, h) in &cands {
+            let waste = (key >> 64) as u64 - req.bytes;
+            for &eff in sides {
+                let Some(off) = side_off(h, eff) else {
+                    continue;
                 };
-                for &eff in sides {
-                    let Some(off) = line.fit(h, req.bytes, req.align, eff) else {
-                        continue;
-                    };
-                    if !self.obstacles.is_empty()
-                        && self.hits_obstacle(0, 1, off, off + req.bytes, req)
-                    {
-                        continue;
-                    }
-                    let score = if aware {
-                        let nd = line.neighbour_death(h, eff);
-                        let gap = if nd == WALL {
-                            u32::MAX as u64 - req.death as u64
-                        } else {
-                            nd.abs_diff(req.death) as u64
-                        };
-                        (gap, waste)
+                let score = if aware {
+                    let nd = line.neighbour_death(h, eff);
+                    let gap = if nd == WALL {
+                        u32::MAX as u64 - req.death as u64
                     } else {
-                        (waste, off)
+                        nd.abs_diff(req.death) as u64
                     };
-                    if best.map_or(true, |(b, _, _)| score < b) {
-                        best = Some((score, off, h));
-                    }
+                    let first = self.policy.outliving_first && nd < req.death;
+                    (first as u8, gap, waste)
+                } else {
+                    (0, waste, off)
+                };
+                if best.map_or(true, |(b, _, _)| score < b) {
+                    best = Some((score, off, h));
                 }
             }
-            let Some((_, off, h)) = best else {
-                return Ok(None);
-            };
-            (off, h)
-        };
-        self.commit_lines(req, 0, 1, off, Some((0, h)))?;
-        Ok(Some(Placement {
-            base_partition: 0,
-            offset: off,
-            corner: Corner::LowerLeft,
-        }))
+        }
+        best.map(|(_, off, h)| (off, h))
     }
 
     fn commit_lines(
@@ -1814,6 +1880,7 @@ mod tests {
         m.set_policy(Policy {
             candidates: 1,
             lifetime_aware: false,
+            outliving_first: false,
         });
         for (i, s) in [100u64, 50, 100, 30].iter().enumerate() {
             m.allocate(&req(i as u32, 1, *s, 9)).unwrap().unwrap();
