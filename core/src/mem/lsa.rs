@@ -1081,12 +1081,13 @@ pub struct ScanVariant {
 }
 
 impl ScanVariant {
-    /// Variant `k` of the portfolio's fixed order (`k < PORTFOLIO_LEN`):
-    /// an index into the cross product {forward, reverse} × reserve {0, 1,
-    /// 2} × {closest death, outliving first} × {left, long-lived, small},
-    /// in the order [`PORTFOLIO_ORDER`] gives.
-    pub fn nth(k: usize) -> ScanVariant {
-        let code = PORTFOLIO_ORDER[k % PORTFOLIO_LEN] as usize;
+    /// The variant of a portfolio code `reverse·18 + reserve·6 +
+    /// outliving·3 + open_end` (`code < 36`): the cross product {forward,
+    /// reverse} × reserve {0, 1, 2} × {closest death, outliving first} ×
+    /// {left, long-lived, small}. Code 0 is the single scan of before the
+    /// portfolio.
+    pub fn from_code(code: u8) -> ScanVariant {
+        let code = code as usize % PORTFOLIO_LEN;
         ScanVariant {
             reverse: code / 18 == 1,
             reserve: ((code / 6) % 3) as u8,
@@ -1103,8 +1104,8 @@ impl ScanVariant {
 /// Variants in the portfolio.
 pub const PORTFOLIO_LEN: usize = 36;
 
-/// The portfolio's order, as codes `reverse·18 + reserve·6 + outliving·3 +
-/// open_end`. Variant 0 (forward, no reservation, outliving first, left
+/// The portfolio's order, as [`ScanVariant::from_code`] codes. The first
+/// (code 3: forward, no reservation, outliving first, left
 /// open end) is the one scan large inputs get: it needs no precomputation.
 /// The next eight were chosen greedily (each adding the most to the mean
 /// over C/G/K and perfect packings of 100–1000 buffers, seeds 0–2, in a
@@ -1145,8 +1146,11 @@ pub struct BufferWorkspace {
     /// exactly one scan of variant 0, no portfolio (the throughput
     /// configuration).
     pub tighten_rounds: u32,
-    /// Most portfolio variants to run (at most [`PORTFOLIO_LEN`]).
+    /// Most portfolio variants to run (at most the portfolio's length).
     pub variants: u32,
+    /// The variants, in order, as [`ScanVariant::from_code`] codes; empty:
+    /// [`PORTFOLIO_ORDER`].
+    pub portfolio: &'static [u8],
     /// Buffer placements the portfolio may spend; variants past the budget
     /// are skipped, but variant 0 always runs.
     pub work_budget: u64,
@@ -1189,8 +1193,17 @@ impl BufferWorkspace {
             return 1;
         }
         let per = (n as u64).max(1) * (1 + self.tighten_rounds as u64);
-        (self.work_budget / per).clamp(1, self.variants.clamp(1, PORTFOLIO_LEN as u32) as u64)
-            as u32
+        let len = self.codes().len() as u32;
+        (self.work_budget / per).clamp(1, self.variants.clamp(1, len) as u64) as u32
+    }
+
+    /// The portfolio in use.
+    fn codes(&self) -> &'static [u8] {
+        if self.portfolio.is_empty() {
+            &PORTFOLIO_ORDER
+        } else {
+            self.portfolio
+        }
     }
 }
 
@@ -1203,7 +1216,7 @@ impl BufferWorkspace {
 /// A scan never fails for lack of room: the line is as long as all buffers
 /// stacked, so a result over `capacity` is still a placement (with
 /// `fits == false`). When `tighten_rounds > 0`, each variant
-/// ([`ScanVariant::nth`]) runs one scan and then up to `tighten_rounds`
+/// (of [`BufferWorkspace::portfolio`]) runs one scan and then up to `tighten_rounds`
 /// rescans with the line capped at smaller peaks (binary search between the
 /// lower bound and that variant's peak): a cap changes which hole is the
 /// open end, hence the choices. The number of variants is bounded by
@@ -1246,7 +1259,11 @@ pub fn place_buffers(
     let shift = (64 - max_time.leading_zeros()).saturating_sub(31);
     let variants = ws.variants_for(n);
     sort_by_lower(buffers, &mut ws.by_lower);
-    if (1..variants as usize).any(|k| ScanVariant::nth(k).reverse) {
+    let codes = ws.codes();
+    if codes[..variants as usize]
+        .iter()
+        .any(|&c| ScanVariant::from_code(c).reverse)
+    {
         ws.mirrored.clear();
         ws.mirrored.extend(buffers.iter().map(|b| Buffer {
             lower: max_time - b.upper,
@@ -1260,8 +1277,8 @@ pub fn place_buffers(
     let mut lb = 0u64;
     let mut best_peak = u64::MAX;
     let mut rounds = 0;
-    for k in 0..variants as usize {
-        let v = ScanVariant::nth(k);
+    for &code in &codes[..variants as usize] {
+        let v = ScanVariant::from_code(code);
         let (bufs, order): (&[Buffer], &[u32]) = if v.reverse {
             (&ws.mirrored, &ws.by_lower_rev)
         } else {
@@ -1579,39 +1596,146 @@ mod buffer_tests {
     }
 
     #[test]
+    fn portfolio_is_deterministic_legal_and_no_worse_than_its_first_scan() {
+        let bufs = perfect(100, 4);
+        let mut ws = BufferWorkspace::with_capacity(bufs.len());
+        let (mut a, mut b) = (vec![0; bufs.len()], vec![0; bufs.len()]);
+        let r = place_buffers(&bufs, 1 << 20, &mut ws, &mut a).unwrap();
+        assert_eq!(r.variants, PORTFOLIO_LEN as u32);
+        assert_eq!(check(&bufs, &a), r.peak);
+        let r2 = place_buffers(&bufs, 1 << 20, &mut ws, &mut b).unwrap();
+        assert_eq!((r, &a), (r2, &b));
+        ws.variants = 1;
+        let one = place_buffers(&bufs, 1 << 20, &mut ws, &mut b).unwrap();
+        assert_eq!(one.variants, 1);
+        assert!(r.peak <= one.peak);
+        ws.tighten_rounds = 0;
+        ws.variants = PORTFOLIO_LEN as u32;
+        let single = place_buffers(&bufs, 1 << 20, &mut ws, &mut b).unwrap();
+        assert_eq!((single.rounds, single.variants), (1, 1));
+        assert_eq!(check(&bufs, &b), single.peak);
+    }
+
+    #[test]
+    fn every_variant_alone_places_legally() {
+        let bufs = perfect(60, 9);
+        for code in 0..PORTFOLIO_LEN as u8 {
+            let mut ws = BufferWorkspace::with_capacity(bufs.len());
+            let codes = [code];
+            // 'static for the field: leak-free, a const per code is overkill.
+            ws.portfolio = alloc::boxed::Box::leak(alloc::boxed::Box::new(codes));
+            let mut off = vec![0; bufs.len()];
+            let r = place_buffers(&bufs, 1 << 20, &mut ws, &mut off).unwrap();
+            assert_eq!(check(&bufs, &off), r.peak, "variant {code}");
+            assert!(r.peak >= r.lower_bound);
+        }
+    }
+
+    #[test]
+    fn reservation_is_the_largest_buffer_starting_inside() {
+        let b = |lower, upper, size| Buffer {
+            lower,
+            upper,
+            size,
+            align: 1,
+        };
+        // 0 lives over [0,10): 1 (size 50) and 2 (size 80) start inside;
+        // 3 starts at 10, outside. 1 lives over [2,6): 2 starts at 5.
+        let bufs = [b(0, 10, 20), b(2, 6, 50), b(5, 9, 80), b(10, 12, 500)];
+        let mut order = Vec::with_capacity(4);
+        sort_by_lower(&bufs, &mut order);
+        let (mut tree, mut out) = (Vec::new(), Vec::new());
+        reservations(&bufs, &order, 1, &mut tree, &mut out);
+        assert_eq!(out, [80, 80, 0, 0]);
+        // Factor 2: 80 > 2 × 20 but not > 2 × 50.
+        reservations(&bufs, &order, 2, &mut tree, &mut out);
+        assert_eq!(out, [80, 0, 0, 0]);
+    }
+
+    /// The perfect packings of the survey: (buffers, seed) → problem.
+    fn perfect(n: usize, seed: u64) -> Vec<Buffer> {
+        use crate::gen::dsa::{perfect_packing, PerfectPacking};
+        use crate::mem::problem::Problem;
+        let mut p = Problem::linear(0, n);
+        let mut sol = Vec::new();
+        perfect_packing(&PerfectPacking::new(n), seed, &mut p, &mut sol).unwrap();
+        p.buffers()
+            .iter()
+            .map(|b| Buffer {
+                lower: b.lower,
+                upper: b.upper,
+                size: b.size,
+                align: b.align,
+            })
+            .collect()
+    }
+
+    #[test]
     #[ignore = "quality survey: cargo test -p tusk-core --release -- --ignored dsa_policy_survey --nocapture"]
     fn dsa_policy_survey() {
         extern crate std;
-        for (cands, aware, rounds) in [
-            (1, false, 0),
-            (4, true, 0),
-            (8, true, 0),
-            (1, false, 12),
-            (4, true, 12),
-            (8, true, 12),
-            (16, true, 12),
-        ] {
-            let mut sum = 0.0;
-            let mut line = std::string::String::new();
-            for name in ["C.1048576.csv", "G.1048576.csv", "K.1048576.csv"] {
-                let Some(bufs) = load(name) else { return };
-                let mut ws = BufferWorkspace::with_capacity(bufs.len());
-                ws.policy = Policy {
-                    candidates: cands,
-                    lifetime_aware: aware,
+        let mut files = Vec::new();
+        for name in ["C.1048576.csv", "G.1048576.csv", "K.1048576.csv"] {
+            let Some(bufs) = load(name) else {
+                std::println!("skipping: ../shared/data is absent");
+                return;
+            };
+            files.push((alloc::string::String::from(&name[..1]), bufs));
+        }
+        // Seeds 0-2 informed the portfolio's order; 3-5 did not.
+        let mut packings = Vec::new();
+        for n in [100, 300, 1000] {
+            for seed in 0..6u64 {
+                packings.push((alloc::format!("pp{n}/{seed}"), perfect(n, seed)));
+            }
+        }
+        let run = |bufs: &[Buffer], cfg: &dyn Fn(&mut BufferWorkspace)| -> f64 {
+            let mut ws = BufferWorkspace::with_capacity(bufs.len());
+            cfg(&mut ws);
+            let mut off = vec![0; bufs.len()];
+            let r = place_buffers(bufs, 1_048_576, &mut ws, &mut off).unwrap();
+            assert_eq!(check(bufs, &off), r.peak);
+            r.peak as f64 / r.lower_bound as f64
+        };
+        type Cfg = (&'static str, fn(&mut BufferWorkspace));
+        let configs: [Cfg; 7] = [
+            ("plain best fit, 1 scan", |w| {
+                w.tighten_rounds = 0;
+                w.policy = Policy {
+                    candidates: 1,
+                    lifetime_aware: false,
                     outliving_first: false,
                 };
-                ws.tighten_rounds = rounds;
-                let mut off = vec![0; bufs.len()];
-                let r = place_buffers(&bufs, 1_048_576, &mut ws, &mut off).unwrap();
-                check(&bufs, &off);
-                let ratio = r.peak as f64 / r.lower_bound as f64;
-                sum += ratio;
-                line += &alloc::format!(" {name}={ratio:.3}");
+            }),
+            ("before: closest death, 1 scan + 12 rescans", |w| {
+                w.portfolio = &[0]
+            }),
+            ("variant 0 (outliving first), 1 scan", |w| {
+                w.tighten_rounds = 0
+            }),
+            ("variant 0 + 12 rescans", |w| w.variants = 1),
+            ("portfolio, 3 variants", |w| w.variants = 3),
+            ("portfolio, 9 variants", |w| w.variants = 9),
+            ("portfolio, 36 variants (default)", |_| {}),
+        ];
+        for (label, cfg) in configs {
+            let mut line = std::string::String::new();
+            let (mut f, mut p, mut held) = (0.0, 0.0, 0.0);
+            for (name, bufs) in &files {
+                let r = run(bufs, &cfg);
+                f += r / 3.0;
+                line += &alloc::format!(" {name}={r:.3}");
+            }
+            for (k, (_, bufs)) in packings.iter().enumerate() {
+                let r = run(bufs, &cfg);
+                if k % 6 < 3 {
+                    p += r / 9.0;
+                } else {
+                    held += r / 9.0;
+                }
             }
             std::println!(
-                "cands {cands} aware {aware} rounds {rounds}: mean {:.3}{line}",
-                sum / 3.0
+                "{label:<48} C/G/K mean {f:.3}{line} | perfect seeds 0-2 {p:.3}, 3-5 {held:.3}"
             );
         }
     }
