@@ -60,7 +60,9 @@
 //! # Fragmentation
 //! Every hole produced by a free (after merging) is fed to P² estimators
 //! ([`super::quantile`]); [`BestFitMemoryManager::fragmentation`] reports their
-//! median, 90th and 99th percentile.
+//! median, 90th and 99th percentile. The 1-D scan samples every 8th hole
+//! instead ([`BestFitMemoryManager::set_fragmentation_sampling`]): the three
+//! estimator updates were a fifth of its instructions.
 
 use alloc::vec::Vec;
 use core::fmt;
@@ -77,6 +79,9 @@ pub const MAX_ROWS: usize = 16;
 /// Most candidates the flat line compares ([`Policy::candidates`] is
 /// clamped to it there).
 pub const FLAT_CANDIDATES: usize = 32;
+/// The 1-D scan's fragmentation sampling (see
+/// [`BestFitMemoryManager::set_fragmentation_sampling`]).
+pub const FLAT_FRAGMENTATION_SAMPLING: u32 = 8;
 /// Death of a space boundary: a wall never dies.
 const WALL: u32 = u32::MAX;
 
@@ -782,6 +787,10 @@ pub struct BestFitMemoryManager {
     slots: Vec<Slot>,
     obstacles: Vec<Obstacle>,
     quantiles: FreeBlockQuantiles,
+    /// Feed every `frag_every`-th freed hole to the quantile estimators.
+    frag_every: u32,
+    /// Frees until the next sample.
+    frag_countdown: u32,
     placed: u64,
     peak_bytes: u64,
     live_area: u64,
@@ -811,6 +820,8 @@ impl BestFitMemoryManager {
             slots: Vec::new(),
             obstacles: Vec::new(),
             quantiles: FreeBlockQuantiles::default(),
+            frag_every: 1,
+            frag_countdown: 1,
             placed: 0,
             peak_bytes: 0,
             live_area: 0,
@@ -841,6 +852,30 @@ impl BestFitMemoryManager {
         self.policy = p;
     }
 
+    /// Feeds only every `every`-th freed hole (1: all, the default) to the
+    /// fragmentation estimators, from the next reset on. The three P²
+    /// updates cost about as much as the rest of a free; the 1-D scan samples
+    /// every [`FLAT_FRAGMENTATION_SAMPLING`]-th hole, which keeps the
+    /// quantiles of a long scan (they summarize thousands of holes) at an
+    /// eighth of the cost. [`FragmentationSummary::samples`] counts the holes
+    /// actually fed.
+    pub fn set_fragmentation_sampling(&mut self, every: u32) {
+        self.frag_every = every.max(1);
+        self.frag_countdown = self.frag_every;
+    }
+
+    /// True when this free is sampled (a countdown, no division).
+    #[inline]
+    fn sample_now(&mut self) -> bool {
+        self.frag_countdown -= 1;
+        if self.frag_countdown == 0 {
+            self.frag_countdown = self.frag_every;
+            true
+        } else {
+            false
+        }
+    }
+
     /// The geometry.
     pub fn geometry(&self) -> Geometry {
         self.geometry
@@ -858,6 +893,7 @@ impl BestFitMemoryManager {
         self.slots.resize(ids, EMPTY_SLOT);
         self.obstacles.clear();
         self.quantiles.clear();
+        self.frag_countdown = self.frag_every;
         self.bank_used = [0; MAX_ROWS];
         self.placed = 0;
         self.peak_bytes = 0;
@@ -1232,6 +1268,9 @@ impl BestFitMemoryManager {
             };
             clear(off).then_some(off)
         };
+        // No floor, alignment or obstacle: every hole of the size fits at
+        // both ends (the common case, checked once instead of per hole).
+        let simple = floor == 0 && req.align <= 1 && self.obstacles.is_empty();
         // The `want` smallest fitting bounded holes, by (size, start).
         let mut cands: arrayvec::ArrayVec<(u128, u32), FLAT_CANDIDATES> = arrayvec::ArrayVec::new();
         let mut top = None;
@@ -1251,7 +1290,8 @@ impl BestFitMemoryManager {
                         let key = size_key(size, s.start);
                         let at = cands.partition_point(|&(k, _)| k < key);
                         if at < want
-                            && (side_off(h, Side::Left).is_some()
+                            && (simple
+                                || side_off(h, Side::Left).is_some()
                                 || (aware && side_off(h, Side::Right).is_some()))
                         {
                             if cands.len() == want {
@@ -1281,18 +1321,32 @@ impl BestFitMemoryManager {
         let mut best: Option<((u8, u64, u64), u64, u32)> = None;
         for &(key, h) in &cands {
             let waste = (key >> 64) as u64 - req.bytes;
+            let seg = &line.segs[h as usize];
             for &eff in sides {
-                let Some(off) = side_off(h, eff) else {
-                    continue;
+                let off = if simple {
+                    match eff {
+                        Side::Left => seg.start,
+                        Side::Right => seg.end - req.bytes,
+                    }
+                } else {
+                    let Some(off) = side_off(h, eff) else {
+                        continue;
+                    };
+                    off
                 };
                 let score = if aware {
-                    let nd = line.neighbour_death(h, eff);
-                    let gap = if nd == WALL {
+                    let n = match eff {
+                        Side::Left => seg.prev,
+                        Side::Right => seg.next,
+                    };
+                    let gap = if n == NIL {
                         u32::MAX as u64 - req.death as u64
                     } else {
-                        nd.abs_diff(req.death) as u64
+                        line.segs[n as usize].death.abs_diff(req.death) as u64
                     };
-                    let first = self.policy.outliving_first && nd < req.death;
+                    let first = self.policy.outliving_first
+                        && n != NIL
+                        && line.segs[n as usize].death < req.death;
                     (first as u8, gap, waste)
                 } else {
                     (0, waste, off)
@@ -1555,7 +1609,9 @@ impl BestFitMemoryManager {
                 self.live_area = self.live_area.saturating_sub(
                     need as u64 * self.bank_bytes * k as u64 * self.row_partitions as u64,
                 );
-                self.quantiles.add(need as u64 * self.bank_bytes);
+                if self.sample_now() {
+                    self.quantiles.add(need as u64 * self.bank_bytes);
+                }
             }
             _ => {
                 for r in base..base + k {
@@ -1565,7 +1621,7 @@ impl BestFitMemoryManager {
                         .live_area
                         .saturating_sub((s.end - s.start) * self.row_partitions as u64);
                     let merged = self.lines[r].release(seg)?;
-                    if r == base {
+                    if r == base && self.sample_now() {
                         self.quantiles.add(merged);
                     }
                 }

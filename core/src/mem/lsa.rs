@@ -49,6 +49,7 @@ use core::cmp::Reverse;
 
 use super::best_fit::{
     BestFitMemoryManager, Corner, FlatHint, ManagerError, Policy, Rect, Request,
+    FLAT_FRAGMENTATION_SAMPLING,
 };
 use super::live_range::LiveRangeManager;
 use super::quantile::FragmentationSummary;
@@ -1005,6 +1006,9 @@ pub struct BufferOutcome {
     pub rounds: u32,
     /// Portfolio variants run ([`BufferWorkspace::variants_for`]).
     pub variants: u32,
+    /// Free-hole size quantiles of the scan that found the placement
+    /// (every [`FLAT_FRAGMENTATION_SAMPLING`]-th freed hole).
+    pub fragmentation: FragmentationSummary,
 }
 
 /// Why the buffers could not be placed.
@@ -1274,8 +1278,11 @@ pub fn place_buffers(
     }
 
     let line = total.max(capacity).max(1);
+    ws.manager
+        .set_fragmentation_sampling(FLAT_FRAGMENTATION_SAMPLING);
     let mut lb = 0u64;
     let mut best_peak = u64::MAX;
+    let mut fragmentation = FragmentationSummary::default();
     let mut rounds = 0;
     for &code in &codes[..variants as usize] {
         let v = ScanVariant::from_code(code);
@@ -1314,6 +1321,7 @@ pub fn place_buffers(
         let first = first.unwrap_or(u64::MAX);
         if first < best_peak {
             best_peak = first;
+            fragmentation = scan.manager.fragmentation();
             ws.best.clear();
             ws.best.extend_from_slice(&offsets[..n]);
         }
@@ -1329,6 +1337,7 @@ pub fn place_buffers(
                     hi = p.min(cap);
                     if p < best_peak {
                         best_peak = p;
+                        fragmentation = scan.manager.fragmentation();
                         ws.best.clear();
                         ws.best.extend_from_slice(&offsets[..n]);
                     }
@@ -1347,6 +1356,7 @@ pub fn place_buffers(
         fits: best_peak <= capacity,
         rounds,
         variants,
+        fragmentation,
     })
 }
 
