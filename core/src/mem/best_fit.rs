@@ -78,7 +78,7 @@ const FREE: u32 = u32::MAX;
 pub const MAX_ROWS: usize = 16;
 /// Most candidates the flat line compares ([`Policy::candidates`] is
 /// clamped to it there).
-pub const FLAT_CANDIDATES: usize = 32;
+pub const FLAT_CANDIDATES: usize = 16;
 /// The 1-D scan's fragmentation sampling (see
 /// [`BestFitMemoryManager::set_fragmentation_sampling`]).
 pub const FLAT_FRAGMENTATION_SAMPLING: u32 = 8;
@@ -739,6 +739,54 @@ pub struct FlatHint {
     pub open_right: bool,
 }
 
+/// The `want` smallest `(size, start)` keys offered, sorted: the flat
+/// search's shortlist (insertion into a short array; cheaper than a
+/// general sorted container at 4 entries).
+struct Shortlist {
+    keys: [u128; FLAT_CANDIDATES],
+    ids: [u32; FLAT_CANDIDATES],
+    len: usize,
+    want: usize,
+}
+
+impl Shortlist {
+    #[inline]
+    fn new(want: usize) -> Self {
+        Shortlist {
+            keys: [0; FLAT_CANDIDATES],
+            ids: [0; FLAT_CANDIDATES],
+            len: 0,
+            want: want.clamp(1, FLAT_CANDIDATES),
+        }
+    }
+
+    /// True when `key` would enter the list.
+    #[inline]
+    fn would_take(&self, key: u128) -> bool {
+        self.len < self.want || key < self.keys[self.len - 1]
+    }
+
+    /// Inserts `key` in order, dropping the largest when full.
+    #[inline]
+    fn offer(&mut self, key: u128, id: u32) {
+        if !self.would_take(key) {
+            return;
+        }
+        if self.len == self.want {
+            self.len -= 1;
+        }
+        let mut i = self.len;
+        while i > 0 && self.keys[i - 1] > key {
+            self.keys[i] = self.keys[i - 1];
+            self.ids[i] = self.ids[i - 1];
+            i -= 1;
+        }
+        self.keys[i] = key;
+        self.ids[i] = id;
+        self.len += 1;
+    }
+}
+
 /// A scored candidate: (score, offset, base row, (anchor row, anchor hole)).
 type Candidate = ((u8, u64, u64), u64, usize, (usize, u32));
 
@@ -1272,7 +1320,7 @@ impl BestFitMemoryManager {
         // both ends (the common case, checked once instead of per hole).
         let simple = floor == 0 && req.align <= 1 && self.obstacles.is_empty();
         // The `want` smallest fitting bounded holes, by (size, start).
-        let mut cands: arrayvec::ArrayVec<(u128, u32), FLAT_CANDIDATES> = arrayvec::ArrayVec::new();
+        let mut cands = Shortlist::new(want);
         let mut top = None;
         let mut bin = size_bins::bin_of(req.bytes);
         while let Some(b) = line.bins.next_bin(bin) {
@@ -1288,28 +1336,24 @@ impl BestFitMemoryManager {
                         }
                     } else {
                         let key = size_key(size, s.start);
-                        let at = cands.partition_point(|&(k, _)| k < key);
-                        if at < want
+                        if cands.would_take(key)
                             && (simple
                                 || side_off(h, Side::Left).is_some()
                                 || (aware && side_off(h, Side::Right).is_some()))
                         {
-                            if cands.len() == want {
-                                cands.pop();
-                            }
-                            cands.insert(at, (key, h));
+                            cands.offer(key, h);
                         }
                     }
                 }
                 h = next;
             }
-            if cands.len() >= want {
+            if cands.len >= want {
                 break;
             }
             bin = b + 1;
         }
         if let Some((tk, off, h)) = top {
-            if cands.first().map_or(true, |&(k, _)| tk < k) {
+            if cands.len == 0 || tk < cands.keys[0] {
                 return Some((off, h));
             }
         }
@@ -1319,7 +1363,7 @@ impl BestFitMemoryManager {
             &[Side::Left]
         };
         let mut best: Option<((u8, u64, u64), u64, u32)> = None;
-        for &(key, h) in &cands {
+        for (&key, &h) in cands.keys[..cands.len].iter().zip(&cands.ids[..cands.len]) {
             let waste = (key >> 64) as u64 - req.bytes;
             let seg = &line.segs[h as usize];
             for &eff in sides {
