@@ -833,6 +833,13 @@ pub struct BestFitMemoryManager {
     max_banks_per_tensor: u32,
     bank_used: [u64; MAX_ROWS],
     slots: Vec<Slot>,
+    /// Flat geometry: per id, its segment. Never cleared: an entry is
+    /// current only when that segment exists and is owned by the id (an id
+    /// not placed owns no segment), so a reset costs nothing per id — the
+    /// per-scan clearing of `slots` was a full pass over memory at 1M ids.
+    flat_seg: Vec<u32>,
+    /// Ids `0..ids` are valid since the last reset.
+    ids: usize,
     obstacles: Vec<Obstacle>,
     quantiles: FreeBlockQuantiles,
     /// Feed every `frag_every`-th freed hole to the quantile estimators.
@@ -866,6 +873,8 @@ impl BestFitMemoryManager {
             max_banks_per_tensor: 0,
             bank_used: [0; MAX_ROWS],
             slots: Vec::new(),
+            flat_seg: Vec::new(),
+            ids: 0,
             obstacles: Vec::new(),
             quantiles: FreeBlockQuantiles::default(),
             frag_every: 1,
@@ -891,6 +900,8 @@ impl BestFitMemoryManager {
             l.reserve(ids);
         }
         self.slots.reserve(ids.saturating_sub(self.slots.len()));
+        self.flat_seg
+            .reserve(ids.saturating_sub(self.flat_seg.len()));
         self.obstacles
             .reserve(obstacles.saturating_sub(self.obstacles.len()));
     }
@@ -938,7 +949,20 @@ impl BestFitMemoryManager {
             });
         }
         self.slots.clear();
-        self.slots.resize(ids, EMPTY_SLOT);
+        if geometry == Geometry::Flat {
+            if ids > self.flat_seg.capacity() {
+                return Err(ManagerError::WorkspaceFull {
+                    what: "block id",
+                    capacity: self.flat_seg.capacity(),
+                });
+            }
+            if self.flat_seg.len() < ids {
+                self.flat_seg.resize(ids, NIL);
+            }
+        } else {
+            self.slots.resize(ids, EMPTY_SLOT);
+        }
+        self.ids = ids;
         self.obstacles.clear();
         self.quantiles.clear();
         self.frag_countdown = self.frag_every;
@@ -1064,7 +1088,7 @@ impl BestFitMemoryManager {
     }
 
     fn check_id(&self, id: u32) -> Result<(), ManagerError> {
-        if (id as usize) < self.slots.len() {
+        if (id as usize) < self.ids {
             Ok(())
         } else {
             Err(ManagerError::UnknownId { id })
@@ -1451,7 +1475,11 @@ impl BestFitMemoryManager {
                 what: "a tensor on more than 4 rows",
             });
         }
-        self.slots[req.id as usize] = slot;
+        if self.geometry == Geometry::Flat {
+            self.flat_seg[req.id as usize] = slot.segs[0];
+        } else {
+            self.slots[req.id as usize] = slot;
+        }
         self.live_area += req.bytes * k as u64 * self.row_partitions as u64;
         Ok(())
     }
@@ -1636,6 +1664,19 @@ impl BestFitMemoryManager {
     /// Gives a block's space back.
     pub fn free(&mut self, id: u32) -> Result<(), ManagerError> {
         self.check_id(id)?;
+        if self.geometry == Geometry::Flat {
+            let Some(seg) = self.flat_block(id) else {
+                return Err(ManagerError::UnknownId { id });
+            };
+            let line = &mut self.lines[0];
+            let s = line.segs[seg as usize];
+            self.live_area = self.live_area.saturating_sub(s.end - s.start);
+            let merged = line.release(seg)?;
+            if self.sample_now() {
+                self.quantiles.add(merged);
+            }
+            return Ok(());
+        }
         let slot = self.slots[id as usize];
         if slot.base_row == u8::MAX {
             return Err(ManagerError::UnknownId { id });
@@ -1674,8 +1715,22 @@ impl BestFitMemoryManager {
         Ok(())
     }
 
+    /// The segment of a placed id on the flat line.
+    #[inline]
+    fn flat_block(&self, id: u32) -> Option<u32> {
+        if id as usize >= self.ids {
+            return None;
+        }
+        let seg = *self.flat_seg.get(id as usize)?;
+        let s = self.lines[0].segs.get(seg as usize)?;
+        (s.owner == id).then_some(seg)
+    }
+
     /// True when the id is placed now.
     pub fn is_placed(&self, id: u32) -> bool {
+        if self.geometry == Geometry::Flat {
+            return self.flat_block(id).is_some();
+        }
         self.slots
             .get(id as usize)
             .is_some_and(|s| s.base_row != u8::MAX)

@@ -1252,9 +1252,15 @@ pub fn place_buffers(
     let mut total = 0u64;
     let mut max_time = 0u64;
     let mut min_time = u64::MAX;
+    // Already in scan order (by lower, larger first): no sort needed.
+    let mut in_order = true;
     for (i, b) in buffers.iter().enumerate() {
         if b.upper <= b.lower || b.size == 0 {
             return Err(BufferError::Empty { index: i });
+        }
+        if i > 0 {
+            let p = &buffers[i - 1];
+            in_order &= (p.lower, Reverse(p.size)) <= (b.lower, Reverse(b.size));
         }
         total = total.saturating_add(b.size.saturating_add(b.align.saturating_sub(1)));
         max_time = max_time.max(b.upper);
@@ -1262,7 +1268,14 @@ pub fn place_buffers(
     }
     let shift = (64 - max_time.leading_zeros()).saturating_sub(31);
     let variants = ws.variants_for(n);
-    sort_by_lower(buffers, &mut ws.by_lower);
+    if in_order {
+        ws.by_lower.clear();
+        ws.by_lower.extend(0..n as u32);
+    } else {
+        sort_by_lower(buffers, &mut ws.by_lower);
+    }
+    // One scan: it writes `offsets` directly, no best-so-far copy.
+    let single = variants == 1 && ws.tighten_rounds == 0;
     let codes = ws.codes();
     if codes[..variants as usize]
         .iter()
@@ -1322,8 +1335,10 @@ pub fn place_buffers(
         if first < best_peak {
             best_peak = first;
             fragmentation = scan.manager.fragmentation();
-            ws.best.clear();
-            ws.best.extend_from_slice(&offsets[..n]);
+            if !single {
+                ws.best.clear();
+                ws.best.extend_from_slice(&offsets[..n]);
+            }
         }
         let (mut lo, mut hi) = (lb, first);
         let mut r = 0;
@@ -1349,7 +1364,9 @@ pub fn place_buffers(
             break;
         }
     }
-    offsets[..n].copy_from_slice(&ws.best[..n]);
+    if !single {
+        offsets[..n].copy_from_slice(&ws.best[..n]);
+    }
     Ok(BufferOutcome {
         peak: best_peak,
         lower_bound: lb,
