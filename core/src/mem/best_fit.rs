@@ -709,9 +709,13 @@ pub struct Policy {
     /// side whose neighbour dies first. A neighbour that outlives the block
     /// keeps the hole's edge where it is when the block leaves, so the space
     /// comes back as the same hole; one that dies first leaves the block as
-    /// an island in a larger hole. Used by the 1-D portfolio of
-    /// [`super::lsa::place_buffers`]; the pipeline's 2-D scan keeps the
-    /// plain closest-death score (false), which its golden outputs pin.
+    /// an island in a larger hole. Both geometries honour it (flat search
+    /// and the SB corner strategies). The 1-D portfolio of
+    /// [`super::lsa::place_buffers`] turns it on per variant; the
+    /// pipeline's default stays false: on generated modules the SB scan is
+    /// at peak = lower bound with either score (survey
+    /// `pipeline_policy_survey` in `lsa.rs`), so there is nothing to gain
+    /// and the golden outputs stay as they are.
     pub outliving_first: bool,
 }
 
@@ -1153,9 +1157,10 @@ impl BestFitMemoryManager {
                 let waste = hole_size - req.bytes;
                 let score = if top {
                     // The open end: only the peak matters.
-                    (1, off, 0)
+                    (2, off, 0)
                 } else if self.policy.lifetime_aware {
-                    (0, gap, waste)
+                    let first = self.policy.outliving_first && nd < req.death;
+                    (first as u8, gap, waste)
                 } else {
                     (0, waste, off)
                 };

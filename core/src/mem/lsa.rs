@@ -2139,6 +2139,54 @@ mod tests {
         check_output(&original, &m);
     }
 
+    #[test]
+    #[ignore = "survey: cargo test -p tusk-core --release --lib -- --ignored pipeline_policy_survey --nocapture"]
+    fn pipeline_policy_survey() {
+        use crate::gen::module::{generate, GenParams};
+        extern crate std;
+        for outliving in [false, true] {
+            let mut ws = LsaWorkspace::new();
+            let (mut sum, mut cnt, mut spills, mut fails) = (0.0, 0, 0, 0);
+            for seed in 0..24u64 {
+                let mut shapes = alloc::vec![GenParams::new(2000, seed)];
+                let mut t = GenParams::tight();
+                t.seed = seed;
+                t.instructions = 2000;
+                shapes.push(t);
+                let mut d = GenParams::dma_heavy();
+                d.seed = seed;
+                d.instructions = 2000;
+                shapes.push(d);
+                for params in shapes {
+                    let Ok(mut m) = generate(&params) else {
+                        continue;
+                    };
+                    let mut opts = LsaOptions::default();
+                    opts.policy.outliving_first = outliving;
+                    match run_with_loops(&mut m, &mut ws, &opts) {
+                        Ok(rep) => {
+                            if rep.sb.lower_bound > 0 {
+                                sum += rep.sb.peak_over_bound();
+                                cnt += 1;
+                            }
+                            spills += rep.sb.spills + rep.psum.spills;
+                        }
+                        Err(e) => {
+                            if fails == 0 {
+                                std::println!("first failure: {}", e);
+                            }
+                            fails += 1
+                        }
+                    }
+                }
+            }
+            std::println!(
+                "outliving_first {outliving}: SB peak/LB mean {:.4} over {cnt}, spills {spills}, failures {fails}",
+                sum / cnt as f64
+            );
+        }
+    }
+
     #[cfg(feature = "gen")]
     #[test]
     fn generated_modules_verify_or_fail_precisely() {
