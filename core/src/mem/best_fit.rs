@@ -78,7 +78,7 @@ const FREE: u32 = u32::MAX;
 pub const MAX_ROWS: usize = 16;
 /// Most candidates the flat line compares ([`Policy::candidates`] is
 /// clamped to it there).
-pub const FLAT_CANDIDATES: usize = 16;
+pub const FLAT_CANDIDATES: usize = 8;
 /// The 1-D scan's fragmentation sampling (see
 /// [`BestFitMemoryManager::set_fragmentation_sampling`]).
 pub const FLAT_FRAGMENTATION_SAMPLING: u32 = 8;
@@ -348,6 +348,9 @@ impl Line {
         self.by_size.clear();
         self.by_addr.clear();
         self.bins.clear();
+        if binned {
+            self.bins.open_links();
+        }
         self.track_addr = track_addr;
         self.binned = binned;
         self.end = end;
