@@ -56,6 +56,10 @@
 //! the new tensor dies: when both die the space comes back as one larger
 //! hole instead of two slivers. The hole that runs to the end of the space is
 //! used only when no bounded hole fits, which keeps the peak low.
+//! [`Policy::outliving_first`] ranks a side whose neighbour outlives the
+//! tensor before one whose neighbour dies first. On the flat line the 1-D
+//! scan may also pass a [`FlatHint`] (a minimum offset, the open end's
+//! side): see [`super::lsa::place_buffers`].
 //!
 //! # Fragmentation
 //! Every hole produced by a free (after merging) is fed to P² estimators

@@ -35,6 +35,31 @@
 //! Storage: [`LsaWorkspace`] holds every table; [`LsaWorkspace::reserve`]
 //! sizes it and the module's spill headroom before the scan, after which
 //! the scan allocates nothing.
+//!
+//! # The 1-D buffer problem
+//! [`place_buffers`] (`tusk dsa --algo lsa`) runs the same manager on one
+//! flat line, and there the whole problem is known before the scan, so it
+//! runs a *portfolio* of linear scans and keeps the lowest peak. Every
+//! member is still a linear scan (buffers in time order, an active set,
+//! best fit into the manager's free space); they differ in the offline
+//! knowledge they use ([`ScanVariant`]): time mirrored (the problem is
+//! symmetric in time), a reservation of the bottom for a larger buffer
+//! that starts while the new one lives, a hole score that prefers
+//! neighbours outliving the new buffer ([`Policy::outliving_first`]), and
+//! the open end's side in the capacity-tightening rescans. Each member
+//! also rescans with the line capped (binary search on the peak). A work
+//! budget ([`WORK_BUDGET`] placements) bounds the portfolio: all 36
+//! variants up to ~2,000 buffers, one variant (one scan plus its 12
+//! rescans, the cost of before the portfolio) from ~80,000 on; with
+//! `tighten_rounds = 0` a call is exactly one scan, which is what the
+//! throughput figures (BENCHMARKS.md §7) measure.
+//!
+//! The portfolio is for the 1-D line only: the pipeline's scan above runs
+//! once, in program order, inserting spill code into the module as it
+//! goes, so it cannot be rerun per variant or mirrored in time; its hole
+//! score can take [`Policy::outliving_first`] (SB and flat honour it), but
+//! its default keeps the closest-death score (no gain on generated
+//! modules, see `pipeline_policy_survey`).
 
 // The failure carries its whole story (names, live set) inline so that the
 // failure path of a no_std pass allocates nothing; errors are rare and the
