@@ -1312,7 +1312,11 @@ impl BestFitMemoryManager {
         let Some((off, h)) = found else {
             return Ok(None);
         };
-        self.commit_lines(req, 0, 1, off, Some((0, h)))?;
+        // The flat commit: one line, the hole the search found.
+        let seg = self.lines[0].take(h, off, req.bytes, req.id, req.death)?;
+        self.flat_seg[req.id as usize] = seg;
+        self.peak_bytes = self.peak_bytes.max(off + req.bytes);
+        self.live_area += req.bytes;
         Ok(Some(Placement {
             base_partition: 0,
             offset: off,

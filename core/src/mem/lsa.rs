@@ -1167,9 +1167,10 @@ pub struct BufferWorkspace {
     reserve: Vec<u64>,
     /// Range-maximum tree over sizes in scan order (2n entries).
     tree: Vec<u64>,
-    /// Placed buffers by `upper` (the live set only: small and in cache,
-    /// where a sorted array of all uppers would be walked through memory).
-    live: BinaryHeap<Reverse<(u64, u32)>>,
+    /// Placed buffers by `(upper, index)` packed in one `u128` (one compare
+    /// per heap step): the live set only, small and in cache, where a
+    /// sorted array of all uppers would be walked through memory.
+    live: BinaryHeap<Reverse<u128>>,
     best: Vec<u64>,
     /// Rounds of capacity tightening after each variant's first scan. 0:
     /// exactly one scan of variant 0, no portfolio (the throughput
@@ -1470,7 +1471,7 @@ struct Scan<'a> {
     open_end: OpenEnd,
     horizon: u64,
     manager: &'a mut BestFitMemoryManager,
-    live: &'a mut BinaryHeap<Reverse<(u64, u32)>>,
+    live: &'a mut BinaryHeap<Reverse<u128>>,
     shift: u32,
 }
 
@@ -1495,7 +1496,8 @@ impl Scan<'_> {
         for &i in self.order {
             let b = &self.bufs[i as usize];
             // Expire: buffers whose `upper` has passed (ties by index).
-            while let Some(&Reverse((upper, j))) = self.live.peek() {
+            while let Some(&Reverse(key)) = self.live.peek() {
+                let (upper, j) = ((key >> 32) as u64, key as u32);
                 if upper > b.lower {
                     break;
                 }
@@ -1532,7 +1534,8 @@ impl Scan<'_> {
                 None => return Ok(None),
             }
             // Reserved for every buffer: never grows.
-            self.live.push(Reverse((b.upper, i)));
+            self.live
+                .push(Reverse(((b.upper as u128) << 32) | i as u128));
         }
         Ok(Some(self.manager.peak()))
     }
