@@ -1674,11 +1674,11 @@ mod buffer_tests {
     #[test]
     fn every_variant_alone_places_legally() {
         let bufs = perfect(60, 9);
-        for code in 0..PORTFOLIO_LEN as u8 {
+        let all: &'static [u8; PORTFOLIO_LEN] = &PORTFOLIO_ORDER;
+        for k in 0..PORTFOLIO_LEN {
+            let code = all[k];
             let mut ws = BufferWorkspace::with_capacity(bufs.len());
-            let codes = [code];
-            // 'static for the field: leak-free, a const per code is overkill.
-            ws.portfolio = alloc::boxed::Box::leak(alloc::boxed::Box::new(codes));
+            ws.portfolio = &all[k..=k];
             let mut off = vec![0; bufs.len()];
             let r = place_buffers(&bufs, 1 << 20, &mut ws, &mut off).unwrap();
             assert_eq!(check(&bufs, &off), r.peak, "variant {code}");
