@@ -1793,6 +1793,24 @@ mod buffer_tests {
                 "{label:<48} C/G/K mean {f:.3}{line} | perfect seeds 0-2 {p:.3}, 3-5 {held:.3}"
             );
         }
+        // Larger perfect packings, where the budget cuts the portfolio.
+        for n in [3000, 10_000, 30_000] {
+            let bufs = perfect(n, 0);
+            let mut line = alloc::format!("perfect n={n} seed 0:");
+            for (label, codes) in [("before", &[0u8][..]), ("portfolio", &[][..])] {
+                let mut ws = BufferWorkspace::with_capacity(bufs.len());
+                ws.portfolio = codes;
+                let mut off = vec![0; bufs.len()];
+                let r = place_buffers(&bufs, 1 << 20, &mut ws, &mut off).unwrap();
+                line += &alloc::format!(
+                    " {label} {:.3} ({} variants, {} scans)",
+                    r.peak as f64 / r.lower_bound as f64,
+                    r.variants,
+                    r.rounds
+                );
+            }
+            std::println!("{line}");
+        }
     }
 }
 
