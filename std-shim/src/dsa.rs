@@ -29,8 +29,9 @@ pub enum Algo {
     /// The graph-coloring allocator: best-of-N orders plus squeaky-wheel
     /// improvement (the pipeline's `coloring_allocator_*`).
     Coloring,
-    /// The linear-scan allocator's best-fit manager in one start-order scan
-    /// (the pipeline's `linear_scan_allocator`).
+    /// The linear-scan allocator's best-fit manager: a budgeted portfolio
+    /// of start-order scans, best kept (`mem::lsa::place_buffers`; the
+    /// pipeline's `linear_scan_allocator` runs one scan).
     Lsa,
 }
 

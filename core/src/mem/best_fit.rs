@@ -56,11 +56,17 @@
 //! the new tensor dies: when both die the space comes back as one larger
 //! hole instead of two slivers. The hole that runs to the end of the space is
 //! used only when no bounded hole fits, which keeps the peak low.
+//! [`Policy::outliving_first`] ranks a side whose neighbour outlives the
+//! tensor before one whose neighbour dies first. On the flat line the 1-D
+//! scan may also pass a [`FlatHint`] (a minimum offset, the open end's
+//! side): see [`super::lsa::place_buffers`].
 //!
 //! # Fragmentation
 //! Every hole produced by a free (after merging) is fed to P² estimators
 //! ([`super::quantile`]); [`BestFitMemoryManager::fragmentation`] reports their
-//! median, 90th and 99th percentile.
+//! median, 90th and 99th percentile. The 1-D scan samples every 8th hole
+//! instead ([`BestFitMemoryManager::set_fragmentation_sampling`]): the three
+//! estimator updates were a fifth of its instructions.
 
 use alloc::vec::Vec;
 use core::fmt;
@@ -76,7 +82,10 @@ const FREE: u32 = u32::MAX;
 pub const MAX_ROWS: usize = 16;
 /// Most candidates the flat line compares ([`Policy::candidates`] is
 /// clamped to it there).
-pub const FLAT_CANDIDATES: usize = 32;
+pub const FLAT_CANDIDATES: usize = 8;
+/// The 1-D scan's fragmentation sampling (see
+/// [`BestFitMemoryManager::set_fragmentation_sampling`]).
+pub const FLAT_FRAGMENTATION_SAMPLING: u32 = 8;
 /// Death of a space boundary: a wall never dies.
 const WALL: u32 = u32::MAX;
 
@@ -343,6 +352,9 @@ impl Line {
         self.by_size.clear();
         self.by_addr.clear();
         self.bins.clear();
+        if binned {
+            self.bins.open_links();
+        }
         self.track_addr = track_addr;
         self.binned = binned;
         self.end = end;
@@ -699,6 +711,19 @@ pub struct Policy {
     pub candidates: u32,
     /// False: always place against the left end (plain best fit).
     pub lifetime_aware: bool,
+    /// Lifetime-aware only: prefer a side whose neighbour dies at or after
+    /// the new block (then the closest death, then the least waste) over a
+    /// side whose neighbour dies first. A neighbour that outlives the block
+    /// keeps the hole's edge where it is when the block leaves, so the space
+    /// comes back as the same hole; one that dies first leaves the block as
+    /// an island in a larger hole. Both geometries honour it (flat search
+    /// and the SB corner strategies). The 1-D portfolio of
+    /// [`super::lsa::place_buffers`] turns it on per variant; the
+    /// pipeline's default stays false: on generated modules the SB scan is
+    /// at peak = lower bound with either score (survey
+    /// `pipeline_policy_survey` in `lsa.rs`), so there is nothing to gain
+    /// and the golden outputs stay as they are.
+    pub outliving_first: bool,
 }
 
 impl Default for Policy {
@@ -706,7 +731,70 @@ impl Default for Policy {
         Policy {
             candidates: 4,
             lifetime_aware: true,
+            outliving_first: false,
         }
+    }
+}
+
+/// Extra constraints of one flat placement ([`BestFitMemoryManager::allocate_flat_hinted`]),
+/// from the 1-D scan's offline knowledge.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+pub struct FlatHint {
+    /// Place at or above this offset when some hole allows it (a reservation
+    /// of the bottom for a larger buffer that starts while this one is live);
+    /// when none does, the constraint is dropped. 0: none.
+    pub min_offset: u64,
+    /// When the open end is chosen, place against its right end (the line's
+    /// capacity) instead of its left end: with a capped line, long-lived or
+    /// small buffers gathered at the top leave the bottom in one piece.
+    pub open_right: bool,
+}
+
+/// The `want` smallest `(size, start)` keys offered, sorted: the flat
+/// search's shortlist (insertion into a short array; cheaper than a
+/// general sorted container at 4 entries).
+struct Shortlist {
+    keys: [u128; FLAT_CANDIDATES],
+    ids: [u32; FLAT_CANDIDATES],
+    len: usize,
+    want: usize,
+}
+
+impl Shortlist {
+    #[inline]
+    fn new(want: usize) -> Self {
+        Shortlist {
+            keys: [0; FLAT_CANDIDATES],
+            ids: [0; FLAT_CANDIDATES],
+            len: 0,
+            want: want.clamp(1, FLAT_CANDIDATES),
+        }
+    }
+
+    /// True when `key` would enter the list.
+    #[inline]
+    fn would_take(&self, key: u128) -> bool {
+        self.len < self.want || key < self.keys[self.len - 1]
+    }
+
+    /// Inserts `key` in order, dropping the largest when full.
+    #[inline]
+    fn offer(&mut self, key: u128, id: u32) {
+        if !self.would_take(key) {
+            return;
+        }
+        if self.len == self.want {
+            self.len -= 1;
+        }
+        let mut i = self.len;
+        while i > 0 && self.keys[i - 1] > key {
+            self.keys[i] = self.keys[i - 1];
+            self.ids[i] = self.ids[i - 1];
+            i -= 1;
+        }
+        self.keys[i] = key;
+        self.ids[i] = id;
+        self.len += 1;
     }
 }
 
@@ -756,8 +844,19 @@ pub struct BestFitMemoryManager {
     max_banks_per_tensor: u32,
     bank_used: [u64; MAX_ROWS],
     slots: Vec<Slot>,
+    /// Flat geometry: per id, its segment. Never cleared: an entry is
+    /// current only when that segment exists and is owned by the id (an id
+    /// not placed owns no segment), so a reset costs nothing per id — the
+    /// per-scan clearing of `slots` was a full pass over memory at 1M ids.
+    flat_seg: Vec<u32>,
+    /// Ids `0..ids` are valid since the last reset.
+    ids: usize,
     obstacles: Vec<Obstacle>,
     quantiles: FreeBlockQuantiles,
+    /// Feed every `frag_every`-th freed hole to the quantile estimators.
+    frag_every: u32,
+    /// Frees until the next sample.
+    frag_countdown: u32,
     placed: u64,
     peak_bytes: u64,
     live_area: u64,
@@ -785,8 +884,12 @@ impl BestFitMemoryManager {
             max_banks_per_tensor: 0,
             bank_used: [0; MAX_ROWS],
             slots: Vec::new(),
+            flat_seg: Vec::new(),
+            ids: 0,
             obstacles: Vec::new(),
             quantiles: FreeBlockQuantiles::default(),
+            frag_every: 1,
+            frag_countdown: 1,
             placed: 0,
             peak_bytes: 0,
             live_area: 0,
@@ -808,6 +911,8 @@ impl BestFitMemoryManager {
             l.reserve(ids);
         }
         self.slots.reserve(ids.saturating_sub(self.slots.len()));
+        self.flat_seg
+            .reserve(ids.saturating_sub(self.flat_seg.len()));
         self.obstacles
             .reserve(obstacles.saturating_sub(self.obstacles.len()));
     }
@@ -815,6 +920,30 @@ impl BestFitMemoryManager {
     /// Sets the lifetime policy.
     pub fn set_policy(&mut self, p: Policy) {
         self.policy = p;
+    }
+
+    /// Feeds only every `every`-th freed hole (1: all, the default) to the
+    /// fragmentation estimators, from the next reset on. The three P²
+    /// updates cost about as much as the rest of a free; the 1-D scan samples
+    /// every [`FLAT_FRAGMENTATION_SAMPLING`]-th hole, which keeps the
+    /// quantiles of a long scan (they summarize thousands of holes) at an
+    /// eighth of the cost. [`FragmentationSummary::samples`] counts the holes
+    /// actually fed.
+    pub fn set_fragmentation_sampling(&mut self, every: u32) {
+        self.frag_every = every.max(1);
+        self.frag_countdown = self.frag_every;
+    }
+
+    /// True when this free is sampled (a countdown, no division).
+    #[inline]
+    fn sample_now(&mut self) -> bool {
+        self.frag_countdown -= 1;
+        if self.frag_countdown == 0 {
+            self.frag_countdown = self.frag_every;
+            true
+        } else {
+            false
+        }
     }
 
     /// The geometry.
@@ -831,9 +960,23 @@ impl BestFitMemoryManager {
             });
         }
         self.slots.clear();
-        self.slots.resize(ids, EMPTY_SLOT);
+        if geometry == Geometry::Flat {
+            if ids > self.flat_seg.capacity() {
+                return Err(ManagerError::WorkspaceFull {
+                    what: "block id",
+                    capacity: self.flat_seg.capacity(),
+                });
+            }
+            if self.flat_seg.len() < ids {
+                self.flat_seg.resize(ids, NIL);
+            }
+        } else {
+            self.slots.resize(ids, EMPTY_SLOT);
+        }
+        self.ids = ids;
         self.obstacles.clear();
         self.quantiles.clear();
+        self.frag_countdown = self.frag_every;
         self.bank_used = [0; MAX_ROWS];
         self.placed = 0;
         self.peak_bytes = 0;
@@ -956,7 +1099,7 @@ impl BestFitMemoryManager {
     }
 
     fn check_id(&self, id: u32) -> Result<(), ManagerError> {
-        if (id as usize) < self.slots.len() {
+        if (id as usize) < self.ids {
             Ok(())
         } else {
             Err(ManagerError::UnknownId { id })
@@ -1021,9 +1164,10 @@ impl BestFitMemoryManager {
                 let waste = hole_size - req.bytes;
                 let score = if top {
                     // The open end: only the peak matters.
-                    (1, off, 0)
+                    (2, off, 0)
                 } else if self.policy.lifetime_aware {
-                    (0, gap, waste)
+                    let first = self.policy.outliving_first && nd < req.death;
+                    (first as u8, gap, waste)
                 } else {
                     (0, waste, off)
                 };
@@ -1060,7 +1204,7 @@ impl BestFitMemoryManager {
 
     fn allocate_lines(&mut self, req: &Request) -> Result<Option<Placement>, ManagerError> {
         if self.geometry == Geometry::Flat {
-            return self.allocate_flat(req);
+            return self.allocate_flat(req, FlatHint::default());
         }
         let (k, step) = self.rows_for(req.partitions)?;
         let cap = self.lines[0].end;
@@ -1112,13 +1256,37 @@ impl BestFitMemoryManager {
         Ok(None)
     }
 
-    /// The flat line's search: the same answers as [`Self::best_on_base`]
+    /// [`Self::allocate`] on a flat line, with the 1-D scan's [`FlatHint`].
+    pub fn allocate_flat_hinted(
+        &mut self,
+        req: &Request,
+        hint: FlatHint,
+    ) -> Result<Option<Placement>, ManagerError> {
+        self.check_id(req.id)?;
+        if self.geometry != Geometry::Flat {
+            return Err(ManagerError::Unsupported {
+                what: "placement hints on a non-flat geometry",
+            });
+        }
+        let p = self.allocate_flat(req, hint)?;
+        if p.is_some() {
+            self.placed += 1;
+        }
+        Ok(p)
+    }
+
+    /// The flat line's placement: the same answers as [`Self::best_on_base`]
     /// on one row (the `candidates` smallest fitting bounded holes by
     /// `(size, start)`, both ends of each compared by lifetime; the open end
     /// only when it is smaller than every fitting bounded hole or none
     /// fits), found through the size bins instead of repeated ordered-index
-    /// look-ups.
-    fn allocate_flat(&mut self, req: &Request) -> Result<Option<Placement>, ManagerError> {
+    /// look-ups. A hint's `min_offset` is tried first and dropped when no
+    /// hole satisfies it.
+    fn allocate_flat(
+        &mut self,
+        req: &Request,
+        hint: FlatHint,
+    ) -> Result<Option<Placement>, ManagerError> {
         let line = &self.lines[0];
         if req.partitions != 1 {
             return Err(ManagerError::NeverFits {
@@ -1134,109 +1302,145 @@ impl BestFitMemoryManager {
                 max: line.end,
             });
         }
+        let mut found = None;
+        if hint.min_offset > 0 {
+            found = self.search_flat(req, hint.min_offset, hint.open_right);
+        }
+        if found.is_none() {
+            found = self.search_flat(req, 0, hint.open_right);
+        }
+        let Some((off, h)) = found else {
+            return Ok(None);
+        };
+        // The flat commit: one line, the hole the search found.
+        let seg = self.lines[0].take(h, off, req.bytes, req.id, req.death)?;
+        self.flat_seg[req.id as usize] = seg;
+        self.peak_bytes = self.peak_bytes.max(off + req.bytes);
+        self.live_area += req.bytes;
+        Ok(Some(Placement {
+            base_partition: 0,
+            offset: off,
+            corner: Corner::LowerLeft,
+        }))
+    }
+
+    /// The offset and hole of the flat search with every offset at or above
+    /// `floor`; `None` when nothing fits.
+    fn search_flat(&self, req: &Request, floor: u64, open_right: bool) -> Option<(u64, u32)> {
+        let line = &self.lines[0];
         let aware = self.policy.lifetime_aware;
         let want = if aware {
             (self.policy.candidates as usize).clamp(1, FLAT_CANDIDATES)
         } else {
             1
         };
-        let fits = |h: u32| -> bool {
-            let Some(off) = line.fit(h, req.bytes, req.align, Side::Left) else {
-                return false;
-            };
-            self.obstacles.is_empty()
-                || !self.hits_obstacle(0, 1, off, off + req.bytes, req)
-                || (aware
-                    && line
-                        .fit(h, req.bytes, req.align, Side::Right)
-                        .is_some_and(|o| !self.hits_obstacle(0, 1, o, o + req.bytes, req)))
+        let clear = |off: u64| -> bool {
+            self.obstacles.is_empty() || !self.hits_obstacle(0, 1, off, off + req.bytes, req)
         };
+        // The offset against `side` of bounded hole `h`, above the floor.
+        let side_off = |h: u32, side: Side| -> Option<u64> {
+            let off = line.fit(h, req.bytes, req.align, side)?;
+            (off >= floor && clear(off)).then_some(off)
+        };
+        // The open end's offset: left end (above the floor), or right end.
+        let open_off = |h: u32| -> Option<u64> {
+            let s = &line.segs[h as usize];
+            let lo = align_up(s.start.max(floor), req.align)?;
+            if lo.checked_add(req.bytes)? > s.end {
+                return None;
+            }
+            let off = if open_right {
+                align_down(s.end - req.bytes, req.align).max(lo)
+            } else {
+                lo
+            };
+            clear(off).then_some(off)
+        };
+        // No floor, alignment or obstacle: every hole of the size fits at
+        // both ends (the common case, checked once instead of per hole).
+        let simple = floor == 0 && req.align <= 1 && self.obstacles.is_empty();
         // The `want` smallest fitting bounded holes, by (size, start).
-        let mut cands: arrayvec::ArrayVec<(u128, u32), FLAT_CANDIDATES> = arrayvec::ArrayVec::new();
-        let mut top = NIL;
+        let mut cands = Shortlist::new(want);
+        let mut top = None;
         let mut bin = size_bins::bin_of(req.bytes);
         while let Some(b) = line.bins.next_bin(bin) {
             let mut h = line.bins.head(b);
             while h != size_bins::NIL {
                 let s = &line.segs[h as usize];
                 let size = s.end - s.start;
-                let (is_top, next) = (s.next == NIL, line.bins.next(h));
-                if size >= req.bytes && fits(h) {
-                    if is_top {
-                        top = h;
+                let next = line.bins.next(h);
+                if size >= req.bytes {
+                    if s.next == NIL {
+                        if let Some(off) = open_off(h) {
+                            top = Some((size_key(size, s.start), off, h));
+                        }
                     } else {
                         let key = size_key(size, s.start);
-                        let at = cands.partition_point(|&(k, _)| k < key);
-                        if at < want {
-                            if cands.len() == want {
-                                cands.pop();
-                            }
-                            cands.insert(at, (key, h));
+                        if cands.would_take(key)
+                            && (simple
+                                || side_off(h, Side::Left).is_some()
+                                || (aware && side_off(h, Side::Right).is_some()))
+                        {
+                            cands.offer(key, h);
                         }
                     }
                 }
                 h = next;
             }
-            if cands.len() >= want {
+            if cands.len >= want {
                 break;
             }
             bin = b + 1;
         }
-        let open_first = top != NIL
-            && cands.first().map_or(true, |&(k, _)| {
-                let t = &line.segs[top as usize];
-                size_key(t.end - t.start, t.start) < k
-            });
-        let (off, h) = if open_first {
-            let Some(off) = line.fit(top, req.bytes, req.align, Side::Left) else {
-                return Ok(None);
-            };
-            (off, top)
+        if let Some((tk, off, h)) = top {
+            if cands.len == 0 || tk < cands.keys[0] {
+                return Some((off, h));
+            }
+        }
+        let sides: &[Side] = if aware {
+            &[Side::Left, Side::Right]
         } else {
-            let mut best: Option<((u64, u64), u64, u32)> = None;
-            for &(key, h) in &cands {
-                let waste = (key >> 64) as u64 - req.bytes;
-                let sides: &[Side] = if aware {
-                    &[Side::Left, Side::Right]
+            &[Side::Left]
+        };
+        let mut best: Option<((u8, u64, u64), u64, u32)> = None;
+        for (&key, &h) in cands.keys[..cands.len].iter().zip(&cands.ids[..cands.len]) {
+            let waste = (key >> 64) as u64 - req.bytes;
+            let seg = &line.segs[h as usize];
+            for &eff in sides {
+                let off = if simple {
+                    match eff {
+                        Side::Left => seg.start,
+                        Side::Right => seg.end - req.bytes,
+                    }
                 } else {
-                    &[Side::Left]
+                    let Some(off) = side_off(h, eff) else {
+                        continue;
+                    };
+                    off
                 };
-                for &eff in sides {
-                    let Some(off) = line.fit(h, req.bytes, req.align, eff) else {
-                        continue;
+                let score = if aware {
+                    let n = match eff {
+                        Side::Left => seg.prev,
+                        Side::Right => seg.next,
                     };
-                    if !self.obstacles.is_empty()
-                        && self.hits_obstacle(0, 1, off, off + req.bytes, req)
-                    {
-                        continue;
-                    }
-                    let score = if aware {
-                        let nd = line.neighbour_death(h, eff);
-                        let gap = if nd == WALL {
-                            u32::MAX as u64 - req.death as u64
-                        } else {
-                            nd.abs_diff(req.death) as u64
-                        };
-                        (gap, waste)
+                    let gap = if n == NIL {
+                        u32::MAX as u64 - req.death as u64
                     } else {
-                        (waste, off)
+                        line.segs[n as usize].death.abs_diff(req.death) as u64
                     };
-                    if best.map_or(true, |(b, _, _)| score < b) {
-                        best = Some((score, off, h));
-                    }
+                    let first = self.policy.outliving_first
+                        && n != NIL
+                        && line.segs[n as usize].death < req.death;
+                    (first as u8, gap, waste)
+                } else {
+                    (0, waste, off)
+                };
+                if best.map_or(true, |(b, _, _)| score < b) {
+                    best = Some((score, off, h));
                 }
             }
-            let Some((_, off, h)) = best else {
-                return Ok(None);
-            };
-            (off, h)
-        };
-        self.commit_lines(req, 0, 1, off, Some((0, h)))?;
-        Ok(Some(Placement {
-            base_partition: 0,
-            offset: off,
-            corner: Corner::LowerLeft,
-        }))
+        }
+        best.map(|(_, off, h)| (off, h))
     }
 
     fn commit_lines(
@@ -1287,7 +1491,11 @@ impl BestFitMemoryManager {
                 what: "a tensor on more than 4 rows",
             });
         }
-        self.slots[req.id as usize] = slot;
+        if self.geometry == Geometry::Flat {
+            self.flat_seg[req.id as usize] = slot.segs[0];
+        } else {
+            self.slots[req.id as usize] = slot;
+        }
         self.live_area += req.bytes * k as u64 * self.row_partitions as u64;
         Ok(())
     }
@@ -1472,6 +1680,19 @@ impl BestFitMemoryManager {
     /// Gives a block's space back.
     pub fn free(&mut self, id: u32) -> Result<(), ManagerError> {
         self.check_id(id)?;
+        if self.geometry == Geometry::Flat {
+            let Some(seg) = self.flat_block(id) else {
+                return Err(ManagerError::UnknownId { id });
+            };
+            let line = &mut self.lines[0];
+            let s = line.segs[seg as usize];
+            self.live_area = self.live_area.saturating_sub(s.end - s.start);
+            let merged = line.release(seg)?;
+            if self.sample_now() {
+                self.quantiles.add(merged);
+            }
+            return Ok(());
+        }
         let slot = self.slots[id as usize];
         if slot.base_row == u8::MAX {
             return Err(ManagerError::UnknownId { id });
@@ -1489,7 +1710,9 @@ impl BestFitMemoryManager {
                 self.live_area = self.live_area.saturating_sub(
                     need as u64 * self.bank_bytes * k as u64 * self.row_partitions as u64,
                 );
-                self.quantiles.add(need as u64 * self.bank_bytes);
+                if self.sample_now() {
+                    self.quantiles.add(need as u64 * self.bank_bytes);
+                }
             }
             _ => {
                 for r in base..base + k {
@@ -1499,7 +1722,7 @@ impl BestFitMemoryManager {
                         .live_area
                         .saturating_sub((s.end - s.start) * self.row_partitions as u64);
                     let merged = self.lines[r].release(seg)?;
-                    if r == base {
+                    if r == base && self.sample_now() {
                         self.quantiles.add(merged);
                     }
                 }
@@ -1508,8 +1731,22 @@ impl BestFitMemoryManager {
         Ok(())
     }
 
+    /// The segment of a placed id on the flat line.
+    #[inline]
+    fn flat_block(&self, id: u32) -> Option<u32> {
+        if id as usize >= self.ids {
+            return None;
+        }
+        let seg = *self.flat_seg.get(id as usize)?;
+        let s = self.lines[0].segs.get(seg as usize)?;
+        (s.owner == id).then_some(seg)
+    }
+
     /// True when the id is placed now.
     pub fn is_placed(&self, id: u32) -> bool {
+        if self.geometry == Geometry::Flat {
+            return self.flat_block(id).is_some();
+        }
         self.slots
             .get(id as usize)
             .is_some_and(|s| s.base_row != u8::MAX)
@@ -1814,6 +2051,7 @@ mod tests {
         m.set_policy(Policy {
             candidates: 1,
             lifetime_aware: false,
+            outliving_first: false,
         });
         for (i, s) in [100u64, 50, 100, 30].iter().enumerate() {
             m.allocate(&req(i as u32, 1, *s, 9)).unwrap().unwrap();

@@ -65,10 +65,24 @@ impl Default for SizeBins {
 }
 
 impl SizeBins {
-    /// Room for segment ids `0..segs`.
+    /// Room for segment ids `0..segs` (capacity only: an unused line
+    /// touches no memory).
     pub fn reserve(&mut self, segs: usize) {
         for v in [&mut self.prev, &mut self.next] {
             v.reserve(segs.saturating_sub(v.len()));
+        }
+    }
+
+    /// Extends the link arrays to their whole reserve, once (later calls
+    /// are no-ops): links are written on insert, so [`Self::clear`] need
+    /// not touch them and insert needs no growth check. Call before the
+    /// first insert.
+    pub fn open_links(&mut self) {
+        for v in [&mut self.prev, &mut self.next] {
+            let cap = v.capacity();
+            if v.len() < cap {
+                v.resize(cap, NIL);
+            }
         }
     }
 
@@ -77,8 +91,6 @@ impl SizeBins {
         self.head = [NIL; BINS];
         self.words = [0; WORDS];
         self.summary = 0;
-        self.prev.clear();
-        self.next.clear();
         self.len = 0;
     }
 
@@ -94,18 +106,13 @@ impl SizeBins {
 
     /// True when segment `s` can be linked (its id is within the reserve).
     pub fn can_hold(&self, s: u32) -> bool {
-        (s as usize) < self.prev.len() || (s as usize) < self.prev.capacity()
+        (s as usize) < self.prev.len()
     }
 
     /// Links segment `s`, a hole of `size` bytes. The caller checks
-    /// [`Self::can_hold`] first; ids are dense, so this only extends the
-    /// link arrays within their reserve.
+    /// [`Self::can_hold`] first.
     pub fn insert(&mut self, s: u32, size: u64) {
         let i = s as usize;
-        while self.prev.len() <= i && self.prev.len() < self.prev.capacity() {
-            self.prev.push(NIL);
-            self.next.push(NIL);
-        }
         let b = bin_of(size);
         let h = self.head[b];
         self.prev[i] = NIL;
@@ -206,6 +213,7 @@ mod tests {
         let mut bins = SizeBins::default();
         bins.reserve(8);
         bins.clear();
+        bins.open_links();
         bins.insert(0, 100);
         bins.insert(1, 5);
         bins.insert(2, 100);
