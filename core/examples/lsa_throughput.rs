@@ -4,10 +4,13 @@
 //! off). Run in release:
 //! `cargo run -p tusk-core --release --example lsa_throughput`.
 //!
-//! Workload: one buffer starts per time step, lifetimes uniform in 1..=2000
-//! steps, sizes uniform in 1..=4096 bytes (about 1000 buffers live at once
-//! in steady state; the 1k run never reaches it: ~420 live on average),
-//! from a fixed xorshift seed.
+//! Workload: one buffer starts per time step, lifetimes uniform in 1..=L
+//! steps (`LSA_MAX_LIFE`, default L = 2000), sizes uniform in 1..=4096 bytes,
+//! from a fixed xorshift seed. About L/2 buffers are live at once in steady
+//! state, which a run reaches after about L intervals: with the default the
+//! 1k run never does (~420 live on average against ~1000 from 10k on), so
+//! its time per interval is that of a ramp-up; `LSA_MAX_LIFE=200` (~100
+//! live, a kernel-sized live set) puts every size in steady state.
 //!
 //! Timing: each size is run `max(5, 2M / n)` times after one warm-up. The machine is shared (other jobs keep its two cores
 //! busy), so besides the median wall time per run the example reads the
@@ -50,11 +53,16 @@ fn main() {
     let fixed_runs: Option<usize> = std::env::var("LSA_RUNS")
         .ok()
         .and_then(|s| s.trim().parse().ok());
+    let max_life: u64 = std::env::var("LSA_MAX_LIFE")
+        .ok()
+        .and_then(|s| s.trim().parse().ok())
+        .filter(|&l| l > 0)
+        .unwrap_or(2000);
     for n in sizes {
         let bufs: Vec<Buffer> = (0..n as u64)
             .map(|t| Buffer {
                 lower: t,
-                upper: t + 1 + rnd(2000),
+                upper: t + 1 + rnd(max_life),
                 size: 1 + rnd(4096),
                 align: 1,
             })
