@@ -278,15 +278,26 @@ impl Workspace {
             ..LsaOptions::default()
         };
         let mut headroom = RegAllocator::headroom_with(m, opts.reg_max_spill_temporaries);
+        // Instructions the allocators before a DMA pass may insert (spill
+        // stores and reloads) may be candidates of it. Each is a DMA of one
+        // space, so a candidate of one DMA pass only: they are charged to
+        // the next DMA pass, once (the passes' headroom is summed).
+        let mut spill_insts = 0usize;
         for p in &list {
-            headroom = headroom.plus(match p {
+            let h = match p {
                 Pass::LinearScan => LsaWorkspace::headroom(m, &lo),
                 Pass::Coloring(_) | Pass::Exact(_) | Pass::RegSpillSlots => {
                     ColoringWorkspace::headroom()
                 }
-                Pass::DmaOptimization(_) => DmaWorkspace::headroom(m),
+                Pass::DmaOptimization(s) => {
+                    DmaWorkspace::headroom_in(m, *s, core::mem::take(&mut spill_insts))
+                }
                 Pass::CheckInPlace | Pass::ColoringReg => Capacity::default(),
-            });
+            };
+            if !matches!(p, Pass::DmaOptimization(_)) {
+                spill_insts = spill_insts.saturating_add(h.insts);
+            }
+            headroom = headroom.plus(h);
         }
         m.reserve(headroom);
         if list.contains(&Pass::LinearScan) {
