@@ -29,6 +29,8 @@ impl Clock for WallClock {
 pub fn allocate(m: &mut Module, opts: &Options) -> Result<RunReport, PipelineError> {
     let original = (!opts.no_verify).then(|| m.clone());
     let mut ws = Workspace::new();
+    // One run per workspace: each pass's storage goes once it is spent.
+    ws.set_release_spent(true);
     ws.reserve(m, opts, original.as_ref());
     let mut clock = WallClock::default();
     pipeline::run(m, opts, &mut ws, &mut clock, original.as_ref())
