@@ -349,7 +349,7 @@ fn words<'a, F: 'a>(
 
 fn inst_json(m: &Module, i: Inst) -> JsonInst {
     let op = m.insts.opcode[i];
-    let imm = m.insts.imm[i];
+    let imm = m.imm(i);
     let engine = m.insts.engine[i];
     let sub = m.insts.subop[i];
     let ap = |a| {

@@ -29,6 +29,8 @@ impl Clock for WallClock {
 pub fn allocate(m: &mut Module, opts: &Options) -> Result<RunReport, PipelineError> {
     let original = (!opts.no_verify).then(|| m.clone());
     let mut ws = Workspace::new();
+    // One run per workspace: each pass's storage goes once it is spent.
+    ws.set_release_spent(true);
     ws.reserve(m, opts, original.as_ref());
     let mut clock = WallClock::default();
     pipeline::run(m, opts, &mut ws, &mut clock, original.as_ref())
@@ -259,13 +261,17 @@ pub fn report_json(file: &str, m: &Module, r: &RunReport) -> Value {
         json!({"psum": one(&l.psum), "sb": one(&l.sb)})
     });
     let insts = m.num_live_insts();
+    // Reserved (with the passes' headroom, mostly never touched) and in use.
     let storage = m.instruction_storage_bytes();
+    let in_use = m.instruction_bytes_in_use().total();
     json!({
         "file": file,
         "optlevel": r.optlevel,
         "instructions": insts,
         "instruction_storage_bytes": storage,
         "storage_bytes_per_instruction": storage as f64 / insts.max(1) as f64,
+        "instruction_bytes_in_use": in_use,
+        "bytes_in_use_per_instruction": in_use as f64 / insts.max(1) as f64,
         "passes": passes,
         "pass_micros": r.pass_micros(),
         "spaces": spaces,

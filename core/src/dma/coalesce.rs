@@ -145,8 +145,8 @@ fn collect(pass: &DmaOptimization, m: &Module, ws: &mut DmaWorkspace, st: &mut D
                 m.insts.queue[i],
                 m.insts.flags[i].bits(),
                 dram_loc.as_u32(),
-                m.aps.part_start[v.dram],
-                m.aps.part_count[v.dram],
+                m.aps.part_start[v.dram].into(),
+                m.aps.part_count[v.dram].into(),
                 elem,
                 m.inst_loop(i).as_u32(),
             ),
@@ -475,8 +475,8 @@ fn apply(
     dims.push(Dim::new(1, (total / elem as u64) as u32));
     let dram = ApSpec {
         loc: m.aps.loc[v.dram],
-        part_start: m.aps.part_start[v.dram],
-        part_count: m.aps.part_count[v.dram],
+        part_start: m.aps.part_start[v.dram].into(),
+        part_count: m.aps.part_count[v.dram].into(),
         offset: first.dram_off as u32,
         elem_size: elem,
         dims: dims.clone(),

@@ -40,8 +40,8 @@ type Key = (u32, u16, u16, u8, u8, u8, bool, u32);
 fn key(m: &Module, i: Inst, dram: crate::ir::Ap) -> Key {
     (
         m.aps.loc[dram].as_u32(),
-        m.aps.part_start[dram],
-        m.aps.part_count[dram],
+        m.aps.part_start[dram].into(),
+        m.aps.part_count[dram].into(),
         m.aps.elem_size[dram],
         m.insts.opcode[i] as u8,
         m.insts.queue[i],
@@ -264,8 +264,8 @@ fn transform_load(
     dims.push(Dim::new(1, (bytes / elem as u64) as u32));
     let src = ApSpec {
         loc: m.aps.loc[va.chip],
-        part_start: m.aps.part_start[va.chip],
-        part_count: m.aps.part_count[va.chip],
+        part_start: m.aps.part_start[va.chip].into(),
+        part_count: m.aps.part_count[va.chip].into(),
         offset: m.aps.offset[va.chip] + (sb.0 - sa.0) as u32,
         elem_size: elem,
         dims,
@@ -276,8 +276,8 @@ fn transform_load(
     }
     let dst = ApSpec {
         loc: m.aps.loc[vb.chip],
-        part_start: m.aps.part_start[vb.chip],
-        part_count: m.aps.part_count[vb.chip],
+        part_start: m.aps.part_start[vb.chip].into(),
+        part_count: m.aps.part_count[vb.chip].into(),
         offset: m.aps.offset[vb.chip],
         elem_size: m.aps.elem_size[vb.chip],
         dims: dd,

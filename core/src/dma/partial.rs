@@ -104,8 +104,8 @@ pub fn sweep(
         dims.push(Dim::new(1, (len / elem as u64) as u32));
         let dram = ApSpec {
             loc: m.aps.loc[v.dram],
-            part_start: m.aps.part_start[v.dram],
-            part_count: m.aps.part_count[v.dram],
+            part_start: m.aps.part_start[v.dram].into(),
+            part_count: m.aps.part_count[v.dram].into(),
             offset: m.aps.offset[v.dram] + lo as u32,
             elem_size: elem,
             dims: dims.clone(),

@@ -186,13 +186,26 @@ impl DmaWorkspace {
         Self::default()
     }
 
-    /// The module headroom the pass needs: per DMA at most one merged or
-    /// shrunk DMA, one on-chip copy and two new locations.
+    /// The module headroom both instances need on `m` as it is: the
+    /// candidates of each are disjoint (see [`Self::headroom_in`]).
     pub fn headroom(m: &Module) -> Capacity {
-        let dmas = m
-            .program_order()
-            .filter(|&i| m.insts.opcode[i].is_dma())
-            .count();
+        Self::headroom_for(candidates(m, None), 0)
+    }
+
+    /// The module headroom the instance of `space` needs when the passes
+    /// before it may insert up to `inserted` more instructions (spill
+    /// stores and reloads, each a possible candidate). Only a one-to-one
+    /// DMA between DRAM and `space` can be rewritten, so those are counted,
+    /// not every DMA.
+    pub fn headroom_in(m: &Module, space: Space, inserted: usize) -> Capacity {
+        Self::headroom_for(candidates(m, Some(space)), inserted)
+    }
+
+    /// Per candidate at most one merged or shrunk DMA, one on-chip copy and
+    /// two new locations; every access pattern of them may have
+    /// [`MAX_DIMS`] dims in the pool.
+    fn headroom_for(candidates: usize, inserted: usize) -> Capacity {
+        let dmas = candidates.saturating_add(inserted);
         let insts = 3 * dmas + 1;
         Capacity {
             insts,
@@ -385,6 +398,30 @@ pub(crate) fn write_span(live: &MemLiveness, l: MemLoc) -> Option<(u32, u32)> {
 /// Number of writes of `l`.
 pub(crate) fn write_count(live: &MemLiveness, l: MemLoc) -> usize {
     live.access_writes(l).filter(|&w| w).count()
+}
+
+/// The DMAs of `m` the pass of `space` (`None`: either on-chip space) can
+/// rewrite, counted before placement: one input and one output, one side in
+/// DRAM and the other in the space ([`dma_view`] without the placement
+/// test).
+fn candidates(m: &Module, space: Option<Space>) -> usize {
+    m.program_order()
+        .filter(|&i| {
+            let o = m.operands(i);
+            if !m.insts.opcode[i].is_dma() || o.n_in != 1 || o.n_out != 1 {
+                return false;
+            }
+            let side = |a: Option<crate::ir::Ap>| a.map(|a| m.mems.space[m.aps.loc[a]]);
+            let (Some(ss), Some(sd)) = (side(m.inputs(i).next()), side(m.outputs(i).next())) else {
+                return false;
+            };
+            let chip = match (ss, sd) {
+                (Space::Dram, c) | (c, Space::Dram) => c,
+                _ => return false,
+            };
+            chip.is_on_chip() && space.map_or(true, |s| s == chip)
+        })
+        .count()
 }
 
 /// `skip_pass`: true when the module has no DMA-bearing instruction.

@@ -185,7 +185,7 @@ impl Machine {
                         Opcode::Load | Opcode::Save | Opcode::DmaCopy | Opcode::TensorCopy => {
                             data.get(k).copied().unwrap_or(0)
                         }
-                        Opcode::Memset => m.insts.imm[i] as u8,
+                        Opcode::Memset => m.imm(i) as u8,
                         _ => mix(h.wrapping_add(k as u64)) as u8,
                     };
                     *self.cell(s, x) = v;
@@ -231,8 +231,8 @@ struct FullAp {
 fn ap_of(m: &Module, a: Ap) -> FullAp {
     FullAp {
         loc: m.aps.loc[a],
-        part_start: m.aps.part_start[a],
-        parts: m.aps.part_count[a],
+        part_start: m.aps.part_start[a].into(),
+        parts: m.aps.part_count[a].into(),
         offset: m.aps.offset[a],
         elem: m.aps.elem_size[a],
         dims: m.ap_dims(a).iter().map(|d| (d.stride, d.count)).collect(),

@@ -425,8 +425,9 @@ impl Sink for Counter {
             .inputs
             .iter()
             .chain(spec.outputs)
-            .map(|a| a.dims.len())
+            .map(|a| if a.dims.len() > 1 { a.dims.len() } else { 0 })
             .sum::<usize>();
+        self.cap.imms += usize::from(spec.imm != 0);
         self.cap.reg_operands += spec.uses.len() + spec.defs.len();
         Ok(())
     }
@@ -1423,6 +1424,7 @@ mod tests {
         assert_eq!(m.insts.opcode.capacity(), m.insts.opcode.len());
         assert_eq!(m.aps.loc.capacity(), m.aps.loc.len());
         assert_eq!(m.dims.capacity(), m.dims.len());
+        assert_eq!(m.insts.imms.capacity(), m.insts.imms.len());
         assert_eq!(m.reg_pool.capacity(), m.reg_pool.len());
         assert_eq!(m.mems.space.capacity(), m.mems.space.len());
         assert_eq!(m.regs.lanes.capacity(), m.regs.lanes.len());

@@ -7,6 +7,7 @@ pub mod builder;
 #[allow(clippy::indexing_slicing)] // column indexing by typed ids (see the crate docs)
 pub mod column;
 pub mod entity;
+pub mod imm;
 #[allow(clippy::indexing_slicing)] // column indexing by typed ids (see the crate docs)
 pub mod module;
 #[allow(clippy::indexing_slicing)] // column indexing by typed ids (see the crate docs)
@@ -16,9 +17,11 @@ pub mod types;
 pub use ap::{Dim, MAX_DIMS};
 pub use builder::{full_ap, slice_ap, Builder};
 pub use column::{Column, EntityRef};
+pub use imm::ImmTable;
 pub use module::{
     Address, Ap, ApSpec, Block, Capacity, Func, Inst, InstSpec, IrError, Limits, Loop, MemLoc,
-    Module, ModuleId, Operands, Reg, NO_BANK, NO_LANE, NO_PARTITION, UNKNOWN_TRIP, UNPLACED,
+    Module, ModuleId, Operands, Reg, StorageBytes, MAX_AP_PARTITIONS, NO_BANK, NO_LANE,
+    NO_PARTITION, UNKNOWN_TRIP, UNPLACED,
 };
 pub use names::{Name, NamePool};
 pub use types::{Engine, InstFlags, MemFlags, Opcode, RegFlags, Space, SubOp};

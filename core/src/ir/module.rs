@@ -8,6 +8,12 @@
 //! - an instruction's access patterns are the contiguous ids
 //!   `ap_start .. ap_start + n_in + n_out` (inputs first), each owned by it;
 //!   its registers are `reg_pool[reg_start .. reg_start + n_use + n_def]`;
+//! - a single-dimension access pattern keeps its dim inline (the `Aps` dim
+//!   slot); one of 2..=5 dims keeps them in the `dims` pool, and its slot
+//!   says where (see [`Module::ap_dims`]); every dim count is at least 1;
+//! - an access pattern's partition range fits a `u8` (locations have at
+//!   most [`MAX_AP_PARTITIONS`] partitions);
+//! - immediates live in a sparse side table ([`ImmTable`]): 0 unless set;
 //! - placement columns hold their sentinel until an allocator places the entity.
 
 use alloc::vec::Vec;
@@ -16,6 +22,7 @@ use core::fmt;
 
 use super::ap::{self, Dim, MAX_DIMS};
 use super::column::{Column, EntityRef};
+use super::imm::ImmTable;
 use super::names::{Name, NamePool};
 use super::types::{Engine, InstFlags, MemFlags, Opcode, RegFlags, Space, SubOp};
 use crate::entity_id;
@@ -84,6 +91,15 @@ pub const UNPLACED: u64 = u64::MAX;
 pub const NO_BANK: u8 = u8::MAX;
 /// `lane` of an uncolored register.
 pub const NO_LANE: u16 = u16::MAX;
+
+/// Most partitions of any location, so that an access pattern's partition
+/// range fits the `u8` columns (on-chip spaces have 128; DRAM tensors are
+/// shaped like the on-chip tiles they feed).
+pub const MAX_AP_PARTITIONS: u16 = u8::MAX as u16;
+
+/// Most entries of the multi-dimension dim pool: a multi-dimension access
+/// pattern's slot packs `start << 3 | ndims` into 32 bits.
+const MAX_DIM_POOL: usize = (u32::MAX >> 3) as usize;
 
 /// Limits the module enforces on any input (hostile-input guards).
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -211,23 +227,32 @@ pub struct Regs {
     pub lane: Column<Reg, u16>,
 }
 
-/// Access-pattern columns.
+/// Access-pattern columns (19 bytes per pattern).
 #[derive(Clone, Debug, Default)]
 pub struct Aps {
     /// The location accessed.
     pub loc: Column<Ap, MemLoc>,
-    /// First partition, relative to the location's first partition.
-    pub part_start: Column<Ap, u16>,
+    /// First partition, relative to the location's first partition
+    /// (`u8`: locations have at most [`MAX_AP_PARTITIONS`] partitions).
+    pub part_start: Column<Ap, u8>,
     /// Partitions accessed.
-    pub part_count: Column<Ap, u16>,
+    pub part_count: Column<Ap, u8>,
     /// Byte offset inside each partition, relative to the location.
     pub offset: Column<Ap, u32>,
     /// Element size in bytes.
     pub elem_size: Column<Ap, u8>,
-    /// Start of the dims in the module's dim pool.
-    pub dims_start: Column<Ap, u32>,
-    /// Number of dims (1..=5).
-    pub ndims: Column<Ap, u8>,
+    /// The dims, read through [`Module::ap_dims`]: a single-dimension
+    /// pattern's dim itself (count ≥ 1); for 2..=5 dims, a marker with
+    /// count 0 whose stride bits are `pool start << 3 | ndims`. Nearly every
+    /// pattern has one dim, so this saves the pool index and the dim count
+    /// per pattern.
+    dim: Column<Ap, Dim>,
+}
+
+/// The slot of a multi-dimension pattern: its dims are `pool[start..start + n]`.
+#[inline]
+fn pool_slot(start: usize, n: usize) -> Dim {
+    Dim::new(((start as u32) << 3 | n as u32) as i32, 0)
 }
 
 /// The operand handle of an instruction: ranges into the AP ids and the
@@ -261,8 +286,9 @@ pub struct Insts {
     pub queue: Column<Inst, u8>,
     /// Flags.
     pub flags: Column<Inst, InstFlags>,
-    /// Immediate (scalar `imm`, `memset` value).
-    pub imm: Column<Inst, i64>,
+    /// Immediates (scalar `imm`, `memset` value), sparse: read them with
+    /// [`Module::imm`].
+    pub imms: ImmTable,
     /// Operand handle.
     pub operands: Column<Inst, Operands>,
     /// Containing block, [`Block::INVALID`] when removed or not yet placed.
@@ -321,8 +347,10 @@ pub struct Capacity {
     pub insts: usize,
     /// Access patterns.
     pub aps: usize,
-    /// Dims in the dim pool.
+    /// Dims in the dim pool (only patterns of two or more dims use it).
     pub dims: usize,
+    /// Instructions with a non-zero immediate.
+    pub imms: usize,
     /// Register operands in the register pool.
     pub reg_operands: usize,
     /// Memory locations.
@@ -349,6 +377,7 @@ impl Capacity {
             insts: self.insts.saturating_add(o.insts),
             aps: self.aps.saturating_add(o.aps),
             dims: self.dims.saturating_add(o.dims),
+            imms: self.imms.saturating_add(o.imms),
             reg_operands: self.reg_operands.saturating_add(o.reg_operands),
             mems: self.mems.saturating_add(o.mems),
             regs: self.regs.saturating_add(o.regs),
@@ -445,7 +474,8 @@ pub struct Module {
     pub mems: Mems,
     /// Registers.
     pub regs: Regs,
-    /// Dims of all access patterns.
+    /// Dims of the access patterns with two or more (single dims are
+    /// inline in the `Aps` columns).
     pub dims: Vec<Dim>,
     /// Register operands of all instructions.
     pub reg_pool: Vec<Reg>,
@@ -496,10 +526,11 @@ impl Module {
             ($n:expr; $($c:expr),*) => {$( $c.reserve_exact($n); )*};
         }
         res!(extra.insts; self.insts.opcode, self.insts.subop, self.insts.engine, self.insts.queue,
-            self.insts.flags, self.insts.imm, self.insts.operands, self.insts.block,
+            self.insts.flags, self.insts.operands, self.insts.block,
             self.insts.prev, self.insts.next);
+        self.insts.imms.reserve_exact(extra.imms);
         res!(extra.aps; self.aps.loc, self.aps.part_start, self.aps.part_count, self.aps.offset,
-            self.aps.elem_size, self.aps.dims_start, self.aps.ndims);
+            self.aps.elem_size, self.aps.dim);
         self.dims.reserve_exact(extra.dims);
         self.reg_pool.reserve_exact(extra.reg_operands);
         res!(extra.mems; self.mems.space, self.mems.partitions, self.mems.bytes, self.mems.align,
@@ -528,7 +559,7 @@ impl Module {
             self.insts.engine,
             self.insts.queue,
             self.insts.flags,
-            self.insts.imm,
+            self.insts.imms,
             self.insts.operands,
             self.insts.block,
             self.insts.prev,
@@ -540,8 +571,7 @@ impl Module {
             self.aps.part_count,
             self.aps.offset,
             self.aps.elem_size,
-            self.aps.dims_start,
-            self.aps.ndims
+            self.aps.dim
         );
         self.dims.shrink_to_fit();
         self.reg_pool.shrink_to_fit();
@@ -553,6 +583,7 @@ impl Module {
             insts: self.insts.opcode.len(),
             aps: self.aps.loc.len(),
             dims: self.dims.len(),
+            imms: self.insts.imms.len(),
             reg_operands: self.reg_pool.len(),
             mems: self.mems.space.len(),
             regs: self.regs.lanes.len(),
@@ -573,6 +604,7 @@ impl Module {
             insts: self.insts.opcode.capacity(),
             aps: self.aps.loc.capacity(),
             dims: self.dims.capacity(),
+            imms: self.insts.imms.capacity(),
             reg_operands: self.reg_pool.capacity(),
             mems: self.mems.space.capacity(),
             regs: self.regs.lanes.capacity(),
@@ -594,7 +626,7 @@ impl Module {
             + i.engine.reserved_bytes()
             + i.queue.reserved_bytes()
             + i.flags.reserved_bytes()
-            + i.imm.reserved_bytes()
+            + i.imms.reserved_bytes()
             + i.operands.reserved_bytes()
             + i.block.reserved_bytes()
             + i.prev.reserved_bytes()
@@ -604,10 +636,26 @@ impl Module {
             + a.part_count.reserved_bytes()
             + a.offset.reserved_bytes()
             + a.elem_size.reserved_bytes()
-            + a.dims_start.reserved_bytes()
-            + a.ndims.reserved_bytes()
+            + a.dim.reserved_bytes()
             + self.dims.capacity() * core::mem::size_of::<Dim>()
             + self.reg_pool.capacity() * core::mem::size_of::<Reg>()
+    }
+
+    /// Bytes of the instruction-side storage in use (lengths, not
+    /// capacities), split per column group: what a module of this size
+    /// costs before any pass headroom.
+    pub fn instruction_bytes_in_use(&self) -> StorageBytes {
+        use core::mem::size_of;
+        let (ni, na) = (self.num_insts(), self.num_aps());
+        StorageBytes {
+            inst_kind: ni * 5,
+            imms: self.insts.imms.used_bytes(),
+            operands: ni * size_of::<Operands>(),
+            links: ni * (size_of::<Block>() + 2 * size_of::<Inst>()),
+            aps: na * (size_of::<MemLoc>() + 2 + size_of::<u32>() + 1 + size_of::<Dim>()),
+            dim_pool: self.dims.len() * size_of::<Dim>(),
+            reg_operands: self.reg_pool.len() * size_of::<Reg>(),
+        }
     }
 
     // ----------------------------------------------------------------------
@@ -741,11 +789,28 @@ impl Module {
         self.reg_pool.get_mut(s..e).unwrap_or(&mut [])
     }
 
+    /// The immediate of an instruction (0 when it has none).
+    #[inline]
+    pub fn imm(&self, i: Inst) -> i64 {
+        self.insts.imms.get(i)
+    }
+
     /// The dims of an access pattern.
+    #[inline]
     pub fn ap_dims(&self, a: Ap) -> &[Dim] {
-        let s = self.aps.dims_start[a] as usize;
-        let n = self.aps.ndims[a] as usize;
+        let slot = &self.aps.dim[a];
+        if slot.count != 0 {
+            return core::slice::from_ref(slot);
+        }
+        let bits = slot.stride as u32;
+        let (s, n) = ((bits >> 3) as usize, (bits & 7) as usize);
         self.dims.get(s..s + n).unwrap_or(&[])
+    }
+
+    /// Number of dims of an access pattern (1..=5).
+    #[inline]
+    pub fn ap_ndims(&self, a: Ap) -> usize {
+        self.ap_dims(a).len()
     }
 
     /// Bytes per partition an access pattern moves.
@@ -775,7 +840,7 @@ impl Module {
     pub fn is_full_access(&self, a: Ap) -> bool {
         let m = self.aps.loc[a];
         self.aps.part_start[a] == 0
-            && self.aps.part_count[a] == self.mems.partitions[m]
+            && u16::from(self.aps.part_count[a]) == self.mems.partitions[m]
             && self.aps.offset[a] == 0
             && ap::is_contiguous(self.ap_dims(a))
             && self.ap_bytes_per_partition(a) == self.mems.bytes[m] as u64
@@ -886,8 +951,9 @@ impl Module {
         let max_parts = match space {
             Space::Sb => self.target.sb_partitions,
             Space::Psum => self.target.psum_partitions,
-            Space::Dram => u16::MAX - 1,
-        };
+            Space::Dram => MAX_AP_PARTITIONS,
+        }
+        .min(MAX_AP_PARTITIONS);
         if partitions == 0 || partitions > max_parts {
             return Err(IrError::BadShape {
                 what: "partition count",
@@ -1070,11 +1136,24 @@ impl Module {
                 });
             }
         }
+        let pooled: usize = spec
+            .inputs
+            .iter()
+            .chain(spec.outputs)
+            .map(|s| if s.dims.len() > 1 { s.dims.len() } else { 0 })
+            .sum();
+        if self.dims.len() + pooled > MAX_DIM_POOL {
+            return Err(IrError::Full {
+                what: "dims of multi-dimension access patterns",
+                limit: MAX_DIM_POOL as u64,
+            });
+        }
         if !grow {
             let full = self.insts.opcode.len() == self.insts.opcode.capacity()
                 || self.aps.loc.len() + n_aps > self.aps.loc.capacity()
-                || self.dims.len() + n_aps * MAX_DIMS > self.dims.capacity()
-                || self.reg_pool.len() + n_regs > self.reg_pool.capacity();
+                || self.dims.len() + pooled > self.dims.capacity()
+                || self.reg_pool.len() + n_regs > self.reg_pool.capacity()
+                || (spec.imm != 0 && !self.insts.imms.has_room());
             if full {
                 return Err(IrError::Full {
                     what: "instructions in the reserved workspace",
@@ -1094,7 +1173,7 @@ impl Module {
         self.insts.engine.push(spec.engine);
         self.insts.queue.push(spec.queue);
         self.insts.flags.push(spec.flags);
-        self.insts.imm.push(spec.imm);
+        self.insts.imms.push(i, spec.imm);
         self.insts.operands.push(Operands {
             ap_start,
             reg_start,
@@ -1120,6 +1199,13 @@ impl Module {
                 what: "an access pattern without dimensions",
             });
         }
+        if s.dims.iter().any(|d| d.count == 0) {
+            return Err(IrError::BadShape {
+                what: "dimension count",
+                value: 0,
+                max: u32::MAX as u64,
+            });
+        }
         if s.elem_size == 0 {
             return Err(IrError::BadShape {
                 what: "element size",
@@ -1133,19 +1219,40 @@ impl Module {
                 what: "a partition range outside its location",
             });
         }
+        // Locations have at most MAX_AP_PARTITIONS partitions, so this only
+        // fails for a location made before that limit (never): checked
+        // anyway, as the columns are u8.
+        if u8::try_from(s.part_start).is_err() || u8::try_from(s.part_count).is_err() {
+            return Err(IrError::BadShape {
+                what: "access-pattern partition range end",
+                value: s.part_start as u64 + s.part_count as u64,
+                max: MAX_AP_PARTITIONS as u64,
+            });
+        }
         Ok(())
     }
 
+    /// Appends a pattern [`Self::check_ap_spec`] accepted (partitions fit
+    /// `u8`, counts ≥ 1) and whose pool room `create_inst` checked.
     fn push_ap(&mut self, s: &ApSpec) {
-        let start = self.dims.len() as u32;
-        self.dims.extend_from_slice(&s.dims);
+        let slot = match s.dims.as_slice() {
+            [one] => *one,
+            many => {
+                let start = self.dims.len();
+                self.dims.extend_from_slice(many);
+                pool_slot(start, many.len())
+            }
+        };
         self.aps.loc.push(s.loc);
-        self.aps.part_start.push(s.part_start);
-        self.aps.part_count.push(s.part_count);
+        self.aps
+            .part_start
+            .push(s.part_start.min(u8::MAX as u16) as u8);
+        self.aps
+            .part_count
+            .push(s.part_count.min(u8::MAX as u16) as u8);
         self.aps.offset.push(s.offset);
         self.aps.elem_size.push(s.elem_size);
-        self.aps.dims_start.push(start);
-        self.aps.ndims.push(s.dims.len() as u8);
+        self.aps.dim.push(slot);
     }
 
     /// Builds an instruction at the end of `block` (builder and parser use;
@@ -1385,6 +1492,40 @@ impl Iterator for BlockInsts<'_> {
     }
 }
 
+/// Bytes of the instruction-side storage in use, per column group (see
+/// [`Module::instruction_bytes_in_use`]).
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+pub struct StorageBytes {
+    /// Opcode, sub-operation, engine, queue and flags (1 B each).
+    pub inst_kind: usize,
+    /// The sparse immediate table.
+    pub imms: usize,
+    /// Operand handles.
+    pub operands: usize,
+    /// Block, previous and next links.
+    pub links: usize,
+    /// Access-pattern columns (location, partition range, offset, element
+    /// size, inline dim slot).
+    pub aps: usize,
+    /// The pool of multi-dimension dims.
+    pub dim_pool: usize,
+    /// The register operand pool.
+    pub reg_operands: usize,
+}
+
+impl StorageBytes {
+    /// All groups together.
+    pub fn total(&self) -> usize {
+        self.inst_kind
+            + self.imms
+            + self.operands
+            + self.links
+            + self.aps
+            + self.dim_pool
+            + self.reg_operands
+    }
+}
+
 /// A placed address, printed in the reference's spelling.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub struct Address {
@@ -1442,5 +1583,116 @@ impl fmt::Display for MemDescription<'_> {
             m.mems.partitions[self.mem],
             m.mems.bytes[self.mem]
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ap_spec(loc: MemLoc, parts: u16, dims: &[Dim]) -> ApSpec {
+        ApSpec {
+            loc,
+            part_start: 0,
+            part_count: parts,
+            offset: 0,
+            elem_size: 1,
+            dims: dims.iter().copied().collect(),
+        }
+    }
+
+    fn one_block(m: &mut Module) -> Block {
+        m.add_func("f").unwrap();
+        m.add_block("b", Loop::INVALID).unwrap()
+    }
+
+    #[test]
+    fn single_dims_are_inline_and_multi_dims_are_pooled() {
+        let mut m = Module::new(Target::default());
+        let t = m.add_mem("t", Space::Sb, 128, 4096).unwrap();
+        let b = one_block(&mut m);
+        let one = [Dim::new(-2, 7)];
+        let three = [Dim::new(512, 2), Dim::new(8, 4), Dim::new(1, 8)];
+        let ins = [ap_spec(t, 128, &one), ap_spec(t, 64, &three)];
+        let outs = [ap_spec(t, 1, &three[1..])];
+        let mut s = InstSpec::new(Opcode::TensorCopy);
+        s.inputs = &ins;
+        s.outputs = &outs;
+        let i = m.append_inst(b, &s).unwrap();
+        let aps: alloc::vec::Vec<Ap> = m.all_aps(i).collect();
+        assert_eq!(m.ap_dims(aps[0]), &one);
+        assert_eq!(m.ap_dims(aps[1]), &three);
+        assert_eq!(m.ap_dims(aps[2]), &three[1..]);
+        assert_eq!(m.ap_ndims(aps[1]), 3);
+        // Only the two multi-dimension patterns use the pool.
+        assert_eq!(m.dims.len(), 5);
+        assert_eq!(m.aps.part_count[aps[0]], 128);
+        assert_eq!(m.imm(i), 0);
+        assert!(m.insts.imms.is_empty());
+    }
+
+    #[test]
+    fn zero_counts_and_wide_partition_ranges_are_refused() {
+        let mut m = Module::new(Target::default());
+        let d = m.add_mem("d", Space::Dram, 255, 64).unwrap();
+        assert_eq!(
+            m.add_mem("e", Space::Dram, 256, 64),
+            Err(IrError::BadShape {
+                what: "partition count",
+                value: 256,
+                max: MAX_AP_PARTITIONS as u64,
+            })
+        );
+        let b = one_block(&mut m);
+        let outs = [ap_spec(d, 255, &[Dim::new(1, 0)])];
+        let mut s = InstSpec::new(Opcode::Memset);
+        s.outputs = &outs;
+        assert!(matches!(
+            m.append_inst(b, &s),
+            Err(IrError::BadShape {
+                what: "dimension count",
+                ..
+            })
+        ));
+        let outs = [ap_spec(d, 255, &[Dim::new(1, 64)])];
+        s.outputs = &outs;
+        let i = m.append_inst(b, &s).unwrap();
+        assert_eq!(m.aps.part_count[m.outputs(i).next().unwrap()], 255);
+    }
+
+    #[test]
+    fn immediates_are_sparse_and_pass_inserts_need_reserved_room() {
+        let mut m = Module::new(Target::default());
+        let r = m.add_reg("r", 1).unwrap();
+        let b = one_block(&mut m);
+        let defs = [r];
+        let mut s = InstSpec::new(Opcode::ScalarImm);
+        s.defs = &defs;
+        let zero = m.append_inst(b, &s).unwrap();
+        s.imm = -5;
+        let five = m.append_inst(b, &s).unwrap();
+        assert_eq!((m.imm(zero), m.imm(five)), (0, -5));
+        assert_eq!(m.insts.imms.len(), 1);
+        // Room for instructions but not for another immediate: refused.
+        m.reserve(Capacity {
+            insts: 4,
+            reg_operands: 4,
+            ..Capacity::default()
+        });
+        m.insts.imms.shrink_to_fit();
+        assert!(matches!(
+            m.insert_after(five, &s),
+            Err(IrError::Full { .. })
+        ));
+        s.imm = 0;
+        assert!(m.insert_after(five, &s).is_ok());
+        m.reserve(Capacity {
+            imms: 1,
+            ..Capacity::default()
+        });
+        s.imm = 9;
+        let nine = m.insert_after(five, &s).unwrap();
+        assert_eq!(m.imm(nine), 9);
+        m.check_structure().unwrap();
     }
 }

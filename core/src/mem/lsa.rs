@@ -838,8 +838,8 @@ fn spill_victim(
                 continue;
             }
             let (l, h) = m.ap_byte_span(a).unwrap_or((0, m.mems.bytes[o] as u64));
-            plo = plo.min(m.aps.part_start[a]);
-            phi = phi.max(m.aps.part_start[a] + m.aps.part_count[a]);
+            plo = plo.min(m.aps.part_start[a].into());
+            phi = phi.max(u16::from(m.aps.part_start[a]) + u16::from(m.aps.part_count[a]));
             lo = lo.min(l);
             hi = hi.max(h);
         }

@@ -205,7 +205,8 @@ fn repoint(m: &mut Module, i: Inst, r: &SpillRecord) {
         if l == r.origin || l == r.victim {
             // Reads were made relative to the origin; rebase onto the copy.
             m.aps.loc[a] = r.copy;
-            m.aps.part_start[a] = m.aps.part_start[a].saturating_sub(r.part_start);
+            // Not above the old start, so it still fits the u8 column.
+            m.aps.part_start[a] = u16::from(m.aps.part_start[a]).saturating_sub(r.part_start) as u8;
             m.aps.offset[a] = m.aps.offset[a].saturating_sub(r.byte_lo);
         }
     }

@@ -243,8 +243,16 @@ impl fmt::Display for PipelineErrorDisplay<'_> {
 }
 
 /// Storage of every pass, reserved once per module shape.
+///
+/// With [`Workspace::set_release_spent`], [`run`] drops a pass's storage
+/// once the pass list has no further use for it (the linear scan's after
+/// the scan, the DMA passes' after the last of them, the register
+/// colorer's after it), so the passes that run late do not stack their
+/// memory on the early ones' and the peak is lower. Dropping frees and never
+/// allocates; the workspace must be reserved again before the next run.
 #[derive(Debug, Default)]
 pub struct Workspace {
+    release_spent: bool,
     lsa: LsaWorkspace,
     coloring: ColoringWorkspace,
     dma: DmaWorkspace,
@@ -260,6 +268,28 @@ impl Workspace {
     /// Empty storage.
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// Whether [`run`] drops each pass's storage after its last use in the
+    /// pass list (for a one-shot run: lower peak memory; a later run needs
+    /// [`Workspace::reserve`] again). Off by default.
+    pub fn set_release_spent(&mut self, on: bool) {
+        self.release_spent = on;
+    }
+
+    /// Drops the storage of the passes that `done` was the last user of.
+    fn release_after(&mut self, done: Pass, list: &[Pass], k: usize) {
+        let later = |f: fn(&Pass) -> bool| list.get(k + 1..).is_some_and(|r| r.iter().any(f));
+        match done {
+            Pass::LinearScan if !later(|p| *p == Pass::LinearScan) => {
+                self.lsa = LsaWorkspace::default();
+            }
+            Pass::DmaOptimization(_) if !later(|p| matches!(p, Pass::DmaOptimization(_))) => {
+                self.dma = DmaWorkspace::default();
+            }
+            Pass::ColoringReg if !later(|p| *p == Pass::ColoringReg) => self.reg = None,
+            _ => {}
+        }
     }
 
     /// Sizes every pass for `m` and reserves `m`'s headroom. `original`,
@@ -278,15 +308,26 @@ impl Workspace {
             ..LsaOptions::default()
         };
         let mut headroom = RegAllocator::headroom_with(m, opts.reg_max_spill_temporaries);
+        // Instructions the allocators before a DMA pass may insert (spill
+        // stores and reloads) may be candidates of it. Each is a DMA of one
+        // space, so a candidate of one DMA pass only: they are charged to
+        // the next DMA pass, once (the passes' headroom is summed).
+        let mut spill_insts = 0usize;
         for p in &list {
-            headroom = headroom.plus(match p {
+            let h = match p {
                 Pass::LinearScan => LsaWorkspace::headroom(m, &lo),
                 Pass::Coloring(_) | Pass::Exact(_) | Pass::RegSpillSlots => {
                     ColoringWorkspace::headroom()
                 }
-                Pass::DmaOptimization(_) => DmaWorkspace::headroom(m),
+                Pass::DmaOptimization(s) => {
+                    DmaWorkspace::headroom_in(m, *s, core::mem::take(&mut spill_insts))
+                }
                 Pass::CheckInPlace | Pass::ColoringReg => Capacity::default(),
-            });
+            };
+            if !matches!(p, Pass::DmaOptimization(_)) {
+                spill_insts = spill_insts.saturating_add(h.insts);
+            }
+            headroom = headroom.plus(h);
         }
         m.reserve(headroom);
         if list.contains(&Pass::LinearScan) {
@@ -464,6 +505,10 @@ pub fn run(
         }
         let micros = clock.now_micros().saturating_sub(t0);
         let _ = report.passes.try_push(PassRecord { pass, micros });
+        if ws.release_spent {
+            let k = report.passes.len().saturating_sub(1);
+            ws.release_after(pass, &passes(&opts), k);
+        }
     }
     summarize(m, &mut report);
     if !opts.no_verify {

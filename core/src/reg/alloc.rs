@@ -64,7 +64,7 @@ use super::graph::{GraphError, InterferenceGraph};
 use crate::analysis::{LinearOrder, RegLiveness};
 use crate::ir::{
     full_ap, Capacity, Inst, InstFlags, InstSpec, IrError, MemFlags, Module, Opcode, Reg, RegFlags,
-    Space, MAX_DIMS, NO_LANE, UNKNOWN_TRIP,
+    Space, NO_LANE, UNKNOWN_TRIP,
 };
 
 /// Registers listed in a [`RegAllocError::RegisterPressure`].
@@ -266,14 +266,16 @@ pub fn default_spill_temporaries(m: &Module) -> u32 {
 /// Headroom the spill code of `m` can need with at most `limit` spill
 /// temporaries (`None`: [`default_spill_temporaries`]): every original
 /// register is spilled at most once (one slot each), and each temporary
-/// adds two instructions, one access pattern and one register operand.
+/// adds two instructions, one access pattern and one register operand. The
+/// pattern is a full access of a one-partition slot: one dim, kept inline,
+/// so no pooled dims.
 fn spill_headroom(m: &Module, limit: Option<u32>) -> Capacity {
     let t = limit.unwrap_or_else(|| default_spill_temporaries(m)) as usize;
     let r = m.num_regs();
     Capacity {
         insts: 2 * t,
         aps: t,
-        dims: t * MAX_DIMS,
+        dims: 0,
         reg_operands: t,
         mems: r,
         regs: t,

@@ -36,7 +36,9 @@ pub(super) fn parse_str(src: &str) -> Result<Module> {
     m.reserve(Capacity {
         insts,
         aps: (n / 32).min(2 * insts),
-        dims: (n / 32).min(2 * insts),
+        // Only multi-dimension patterns use the pool.
+        dims: (n / 256).min(2 * insts),
+        imms: insts / 8,
         reg_operands: (n / 128).min(insts),
         mems: (n / 1024).min(lim.locations as usize),
         regs: (n / 4096).min(lim.registers as usize),

@@ -167,7 +167,7 @@ fn print_inst(m: &Module, i: Inst, out: &mut String) {
         out.push('$');
         out.push_str(m.reg_name(r));
     }
-    let imm = m.insts.imm[i];
+    let imm = m.imm(i);
     if imm != 0 || matches!(op, Opcode::ScalarImm | Opcode::Memset) {
         sep(out);
         let _ = write!(out, "{imm}");
@@ -197,8 +197,8 @@ pub(crate) fn ap_spec(m: &Module, a: Ap) -> ApSpec {
     }
     ApSpec {
         loc: m.aps.loc[a],
-        part_start: m.aps.part_start[a],
-        part_count: m.aps.part_count[a],
+        part_start: m.aps.part_start[a].into(),
+        part_count: m.aps.part_count[a].into(),
         offset: m.aps.offset[a],
         elem_size: m.aps.elem_size[a],
         dims,

@@ -188,6 +188,7 @@ fn run() -> Result<(), IrError> {
         insts: tiles as usize * 10 + 16,
         aps: tiles as usize * 10 + 16,
         dims: tiles as usize * 10 + 16,
+        imms: tiles as usize + 16,
         reg_operands: tiles as usize * 10 + 16,
         mems: tiles as usize * 4 + 16,
         regs: 8,
