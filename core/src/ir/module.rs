@@ -807,6 +807,43 @@ impl Module {
         self.dims.get(s..s + n).unwrap_or(&[])
     }
 
+    /// Replaces dim `k` of an access pattern in place (a rewrite that
+    /// reshapes a pattern without adding one). A count of 0 is refused, as
+    /// when the pattern was added: the inline slot of a one-dim pattern uses
+    /// count 0 as its "dims are pooled" marker.
+    pub fn set_ap_dim(&mut self, a: Ap, k: usize, dim: Dim) -> Result<(), IrError> {
+        if dim.count == 0 {
+            return Err(IrError::BadShape {
+                what: "dimension count",
+                value: 0,
+                max: u32::MAX as u64,
+            });
+        }
+        let slot = &mut self.aps.dim[a];
+        let target = if slot.count != 0 {
+            (k == 0).then_some(slot)
+        } else {
+            let bits = slot.stride as u32;
+            let (s, n) = ((bits >> 3) as usize, (bits & 7) as usize);
+            if k < n {
+                self.dims.get_mut(s + k)
+            } else {
+                None
+            }
+        };
+        match target {
+            Some(d) => {
+                *d = dim;
+                Ok(())
+            }
+            None => Err(IrError::BadShape {
+                what: "dimension index",
+                value: k as u64,
+                max: self.ap_ndims(a).saturating_sub(1) as u64,
+            }),
+        }
+    }
+
     /// Number of dims of an access pattern (1..=5).
     #[inline]
     pub fn ap_ndims(&self, a: Ap) -> usize {
@@ -1604,6 +1641,42 @@ mod tests {
     fn one_block(m: &mut Module) -> Block {
         m.add_func("f").unwrap();
         m.add_block("b", Loop::INVALID).unwrap()
+    }
+
+    #[test]
+    fn set_ap_dim_rewrites_inline_and_pooled_dims_and_refuses_bad_ones() {
+        let mut m = Module::new(Target::default());
+        let t = m.add_mem("t", Space::Sb, 128, 4096).unwrap();
+        let b = one_block(&mut m);
+        let one = [Dim::new(1, 64)];
+        let two = [Dim::new(64, 4), Dim::new(1, 8)];
+        let ins = [ap_spec(t, 128, &one)];
+        let outs = [ap_spec(t, 128, &two)];
+        let mut s = InstSpec::new(Opcode::TensorCopy);
+        s.inputs = &ins;
+        s.outputs = &outs;
+        let i = m.append_inst(b, &s).unwrap();
+        let (a, o) = (m.inputs(i).next().unwrap(), m.outputs(i).next().unwrap());
+        m.set_ap_dim(a, 0, Dim::new(2, 16)).unwrap();
+        assert_eq!(m.ap_dims(a), &[Dim::new(2, 16)]);
+        m.set_ap_dim(o, 1, Dim::new(1, 4)).unwrap();
+        assert_eq!(m.ap_dims(o), &[Dim::new(64, 4), Dim::new(1, 4)]);
+        assert!(matches!(
+            m.set_ap_dim(a, 0, Dim::new(1, 0)),
+            Err(IrError::BadShape {
+                what: "dimension count",
+                ..
+            })
+        ));
+        assert!(matches!(
+            m.set_ap_dim(o, 2, Dim::new(1, 1)),
+            Err(IrError::BadShape {
+                what: "dimension index",
+                value: 2,
+                max: 1
+            })
+        ));
+        assert_eq!(m.ap_dims(a), &[Dim::new(2, 16)]);
     }
 
     #[test]

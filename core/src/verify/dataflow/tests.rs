@@ -2,7 +2,7 @@
 
 use super::*;
 use crate::ir::{
-    full_ap, slice_ap, Builder, Capacity, Inst, InstFlags, InstSpec, MemFlags, MemLoc, Module,
+    full_ap, slice_ap, Builder, Capacity, Dim, Inst, InstFlags, InstSpec, MemFlags, MemLoc, Module,
     Opcode, Space, SubOp,
 };
 use crate::target::Target;
@@ -715,10 +715,8 @@ fn a_consumer_reading_with_another_stride_is_caught() {
     let p = sliced();
     let mut r = p.m.clone();
     let a = r.inputs(p.insts[2]).next().unwrap();
-    let d = r.aps.dims_start[a] as usize;
-    assert_eq!(r.aps.ndims[a], 1);
-    r.dims[d].count = B / 4;
-    r.dims[d].stride = 2;
+    assert_eq!(r.ap_ndims(a), 1);
+    r.set_ap_dim(a, 0, Dim::new(2, B / 4)).unwrap();
     let mut c = DataflowChecker::new();
     let rep = c.check(&p.m, &r).unwrap();
     let s = texts(&r, &rep);
@@ -738,8 +736,8 @@ fn a_shrunk_load_that_drops_columns_still_read_is_caught() {
     let [ld, ..] = p.insts;
     let (src, dst) = (r.inputs(ld).next().unwrap(), r.outputs(ld).next().unwrap());
     for a in [src, dst] {
-        let d = r.aps.dims_start[a] as usize;
-        r.dims[d].count = B / 2;
+        let d = r.ap_dims(a)[0];
+        r.set_ap_dim(a, 0, Dim::new(d.stride, B / 2)).unwrap();
     }
     let mut c = DataflowChecker::new();
     let rep = c.check(&p.m, &r).unwrap();
