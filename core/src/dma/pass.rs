@@ -163,7 +163,11 @@ pub struct DmaWorkspace {
     pub(crate) members: Vec<u32>,
     pub(crate) mark: Vec<u32>,
     pub(crate) name_seq: u32,
-    pub(crate) dirty: bool,
+    /// True when `order` and `live` describe the module as it is now: set by
+    /// [`DmaWorkspace::refresh`] and by a caller that hands in current
+    /// analyses ([`DmaWorkspace::exchange_analyses`]); cleared as soon as a
+    /// sweep rewrites anything.
+    pub(crate) current: bool,
 }
 
 /// A proposed rewrite of one peephole, kept between the proposing scan and
@@ -218,8 +222,9 @@ impl DmaWorkspace {
         let insts = cap.insts.max(m.num_insts() + extra.insts);
         self.order.reserve(&cap);
         self.live.reserve(&cap);
-        self.order.compute(m);
-        self.live.compute(m, &self.order);
+        // The analyses are computed by the first refresh of a run (or
+        // handed in): computing them here too would be a wasted walk.
+        self.current = false;
         self.index = LiveIndex::with_capacity(mems);
         self.dram_index = LiveIndex::with_capacity(mems);
         self.tracker = MemoryMergeTracker::with_capacity(mems);
@@ -232,15 +237,69 @@ impl DmaWorkspace {
         self.mark = Vec::with_capacity(mems);
     }
 
-    /// Recomputes order, liveness and the live indexes after a rewrite.
+    /// Recomputes the live indexes, and the order and liveness unless they
+    /// are still current, after a rewrite (or at the start of a run: the
+    /// indexes depend on the placements, which change between passes).
     pub(crate) fn refresh(&mut self, m: &Module, space: Space) {
-        self.order.compute(m);
-        self.live.compute(m, &self.order);
+        if !self.current {
+            self.order.compute(m);
+            self.live.compute(m, &self.order);
+            self.current = true;
+        }
         self.index.build(m, &self.live, space);
         self.dram_index.build(m, &self.live, Space::Dram);
         self.mark.clear();
         self.mark.resize(m.num_mems().min(self.mark.capacity()), 0);
-        self.dirty = false;
+    }
+
+    /// Refreshes when the module changed since the last refresh (`*stale`)
+    /// and clears the flag. Sound because of the sweep invariant: a sweep
+    /// (or coalescing round) that returns 0 rewrote nothing — no
+    /// instruction, access pattern, location or placement changed and the
+    /// merge tracker holds no remap — so the previous refresh still holds.
+    fn sync(&mut self, m: &Module, space: Space, stale: &mut bool) {
+        if *stale {
+            self.refresh(m, space);
+            *stale = false;
+        }
+    }
+
+    /// Records the outcome of a sweep: `n > 0` rewrites made the analyses
+    /// and the indexes stale.
+    fn after_sweep(&mut self, n: u32, stale: &mut bool) {
+        if n > 0 {
+            self.current = false;
+            *stale = true;
+        }
+    }
+
+    /// Exchanges the workspace's program order and liveness with the
+    /// caller's (a swap: no copy, no allocation; both sides must be
+    /// reserved for the same module capacity). `current` says whether what
+    /// the workspace now holds describes the module the next
+    /// [`DmaOptimization::run`] gets; when true that run does not recompute
+    /// them before its first sweep. Returns whether the analyses handed
+    /// back to the caller were current after the last run (see
+    /// [`DmaWorkspace::analyses_current`]).
+    pub fn exchange_analyses(
+        &mut self,
+        order: &mut LinearOrder,
+        live: &mut MemLiveness,
+        current: bool,
+    ) -> bool {
+        let was = self.current;
+        core::mem::swap(&mut self.order, order);
+        core::mem::swap(&mut self.live, live);
+        self.current = current;
+        was
+    }
+
+    /// True when the workspace's order and liveness describe the module as
+    /// the last run left it (the run ended on a sweep that rewrote nothing,
+    /// or skipped the module). Placements do not enter them: the pipeline
+    /// may place or unplace locations afterwards and they stay current.
+    pub fn analyses_current(&self) -> bool {
+        self.current
     }
 
     /// Re-points every access pattern of a location the tracker moved.
@@ -416,42 +475,50 @@ impl DmaOptimization {
         st.pre = dma_analysis(m);
         ws.tracker.reset(m.num_mems());
 
+        // The placements changed since the indexes were last built.
+        let mut stale = true;
         for _ in 0..MAX_SWEEPS {
-            ws.refresh(m, self.space);
+            ws.sync(m, self.space, &mut stale);
             let n = load_merge::sweep(self, m, ws, &mut st)?;
             ws.apply_remaps(m);
+            ws.after_sweep(n, &mut stale);
             if n == 0 {
                 break;
             }
         }
         for _ in 0..MAX_SWEEPS {
-            ws.refresh(m, self.space);
-            if dead_store::sweep(self, m, ws, &mut st)? == 0 {
+            ws.sync(m, self.space, &mut stale);
+            let n = dead_store::sweep(self, m, ws, &mut st)?;
+            ws.after_sweep(n, &mut stale);
+            if n == 0 {
                 break;
             }
         }
         for _ in 0..MAX_ROUNDS {
-            ws.refresh(m, self.space);
+            ws.sync(m, self.space, &mut stale);
             st.rounds += 1;
             let n = coalesce::round(self, m, ws, &mut st)?;
             ws.apply_remaps(m);
+            ws.after_sweep(n, &mut stale);
             if n == 0 {
                 break;
             }
         }
         for _ in 0..MAX_SWEEPS {
-            ws.refresh(m, self.space);
+            ws.sync(m, self.space, &mut stale);
             let n = partial::sweep(self, m, ws, &mut st)?;
             ws.apply_remaps(m);
+            ws.after_sweep(n, &mut stale);
             if n == 0 {
                 break;
             }
         }
         if self.space == Space::Psum {
             for _ in 0..MAX_SWEEPS {
-                ws.refresh(m, self.space);
+                ws.sync(m, self.space, &mut stale);
                 let n = psum_spill::sweep(self, m, ws, &mut st)?;
                 ws.apply_remaps(m);
+                ws.after_sweep(n, &mut stale);
                 if n == 0 {
                     break;
                 }
