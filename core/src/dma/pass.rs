@@ -157,6 +157,8 @@ pub struct DmaWorkspace {
     pub(crate) tracker: MemoryMergeTracker,
     pub(crate) cands: Vec<coalesce::Cand>,
     pub(crate) keys: Vec<(u64, u32)>,
+    /// Sort keys of the load-merging sweep: packed key, position.
+    pub(crate) load_keys: Vec<(u128, u32)>,
     pub(crate) claims: Vec<Claim>,
     pub(crate) props: Vec<Proposal>,
     pub(crate) active: Vec<u32>,
@@ -230,6 +232,8 @@ impl DmaWorkspace {
         self.tracker = MemoryMergeTracker::with_capacity(mems);
         self.cands = Vec::with_capacity(insts);
         self.keys = Vec::with_capacity(insts);
+        // Only touched for the loads (pages beyond are never faulted in).
+        self.load_keys = Vec::with_capacity(insts);
         self.claims = Vec::with_capacity(insts);
         self.props = Vec::with_capacity(insts);
         self.active = Vec::with_capacity(insts);
