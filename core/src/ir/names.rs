@@ -84,6 +84,13 @@ impl NamePool {
         core::str::from_utf8(&self.bytes[start..end]).unwrap_or("")
     }
 
+    /// The bytes of a name (empty for the sentinel): comparing them skips
+    /// the UTF-8 check of [`NamePool::get`], which costs more than the
+    /// comparison on short names.
+    pub fn bytes(&self, n: Name) -> &[u8] {
+        self.span(n.index())
+    }
+
     /// The bytes of name `i` (empty when out of range).
     fn span(&self, i: usize) -> &[u8] {
         let Some(&end) = self.ends.get(i) else {
