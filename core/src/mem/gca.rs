@@ -141,6 +141,9 @@ pub struct GcaWorkspace {
     order: Vec<u32>,
     best_order: Vec<u32>,
     keys: Vec<u64>,
+    /// Sort scratch of [`GcaWorkspace::sort_order`]: one packed key per
+    /// buffer.
+    packed: Vec<u128>,
     placed: Vec<bool>,
     near: Vec<Obstacle>,
     current: Vec<Placement>,
@@ -188,6 +191,7 @@ impl GcaWorkspace {
         grow(&mut self.order, n);
         grow(&mut self.best_order, n);
         self.keys.reserve(n.saturating_sub(self.keys.len()));
+        self.packed.reserve(n.saturating_sub(self.packed.len()));
         self.placed.reserve(n.saturating_sub(self.placed.len()));
         self.near.reserve(n.saturating_sub(self.near.len()));
         self.current.reserve(n.saturating_sub(self.current.len()));
@@ -351,15 +355,7 @@ impl GcaWorkspace {
                         self.keys[v] = self.keys[v].saturating_add(top - blame_base);
                     }
                 }
-                let keys = &self.keys;
-                self.order.sort_unstable_by(|&x, &y| {
-                    let (a, b) = (&bufs[x as usize], &bufs[y as usize]);
-                    b.pin
-                        .is_some()
-                        .cmp(&a.pin.is_some())
-                        .then(keys[y as usize].cmp(&keys[x as usize]))
-                        .then(x.cmp(&y))
-                });
+                self.sort_order(bufs, false);
                 let pk = self.replay(problem);
                 if pk < best_peak {
                     best_peak = pk;
@@ -404,16 +400,62 @@ impl GcaWorkspace {
         }
         self.order.clear();
         self.order.extend(0..n as u32);
-        let keys = &self.keys;
-        self.order.sort_unstable_by(|&x, &y| {
-            let (a, b) = (&bufs[x as usize], &bufs[y as usize]);
-            b.pin
-                .is_some()
-                .cmp(&a.pin.is_some())
-                .then(keys[y as usize].cmp(&keys[x as usize]))
-                .then((b.upper - b.lower).cmp(&(a.upper - a.lower)))
-                .then(x.cmp(&y))
-        });
+        self.sort_order(bufs, true);
+    }
+
+    /// Sorts `self.order` (a permutation of the buffers): pinned first, then
+    /// by `self.keys` descending, then (with `by_span`) by lifetime length
+    /// descending, then by index. Through one packed integer per buffer
+    /// when every lifetime length fits 32 bits and the scratch is reserved:
+    /// the comparator reads two buffers and two keys per comparison, all
+    /// over memory at millions of buffers. Both paths give the same order
+    /// (the index makes it total).
+    fn sort_order(&mut self, bufs: &[Buffer], by_span: bool) {
+        let span = |b: &Buffer| b.upper.saturating_sub(b.lower);
+        let packable = self.order.len() <= self.packed.capacity()
+            && (!by_span || bufs.iter().all(|b| span(b) <= u32::MAX as u64));
+        if !packable {
+            let keys = &self.keys;
+            self.order.sort_unstable_by(|&x, &y| {
+                let (a, b) = (&bufs[x as usize], &bufs[y as usize]);
+                let by = if by_span {
+                    span(b).cmp(&span(a))
+                } else {
+                    core::cmp::Ordering::Equal
+                };
+                b.pin
+                    .is_some()
+                    .cmp(&a.pin.is_some())
+                    .then(keys[y as usize].cmp(&keys[x as usize]))
+                    .then(by)
+                    .then(x.cmp(&y))
+            });
+            return;
+        }
+        // Pinned first: each group packed, then sorted on its own.
+        let pinned = |i: u32| bufs[i as usize].pin.is_some();
+        self.packed.clear();
+        let mut n_pinned = 0;
+        for pass_pinned in [true, false] {
+            for &i in &self.order {
+                if pinned(i) != pass_pinned {
+                    continue;
+                }
+                let b = &bufs[i as usize];
+                let key = !self.keys[i as usize] as u128;
+                let sp = if by_span { !(span(b) as u32) } else { 0 };
+                self.packed.push(key << 64 | (sp as u128) << 32 | i as u128);
+            }
+            if pass_pinned {
+                n_pinned = self.packed.len();
+            }
+        }
+        let (pins, rest) = self.packed.split_at_mut(n_pinned);
+        pins.sort_unstable();
+        rest.sort_unstable();
+        for (slot, &p) in self.order.iter_mut().zip(&self.packed) {
+            *slot = p as u32;
+        }
     }
 
     /// Places the buffers in `self.order` into `self.current`; returns the peak.
