@@ -195,11 +195,14 @@ fn judge(
         let b_first = tb == ta || ws.live.accesses(tb).first() == Some(&pb);
         let end = ws.live.interval(tb).map_or(pb, |iv| iv.end.max(pb));
         let w = Interval { start: pa, end };
-        let free = ws
-            .index
-            .find(m, &ws.live, w, &ra, &|l: MemLoc| l == ta || l == tb)
-            .is_none();
-        if inside && b_first && free {
+        // The index query last: it walks every location live in the window.
+        if inside
+            && b_first
+            && ws
+                .index
+                .find(m, &ws.live, w, &ra, &|l: MemLoc| l == ta || l == tb)
+                .is_none()
+        {
             return Some((MERGE, claim(w, ra, ta)));
         }
     }
