@@ -166,10 +166,13 @@ pub struct DmaWorkspace {
     pub(crate) mark: Vec<u32>,
     pub(crate) name_seq: u32,
     /// True when `order` and `live` describe the module as it is now: set by
-    /// [`DmaWorkspace::refresh`] and by a caller that hands in current
+    /// [`DmaWorkspace::sync`] and by a caller that hands in current
     /// analyses ([`DmaWorkspace::exchange_analyses`]); cleared as soon as a
     /// sweep rewrites anything.
     pub(crate) current: bool,
+    /// True when `index`, `dram_index` and `mark` match the module (and
+    /// `live`); cleared with `current` and at the start of each run.
+    pub(crate) indexed: bool,
 }
 
 /// A proposed rewrite of one peephole, kept between the proposing scan and
@@ -241,39 +244,37 @@ impl DmaWorkspace {
         self.mark = Vec::with_capacity(mems);
     }
 
-    /// Recomputes the live indexes, and the order and liveness unless they
-    /// are still current, after a rewrite (or at the start of a run: the
-    /// indexes depend on the placements, which change between passes).
-    pub(crate) fn refresh(&mut self, m: &Module, space: Space) {
+    /// Brings the analyses up to date with the module: the order and
+    /// liveness always, the live indexes (and coalescing marks) only
+    /// `with_index` — the partial-access sweep never queries them, so a
+    /// rewrite before it does not pay for two index builds. At the start of
+    /// a run the indexes are rebuilt (they depend on the placements, which
+    /// change between passes).
+    /// Sound because of the sweep invariant: a sweep (or coalescing round)
+    /// that returns 0 rewrote nothing — no instruction, access pattern,
+    /// location or placement changed and the merge tracker holds no remap —
+    /// so what the last refresh computed still holds.
+    fn sync(&mut self, m: &Module, space: Space, with_index: bool) {
         if !self.current {
             self.order.compute(m);
             self.live.compute(m, &self.order);
             self.current = true;
         }
-        self.index.build(m, &self.live, space);
-        self.dram_index.build(m, &self.live, Space::Dram);
-        self.mark.clear();
-        self.mark.resize(m.num_mems().min(self.mark.capacity()), 0);
-    }
-
-    /// Refreshes when the module changed since the last refresh (`*stale`)
-    /// and clears the flag. Sound because of the sweep invariant: a sweep
-    /// (or coalescing round) that returns 0 rewrote nothing — no
-    /// instruction, access pattern, location or placement changed and the
-    /// merge tracker holds no remap — so the previous refresh still holds.
-    fn sync(&mut self, m: &Module, space: Space, stale: &mut bool) {
-        if *stale {
-            self.refresh(m, space);
-            *stale = false;
+        if with_index && !self.indexed {
+            self.index.build(m, &self.live, space);
+            self.dram_index.build(m, &self.live, Space::Dram);
+            self.mark.clear();
+            self.mark.resize(m.num_mems().min(self.mark.capacity()), 0);
+            self.indexed = true;
         }
     }
 
     /// Records the outcome of a sweep: `n > 0` rewrites made the analyses
     /// and the indexes stale.
-    fn after_sweep(&mut self, n: u32, stale: &mut bool) {
+    fn after_sweep(&mut self, n: u32) {
         if n > 0 {
             self.current = false;
-            *stale = true;
+            self.indexed = false;
         }
     }
 
@@ -480,49 +481,49 @@ impl DmaOptimization {
         ws.tracker.reset(m.num_mems());
 
         // The placements changed since the indexes were last built.
-        let mut stale = true;
+        ws.indexed = false;
         for _ in 0..MAX_SWEEPS {
-            ws.sync(m, self.space, &mut stale);
+            ws.sync(m, self.space, true);
             let n = load_merge::sweep(self, m, ws, &mut st)?;
             ws.apply_remaps(m);
-            ws.after_sweep(n, &mut stale);
+            ws.after_sweep(n);
             if n == 0 {
                 break;
             }
         }
         for _ in 0..MAX_SWEEPS {
-            ws.sync(m, self.space, &mut stale);
+            ws.sync(m, self.space, true);
             let n = dead_store::sweep(self, m, ws, &mut st)?;
-            ws.after_sweep(n, &mut stale);
+            ws.after_sweep(n);
             if n == 0 {
                 break;
             }
         }
         for _ in 0..MAX_ROUNDS {
-            ws.sync(m, self.space, &mut stale);
+            ws.sync(m, self.space, true);
             st.rounds += 1;
             let n = coalesce::round(self, m, ws, &mut st)?;
             ws.apply_remaps(m);
-            ws.after_sweep(n, &mut stale);
+            ws.after_sweep(n);
             if n == 0 {
                 break;
             }
         }
         for _ in 0..MAX_SWEEPS {
-            ws.sync(m, self.space, &mut stale);
+            ws.sync(m, self.space, false);
             let n = partial::sweep(self, m, ws, &mut st)?;
             ws.apply_remaps(m);
-            ws.after_sweep(n, &mut stale);
+            ws.after_sweep(n);
             if n == 0 {
                 break;
             }
         }
         if self.space == Space::Psum {
             for _ in 0..MAX_SWEEPS {
-                ws.sync(m, self.space, &mut stale);
+                ws.sync(m, self.space, true);
                 let n = psum_spill::sweep(self, m, ws, &mut st)?;
                 ws.apply_remaps(m);
-                ws.after_sweep(n, &mut stale);
+                ws.after_sweep(n);
                 if n == 0 {
                     break;
                 }
