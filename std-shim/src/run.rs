@@ -29,9 +29,8 @@ impl Clock for WallClock {
 pub fn allocate(m: &mut Module, opts: &Options) -> Result<RunReport, PipelineError> {
     let original = (!opts.no_verify).then(|| m.clone());
     let mut ws = Workspace::new();
-    ws.reserve(m, opts, original.as_ref());
     let mut clock = WallClock::default();
-    pipeline::run(m, opts, &mut ws, &mut clock, original.as_ref())
+    pipeline::reserve_and_run(m, opts, &mut ws, &mut clock, original.as_ref())
 }
 
 /// The pass names `opts` runs, one per line.

@@ -389,14 +389,42 @@ pub fn run(
     clock: &mut dyn Clock,
     original: Option<&Module>,
 ) -> Result<RunReport, PipelineError> {
+    run_from(m, opts, ws, clock, original, false)
+}
+
+/// [`Workspace::reserve`] then [`run`]: the order and liveness the
+/// reservation computed still describe `m` (nothing runs in between), so
+/// the run starts from them instead of computing them again.
+pub fn reserve_and_run(
+    m: &mut Module,
+    opts: &Options,
+    ws: &mut Workspace,
+    clock: &mut dyn Clock,
+    original: Option<&Module>,
+) -> Result<RunReport, PipelineError> {
+    ws.reserve(m, opts, original);
+    run_from(m, opts, ws, clock, original, true)
+}
+
+/// [`run`]; `analyses_current` when `ws.order`/`ws.live` describe `m`.
+fn run_from(
+    m: &mut Module,
+    opts: &Options,
+    ws: &mut Workspace,
+    clock: &mut dyn Clock,
+    original: Option<&Module>,
+    analyses_current: bool,
+) -> Result<RunReport, PipelineError> {
     let opts = opts.normalize().map_err(PipelineError::Options)?;
     let mut report = RunReport {
         optlevel: opts.optlevel,
         ..RunReport::default()
     };
     // Lower bounds of the input program.
-    ws.order.compute(m);
-    ws.live.compute(m, &ws.order);
+    if !analyses_current {
+        ws.order.compute(m);
+        ws.live.compute(m, &ws.order);
+    }
     ws.bounds.compute(m, &ws.order, &ws.live);
     for s in Space::ALL {
         report.spaces[s.slot()].lower_bound = ws.bounds.space(s).lower_bound();
