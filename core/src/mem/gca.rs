@@ -180,6 +180,7 @@ impl GcaWorkspace {
     /// size do not allocate.
     pub fn reserve_for(&mut self, problem: &Problem, headroom: usize, headroom_edges: u64) {
         let n = problem.len() + headroom;
+        self.packed.reserve(n.saturating_sub(self.packed.len()));
         let e = self.count_edges(problem) + headroom_edges;
         let grow = |v: &mut Vec<u32>, k: usize| v.reserve(k.saturating_sub(v.len()));
         grow(&mut self.adj_off, n + 1);
@@ -191,7 +192,6 @@ impl GcaWorkspace {
         grow(&mut self.order, n);
         grow(&mut self.best_order, n);
         self.keys.reserve(n.saturating_sub(self.keys.len()));
-        self.packed.reserve(n.saturating_sub(self.packed.len()));
         self.placed.reserve(n.saturating_sub(self.placed.len()));
         self.near.reserve(n.saturating_sub(self.near.len()));
         self.current.reserve(n.saturating_sub(self.current.len()));
@@ -205,10 +205,27 @@ impl GcaWorkspace {
             .extend((0..bufs.len() as u32).filter(|&i| !bufs[i as usize].is_void()));
         self.by_upper.clear();
         self.by_upper.extend_from_slice(&self.by_lower);
-        self.by_lower
-            .sort_unstable_by_key(|&i| (bufs[i as usize].lower, i));
-        self.by_upper
-            .sort_unstable_by_key(|&i| (bufs[i as usize].upper, i));
+        if self.by_lower.len() > self.packed.capacity() {
+            self.by_lower
+                .sort_unstable_by_key(|&i| (bufs[i as usize].lower, i));
+            self.by_upper
+                .sort_unstable_by_key(|&i| (bufs[i as usize].upper, i));
+            return;
+        }
+        // The same orders through one packed (end, index) integer per
+        // buffer: no lookup of the buffers while sorting.
+        for (list, upper) in [(&mut self.by_lower, false), (&mut self.by_upper, true)] {
+            self.packed.clear();
+            self.packed.extend(list.iter().map(|&i| {
+                let b = &bufs[i as usize];
+                let t = if upper { b.upper } else { b.lower };
+                (t as u128) << 32 | i as u128
+            }));
+            self.packed.sort_unstable();
+            for (slot, &p) in list.iter_mut().zip(&self.packed) {
+                *slot = p as u32;
+            }
+        }
     }
 
     /// Calls `f(v, active)` for every non-void buffer `v` in start order,
