@@ -18,9 +18,10 @@
 //! not enter either analysis, so placing and unplacing (every allocator's
 //! result, the provisional DRAM addresses, releasing abandoned locations)
 //! keeps them fresh; anything that inserts, removes or re-points an access
-//! clears it: the linear scan and the register colorer always (their
-//! workspaces keep their own analyses), a coloring pass when it ran a spill
-//! round, a DMA pass when its last sweep rewrote something.
+//! clears it: the linear scan always (its workspace keeps its own
+//! analyses), the register colorer when it spilled or removed a copy, a
+//! coloring pass when it ran a spill round, a DMA pass when its last sweep
+//! rewrote something.
 
 use arrayvec::ArrayVec;
 use core::fmt;
@@ -518,8 +519,10 @@ fn run_from(
                 let r = reg
                     .allocate(m, &RegAllocConfig::default())
                     .map_err(PipelineError::Reg)?;
-                // Spill code and spill slots change the program.
-                fresh = false;
+                // Spill code, spill slots and removed self-moves change the
+                // program; renaming registers does not touch memory accesses.
+                fresh &=
+                    r.spilled_registers == 0 && r.spill_instructions == 0 && r.copies_removed == 0;
                 report.reg = Some(r);
             }
             Pass::RegSpillSlots => {
