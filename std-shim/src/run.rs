@@ -31,9 +31,8 @@ pub fn allocate(m: &mut Module, opts: &Options) -> Result<RunReport, PipelineErr
     let mut ws = Workspace::new();
     // One run per workspace: each pass's storage goes once it is spent.
     ws.set_release_spent(true);
-    ws.reserve(m, opts, original.as_ref());
     let mut clock = WallClock::default();
-    pipeline::run(m, opts, &mut ws, &mut clock, original.as_ref())
+    pipeline::reserve_and_run(m, opts, &mut ws, &mut clock, original.as_ref())
 }
 
 /// The pass names `opts` runs, one per line.

@@ -188,9 +188,10 @@ impl<K: EntityRef> Liveness<K> {
             self.acc_off[k] += self.acc_off[k - 1];
         }
         let total = self.acc_off.last().copied().unwrap_or(0) as usize;
-        self.acc_pos.clear();
+        // No clearing: the fill below writes every slot under `total`
+        // exactly once (the cursors walk each value's counted range), so
+        // only growth needs initializing.
         self.acc_pos.resize(total, 0);
-        self.acc_write.clear();
         self.acc_write.resize(total, 0);
         self.cursor.clear();
         self.cursor.extend_from_slice(&self.acc_off[..n_values]);

@@ -50,6 +50,20 @@ fn key(m: &Module, i: Inst, dram: crate::ir::Ap) -> Key {
     )
 }
 
+/// `k` as one integer whose order is the tuple's (fields big-endian at their
+/// full widths: 32 + 16 + 16 + 8 + 8 + 8 + 8 + 32 bits).
+fn packed(k: Key) -> u128 {
+    let (loc, ps, pc, elem, op, queue, uninit, lp) = k;
+    (loc as u128) << 96
+        | (ps as u128) << 80
+        | (pc as u128) << 64
+        | (elem as u128) << 56
+        | (op as u128) << 48
+        | (queue as u128) << 40
+        | (uninit as u128) << 32
+        | lp as u128
+}
+
 /// One sweep; returns the number of loads dropped or transformed.
 pub fn sweep(
     pass: &DmaOptimization,
@@ -57,7 +71,9 @@ pub fn sweep(
     ws: &mut DmaWorkspace,
     st: &mut DmaStats,
 ) -> Result<u32, DmaError> {
-    ws.members.clear();
+    // Keys are computed once per load and packed (the sort compared tuples
+    // rebuilt from the module on every comparison before).
+    ws.load_keys.clear();
     for (pos, &i) in ws.order.insts().iter().enumerate() {
         let Some(v) = dma_view(m, i, pass.space) else {
             continue;
@@ -66,19 +82,14 @@ pub fn sweep(
             && m.is_contiguous(v.dram)
             && m.is_contiguous(v.chip)
             && m.aps.elem_size[v.dram] == m.aps.elem_size[v.chip]
-            && ws.members.len() < ws.members.capacity()
+            && ws.load_keys.len() < ws.load_keys.capacity().min(ws.members.capacity())
         {
-            ws.members.push(pos as u32);
+            ws.load_keys.push((packed(key(m, i, v.dram)), pos as u32));
         }
     }
-    {
-        let (order, mm) = (&ws.order, &*m);
-        ws.members.sort_unstable_by_key(|&p| {
-            let i = order.inst_at(p);
-            let v = dma_view(mm, i, pass.space).map(|v| v.dram);
-            (v.map(|d| key(mm, i, d)), p)
-        });
-    }
+    ws.load_keys.sort_unstable();
+    ws.members.clear();
+    ws.members.extend(ws.load_keys.iter().map(|&(_, p)| p));
     ws.props.clear();
     ws.claims.clear();
     let mut anchors: ArrayVec<u32, ANCHORS> = ArrayVec::new();
@@ -184,11 +195,14 @@ fn judge(
         let b_first = tb == ta || ws.live.accesses(tb).first() == Some(&pb);
         let end = ws.live.interval(tb).map_or(pb, |iv| iv.end.max(pb));
         let w = Interval { start: pa, end };
-        let free = ws
-            .index
-            .find(m, &ws.live, w, &ra, &|l: MemLoc| l == ta || l == tb)
-            .is_none();
-        if inside && b_first && free {
+        // The index query last: it walks every location live in the window.
+        if inside
+            && b_first
+            && ws
+                .index
+                .find(m, &ws.live, w, &ra, &|l: MemLoc| l == ta || l == tb)
+                .is_none()
+        {
             return Some((MERGE, claim(w, ra, ta)));
         }
     }

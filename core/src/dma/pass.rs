@@ -157,13 +157,22 @@ pub struct DmaWorkspace {
     pub(crate) tracker: MemoryMergeTracker,
     pub(crate) cands: Vec<coalesce::Cand>,
     pub(crate) keys: Vec<(u64, u32)>,
+    /// Sort keys of the load-merging sweep: packed key, position.
+    pub(crate) load_keys: Vec<(u128, u32)>,
     pub(crate) claims: Vec<Claim>,
     pub(crate) props: Vec<Proposal>,
     pub(crate) active: Vec<u32>,
     pub(crate) members: Vec<u32>,
     pub(crate) mark: Vec<u32>,
     pub(crate) name_seq: u32,
-    pub(crate) dirty: bool,
+    /// True when `order` and `live` describe the module as it is now: set by
+    /// [`DmaWorkspace::sync`] and by a caller that hands in current
+    /// analyses ([`DmaWorkspace::exchange_analyses`]); cleared as soon as a
+    /// sweep rewrites anything.
+    pub(crate) current: bool,
+    /// True when `index`, `dram_index` and `mark` match the module (and
+    /// `live`); cleared with `current` and at the start of each run.
+    pub(crate) indexed: bool,
 }
 
 /// A proposed rewrite of one peephole, kept between the proposing scan and
@@ -231,13 +240,16 @@ impl DmaWorkspace {
         let insts = cap.insts.max(m.num_insts() + extra.insts);
         self.order.reserve(&cap);
         self.live.reserve(&cap);
-        self.order.compute(m);
-        self.live.compute(m, &self.order);
+        // The analyses are computed by the first refresh of a run (or
+        // handed in): computing them here too would be a wasted walk.
+        self.current = false;
         self.index = LiveIndex::with_capacity(mems);
         self.dram_index = LiveIndex::with_capacity(mems);
         self.tracker = MemoryMergeTracker::with_capacity(mems);
         self.cands = Vec::with_capacity(insts);
         self.keys = Vec::with_capacity(insts);
+        // Only touched for the loads (pages beyond are never faulted in).
+        self.load_keys = Vec::with_capacity(insts);
         self.claims = Vec::with_capacity(insts);
         self.props = Vec::with_capacity(insts);
         self.active = Vec::with_capacity(insts);
@@ -245,15 +257,67 @@ impl DmaWorkspace {
         self.mark = Vec::with_capacity(mems);
     }
 
-    /// Recomputes order, liveness and the live indexes after a rewrite.
-    pub(crate) fn refresh(&mut self, m: &Module, space: Space) {
-        self.order.compute(m);
-        self.live.compute(m, &self.order);
-        self.index.build(m, &self.live, space);
-        self.dram_index.build(m, &self.live, Space::Dram);
-        self.mark.clear();
-        self.mark.resize(m.num_mems().min(self.mark.capacity()), 0);
-        self.dirty = false;
+    /// Brings the analyses up to date with the module: the order and
+    /// liveness always, the live indexes (and coalescing marks) only
+    /// `with_index` — the partial-access sweep never queries them, so a
+    /// rewrite before it does not pay for two index builds. At the start of
+    /// a run the indexes are rebuilt (they depend on the placements, which
+    /// change between passes).
+    /// Sound because of the sweep invariant: a sweep (or coalescing round)
+    /// that returns 0 rewrote nothing — no instruction, access pattern,
+    /// location or placement changed and the merge tracker holds no remap —
+    /// so what the last refresh computed still holds.
+    fn sync(&mut self, m: &Module, space: Space, with_index: bool) {
+        if !self.current {
+            self.order.compute(m);
+            self.live.compute(m, &self.order);
+            self.current = true;
+        }
+        if with_index && !self.indexed {
+            self.index.build(m, &self.live, space);
+            self.dram_index.build(m, &self.live, Space::Dram);
+            self.mark.clear();
+            self.mark.resize(m.num_mems().min(self.mark.capacity()), 0);
+            self.indexed = true;
+        }
+    }
+
+    /// Records the outcome of a sweep: `n > 0` rewrites made the analyses
+    /// and the indexes stale.
+    fn after_sweep(&mut self, n: u32) {
+        if n > 0 {
+            self.current = false;
+            self.indexed = false;
+        }
+    }
+
+    /// Exchanges the workspace's program order and liveness with the
+    /// caller's (a swap: no copy, no allocation; both sides must be
+    /// reserved for the same module capacity). `current` says whether what
+    /// the workspace now holds describes the module the next
+    /// [`DmaOptimization::run`] gets; when true that run does not recompute
+    /// them before its first sweep. Returns whether the analyses handed
+    /// back to the caller were current after the last run (see
+    /// [`DmaWorkspace::analyses_current`]).
+    pub fn exchange_analyses(
+        &mut self,
+        order: &mut LinearOrder,
+        live: &mut MemLiveness,
+        current: bool,
+    ) -> bool {
+        let was = self.current;
+        core::mem::swap(&mut self.order, order);
+        core::mem::swap(&mut self.live, live);
+        self.current = current;
+        was
+    }
+
+    /// True when the workspace's order and liveness describe the module as
+    /// the last run left it (the run ended on a sweep that rewrote nothing,
+    /// or skipped the module). Placements do not enter them: the pipeline
+    /// may place or unplace locations afterwards and they stay current.
+    pub fn analyses_current(&self) -> bool {
+        self.current
     }
 
     /// Re-points every access pattern of a location the tracker moved.
@@ -453,42 +517,50 @@ impl DmaOptimization {
         st.pre = dma_analysis(m);
         ws.tracker.reset(m.num_mems());
 
+        // The placements changed since the indexes were last built.
+        ws.indexed = false;
         for _ in 0..MAX_SWEEPS {
-            ws.refresh(m, self.space);
+            ws.sync(m, self.space, true);
             let n = load_merge::sweep(self, m, ws, &mut st)?;
             ws.apply_remaps(m);
+            ws.after_sweep(n);
             if n == 0 {
                 break;
             }
         }
         for _ in 0..MAX_SWEEPS {
-            ws.refresh(m, self.space);
-            if dead_store::sweep(self, m, ws, &mut st)? == 0 {
+            ws.sync(m, self.space, true);
+            let n = dead_store::sweep(self, m, ws, &mut st)?;
+            ws.after_sweep(n);
+            if n == 0 {
                 break;
             }
         }
         for _ in 0..MAX_ROUNDS {
-            ws.refresh(m, self.space);
+            ws.sync(m, self.space, true);
             st.rounds += 1;
             let n = coalesce::round(self, m, ws, &mut st)?;
             ws.apply_remaps(m);
+            ws.after_sweep(n);
             if n == 0 {
                 break;
             }
         }
         for _ in 0..MAX_SWEEPS {
-            ws.refresh(m, self.space);
+            ws.sync(m, self.space, false);
             let n = partial::sweep(self, m, ws, &mut st)?;
             ws.apply_remaps(m);
+            ws.after_sweep(n);
             if n == 0 {
                 break;
             }
         }
         if self.space == Space::Psum {
             for _ in 0..MAX_SWEEPS {
-                ws.refresh(m, self.space);
+                ws.sync(m, self.space, true);
                 let n = psum_spill::sweep(self, m, ws, &mut st)?;
                 ws.apply_remaps(m);
+                ws.after_sweep(n);
                 if n == 0 {
                     break;
                 }

@@ -31,8 +31,26 @@ pub struct NamePool {
     bytes: Vec<u8>,
     ends: Vec<u32>,
     /// Open addressing; `u32::MAX` marks an empty slot. Length is a power of
-    /// two with the load kept at most 3/4 ([`table_len`]).
+    /// two with the load kept at most 3/4 ([`table_len`]). Each slot holds the
+    /// name index in its low [`INDEX_BITS`] bits and a tag of the name's
+    /// hash above them, so a probe that meets another name rejects it
+    /// without loading that name's bytes (two cache misses per probed slot
+    /// at millions of names, which made interning the costliest step of
+    /// parsing). A pool past `2^INDEX_BITS` names stores bare indices
+    /// (`untagged`).
     table: Vec<u32>,
+    untagged: bool,
+}
+
+/// Bits of a table slot that hold the name index while tags are in use.
+const INDEX_BITS: u32 = 26;
+const INDEX_MASK: u32 = (1 << INDEX_BITS) - 1;
+
+/// The tag of hash `h`: 0..=62, so that no tagged slot equals the empty
+/// marker.
+#[inline]
+fn tag_of(h: u64) -> u32 {
+    ((h >> 58) as u32) % 63
 }
 
 /// Table length for `names` names: a power of two at least 4/3 of them.
@@ -94,6 +112,13 @@ impl NamePool {
         core::str::from_utf8(&self.bytes[start..end]).unwrap_or("")
     }
 
+    /// The bytes of a name (empty for the sentinel): comparing them skips
+    /// the UTF-8 check of [`NamePool::get`], which costs more than the
+    /// comparison on short names.
+    pub fn bytes(&self, n: Name) -> &[u8] {
+        self.span(n.index())
+    }
+
     /// The bytes of name `i` (empty when out of range).
     fn span(&self, i: usize) -> &[u8] {
         let Some(&end) = self.ends.get(i) else {
@@ -103,13 +128,34 @@ impl NamePool {
         self.bytes.get(start..end as usize).unwrap_or(&[])
     }
 
+    /// The table slot value for name `n` of hash `h`.
+    #[inline]
+    fn slot_value(&self, h: u64, n: u32) -> u32 {
+        if self.untagged {
+            n
+        } else {
+            n | tag_of(h) << INDEX_BITS
+        }
+    }
+
+    /// The name index in slot value `v` when its tag can match hash `h`.
+    #[inline]
+    fn candidate(&self, h: u64, v: u32) -> Option<u32> {
+        if self.untagged {
+            Some(v)
+        } else {
+            (v >> INDEX_BITS == tag_of(h)).then_some(v & INDEX_MASK)
+        }
+    }
+
     /// The name spelled `s`, if interned.
     pub fn lookup(&self, s: &str) -> Option<Name> {
         if self.table.is_empty() {
             return None;
         }
         let mask = self.table.len() - 1;
-        let mut slot = hash(s.as_bytes()) as usize & mask;
+        let h = hash(s.as_bytes());
+        let mut slot = h as usize & mask;
         loop {
             let v = self.table[slot];
             if v == u32::MAX {
@@ -117,8 +163,10 @@ impl NamePool {
             }
             // Compare bytes: `get` re-validates UTF-8, which would dominate
             // parsing (every operand is a lookup).
-            if self.span(v as usize) == s.as_bytes() {
-                return Some(Name::from_u32(v));
+            if let Some(i) = self.candidate(h, v) {
+                if self.span(i as usize) == s.as_bytes() {
+                    return Some(Name::from_u32(i));
+                }
             }
             slot = (slot + 1) & mask;
         }
@@ -133,6 +181,11 @@ impl NamePool {
         if let Some(n) = self.lookup(s) {
             return Some(n);
         }
+        if !self.untagged && self.ends.len() >= INDEX_MASK as usize {
+            // Past the tagged index range: bare indices from here on.
+            self.untagged = true;
+            self.rehash(self.table.len().max(16));
+        }
         if table_len(self.ends.len() + 1) > self.table.len() {
             self.rehash(table_len(self.ends.len() + 1).max(self.table.len() * 2));
         }
@@ -145,11 +198,12 @@ impl NamePool {
 
     fn insert_slot(&mut self, s: &[u8], n: Name) {
         let mask = self.table.len() - 1;
-        let mut slot = hash(s) as usize & mask;
+        let h = hash(s);
+        let mut slot = h as usize & mask;
         while self.table[slot] != u32::MAX {
             slot = (slot + 1) & mask;
         }
-        self.table[slot] = n.as_u32();
+        self.table[slot] = self.slot_value(h, n.as_u32());
     }
 
     fn rehash(&mut self, size: usize) {
@@ -164,7 +218,7 @@ impl NamePool {
             while self.table[slot] != u32::MAX {
                 slot = (slot + 1) & mask;
             }
-            self.table[slot] = i as u32;
+            self.table[slot] = self.slot_value(h, i as u32);
         }
     }
 
@@ -197,5 +251,22 @@ mod tests {
         assert_eq!(p.lookup("xt"), Some(a));
         let long = "x".repeat(MAX_NAME_LEN + 1);
         assert_eq!(p.intern(&long), None);
+    }
+
+    #[test]
+    fn switching_to_bare_indices_keeps_every_name() {
+        // The switch past 2^26 names, forced on a small pool.
+        let mut p = NamePool::new();
+        let names: alloc::vec::Vec<_> = (0..300)
+            .map(|i| p.intern(&alloc::format!("n{i}")).unwrap())
+            .collect();
+        p.untagged = true;
+        p.rehash(p.table.len());
+        for (i, &n) in names.iter().enumerate() {
+            assert_eq!(p.lookup(&alloc::format!("n{i}")), Some(n));
+        }
+        let m = p.intern("after").unwrap();
+        assert_eq!(p.lookup("after"), Some(m));
+        assert_eq!(p.lookup("n300"), None);
     }
 }

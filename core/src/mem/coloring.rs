@@ -238,6 +238,10 @@ pub struct ColoringWorkspace {
     exact: ExactWorkspace,
     records: Vec<SpillRecord>,
     candidates: Vec<(u64, MemLoc, u32, u32)>,
+    /// True when `order` and `live` were handed in as describing the module
+    /// the next [`run`] gets ([`ColoringWorkspace::exchange_analyses`]); the
+    /// first round of that run then skips recomputing them.
+    current: bool,
 }
 
 /// Spill headroom reserved per pass: this many spills (two instructions,
@@ -277,23 +281,50 @@ impl ColoringWorkspace {
     /// exact fallback only when `exact` (firmware runs the DRAM colorer alone
     /// and cannot afford storage for passes it never runs).
     pub fn reserve_for_spaces(&mut self, m: &mut Module, spaces: &[Space], exact: bool) {
+        self.reserve_storage(m);
+        self.order.compute(m);
+        self.live.compute(m, &self.order);
+        let live = core::mem::take(&mut self.live);
+        self.size_problems(m, spaces, exact, &live);
+        self.live = live;
+    }
+
+    /// [`ColoringWorkspace::reserve_for_spaces`] with the caller's liveness
+    /// of `m` (which must describe `m` as it is): a pipeline that already
+    /// computed it saves the walk.
+    pub fn reserve_for_spaces_with(
+        &mut self,
+        m: &mut Module,
+        spaces: &[Space],
+        exact: bool,
+        live: &MemLiveness,
+    ) {
+        self.reserve_storage(m);
+        self.size_problems(m, spaces, exact, live);
+    }
+
+    /// Reserves the spill headroom in `m` and the analyses and buffers for
+    /// its whole capacity.
+    fn reserve_storage(&mut self, m: &mut Module) {
         m.reserve(Self::headroom());
         let cap = m.capacity();
         self.order.reserve(&cap);
         self.live.reserve(&cap);
         self.bounds.reserve(&cap);
-        self.order.compute(m);
-        self.live.compute(m, &self.order);
-        self.bounds.compute(m, &self.order, &self.live);
         let n = cap.mems.max(m.num_mems() + 2 * SPILL_HEADROOM);
         self.locs.reserve(n);
         self.out.reserve(n);
         self.exact_out.reserve(n);
         self.records.reserve(SPILL_HEADROOM);
         self.candidates.reserve(n);
+    }
+
+    /// Builds each space's problem once, to size the solvers from it.
+    fn size_problems(&mut self, m: &Module, spaces: &[Space], exact: bool, live: &MemLiveness) {
+        let n = m.capacity().mems.max(m.num_mems() + 2 * SPILL_HEADROOM);
         for &space in spaces {
             let mut p = new_problem(m, space, n);
-            if fill(m, space, &self.live, &mut p, &mut self.locs).is_ok() {
+            if fill(m, space, live, &mut p, &mut self.locs).is_ok() {
                 // Spill copies add edges: room for each to meet a few dozen
                 // live neighbours.
                 self.gca
@@ -305,6 +336,25 @@ impl ColoringWorkspace {
             }
             self.problems[space.slot()] = Some(p);
         }
+    }
+
+    /// Exchanges the workspace's program order and liveness with the
+    /// caller's (a swap: no copy, no allocation; both sides must be reserved
+    /// for the same module capacity). With `current`, the caller promises
+    /// that what the workspace now holds describes the module the next
+    /// [`run`] gets, and that run's first round does not recompute them.
+    /// After a run without spill rounds (`ColoringReport::spill_rounds ==
+    /// 0`) the workspace's analyses describe the module as the run left it:
+    /// the pass only placed locations, and placements do not enter them.
+    pub fn exchange_analyses(
+        &mut self,
+        order: &mut LinearOrder,
+        live: &mut MemLiveness,
+        current: bool,
+    ) {
+        core::mem::swap(&mut self.order, order);
+        core::mem::swap(&mut self.live, live);
+        self.current = current;
     }
 }
 
@@ -426,8 +476,12 @@ fn color_rounds(
 ) -> Result<(), ColoringError> {
     let cap = report.capacity;
     loop {
-        ws.order.compute(m);
-        ws.live.compute(m, &ws.order);
+        // Handed-in analyses serve the first round only: a spill round
+        // changes the program.
+        if !core::mem::take(&mut ws.current) {
+            ws.order.compute(m);
+            ws.live.compute(m, &ws.order);
+        }
         // The problem keeps the geometry of its space.
         if problem.is_partitioned() != (space != Space::Dram) || problem.capacity != cap {
             *problem = new_problem(m, space, ws.locs.capacity());

@@ -141,6 +141,9 @@ pub struct GcaWorkspace {
     order: Vec<u32>,
     best_order: Vec<u32>,
     keys: Vec<u64>,
+    /// Sort scratch of [`GcaWorkspace::sort_order`]: one packed key per
+    /// buffer.
+    packed: Vec<u128>,
     placed: Vec<bool>,
     near: Vec<Obstacle>,
     current: Vec<Placement>,
@@ -177,6 +180,7 @@ impl GcaWorkspace {
     /// size do not allocate.
     pub fn reserve_for(&mut self, problem: &Problem, headroom: usize, headroom_edges: u64) {
         let n = problem.len() + headroom;
+        self.packed.reserve(n.saturating_sub(self.packed.len()));
         let e = self.count_edges(problem) + headroom_edges;
         let grow = |v: &mut Vec<u32>, k: usize| v.reserve(k.saturating_sub(v.len()));
         grow(&mut self.adj_off, n + 1);
@@ -201,10 +205,27 @@ impl GcaWorkspace {
             .extend((0..bufs.len() as u32).filter(|&i| !bufs[i as usize].is_void()));
         self.by_upper.clear();
         self.by_upper.extend_from_slice(&self.by_lower);
-        self.by_lower
-            .sort_unstable_by_key(|&i| (bufs[i as usize].lower, i));
-        self.by_upper
-            .sort_unstable_by_key(|&i| (bufs[i as usize].upper, i));
+        if self.by_lower.len() > self.packed.capacity() {
+            self.by_lower
+                .sort_unstable_by_key(|&i| (bufs[i as usize].lower, i));
+            self.by_upper
+                .sort_unstable_by_key(|&i| (bufs[i as usize].upper, i));
+            return;
+        }
+        // The same orders through one packed (end, index) integer per
+        // buffer: no lookup of the buffers while sorting.
+        for (list, upper) in [(&mut self.by_lower, false), (&mut self.by_upper, true)] {
+            self.packed.clear();
+            self.packed.extend(list.iter().map(|&i| {
+                let b = &bufs[i as usize];
+                let t = if upper { b.upper } else { b.lower };
+                (t as u128) << 32 | i as u128
+            }));
+            self.packed.sort_unstable();
+            for (slot, &p) in list.iter_mut().zip(&self.packed) {
+                *slot = p as u32;
+            }
+        }
     }
 
     /// Calls `f(v, active)` for every non-void buffer `v` in start order,
@@ -351,15 +372,7 @@ impl GcaWorkspace {
                         self.keys[v] = self.keys[v].saturating_add(top - blame_base);
                     }
                 }
-                let keys = &self.keys;
-                self.order.sort_unstable_by(|&x, &y| {
-                    let (a, b) = (&bufs[x as usize], &bufs[y as usize]);
-                    b.pin
-                        .is_some()
-                        .cmp(&a.pin.is_some())
-                        .then(keys[y as usize].cmp(&keys[x as usize]))
-                        .then(x.cmp(&y))
-                });
+                self.sort_order(bufs, false);
                 let pk = self.replay(problem);
                 if pk < best_peak {
                     best_peak = pk;
@@ -404,16 +417,62 @@ impl GcaWorkspace {
         }
         self.order.clear();
         self.order.extend(0..n as u32);
-        let keys = &self.keys;
-        self.order.sort_unstable_by(|&x, &y| {
-            let (a, b) = (&bufs[x as usize], &bufs[y as usize]);
-            b.pin
-                .is_some()
-                .cmp(&a.pin.is_some())
-                .then(keys[y as usize].cmp(&keys[x as usize]))
-                .then((b.upper - b.lower).cmp(&(a.upper - a.lower)))
-                .then(x.cmp(&y))
-        });
+        self.sort_order(bufs, true);
+    }
+
+    /// Sorts `self.order` (a permutation of the buffers): pinned first, then
+    /// by `self.keys` descending, then (with `by_span`) by lifetime length
+    /// descending, then by index. Through one packed integer per buffer
+    /// when every lifetime length fits 32 bits and the scratch is reserved:
+    /// the comparator reads two buffers and two keys per comparison, all
+    /// over memory at millions of buffers. Both paths give the same order
+    /// (the index makes it total).
+    fn sort_order(&mut self, bufs: &[Buffer], by_span: bool) {
+        let span = |b: &Buffer| b.upper.saturating_sub(b.lower);
+        let packable = self.order.len() <= self.packed.capacity()
+            && (!by_span || bufs.iter().all(|b| span(b) <= u32::MAX as u64));
+        if !packable {
+            let keys = &self.keys;
+            self.order.sort_unstable_by(|&x, &y| {
+                let (a, b) = (&bufs[x as usize], &bufs[y as usize]);
+                let by = if by_span {
+                    span(b).cmp(&span(a))
+                } else {
+                    core::cmp::Ordering::Equal
+                };
+                b.pin
+                    .is_some()
+                    .cmp(&a.pin.is_some())
+                    .then(keys[y as usize].cmp(&keys[x as usize]))
+                    .then(by)
+                    .then(x.cmp(&y))
+            });
+            return;
+        }
+        // Pinned first: each group packed, then sorted on its own.
+        let pinned = |i: u32| bufs[i as usize].pin.is_some();
+        self.packed.clear();
+        let mut n_pinned = 0;
+        for pass_pinned in [true, false] {
+            for &i in &self.order {
+                if pinned(i) != pass_pinned {
+                    continue;
+                }
+                let b = &bufs[i as usize];
+                let key = !self.keys[i as usize] as u128;
+                let sp = if by_span { !(span(b) as u32) } else { 0 };
+                self.packed.push(key << 64 | (sp as u128) << 32 | i as u128);
+            }
+            if pass_pinned {
+                n_pinned = self.packed.len();
+            }
+        }
+        let (pins, rest) = self.packed.split_at_mut(n_pinned);
+        pins.sort_unstable();
+        rest.sort_unstable();
+        for (slot, &p) in self.order.iter_mut().zip(&self.packed) {
+            *slot = p as u32;
+        }
     }
 
     /// Places the buffers in `self.order` into `self.current`; returns the peak.

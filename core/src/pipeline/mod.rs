@@ -9,4 +9,4 @@ pub mod run;
 
 pub use options::{Allocator, Options, OptionsError, Selection, OPTLEVELS};
 pub use passes::{passes, Pass};
-pub use run::{run, FailureSite, PipelineError, RunReport, Workspace};
+pub use run::{reserve_and_run, run, FailureSite, PipelineError, RunReport, Workspace};

@@ -5,6 +5,23 @@
 //! reserves the module's headroom for the instructions and locations the
 //! passes may add; after it, [`run`] does not allocate (proved by the
 //! counting-allocator test in `tests/`).
+//!
+//! **Shared analyses.** The program order and memory liveness are the
+//! costliest analyses (a walk of every access pattern each) and most passes
+//! start from them. [`run`] computes them once at the start (for the lower
+//! bounds) and keeps them *fresh* while no pass changes the program: it
+//! hands them to the coloring and DMA workspaces by swapping storage (both
+//! sides are reserved for the module's final capacity, so the swap neither
+//! copies nor allocates), and takes back what the pass leaves. The
+//! invariant: `fresh` is true only when `ws.order`/`ws.live` describe the
+//! module's instructions and access patterns as they are now. Placements do
+//! not enter either analysis, so placing and unplacing (every allocator's
+//! result, the provisional DRAM addresses, releasing abandoned locations)
+//! keeps them fresh; anything that inserts, removes or re-points an access
+//! clears it: the linear scan always (its workspace keeps its own
+//! analyses), the register colorer when it spilled or removed a copy, a
+//! coloring pass when it ran a spill round, a DMA pass when its last sweep
+//! rewrote something.
 
 use arrayvec::ArrayVec;
 use core::fmt;
@@ -344,21 +361,30 @@ impl Workspace {
                 spaces.push(s);
             }
         }
-        let exact = coloring_options(opts).exact.is_some();
-        self.coloring.reserve_for_spaces(m, &spaces, exact);
-        if list.iter().any(|p| matches!(p, Pass::DmaOptimization(_))) {
-            self.dma.reserve(m);
-        }
-        let reg = self.reg.get_or_insert_with(RegAllocator::default);
-        reg.set_max_spill_temporaries(opts.reg_max_spill_temporaries);
-        reg.reserve(m);
+        // The pipeline's analyses are computed once here; the coloring
+        // workspace sizes its problems from them instead of its own walk.
         let cap = m.capacity();
         self.order.reserve(&cap);
         self.live.reserve(&cap);
         self.bounds.reserve(&cap);
         self.order.compute(m);
         self.live.compute(m, &self.order);
-        self.bounds.compute(m, &self.order, &self.live);
+        let exact = coloring_options(opts).exact.is_some();
+        self.coloring
+            .reserve_for_spaces_with(m, &spaces, exact, &self.live);
+        if list.iter().any(|p| matches!(p, Pass::DmaOptimization(_))) {
+            self.dma.reserve(m);
+        }
+        let reg = self.reg.get_or_insert_with(RegAllocator::default);
+        reg.set_max_spill_temporaries(opts.reg_max_spill_temporaries);
+        reg.reserve(m);
+        // Every pass reserved within the headroom above: the capacity the
+        // analyses were sized for is final (reserving again is a no-op
+        // unless a workspace grew the module).
+        let cap = m.capacity();
+        self.order.reserve(&cap);
+        self.live.reserve(&cap);
+        self.bounds.reserve(&cap);
         // The verifier runs after the passes unless --no-verify, and as the
         // in-place check at optlevel 7.
         if !opts.no_verify || list.contains(&Pass::CheckInPlace) {
@@ -405,18 +431,48 @@ pub fn run(
     clock: &mut dyn Clock,
     original: Option<&Module>,
 ) -> Result<RunReport, PipelineError> {
+    run_from(m, opts, ws, clock, original, false)
+}
+
+/// [`Workspace::reserve`] then [`run`]: the order and liveness the
+/// reservation computed still describe `m` (nothing runs in between), so
+/// the run starts from them instead of computing them again.
+pub fn reserve_and_run(
+    m: &mut Module,
+    opts: &Options,
+    ws: &mut Workspace,
+    clock: &mut dyn Clock,
+    original: Option<&Module>,
+) -> Result<RunReport, PipelineError> {
+    ws.reserve(m, opts, original);
+    run_from(m, opts, ws, clock, original, true)
+}
+
+/// [`run`]; `analyses_current` when `ws.order`/`ws.live` describe `m`.
+fn run_from(
+    m: &mut Module,
+    opts: &Options,
+    ws: &mut Workspace,
+    clock: &mut dyn Clock,
+    original: Option<&Module>,
+    analyses_current: bool,
+) -> Result<RunReport, PipelineError> {
     let opts = opts.normalize().map_err(PipelineError::Options)?;
     let mut report = RunReport {
         optlevel: opts.optlevel,
         ..RunReport::default()
     };
     // Lower bounds of the input program.
-    ws.order.compute(m);
-    ws.live.compute(m, &ws.order);
+    if !analyses_current {
+        ws.order.compute(m);
+        ws.live.compute(m, &ws.order);
+    }
     ws.bounds.compute(m, &ws.order, &ws.live);
     for s in Space::ALL {
         report.spaces[s.slot()].lower_bound = ws.bounds.space(s).lower_bound();
     }
+    // See the module doc: true while ws.order/ws.live describe `m`.
+    let mut fresh = true;
     let copts = coloring_options(&opts);
     for pass in passes(&opts) {
         let t0 = clock.now_micros();
@@ -433,6 +489,7 @@ pub fn run(
                     lsa::run(m, &mut ws.lsa, &lo)
                 }
                 .map_err(|e| PipelineError::Lsa(alloc::boxed::Box::new(e)))?;
+                fresh = false;
                 for s in [Space::Psum, Space::Sb] {
                     let sr = r.space(s);
                     let sum = &mut report.spaces[s.slot()];
@@ -445,8 +502,15 @@ pub fn run(
             Pass::Coloring(space) | Pass::Exact(space) => {
                 let mut o = copts;
                 o.prefer_exact = matches!(pass, Pass::Exact(_));
-                let r = coloring::run(m, space, &o, &mut ws.coloring, clock)
-                    .map_err(PipelineError::Coloring)?;
+                ws.coloring
+                    .exchange_analyses(&mut ws.order, &mut ws.live, fresh);
+                let r = coloring::run(m, space, &o, &mut ws.coloring, clock);
+                ws.coloring
+                    .exchange_analyses(&mut ws.order, &mut ws.live, false);
+                let r = r.map_err(PipelineError::Coloring)?;
+                // Without a spill round the pass only placed: what it
+                // handed back (ours, or its own first-round walk) is fresh.
+                fresh = r.spill_rounds == 0;
                 let sum = &mut report.spaces[space.slot()];
                 sum.spills += r.spills;
                 sum.spill_bytes += r.spill_bytes;
@@ -460,11 +524,18 @@ pub fn run(
                     (DMA_OPTIMIZATION_SB, 1)
                 };
                 let provisional = place_dram_provisionally(m);
+                ws.dma.exchange_analyses(&mut ws.order, &mut ws.live, fresh);
                 let st = pass_obj.run(m, &mut ws.dma);
+                fresh = ws.dma.exchange_analyses(&mut ws.order, &mut ws.live, false);
                 unplace_provisional_dram(m, provisional);
                 report.dma[k] = Some(st.map_err(PipelineError::Dma)?);
                 if opts.optlevel != 7 {
-                    release_abandoned(m, &mut ws.order, &mut ws.live, space);
+                    if !fresh {
+                        ws.order.compute(m);
+                        ws.live.compute(m, &ws.order);
+                        fresh = true;
+                    }
+                    release_abandoned(m, &ws.live, space);
                 }
             }
             Pass::CheckInPlace => {
@@ -489,6 +560,10 @@ pub fn run(
                 let r = reg
                     .allocate(m, &RegAllocConfig::default())
                     .map_err(PipelineError::Reg)?;
+                // Spill code, spill slots and removed self-moves change the
+                // program; renaming registers does not touch memory accesses.
+                fresh &=
+                    r.spilled_registers == 0 && r.spill_instructions == 0 && r.copies_removed == 0;
                 report.reg = Some(r);
             }
             Pass::RegSpillSlots => {
@@ -498,8 +573,12 @@ pub fn run(
                     .keys()
                     .any(|v| m.mems.space[v] == Space::Dram && !m.is_placed(v));
                 if needs {
-                    coloring::run(m, Space::Dram, &copts, &mut ws.coloring, clock)
-                        .map_err(PipelineError::Coloring)?;
+                    ws.coloring
+                        .exchange_analyses(&mut ws.order, &mut ws.live, fresh);
+                    let r = coloring::run(m, Space::Dram, &copts, &mut ws.coloring, clock);
+                    ws.coloring
+                        .exchange_analyses(&mut ws.order, &mut ws.live, false);
+                    fresh = r.map_err(PipelineError::Coloring)?.spill_rounds == 0;
                 }
             }
         }
@@ -607,14 +686,8 @@ fn summarize(m: &Module, report: &mut RunReport) {
 /// printed module claim space nobody uses. Pinned and I/O locations stay, and
 /// at optlevel 7 nothing is released: the placements are the user's fixed
 /// assignment.
-fn release_abandoned(
-    m: &mut Module,
-    order: &mut LinearOrder,
-    live: &mut MemLiveness,
-    space: Space,
-) {
-    order.compute(m);
-    live.compute(m, order);
+/// `live` must describe `m` (the pipeline's fresh analyses).
+fn release_abandoned(m: &mut Module, live: &MemLiveness, space: Space) {
     for v in m.mems.space.keys() {
         let keep = m.mems.space[v] != space
             || !m.is_placed(v)

@@ -13,7 +13,7 @@ use tusk_core::ir::{
     full_ap, slice_ap, ApSpec, Block, Capacity, Dim, Func, InstSpec, Loop, MemFlags, Module,
     Opcode, Reg, Space, SubOp, MAX_DIMS, NO_BANK, NO_LANE, NO_PARTITION, UNKNOWN_TRIP,
 };
-use tusk_core::ir::{types, Engine, RegFlags};
+use tusk_core::ir::{types, Engine, MemLoc, RegFlags};
 use tusk_core::target::Target;
 
 use super::error::{ErrorKind, ParseError};
@@ -33,6 +33,12 @@ pub(super) fn parse_str(src: &str) -> Result<Module> {
     let mut m = Module::new(Target::default());
     let lim = m.limits;
     let insts = (n / 48).min(lim.instructions as usize);
+    // Declarations come before the first function, one per line: their
+    // count sizes the location columns and the name table exactly (a
+    // generated module has one location per 100 bytes of text, ten times
+    // the size estimate, and every regrowth rehashed the whole table).
+    let decl_end = src.find("\nfunc ").unwrap_or(n);
+    let decls = bytecount_newlines(&src.as_bytes()[..decl_end]);
     m.reserve(Capacity {
         insts,
         aps: (n / 32).min(2 * insts),
@@ -40,13 +46,13 @@ pub(super) fn parse_str(src: &str) -> Result<Module> {
         dims: (n / 256).min(2 * insts),
         imms: insts / 8,
         reg_operands: (n / 128).min(insts),
-        mems: (n / 1024).min(lim.locations as usize),
+        mems: decls.max(n / 1024).min(lim.locations as usize),
         regs: (n / 4096).min(lim.registers as usize),
         blocks: n / 1024,
         loops: n / 4096,
         funcs: 1,
-        names: n / 512,
-        name_bytes: n / 128,
+        names: decls + n / 512,
+        name_bytes: decls * 8 + n / 128,
     });
     let mut p = Parser {
         lx,
@@ -59,11 +65,20 @@ pub(super) fn parse_str(src: &str) -> Result<Module> {
         label_stamp: Vec::new(),
         loops: Vec::new(),
         seen_func: false,
+        names: NameCache::new(),
     };
     p.module()?;
     // The reservation above was an estimate; keep only what the module holds.
     p.m.shrink_to_fit();
     Ok(p.m)
+}
+
+/// Number of `\n` bytes (counted per chunk in a byte, which the compiler
+/// vectorizes; a `usize` per byte does not).
+fn bytecount_newlines(b: &[u8]) -> usize {
+    b.chunks(255)
+        .map(|c| c.iter().fold(0u8, |a, &x| a + (x == b'\n') as u8) as usize)
+        .sum()
 }
 
 struct Parser<'a> {
@@ -80,6 +95,99 @@ struct Parser<'a> {
     /// Open loops of the current function, innermost last.
     loops: Vec<Loop>,
     seen_func: bool,
+    /// Operand name resolution ahead of the module's name table.
+    names: NameCache,
+}
+
+/// Slots of [`NameCache`] (a power of two; 2 × 16 KiB, stays in L2).
+const NAME_CACHE_SLOTS: usize = 4096;
+
+/// Resolves operand names without the module's name table in the common
+/// cases: that table is as large as the module's names (tens of MB at
+/// millions of locations), so every lookup there is a few cache misses,
+/// which dominated parsing at scale. Two guesses are tried first, each
+/// confirmed by comparing the candidate's interned name with the text
+/// (names are unique per kind, so a match is exactly what the table would
+/// answer): the location declared right after the highest one used so far
+/// (generated and printed programs define tensors in declaration order),
+/// and a direct-mapped cache of recently resolved names (reused operands:
+/// inputs, weights, loop registers). A miss falls back to the table.
+#[derive(Debug)]
+struct NameCache {
+    mems: Vec<MemLoc>,
+    regs: Vec<Reg>,
+    /// Highest location index resolved so far (+1), 0 when none.
+    next_mem: u32,
+    next_reg: u32,
+}
+
+fn name_slot(s: &str) -> usize {
+    // FNV-1a over the short name; only spreads the cache slots.
+    let mut h: u32 = 0x811c_9dc5;
+    for &b in s.as_bytes() {
+        h ^= b as u32;
+        h = h.wrapping_mul(0x0100_0193);
+    }
+    h as usize & (NAME_CACHE_SLOTS - 1)
+}
+
+impl NameCache {
+    fn new() -> Self {
+        NameCache {
+            mems: vec![MemLoc::INVALID; NAME_CACHE_SLOTS],
+            regs: vec![Reg::INVALID; NAME_CACHE_SLOTS],
+            next_mem: 0,
+            next_reg: 0,
+        }
+    }
+
+    fn mem(&mut self, m: &Module, name: &str) -> Option<MemLoc> {
+        let guess = MemLoc::from_u32(self.next_mem);
+        let slot = name_slot(name);
+        let is = |v: MemLoc| {
+            m.mems
+                .name
+                .get(v)
+                .is_some_and(|&n| m.names.bytes(n) == name.as_bytes())
+        };
+        let found = if is(guess) {
+            guess
+        } else {
+            let c = self.mems[slot];
+            if is(c) {
+                c
+            } else {
+                m.mem_by_name(name)?
+            }
+        };
+        self.mems[slot] = found;
+        self.next_mem = self.next_mem.max(found.as_u32() + 1);
+        Some(found)
+    }
+
+    fn reg(&mut self, m: &Module, name: &str) -> Option<Reg> {
+        let guess = Reg::from_u32(self.next_reg);
+        let slot = name_slot(name);
+        let is = |r: Reg| {
+            m.regs
+                .name
+                .get(r)
+                .is_some_and(|&n| m.names.bytes(n) == name.as_bytes())
+        };
+        let found = if is(guess) {
+            guess
+        } else {
+            let c = self.regs[slot];
+            if is(c) {
+                c
+            } else {
+                m.reg_by_name(name)?
+            }
+        };
+        self.regs[slot] = found;
+        self.next_reg = self.next_reg.max(found.as_u32() + 1);
+        Some(found)
+    }
 }
 
 /// Words accepted after a location's shape.
@@ -419,20 +527,24 @@ impl<'a> Parser<'a> {
                 format!("%{name} has {bytes} bytes per partition, not a multiple of its element size {e}"),
             ));
         }
-        if self.m.mem_by_name(name).is_some() {
-            return Err(self.err_at(
-                nt.start,
-                ErrorKind::Duplicate {
-                    what: "location",
-                    name: format!("%{name}"),
-                },
-            ));
-        }
         let ir = |p: &Self, e| p.err_at(nt.start, ErrorKind::Ir(e));
-        let mem = self
-            .m
-            .add_mem(name, space, parts, bytes)
-            .map_err(|e| ir(self, e))?;
+        // `add_mem` refuses a duplicate itself: the name is looked up only
+        // when it fails (a lookup of a new name misses the whole table, and
+        // declarations are half the lookups of a parse), and a duplicate is
+        // reported first, as before.
+        let mem = match self.m.add_mem(name, space, parts, bytes) {
+            Ok(mem) => mem,
+            Err(_) if self.m.mem_by_name(name).is_some() => {
+                return Err(self.err_at(
+                    nt.start,
+                    ErrorKind::Duplicate {
+                        what: "location",
+                        name: format!("%{name}"),
+                    },
+                ))
+            }
+            Err(e) => return Err(ir(self, e)),
+        };
         if let Some(e) = elem {
             self.m.set_elem_size(mem, e).map_err(|e| ir(self, e))?;
         }
@@ -553,19 +665,20 @@ impl<'a> Parser<'a> {
                 _ => return Err(self.expected("a register attribute or the end of the line")),
             }
         }
-        if self.m.reg_by_name(name).is_some() {
-            return Err(self.err_at(
-                nt.start,
-                ErrorKind::Duplicate {
-                    what: "register",
-                    name: format!("${name}"),
-                },
-            ));
-        }
-        let r = self
-            .m
-            .add_reg(name, lanes)
-            .map_err(|e| self.err_at(nt.start, ErrorKind::Ir(e)))?;
+        // As in `decl_mem`: the duplicate lookup only on failure.
+        let r = match self.m.add_reg(name, lanes) {
+            Ok(r) => r,
+            Err(_) if self.m.reg_by_name(name).is_some() => {
+                return Err(self.err_at(
+                    nt.start,
+                    ErrorKind::Duplicate {
+                        what: "register",
+                        name: format!("${name}"),
+                    },
+                ))
+            }
+            Err(e) => return Err(self.err_at(nt.start, ErrorKind::Ir(e))),
+        };
         self.m.regs.flags[r] = flags;
         self.m.regs.lane[r] = lane;
         self.eol()
@@ -862,7 +975,7 @@ impl<'a> Parser<'a> {
                     }));
                 }
                 let name = self.text(&t);
-                let r = self.m.reg_by_name(name).ok_or_else(|| {
+                let r = self.names.reg(&self.m, name).ok_or_else(|| {
                     self.err(ErrorKind::Undefined {
                         what: "register",
                         name: format!("${name}"),
@@ -896,7 +1009,7 @@ impl<'a> Parser<'a> {
     fn access_pattern(&mut self) -> Result<ApSpec> {
         let nt = self.tok;
         let name = self.text(&nt);
-        let loc = self.m.mem_by_name(name).ok_or_else(|| {
+        let loc = self.names.mem(&self.m, name).ok_or_else(|| {
             self.err(ErrorKind::Undefined {
                 what: "location",
                 name: format!("%{name}"),

@@ -13,6 +13,13 @@ use tusk_core::ir::{
 
 use super::walk::{walk, Event};
 
+/// Appends the decimal form of `v` (itoa: no `fmt` machinery; printing
+/// is mostly integers, and `write!` cost several times the digits).
+#[inline]
+fn num(out: &mut String, v: impl itoa::Integer) {
+    out.push_str(itoa::Buffer::new().format(v));
+}
+
 /// Prints a module as canonical text.
 pub fn print(m: &Module) -> String {
     let mut out = String::with_capacity(64 + m.num_live_insts() * 40 + m.num_mems() * 40);
@@ -35,7 +42,10 @@ pub fn print_into(m: &Module, out: &mut String) {
         print_mem(m, mem, out);
     }
     for r in m.regs.lanes.keys() {
-        let _ = write!(out, "reg ${} {}", m.reg_name(r), m.regs.lanes[r]);
+        out.push_str("reg $");
+        out.push_str(m.reg_name(r));
+        out.push(' ');
+        num(out, m.regs.lanes[r]);
         for (f, w) in types::REG_FLAG_WORDS {
             if m.regs.flags[r].contains(f) {
                 out.push(' ');
@@ -43,7 +53,8 @@ pub fn print_into(m: &Module, out: &mut String) {
             }
         }
         if m.regs.lane[r] != NO_LANE {
-            let _ = write!(out, " @ r{}", m.regs.lane[r]);
+            out.push_str(" @ r");
+            num(out, m.regs.lane[r]);
         }
         out.push('\n');
     }
@@ -57,7 +68,9 @@ pub fn print_into(m: &Module, out: &mut String) {
             if trip == tusk_core::ir::UNKNOWN_TRIP {
                 out.push_str("loop ? {\n");
             } else {
-                let _ = writeln!(out, "loop {trip} {{");
+                out.push_str("loop ");
+                num(out, trip);
+                out.push_str(" {\n");
             }
         }
         Event::Block(b, depth) => {
@@ -86,20 +99,22 @@ fn indent(out: &mut String, depth: usize) {
 
 fn print_mem(m: &Module, mem: tusk_core::ir::MemLoc, out: &mut String) {
     let space = m.mems.space[mem];
-    let _ = write!(
-        out,
-        "{} %{} [{} x {}]",
-        space.keyword(),
-        m.mem_name(mem),
-        m.mems.partitions[mem],
-        m.mems.bytes[mem]
-    );
+    out.push_str(space.keyword());
+    out.push_str(" %");
+    out.push_str(m.mem_name(mem));
+    out.push_str(" [");
+    num(out, m.mems.partitions[mem]);
+    out.push_str(" x ");
+    num(out, m.mems.bytes[mem]);
+    out.push(']');
     let elem = m.mems.elem_size[mem];
     if elem != 1 {
-        let _ = write!(out, " elem {elem}");
+        out.push_str(" elem ");
+        num(out, elem);
     }
     if m.mems.align[mem] != default_align(m, space, elem) {
-        let _ = write!(out, " align {}", m.mems.align[mem]);
+        out.push_str(" align ");
+        num(out, m.mems.align[mem]);
     }
     for (f, w) in types::MEM_FLAG_WORDS {
         if m.mems.flags[mem].contains(f) {
@@ -108,9 +123,38 @@ fn print_mem(m: &Module, mem: tusk_core::ir::MemLoc, out: &mut String) {
         }
     }
     if m.is_placed(mem) {
-        let _ = write!(out, " @ {}", m.address(mem));
+        out.push_str(" @ ");
+        push_address(out, m.address(mem));
     }
     out.push('\n');
+}
+
+/// A placed location's address, as `Address`'s `Display` spells it.
+fn push_address(out: &mut String, a: tusk_core::ir::Address) {
+    match a.space {
+        Space::Sb => {
+            out.push_str("SB<");
+            num(out, a.base_partition);
+            out.push(',');
+            num(out, a.offset);
+        }
+        Space::Psum => {
+            out.push_str("PSUM<");
+            num(out, a.base_partition);
+            out.push_str(",bank ");
+            num(out, a.bank);
+            let in_bank = a.offset % a.bank_bytes.max(1) as u64;
+            if in_bank != 0 {
+                out.push('+');
+                num(out, in_bank);
+            }
+        }
+        Space::Dram => {
+            out.push_str("DRAM<");
+            num(out, a.offset);
+        }
+    }
+    out.push('>');
 }
 
 /// The alignment a declaration without `align` gets.
@@ -170,11 +214,12 @@ fn print_inst(m: &Module, i: Inst, out: &mut String) {
     let imm = m.imm(i);
     if imm != 0 || matches!(op, Opcode::ScalarImm | Opcode::Memset) {
         sep(out);
-        let _ = write!(out, "{imm}");
+        num(out, imm);
     }
     let q = m.insts.queue[i];
     if q != 0 {
-        let _ = write!(out, " queue {q}");
+        out.push_str(" queue ");
+        num(out, q);
     }
     let e = m.insts.engine[i];
     if e != op.default_engine() {
@@ -224,23 +269,43 @@ fn print_ap(m: &Module, a: Ap, out: &mut String) {
             if hi <= u32::MAX as u64
                 && slice_ap(m, s.loc, s.part_start, s.part_count, lo as u32, hi as u32) == s
             {
-                let _ = write!(out, "[p{p0}:{p1}, {lo}:{hi}]");
+                out.push_str("[p");
+                num(out, p0);
+                out.push(':');
+                num(out, p1);
+                out.push_str(", ");
+                num(out, lo);
+                out.push(':');
+                num(out, hi);
+                out.push(']');
                 return;
             }
         }
     }
-    let _ = write!(out, "[p{p0}:{p1}, ");
+    out.push_str("[p");
+    num(out, p0);
+    out.push(':');
+    num(out, p1);
+    out.push_str(", ");
     if s.offset != 0 {
-        let _ = write!(out, "+{}, ", s.offset);
+        out.push('+');
+        num(out, s.offset);
+        out.push_str(", ");
     }
     if s.elem_size != m.mems.elem_size[s.loc].max(1) {
-        let _ = write!(out, "e{}, ", s.elem_size);
+        out.push('e');
+        num(out, s.elem_size);
+        out.push_str(", ");
     }
     for (k, d) in s.dims.iter().enumerate() {
         if k > 0 {
             out.push(' ');
         }
-        let _ = write!(out, "[{},{}]", d.stride, d.count);
+        out.push('[');
+        num(out, d.stride);
+        out.push(',');
+        num(out, d.count);
+        out.push(']');
     }
     out.push(']');
 }
