@@ -647,6 +647,8 @@ pub struct Verifier {
     /// `left` from `free`. Only the active set is ever touched.
     nodes: Vec<Node>,
     free: u32,
+    /// State of the treap priorities' generator (xorshift64).
+    rng: u64,
     /// Treap root of each global slab.
     roots: Vec<u32>,
     // --- register sweep -----------------------------------------------
@@ -680,6 +682,7 @@ impl Verifier {
             ending: BinaryHeap::new(),
             nodes: Vec::new(),
             free: NIL,
+            rng: 1,
             roots: Vec::new(),
             lane_head: Vec::new(),
             node_next: Vec::new(),
@@ -895,6 +898,7 @@ impl Verifier {
         self.nodes.clear();
         self.free = NIL;
         self.ending.clear();
+        self.rng = seed(self.nodes.as_ptr() as usize);
         self.swept.sort_unstable();
         for si in 0..self.swept.len() {
             let key = self.swept[si];
@@ -927,9 +931,13 @@ impl Verifier {
 
     /// Enters the leaf of location `c` (cells `r`) in slab `s`.
     fn enter(&mut self, c: u32, r: Rect, s: u32) {
-        // A fixed mixing of (location, slab): treap priorities that do not
-        // depend on the placement's order.
-        let prio = (c.wrapping_mul(0x9E37_79B1) ^ s.wrapping_mul(0x85EB_CA77)).rotate_left(13);
+        // Treap priorities from a generator seeded per sweep (see `seed`):
+        // the treaps' depth stays O(log n) whatever the keys, so no input can
+        // arrange a degenerate (deep, slow) treap in advance.
+        self.rng ^= self.rng << 13;
+        self.rng ^= self.rng >> 7;
+        self.rng ^= self.rng << 17;
+        let prio = (self.rng >> 32) as u32;
         let node = Node {
             start: r.b0,
             end: r.b1,
@@ -1283,6 +1291,18 @@ impl Verifier {
             }
         }
     }
+}
+
+/// A non-zero xorshift64 seed from `salt` (the address of the node pool:
+/// with address-space randomization it differs from run to run). The
+/// priorities only shape the treaps: the findings, their order included, do
+/// not depend on them.
+fn seed(salt: usize) -> u64 {
+    // splitmix64's finalizer.
+    let mut z = (salt as u64).wrapping_add(0x9E37_79B9_7F4A_7C15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    (z ^ (z >> 31)) | 1
 }
 
 /// Slab width: the finest start-partition granularity of the target.
@@ -1810,7 +1830,32 @@ mod tests {
     /// The sweep against an all-pairs check on random modules and placements.
     #[test]
     fn sweep_matches_all_pairs_on_random_placements() {
-        let mut seed: u64 = 0x2545_F491_4F6C_DD1D;
+        let (pairs, clean) = sweep_against_all_pairs(60, 20, 12, 0x2545_F491_4F6C_DD1D);
+        // Neither vacuous nor saturated.
+        assert!(
+            pairs > 20 && clean > 0,
+            "{pairs} pairs, {clean} clean cases"
+        );
+    }
+
+    /// The same with hundreds of locations live together: deep treaps,
+    /// many removals from their middle.
+    #[test]
+    fn sweep_matches_all_pairs_with_large_active_sets() {
+        let (pairs, _) = sweep_against_all_pairs(3, 400, 400, 0x9E37_79B9_7F4A_7C15);
+        assert!(pairs > 100, "{pairs} pairs");
+    }
+
+    /// `cases` random modules of 4 to 4 + `extra` locations, placed at one
+    /// of `offsets` 64-byte slots (fewer slots: more overlaps); returns the
+    /// overlapping pairs found and the clean cases.
+    fn sweep_against_all_pairs(
+        cases: usize,
+        extra: u64,
+        offsets: u64,
+        seed: u64,
+    ) -> (usize, usize) {
+        let mut seed = seed;
         let mut rnd = |n: u64| {
             seed ^= seed << 13;
             seed ^= seed >> 7;
@@ -1819,10 +1864,10 @@ mod tests {
         };
         let mut ver = Verifier::new();
         let (mut pairs, mut clean) = (0usize, 0usize);
-        for _case in 0..60 {
+        for _case in 0..cases {
             let mut m = Module::new(Target::default());
             let mut b = Builder::new(&mut m);
-            let n = 4 + rnd(20) as usize;
+            let n = 4 + rnd(extra) as usize;
             let mut xs = alloc::vec::Vec::new();
             for k in 0..n {
                 let (space, parts) = match rnd(3) {
@@ -1859,7 +1904,7 @@ mod tests {
                     33..=64 => 64 * rnd(2) as u16,
                     _ => 0,
                 };
-                let off = 64 * rnd(12);
+                let off = 64 * rnd(offsets);
                 let off = if m.mems.space[x] == Space::Psum {
                     off * 32 % 16384
                 } else {
@@ -1907,10 +1952,6 @@ mod tests {
             pairs += want.len();
             clean += want.is_empty() as usize;
         }
-        // Neither vacuous nor saturated.
-        assert!(
-            pairs > 20 && clean > 0,
-            "{pairs} pairs, {clean} clean cases"
-        );
+        (pairs, clean)
     }
 }
