@@ -931,9 +931,9 @@ impl Verifier {
 
     /// Enters the leaf of location `c` (cells `r`) in slab `s`.
     fn enter(&mut self, c: u32, r: Rect, s: u32) {
-        // Treap priorities from a generator seeded per sweep (see `seed`):
-        // the treaps' depth stays O(log n) whatever the keys, so no input can
-        // arrange a degenerate (deep, slow) treap in advance.
+        // Treap priorities from a generator seeded per sweep (see `seed`),
+        // independent of the keys and of the location ids: the expected
+        // depth is O(log n) whatever the placement.
         self.rng ^= self.rng << 13;
         self.rng ^= self.rng >> 7;
         self.rng ^= self.rng << 17;
@@ -1294,9 +1294,10 @@ impl Verifier {
 }
 
 /// A non-zero xorshift64 seed from `salt` (the address of the node pool:
-/// with address-space randomization it differs from run to run). The
-/// priorities only shape the treaps: the findings, their order included, do
-/// not depend on them.
+/// with address-space randomization it differs from run to run, so an input
+/// cannot be crafted against the priority sequence; without it, e.g. on
+/// firmware, the sequence is fixed). The priorities only shape the treaps:
+/// the findings, their order included, do not depend on them.
 fn seed(salt: usize) -> u64 {
     // splitmix64's finalizer.
     let mut z = (salt as u64).wrapping_add(0x9E37_79B9_7F4A_7C15);
