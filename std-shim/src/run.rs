@@ -25,9 +25,10 @@ impl Clock for WallClock {
 }
 
 /// Runs the pipeline of `opts` on `m` in place. The input copy for the
-/// dataflow check is taken here unless `opts.no_verify`.
+/// dataflow check is taken here unless `opts.no_verify` (without the name
+/// index: it is only read, and it is held through every pass).
 pub fn allocate(m: &mut Module, opts: &Options) -> Result<RunReport, PipelineError> {
-    let original = (!opts.no_verify).then(|| m.clone());
+    let original = (!opts.no_verify).then(|| m.read_only_copy());
     let mut ws = Workspace::new();
     // One run per workspace: each pass's storage goes once it is spent.
     ws.set_release_spent(true);

@@ -577,6 +577,61 @@ impl Module {
         self.reg_pool.shrink_to_fit();
     }
 
+    /// A copy that is only read (the input the dataflow check compares the
+    /// result with): everything but the name index — the intern table and
+    /// the by-name columns, ~17 of the ~117 bytes per instruction a full
+    /// clone costs. Names still print; `mem_by_name`, `reg_by_name` and
+    /// `func_by_name` find nothing in the copy until a name is interned into
+    /// it, which rebuilds the index.
+    pub fn read_only_copy(&self) -> Module {
+        // Field by field: cloning the index only to free it would leave
+        // the allocator's heap fragmented (measured: +31 MB peak at 1M).
+        Module {
+            target: self.target.clone(),
+            limits: self.limits,
+            names: self.names.clone_without_index(),
+            funcs: self.funcs.clone(),
+            blocks: self.blocks.clone(),
+            loops: self.loops.clone(),
+            insts: self.insts.clone(),
+            aps: self.aps.clone(),
+            mems: self.mems.clone(),
+            regs: self.regs.clone(),
+            dims: self.dims.clone(),
+            reg_pool: self.reg_pool.clone(),
+            mem_by_name: Column::new(),
+            reg_by_name: Column::new(),
+            func_by_name: Column::new(),
+            live_insts: self.live_insts,
+        }
+    }
+
+    /// Rebuilds the by-name columns dropped by [`Module::read_only_copy`].
+    fn rebuild_name_index(&mut self) {
+        let len = self.names.len();
+        self.mem_by_name = Column::new();
+        self.reg_by_name = Column::new();
+        self.func_by_name = Column::new();
+        self.mem_by_name.resize(len, MemLoc::INVALID);
+        self.reg_by_name.resize(len, Reg::INVALID);
+        self.func_by_name.resize(len, Func::INVALID);
+        for v in self.mems.name.keys() {
+            if let Some(slot) = self.mem_by_name.get_mut(self.mems.name[v]) {
+                *slot = v;
+            }
+        }
+        for r in self.regs.name.keys() {
+            if let Some(slot) = self.reg_by_name.get_mut(self.regs.name[r]) {
+                *slot = r;
+            }
+        }
+        for f in self.funcs.name.keys() {
+            if let Some(slot) = self.func_by_name.get_mut(self.funcs.name[f]) {
+                *slot = f;
+            }
+        }
+    }
+
     /// The counts of every entity, as a [`Capacity`] (to size side tables).
     pub fn counts(&self) -> Capacity {
         Capacity {
@@ -960,6 +1015,9 @@ impl Module {
     }
 
     fn intern(&mut self, name: &str) -> Result<Name, IrError> {
+        if self.mem_by_name.len() < self.names.len() {
+            self.rebuild_name_index();
+        }
         let n = self.names.intern(name).ok_or(IrError::NameTooLong)?;
         let len = self.names.len();
         if self.mem_by_name.len() < len {
@@ -1641,6 +1699,25 @@ mod tests {
     fn one_block(m: &mut Module) -> Block {
         m.add_func("f").unwrap();
         m.add_block("b", Loop::INVALID).unwrap()
+    }
+
+    #[test]
+    fn read_only_copy_prints_names_and_rebuilds_its_index_when_extended() {
+        let mut m = Module::new(Target::default());
+        let t = m.add_mem("t", Space::Sb, 128, 4096).unwrap();
+        m.add_func("f").unwrap();
+        let mut c = m.read_only_copy();
+        assert_eq!(c.mem_name(t), "t");
+        assert_eq!(c.mem_by_name("t"), None);
+        // Extending the copy rebuilds the index: duplicates are still refused.
+        assert!(matches!(
+            c.add_mem("t", Space::Sb, 1, 64),
+            Err(IrError::Duplicate { .. })
+        ));
+        assert_eq!(c.mem_by_name("t"), Some(t));
+        assert!(c.add_func("f").is_err());
+        let u = c.add_mem("u", Space::Sb, 1, 64).unwrap();
+        assert_eq!(c.mem_by_name("u"), Some(u));
     }
 
     #[test]

@@ -178,6 +178,11 @@ impl NamePool {
         if s.len() > MAX_NAME_LEN {
             return None;
         }
+        if self.table.is_empty() && !self.ends.is_empty() {
+            // A copy without its table (`clone_without_index`): rebuild it
+            // before looking up.
+            self.rehash(table_len(self.ends.len()));
+        }
         if let Some(n) = self.lookup(s) {
             return Some(n);
         }
@@ -219,6 +224,18 @@ impl NamePool {
                 slot = (slot + 1) & mask;
             }
             self.table[slot] = self.slot_value(h, i as u32);
+        }
+    }
+
+    /// A copy without the lookup table, for a pool only printed from (a
+    /// module copy that is only read): [`NamePool::lookup`] finds nothing in
+    /// it until [`NamePool::intern`] or [`NamePool::reserve`] rebuilds the
+    /// table.
+    pub fn clone_without_index(&self) -> NamePool {
+        NamePool {
+            bytes: self.bytes.clone(),
+            ends: self.ends.clone(),
+            table: Vec::new(),
         }
     }
 
