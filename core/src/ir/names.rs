@@ -236,6 +236,7 @@ impl NamePool {
             bytes: self.bytes.clone(),
             ends: self.ends.clone(),
             table: Vec::new(),
+            untagged: self.untagged,
         }
     }
 

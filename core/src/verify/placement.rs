@@ -651,6 +651,10 @@ pub struct Verifier {
     rng: u64,
     /// Treap root of each global slab.
     roots: Vec<u32>,
+    /// Nodes a treap operation or query passed (split, merge, query).
+    path: Vec<u32>,
+    /// Nodes above the one `remove` takes out (it merges on the way).
+    rpath: Vec<u32>,
     // --- register sweep -----------------------------------------------
     /// Head of the active list of each lane.
     lane_head: Vec<u32>,
@@ -684,6 +688,8 @@ impl Verifier {
             free: NIL,
             rng: 1,
             roots: Vec::new(),
+            path: Vec::new(),
+            rpath: Vec::new(),
             lane_head: Vec::new(),
             node_next: Vec::new(),
             node_prev: Vec::new(),
@@ -741,6 +747,9 @@ impl Verifier {
             .reserve(mems.max(regs).saturating_sub(self.ending.len()));
         grow(&mut self.nodes, mems * max_slabs_per_rect(m));
         grow(&mut self.roots, Slabs::of(m).total());
+        // Treap paths: about 2 log2(active) deep; deeper ones grow them.
+        grow(&mut self.path, 128);
+        grow(&mut self.rpath, 128);
         grow(&mut self.lane_head, lane_table_len(m));
         grow(&mut self.node_next, 2 * regs);
         grow(&mut self.node_prev, 2 * regs);
@@ -976,55 +985,81 @@ impl Verifier {
         }
     }
 
+    // The treap operations are loops, not recursion: the depth is O(log n)
+    // only in expectation (the priorities are not secret on firmware), so
+    // an input crafted against them may make a treap deep — slower then,
+    // never a stack overflow. Nodes whose subtree changed are pulled
+    // bottom-up from `path`.
+
     /// Inserts node `n` into treap `t`; returns the new root.
     fn insert(&mut self, t: u32, n: u32) -> u32 {
-        if t == NIL {
+        let (key, prio, end) = (
+            self.key(n),
+            self.nodes[n as usize].prio,
+            self.nodes[n as usize].end,
+        );
+        let (mut parent, mut left_side, mut at) = (NIL, false, t);
+        // Down to the first node `n` outranks; every node passed gets `n`
+        // in its subtree.
+        while at != NIL && prio <= self.nodes[at as usize].prio {
+            let x = &mut self.nodes[at as usize];
+            x.max_end = x.max_end.max(end);
+            parent = at;
+            left_side = key < self.key(at);
+            at = if left_side {
+                self.nodes[at as usize].left
+            } else {
+                self.nodes[at as usize].right
+            };
+        }
+        let (a, b) = self.split(at, key);
+        self.nodes[n as usize].left = a;
+        self.nodes[n as usize].right = b;
+        self.pull(n);
+        if parent == NIL {
             return n;
         }
-        if self.nodes[n as usize].prio > self.nodes[t as usize].prio {
-            let (a, b) = self.split(t, self.key(n));
-            self.nodes[n as usize].left = a;
-            self.nodes[n as usize].right = b;
-            self.pull(n);
-            return n;
-        }
-        if self.key(n) < self.key(t) {
-            let l = self.insert(self.nodes[t as usize].left, n);
-            self.nodes[t as usize].left = l;
+        if left_side {
+            self.nodes[parent as usize].left = n;
         } else {
-            let r = self.insert(self.nodes[t as usize].right, n);
-            self.nodes[t as usize].right = r;
+            self.nodes[parent as usize].right = n;
         }
-        let e = self.nodes[n as usize].end;
-        let x = &mut self.nodes[t as usize].max_end;
-        *x = (*x).max(e);
         t
     }
 
     /// Removes the node keyed `k` from treap `t`; returns the new root and
     /// the removed node (`NIL` when absent).
     fn remove(&mut self, t: u32, k: (u64, u32)) -> (u32, u32) {
-        if t == NIL {
-            return (NIL, NIL);
+        let mut rpath = core::mem::take(&mut self.rpath);
+        rpath.clear();
+        let (mut parent, mut left_side, mut at) = (NIL, false, t);
+        while at != NIL && self.key(at) != k {
+            rpath.push(at);
+            parent = at;
+            left_side = k < self.key(at);
+            at = if left_side {
+                self.nodes[at as usize].left
+            } else {
+                self.nodes[at as usize].right
+            };
         }
-        let tk = self.key(t);
-        let (l, r) = (self.nodes[t as usize].left, self.nodes[t as usize].right);
-        if tk == k {
-            return (self.merge(l, r), t);
+        let mut root = t;
+        if at != NIL {
+            let (l, r) = (self.nodes[at as usize].left, self.nodes[at as usize].right);
+            let sub = self.merge(l, r);
+            if parent == NIL {
+                root = sub;
+            } else if left_side {
+                self.nodes[parent as usize].left = sub;
+            } else {
+                self.nodes[parent as usize].right = sub;
+            }
+            for &x in rpath.iter().rev() {
+                self.pull(x);
+            }
         }
-        let gone = if k < tk {
-            let (l, gone) = self.remove(l, k);
-            self.nodes[t as usize].left = l;
-            gone
-        } else {
-            let (r, gone) = self.remove(r, k);
-            self.nodes[t as usize].right = r;
-            gone
-        };
-        if gone != NIL {
-            self.pull(t);
-        }
-        (t, gone)
+        self.rpath = rpath;
+        (root, at)
     }
 
     fn key(&self, n: u32) -> (u64, u32) {
@@ -1047,45 +1082,98 @@ impl Verifier {
 
     /// Splits treap `t` into the keys below `k` and the rest.
     fn split(&mut self, t: u32, k: (u64, u32)) -> (u32, u32) {
-        if t == NIL {
-            return (NIL, NIL);
+        self.path.clear();
+        let (mut a, mut b) = (NIL, NIL);
+        // The last node of each side, whose open child the next one takes:
+        // the right child on the low side, the left on the high side.
+        let (mut a_last, mut b_last) = (NIL, NIL);
+        let mut at = t;
+        while at != NIL {
+            self.path.push(at);
+            if self.key(at) < k {
+                if a_last == NIL {
+                    a = at;
+                } else {
+                    self.nodes[a_last as usize].right = at;
+                }
+                a_last = at;
+                at = self.nodes[at as usize].right;
+            } else {
+                if b_last == NIL {
+                    b = at;
+                } else {
+                    self.nodes[b_last as usize].left = at;
+                }
+                b_last = at;
+                at = self.nodes[at as usize].left;
+            }
         }
-        if self.key(t) < k {
-            let (a, b) = self.split(self.nodes[t as usize].right, k);
-            self.nodes[t as usize].right = a;
-            self.pull(t);
-            (t, b)
-        } else {
-            let (a, b) = self.split(self.nodes[t as usize].left, k);
-            self.nodes[t as usize].left = b;
-            self.pull(t);
-            (a, t)
+        if a_last != NIL {
+            self.nodes[a_last as usize].right = NIL;
         }
+        if b_last != NIL {
+            self.nodes[b_last as usize].left = NIL;
+        }
+        self.pull_path();
+        (a, b)
     }
 
     /// Joins treaps `a` and `b`, every key of `a` below every key of `b`.
     fn merge(&mut self, a: u32, b: u32) -> u32 {
-        if a == NIL {
-            return b;
+        self.path.clear();
+        let (mut a, mut b) = (a, b);
+        let mut root = NIL;
+        // Where the next node goes: the right child of a node taken from
+        // `a`, the left child of one taken from `b`.
+        let (mut last, mut last_right) = (NIL, false);
+        loop {
+            let (x, done) = if a == NIL {
+                (b, true)
+            } else if b == NIL {
+                (a, true)
+            } else if self.nodes[a as usize].prio >= self.nodes[b as usize].prio {
+                (a, false)
+            } else {
+                (b, false)
+            };
+            if last == NIL {
+                root = x;
+            } else if last_right {
+                self.nodes[last as usize].right = x;
+            } else {
+                self.nodes[last as usize].left = x;
+            }
+            if done {
+                break;
+            }
+            self.path.push(x);
+            last = x;
+            last_right = x == a;
+            if last_right {
+                a = self.nodes[x as usize].right;
+            } else {
+                b = self.nodes[x as usize].left;
+            }
         }
-        if b == NIL {
-            return a;
+        self.pull_path();
+        root
+    }
+
+    /// Pulls the nodes of `path` deepest first (each one's changed child
+    /// was visited after it).
+    fn pull_path(&mut self) {
+        let path = core::mem::take(&mut self.path);
+        for &x in path.iter().rev() {
+            self.pull(x);
         }
-        if self.nodes[a as usize].prio >= self.nodes[b as usize].prio {
-            let r = self.merge(self.nodes[a as usize].right, b);
-            self.nodes[a as usize].right = r;
-            self.pull(a);
-            a
-        } else {
-            let l = self.merge(a, self.nodes[b as usize].left);
-            self.nodes[b as usize].left = l;
-            self.pull(b);
-            b
-        }
+        self.path = path;
     }
 
     /// Reports, in order of first byte, every active leaf of subtree `t`
-    /// (in slab `slab`) sharing a byte with `rc`, the cells of `c`.
+    /// (in slab `slab`) sharing a byte with `rc`, the cells of `c`: an
+    /// in-order walk (an explicit stack, see the treap operations) that
+    /// skips subtrees ending at or before `rc` and stops at the first leaf
+    /// starting at or after its end.
     #[allow(clippy::too_many_arguments)]
     fn query(
         &mut self,
@@ -1098,21 +1186,27 @@ impl Verifier {
         pos: u32,
         space: Space,
     ) {
-        if t == NIL {
-            return;
+        let mut stack = core::mem::take(&mut self.path);
+        stack.clear();
+        let mut at = t;
+        loop {
+            while at != NIL && self.nodes[at as usize].max_end > rc.b0 {
+                stack.push(at);
+                at = self.nodes[at as usize].left;
+            }
+            let Some(x) = stack.pop() else {
+                break;
+            };
+            let n = self.nodes[x as usize];
+            if n.start >= rc.b1 {
+                break;
+            }
+            if n.end > rc.b0 {
+                self.candidate(m, slabs, n.mem, c, rc, slab, pos, space);
+            }
+            at = n.right;
         }
-        let n = self.nodes[t as usize];
-        if n.max_end <= rc.b0 {
-            return;
-        }
-        self.query(m, slabs, n.left, c, rc, slab, pos, space);
-        if n.start >= rc.b1 {
-            return;
-        }
-        if n.end > rc.b0 {
-            self.candidate(m, slabs, n.mem, c, rc, slab, pos, space);
-        }
-        self.query(m, slabs, n.right, c, rc, slab, pos, space);
+        self.path = stack;
     }
 
     #[allow(clippy::too_many_arguments)]
