@@ -128,6 +128,15 @@ pub fn load(path: &Path, from_json: bool) -> Result<Module, (u8, String)> {
 
 /// Writes `bytes` atomically to `out`, refusing to overwrite `input`.
 fn write_file(out: &Path, input: &Path, bytes: &[u8]) -> Result<(), (u8, String)> {
+    write_file_with(out, input, &|w| w.write_all(bytes))
+}
+
+/// [`write_file`] of what `body` writes (streamed into the temporary file).
+fn write_file_with(
+    out: &Path,
+    input: &Path,
+    body: &dyn Fn(&mut dyn std::io::Write) -> std::io::Result<()>,
+) -> Result<(), (u8, String)> {
     let same = match (std::fs::canonicalize(out), std::fs::canonicalize(input)) {
         (Ok(x), Ok(y)) => x == y,
         _ => false,
@@ -141,7 +150,7 @@ fn write_file(out: &Path, input: &Path, bytes: &[u8]) -> Result<(), (u8, String)
             ),
         ));
     }
-    io::write_atomic(out, bytes).map_err(|e| (EXIT_IO, format!("error: {e}\n")))
+    io::write_atomic_with(out, body).map_err(|e| (EXIT_IO, format!("error: {e}\n")))
 }
 
 /// The one-line figures under a picture's title.
@@ -272,18 +281,26 @@ fn job(path: &Path, cfg: &JobConfig, out: &Outputs, o: &mut FileOutcome) -> u8 {
     o.row.reg_spills = report.reg.as_ref().map(|g| g.spilled_registers);
     let v = run::report_json(file, &m, &report);
     {
-        let writes: [(&Option<PathBuf>, &dyn Fn() -> String); 3] = [
-            (&out.report, &|| {
-                serde_json::to_string_pretty(&v).unwrap_or_default() + "\n"
+        // Each output as a string (for `-`) and as a writer body (for a
+        // file: the module's text is printed on every core and streamed).
+        type Text<'a> = &'a dyn Fn() -> String;
+        type Body<'a> = &'a dyn Fn(&mut dyn std::io::Write) -> std::io::Result<()>;
+        let report_text = || serde_json::to_string_pretty(&v).unwrap_or_default() + "\n";
+        let svg_text = || {
+            let chart =
+                memmap::memory_map(&m, &format!("{file}: memory map"), &figures(&report), None);
+            svg::render(&chart).to_string()
+        };
+        let writes: [(&Option<PathBuf>, Text, Body); 3] = [
+            (&out.report, &report_text, &|w| {
+                w.write_all(report_text().as_bytes())
             }),
-            (&out.module, &|| text::print(&m)),
-            (&out.svg, &|| {
-                let chart =
-                    memmap::memory_map(&m, &format!("{file}: memory map"), &figures(&report), None);
-                svg::render(&chart).to_string()
+            (&out.module, &|| text::print(&m), &|w| {
+                text::write_module(&m, w, text::printer_threads())
             }),
+            (&out.svg, &svg_text, &|w| w.write_all(svg_text().as_bytes())),
         ];
-        for (dest, body) in writes {
+        for (dest, body, write) in writes {
             if let Some(p) = dest {
                 if p.as_os_str() == "-" {
                     // `-o -`: the module owns standard output (the summary
@@ -291,7 +308,7 @@ fn job(path: &Path, cfg: &JobConfig, out: &Outputs, o: &mut FileOutcome) -> u8 {
                     o.stdout.push_str(&body());
                     continue;
                 }
-                if let Err((code, msg)) = write_file(p, path, body().as_bytes()) {
+                if let Err((code, msg)) = write_file_with(p, path, write) {
                     o.stderr.push_str(&msg);
                     return code;
                 }

@@ -103,16 +103,23 @@ pub fn read_limited(path: &Path, limit: u64) -> Result<Vec<u8>, IoError> {
 /// temporary file is removed and `path` is untouched. `-` writes standard
 /// output; an existing device or pipe is written directly.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), IoError> {
+    write_atomic_with(path, |w| w.write_all(bytes))
+}
+
+/// [`write_atomic`] of whatever `body` writes: the text streams into the
+/// temporary file instead of being built whole first. An error of `body`
+/// fails the write the same way (temporary file removed, `path` untouched).
+pub fn write_atomic_with(
+    path: &Path,
+    body: impl FnOnce(&mut dyn Write) -> std::io::Result<()>,
+) -> Result<(), IoError> {
     let write_err = |source| IoError::Write {
         path: path.to_path_buf(),
         source,
     };
     if path.as_os_str() == "-" {
         let mut out = std::io::stdout().lock();
-        return out
-            .write_all(bytes)
-            .and_then(|()| out.flush())
-            .map_err(write_err);
+        return body(&mut out).and_then(|()| out.flush()).map_err(write_err);
     }
     // A device or a pipe (`/dev/null`, a FIFO) cannot be replaced by a
     // rename, and must not be: write to it directly.
@@ -120,7 +127,7 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), IoError> {
         return fs::OpenOptions::new()
             .write(true)
             .open(path)
-            .and_then(|mut f| f.write_all(bytes))
+            .and_then(|mut f| body(&mut f))
             .map_err(write_err);
     }
     let dir = match path.parent() {
@@ -139,7 +146,7 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), IoError> {
             .write(true)
             .create_new(true)
             .open(&tmp)?;
-        f.write_all(bytes)?;
+        body(&mut f)?;
         f.sync_all()?;
         drop(f);
         fs::rename(&tmp, path)
@@ -176,6 +183,14 @@ mod tests {
         assert_eq!(names.len(), 1, "{names:?}");
         // Writing into a missing directory fails and creates nothing.
         assert!(write_atomic(&d.join("no/such/dir/x"), b"x").is_err());
+        // A body that fails part-way leaves the old file and no temp.
+        let e = write_atomic_with(&p, |w| {
+            w.write_all(b"partial")?;
+            Err(std::io::Error::other("printer failed"))
+        });
+        assert!(e.is_err());
+        assert_eq!(fs::read(&p).unwrap(), b"two");
+        assert_eq!(fs::read_dir(&d).unwrap().count(), 1);
         fs::remove_dir_all(&d).unwrap();
     }
 

@@ -237,7 +237,7 @@ impl<K: EntityRef> Liveness<K> {
         // Loop rule, part 1: accessed in a loop that starts after the definition.
         for k in a..b {
             let p = self.acc_pos[k];
-            let mut l = m.inst_loop(order.inst_at(p));
+            let mut l = order.loop_at(p);
             let mut widest = end;
             while l.is_valid() {
                 if let Some((ls, le)) = order.loop_span(l) {
@@ -256,7 +256,7 @@ impl<K: EntityRef> Liveness<K> {
                 .find(|&k| self.acc_write[k] != 0)
                 .map(|k| self.acc_pos[k]);
             if let Some(w) = last_write {
-                let mut l: Loop = m.inst_loop(order.inst_at(first));
+                let mut l: Loop = order.loop_at(first);
                 let mut carried: Option<(u32, u32)> = None;
                 while l.is_valid() {
                     if let Some((ls, le)) = order.loop_span(l) {

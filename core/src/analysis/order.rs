@@ -17,6 +17,10 @@ pub const NO_POS: u32 = u32::MAX;
 #[derive(Clone, Debug, Default)]
 pub struct LinearOrder {
     insts: Vec<Inst>,
+    /// The innermost loop of the instruction at each position (its block's
+    /// loop): the liveness loop rule reads it per access, one load instead
+    /// of three dependent ones (instruction, block, loop).
+    loop_at: Vec<Loop>,
     pos: Column<Inst, u32>,
     block_start: Column<Block, u32>,
     block_end: Column<Block, u32>,
@@ -42,6 +46,7 @@ impl LinearOrder {
     /// module within `cap` does not allocate.
     pub fn reserve(&mut self, cap: &Capacity) {
         grow(&mut self.insts, cap.insts);
+        grow(&mut self.loop_at, cap.insts);
         self.pos.reserve(cap.insts.saturating_sub(self.pos.len()));
         for c in [&mut self.block_start, &mut self.block_end] {
             c.reserve(cap.blocks.saturating_sub(c.len()));
@@ -55,15 +60,18 @@ impl LinearOrder {
     /// beyond what this order held before and beyond its reserve).
     pub fn compute(&mut self, m: &Module) {
         self.insts.clear();
+        self.loop_at.clear();
         self.pos.clear();
         self.pos.resize(m.num_insts(), NO_POS);
         self.block_start.clear();
         self.block_end.clear();
         for b in m.blocks.name.keys() {
             let start = self.insts.len() as u32;
+            let l = m.blocks.loop_[b];
             for i in m.block_insts(b) {
                 self.pos[i] = self.insts.len() as u32;
                 self.insts.push(i);
+                self.loop_at.push(l);
             }
             self.block_start.push(start);
             self.block_end.push(self.insts.len() as u32);
@@ -115,6 +123,17 @@ impl LinearOrder {
             .unwrap_or(Inst::INVALID)
     }
 
+    /// The innermost loop of the instruction at a position
+    /// ([`Module::inst_loop`] of [`LinearOrder::inst_at`]), or
+    /// [`Loop::INVALID`] outside every loop or past the end.
+    #[inline]
+    pub fn loop_at(&self, pos: u32) -> Loop {
+        self.loop_at
+            .get(pos as usize)
+            .copied()
+            .unwrap_or(Loop::INVALID)
+    }
+
     /// Position of an instruction, or [`NO_POS`] when it is not linked.
     #[inline]
     pub fn pos(&self, i: Inst) -> u32 {
@@ -136,6 +155,7 @@ impl LinearOrder {
     /// Bytes of storage held.
     pub fn reserved_bytes(&self) -> usize {
         self.insts.capacity() * 4
+            + self.loop_at.capacity() * 4
             + self.pos.reserved_bytes()
             + self.block_start.reserved_bytes() * 2
             + self.loop_start.reserved_bytes() * 2

@@ -586,7 +586,7 @@ fn live_at(m: &Module, space: Space, live: &MemLiveness, at: u32) -> (u32, MemLo
 
 /// Outermost loop span containing position `at`.
 fn outer_loop_span(m: &Module, order: &LinearOrder, at: u32) -> Option<(u32, u32)> {
-    let mut l = m.inst_loop(order.inst_at(at));
+    let mut l = order.loop_at(at);
     let mut span = None;
     while l.is_valid() {
         span = order.loop_span(l).or(span);

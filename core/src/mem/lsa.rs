@@ -373,6 +373,11 @@ pub struct LsaWorkspace {
     dram_bump: u64,
     /// Location ids the tables are reserved for (0: not reserved).
     reserved_ids: usize,
+    /// `order` and `live` describe the module of the next scan (handed in
+    /// by [`LsaWorkspace::exchange_analyses`]); a scan clears it.
+    current: bool,
+    /// `bounds` too (computed from those `order` and `live`).
+    bounds_current: bool,
 }
 
 impl LsaWorkspace {
@@ -432,13 +437,34 @@ impl LsaWorkspace {
         self.fixed.reserve(ids.saturating_sub(self.fixed.len()));
         self.records
             .reserve(spills.saturating_sub(self.records.len()));
+        // Sized to the capacity, the scan's computes do not allocate; the
+        // scan computes (or is handed) them, so nothing is computed here.
         let cap = m.capacity();
         self.order.reserve(&cap);
         self.live.reserve(&cap);
         self.bounds.reserve(&cap);
-        self.order.compute(m);
-        self.live.compute(m, &self.order);
-        self.bounds.compute(m, &self.order, &self.live);
+    }
+
+    /// Swaps the order, liveness and bounds with the caller's (the
+    /// pipeline's, which computed them already), like the coloring and DMA
+    /// workspaces: with `current` the next scan starts from them instead
+    /// of walking the program again (`bounds_current`: the bounds too).
+    /// Both sides must be reserved to the module's capacity, so the swap
+    /// keeps every computation allocation-free. The caller swaps back
+    /// after the scan (with `false`): what it gets back is stale.
+    pub fn exchange_analyses(
+        &mut self,
+        order: &mut LinearOrder,
+        live: &mut MemLiveness,
+        bounds: &mut Bounds,
+        current: bool,
+        bounds_current: bool,
+    ) {
+        core::mem::swap(&mut self.order, order);
+        core::mem::swap(&mut self.live, live);
+        core::mem::swap(&mut self.bounds, bounds);
+        self.current = current;
+        self.bounds_current = current && bounds_current;
     }
 
     /// The spills of the last run, in the order they were decided.
@@ -492,9 +518,14 @@ fn scan(
         // reserves nothing and does not allocate.
         m.reserve(LsaWorkspace::headroom(m, opts));
     }
-    ws.order.compute(m);
-    ws.live.compute(m, &ws.order);
-    ws.bounds.compute(m, &ws.order, &ws.live);
+    let bounds_current = core::mem::take(&mut ws.bounds_current);
+    if !core::mem::take(&mut ws.current) {
+        ws.order.compute(m);
+        ws.live.compute(m, &ws.order);
+        ws.bounds.compute(m, &ws.order, &ws.live);
+    } else if !bounds_current {
+        ws.bounds.compute(m, &ws.order, &ws.live);
+    }
     ws.manager.set_policy(opts.policy);
     ws.records.clear();
     let ids = m.num_mems() + 2 * ws.max_spills as usize;

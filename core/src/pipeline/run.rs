@@ -10,18 +10,18 @@
 //! costliest analyses (a walk of every access pattern each) and most passes
 //! start from them. [`run`] computes them once at the start (for the lower
 //! bounds) and keeps them *fresh* while no pass changes the program: it
-//! hands them to the coloring and DMA workspaces by swapping storage (both
-//! sides are reserved for the module's final capacity, so the swap neither
-//! copies nor allocates), and takes back what the pass leaves. The
-//! invariant: `fresh` is true only when `ws.order`/`ws.live` describe the
-//! module's instructions and access patterns as they are now. Placements do
-//! not enter either analysis, so placing and unplacing (every allocator's
-//! result, the provisional DRAM addresses, releasing abandoned locations)
-//! keeps them fresh; anything that inserts, removes or re-points an access
-//! clears it: the linear scan always (its workspace keeps its own
-//! analyses), the register colorer when it spilled or removed a copy, a
-//! coloring pass when it ran a spill round, a DMA pass when its last sweep
-//! rewrote something.
+//! hands them to the linear-scan, coloring and DMA workspaces by swapping
+//! storage (both sides are reserved for the module's final capacity, so the
+//! swap neither copies nor allocates), and takes back what the pass leaves.
+//! The invariant: `fresh` is true only when `ws.order`/`ws.live` describe
+//! the module's instructions and access patterns as they are now.
+//! Placements do not enter either analysis, so placing and unplacing (every
+//! allocator's result, the provisional DRAM addresses, releasing abandoned
+//! locations) keeps them fresh; anything that inserts, removes or re-points
+//! an access clears it: the linear scan always (it inserts spill code; it
+//! is handed the bounds too while no pass ran before it), the register
+//! colorer when it spilled or removed a copy, a coloring pass when it ran a
+//! spill round, a DMA pass when its last sweep rewrote something.
 
 use arrayvec::ArrayVec;
 use core::fmt;
@@ -473,6 +473,9 @@ fn run_from(
     }
     // See the module doc: true while ws.order/ws.live describe `m`.
     let mut fresh = true;
+    // True until the first pass: ws.bounds are the input's, from the
+    // fresh order and liveness.
+    let mut bounds_fresh = true;
     let copts = coloring_options(&opts);
     for pass in passes(&opts) {
         let t0 = clock.now_micros();
@@ -483,12 +486,21 @@ fn run_from(
                     max_spills: opts.lsa_max_spills,
                     ..LsaOptions::default()
                 };
+                ws.lsa.exchange_analyses(
+                    &mut ws.order,
+                    &mut ws.live,
+                    &mut ws.bounds,
+                    fresh,
+                    bounds_fresh,
+                );
                 let r = if m.num_loops() > 0 {
                     lsa::run_with_loops(m, &mut ws.lsa, &lo)
                 } else {
                     lsa::run(m, &mut ws.lsa, &lo)
-                }
-                .map_err(|e| PipelineError::Lsa(alloc::boxed::Box::new(e)))?;
+                };
+                ws.lsa
+                    .exchange_analyses(&mut ws.order, &mut ws.live, &mut ws.bounds, false, false);
+                let r = r.map_err(|e| PipelineError::Lsa(alloc::boxed::Box::new(e)))?;
                 fresh = false;
                 for s in [Space::Psum, Space::Sb] {
                     let sr = r.space(s);
@@ -582,6 +594,7 @@ fn run_from(
                 }
             }
         }
+        bounds_fresh = false;
         let micros = clock.now_micros().saturating_sub(t0);
         let _ = report.passes.try_push(PassRecord { pass, micros });
         if ws.release_spent {

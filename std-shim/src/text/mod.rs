@@ -10,10 +10,12 @@ pub mod error;
 pub mod lexer;
 mod parser;
 pub mod printer;
+pub mod stream;
 pub mod walk;
 
 pub use error::{ErrorKind, ParseError};
 pub use printer::{print, print_into};
+pub use stream::{printer_threads, write_module};
 
 pub(crate) use parser::{check_extent, subop_fits};
 

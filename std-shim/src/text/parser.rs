@@ -51,7 +51,13 @@ pub(super) fn parse_str(src: &str) -> Result<Module> {
         blocks: n / 1024,
         loops: n / 4096,
         funcs: 1,
-        names: decls + n / 512,
+        // Twice the names the text declares: the table is sized from the
+        // count, and the pipeline's headroom (spill copies and slots, DMA
+        // temporaries: about as many names again at 5M) would otherwise
+        // regrow it once parsed — a rehash of every name, 0.2 s at 5M.
+        // Only the 4-byte slots double (the name bytes are reserved as
+        // before); the pipeline ends at the same table either way.
+        names: 2 * (decls + n / 512),
         name_bytes: decls * 8 + n / 128,
     });
     let mut p = Parser {

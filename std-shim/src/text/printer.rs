@@ -29,6 +29,18 @@ pub fn print(m: &Module) -> String {
 
 /// Appends the canonical text of a module to `out`.
 pub fn print_into(m: &Module, out: &mut String) {
+    print_header(m, out);
+    for mem in m.mems.space.keys() {
+        print_mem(m, mem, out);
+    }
+    for r in m.regs.lanes.keys() {
+        print_reg(m, r, out);
+    }
+    walk(m, |e| print_event(m, e, out));
+}
+
+/// The `target` line, and the blank line before the declarations.
+pub(crate) fn print_header(m: &Module, out: &mut String) {
     out.push_str("target ");
     out.push_str(m.target.generation.name());
     for (k, v) in m.target.overrides() {
@@ -38,27 +50,31 @@ pub fn print_into(m: &Module, out: &mut String) {
     if m.num_mems() + m.num_regs() > 0 {
         out.push('\n');
     }
-    for mem in m.mems.space.keys() {
-        print_mem(m, mem, out);
-    }
-    for r in m.regs.lanes.keys() {
-        out.push_str("reg $");
-        out.push_str(m.reg_name(r));
-        out.push(' ');
-        num(out, m.regs.lanes[r]);
-        for (f, w) in types::REG_FLAG_WORDS {
-            if m.regs.flags[r].contains(f) {
-                out.push(' ');
-                out.push_str(w);
-            }
+}
+
+/// One register declaration line.
+pub(crate) fn print_reg(m: &Module, r: tusk_core::ir::Reg, out: &mut String) {
+    out.push_str("reg $");
+    out.push_str(m.reg_name(r));
+    out.push(' ');
+    num(out, m.regs.lanes[r]);
+    for (f, w) in types::REG_FLAG_WORDS {
+        if m.regs.flags[r].contains(f) {
+            out.push(' ');
+            out.push_str(w);
         }
-        if m.regs.lane[r] != NO_LANE {
-            out.push_str(" @ r");
-            num(out, m.regs.lane[r]);
-        }
-        out.push('\n');
     }
-    walk(m, |e| match e {
+    if m.regs.lane[r] != NO_LANE {
+        out.push_str(" @ r");
+        num(out, m.regs.lane[r]);
+    }
+    out.push('\n');
+}
+
+/// The text of one step of the function / loop / block tree (a block with
+/// all its instructions).
+pub(crate) fn print_event(m: &Module, e: Event, out: &mut String) {
+    match e {
         Event::FuncStart(f) => {
             let _ = writeln!(out, "\nfunc @{} {{", m.func_name(f));
         }
@@ -88,7 +104,7 @@ pub fn print_into(m: &Module, out: &mut String) {
             out.push_str("}\n");
         }
         Event::FuncEnd(_) => out.push_str("}\n"),
-    });
+    }
 }
 
 fn indent(out: &mut String, depth: usize) {
@@ -97,7 +113,7 @@ fn indent(out: &mut String, depth: usize) {
     }
 }
 
-fn print_mem(m: &Module, mem: tusk_core::ir::MemLoc, out: &mut String) {
+pub(crate) fn print_mem(m: &Module, mem: tusk_core::ir::MemLoc, out: &mut String) {
     let space = m.mems.space[mem];
     out.push_str(space.keyword());
     out.push_str(" %");
