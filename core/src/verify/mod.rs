@@ -4,3 +4,4 @@
 pub mod buffers;
 pub mod dataflow;
 pub mod placement;
+mod treap;

@@ -79,6 +79,7 @@ use arrayvec::ArrayVec;
 use core::cmp::Reverse;
 use core::fmt;
 
+use super::treap::{self, TreapPool, NIL};
 use crate::analysis::{LinearOrder, MemLiveness, RegLiveness};
 use crate::ir::{
     Capacity, Inst, InstFlags, MemFlags, MemLoc, Module, Reg, Space, NO_LANE, NO_PARTITION,
@@ -610,6 +611,24 @@ impl Slabs {
     }
 }
 
+impl TreapPool for [Node] {
+    fn left(&self, n: u32) -> u32 {
+        self[n as usize].left
+    }
+    fn right(&self, n: u32) -> u32 {
+        self[n as usize].right
+    }
+    fn set_left(&mut self, n: u32, child: u32) {
+        self[n as usize].left = child;
+    }
+    fn set_right(&mut self, n: u32, child: u32) {
+        self[n as usize].right = child;
+    }
+    fn prio(&self, n: u32) -> u32 {
+        self[n as usize].prio
+    }
+}
+
 /// One active leaf: the bytes `[start, end)` of swept location `mem` in one
 /// slab, a node of that slab's treap (keyed by `(start, mem)`, heap-ordered
 /// by `prio`, `max_end` the largest `end` in its subtree).
@@ -623,8 +642,6 @@ struct Node {
     left: u32,
     right: u32,
 }
-
-const NIL: u32 = u32::MAX;
 
 /// The reusable workspace of the verifier. See the module doc for the rules
 /// and the complexity.
@@ -985,11 +1002,8 @@ impl Verifier {
         }
     }
 
-    // The treap operations are loops, not recursion: the depth is O(log n)
-    // only in expectation (the priorities are not secret on firmware), so
-    // an input crafted against them may make a treap deep — slower then,
-    // never a stack overflow. Nodes whose subtree changed are pulled
-    // bottom-up from `path`.
+    // The treap operations are loops, not recursion (see `verify::treap`);
+    // nodes whose subtree changed are pulled bottom-up from `path`.
 
     /// Inserts node `n` into treap `t`; returns the new root.
     fn insert(&mut self, t: u32, n: u32) -> u32 {
@@ -1083,78 +1097,16 @@ impl Verifier {
     /// Splits treap `t` into the keys below `k` and the rest.
     fn split(&mut self, t: u32, k: (u64, u32)) -> (u32, u32) {
         self.path.clear();
-        let (mut a, mut b) = (NIL, NIL);
-        // The last node of each side, whose open child the next one takes:
-        // the right child on the low side, the left on the high side.
-        let (mut a_last, mut b_last) = (NIL, NIL);
-        let mut at = t;
-        while at != NIL {
-            self.path.push(at);
-            if self.key(at) < k {
-                if a_last == NIL {
-                    a = at;
-                } else {
-                    self.nodes[a_last as usize].right = at;
-                }
-                a_last = at;
-                at = self.nodes[at as usize].right;
-            } else {
-                if b_last == NIL {
-                    b = at;
-                } else {
-                    self.nodes[b_last as usize].left = at;
-                }
-                b_last = at;
-                at = self.nodes[at as usize].left;
-            }
-        }
-        if a_last != NIL {
-            self.nodes[a_last as usize].right = NIL;
-        }
-        if b_last != NIL {
-            self.nodes[b_last as usize].left = NIL;
-        }
+        let below = |p: &[Node], n: u32| (p[n as usize].start, p[n as usize].mem) < k;
+        let halves = treap::split(&mut self.nodes[..], t, below, Some(&mut self.path));
         self.pull_path();
-        (a, b)
+        halves
     }
 
     /// Joins treaps `a` and `b`, every key of `a` below every key of `b`.
     fn merge(&mut self, a: u32, b: u32) -> u32 {
         self.path.clear();
-        let (mut a, mut b) = (a, b);
-        let mut root = NIL;
-        // Where the next node goes: the right child of a node taken from
-        // `a`, the left child of one taken from `b`.
-        let (mut last, mut last_right) = (NIL, false);
-        loop {
-            let (x, done) = if a == NIL {
-                (b, true)
-            } else if b == NIL {
-                (a, true)
-            } else if self.nodes[a as usize].prio >= self.nodes[b as usize].prio {
-                (a, false)
-            } else {
-                (b, false)
-            };
-            if last == NIL {
-                root = x;
-            } else if last_right {
-                self.nodes[last as usize].right = x;
-            } else {
-                self.nodes[last as usize].left = x;
-            }
-            if done {
-                break;
-            }
-            self.path.push(x);
-            last = x;
-            last_right = x == a;
-            if last_right {
-                a = self.nodes[x as usize].right;
-            } else {
-                b = self.nodes[x as usize].left;
-            }
-        }
+        let root = treap::merge(&mut self.nodes[..], a, b, Some(&mut self.path));
         self.pull_path();
         root
     }

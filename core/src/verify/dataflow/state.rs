@@ -45,8 +45,7 @@ use alloc::vec::Vec;
 
 use super::pieces::{push_grow, Pieces};
 use super::report::{DataflowError, Origin};
-
-const NIL: u32 = u32::MAX;
+use crate::verify::treap::{self, TreapPool, NIL};
 
 #[derive(Copy, Clone, Debug)]
 struct Slab {
@@ -57,6 +56,24 @@ struct Slab {
     left: u32,
     right: u32,
     prio: u32,
+}
+
+impl TreapPool for [Slab] {
+    fn left(&self, n: u32) -> u32 {
+        self[n as usize].left
+    }
+    fn right(&self, n: u32) -> u32 {
+        self[n as usize].right
+    }
+    fn set_left(&mut self, n: u32, child: u32) {
+        self[n as usize].left = child;
+    }
+    fn set_right(&mut self, n: u32, child: u32) {
+        self[n as usize].right = child;
+    }
+    fn prio(&self, n: u32) -> u32 {
+        self[n as usize].prio
+    }
 }
 
 #[derive(Copy, Clone, Debug)]
@@ -190,61 +207,18 @@ impl CellMap {
     }
 
     /// Splits `t` into starts `< key` and starts `>= key`.
-    fn split(&mut self, mut t: u32, key: u64) -> (u32, u32) {
-        let (mut l_root, mut r_root, mut l_last, mut r_last) = (NIL, NIL, NIL, NIL);
-        while t != NIL {
-            if self.slabs[t as usize].start < key {
-                if l_last == NIL {
-                    l_root = t;
-                } else {
-                    self.slabs[l_last as usize].right = t;
-                }
-                l_last = t;
-                t = self.slabs[t as usize].right;
-            } else {
-                if r_last == NIL {
-                    r_root = t;
-                } else {
-                    self.slabs[r_last as usize].left = t;
-                }
-                r_last = t;
-                t = self.slabs[t as usize].left;
-            }
-        }
-        if l_last != NIL {
-            self.slabs[l_last as usize].right = NIL;
-        }
-        if r_last != NIL {
-            self.slabs[r_last as usize].left = NIL;
-        }
-        (l_root, r_root)
+    fn split(&mut self, t: u32, key: u64) -> (u32, u32) {
+        treap::split(
+            &mut self.slabs[..],
+            t,
+            |p, n| p[n as usize].start < key,
+            None,
+        )
     }
 
     /// Merges two treaps, every start of `a` below every start of `b`.
-    fn merge(&mut self, mut a: u32, mut b: u32) -> u32 {
-        let mut root = NIL;
-        // The slot to fill next: (node, true = its left child).
-        let mut slot: (u32, bool) = (NIL, false);
-        loop {
-            let take_a =
-                b == NIL || (a != NIL && self.slabs[a as usize].prio > self.slabs[b as usize].prio);
-            let pick = if take_a { a } else { b };
-            match slot {
-                (NIL, _) => root = pick,
-                (n, true) => self.slabs[n as usize].left = pick,
-                (n, false) => self.slabs[n as usize].right = pick,
-            }
-            if a == NIL || b == NIL {
-                return root;
-            }
-            if pick == a {
-                slot = (a, false);
-                a = self.slabs[a as usize].right;
-            } else {
-                slot = (b, true);
-                b = self.slabs[b as usize].left;
-            }
-        }
+    fn merge(&mut self, a: u32, b: u32) -> u32 {
+        treap::merge(&mut self.slabs[..], a, b, None)
     }
 
     fn max_node(&self, mut t: u32) -> u32 {
