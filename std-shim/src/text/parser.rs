@@ -120,11 +120,17 @@ const NAME_CACHE_SLOTS: usize = 4096;
 /// inputs, weights, loop registers). A miss falls back to the table.
 #[derive(Debug)]
 struct NameCache {
-    mems: Vec<MemLoc>,
-    regs: Vec<Reg>,
-    /// Highest location index resolved so far (+1), 0 when none.
-    next_mem: u32,
-    next_reg: u32,
+    mems: KindCache,
+    regs: KindCache,
+}
+
+/// The two guesses of [`NameCache`] for one kind of name, over raw ids.
+#[derive(Debug)]
+struct KindCache {
+    /// Direct-mapped by [`name_slot`]; `u32::MAX` (an invalid id) when empty.
+    slots: Vec<u32>,
+    /// Highest id resolved so far (+1), 0 when none.
+    next: u32,
 }
 
 fn name_slot(s: &str) -> usize {
@@ -137,62 +143,64 @@ fn name_slot(s: &str) -> usize {
     h as usize & (NAME_CACHE_SLOTS - 1)
 }
 
+impl KindCache {
+    fn new() -> Self {
+        KindCache {
+            slots: vec![u32::MAX; NAME_CACHE_SLOTS],
+            next: 0,
+        }
+    }
+
+    /// The id named `name`: the next id, else the cached one, each
+    /// confirmed by `is`, else `lookup` (the module's name table).
+    fn resolve(
+        &mut self,
+        name: &str,
+        is: impl Fn(u32) -> bool,
+        lookup: impl FnOnce() -> Option<u32>,
+    ) -> Option<u32> {
+        let slot = name_slot(name);
+        let found = if is(self.next) {
+            self.next
+        } else if is(self.slots[slot]) {
+            self.slots[slot]
+        } else {
+            lookup()?
+        };
+        self.slots[slot] = found;
+        self.next = self.next.max(found.saturating_add(1));
+        Some(found)
+    }
+}
+
 impl NameCache {
     fn new() -> Self {
         NameCache {
-            mems: vec![MemLoc::INVALID; NAME_CACHE_SLOTS],
-            regs: vec![Reg::INVALID; NAME_CACHE_SLOTS],
-            next_mem: 0,
-            next_reg: 0,
+            mems: KindCache::new(),
+            regs: KindCache::new(),
         }
     }
 
     fn mem(&mut self, m: &Module, name: &str) -> Option<MemLoc> {
-        let guess = MemLoc::from_u32(self.next_mem);
-        let slot = name_slot(name);
-        let is = |v: MemLoc| {
+        let is = |v: u32| {
             m.mems
                 .name
-                .get(v)
+                .get(MemLoc::from_u32(v))
                 .is_some_and(|&n| m.names.bytes(n) == name.as_bytes())
         };
-        let found = if is(guess) {
-            guess
-        } else {
-            let c = self.mems[slot];
-            if is(c) {
-                c
-            } else {
-                m.mem_by_name(name)?
-            }
-        };
-        self.mems[slot] = found;
-        self.next_mem = self.next_mem.max(found.as_u32() + 1);
-        Some(found)
+        let lookup = || m.mem_by_name(name).map(MemLoc::as_u32);
+        self.mems.resolve(name, is, lookup).map(MemLoc::from_u32)
     }
 
     fn reg(&mut self, m: &Module, name: &str) -> Option<Reg> {
-        let guess = Reg::from_u32(self.next_reg);
-        let slot = name_slot(name);
-        let is = |r: Reg| {
+        let is = |v: u32| {
             m.regs
                 .name
-                .get(r)
+                .get(Reg::from_u32(v))
                 .is_some_and(|&n| m.names.bytes(n) == name.as_bytes())
         };
-        let found = if is(guess) {
-            guess
-        } else {
-            let c = self.regs[slot];
-            if is(c) {
-                c
-            } else {
-                m.reg_by_name(name)?
-            }
-        };
-        self.regs[slot] = found;
-        self.next_reg = self.next_reg.max(found.as_u32() + 1);
-        Some(found)
+        let lookup = || m.reg_by_name(name).map(Reg::as_u32);
+        self.regs.resolve(name, is, lookup).map(Reg::from_u32)
     }
 }
 
