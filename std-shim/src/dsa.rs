@@ -13,6 +13,7 @@ use tusk_core::mem::gca::{GcaOptions, GcaWorkspace};
 use tusk_core::mem::greedy::{GreedyRule, GreedyWorkspace};
 use tusk_core::mem::lsa::{place_buffers, Buffer as LsaBuffer, BufferWorkspace};
 use tusk_core::mem::problem::{peak, Placement, Timeline};
+use tusk_core::storage::{Skipped, StorageBudget, StorageReport};
 use tusk_core::verify::buffers::Validator;
 
 use crate::csv;
@@ -59,6 +60,12 @@ pub struct DsaArgs {
     /// Exact search: keep searching for the lowest peak after a fit.
     #[arg(long)]
     pub minimize: bool,
+    /// Storage budget (bytes, or with K, M, G): the exact search and the
+    /// coloring allocator's interference graph run only within their share
+    /// of it (see `tusk run --max-memory`); default 1 GiB or 8 × the
+    /// problem's storage.
+    #[arg(long, value_name = "BYTES", value_parser = crate::io::parse_bytes)]
+    pub max_memory: Option<u64>,
 }
 
 /// A [`Clock`] on `std::time::Instant`.
@@ -109,6 +116,13 @@ pub fn run(args: &DsaArgs) -> i32 {
     let mut placements = vec![Placement::default(); n];
     let start = Instant::now();
     let mut status_line = String::new();
+    let budget = match args.max_memory {
+        Some(b) => StorageBudget::bytes(b),
+        None => StorageBudget::default_for(problem.heap_bytes()),
+    };
+    let mut storage = StorageReport::new(budget);
+    storage.add("problem", problem.heap_bytes());
+    storage.add("placements", (n * std::mem::size_of::<Placement>()) as u64);
     match args.algo {
         Algo::GreedySize | Algo::BestFit => {
             let rule = if args.algo == Algo::GreedySize {
@@ -122,7 +136,17 @@ pub fn run(args: &DsaArgs) -> i32 {
         }
         Algo::Coloring => {
             let mut ws = GcaWorkspace::new();
-            ws.reserve_for(problem, 0, 0);
+            let available = storage.allowance();
+            let g = ws.reserve_within(problem, 0, 0, available);
+            if g.refused {
+                storage.skip(Skipped {
+                    method: "the interference graph",
+                    instead: "the greedy-by-size placement (linear storage)",
+                    needed: g.needed,
+                    available,
+                    cut_short: false,
+                });
+            }
             let o = ws.solve(problem, &GcaOptions::default(), &mut placements);
             status_line = format!(
                 "coloring: best order {}, {} sweeps, {} improvement replays, {} interference edges",
@@ -171,7 +195,21 @@ pub fn run(args: &DsaArgs) -> i32 {
         }
         Algo::Exact => {
             let mut ws = ExactWorkspace::new();
-            ws.reserve_for(problem);
+            let available = storage.allowance();
+            let r = ws.reserve_within(problem, available);
+            if r.refused || r.granted < r.needed.total() {
+                storage.skip(Skipped {
+                    method: "the exact placement search",
+                    instead: if r.refused {
+                        "the better greedy placement"
+                    } else {
+                        "a search that stops early when its stacks fill"
+                    },
+                    needed: r.needed.total(),
+                    available,
+                    cut_short: !r.refused,
+                });
+            }
             let budget = Budget {
                 nodes: args.budget_nodes,
                 micros: match (args.budget_ms, args.budget_nodes) {
@@ -230,6 +268,9 @@ pub fn run(args: &DsaArgs) -> i32 {
     }
     if !status_line.is_empty() {
         println!("{status_line}");
+    }
+    for k in &storage.skipped {
+        println!("storage: {k}");
     }
     println!("time: {:.3} ms", elapsed.as_secs_f64() * 1000.0);
     if check.total > 0 {

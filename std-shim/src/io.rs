@@ -212,3 +212,39 @@ mod tests {
         fs::remove_dir_all(&d).unwrap();
     }
 }
+
+/// Parses a byte count for `--max-memory`: digits, optionally followed by
+/// `K`, `M` or `G` (powers of 1024; `KiB`, `MiB`, `GiB` too).
+pub fn parse_bytes(s: &str) -> Result<u64, String> {
+    let t = s.trim();
+    let digits = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
+    let (num, unit) = t.split_at(digits);
+    let n: u64 = num
+        .parse()
+        .map_err(|_| format!("`{s}` is not a byte count (digits, then K, M or G)"))?;
+    let shift = match unit.trim() {
+        "" | "B" => 0,
+        "K" | "KiB" | "k" => 10,
+        "M" | "MiB" => 20,
+        "G" | "GiB" => 30,
+        u => return Err(format!("unknown unit `{u}` in `{s}` (use K, M or G)")),
+    };
+    n.checked_mul(1u64 << shift)
+        .ok_or_else(|| format!("`{s}` is more than {} bytes", u64::MAX))
+}
+
+#[cfg(test)]
+mod byte_count_tests {
+    use super::parse_bytes;
+
+    #[test]
+    fn byte_counts_with_units() {
+        assert_eq!(parse_bytes("512"), Ok(512));
+        assert_eq!(parse_bytes("4K"), Ok(4096));
+        assert_eq!(parse_bytes("3M"), Ok(3 << 20));
+        assert_eq!(parse_bytes("2GiB"), Ok(2 << 30));
+        assert!(parse_bytes("x").is_err());
+        assert!(parse_bytes("4T").is_err());
+        assert!(parse_bytes("99999999999999999999G").is_err());
+    }
+}

@@ -152,6 +152,13 @@ struct RunArgs {
     /// Skip the independent verifier after allocation.
     #[arg(long)]
     no_verify: bool,
+    /// Storage budget of the run: bytes, or with a suffix K, M, G (powers
+    /// of 1024). Methods whose storage grows faster than the input (exact
+    /// search, dense interference graphs) are skipped when they do not fit
+    /// it, and the summary says so. Default: 8 × the module's own storage,
+    /// at least 1 GiB.
+    #[arg(long, value_name = "BYTES", value_parser = tusk_shim::io::parse_bytes)]
+    max_memory: Option<u64>,
 }
 
 fn main() -> ExitCode {
@@ -224,6 +231,7 @@ fn check(a: &CheckArgs) -> u8 {
         sb: placed(Space::Sb),
         dram: placed(Space::Dram),
         registers: m.regs.lane.values().any(|&l| l != NO_LANE),
+        uncolored: true,
     };
     let mut verifier = Verifier::for_module(&m);
     verifier.set_scope(scope);
@@ -349,6 +357,7 @@ fn run(a: &RunArgs) -> u8 {
         no_verify: a.no_verify,
         lsa_max_spills: None,
         reg_max_spill_temporaries: None,
+        storage_limit: a.max_memory,
     };
     let opts = match opts.normalize() {
         Ok(o) => o,

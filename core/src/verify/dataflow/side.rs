@@ -32,9 +32,16 @@ pub(super) struct Side {
 }
 
 impl Side {
+    /// Heap bytes reserved.
+    pub(super) fn heap_bytes(&self) -> u64 {
+        crate::heap_bytes!(self.reads.v, self.ops, self.segs, self.chunk)
+            .saturating_add(self.state.heap_bytes())
+            .saturating_add(self.walker.heap_bytes())
+    }
+
     pub fn reserve(&mut self, runs: usize, reads: usize) {
         fn grow<T>(v: &mut Vec<T>, n: usize) {
-            v.reserve(n.saturating_sub(v.len()));
+            let _ = v.try_reserve(n.saturating_sub(v.len()));
         }
         self.state.reserve(runs);
         grow(&mut self.reads.v, reads);

@@ -87,6 +87,10 @@ struct Band {
     next: u32,
 }
 
+/// Heap bytes of one run of the state (a slab and a band).
+pub(super) const RUN_BYTES: u64 =
+    (core::mem::size_of::<Slab>() + core::mem::size_of::<Band>()) as u64;
+
 /// What a rectangle write stores: byte `offset + (p − p0) × pstride +
 /// (x − a)` of `origin` at cell (p, x) of the rectangle `[p0, p1) × [a, b)`.
 #[derive(Copy, Clone, Debug)]
@@ -114,14 +118,33 @@ pub(super) struct CellMap {
 }
 
 impl CellMap {
-    /// Reserves room for `runs` slabs and bands.
+    /// Heap bytes reserved.
+    pub(super) fn heap_bytes(&self) -> u64 {
+        crate::heap_bytes!(
+            self.slabs,
+            self.bands,
+            self.roots,
+            self.seq,
+            self.out,
+            self.gather
+        )
+    }
+
+    /// Reserves room for `runs` slabs and bands, as far as the heap
+    /// allows (a refused reservation is left to the growth of the walk,
+    /// which reports it).
     pub fn reserve(&mut self, runs: usize) {
-        self.slabs.reserve(runs.saturating_sub(self.slabs.len()));
-        self.bands.reserve(runs.saturating_sub(self.bands.len()));
-        self.seq.reserve(64usize.saturating_sub(self.seq.len()));
-        self.out.reserve(64usize.saturating_sub(self.out.len()));
-        self.gather
-            .reserve(64usize.saturating_sub(self.gather.len()));
+        let _ = self
+            .slabs
+            .try_reserve(runs.saturating_sub(self.slabs.len()));
+        let _ = self
+            .bands
+            .try_reserve(runs.saturating_sub(self.bands.len()));
+        let _ = self.seq.try_reserve(64usize.saturating_sub(self.seq.len()));
+        let _ = self.out.try_reserve(64usize.saturating_sub(self.out.len()));
+        let _ = self
+            .gather
+            .try_reserve(64usize.saturating_sub(self.gather.len()));
     }
 
     /// Empties the state and sizes it for `regions` regions.
