@@ -16,6 +16,7 @@ use tusk_core::mem::problem::{peak, Placement, Timeline};
 use tusk_core::storage::{Skipped, StorageBudget, StorageReport};
 use tusk_core::verify::buffers::Validator;
 
+use crate::console::{self, EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK};
 use crate::csv;
 
 /// The allocators `tusk dsa` can run.
@@ -68,6 +69,12 @@ pub struct DsaArgs {
     pub max_memory: Option<u64>,
 }
 
+/// Appends `line` and a newline to `summary`.
+fn say(summary: &mut String, line: String) {
+    summary.push_str(&line);
+    summary.push('\n');
+}
+
 /// A [`Clock`] on `std::time::Instant`.
 #[derive(Debug)]
 pub struct StdClock(pub Instant);
@@ -79,35 +86,34 @@ impl Clock for StdClock {
 }
 
 /// Runs `tusk dsa` and returns the exit code.
-pub fn run(args: &DsaArgs) -> i32 {
+pub fn run(args: &DsaArgs) -> u8 {
     let path = args.file.display();
+    if let Some(out) = &args.out {
+        if let Err(msg) = crate::io::check_outputs(Some(&args.file), &[("-o", out)]) {
+            console::error(msg);
+            return EXIT_BAD_INPUT;
+        }
+    }
     // Bounded like every input: a huge or endless file is refused (exit 2).
     let bytes = match crate::io::read_limited(&args.file, crate::text::MAX_TEXT_BYTES) {
         Ok(b) => b,
-        Err(e @ crate::io::IoError::TooLarge { .. }) => {
-            eprintln!("tusk dsa: {e}");
-            return 2;
-        }
-        Err(e) => {
-            eprintln!("tusk dsa: {e}");
-            return 3;
-        }
+        Err(e) => return e.report(EXIT_OK),
     };
     let mut table = match csv::parse(&bytes) {
         Ok(t) => t,
         Err(e) => {
-            eprintln!("tusk dsa: {path}:{e}");
-            return 2;
+            console::error(format_args!("{path}:{e}"));
+            return EXIT_BAD_INPUT;
         }
     };
     let Some(capacity) = args
         .capacity
         .or_else(|| csv::capacity_from_name(&args.file))
     else {
-        eprintln!(
-            "tusk dsa: no capacity for {path}: give --capacity N or name the file like NAME.<capacity>.csv"
-        );
-        return 2;
+        console::error(format_args!(
+            "no capacity for {path}: give --capacity N or name the file like NAME.<capacity>.csv"
+        ));
+        return EXIT_BAD_INPUT;
     };
     table.problem.capacity = capacity;
     let problem = &table.problem;
@@ -155,8 +161,8 @@ pub fn run(args: &DsaArgs) -> i32 {
         }
         Algo::Lsa => {
             if problem.buffers().iter().any(|b| b.pin.is_some()) {
-                eprintln!("tusk dsa: {path}: --algo lsa does not take pinned buffers (an `offset` column); use coloring or exact");
-                return 2;
+                console::error(format_args!("{path}: --algo lsa does not take pinned buffers (an `offset` column); use coloring or exact"));
+                return EXIT_BAD_INPUT;
             }
             // The scan takes live buffers; void ones (empty lifetime or size)
             // occupy nothing and stay at offset 0.
@@ -188,8 +194,8 @@ pub fn run(args: &DsaArgs) -> i32 {
                     }
                 }
                 Err(e) => {
-                    eprintln!("tusk dsa: {path}: {e}");
-                    return 1;
+                    console::error(format_args!("{path}: {e}"));
+                    return EXIT_FAILED;
                 }
             }
         }
@@ -251,69 +257,80 @@ pub fn run(args: &DsaArgs) -> i32 {
     let p = peak(problem, &placements);
     let mut validator = Validator::with_capacity(n, 8);
     let check = validator.check(problem, &placements, u64::MAX);
-    println!("file: {path}  buffers: {n}  capacity: {capacity}");
-    println!("algo: {:?}", args.algo);
-    println!(
-        "peak: {p}  lower bound: {lb}  peak/LB: {:.4}",
-        if lb == 0 { 1.0 } else { p as f64 / lb as f64 }
+    // The summary goes out last, once the output file is in place.
+    let mut summary = String::new();
+    say(
+        &mut summary,
+        format!("file: {path}  buffers: {n}  capacity: {capacity}"),
+    );
+    say(&mut summary, format!("algo: {:?}", args.algo));
+    say(
+        &mut summary,
+        format!(
+            "peak: {p}  lower bound: {lb}  peak/LB: {:.4}",
+            if lb == 0 { 1.0 } else { p as f64 / lb as f64 }
+        ),
     );
     let fits = p <= capacity;
     if fits {
-        println!("fits: yes ({} bytes to spare)", capacity - p);
+        say(
+            &mut summary,
+            format!("fits: yes ({} bytes to spare)", capacity - p),
+        );
     } else {
-        println!(
-            "fits: no (peak exceeds the capacity by {} bytes)",
-            p - capacity
+        say(
+            &mut summary,
+            format!(
+                "fits: no (peak exceeds the capacity by {} bytes)",
+                p - capacity
+            ),
         );
     }
     if !status_line.is_empty() {
-        println!("{status_line}");
+        say(&mut summary, status_line);
     }
     for k in &storage.skipped {
-        println!("storage: {k}");
+        say(&mut summary, format!("storage: {k}"));
     }
-    println!("time: {:.3} ms", elapsed.as_secs_f64() * 1000.0);
+    say(
+        &mut summary,
+        format!("time: {:.3} ms", elapsed.as_secs_f64() * 1000.0),
+    );
     if check.total > 0 {
-        eprintln!(
-            "tusk dsa: INTERNAL ERROR: the placement failed validation ({} findings)",
+        let mut msg = format!(
+            "internal error: the placement failed validation ({} findings)\n",
             check.total
         );
         for f in validator.findings() {
-            eprintln!("  {f}");
+            msg.push_str(&format!("  {f}\n"));
         }
-        return 1;
+        console::error(msg.trim_end());
+        return console::print_and_finish(EXIT_FAILED, &summary);
     }
-    println!("validated: legal ({} buffers, no overlap)", n);
+    say(
+        &mut summary,
+        format!("validated: legal ({n} buffers, no overlap)"),
+    );
+    let code = if fits { EXIT_OK } else { EXIT_FAILED };
     if let Some(out) = &args.out {
-        let same = match (
-            std::fs::canonicalize(out),
-            std::fs::canonicalize(&args.file),
-        ) {
-            (Ok(x), Ok(y)) => x == y,
-            _ => false,
-        };
-        if same {
-            eprintln!(
-                "tusk dsa: refusing to overwrite the input file {path} (inputs are never modified)"
-            );
-            return 2;
-        }
+        let on_stdout = out.as_os_str() == "-";
         if let Err(e) = csv::write_file(out, &table, &placements) {
-            eprintln!("tusk dsa: cannot write {}: {e}", out.display());
-            return 3;
+            return e.report(code);
+        }
+        if !fits {
+            console::error(format_args!(
+                "wrote {} although the placement does not fit: peak {p} > capacity {capacity}",
+                out.display()
+            ));
+        }
+        if on_stdout {
+            // The placement owns standard output, so it pipes onward.
+            console::eprint(&summary);
+            return code;
         }
         if fits {
-            println!("wrote {}", out.display());
-        } else {
-            eprintln!(
-                "tusk dsa: wrote {} although the placement does not fit: peak {p} > capacity {capacity}",
-                out.display()
-            );
+            say(&mut summary, format!("wrote {}", out.display()));
         }
     }
-    if fits {
-        0
-    } else {
-        1
-    }
+    console::print_and_finish(code, &summary)
 }

@@ -2,6 +2,7 @@
 
 pub mod batch;
 pub mod color;
+pub mod console;
 pub mod csv;
 pub mod dimacs;
 pub mod dsa;
@@ -14,4 +15,5 @@ pub mod json;
 pub mod memmap;
 pub mod run;
 pub mod svg;
+pub mod tempfiles;
 pub mod text;

@@ -8,6 +8,7 @@ use std::fs;
 use std::path::Path;
 use std::process::Command;
 
+#[allow(dead_code)] // each test binary uses a part of the helpers
 mod common;
 
 use common::{scratch, Outcome, BIN};

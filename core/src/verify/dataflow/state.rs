@@ -746,8 +746,7 @@ impl CellMap {
         // Partitions ascend, so each piece's band cursor (the fourth field,
         // from the slab's first band) only moves on.
         for q in p0..p1 {
-            for gi in 0..groups.len() {
-                let (g0, g1, reps) = groups[gi];
+            for &(g0, g1, reps) in groups.iter() {
                 // A segment that is one piece and walked many times is one
                 // group of stride 0; one of several pieces repeats them.
                 let (times, each) = if g1 - g0 == 1 { (1, reps) } else { (reps, 1) };
