@@ -150,6 +150,8 @@ pub fn vetoes(v: &tusk_core::dma::Vetoes) -> Vec<(&'static str, u32)> {
         ("uninit", v.uninit),
         ("conflict", v.conflict),
         ("claim", v.claim),
+        ("dynamic_offset", v.dynamic_offset),
+        ("loop_indexed", v.loop_indexed),
     ]
     .into_iter()
     .filter(|&(_, n)| n > 0)

@@ -217,6 +217,7 @@ impl Gen {
                     offset: offset as u32,
                     elem_size: elem,
                     dims,
+                    ext: Default::default(),
                 }
             }
         }

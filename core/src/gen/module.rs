@@ -540,6 +540,7 @@ impl View {
             offset: self.lo,
             elem_size: elem as u8,
             dims,
+            ext: Default::default(),
         }
     }
 }
@@ -1450,7 +1451,7 @@ mod tests {
                         "{} read before written (seed {seed})",
                         m.mem_name(l)
                     );
-                    assert_eq!(m.mems.bytes[l] % m.mems.elem_size[l] as u32, 0);
+                    assert_eq!(m.mems.bytes[l] % m.elem_size(l) as u32, 0);
                     if m.mems.space[l] == Space::Psum {
                         assert!(m.mems.bytes[l] <= m.target.psum_bank_bytes);
                     }

@@ -791,14 +791,14 @@ fn spill_round(
             None => {
                 let s = m.try_add_mem(name.as_str(), Space::Dram, parts, bytes)?;
                 m.mems.flags[s] = MemFlags::SPILL | MemFlags::INTERNAL;
-                m.set_elem_size(s, m.mems.elem_size[v])?;
+                m.set_elem_size(s, m.elem_size(v))?;
                 s
             }
         };
         let copy_name = spill_name(m, v, n, "Reload");
         let copy = m.try_add_mem(copy_name.as_str(), space, parts, bytes)?;
         m.mems.flags[copy] = MemFlags::RELOAD;
-        m.set_elem_size(copy, m.mems.elem_size[v])?;
+        m.set_elem_size(copy, m.elem_size(v))?;
         m.mems.align[copy] = m.mems.align[v];
         ws.records.push(SpillRecord {
             victim: v,

@@ -71,6 +71,17 @@ pub enum Mismatch {
         /// What the rewritten program reads there.
         found: Value,
     },
+    /// A register term of an original instruction's access pattern was
+    /// dropped, added, or changed (its scale, its window's size, or where
+    /// the static part sits in the window).
+    Term {
+        /// The instruction.
+        inst: Inst,
+        /// The access pattern's operand index (inputs, then outputs).
+        operand: u8,
+        /// True when the rewrite has no register term there.
+        dropped: bool,
+    },
     /// A module output holds something else at the end.
     Output {
         /// The output location.
@@ -151,6 +162,29 @@ impl fmt::Display for MismatchDisplay<'_> {
                     ValueDisplay(m, found),
                     ValueDisplay(m, expected)
                 )
+            }
+            Mismatch::Term {
+                inst,
+                operand,
+                dropped,
+            } => {
+                write!(f, "{inst}")?;
+                if let Some(op) = m.insts.opcode.get(inst) {
+                    write!(f, " ({op})")?;
+                }
+                if dropped {
+                    write!(
+                        f,
+                        " access pattern {}: the rewrite dropped its register offset term",
+                        operand as u32 + 1
+                    )
+                } else {
+                    write!(
+                        f,
+                        " access pattern {}: the rewrite changed its register offset term (added it, or changed its scale or window)",
+                        operand as u32 + 1
+                    )
+                }
             }
             Mismatch::Output {
                 mem,

@@ -1054,6 +1054,7 @@ fn copies_land_byte_for_byte_whatever_the_shapes() {
             p0: p,
             p1: p + parts,
             row: w,
+            bcast: 0,
         };
         put_copy(&mut s, rect, &segs, &src.v, &mut chunk).unwrap();
         back.clear();
