@@ -342,7 +342,10 @@ pub fn to_json(m: &Module) -> JsonModule {
     let mut funcs = Vec::new();
     // An explicit stack of open bodies: the walk is flat, the tree is built
     // here without recursion.
-    let mut stack: Vec<((Loop, Option<u32>), Vec<JsonItem>)> = Vec::new();
+    // Per open body: its loop (INVALID for the function) with its trip
+    // count, and the items so far.
+    type Open = ((Loop, Option<u32>), Vec<JsonItem>);
+    let mut stack: Vec<Open> = Vec::new();
     let mut cur_name = String::new();
     walk(m, |e| match e {
         Event::FuncStart(f) => {
@@ -929,7 +932,13 @@ fn ap(m: &Module, open: &[Loop], path: &str, j: &JsonAp) -> Result<ApSpec, JsonE
         .ok_or_else(|| model(path, format!("undefined location `%{}`", j.loc)))?;
     let parts = m.mems.partitions[loc] as u32;
     let end = j.part_start as u32 + j.part_count as u32;
-    if j.part_count == 0 || end > parts {
+    // A DRAM pattern with a partition step is checked by its flat extent.
+    let max_end = if j.pstep.is_some() && m.mems.space[loc] == Space::Dram {
+        tusk_core::ir::MAX_AP_PARTITIONS as u32
+    } else {
+        parts
+    };
+    if j.part_count == 0 || end > max_end {
         return Err(model(
             path,
             format!(

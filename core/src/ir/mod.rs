@@ -13,6 +13,7 @@ pub mod module;
 #[allow(clippy::indexing_slicing)] // column indexing by typed ids (see the crate docs)
 pub mod names;
 pub mod pattern;
+#[allow(clippy::indexing_slicing)] // column indexing by typed ids (see the crate docs)
 pub mod shape;
 pub mod types;
 

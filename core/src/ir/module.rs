@@ -1040,6 +1040,67 @@ impl Module {
         }
     }
 
+    /// Replaces the extension of input-then-output operand `k` of
+    /// instruction `i` (a rewrite that changes how a pattern moves), with
+    /// the checks of [`pattern::check`]. Fails without changing anything
+    /// when the pattern would break them or when the pool has no room for
+    /// a pattern that had no extension (never grows: pass use).
+    pub fn set_ap_ext(&mut self, i: Inst, k: usize, ext: ApExt) -> Result<(), IrError> {
+        let Some(a) = self.all_aps(i).nth(k) else {
+            return Err(IrError::BadOperand {
+                what: "an operand index past the instruction's patterns",
+            });
+        };
+        let inner = self
+            .blocks
+            .loop_
+            .get(self.insts.block[i])
+            .copied()
+            .unwrap_or(Loop::INVALID);
+        let read = k < self.operands(i).n_in as usize;
+        pattern::check(
+            self,
+            inner,
+            self.uses(i).len(),
+            read,
+            self.aps.loc[a],
+            self.aps.part_start[a] as u16,
+            self.aps.part_count[a] as u16,
+            self.aps.offset[a],
+            self.aps.elem_size[a],
+            self.ap_dims(a),
+            &ext,
+        )
+        .map_err(|error| IrError::BadPattern {
+            operand: k as u8,
+            error,
+        })?;
+        match (self.aps.ext[a], ext.is_plain()) {
+            (NO_EXT, true) => {}
+            (NO_EXT, false) => {
+                if self.ap_ext.len() == self.ap_ext.capacity() {
+                    return Err(IrError::Full {
+                        what: "access-pattern extensions in the reserved workspace",
+                        limit: self.ap_ext.capacity() as u64,
+                    });
+                }
+                self.ap_ext.push(ext);
+                self.aps.ext[a] = (self.ap_ext.len() - 1) as u32;
+            }
+            (x, true) => {
+                // The pool slot stays (unreferenced): ids are never reused.
+                let _ = x;
+                self.aps.ext[a] = NO_EXT;
+            }
+            (x, false) => {
+                if let Some(slot) = self.ap_ext.get_mut(x as usize) {
+                    *slot = ext;
+                }
+            }
+        }
+        Ok(())
+    }
+
     /// Names a loop's induction variable (what the text prints in loop
     /// terms). The name is interned.
     pub fn set_loop_name(&mut self, l: Loop, name: &str) -> Result<(), IrError> {
@@ -1589,7 +1650,15 @@ impl Module {
             });
         }
         let parts = self.mems.partitions[s.loc];
-        if s.part_count == 0 || s.part_start as u32 + s.part_count as u32 > parts as u32 {
+        // A DRAM pattern with a partition step is checked by its flat
+        // extent ([`pattern::check`]).
+        let pitched = s.ext.pstep.is_some() && self.mems.space[s.loc] == Space::Dram;
+        let max_end = if pitched {
+            MAX_AP_PARTITIONS as u32
+        } else {
+            parts as u32
+        };
+        if s.part_count == 0 || s.part_start as u32 + s.part_count as u32 > max_end {
             return Err(IrError::BadOperand {
                 what: "a partition range outside its location",
             });

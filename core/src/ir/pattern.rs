@@ -234,11 +234,14 @@ pub fn extent(
         // q × pitch for the pattern's partitions.
         let row = m.mems.bytes.get(loc).copied().unwrap_or(0) as i64;
         let pitch = step.saturating_mul(part_count.saturating_sub(1) as i64);
+        // The first row's hull over the iterations: [p0, p1 - width].
+        let width = if step == 0 { 1 } else { part_count as i64 };
+        let first_hi = p1.saturating_sub(width);
         return Extent {
             part_lo: 0,
             part_hi: 1,
             byte_lo: p0.saturating_mul(row).saturating_add(b0),
-            byte_hi: (p1 - 1)
+            byte_hi: first_hi
                 .saturating_mul(row)
                 .saturating_add(pitch)
                 .saturating_add(b1),
@@ -275,7 +278,7 @@ pub fn check(
         return Ok(());
     }
     for (k, t) in ext.terms.iter().enumerate() {
-        if ext.terms[..k].iter().any(|u| u.lp == t.lp) {
+        if ext.terms.iter().take(k).any(|u| u.lp == t.lp) {
             return Err(PatternError::DuplicateLoop);
         }
         match m.loops.trip.get(t.lp) {

@@ -111,7 +111,9 @@ pub(super) fn outside(m: &Module, i: Inst, a: Ap) -> Option<Reach> {
     if m.mems.space[l] == Space::Dram && ext.pstep.is_some() {
         let step = ext.pstep.unwrap_or(0) as i64;
         let f0 = p0.saturating_mul(row).saturating_add(b0);
-        let f1 = (p1 - 1)
+        // The first row's last position over the iterations.
+        let first_hi = p1 - if bcast { 1 } else { n };
+        let f1 = first_hi
             .saturating_mul(row)
             .saturating_add(step.saturating_mul(n - 1))
             .saturating_add(b1);

@@ -1213,7 +1213,21 @@ impl<'a> Parser<'a> {
         let p0 = self.word_num(&pt, b'p', "first partition", NO_PARTITION as u64 - 1)?;
         self.expect(Tok::Colon, "`:` in the partition range")?;
         let p1 = self.int_in("partition end", 0, NO_PARTITION as u64 - 1)?;
-        if p1 <= p0 || p1 > parts as u64 {
+        let mut ext = ApExt::default();
+        self.terms(&mut ext, true, false)?;
+        if self.is_word("step") {
+            self.bump()?;
+            ext.pstep = Some(self.int_in("partition step", 0, u32::MAX as u64)? as u32);
+        }
+        // A DRAM pattern with a partition step addresses rows by the step,
+        // not by the location's partitions: its flat extent is checked.
+        let pitched = ext.pstep.is_some() && self.m.mems.space[loc] == Space::Dram;
+        let max_end = if pitched {
+            tusk_core::ir::MAX_AP_PARTITIONS as u64
+        } else {
+            parts as u64
+        };
+        if p1 <= p0 || p1 > max_end {
             return Err(self.invalid(
                 pt.start,
                 format!(
@@ -1222,12 +1236,6 @@ impl<'a> Parser<'a> {
             ));
         }
         let (p0, pn) = (p0 as u16, (p1 - p0) as u16);
-        let mut ext = ApExt::default();
-        self.terms(&mut ext, true, false)?;
-        if self.is_word("step") {
-            self.bump()?;
-            ext.pstep = Some(self.int_in("partition step", 0, u32::MAX as u64)? as u32);
-        }
         self.expect(Tok::Comma, "`,` after the partition range")?;
         let bytes = self.m.mems.bytes[loc];
         let mut spec = if self.tok.kind == Tok::Int {
