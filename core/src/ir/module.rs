@@ -1274,6 +1274,16 @@ impl Module {
         }
     }
 
+    /// How messages name an instruction: its text with location and
+    /// register names (patterns abbreviated to their location), and where
+    /// it stands — `` `%e = activation exp %s, %nmx` (block qtile, 4th) ``.
+    pub fn describe_inst(&self, i: Inst) -> InstDescription<'_> {
+        InstDescription {
+            module: self,
+            inst: i,
+        }
+    }
+
     /// The `name@SB<p,b>(P x B)` spelling used in messages.
     pub fn describe_mem(&self, m: MemLoc) -> MemDescription<'_> {
         MemDescription {
@@ -2065,6 +2075,71 @@ fn legacy_ext(m: &Module, s: &ApSpec) -> ApExt {
         window_hi: m.mems.bytes.get(s.loc).copied().unwrap_or(0),
     });
     e
+}
+
+/// See [`Module::describe_inst`].
+#[derive(Copy, Clone, Debug)]
+pub struct InstDescription<'m> {
+    module: &'m Module,
+    inst: Inst,
+}
+
+impl fmt::Display for InstDescription<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let (m, i) = (self.module, self.inst);
+        let Some(&op) = m.insts.opcode.get(i) else {
+            return write!(f, "{i}");
+        };
+        let loc = |a: Ap| {
+            m.mems
+                .name
+                .get(m.aps.loc[a])
+                .map_or("?", |&n| m.names.get(n))
+        };
+        let reg = |r: Reg| m.regs.name.get(r).map_or("?", |&n| m.names.get(n));
+        f.write_str("`")?;
+        let mut first = true;
+        for a in m.outputs(i) {
+            write!(f, "{}%{}", if first { "" } else { ", " }, loc(a))?;
+            first = false;
+        }
+        for &r in m.defs(i) {
+            write!(f, "{}${}", if first { "" } else { ", " }, reg(r))?;
+            first = false;
+        }
+        if !first {
+            f.write_str(" = ")?;
+        }
+        f.write_str(op.mnemonic())?;
+        let sub = m.insts.subop[i];
+        if sub != SubOp::None {
+            write!(f, " {}", sub.keyword())?;
+        }
+        let mut first = true;
+        for a in m.inputs(i) {
+            write!(f, "{}%{}", if first { " " } else { ", " }, loc(a))?;
+            first = false;
+        }
+        for &r in m.uses(i) {
+            write!(f, "{}${}", if first { " " } else { ", " }, reg(r))?;
+            first = false;
+        }
+        f.write_str("`")?;
+        let b = m.insts.block[i];
+        if b.is_valid() {
+            let nth = m.block_insts(b).position(|x| x == i).map_or(0, |k| k + 1);
+            let suffix = match (nth % 10, nth % 100) {
+                (1, r) if r != 11 => "st",
+                (2, r) if r != 12 => "nd",
+                (3, r) if r != 13 => "rd",
+                _ => "th",
+            };
+            write!(f, " (block {}, {nth}{suffix})", m.block_name(b))?;
+        } else {
+            f.write_str(" (removed)")?;
+        }
+        Ok(())
+    }
 }
 
 /// `name@SB<p,b>(P x B)`.

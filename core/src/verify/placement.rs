@@ -345,24 +345,12 @@ impl fmt::Display for RegDescription<'_> {
     }
 }
 
-/// `inst7 (matmul)`.
-struct InstDescription<'m>(&'m Module, Inst);
-
-impl fmt::Display for InstDescription<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self.0.insts.opcode.get(self.1) {
-            Some(op) => write!(f, "{} ({op})", self.1),
-            None => write!(f, "{}", self.1),
-        }
-    }
-}
-
 impl fmt::Display for FindingDisplay<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let m = self.module;
         let d = |x: MemLoc| m.describe_mem(x);
         let r = |x: Reg| RegDescription(m, x);
-        let i = |x: Inst| InstDescription(m, x);
+        let i = |x: Inst| m.describe_inst(x);
         match *self.finding {
             Finding::Unplaced { mem, inst, pos } => write!(
                 f,

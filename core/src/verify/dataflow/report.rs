@@ -121,11 +121,13 @@ impl fmt::Display for ValueDisplay<'_> {
             Origin::Uninit => f.write_str("uninitialized memory"),
             Origin::Input(x) => write!(f, "byte {} of input %{}", self.1.offset, m.mem_name(x)),
             Origin::Def { inst, operand } => {
-                write!(f, "byte {} of output {operand} of {inst}", self.1.offset)?;
-                if let Some(op) = m.insts.opcode.get(inst) {
-                    write!(f, " ({op})")?;
-                }
-                Ok(())
+                write!(
+                    f,
+                    "byte {} of output {} of {}",
+                    self.1.offset,
+                    operand as u32 + 1,
+                    m.describe_inst(inst)
+                )
             }
         }
     }
@@ -144,11 +146,12 @@ impl fmt::Display for MismatchDisplay<'_> {
                 expected,
                 found,
             } => {
-                write!(f, "{inst}")?;
-                if let Some(op) = m.insts.opcode.get(inst) {
-                    write!(f, " ({op})")?;
-                }
-                write!(f, " operand {operand} reading ")?;
+                write!(
+                    f,
+                    "{} operand {} reading ",
+                    m.describe_inst(inst),
+                    operand as u32 + 1
+                )?;
                 match reads {
                     Operand::Mem(x) => write!(f, "{}", m.describe_mem(x))?,
                     Operand::Reg(r) => write!(f, "${}", m.reg_name(r))?,
@@ -168,10 +171,7 @@ impl fmt::Display for MismatchDisplay<'_> {
                 operand,
                 dropped,
             } => {
-                write!(f, "{inst}")?;
-                if let Some(op) = m.insts.opcode.get(inst) {
-                    write!(f, " ({op})")?;
-                }
+                write!(f, "{}", m.describe_inst(inst))?;
                 if dropped {
                     write!(
                         f,
