@@ -495,3 +495,43 @@ entry:
         "{t}"
     );
 }
+
+/// A tile filled slice by slice in a loop and read after it keeps every
+/// iteration's slice: live over the whole loop, so the loop's temporaries
+/// cannot take its space (the allocators and the verifier once let them,
+/// and only the dataflow checker saw the clobber).
+#[test]
+fn a_tile_written_in_slices_by_a_loop_is_live_over_the_loop() {
+    let src = "target trn2
+dram %x [128 x 4096] fp32 input
+dram %y [128 x 4096] fp32 output
+sb %t [128 x 1024] fp32
+sb %u [128 x 1024] fp32
+sb %acc [128 x 4096] fp32
+func @main {
+entry:
+  loop i in 4 {
+  body:
+    %t = load %x[p0:128, 0:1024 +1024*i]
+    %u = tensor_copy %t
+    %acc[p0:128, 0:1024 +1024*i] = tensor_copy %u
+  }
+  %y = save %acc
+}
+";
+    let input = parse(src);
+    for opt in [0u8, 1, 2, 3, 6, 8] {
+        let mut m = input.clone();
+        let opts = Options {
+            optlevel: opt,
+            ..Options::default()
+        }
+        .normalize()
+        .unwrap();
+        let mut ws = Workspace::new();
+        let r = pipeline::reserve_and_run(&mut m, &opts, &mut ws, &mut Ticks(0), Some(&input))
+            .unwrap_or_else(|e| panic!("optlevel {opt}: {}", e.display(&m)));
+        // %acc + %t + %u are live together: 6144 bytes per partition.
+        assert_eq!(r.space(Space::Sb).lower_bound, 6144, "optlevel {opt}");
+    }
+}

@@ -7,7 +7,12 @@
 //! - a value accessed inside loop `L` but defined before `L` starts is live
 //!   until `L`'s last position (the next iteration reads it again);
 //! - a value whose first access is a read inside `L` and that `L` also
-//!   writes later is carried around the back edge: live over all of `L`.
+//!   writes later is carried around the back edge: live over all of `L`;
+//! - a value that `L` writes only in part (a slice, or a pattern that moves
+//!   with the loop) and that is accessed after that write keeps, at the
+//!   next iteration's start, the bytes earlier iterations wrote: live over
+//!   all of `L` (the bytes a later iteration writes are not the ones it
+//!   reads back, in general).
 //!
 //! Per value the accesses are kept in position order (a CSR), which gives the
 //! remaining-use counts the linear scan needs: `remaining_uses(v, p)` counts
@@ -24,6 +29,12 @@ use crate::ir::{
 
 /// `start` of a value that is never live.
 pub const NOT_LIVE: u32 = u32::MAX;
+
+/// An access that writes the whole value.
+const FULL_WRITE: u8 = 1;
+/// An access that writes part of a location (a slice, or a pattern that
+/// moves): the rest keeps what it held.
+const PARTIAL_WRITE: u8 = 2;
 
 /// An inclusive position interval.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -57,7 +68,8 @@ pub struct Liveness<K> {
     /// CSR offsets into `acc_pos`, one more entry than values.
     acc_off: Vec<u32>,
     acc_pos: Vec<u32>,
-    /// 1 for a write, 0 for a read, parallel to `acc_pos`.
+    /// 0 for a read, [`FULL_WRITE`] or [`PARTIAL_WRITE`], parallel to
+    /// `acc_pos`.
     acc_write: Vec<u8>,
     /// Scratch: fill cursor per value.
     cursor: Vec<u32>,
@@ -184,7 +196,7 @@ impl<K: EntityRef> Liveness<K> {
     /// for every access of the instruction.
     fn build<F>(&mut self, m: &Module, order: &LinearOrder, n_values: usize, mut each: F)
     where
-        F: FnMut(&Module, Inst, &mut dyn FnMut(K, bool)),
+        F: FnMut(&Module, Inst, &mut dyn FnMut(K, u8)),
     {
         self.acc_off.clear();
         self.acc_off.resize(n_values + 1, 0);
@@ -213,7 +225,7 @@ impl<K: EntityRef> Liveness<K> {
                 if let Some(c) = cursor.get_mut(v.index()) {
                     let slot = *c as usize;
                     pos[slot] = p as u32;
-                    wr[slot] = w as u8;
+                    wr[slot] = w;
                     *c += 1;
                 }
             });
@@ -260,6 +272,21 @@ impl<K: EntityRef> Liveness<K> {
                 l = m.loops.parent[l];
             }
             end = widest;
+        }
+        // Loop rule, part 3: written in part inside a loop and accessed
+        // after that write: earlier iterations' bytes are carried.
+        for k in a..b {
+            if self.acc_write[k] != PARTIAL_WRITE || self.acc_pos[k] >= end {
+                continue;
+            }
+            let mut l = order.loop_at(self.acc_pos[k]);
+            while l.is_valid() {
+                if let Some((ls, le)) = order.loop_span(l) {
+                    start = start.min(ls);
+                    end = end.max(le);
+                }
+                l = m.loops.parent[l];
+            }
         }
         // Loop rule, part 2: read first, written later in the same loop.
         if a < b && self.acc_write[a] == 0 && !live_from_entry {
@@ -309,10 +336,15 @@ impl Liveness<MemLoc> {
     pub fn compute(&mut self, m: &Module, order: &LinearOrder) {
         self.build(m, order, m.num_mems(), |m, i, f| {
             for a in m.inputs(i) {
-                f(m.aps.loc[a], false);
+                f(m.aps.loc[a], 0);
             }
             for a in m.outputs(i) {
-                f(m.aps.loc[a], true);
+                let w = if m.is_full_access(a) {
+                    FULL_WRITE
+                } else {
+                    PARTIAL_WRITE
+                };
+                f(m.aps.loc[a], w);
             }
         });
         for v in m.mems.space.keys() {
@@ -385,10 +417,10 @@ impl Liveness<Reg> {
     pub fn compute(&mut self, m: &Module, order: &LinearOrder) {
         self.build(m, order, m.num_regs(), |m, i, f| {
             for &r in m.uses(i) {
-                f(r, false);
+                f(r, 0);
             }
             for &r in m.defs(i) {
-                f(r, true);
+                f(r, FULL_WRITE);
             }
         });
         for v in m.regs.lanes.keys() {

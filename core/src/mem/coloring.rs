@@ -43,6 +43,7 @@
 //! reload, reads and writes, moves to the copy.
 
 use alloc::vec::Vec;
+use arrayvec::ArrayVec;
 use core::fmt;
 
 use super::exact::{Budget, Clock, ExactOptions, ExactWorkspace, Objective, Status};
@@ -366,6 +367,9 @@ impl ColoringWorkspace {
         storage: &mut StorageReport,
     ) {
         let n = m.capacity().mems.max(m.num_mems() + 2 * SPILL_HEADROOM);
+        // Every space's problem and graph first: the colorer is the
+        // allocator, the search its fallback, so the graphs get their share
+        // of the budget before any search does.
         for &space in spaces {
             let mut p = new_problem(m, space, n);
             storage.add(problem_part(space), p.heap_bytes());
@@ -390,33 +394,51 @@ impl ColoringWorkspace {
                     });
                 }
                 storage.add(graph_part(space), self.gca.heap_bytes() - before);
-                // Nothing to place (every buffer fixed): no search to size.
-                let to_place = p.buffers().iter().any(|b| b.pin.is_none() && !b.is_void());
-                if exact && to_place {
-                    let before = self.exact.heap_bytes();
-                    let available = storage.allowance();
-                    let r = self.exact.reserve_within(&p, available);
-                    self.exact.reserve_headroom(p.len() + 2 * SPILL_HEADROOM);
-                    if r.refused {
-                        storage.skip(Skipped {
-                            method: search_method(space),
-                            instead: "the coloring allocator's placement",
-                            needed: r.needed.total(),
-                            available,
-                            cut_short: false,
-                        });
-                    } else if r.granted < r.needed.total() {
-                        storage.skip(Skipped {
-                            method: search_method(space),
-                            instead: "a search that stops early when its stacks fill",
-                            needed: r.needed.total(),
-                            available,
-                            cut_short: true,
-                        });
-                    }
-                    storage.add(search_part(space), self.exact.heap_bytes() - before);
-                }
             }
+            self.problems[space.slot()] = Some(p);
+        }
+        if !exact {
+            return;
+        }
+        // Then each search, with an equal share of what is left for the
+        // spaces still to come.
+        let searched: ArrayVec<Space, 3> = spaces
+            .iter()
+            .copied()
+            .filter(|s| {
+                self.problems[s.slot()].as_ref().is_some_and(|p| {
+                    // Nothing to place (every buffer fixed): no search.
+                    p.buffers().iter().any(|b| b.pin.is_none() && !b.is_void())
+                })
+            })
+            .collect();
+        for (k, &space) in searched.iter().enumerate() {
+            let Some(p) = self.problems[space.slot()].take() else {
+                continue;
+            };
+            let before = self.exact.heap_bytes();
+            let left = (searched.len() - k) as u64;
+            let available = storage.allowance() / left;
+            let r = self.exact.reserve_within(&p, available);
+            self.exact.reserve_headroom(p.len() + 2 * SPILL_HEADROOM);
+            if r.refused {
+                storage.skip(Skipped {
+                    method: search_method(space),
+                    instead: "the coloring allocator's placement",
+                    needed: r.needed.total(),
+                    available,
+                    cut_short: false,
+                });
+            } else if r.granted < r.needed.total() {
+                storage.skip(Skipped {
+                    method: search_method(space),
+                    instead: "a search that stops early when its stacks fill",
+                    needed: r.needed.total(),
+                    available,
+                    cut_short: true,
+                });
+            }
+            storage.add(search_part(space), self.exact.heap_bytes() - before);
             self.problems[space.slot()] = Some(p);
         }
     }

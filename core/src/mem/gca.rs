@@ -155,9 +155,6 @@ pub struct GcaWorkspace {
     timeline: Timeline,
     /// The linear-storage fallback when the graph does not fit the budget.
     greedy: GreedyWorkspace,
-    /// Set by [`GcaWorkspace::reserve_within`] when the graph of the
-    /// problem it sized would need more than the allowance (its bytes).
-    refused: Option<u64>,
 }
 
 /// What [`GcaWorkspace::reserve_within`] did.
@@ -224,12 +221,12 @@ impl GcaWorkspace {
             .saturating_add((e as u128 * 2 * 4).min(u64::MAX as u128) as u64);
         let refused = needed > allowance;
         let grow = |v: &mut Vec<u32>, k: usize| v.reserve(k.saturating_sub(v.len()));
-        if refused {
-            self.refused = Some(needed);
-            self.greedy.reserve(n);
-        } else {
-            self.refused = None;
-            grow(&mut self.adj_off, n + 1);
+        // The workspace serves every space: what one problem was refused
+        // does not shrink what another was granted. A problem whose graph
+        // does not fit what is reserved is placed greedily (see `solve`).
+        self.greedy.reserve(n);
+        grow(&mut self.adj_off, n + 1);
+        if !refused {
             grow(&mut self.adj, (2 * e) as usize);
         }
         grow(&mut self.by_lower, n);
@@ -331,10 +328,18 @@ impl GcaWorkspace {
         }
     }
 
-    /// Builds the CSR interference graph; returns the edge count.
-    fn build_graph(&mut self, p: &Problem) -> u64 {
+    /// Builds the CSR interference graph; returns the edge count, or `None`
+    /// (without growing) when its adjacency exceeds what was reserved.
+    fn build_graph(&mut self, p: &Problem) -> Option<u64> {
         let n = p.len();
         self.sort_lists(p);
+        // The edge count first (no neighbour visits): a graph larger than
+        // the reserved adjacency is not built at all.
+        let mut edges = 0u64;
+        self.sweep(p, |_, active| edges += active.len() as u64);
+        if edges.saturating_mul(2) > self.adj.capacity() as u64 {
+            return None;
+        }
         // Pass 1: degrees.
         let mut deg = core::mem::take(&mut self.adj_off);
         deg.clear();
@@ -367,7 +372,7 @@ impl GcaWorkspace {
         self.adj_off = deg;
         self.adj = adj;
         self.order = cursor;
-        (total / 2) as u64
+        Some((total / 2) as u64)
     }
 
     fn degree(&self, v: usize) -> u32 {
@@ -384,7 +389,8 @@ impl GcaWorkspace {
     ) -> GcaOutcome {
         let bufs = problem.buffers();
         let n = bufs.len();
-        if self.refused.is_some() {
+        let Some(edges) = self.build_graph(problem) else {
+            // The graph needs more adjacency than the budget let us reserve.
             let lower_bound = problem.lower_bound(&mut self.timeline).bytes;
             let pk = self.greedy.place(problem, GreedyRule::BySize, out);
             return GcaOutcome {
@@ -395,8 +401,7 @@ impl GcaWorkspace {
                 replays: 0,
                 edges: 0,
             };
-        }
-        let edges = self.build_graph(problem);
+        };
         let lower_bound = problem.lower_bound(&mut self.timeline).bytes;
         self.current.clear();
         self.current.resize(n, Placement::default());

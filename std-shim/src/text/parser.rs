@@ -1126,10 +1126,23 @@ impl<'a> Parser<'a> {
         spec.outputs = &self.outs;
         spec.uses = &self.uses;
         spec.defs = &self.defs;
-        let i = self
-            .m
-            .append_inst(block, &spec)
-            .map_err(|e| ParseError::at(self.lx.src(), at as usize, ErrorKind::Ir(e)))?;
+        let i = match self.m.append_inst(block, &spec) {
+            Ok(i) => i,
+            // Name the location of a pattern that breaks its rules.
+            Err(tusk_core::ir::IrError::BadPattern { operand, error }) => {
+                let loc = spec
+                    .inputs
+                    .iter()
+                    .chain(spec.outputs)
+                    .nth(operand as usize)
+                    .map_or("?", |s| self.m.mem_name(s.loc));
+                return Err(self.invalid(
+                    at,
+                    format!("`{mn}` access pattern {} on %{loc} {error}", operand + 1),
+                ));
+            }
+            Err(e) => return Err(ParseError::at(self.lx.src(), at as usize, ErrorKind::Ir(e))),
+        };
         if let Err(e) = tusk_core::ir::shape::check(&self.m, i) {
             return Err(self.invalid(at, format!("`{mn}` {e}")));
         }
