@@ -331,6 +331,12 @@ fn example_files() -> Vec<PathBuf> {
     out
 }
 
+/// A broken example whose planted violation is a pattern outside its
+/// location: the reader refuses it (std-shim/tests/driver.rs checks where).
+fn refused_by_design(src: &[u8]) -> bool {
+    src.starts_with(b"; expect: pattern-outside ")
+}
+
 #[test]
 fn every_example_round_trips() {
     let files = example_files();
@@ -340,6 +346,9 @@ fn every_example_round_trips() {
     }
     for p in &files {
         let src = std::fs::read(p).unwrap();
+        if refused_by_design(&src) {
+            continue;
+        }
         let m = text::parse(&src).unwrap_or_else(|e| panic!("{}:{e}", p.display()));
         let canonical = text::print(&m);
         assert_round_trips(&p.display().to_string(), &canonical);
@@ -347,8 +356,26 @@ fn every_example_round_trips() {
     println!("{} examples round-trip", files.len());
 }
 
-/// Every prefix of a real module, and many random byte mutations of it,
-/// parse or fail with a positioned error; none panics.
+/// Prefixes a module of `len` bytes is cut to: every one up to
+/// [`EVERY_PREFIX_UP_TO`] bytes, else [`SPREAD`] spread evenly (parsing every
+/// prefix costs the square of the length; the kernels run to 60 KB).
+fn cuts(len: usize) -> impl Iterator<Item = usize> {
+    let step = if len <= EVERY_PREFIX_UP_TO {
+        1
+    } else {
+        len.div_ceil(SPREAD)
+    };
+    (0..len).step_by(step)
+}
+
+/// See [`cuts`].
+const EVERY_PREFIX_UP_TO: usize = 8192;
+/// See [`cuts`].
+const SPREAD: usize = 2048;
+
+/// Every prefix of a real module (a spread of them for the large ones), and
+/// many random byte mutations of it, parse or fail with a positioned error;
+/// none panics.
 #[test]
 fn truncated_and_mutated_inputs_never_panic() {
     let mut sources: Vec<Vec<u8>> = example_files()
@@ -360,7 +387,7 @@ fn truncated_and_mutated_inputs_never_panic() {
     let mut r = Rng::new(42);
     let mut errors = 0;
     for src in &sources {
-        for cut in 0..src.len() {
+        for cut in cuts(src.len()) {
             if let Err(e) = text::parse(&src[..cut]) {
                 assert!(e.line >= 1 && e.col >= 1);
                 errors += 1;
