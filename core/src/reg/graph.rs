@@ -313,6 +313,69 @@ impl InterferenceGraph {
         Ok(())
     }
 
+    /// Builds the graph from an edge list in O(N + E) without sorting:
+    /// rows keep the list's order, and repeated edges are dropped by a
+    /// per-row stamp (`repeats` false: the caller guarantees there are
+    /// none, and the stamp pass is skipped). Self loops are dropped. The
+    /// neighbour order differs from [`Self::build_from_edges`] (which
+    /// sorts), so this is for callers that do not depend on it.
+    pub fn build_from_edges_unsorted(
+        &mut self,
+        lanes: &[u8],
+        edges: &[(u32, u32)],
+        repeats: bool,
+    ) -> Result<(), GraphError> {
+        self.reset(lanes)?;
+        let n = self.n;
+        for &(u, v) in edges {
+            for x in [u, v] {
+                if x as usize >= n {
+                    return Err(GraphError::BadNode {
+                        node: x as u64,
+                        nodes: n as u64,
+                    });
+                }
+            }
+            if u != v {
+                self.row_len[u as usize] += 1;
+                self.row_len[v as usize] += 1;
+            }
+        }
+        self.layout_rows()?;
+        for &(u, v) in edges {
+            if u != v {
+                self.push_edge(u as usize, v as usize);
+            }
+        }
+        if repeats {
+            Self::check_cap(&self.order, n, "order")?;
+            self.order.clear();
+            self.order.resize(n, u32::MAX);
+            for v in 0..n {
+                let s = self.row_start[v] as usize;
+                let mut w = 0usize;
+                for r in 0..self.row_len[v] as usize {
+                    let u = self.adj[s + r];
+                    if self.order[u as usize] != v as u32 {
+                        self.order[u as usize] = v as u32;
+                        self.adj[s + w] = u;
+                        w += 1;
+                    }
+                }
+                self.row_len[v] = w as u32;
+            }
+        }
+        for v in 0..n {
+            let s = self.row_start[v] as usize;
+            let mut two = 0;
+            for &u in &self.adj[s..s + self.row_len[v] as usize] {
+                two += (self.lanes[u as usize] == 2) as u32;
+            }
+            self.deg2[v] = two;
+        }
+        Ok(())
+    }
+
     /// Builds the interval graph of closed intervals `[start[v], end[v]]`
     /// over program positions `0..positions`: two nodes interfere when
     /// their intervals share a position. Nodes with `start > end` are
@@ -439,6 +502,22 @@ mod tests {
         assert!(g.interferes(2, 1) && g.interferes(1, 2));
         assert!(!g.interferes(0, 2));
         assert_eq!(g.lanes(2), 2);
+    }
+
+    #[test]
+    fn unsorted_build_matches_the_sorted_one() {
+        let edges = [(0, 1), (1, 0), (1, 2), (2, 2), (3, 1), (3, 0), (0, 3)];
+        let lanes = [1, 1, 2, 1];
+        let mut a = InterferenceGraph::with_capacity(4, 16);
+        a.build_from_edges(&lanes, &edges).unwrap();
+        let mut b = InterferenceGraph::with_capacity(4, 16);
+        b.build_from_edges_unsorted(&lanes, &edges, true).unwrap();
+        for v in 0..4 {
+            let mut row = b.neighbors(v).to_vec();
+            row.sort();
+            assert_eq!(row, a.neighbors(v), "row {v}");
+            assert_eq!(a.degree2(v), b.degree2(v));
+        }
     }
 
     #[test]

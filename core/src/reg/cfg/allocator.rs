@@ -120,7 +120,10 @@ pub struct CfgConfig {
 impl Default for CfgConfig {
     fn default() -> Self {
         CfgConfig {
-            color: ColorConfig::tuned(0),
+            color: ColorConfig {
+                repair_moves: 0,
+                ..ColorConfig::tuned(0)
+            },
             max_rounds: 40,
             conservative_joins: true,
         }
@@ -409,7 +412,7 @@ impl CfgAllocator {
                 stats.max_live = self.walk.max_live;
             }
             self.graph
-                .build_from_edges(&self.prog.lanes, &self.walk.edges)
+                .build_from_edges_unsorted(&self.prog.lanes, &self.walk.edges, false)
                 .map_err(CfgAllocError::Graph)?;
             let joins = self.config.conservative_joins;
             let mut uncolored = self.coalesce_and_color(k, &ccfg, joins)?;
@@ -491,7 +494,7 @@ impl CfgAllocator {
             joins,
         );
         self.cgraph
-            .build_from_edges(&self.coal.node_lanes, &self.coal.class_edges)
+            .build_from_edges_unsorted(&self.coal.node_lanes, &self.coal.class_edges, true)
             .map_err(CfgAllocError::Graph)?;
         let n = self.coal.node_root.len();
         self.colors.clear();

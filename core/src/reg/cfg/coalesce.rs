@@ -36,7 +36,10 @@ use super::program::{Program, BLOCK_RELOAD, NONE, TEMP};
 use crate::reg::graph::InterferenceGraph;
 
 /// Neighbour visits one class-interference or Briggs test may make.
-pub const TEST_BUDGET: u32 = 1 << 14;
+pub const TEST_BUDGET: u32 = 1 << 11;
+/// Neighbour visits one Briggs test may make (it touches both classes and
+/// every neighbour's root, so it is kept tighter).
+pub const BRIGGS_BUDGET: u32 = 1 << 8;
 
 #[derive(Copy, Clone, Debug)]
 struct Cand {
@@ -159,8 +162,13 @@ impl Coalescer {
             self.now = 1;
         }
         let lanes = p.lanes[ra as usize];
+        // Fewer lanes of neighbours in all than K: no need to look closer.
+        let all = self.cdeg[ra as usize].saturating_add(self.cdeg[rb as usize]);
+        if (lanes == 1 && all < k) || (lanes == 2 && all < k / 2) {
+            return true;
+        }
         let mut significant = 0u32;
-        let mut budget = TEST_BUDGET;
+        let mut budget = BRIGGS_BUDGET;
         for root in [ra, rb] {
             let mut m = root;
             loop {

@@ -143,7 +143,7 @@ impl Walk {
         }
         self.max_live = self.max_live.max(self.pressure);
         if edges {
-            for &d in defs {
+            for (j, &d) in defs.iter().enumerate() {
                 if !p.in_reg(d) {
                     continue;
                 }
@@ -155,8 +155,11 @@ impl Walk {
                         capacity: self.edges.capacity() as u64,
                     });
                 }
+                // Once per pair: a vreg is defined at one point only, and
+                // within the point's group the earlier defs already paired
+                // with the later ones.
                 for &x in &self.live.dense {
-                    if x != d && x != exempt {
+                    if x != d && x != exempt && !defs[..j].contains(&x) {
                         self.edges.push((d, x));
                     }
                 }
