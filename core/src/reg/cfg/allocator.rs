@@ -378,7 +378,14 @@ impl CfgAllocator {
                     rounds: self.config.max_rounds,
                 });
             }
-            self.liveness()?;
+            // A spill round changes the occurrences of the spilled values
+            // only (their temporaries are local to one block), so the
+            // live sets of every other value stay as they were: the
+            // liveness is computed once, and the walk skips the values
+            // that went to slots since.
+            if stats.rounds == 1 {
+                self.liveness()?;
+            }
             if stats.rounds == 1 {
                 if let Some(g) = self.live.live_in_of(self.prog.entry as usize).next() {
                     let v = VReg(self.live.globals[g as usize]);
@@ -423,6 +430,7 @@ impl CfgAllocator {
                     self.tied_copy(i, t)?;
                 }
                 self.prog.sort_pseudo();
+                self.liveness()?;
                 continue;
             }
             if uncolored > 0 && joins && self.coal.merged_conservative > 0 {

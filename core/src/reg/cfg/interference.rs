@@ -190,7 +190,10 @@ impl Walk {
         self.pressure = 0;
         for g in lv.live_out_of(b) {
             let v = lv.globals[g as usize];
-            self.add(p, v);
+            // Spilled since the liveness ran: in its slot, not live here.
+            if p.in_reg(v) {
+                self.add(p, v);
+            }
         }
         self.max_live = self.max_live.max(self.pressure);
         let (ps, pe) = p.pseudo_range(b);

@@ -36,6 +36,7 @@ pub(crate) struct Liveness {
     gen: Vec<u64>,
     kill: Vec<u64>,
     row: Vec<u64>,
+    dirty: Vec<bool>,
     /// Per vreg the block defining it ([`NONE`]: none, or in a slot).
     pub def_block: Vec<u32>,
     /// Sweeps the last fixpoint took.
@@ -70,6 +71,7 @@ impl Liveness {
             up(v, blocks * words);
         }
         up(&mut self.row, words);
+        up(&mut self.dirty, blocks);
     }
 
     /// Computes the liveness of `p`. Fails when the globals do not fit the
@@ -166,13 +168,20 @@ impl Liveness {
                 }
             }
         }
-        // The fixpoint.
+        // The fixpoint: sweeps in post-order over the blocks whose
+        // successors changed since their last visit.
+        self.dirty.clear();
+        self.dirty.resize(nb, true);
         self.sweeps = 0;
         loop {
             self.sweeps += 1;
             let mut changed = false;
             for &b in &p.postorder {
                 let b = b as usize;
+                if !self.dirty[b] {
+                    continue;
+                }
+                self.dirty[b] = false;
                 let (lo, hi) = (b * words, (b + 1) * words);
                 for w in self.row.iter_mut() {
                     *w = 0;
@@ -191,11 +200,18 @@ impl Liveness {
                     }
                 }
                 self.live_out[lo..hi].copy_from_slice(&self.row);
+                let mut moved = false;
                 for w in 0..words {
                     let x = self.gen[lo + w] | (self.row[w] & !self.kill[lo + w]);
                     if x != self.live_in[lo + w] {
                         self.live_in[lo + w] = x;
-                        changed = true;
+                        moved = true;
+                    }
+                }
+                if moved {
+                    changed = true;
+                    for &q in p.preds(b) {
+                        self.dirty[q as usize] = true;
                     }
                 }
             }
