@@ -433,7 +433,15 @@ impl CfgAllocator {
                 self.liveness()?;
                 continue;
             }
-            if uncolored > 0 && joins && self.coal.merged_conservative > 0 {
+            // Merges across joins can break the chordal shape that makes
+            // MaxLive ≤ K colorable without a spill: recolor without them
+            // then (above K spills are due anyway, and the recoloring
+            // would double the cost of every spill round).
+            if uncolored > 0
+                && joins
+                && self.coal.merged_conservative > 0
+                && stats.max_live <= k as u32
+            {
                 uncolored = self.coalesce_and_color(k, &ccfg, false)?;
             }
             stats.coalesced = self.coal.merged;
