@@ -342,9 +342,18 @@ impl InterferenceGraph {
             }
         }
         self.layout_rows()?;
+        // The fill with the rows split-borrowed, so the loop keeps them in
+        // registers (this loop is most of a build).
+        let (row_start, row_len, adj) = (&self.row_start, &mut self.row_len, &mut self.adj);
         for &(u, v) in edges {
             if u != v {
-                self.push_edge(u as usize, v as usize);
+                let (u, v) = (u as usize, v as usize);
+                let cu = row_len[u];
+                adj[row_start[u] as usize + cu as usize] = v as u32;
+                row_len[u] = cu + 1;
+                let cv = row_len[v];
+                adj[row_start[v] as usize + cv as usize] = u as u32;
+                row_len[v] = cv + 1;
             }
         }
         if repeats {
@@ -365,13 +374,15 @@ impl InterferenceGraph {
                 self.row_len[v] = w as u32;
             }
         }
-        for v in 0..n {
-            let s = self.row_start[v] as usize;
-            let mut two = 0;
-            for &u in &self.adj[s..s + self.row_len[v] as usize] {
-                two += (self.lanes[u as usize] == 2) as u32;
+        if self.lanes.contains(&2) {
+            for v in 0..n {
+                let s = self.row_start[v] as usize;
+                let mut two = 0;
+                for &u in &self.adj[s..s + self.row_len[v] as usize] {
+                    two += (self.lanes[u as usize] == 2) as u32;
+                }
+                self.deg2[v] = two;
             }
-            self.deg2[v] = two;
         }
         Ok(())
     }

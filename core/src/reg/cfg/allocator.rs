@@ -177,13 +177,34 @@ struct Counts {
     max_args: usize,
 }
 
-fn counts<F: CfgFunction + ?Sized>(f: &F, def_block: &mut Vec<u32>) -> Counts {
+/// The counts of `f`; the global vregs only when `globals` (a second pass
+/// over the operands).
+fn counts<F: CfgFunction + ?Sized>(f: &F, def_block: &mut Vec<u32>, globals: bool) -> Counts {
     let mut c = Counts {
         blocks: f.num_blocks(),
         insts: f.num_insts(),
         vregs: f.num_vregs(),
         ..Counts::default()
     };
+    if !globals {
+        for b in 0..c.blocks {
+            let blk = Block(b as u32);
+            c.params += f.params(blk).len();
+            let succs = f.succs(blk).len();
+            c.edges += succs;
+            for k in 0..succs {
+                let n = f.edge_args(blk, k).len();
+                c.args += n;
+                c.max_args = c.max_args.max(n);
+            }
+        }
+        for i in 0..c.insts {
+            let inst = CfgInst(i as u32);
+            c.operands += f.uses(inst).len() + f.defs(inst).len();
+            c.tied += f.tied(inst).len();
+        }
+        return c;
+    }
     def_block.clear();
     def_block.resize(c.vregs, NONE);
     for b in 0..c.blocks {
@@ -247,7 +268,17 @@ impl CfgAllocator {
     /// Sizes every table for `f` at `k` registers (may allocate).
     pub fn reserve<F: CfgFunction + ?Sized>(&mut self, f: &F, k: u16) {
         let mut scratch = core::mem::take(&mut self.count_scratch);
-        let c = counts(f, &mut scratch);
+        let c = counts(f, &mut scratch, true);
+        self.count_scratch = scratch;
+        self.reserve_counts(&c, k);
+    }
+
+    /// [`Self::reserve`] without the count of global vregs (one pass
+    /// instead of two; the liveness reports a shortfall, which
+    /// [`Self::allocate_growing`] grows).
+    fn reserve_quick<F: CfgFunction + ?Sized>(&mut self, f: &F, k: u16) {
+        let mut scratch = core::mem::take(&mut self.count_scratch);
+        let c = counts(f, &mut scratch, false);
         self.count_scratch = scratch;
         self.reserve_counts(&c, k);
     }
@@ -294,7 +325,7 @@ impl CfgAllocator {
         f: &F,
         k: u16,
     ) -> Result<&CfgAllocation, CfgAllocError> {
-        self.reserve(f, k);
+        self.reserve_quick(f, k);
         for _ in 0..16 {
             match self.allocate_inner(f, k) {
                 Err(CfgAllocError::Full(x)) => self.grow(f, k, x),
