@@ -152,6 +152,8 @@ pub struct CfgAllocator {
     /// Global vregs to reserve bitset rows for.
     global_hint: usize,
     count_scratch: Vec<u32>,
+    /// Global reads to reserve (grown by `allocate_growing`).
+    live_reads: usize,
     /// Configuration.
     pub config: CfgConfig,
 }
@@ -290,7 +292,9 @@ impl CfgAllocator {
         );
         let vmax = c.vregs + 2 * c.operands + c.tied + 16;
         self.global_hint = self.global_hint.max(c.globals);
-        self.live.reserve(c.blocks, vmax, self.global_hint);
+        self.live_reads = self.live_reads.max(3 * c.operands + c.tied + 16);
+        self.live
+            .reserve(c.blocks, vmax, self.global_hint, self.live_reads);
         self.edge_hint = self
             .edge_hint
             .max(8 * (c.operands + c.params + c.args) + 1024);
@@ -353,12 +357,14 @@ impl CfgAllocator {
                 self.prog.slot.reserve(extra + needed / 2);
             }
             "spill code" => self.prog.pseudo.reserve(needed),
+            "global reads" => self.live_reads = self.live_reads.max(2 * needed),
             "edits" => self.out.edits.reserve(needed),
             _ => self.edge_hint = self.edge_hint.max(2 * needed),
         }
         self.reserve(f, k);
         let n = self.prog.lanes.capacity();
-        self.live.reserve(f.num_blocks(), n, self.global_hint);
+        self.live
+            .reserve(f.num_blocks(), n, self.global_hint, n.max(self.live_reads));
         self.walk.reserve(n, self.edge_hint, 0, 0);
         self.graph.reserve(n, 2 * self.edge_hint, 0);
         self.cgraph.reserve(n, 2 * self.edge_hint, 0);
@@ -503,13 +509,7 @@ impl CfgAllocator {
     }
 
     fn liveness(&mut self) -> Result<(), CfgAllocError> {
-        self.live.compute(&self.prog).map_err(|g| {
-            CfgAllocError::Full(Full {
-                what: "global vregs",
-                needed: g as u64,
-                capacity: self.global_hint as u64,
-            })
-        })
+        self.live.compute(&self.prog).map_err(CfgAllocError::Full)
     }
 
     /// A copy before instruction `i` for its tied pair `t`: the tied use

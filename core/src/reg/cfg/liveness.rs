@@ -20,7 +20,7 @@
 
 use alloc::vec::Vec;
 
-use super::program::{Program, PseudoKind, NONE};
+use super::program::{Full, Program, PseudoKind, NONE};
 
 /// The liveness of a [`Program`] (see the module doc).
 #[derive(Clone, Debug, Default)]
@@ -33,8 +33,13 @@ pub(crate) struct Liveness {
     pub words: usize,
     pub live_in: Vec<u64>,
     pub live_out: Vec<u64>,
-    gen: Vec<u64>,
-    kill: Vec<u64>,
+    /// Per block (compressed rows) the globals read there and defined
+    /// elsewhere, and the globals defined there: short lists, where dense
+    /// rows would cost a row per block to clear and to read every sweep.
+    gen_start: Vec<u32>,
+    gen: Vec<u32>,
+    kill_start: Vec<u32>,
+    kill: Vec<u32>,
     row: Vec<u64>,
     dirty: Vec<bool>,
     /// Per vreg the block defining it ([`NONE`]: none, or in a slot).
@@ -56,27 +61,38 @@ fn set(row: &mut [u64], g: u32) {
 
 impl Liveness {
     /// Reserves for `blocks` blocks, `vregs` vregs of which at most
-    /// `globals` are global.
-    pub fn reserve(&mut self, blocks: usize, vregs: usize, globals: usize) {
+    /// `globals` are global, and `reads` register reads.
+    pub fn reserve(&mut self, blocks: usize, vregs: usize, globals: usize, reads: usize) {
         let words = globals.div_ceil(64).max(1);
         up(&mut self.global_of, vregs);
         up(&mut self.globals, vregs);
         up(&mut self.def_block, vregs);
-        for v in [
-            &mut self.live_in,
-            &mut self.live_out,
-            &mut self.gen,
-            &mut self.kill,
-        ] {
+        for v in [&mut self.live_in, &mut self.live_out] {
             up(v, blocks * words);
         }
+        up(&mut self.gen_start, blocks + 1);
+        up(&mut self.kill_start, blocks + 1);
+        up(&mut self.gen, reads);
+        up(&mut self.kill, vregs);
         up(&mut self.row, words);
         up(&mut self.dirty, blocks);
     }
 
+    fn push_gen(&mut self, g: u32) -> Result<(), Full> {
+        if self.gen.len() >= self.gen.capacity() {
+            return Err(Full {
+                what: "global reads",
+                needed: self.gen.len() as u64 + 1,
+                capacity: self.gen.capacity() as u64,
+            });
+        }
+        self.gen.push(g);
+        Ok(())
+    }
+
     /// Computes the liveness of `p`. Fails when the globals do not fit the
-    /// reserved rows (`Err(globals needed)`).
-    pub fn compute(&mut self, p: &Program) -> Result<(), usize> {
+    /// reserved rows.
+    pub fn compute(&mut self, p: &Program) -> Result<(), Full> {
         let nv = p.nv();
         let nb = p.nb;
         self.def_block.clear();
@@ -124,49 +140,66 @@ impl Liveness {
         }
         let words = self.globals.len().div_ceil(64).max(1);
         if nb * words > self.live_in.capacity() || words > self.row.capacity() {
-            return Err(self.globals.len());
+            return Err(Full {
+                what: "global vregs",
+                needed: self.globals.len() as u64,
+                capacity: (self.row.capacity() * 64) as u64,
+            });
         }
         self.words = words;
-        for v in [
-            &mut self.live_in,
-            &mut self.live_out,
-            &mut self.gen,
-            &mut self.kill,
-        ] {
+        for v in [&mut self.live_in, &mut self.live_out] {
             v.clear();
             v.resize(nb * words, 0);
         }
         self.row.clear();
         self.row.resize(words, 0);
-        // gen and kill.
-        for (g, &v) in self.globals.iter().enumerate() {
+        // kill: the globals by defining block (a counting sort).
+        self.kill_start.clear();
+        self.kill_start.resize(nb + 1, 0);
+        for &v in &self.globals {
             let d = self.def_block[v as usize];
             if d != NONE {
-                set(
-                    &mut self.kill[d as usize * words..(d as usize + 1) * words],
-                    g as u32,
-                );
+                self.kill_start[d as usize + 1] += 1;
             }
         }
         for b in 0..nb {
-            let row = &mut self.gen[b * words..(b + 1) * words];
+            self.kill_start[b + 1] += self.kill_start[b];
+        }
+        self.kill.clear();
+        self.kill.resize(self.kill_start[nb] as usize, 0);
+        self.gen_start.clear();
+        self.gen_start.extend_from_slice(&self.kill_start[..nb]);
+        for (g, &v) in self.globals.iter().enumerate() {
+            let d = self.def_block[v as usize];
+            if d != NONE {
+                let c = &mut self.gen_start[d as usize];
+                self.kill[*c as usize] = g as u32;
+                *c += 1;
+            }
+        }
+        // gen: the reads of globals defined elsewhere, block by block.
+        self.gen_start.clear();
+        self.gen_start.push(0);
+        self.gen.clear();
+        for b in 0..nb {
             for i in p.block_start[b] as usize..p.block_end[b] as usize {
                 for &u in p.uses(i) {
                     let g = self.global_of[u as usize];
                     if g != NONE && self.def_block[u as usize] != b as u32 {
-                        set(row, g);
+                        self.push_gen(g)?;
                     }
                 }
             }
-        }
-        for q in &p.pseudo {
-            if q.kind != PseudoKind::Reload {
-                let b = p.block_of[(q.key / 2) as usize] as usize;
-                let g = self.global_of[q.src as usize];
-                if g != NONE && self.def_block[q.src as usize] != b as u32 {
-                    set(&mut self.gen[b * words..(b + 1) * words], g);
+            let (ps, pe) = p.pseudo_range(b);
+            for q in &p.pseudo[ps..pe] {
+                if q.kind != PseudoKind::Reload {
+                    let g = self.global_of[q.src as usize];
+                    if g != NONE && self.def_block[q.src as usize] != b as u32 {
+                        self.push_gen(g)?;
+                    }
                 }
             }
+            self.gen_start.push(self.gen.len() as u32);
         }
         // The fixpoint: sweeps in post-order over the blocks whose
         // successors changed since their last visit.
@@ -200,13 +233,16 @@ impl Liveness {
                     }
                 }
                 self.live_out[lo..hi].copy_from_slice(&self.row);
-                let mut moved = false;
-                for w in 0..words {
-                    let x = self.gen[lo + w] | (self.row[w] & !self.kill[lo + w]);
-                    if x != self.live_in[lo + w] {
-                        self.live_in[lo + w] = x;
-                        moved = true;
-                    }
+                for k in self.kill_start[b]..self.kill_start[b + 1] {
+                    let g = self.kill[k as usize];
+                    self.row[g as usize / 64] &= !(1u64 << (g % 64));
+                }
+                for k in self.gen_start[b]..self.gen_start[b + 1] {
+                    set(&mut self.row, self.gen[k as usize]);
+                }
+                let moved = self.live_in[lo..hi] != self.row[..];
+                if moved {
+                    self.live_in[lo..hi].copy_from_slice(&self.row);
                 }
                 if moved {
                     changed = true;
