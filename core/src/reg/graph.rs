@@ -387,6 +387,49 @@ impl InterferenceGraph {
         Ok(())
     }
 
+    /// Builds the graph row by row: `row(v, out)` writes the neighbours of
+    /// `v` into `out` (room for `bounds[v]`) and returns how many it wrote.
+    /// The caller guarantees the rows are symmetric, without self loops or
+    /// repeats (a quotient of a symmetric graph, deduplicated per row, is).
+    /// One pass over the rows, no edge list.
+    pub fn build_from_rows<F>(
+        &mut self,
+        lanes: &[u8],
+        bounds: &[u32],
+        mut row: F,
+    ) -> Result<(), GraphError>
+    where
+        F: FnMut(usize, &mut [u32]) -> usize,
+    {
+        self.reset(lanes)?;
+        let n = self.n;
+        if bounds.len() != n {
+            return Err(GraphError::BadNode {
+                node: bounds.len() as u64,
+                nodes: n as u64,
+            });
+        }
+        self.row_len[..n].copy_from_slice(bounds);
+        self.layout_rows()?;
+        for v in 0..n {
+            let s = self.row_start[v] as usize;
+            let cap = bounds[v] as usize;
+            let len = row(v, &mut self.adj[s..s + cap]).min(cap);
+            self.row_len[v] = len as u32;
+        }
+        if self.lanes.contains(&2) {
+            for v in 0..n {
+                let s = self.row_start[v] as usize;
+                let mut two = 0;
+                for &u in &self.adj[s..s + self.row_len[v] as usize] {
+                    two += (self.lanes[u as usize] == 2) as u32;
+                }
+                self.deg2[v] = two;
+            }
+        }
+        Ok(())
+    }
+
     /// Builds the interval graph of closed intervals `[start[v], end[v]]`
     /// over program positions `0..positions`: two nodes interfere when
     /// their intervals share a position. Nodes with `start > end` are

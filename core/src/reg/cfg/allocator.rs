@@ -540,9 +540,17 @@ impl CfgAllocator {
             ccfg.k,
             joins,
         );
-        self.cgraph
-            .build_from_edges_unsorted(&self.coal.node_lanes, &self.coal.class_edges, true)
-            .map_err(CfgAllocError::Graph)?;
+        // The class graph, row by row from the vreg rows (the coalescer's
+        // stamps are clear after coalescing; the next run clears them).
+        let lanes = core::mem::take(&mut self.coal.node_lanes);
+        let bounds = core::mem::take(&mut self.coal.node_bound);
+        let (coal, graph) = (&mut self.coal, &self.graph);
+        let r = self
+            .cgraph
+            .build_from_rows(&lanes, &bounds, |v, out| coal.class_row(graph, v, out));
+        self.coal.node_lanes = lanes;
+        self.coal.node_bound = bounds;
+        r.map_err(CfgAllocError::Graph)?;
         let n = self.coal.node_root.len();
         self.colors.clear();
         self.colors.resize(n, NO_COLOR);

@@ -66,7 +66,8 @@ pub(crate) struct Coalescer {
     pub node_lanes: Vec<u8>,
     pub node_cost: Vec<f64>,
     pub node_fixed: Vec<u16>,
-    pub class_edges: Vec<(u32, u32)>,
+    /// Per node the sum of its members' degrees (a bound on its row).
+    pub node_bound: Vec<u32>,
     /// Affinity CSR over nodes.
     pub hint_start: Vec<u32>,
     pub hint: Vec<u32>,
@@ -110,7 +111,8 @@ impl Coalescer {
         up(&mut self.cands, cands);
         up(&mut self.hint_pairs, cands);
         up(&mut self.hint, 2 * cands);
-        up(&mut self.class_edges, edges);
+        up(&mut self.node_bound, vregs);
+        let _ = edges;
         up(&mut self.tied_conflicts, tied);
     }
 
@@ -369,19 +371,12 @@ impl Coalescer {
             }
         }
         let n = self.node_root.len();
-        self.class_edges.clear();
+        self.node_bound.clear();
+        self.node_bound.resize(n, 0);
         for v in 0..nv {
             let a = self.vnode[v];
-            if a == NONE {
-                continue;
-            }
-            for &u in g.neighbors(v) {
-                if (u as usize) > v {
-                    let b = self.vnode[u as usize];
-                    if b != NONE && b != a {
-                        self.class_edges.push((a, b));
-                    }
-                }
+            if a != NONE {
+                self.node_bound[a as usize] += g.degree(v) as u32;
             }
         }
         // Costs: every access weighted by 10^depth and lanes.
@@ -485,6 +480,31 @@ impl Coalescer {
         }
         for s in self.stamp.iter_mut() {
             *s = 0;
+        }
+    }
+
+    /// Writes the class-graph row of `node` into `out` (the neighbour
+    /// classes of its members, each once) and returns its length. `stamp`
+    /// marks the classes already written (`node + 1`), so the rows of all
+    /// nodes are built in one pass over the vreg rows.
+    pub fn class_row(&mut self, g: &InterferenceGraph, node: usize, out: &mut [u32]) -> usize {
+        let root = self.node_root[node];
+        let mark = node as u32 + 1;
+        let mut len = 0;
+        let mut m = root;
+        loop {
+            for &u in g.neighbors(m as usize) {
+                let c = self.vnode[u as usize];
+                if c != NONE && c as usize != node && self.stamp[c as usize] != mark {
+                    self.stamp[c as usize] = mark;
+                    out[len] = c;
+                    len += 1;
+                }
+            }
+            m = self.next[m as usize];
+            if m == root {
+                return len;
+            }
         }
     }
 
