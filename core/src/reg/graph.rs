@@ -411,9 +411,9 @@ impl InterferenceGraph {
         }
         self.row_len[..n].copy_from_slice(bounds);
         self.layout_rows()?;
-        for v in 0..n {
+        for (v, &cap) in bounds.iter().enumerate() {
             let s = self.row_start[v] as usize;
-            let cap = bounds[v] as usize;
+            let cap = cap as usize;
             let len = row(v, &mut self.adj[s..s + cap]).min(cap);
             self.row_len[v] = len as u32;
         }
