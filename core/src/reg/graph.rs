@@ -575,6 +575,26 @@ mod tests {
     }
 
     #[test]
+    fn rows_build_a_quotient() {
+        // The path 0-1-2-3 with {1, 2} merged into one node: a triangle-free
+        // path of three nodes, 2-lane middle node.
+        let rows: [&[u32]; 3] = [&[1], &[0, 2], &[1]];
+        let mut g = InterferenceGraph::with_capacity(3, 8);
+        g.build_from_rows(&[1, 2, 1], &[2, 3, 2], |v, out| {
+            out[..rows[v].len()].copy_from_slice(rows[v]);
+            rows[v].len()
+        })
+        .unwrap();
+        assert_eq!(g.num_edges(), 2);
+        assert_eq!(g.neighbors(1), &[0, 2]);
+        assert_eq!((g.degree2(0), g.degree2(1)), (1, 0));
+        assert!(matches!(
+            g.build_from_rows(&[1, 1], &[1], |_, _| 0),
+            Err(GraphError::BadNode { .. })
+        ));
+    }
+
+    #[test]
     fn reserve_is_respected() {
         let mut g = InterferenceGraph::with_capacity(3, 2);
         let e = g.build_from_edges(&[1, 1, 1], &[(0, 1), (1, 2)]);
