@@ -128,13 +128,12 @@ impl Coalescer {
 
     /// True when the classes of roots `ra` and `rb` interfere (or the test
     /// ran out of budget).
-    fn interfere(&mut self, g: &InterferenceGraph, ra: u32, rb: u32) -> bool {
+    fn interfere(&mut self, g: &InterferenceGraph, ra: u32, rb: u32, mut budget: u32) -> bool {
         let (small, other) = if self.size[ra as usize] <= self.size[rb as usize] {
             (ra, rb)
         } else {
             (rb, ra)
         };
-        let mut budget = TEST_BUDGET;
         let mut m = small;
         loop {
             let row = g.neighbors(m as usize);
@@ -217,13 +216,14 @@ impl Coalescer {
         self.cdeg[big as usize] = self.cdeg[big as usize].saturating_add(self.cdeg[small as usize]);
     }
 
-    /// Merges the classes of `a` and `b` unless they interfere.
-    fn merge(&mut self, g: &InterferenceGraph, a: u32, b: u32) -> bool {
+    /// Merges the classes of `a` and `b` unless they interfere (or the
+    /// test would visit more than `budget` neighbours).
+    fn merge(&mut self, g: &InterferenceGraph, a: u32, b: u32, budget: u32) -> bool {
         let (ra, rb) = (self.find(a), self.find(b));
         if ra == rb {
             return true;
         }
-        if self.interfere(g, ra, rb) {
+        if self.interfere(g, ra, rb, budget) {
             return false;
         }
         self.union(ra, rb);
@@ -263,7 +263,9 @@ impl Coalescer {
             for (t, pair) in p.tied_of(i).iter().enumerate() {
                 let d = p.defs(i)[pair.def as usize];
                 let u = p.uses(i)[pair.use_ as usize];
-                if !self.merge(g, u, d)
+                // A constraint, not a saving: tested in full, whatever the
+                // rows' length.
+                if !self.merge(g, u, d, u32::MAX)
                     && self.tied_conflicts.len() < self.tied_conflicts.capacity()
                 {
                     self.tied_conflicts.push((i as u32, t as u16));
@@ -324,12 +326,14 @@ impl Coalescer {
                     continue;
                 }
                 let ok = if !c.conservative {
-                    self.merge(g, c.a, c.b)
+                    self.merge(g, c.a, c.b, TEST_BUDGET)
                 } else if conservative {
                     let (ra, rb) = (self.find(c.a), self.find(c.b));
                     if ra == rb {
                         true
-                    } else if !self.interfere(g, ra, rb) && self.briggs(g, p, ra, rb, k32) {
+                    } else if !self.interfere(g, ra, rb, TEST_BUDGET)
+                        && self.briggs(g, p, ra, rb, k32)
+                    {
                         self.union(ra, rb);
                         self.merged_conservative += 1;
                         true
