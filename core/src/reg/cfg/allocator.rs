@@ -63,6 +63,8 @@ pub enum CfgAllocError {
     Pressure {
         /// The client vreg whose temporaries are left uncolored.
         vreg: VReg,
+        /// An instruction reading or writing one of them.
+        inst: CfgInst,
         /// Registers available.
         k: u16,
     },
@@ -85,10 +87,11 @@ impl fmt::Display for CfgAllocError {
             ),
             CfgAllocError::Graph(e) => write!(f, "{e}"),
             CfgAllocError::Color(e) => write!(f, "register colorer: {e}"),
-            CfgAllocError::Pressure { vreg, k } => write!(
+            CfgAllocError::Pressure { vreg, inst, k } => write!(
                 f,
-                "vreg {vreg}: an instruction using it needs more than the {k} registers at once \
-                 (its operands' temporaries cannot all be colored)"
+                "instruction {inst}: vreg {vreg} cannot get a register: the values this \
+                 instruction needs at once, with the ones live across it that cannot be \
+                 spilled, take more than the {k} registers"
             ),
             CfgAllocError::NoConvergence { rounds } => {
                 write!(f, "the spill rounds did not converge in {rounds} rounds")
@@ -620,8 +623,22 @@ impl CfgAllocator {
                 }
                 None => {
                     let root = self.coal.node_root[v];
+                    let p = &self.prog;
+                    let vn = &self.coal.vnode;
+                    let inst = (0..p.ni)
+                        .find(|&i| {
+                            let (s, e) = (p.op_start[i] as usize, p.op_start[i + 1] as usize);
+                            p.ops[s..e].iter().any(|&x| vn[x as usize] == v as u32)
+                                || p.pseudo.iter().any(|q| {
+                                    q.key / 2 == i as u32
+                                        && q.kind != PseudoKind::Store
+                                        && vn[q.dst as usize] == v as u32
+                                })
+                        })
+                        .unwrap_or(0);
                     return Err(CfgAllocError::Pressure {
                         vreg: VReg(self.prog.origin[root as usize]),
+                        inst: CfgInst(inst as u32),
                         k,
                     });
                 }

@@ -516,3 +516,31 @@ mod generated {
         }
     }
 }
+
+#[test]
+fn an_instruction_needing_more_than_k_registers_is_reported() {
+    // Instruction 2 reads two values: K = 1 cannot hold them.
+    let f = build(
+        3,
+        vec![blk(
+            vec![
+                op(&[], &[0]),
+                op(&[], &[1]),
+                op(&[0, 1], &[2]),
+                op(&[2], &[]),
+            ],
+            &[],
+            vec![],
+        )],
+    );
+    let e = CfgAllocator::new().allocate_growing(&f, 1).unwrap_err();
+    match e {
+        CfgAllocError::Pressure { inst, k, .. } => assert_eq!((inst, k), (CfgInst(2), 1)),
+        other => panic!("{other:?}"),
+    }
+    assert!(alloc::format!("{e}").starts_with("instruction 2: vreg"));
+    // K = 2 is enough, with spills.
+    let out = run(&f, 2);
+    assert_eq!(out.stats.max_live, 2);
+    assert_eq!(out.stats.spilled, 0);
+}
