@@ -6,9 +6,9 @@
 //!     liveness (dataflow over the CFG)            // liveness.rs
 //!     round 1: a copy for each tied use that outlives its instruction
 //!     interference + pressure walk                // interference.rs
-//!     coalesce (tied, moves, edges; Briggs at joins)  // coalesce.rs
-//!     color the class graph (simplify, select with affinities, repair)
-//!     if spills and joins were merged: recolor without those merges
+//!     coalesce (tied, moves, edges; joins freely within K, Briggs above)
+//!     color the class graph (simplify, select with affinities)
+//!     if spills although MaxLive ≤ K: recolor with fewer join merges
 //!     if uncolored: spill the chosen classes (split at block boundaries)  // split.rs
 //! locations; spill code and sequenced edge copies as edits  // parallel_copy.rs
 //! ```
@@ -29,7 +29,7 @@ use alloc::vec::Vec;
 use core::fmt;
 
 use super::checker::{CfgChecker, CheckError};
-use super::coalesce::Coalescer;
+use super::coalesce::{Coalescer, Joins};
 use super::function::{Block, CfgFunction, CfgInst, VReg};
 use super::interference::Walk;
 use super::liveness::Liveness;
@@ -115,8 +115,8 @@ pub struct CfgConfig {
     pub color: ColorConfig,
     /// Most coloring rounds.
     pub max_rounds: u32,
-    /// Coalesce edges into joins under the Briggs test (else they are only
-    /// affinities).
+    /// Coalesce edges into joins (freely while MaxLive ≤ K, under the
+    /// Briggs test above; false: they are only affinities).
     pub conservative_joins: bool,
 }
 
@@ -467,8 +467,17 @@ impl CfgAllocator {
             self.graph
                 .build_from_edges_unsorted(&self.prog.lanes, &self.walk.edges, false)
                 .map_err(CfgAllocError::Graph)?;
-            let joins = self.config.conservative_joins;
-            let mut uncolored = self.coalesce_and_color(k, &ccfg, joins)?;
+            // Joins: merged freely while MaxLive ≤ K (the chordal bound
+            // then holds without them, and the fallbacks restore it should
+            // a spill appear), under the Briggs test above K.
+            let first = if !self.config.conservative_joins {
+                Joins::Off
+            } else if stats.max_live <= k as u32 {
+                Joins::Free
+            } else {
+                Joins::Briggs
+            };
+            let mut uncolored = self.coalesce_and_color(&ccfg, first)?;
             if !self.coal.tied_conflicts.is_empty() {
                 let n = self.coal.tied_conflicts.len();
                 for x in 0..n {
@@ -480,15 +489,19 @@ impl CfgAllocator {
                 continue;
             }
             // Merges across joins can break the chordal shape that makes
-            // MaxLive ≤ K colorable without a spill: recolor without them
-            // then (above K spills are due anyway, and the recoloring
+            // MaxLive ≤ K colorable without a spill: recolor with fewer of
+            // them then (above K spills are due anyway, and recoloring
             // would double the cost of every spill round).
-            if uncolored > 0
-                && joins
-                && self.coal.merged_conservative > 0
-                && stats.max_live <= k as u32
-            {
-                uncolored = self.coalesce_and_color(k, &ccfg, false)?;
+            for next in [Joins::Briggs, Joins::Off] {
+                if uncolored == 0
+                    || stats.max_live > k as u32
+                    || self.coal.merged_conservative == 0
+                    || first == Joins::Off
+                    || (next == Joins::Briggs && first != Joins::Free)
+                {
+                    continue;
+                }
+                uncolored = self.coalesce_and_color(&ccfg, next)?;
             }
             stats.coalesced = self.coal.merged;
             if uncolored == 0 {
@@ -538,9 +551,8 @@ impl CfgAllocator {
     /// of uncolored nodes.
     fn coalesce_and_color(
         &mut self,
-        _k: u16,
         ccfg: &ColorConfig,
-        joins: bool,
+        joins: Joins,
     ) -> Result<u32, CfgAllocError> {
         self.coal.run(
             &self.prog,

@@ -16,13 +16,15 @@
 //!    stays a subgraph of a chordal graph whose cliques are the pressure at
 //!    a point. Simplify therefore never blocks when MaxLive ≤ K, and these
 //!    merges cannot cost a spill.
-//! 3. **Edges into joins**, heaviest first, with the lane-weighted Briggs
-//!    test on top: the merged class may have fewer than K lanes of
-//!    significant neighbours (a neighbour is significant when its
+//! 3. **Edges into joins**, heaviest first. Such a merge joins ranges that
+//!    meet across a join, which can break chordality, so how they merge
+//!    depends on the function ([`Joins`]): while MaxLive ≤ K, whenever the
+//!    classes do not interfere (the caller recolors with the Briggs test,
+//!    then without join merges, should a spill appear); above K, under the
+//!    lane-weighted Briggs test: the merged class may have fewer than K
+//!    lanes of significant neighbours (a neighbour is significant when its
 //!    lane-weighted degree, bounded above by the sum over its members, is at
-//!    least K). Such a merge joins ranges that meet across a join, which
-//!    can break chordality; the caller recolors without them when spills
-//!    appear.
+//!    least K).
 //!
 //! Every candidate not merged becomes an affinity of the colorer (select
 //! prefers a partner's color), so an uncoalesced copy still often gets one
@@ -34,6 +36,19 @@ use alloc::vec::Vec;
 
 use super::program::{Program, BLOCK_RELOAD, NONE, TEMP};
 use crate::reg::graph::InterferenceGraph;
+
+/// How edges into joins are coalesced.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Joins {
+    /// Not at all: they only become affinities.
+    Off,
+    /// Under the lane-weighted Briggs test.
+    Briggs,
+    /// Whenever the classes do not interfere (for functions whose MaxLive
+    /// is within K, where the caller falls back to `Briggs`, then `Off`,
+    /// should a spill appear).
+    Free,
+}
 
 /// Neighbour visits one class-interference or Briggs test may make.
 pub const TEST_BUDGET: u32 = 1 << 11;
@@ -230,15 +245,15 @@ impl Coalescer {
         true
     }
 
-    /// Coalesces `p` over its vreg graph `g` (see the module doc); with
-    /// `conservative` false, edges into joins only become affinities.
+    /// Coalesces `p` over its vreg graph `g` (see the module doc), edges
+    /// into joins as `joins` says.
     pub fn run(
         &mut self,
         p: &Program,
         g: &InterferenceGraph,
         param_live: &[bool],
         k: u16,
-        conservative: bool,
+        joins: Joins,
     ) {
         let nv = p.nv();
         let k32 = k as u32;
@@ -327,12 +342,12 @@ impl Coalescer {
                 }
                 let ok = if !c.conservative {
                     self.merge(g, c.a, c.b, TEST_BUDGET)
-                } else if conservative {
+                } else if joins != Joins::Off {
                     let (ra, rb) = (self.find(c.a), self.find(c.b));
                     if ra == rb {
                         true
                     } else if !self.interfere(g, ra, rb, TEST_BUDGET)
-                        && self.briggs(g, p, ra, rb, k32)
+                        && (joins == Joins::Free || self.briggs(g, p, ra, rb, k32))
                     {
                         self.union(ra, rb);
                         self.merged_conservative += 1;

@@ -539,7 +539,7 @@ fn an_instruction_needing_more_than_k_registers_is_reported() {
         other => panic!("{other:?}"),
     }
     assert!(alloc::format!("{e}").starts_with("instruction 2: vreg"));
-    // K = 2 is enough, with spills.
+    // K = 2 is enough, without spills (MaxLive is 2).
     let out = run(&f, 2);
     assert_eq!(out.stats.max_live, 2);
     assert_eq!(out.stats.spilled, 0);
