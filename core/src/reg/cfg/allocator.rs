@@ -467,12 +467,15 @@ impl CfgAllocator {
             self.graph
                 .build_from_edges_unsorted(&self.prog.lanes, &self.walk.edges, false)
                 .map_err(CfgAllocError::Graph)?;
-            // Joins: merged freely while MaxLive ≤ K (the chordal bound
-            // then holds without them, and the fallbacks restore it should
-            // a spill appear), under the Briggs test above K.
+            // Joins: merged freely while this round's program (spill code
+            // included) needs at most K registers at every point (the
+            // chordal bound then holds without them, and the fallbacks
+            // restore it should a spill appear), under the Briggs test
+            // above K.
+            let within = self.walk.max_live <= k as u32;
             let first = if !self.config.conservative_joins {
                 Joins::Off
-            } else if stats.max_live <= k as u32 {
+            } else if within {
                 Joins::Free
             } else {
                 Joins::Briggs
@@ -489,12 +492,12 @@ impl CfgAllocator {
                 continue;
             }
             // Merges across joins can break the chordal shape that makes
-            // MaxLive ≤ K colorable without a spill: recolor with fewer of
-            // them then (above K spills are due anyway, and recoloring
-            // would double the cost of every spill round).
+            // a program within K colorable without a spill: recolor with
+            // fewer of them then (above K spills are due anyway, and
+            // recoloring would double the cost of every spill round).
             for next in [Joins::Briggs, Joins::Off] {
                 if uncolored == 0
-                    || stats.max_live > k as u32
+                    || !within
                     || self.coal.merged_conservative == 0
                     || first == Joins::Off
                     || (next == Joins::Briggs && first != Joins::Free)
