@@ -35,6 +35,7 @@ use super::interference::Walk;
 use super::liveness::Liveness;
 use super::output::{CfgAllocation, CfgStats, Edit, EditKind, EditPoint, Location};
 use super::parallel_copy::{ParallelCopy, ScratchSlots};
+use super::pressure::PressureSpiller;
 use super::program::{Full, Program, PseudoKind, BLOCK_RELOAD, DEAD, NONE, ORIG, TEMP};
 use super::split::Splitter;
 use super::validate::{CfgError, DefSite, Validator};
@@ -153,6 +154,7 @@ pub struct CfgAllocator {
     colors: Vec<u16>,
     chosen: Vec<bool>,
     split: Splitter,
+    pressure: PressureSpiller,
     pcopy: ParallelCopy,
     free: Vec<u64>,
     out: CfgAllocation,
@@ -318,6 +320,7 @@ impl CfgAllocator {
         up(&mut self.colors, vmax);
         up(&mut self.chosen, vmax);
         self.split.reserve(c.vregs);
+        self.pressure.reserve(vmax);
         self.pcopy.reserve(2 * c.max_args + 4);
         up(&mut self.free, (k as usize).div_ceil(64) + 1);
         let o = &mut self.out;
@@ -378,6 +381,7 @@ impl CfgAllocator {
         self.graph.reserve(n, 2 * self.edge_hint, 0);
         self.cgraph.reserve(n, 2 * self.edge_hint, 0);
         self.coal.reserve(n, 0, self.edge_hint, 0);
+        self.pressure.reserve(n);
         self.colorer.reserve(n, k.clamp(1, MAX_K));
         up(&mut self.colors, n);
         up(&mut self.chosen, n);
@@ -447,23 +451,29 @@ impl CfgAllocator {
             }
             if !tied_done {
                 tied_done = true;
-                if !self.prog.tied.is_empty() {
-                    self.walk.run(&self.prog, &self.live, false)?;
-                    let n = self.walk.tied_live.len();
+                // The pressure, and the tied uses that outlive their
+                // instruction (each gets a copy, counted in the pressure).
+                self.walk.run(&self.prog, &self.live, false)?;
+                let n = self.walk.tied_live.len();
+                if n > 0 {
                     for x in 0..n {
                         let (i, t) = self.walk.tied_live[x];
                         self.tied_copy(i, t)?;
                     }
-                    if n > 0 {
-                        self.prog.sort_pseudo();
-                        self.liveness()?;
+                    self.prog.sort_pseudo();
+                    self.liveness()?;
+                    self.walk.run(&self.prog, &self.live, false)?;
+                }
+                stats.max_live = self.walk.max_live;
+                if stats.max_live > k as u32 {
+                    self.pressure.run(&mut self.prog, &self.live, k as u32);
+                    stats.spilled += self.pressure.spilled;
+                    if self.pressure.spilled > 0 {
+                        self.split.rewrite(&mut self.prog, true)?;
                     }
                 }
             }
             self.walk.run(&self.prog, &self.live, true)?;
-            if stats.rounds == 1 {
-                stats.max_live = self.walk.max_live;
-            }
             self.graph
                 .build_from_edges_unsorted(&self.prog.lanes, &self.walk.edges, false)
                 .map_err(CfgAllocError::Graph)?;
@@ -528,7 +538,7 @@ impl CfgAllocator {
                     }
                 }
             }
-            self.split.rewrite(&mut self.prog)?;
+            self.split.rewrite(&mut self.prog, false)?;
         }
         self.assemble(f, k, stats)
     }

@@ -399,37 +399,7 @@ impl Coalescer {
             }
         }
         // Costs: every access weighted by 10^depth and lanes.
-        self.vcost.clear();
-        self.vcost.resize(nv, 0.0);
-        self.vuses.clear();
-        self.vuses.resize(nv, 0);
-        for b in 0..p.nb {
-            let w = p.block_weight(b);
-            for i in p.block_start[b] as usize..p.block_end[b] as usize {
-                for &u in p.uses(i) {
-                    self.vcost[u as usize] += w;
-                    self.vuses[u as usize] += 1;
-                }
-                for &d in p.defs(i) {
-                    self.vcost[d as usize] += w;
-                }
-            }
-            for &q in p.params(b) {
-                self.vcost[q as usize] += w;
-            }
-            for e in p.succ_start[b] as usize..p.succ_start[b + 1] as usize {
-                for &a in p.args(e) {
-                    self.vcost[a as usize] += w;
-                }
-            }
-        }
-        for q in p.pseudo.iter() {
-            let w = p.block_weight(p.block_of[(q.key / 2) as usize] as usize);
-            if q.kind != super::program::PseudoKind::Reload {
-                self.vcost[q.src as usize] += w;
-                self.vuses[q.src as usize] += 1;
-            }
-        }
+        p.access_costs(&mut self.vcost, &mut self.vuses);
         self.node_cost.clear();
         self.node_cost.resize(n, 0.0);
         self.node_fixed.clear();

@@ -8,7 +8,7 @@
 //! by an independent symbolic checker.
 //!
 //! Data flows `function` → `validate` → `program` (the rewritable copy) →
-//! `liveness` → `interference` → `coalesce` → colorer (`reg::color`) →
+//! `liveness` → `pressure` (spills before coloring above K) → `interference` → `coalesce` → colorer (`reg::color`) →
 //! `split` (spill rounds) → `parallel_copy` + `output` → `checker`.
 
 pub mod allocator;
@@ -19,6 +19,7 @@ mod interference;
 mod liveness;
 pub mod output;
 mod parallel_copy;
+mod pressure;
 mod program;
 mod split;
 pub mod validate;

@@ -406,6 +406,44 @@ impl Program {
         self.pseudo.sort_unstable_by_key(|p| (p.key, p.seq));
     }
 
+    /// Per vreg the spill cost of its accesses (reads and writes by
+    /// instructions and spill code, block parameters, edge arguments, each
+    /// weighted by its block's 10^depth) and its number of reads.
+    pub fn access_costs(&self, cost: &mut Vec<f64>, reads: &mut Vec<u32>) {
+        let nv = self.nv();
+        cost.clear();
+        cost.resize(nv, 0.0);
+        reads.clear();
+        reads.resize(nv, 0);
+        for b in 0..self.nb {
+            let w = self.block_weight(b);
+            for i in self.block_start[b] as usize..self.block_end[b] as usize {
+                for &u in self.uses(i) {
+                    cost[u as usize] += w;
+                    reads[u as usize] += 1;
+                }
+                for &d in self.defs(i) {
+                    cost[d as usize] += w;
+                }
+            }
+            for &q in self.params(b) {
+                cost[q as usize] += w;
+            }
+            for e in self.succ_start[b] as usize..self.succ_start[b + 1] as usize {
+                for &a in self.args(e) {
+                    cost[a as usize] += w;
+                }
+            }
+        }
+        for q in self.pseudo.iter() {
+            let w = self.block_weight(self.block_of[(q.key / 2) as usize] as usize);
+            if q.kind != PseudoKind::Reload {
+                cost[q.src as usize] += w;
+                reads[q.src as usize] += 1;
+            }
+        }
+    }
+
     /// True when `v` lives in a register.
     #[inline]
     pub fn in_reg(&self, v: u32) -> bool {

@@ -42,7 +42,9 @@ impl Splitter {
     /// Rewrites every occurrence of the vregs just spilled: client vregs
     /// whose `slot` was set since the last rewrite (they still occur in
     /// operands) and block reloads marked [`DEAD`] (still occurring too).
-    pub fn rewrite(&mut self, p: &mut Program) -> Result<(), Full> {
+    /// With `per_use`, every read of a newly spilled value reloads its own
+    /// temporary (what [`super::pressure`] assumed when it chose them).
+    pub fn rewrite(&mut self, p: &mut Program, per_use: bool) -> Result<(), Full> {
         self.bt_block.clear();
         self.bt_block.resize(p.orig_vregs, NONE);
         self.bt_vreg.clear();
@@ -67,7 +69,7 @@ impl Splitter {
                     }
                     let slot = p.slot[v as usize];
                     let tied = p.tied_of(i).iter().any(|t| t.use_ as usize == j - s);
-                    if tied {
+                    if tied || per_use {
                         let t = p.new_vreg(TEMP, v)?;
                         p.push_pseudo(before, PseudoKind::Reload, t, slot)?;
                         p.ops[j] = t;
