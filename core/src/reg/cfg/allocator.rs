@@ -4,7 +4,8 @@
 //! validate; copy the function into the workspace
 //! loop (round = 1, 2, …):
 //!     liveness (dataflow over the CFG)            // liveness.rs
-//!     round 1: a copy for each tied use that outlives its instruction
+//!     round 1: a copy for each tied use that outlives its instruction;
+//!              above K, spills by pressure until K suffice  // pressure.rs
 //!     interference + pressure walk                // interference.rs
 //!     coalesce (tied, moves, edges; joins freely within K, Briggs above)
 //!     color the class graph (simplify, select with affinities)
@@ -13,8 +14,10 @@
 //! locations; spill code and sequenced edge copies as edits  // parallel_copy.rs
 //! ```
 //!
-//! Spill choice is the register colorer's (see `alloc.rs`): every
-//! uncolored class with a spillable member, and for an uncolored class of
+//! Spill choice: first by pressure (`pressure.rs`), which brings every
+//! point within K before the first coloring; then, for what the coloring
+//! still leaves, the register colorer's (see `alloc.rs`): every uncolored
+//! class with a spillable member, and for an uncolored class of
 //! temporaries its cheapest spillable neighbour. Costs are accesses
 //! weighted by 10^depth.
 //!

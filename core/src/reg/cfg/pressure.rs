@@ -14,9 +14,13 @@
 //! usually succeeds; the rounds that follow only repair what it leaves.
 //!
 //! The choice is local and greedy, in block order: spilling a value only
-//! lowers the pressure elsewhere, so a point fixed stays fixed. Cost is the
-//! value's accesses weighted by 10^depth (a value read in a deep loop
-//! stays); among equal costs the wider value goes first.
+//! lowers the pressure elsewhere, so a point fixed stays fixed. The value
+//! spilled is the one with the least cost per lane per instruction of its
+//! range: cost is its accesses weighted by 10^depth (a value read in a deep
+//! loop stays), the range (whole blocks where it is live across a boundary,
+//! else the distance to its block's end or start) is what spilling it
+//! frees — the same trade as Chaitin's cost per degree, with the range
+//! standing for the degree.
 
 use alloc::vec::Vec;
 
@@ -38,6 +42,9 @@ pub(crate) struct PressureSpiller {
     live: SparseSet,
     cost: Vec<f64>,
     reads: Vec<u32>,
+    /// Per vreg the instructions its range covers (the benefit of spilling
+    /// it: a long range read rarely frees a register over many points).
+    span: Vec<u32>,
     pressure: u32,
     /// Values marked in the last run.
     pub spilled: u32,
@@ -50,6 +57,9 @@ impl PressureSpiller {
         if self.reads.capacity() < vregs {
             self.reads.reserve_exact(vregs - self.reads.len());
         }
+        if self.span.capacity() < vregs {
+            self.span.reserve_exact(vregs - self.span.len());
+        }
         if self.cost.capacity() < vregs {
             self.cost.reserve_exact(vregs - self.cost.len());
         }
@@ -60,10 +70,41 @@ impl PressureSpiller {
     /// rewrites the marked values (per-use temporaries).
     pub fn run(&mut self, p: &mut Program, lv: &Liveness, k: u32) {
         p.access_costs(&mut self.cost, &mut self.reads);
+        self.spans(p, lv);
         self.live.reset(p.nv());
         self.spilled = 0;
         for b in 0..p.nb {
             self.block(p, lv, b, k);
+        }
+    }
+
+    /// Instructions covered per vreg: whole blocks where it is live in or
+    /// out (globals), plus def-to-last-read inside blocks.
+    fn spans(&mut self, p: &Program, lv: &Liveness) {
+        let nv = p.nv();
+        self.span.clear();
+        self.span.resize(nv, 0);
+        for b in 0..p.nb {
+            let len = p.block_end[b] - p.block_start[b];
+            for g in lv.live_in_of(b) {
+                self.span[lv.globals[g as usize] as usize] += len;
+            }
+            for g in lv.live_out_of(b) {
+                self.span[lv.globals[g as usize] as usize] += len;
+            }
+            for i in p.block_start[b]..p.block_end[b] {
+                // A read at distance d from the block's start or a def at
+                // distance d from its end bounds a local range by d.
+                for &u in p.uses(i as usize) {
+                    let d = i - p.block_start[b] + 1;
+                    let x = &mut self.span[u as usize];
+                    *x = (*x).max(d);
+                }
+                for &d in p.defs(i as usize) {
+                    let x = &mut self.span[d as usize];
+                    *x = (*x).max(p.block_end[b] - i);
+                }
+            }
         }
     }
 
@@ -95,7 +136,8 @@ impl PressureSpiller {
                 if p.kind[v as usize] != ORIG || kept {
                     continue;
                 }
-                let c = self.cost[v as usize] / p.lanes[v as usize] as f64;
+                let c = self.cost[v as usize]
+                    / (p.lanes[v as usize] as f64 * self.span[v as usize].max(1) as f64);
                 if best.map_or(true, |(bc, _)| c < bc) {
                     best = Some((c, v));
                 }

@@ -544,3 +544,48 @@ fn an_instruction_needing_more_than_k_registers_is_reported() {
     assert_eq!(out.stats.max_live, 2);
     assert_eq!(out.stats.spilled, 0);
 }
+
+#[test]
+fn the_long_rarely_read_value_is_the_one_spilled() {
+    // a lives over the whole block and is read once at the end; b, c, d
+    // are read together at instruction 6, where a, b, c, d are all live:
+    // four values, K = 3. Spilling a frees the point for one store and one
+    // reload; any other choice costs reloads at the hot reads.
+    let f = build(
+        4,
+        vec![blk(
+            vec![
+                op(&[], &[0]),
+                op(&[], &[1]),
+                op(&[], &[2]),
+                op(&[1, 2], &[]),
+                op(&[1, 2], &[]),
+                op(&[], &[3]),
+                op(&[1, 2, 3], &[]),
+                op(&[0], &[]),
+            ],
+            &[],
+            vec![],
+        )],
+    );
+    let out = run(&f, 3);
+    assert_eq!(out.stats.max_live, 4);
+    assert_eq!(
+        (out.stats.spilled, out.stats.spills, out.stats.reloads),
+        (1, 1, 1),
+        "{:?}",
+        out.edits()
+    );
+    let store = out
+        .edits()
+        .iter()
+        .find(|e| e.kind() == EditKind::Spill)
+        .unwrap();
+    assert_eq!(store.point, EditPoint::After(CfgInst(0)));
+    let reload = out
+        .edits()
+        .iter()
+        .find(|e| e.kind() == EditKind::Reload)
+        .unwrap();
+    assert_eq!(reload.point, EditPoint::Before(CfgInst(7)));
+}
