@@ -322,6 +322,7 @@ pub fn report_json(k: u16, outcomes: &[FunctionOutcome]) -> Value {
         checked += o.checked as u64;
         per.push(json!({
             "file": o.file.display().to_string(),
+            "k": k,
             "instructions": s.instructions,
             "blocks": o.blocks,
             "vregs": o.vregs,
@@ -339,7 +340,6 @@ pub fn report_json(k: u16, outcomes: &[FunctionOutcome]) -> Value {
         }));
     }
     json!({
-        "k": k,
         "functions": outcomes.len(),
         "failed": failed,
         "checked": checked,
@@ -528,6 +528,39 @@ mod tests {
         let o = allocate_function(Path::new("good.json"), &f, 2, false, true, &mut a, &mut c);
         assert!(o.checked && o.error.is_none(), "{:?}", o.error);
         assert_eq!(o.stats.moves_kept + o.stats.moves_inserted, 0);
+    }
+
+    #[test]
+    fn the_json_report_has_the_named_totals() {
+        let f = parse_function(GOOD.as_bytes()).unwrap();
+        let mut a = CfgAllocator::new();
+        let mut c = CfgChecker::new();
+        let o = allocate_function(Path::new("good.json"), &f, 2, false, false, &mut a, &mut c);
+        let v = report_json(2, &[o.clone(), o]);
+        let mut keys: Vec<&str> = v.as_object().unwrap().keys().map(|k| k.as_str()).collect();
+        keys.sort();
+        assert_eq!(
+            keys,
+            [
+                "checked",
+                "failed",
+                "functions",
+                "instructions",
+                "micros",
+                "moves_inserted",
+                "moves_kept",
+                "per_function",
+                "reloads",
+                "spills",
+                "weighted_cost"
+            ]
+        );
+        assert_eq!(v["functions"], 2);
+        assert_eq!(v["checked"], 2);
+        assert_eq!(v["instructions"], 8);
+        assert_eq!(v["per_function"].as_array().unwrap().len(), 2);
+        assert_eq!(v["per_function"][0]["max_live"], 1);
+        assert_eq!(v["per_function"][0]["k"], 2);
     }
 
     #[test]
