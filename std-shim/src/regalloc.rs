@@ -163,6 +163,11 @@ pub fn parse_function(bytes: &[u8]) -> Result<FunctionBuf, String> {
     }
     f.finish();
     validate(&f).map_err(|e| e.to_string())?;
+    // Dominance too (a read reachable without its definition), so that
+    // every malformed function is refused here, before any allocation.
+    CfgAllocator::new()
+        .check_function(&f)
+        .map_err(|e| e.to_string())?;
     Ok(f)
 }
 
@@ -599,6 +604,21 @@ mod tests {
         assert!(e.contains("unknown field `mvoe`"), "{e}");
         let e = err(&GOOD.replace("vregs-only-v1", "vregs-only-v0"));
         assert!(e.contains("this reader takes"), "{e}");
+        // A read on a path that misses the definition: block 1 reads vreg 0
+        // defined in block 0... made reachable without it by defining it in
+        // block 1's twin instead.
+        let nodom = r#"{"format":"regalloc-vregs-only-v1","num_vregs":1,"entry":0,
+          "blocks":[{"insts":[0,1],"succs":[1,2],"params":[],"args":[[],[]],"depth":0},
+                    {"insts":[1,3],"succs":[3],"params":[],"args":[[]],"depth":0},
+                    {"insts":[3,4],"succs":[3],"params":[],"args":[[]],"depth":0},
+                    {"insts":[4,5],"succs":[],"params":[],"args":[],"depth":0}],
+          "insts":[{"uses":[],"defs":[]},{"uses":[],"defs":[0]},{"uses":[],"defs":[]},
+                   {"uses":[],"defs":[]},{"uses":[0],"defs":[]}]}"#;
+        let e = err(nodom);
+        assert!(
+            e.contains("vreg 0 (defined by instruction 1) is read on a path"),
+            "{e}"
+        );
         // A read before the definition in the same block.
         let e = err(&GOOD.replace(
             r#"{"uses":[],"defs":[0]},{"uses":[],"defs":[]}"#,

@@ -402,6 +402,36 @@ impl CfgAllocator {
         Ok(&self.out)
     }
 
+    /// Checks `f` completely without allocating registers: the structural
+    /// validation, then that every read is dominated by its definition
+    /// (the liveness finds a vreg live into the entry block otherwise). A
+    /// reader calls it to refuse a malformed function before any work.
+    pub fn check_function<F: CfgFunction + ?Sized>(&mut self, f: &F) -> Result<(), CfgAllocError> {
+        self.reserve(f, 1);
+        self.validator.validate(f).map_err(CfgAllocError::Invalid)?;
+        self.prog.load(f);
+        self.liveness()?;
+        self.dominance()
+    }
+
+    /// [`CfgError::NotDominated`] when a vreg is live into the entry.
+    fn dominance(&self) -> Result<(), CfgAllocError> {
+        match self.live.live_in_of(self.prog.entry as usize).next() {
+            Some(g) => {
+                let v = VReg(self.live.globals[g as usize]);
+                let def = self
+                    .validator
+                    .def_site(v)
+                    .unwrap_or(DefSite::Param(Block(0)));
+                Err(CfgAllocError::Invalid(CfgError::NotDominated {
+                    vreg: v,
+                    def,
+                }))
+            }
+            None => Ok(()),
+        }
+    }
+
     /// The last result.
     pub fn allocation(&self) -> &CfgAllocation {
         &self.out
@@ -440,17 +470,7 @@ impl CfgAllocator {
                 self.liveness()?;
             }
             if stats.rounds == 1 {
-                if let Some(g) = self.live.live_in_of(self.prog.entry as usize).next() {
-                    let v = VReg(self.live.globals[g as usize]);
-                    let def = self
-                        .validator
-                        .def_site(v)
-                        .unwrap_or(DefSite::Param(Block(0)));
-                    return Err(CfgAllocError::Invalid(CfgError::NotDominated {
-                        vreg: v,
-                        def,
-                    }));
-                }
+                self.dominance()?;
             }
             if !tied_done {
                 tied_done = true;
