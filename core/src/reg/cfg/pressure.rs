@@ -12,6 +12,9 @@
 //! whose own operands exceed K, the program's graph is (up to joins) a
 //! subgraph of a chordal graph of clique ≤ K, and the first coloring round
 //! usually succeeds; the rounds that follow only repair what it leaves.
+//! The rewrite must therefore reload per read (the pass's model): one
+//! reload per block would keep a temporary over the block's reads, which
+//! the pass did not count, and the coloring rounds would spill again.
 //!
 //! The choice is local and greedy, in block order: spilling a value only
 //! lowers the pressure elsewhere, so a point fixed stays fixed. The value
