@@ -11,6 +11,14 @@
 //! checks), 2 bad input or usage, 3 I/O error. A batch exits with the most
 //! telling code of its files: 2 if any input was malformed, else 3 if any
 //! file could not be read or written, else 1 if any allocation failed.
+//!
+//! Outputs are all or nothing per file: a job stages every output it was
+//! asked for and commits them together only after the run succeeded
+//! (`crate::io::stage`), so a file that fails in any way — bad input, a
+//! failed allocation, an output that cannot be written, a panic — leaves
+//! none of its outputs, and the other files of a batch go on. The one
+//! exception is documented: `--svg` of a failed allocation draws the
+//! moment it failed.
 
 use std::collections::HashMap;
 use std::io::IsTerminal;
@@ -24,16 +32,8 @@ use serde_json::{json, Value};
 use tusk_core::ir::{Module, Space};
 use tusk_core::pipeline::Options;
 
-use crate::{io, json, memmap, run, svg, text};
-
-/// Success.
-pub const EXIT_OK: u8 = 0;
-/// Well-formed input, failed job.
-pub const EXIT_FAILED: u8 = 1;
-/// Bad input or usage.
-pub const EXIT_BAD_INPUT: u8 = 2;
-/// A file could not be read or written.
-pub const EXIT_IO: u8 = 3;
+pub use crate::console::{EXIT_BAD_INPUT, EXIT_FAILED, EXIT_IO, EXIT_OK};
+use crate::{console, io, json, memmap, run, svg, text};
 
 /// What every file of a run gets: the normalized options and the flags
 /// that shape output.
@@ -58,6 +58,35 @@ pub struct Outputs {
     pub report: Option<PathBuf>,
     /// The memory-map picture.
     pub svg: Option<PathBuf>,
+    /// Create the directories the outputs go to when they are written (a
+    /// batch's subdirectories), instead of refusing a missing one.
+    pub create_dirs: bool,
+}
+
+impl Outputs {
+    /// The outputs as (flag, path) pairs, standard output included (`-`;
+    /// `--json` puts the report there).
+    fn flags(&self, json: bool) -> Vec<(&'static str, &Path)> {
+        let mut v: Vec<(&'static str, &Path)> = [
+            ("-o", &self.module),
+            ("--report", &self.report),
+            ("--svg", &self.svg),
+        ]
+        .into_iter()
+        .filter_map(|(flag, p)| p.as_deref().map(|p| (flag, p)))
+        .collect();
+        if json {
+            v.push(("--json", Path::new("-")));
+        }
+        v
+    }
+
+    /// Refuses outputs that would write over `input` or over each other
+    /// (`crate::io::check_outputs`); `json` when the report goes to
+    /// standard output.
+    pub fn check(&self, input: Option<&Path>, json: bool) -> Result<(), String> {
+        io::check_outputs(input, &self.flags(json))
+    }
 }
 
 /// The figures of one file for the batch table.
@@ -94,11 +123,16 @@ pub struct FileOutcome {
     pub micros: u64,
     /// The JSON report (or the error) for `--json` batches.
     pub json: Value,
+    /// The job panicked (a bug): its code is [`EXIT_FAILED`].
+    pub internal_error: bool,
 }
 
 impl FileOutcome {
-    /// `ok`, `failed`, `bad input`, `I/O error`.
+    /// `ok`, `failed`, `bad input`, `I/O error`, `internal error`.
     pub fn status(&self) -> &'static str {
+        if self.internal_error {
+            return "internal error";
+        }
         match self.code {
             EXIT_OK => "ok",
             EXIT_FAILED => "failed",
@@ -106,17 +140,25 @@ impl FileOutcome {
             _ => "I/O error",
         }
     }
+
+    fn new(file: String) -> FileOutcome {
+        FileOutcome {
+            file,
+            code: EXIT_OK,
+            stdout: String::new(),
+            stderr: String::new(),
+            row: Row::default(),
+            micros: 0,
+            json: Value::Null,
+            internal_error: false,
+        }
+    }
 }
 
 /// Reads and parses a module; the error is the exit code and the message.
 pub fn load(path: &Path, from_json: bool) -> Result<Module, (u8, String)> {
-    let bytes = io::read_limited(path, text::MAX_TEXT_BYTES).map_err(|e| {
-        let code = match e {
-            io::IoError::TooLarge { .. } => EXIT_BAD_INPUT,
-            _ => EXIT_IO,
-        };
-        (code, format!("error: {e}\n"))
-    })?;
+    let bytes = io::read_limited(path, text::MAX_TEXT_BYTES)
+        .map_err(|e| (e.exit_code(EXIT_OK), format!("error: {e}\n")))?;
     let as_json = from_json || path.extension().is_some_and(|e| e == "json");
     let r = if as_json {
         json::parse_json(&bytes).map_err(|e| e.to_string())
@@ -126,31 +168,28 @@ pub fn load(path: &Path, from_json: bool) -> Result<Module, (u8, String)> {
     r.map_err(|e| (EXIT_BAD_INPUT, format!("error: {}:{e}\n", path.display())))
 }
 
-/// Writes `bytes` atomically to `out`, refusing to overwrite `input`.
-fn write_file(out: &Path, input: &Path, bytes: &[u8]) -> Result<(), (u8, String)> {
-    write_file_with(out, input, &|w| w.write_all(bytes))
-}
-
-/// [`write_file`] of what `body` writes (streamed into the temporary file).
-fn write_file_with(
-    out: &Path,
-    input: &Path,
-    body: &dyn Fn(&mut dyn std::io::Write) -> std::io::Result<()>,
-) -> Result<(), (u8, String)> {
-    let same = match (std::fs::canonicalize(out), std::fs::canonicalize(input)) {
-        (Ok(x), Ok(y)) => x == y,
-        _ => false,
-    };
-    if same {
-        return Err((
-            EXIT_BAD_INPUT,
-            format!(
-                "error: refusing to overwrite the input file {} (inputs are never modified)\n",
-                input.display()
-            ),
-        ));
+/// Stages one output of `out` at `dest` (creating its directory first
+/// when `out.create_dirs`); the error is the exit code and the message.
+fn stage(
+    out: &Outputs,
+    dest: &Path,
+    body: impl FnOnce(&mut dyn std::io::Write) -> std::io::Result<()>,
+) -> Result<io::Staged, (u8, String)> {
+    if out.create_dirs {
+        if let Some(parent) = dest.parent().filter(|p| !p.as_os_str().is_empty()) {
+            std::fs::create_dir_all(parent).map_err(|e| {
+                (
+                    EXIT_IO,
+                    format!(
+                        "error: cannot write {}: cannot create directory {}: {e}\n",
+                        dest.display(),
+                        parent.display()
+                    ),
+                )
+            })?;
+        }
     }
-    io::write_atomic_with(out, body).map_err(|e| (EXIT_IO, format!("error: {e}\n")))
+    io::stage(dest, body).map_err(|e| (e.exit_code(EXIT_OK), format!("error: {e}\n")))
 }
 
 /// The one-line figures under a picture's title.
@@ -175,15 +214,7 @@ fn figures(r: &tusk_core::pipeline::RunReport) -> String {
 pub fn run_file(path: &Path, cfg: &JobConfig, out: &Outputs) -> FileOutcome {
     let t0 = Instant::now();
     let file = path.display().to_string();
-    let mut o = FileOutcome {
-        file: file.clone(),
-        code: EXIT_OK,
-        stdout: String::new(),
-        stderr: String::new(),
-        row: Row::default(),
-        micros: 0,
-        json: Value::Null,
-    };
+    let mut o = FileOutcome::new(file.clone());
     let code = job(path, cfg, out, &mut o);
     o.code = code;
     o.micros = t0.elapsed().as_micros() as u64;
@@ -221,10 +252,12 @@ fn job(path: &Path, cfg: &JobConfig, out: &Outputs, o: &mut FileOutcome) -> u8 {
             return EXIT_BAD_INPUT;
         }
     }
+    let module_on_stdout = out.module.as_deref().is_some_and(|p| p.as_os_str() == "-");
     if cfg.print_pipeline {
-        // Standard output carries the JSON alone under --json.
+        // Standard output carries the JSON or the module alone under
+        // --json or -o -.
         let t = run::pipeline_text(opts);
-        if cfg.json {
+        if cfg.json || module_on_stdout {
             o.stderr.push_str(&t);
         } else {
             o.stdout.push_str(&t);
@@ -249,7 +282,15 @@ fn job(path: &Path, cfg: &JobConfig, out: &Outputs, o: &mut FileOutcome) -> u8 {
                     site.as_ref(),
                 );
                 let doc = svg::render(&chart).to_string();
-                if let Err((code, msg)) = write_file(p, path, doc.as_bytes()) {
+                let written = if p.as_os_str() == "-" {
+                    o.stdout.push_str(&doc);
+                    Ok(())
+                } else {
+                    stage(out, p, |w| w.write_all(doc.as_bytes())).and_then(|s| {
+                        io::commit(vec![s]).map_err(|e| (EXIT_IO, format!("error: {e}\n")))
+                    })
+                };
+                if let Err((code, msg)) = written {
                     o.stderr.push_str(&msg);
                     return code;
                 }
@@ -280,6 +321,8 @@ fn job(path: &Path, cfg: &JobConfig, out: &Outputs, o: &mut FileOutcome) -> u8 {
     }
     o.row.reg_spills = report.reg.as_ref().map(|g| g.spilled_registers);
     let v = run::report_json(file, &m, &report);
+    // What goes to standard output once every file is in place.
+    let mut stdout = String::new();
     {
         // Each output as a string (for `-`) and as a writer body (for a
         // file: the module's text is printed on every core and streamed).
@@ -300,29 +343,39 @@ fn job(path: &Path, cfg: &JobConfig, out: &Outputs, o: &mut FileOutcome) -> u8 {
             }),
             (&out.svg, &svg_text, &|w| w.write_all(svg_text().as_bytes())),
         ];
-        for (dest, body, write) in writes {
+        // Every file output staged in full, then all committed: a failure
+        // anywhere leaves none of them (module doc).
+        let mut staged = Vec::new();
+        for (dest, text, write) in writes {
             if let Some(p) = dest {
                 if p.as_os_str() == "-" {
                     // `-o -`: the module owns standard output (the summary
                     // goes to standard error below) so it pipes onward.
-                    o.stdout.push_str(&body());
+                    stdout.push_str(&text());
                     continue;
                 }
-                if let Err((code, msg)) = write_file_with(p, path, write) {
-                    o.stderr.push_str(&msg);
-                    return code;
+                match stage(out, p, write) {
+                    Ok(s) => staged.push(s),
+                    Err((code, msg)) => {
+                        o.stderr.push_str(&msg);
+                        return code;
+                    }
                 }
             }
         }
+        if let Err(e) = io::commit(staged) {
+            o.stderr.push_str(&format!("error: {e}\n"));
+            return e.exit_code(EXIT_OK);
+        }
     }
-    let module_on_stdout = out.module.as_deref().is_some_and(|p| p.as_os_str() == "-");
     if cfg.json {
-        o.stdout.push_str(&format!("{v:#}\n"));
+        stdout.push_str(&format!("{v:#}\n"));
     } else if module_on_stdout {
         o.stderr.push_str(&run::summary(file, &m, &report));
     } else {
-        o.stdout.push_str(&run::summary(file, &m, &report));
+        stdout.push_str(&run::summary(file, &m, &report));
     }
+    o.stdout.push_str(&stdout);
     o.json = v;
     EXIT_OK
 }
@@ -399,6 +452,14 @@ impl OutputDirs {
             ("--svg", &self.svg),
         ] {
             let Some(d) = d else { continue };
+            if d.as_os_str() == "-" {
+                return Err((
+                    EXIT_BAD_INPUT,
+                    format!(
+                        "error: with several inputs, {flag} names a directory, not standard output"
+                    ),
+                ));
+            }
             if d.exists() && !d.is_dir() {
                 return Err((
                     EXIT_BAD_INPUT,
@@ -408,29 +469,30 @@ impl OutputDirs {
                     ),
                 ));
             }
-            std::fs::create_dir_all(d)
-                .map_err(|e| (EXIT_IO, format!("error: {flag} {}: {e}", d.display())))?;
+            std::fs::create_dir_all(d).map_err(|e| {
+                (
+                    EXIT_IO,
+                    format!(
+                        "error: {flag} {}: cannot create the directory: {e}",
+                        d.display()
+                    ),
+                )
+            })?;
         }
         Ok(())
     }
 
-    /// The outputs of an input named `rel` (see [`expand`]); creates the
-    /// subdirectories `rel` needs.
-    fn for_file(&self, rel: &Path) -> Result<Outputs, (u8, String)> {
-        let at = |d: &Option<PathBuf>, ext: &str| -> Result<Option<PathBuf>, (u8, String)> {
-            let Some(d) = d else { return Ok(None) };
-            let p = d.join(rel).with_extension(ext);
-            if let Some(parent) = p.parent() {
-                std::fs::create_dir_all(parent)
-                    .map_err(|e| (EXIT_IO, format!("error: {}: {e}\n", parent.display())))?;
-            }
-            Ok(Some(p))
-        };
-        Ok(Outputs {
-            module: at(&self.module, "tusk")?,
-            report: at(&self.report, "json")?,
-            svg: at(&self.svg, "svg")?,
-        })
+    /// The outputs of an input named `rel` (see [`expand`]); the
+    /// subdirectories `rel` needs are created when the outputs are written.
+    fn for_file(&self, rel: &Path) -> Outputs {
+        let at =
+            |d: &Option<PathBuf>, ext: &str| d.as_ref().map(|d| d.join(rel).with_extension(ext));
+        Outputs {
+            module: at(&self.module, "tusk"),
+            report: at(&self.report, "json"),
+            svg: at(&self.svg, "svg"),
+            create_dirs: true,
+        }
     }
 
     fn any(&self) -> bool {
@@ -536,35 +598,53 @@ pub fn batch_code(outcomes: &[FileOutcome]) -> u8 {
 /// output. Returns the exit code.
 pub fn run_batch(paths: &[PathBuf], cfg: &JobConfig, dirs: &OutputDirs) -> u8 {
     if paths.iter().any(|p| p.as_os_str() == "-") {
-        eprintln!("error: standard input (`-`) cannot be one of several inputs");
+        console::error("standard input (`-`) cannot be one of several inputs");
         return EXIT_BAD_INPUT;
     }
     let files = match expand(paths) {
         Ok(f) => f,
         Err(msg) => {
-            eprintln!("{msg}");
+            console::eprint(&format!("{msg}\n"));
             return EXIT_IO;
         }
     };
     if files.is_empty() {
-        eprintln!("error: no *.tusk or *.json file among the inputs");
+        console::error("no *.tusk or *.json file among the inputs");
         return EXIT_BAD_INPUT;
     }
     if dirs.any() {
         if let Err((code, msg)) = dirs.prepare() {
-            eprintln!("{msg}");
+            console::eprint(&format!("{msg}\n"));
             return code;
         }
         let mut seen: HashMap<PathBuf, &Path> = HashMap::new();
         for (f, rel) in &files {
             if let Some(prev) = seen.insert(rel.with_extension(""), f) {
-                eprintln!(
-                    "error: {} and {} would both write `{}.*` in the output directory",
+                console::error(format_args!(
+                    "{} and {} would both write `{}.*` in the output directory",
                     prev.display(),
                     f.display(),
                     rel.with_extension("").display()
-                );
+                ));
                 return EXIT_BAD_INPUT;
+            }
+        }
+        // No output of any file may be an input of the batch.
+        let inputs: HashMap<io::FileId, &Path> = files
+            .iter()
+            .map(|(f, _)| (io::file_id(f), f.as_path()))
+            .collect();
+        for (_, rel) in &files {
+            let out = dirs.for_file(rel);
+            for (flag, p) in out.flags(false) {
+                if let Some(input) = inputs.get(&io::file_id(p)) {
+                    console::error(format_args!(
+                        "{flag} would write {} over the input file {} (inputs are never modified)",
+                        p.display(),
+                        input.display()
+                    ));
+                    return EXIT_BAD_INPUT;
+                }
             }
         }
     }
@@ -581,18 +661,7 @@ pub fn run_batch(paths: &[PathBuf], cfg: &JobConfig, dirs: &OutputDirs) -> u8 {
     let outcomes: Vec<FileOutcome> = files
         .par_iter()
         .map(|(f, rel)| {
-            let o = match dirs.for_file(rel) {
-                Ok(out) => run_file(f, cfg, &out),
-                Err((code, msg)) => FileOutcome {
-                    file: f.display().to_string(),
-                    code,
-                    stdout: String::new(),
-                    stderr: msg.clone(),
-                    row: Row::default(),
-                    micros: 0,
-                    json: json!({"file": f.display().to_string(), "status": "I/O error", "error": msg.trim_end()}),
-                },
-            };
+            let o = run_file_guarded(f, cfg, &dirs.for_file(rel));
             let k = done.fetch_add(1, Ordering::Relaxed) + 1;
             let line = format!(
                 "[{k}/{n}] {}: {} ({:.1} ms)",
@@ -610,7 +679,7 @@ pub fn run_batch(paths: &[PathBuf], cfg: &JobConfig, dirs: &OutputDirs) -> u8 {
                 }
                 None => {
                     // One write per file so lines of parallel jobs do not mix.
-                    eprintln!("{}{line}", o.stderr);
+                    console::eprint(&format!("{}{line}\n", o.stderr));
                 }
             }
             o
@@ -619,11 +688,38 @@ pub fn run_batch(paths: &[PathBuf], cfg: &JobConfig, dirs: &OutputDirs) -> u8 {
     if let Some(b) = bar {
         b.finish_and_clear();
     }
-    if cfg.json {
+    let text = if cfg.json {
         let all: Vec<Value> = outcomes.iter().map(|o| o.json.clone()).collect();
-        println!("{:#}", Value::Array(all));
+        format!("{:#}\n", Value::Array(all))
     } else {
-        print!("{}", table(&outcomes));
+        table(&outcomes)
+    };
+    console::print_and_finish(batch_code(&outcomes), &text)
+}
+
+/// [`run_file`], with a panic of the job (a bug) caught and reported as
+/// that file's internal error, so the other files of a batch still finish.
+/// Its staged outputs are dropped while unwinding: nothing of it is written.
+fn run_file_guarded(path: &Path, cfg: &JobConfig, out: &Outputs) -> FileOutcome {
+    let t0 = Instant::now();
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run_file(path, cfg, out))) {
+        Ok(o) => o,
+        Err(payload) => {
+            let what = payload
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| payload.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "a panic".into());
+            let file = path.display().to_string();
+            let mut o = FileOutcome::new(file.clone());
+            o.code = EXIT_FAILED;
+            o.internal_error = true;
+            o.micros = t0.elapsed().as_micros() as u64;
+            o.stderr = format!(
+                "error: {file}: internal error (a bug in tusk, please report it): {what}\n"
+            );
+            o.json = json!({"file": file, "status": o.status(), "error": o.stderr.trim_end()});
+            o
+        }
     }
-    batch_code(&outcomes)
 }

@@ -3,11 +3,12 @@
 //! Prints colors used, uncolored count and time; validates the coloring
 //! against the file's edge list (independently of the colorer's graph).
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Instant;
 
 use tusk_core::reg::{ColorConfig, Colorer, InterferenceGraph, NO_COLOR};
 
+use crate::console::{self, EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK};
 use crate::dimacs;
 
 /// Arguments of `tusk color`.
@@ -90,33 +91,32 @@ pub fn color_graph(g: &dimacs::DimacsGraph, cfg: &ColorConfig) -> Result<ColorOu
 
 /// Runs `tusk color`; returns the exit code (0 all colored, 1 uncolored
 /// vertices left, 2 bad input or options, 3 I/O error).
-pub fn run(args: &ColorArgs) -> i32 {
+pub fn run(args: &ColorArgs) -> u8 {
     let path = args.file.display();
     if args.k == 0 || args.k > tusk_core::reg::color::MAX_K {
-        eprintln!(
-            "tusk color: -k {} is out of range 1..={}",
+        console::error(format_args!(
+            "-k {} is out of range 1..={}",
             args.k,
             tusk_core::reg::color::MAX_K
-        );
-        return 2;
+        ));
+        return EXIT_BAD_INPUT;
+    }
+    if let Some(o) = &args.out {
+        if let Err(msg) = crate::io::check_outputs(Some(&args.file), &[("-o", o)]) {
+            console::error(msg);
+            return EXIT_BAD_INPUT;
+        }
     }
     // Bounded like every input: a huge or endless file is refused (exit 2).
     let bytes = match crate::io::read_limited(&args.file, crate::text::MAX_TEXT_BYTES) {
         Ok(b) => b,
-        Err(e @ crate::io::IoError::TooLarge { .. }) => {
-            eprintln!("tusk color: {e}");
-            return 2;
-        }
-        Err(e) => {
-            eprintln!("tusk color: {e}");
-            return 3;
-        }
+        Err(e) => return e.report(EXIT_OK),
     };
     let g = match dimacs::parse(&bytes) {
         Ok(g) => g,
         Err(e) => {
-            eprintln!("{path}:{e}");
-            return 2;
+            console::error(format_args!("{path}:{e}"));
+            return EXIT_BAD_INPUT;
         }
     };
     let cfg = if args.textbook {
@@ -127,12 +127,17 @@ pub fn run(args: &ColorArgs) -> i32 {
     let out = match color_graph(&g, &cfg) {
         Ok(o) => o,
         Err(e) => {
-            eprintln!("tusk color: {path}: {e}");
-            return 1;
+            console::error(format_args!("{path}: {e}"));
+            return EXIT_FAILED;
         }
     };
-    println!(
-        "{path}: {} vertices, {} edges, K = {}: colors used {}, uncolored {}, time {:.3} ms (select left {}, repair moves {}, REG score {:.4}, lower is better)",
+    let code = if out.stats.uncolored > 0 {
+        EXIT_FAILED
+    } else {
+        EXIT_OK
+    };
+    let summary = format!(
+        "{path}: {} vertices, {} edges, K = {}: colors used {}, uncolored {}, time {:.3} ms (select left {}, repair moves {}, REG score {:.4}, lower is better)\n",
         g.vertices,
         g.edges.len(),
         args.k,
@@ -152,37 +157,23 @@ pub fn run(args: &ColorArgs) -> i32 {
                 text.push_str(&format!("{} {c}\n", v + 1));
             }
         }
-        if same_file(o, &args.file) {
-            eprintln!(
-                "tusk color: refusing to overwrite the input file {} (inputs are never modified)",
-                args.file.display()
-            );
-            return 2;
-        }
         // Temporary file + rename: a reader never sees a partial coloring.
         if let Err(e) = crate::io::write_atomic(o, text.as_bytes()) {
-            eprintln!("tusk color: {e}");
-            return 3;
+            return e.report(code);
+        }
+        if o.as_os_str() == "-" {
+            // The coloring owns standard output, so it pipes onward.
+            console::eprint(&summary);
+            return code;
         }
     }
-    if out.stats.uncolored > 0 {
-        1
-    } else {
-        0
-    }
-}
-
-/// True when both paths name the same existing file.
-fn same_file(a: &Path, b: &Path) -> bool {
-    match (std::fs::canonicalize(a), std::fs::canonicalize(b)) {
-        (Ok(x), Ok(y)) => x == y,
-        _ => false,
-    }
+    console::print_and_finish(code, &summary)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::path::Path;
 
     /// The public data folder: `$TUSK_DATA` if set, else `../shared/data`
     /// from the workspace root.

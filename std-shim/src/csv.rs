@@ -5,9 +5,12 @@
 //! `[lower, upper)`, the size in bytes, optionally an alignment (empty or
 //! absent: 1) and a fixed offset (empty: not pinned). Blank lines are
 //! skipped; `\r\n` line ends are accepted. Every error names the line and
-//! column; no input makes the reader panic. The capacity is not in the file:
-//! it comes from the command line or from a file name like
-//! `C.1048576.csv` ([`capacity_from_name`]).
+//! column; no input makes the reader panic. Two pinned buffers that overlap
+//! in time and address cannot both keep their offsets, so the reader
+//! refuses them, naming both (ids, lines, lifetimes, byte ranges), before
+//! any allocator sees the problem. The capacity is not in the file: it
+//! comes from the command line or from a file name like `C.1048576.csv`
+//! ([`capacity_from_name`]).
 //!
 //! The writer writes the rows back with the columns read (without a given
 //! offset column) and an `offset` column with the placement.
@@ -64,6 +67,8 @@ pub fn parse(bytes: &[u8]) -> Result<Table, CsvError> {
         has_alignment: false,
     };
     let mut columns: Option<Vec<&'static str>> = None;
+    // Where each pinned buffer was read.
+    let mut pins: Vec<Pin> = Vec::new();
     for (k, raw) in bytes.split(|&b| b == b'\n').enumerate() {
         let line_no = k + 1;
         let raw = raw.strip_suffix(b"\r").unwrap_or(raw);
@@ -153,6 +158,13 @@ pub fn parse(bytes: &[u8]) -> Result<Table, CsvError> {
                 _ => pin = number(i, true)?.map(|offset| Placement { offset, base: 0 }),
             }
         }
+        if pin.is_some() {
+            pins.push(Pin {
+                index: table.ids.len(),
+                line: line_no,
+                column: fields[cols.len() - 1].0,
+            });
+        }
         table
             .problem
             .push(Buffer {
@@ -182,7 +194,83 @@ pub fn parse(bytes: &[u8]) -> Result<Table, CsvError> {
                 .to_string(),
         ));
     }
+    check_pins(&table, &pins)?;
     Ok(table)
+}
+
+/// Where a pinned buffer was read: its index, line and offset column.
+#[derive(Clone, Copy, Debug)]
+struct Pin {
+    index: usize,
+    line: usize,
+    column: usize,
+}
+
+/// Refuses two pinned buffers that share an instant and a byte. A sweep in
+/// lifetime order keeps the pinned buffers live at the current instant in
+/// an offset-ordered map; they are pairwise disjoint (else the sweep has
+/// already stopped), so a new one can only overlap its neighbours there:
+/// O(p log p) for p pins.
+fn check_pins(table: &Table, pins: &[Pin]) -> Result<(), CsvError> {
+    use std::cmp::Reverse;
+    use std::collections::{BTreeMap, BinaryHeap};
+    let bufs = table.problem.buffers();
+    let span = |p: &Pin| {
+        let b = &bufs[p.index];
+        let at = b.pin.map_or(0, |x| x.offset);
+        (b.lower, b.upper, at, at.saturating_add(b.size))
+    };
+    let describe = |x: &Pin| {
+        let (lo, up, s, e) = span(x);
+        format!(
+            "`{}` (line {}: lifetime [{lo}, {up}), bytes [{s}, {e}))",
+            table.ids[x.index], x.line
+        )
+    };
+    // Void buffers (empty lifetime or size) occupy nothing.
+    let mut order: Vec<Pin> = pins
+        .iter()
+        .copied()
+        .filter(|p| !bufs[p.index].is_void())
+        .collect();
+    order.sort_by_key(|p| (bufs[p.index].lower, p.line));
+    // offset -> live pin, and the live pins by the end of their lifetime.
+    let mut live: BTreeMap<u64, Pin> = BTreeMap::new();
+    let mut ends: BinaryHeap<Reverse<(u64, u64)>> = BinaryHeap::new();
+    for p in order {
+        let (lower, upper, start, end) = span(&p);
+        while let Some(&Reverse((u, at))) = ends.peek() {
+            if u > lower {
+                break;
+            }
+            ends.pop();
+            live.remove(&at);
+        }
+        let before = live.range(..=start).next_back().map(|(_, q)| *q);
+        let after = live.range(start..).next().map(|(_, q)| *q);
+        for q in [before, after].into_iter().flatten() {
+            let (q_lower, q_upper, q_start, q_end) = span(&q);
+            if q_start < end && start < q_end {
+                let (first, second) = if q.line < p.line { (q, p) } else { (p, q) };
+                return Err(CsvError {
+                    line: second.line,
+                    column: second.column,
+                    message: format!(
+                        "pinned buffers {} and {} overlap: both hold bytes [{}, {}) during [{}, {})",
+                        describe(&first),
+                        describe(&second),
+                        start.max(q_start),
+                        end.min(q_end),
+                        lower.max(q_lower),
+                        upper.min(q_upper)
+                    ),
+                });
+            }
+        }
+        live.insert(start, p);
+        ends.push(Reverse((upper, start)));
+    }
+    Ok(())
 }
 
 /// The capacity in a file name like `C.1048576.csv` or `input.12.csv`: the
@@ -221,10 +309,16 @@ pub fn write(out: &mut dyn Write, table: &Table, placements: &[Placement]) -> st
 
 /// Writes the table to `path` atomically (through [`crate::io::write_atomic`]:
 /// a temporary file in the same folder, then a rename over the target).
-pub fn write_file(path: &Path, table: &Table, placements: &[Placement]) -> std::io::Result<()> {
-    let mut bytes = Vec::new();
-    write(&mut bytes, table, placements)?;
-    crate::io::write_atomic(path, &bytes).map_err(std::io::Error::other)
+pub fn write_file(
+    path: &Path,
+    table: &Table,
+    placements: &[Placement],
+) -> Result<(), crate::io::IoError> {
+    crate::io::write_atomic_with(path, |w| {
+        let mut w = std::io::BufWriter::new(w);
+        write(&mut w, table, placements)?;
+        w.flush()
+    })
 }
 
 #[cfg(test)]
@@ -284,6 +378,38 @@ mod tests {
             let _ = parse(&bytes);
             let _ = parse(&bytes[20..]);
         }
+    }
+
+    #[test]
+    fn overlapping_pins_are_refused_naming_both() {
+        let e =
+            parse(b"id,lower,upper,size,offset\na,0,4,8,0\nfree,0,9,4,\nb,2,6,8,4\n").unwrap_err();
+        assert_eq!((e.line, e.column), (4, 9), "{e}");
+        assert_eq!(
+            e.message,
+            "pinned buffers `a` (line 2: lifetime [0, 4), bytes [0, 8)) and `b` (line 4: \
+             lifetime [2, 6), bytes [4, 12)) overlap: both hold bytes [4, 8) during [2, 4)"
+        );
+        // The later line is named second whatever the lifetimes' order.
+        let e = parse(b"id,lower,upper,size,offset\nb,2,6,8,4\na,0,4,8,0\n").unwrap_err();
+        assert_eq!(e.line, 3, "{e}");
+        assert!(e.message.starts_with("pinned buffers `b` (line 2"), "{e}");
+        // Touching in time or in address, or void, is no overlap.
+        for ok in [
+            &b"id,lower,upper,size,offset\na,0,4,8,0\nb,4,6,8,0\n"[..],
+            b"id,lower,upper,size,offset\na,0,4,8,0\nb,0,4,8,8\n",
+            b"id,lower,upper,size,offset\na,0,4,8,0\nb,2,2,8,0\nc,1,3,0,0\n",
+            b"id,lower,upper,size,offset\na,0,9,4,0\nb,1,2,4,4\nc,3,4,4,4\nd,5,8,4,8\n",
+        ] {
+            assert!(parse(ok).is_ok(), "{}", String::from_utf8_lossy(ok));
+        }
+        // A pin over two live ones is refused, naming one of them.
+        let e = parse(b"id,lower,upper,size,offset\na,0,9,4,0\nb,0,9,4,100\nc,5,6,200,2\n")
+            .unwrap_err();
+        assert!(
+            e.message.contains("`a`") && e.message.contains("`c`"),
+            "{e}"
+        );
     }
 
     #[test]

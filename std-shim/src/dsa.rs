@@ -13,8 +13,10 @@ use tusk_core::mem::gca::{GcaOptions, GcaWorkspace};
 use tusk_core::mem::greedy::{GreedyRule, GreedyWorkspace};
 use tusk_core::mem::lsa::{place_buffers, Buffer as LsaBuffer, BufferWorkspace};
 use tusk_core::mem::problem::{peak, Placement, Timeline};
+use tusk_core::storage::{Skipped, StorageBudget, StorageReport};
 use tusk_core::verify::buffers::Validator;
 
+use crate::console::{self, EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK};
 use crate::csv;
 
 /// The allocators `tusk dsa` can run.
@@ -59,6 +61,18 @@ pub struct DsaArgs {
     /// Exact search: keep searching for the lowest peak after a fit.
     #[arg(long)]
     pub minimize: bool,
+    /// Storage budget (bytes, or with K, M, G): the exact search and the
+    /// coloring allocator's interference graph run only within their share
+    /// of it (see `tusk run --max-memory`); default 1 GiB or 8 × the
+    /// problem's storage.
+    #[arg(long, value_name = "BYTES", value_parser = crate::io::parse_bytes)]
+    pub max_memory: Option<u64>,
+}
+
+/// Appends `line` and a newline to `summary`.
+fn say(summary: &mut String, line: String) {
+    summary.push_str(&line);
+    summary.push('\n');
 }
 
 /// A [`Clock`] on `std::time::Instant`.
@@ -72,35 +86,34 @@ impl Clock for StdClock {
 }
 
 /// Runs `tusk dsa` and returns the exit code.
-pub fn run(args: &DsaArgs) -> i32 {
+pub fn run(args: &DsaArgs) -> u8 {
     let path = args.file.display();
+    if let Some(out) = &args.out {
+        if let Err(msg) = crate::io::check_outputs(Some(&args.file), &[("-o", out)]) {
+            console::error(msg);
+            return EXIT_BAD_INPUT;
+        }
+    }
     // Bounded like every input: a huge or endless file is refused (exit 2).
     let bytes = match crate::io::read_limited(&args.file, crate::text::MAX_TEXT_BYTES) {
         Ok(b) => b,
-        Err(e @ crate::io::IoError::TooLarge { .. }) => {
-            eprintln!("tusk dsa: {e}");
-            return 2;
-        }
-        Err(e) => {
-            eprintln!("tusk dsa: {e}");
-            return 3;
-        }
+        Err(e) => return e.report(EXIT_OK),
     };
     let mut table = match csv::parse(&bytes) {
         Ok(t) => t,
         Err(e) => {
-            eprintln!("tusk dsa: {path}:{e}");
-            return 2;
+            console::error(format_args!("{path}:{e}"));
+            return EXIT_BAD_INPUT;
         }
     };
     let Some(capacity) = args
         .capacity
         .or_else(|| csv::capacity_from_name(&args.file))
     else {
-        eprintln!(
-            "tusk dsa: no capacity for {path}: give --capacity N or name the file like NAME.<capacity>.csv"
-        );
-        return 2;
+        console::error(format_args!(
+            "no capacity for {path}: give --capacity N or name the file like NAME.<capacity>.csv"
+        ));
+        return EXIT_BAD_INPUT;
     };
     table.problem.capacity = capacity;
     let problem = &table.problem;
@@ -109,6 +122,13 @@ pub fn run(args: &DsaArgs) -> i32 {
     let mut placements = vec![Placement::default(); n];
     let start = Instant::now();
     let mut status_line = String::new();
+    let budget = match args.max_memory {
+        Some(b) => StorageBudget::bytes(b),
+        None => StorageBudget::default_for(problem.heap_bytes()),
+    };
+    let mut storage = StorageReport::new(budget);
+    storage.add("problem", problem.heap_bytes());
+    storage.add("placements", (n * std::mem::size_of::<Placement>()) as u64);
     match args.algo {
         Algo::GreedySize | Algo::BestFit => {
             let rule = if args.algo == Algo::GreedySize {
@@ -122,7 +142,17 @@ pub fn run(args: &DsaArgs) -> i32 {
         }
         Algo::Coloring => {
             let mut ws = GcaWorkspace::new();
-            ws.reserve_for(problem, 0, 0);
+            let available = storage.allowance();
+            let g = ws.reserve_within(problem, 0, 0, available);
+            if g.refused {
+                storage.skip(Skipped {
+                    method: "the interference graph",
+                    instead: "the greedy-by-size placement (linear storage)",
+                    needed: g.needed,
+                    available,
+                    cut_short: false,
+                });
+            }
             let o = ws.solve(problem, &GcaOptions::default(), &mut placements);
             status_line = format!(
                 "coloring: best order {}, {} sweeps, {} improvement replays, {} interference edges",
@@ -131,8 +161,8 @@ pub fn run(args: &DsaArgs) -> i32 {
         }
         Algo::Lsa => {
             if problem.buffers().iter().any(|b| b.pin.is_some()) {
-                eprintln!("tusk dsa: {path}: --algo lsa does not take pinned buffers (an `offset` column); use coloring or exact");
-                return 2;
+                console::error(format_args!("{path}: --algo lsa does not take pinned buffers (an `offset` column); use coloring or exact"));
+                return EXIT_BAD_INPUT;
             }
             // The scan takes live buffers; void ones (empty lifetime or size)
             // occupy nothing and stay at offset 0.
@@ -164,14 +194,28 @@ pub fn run(args: &DsaArgs) -> i32 {
                     }
                 }
                 Err(e) => {
-                    eprintln!("tusk dsa: {path}: {e}");
-                    return 1;
+                    console::error(format_args!("{path}: {e}"));
+                    return EXIT_FAILED;
                 }
             }
         }
         Algo::Exact => {
             let mut ws = ExactWorkspace::new();
-            ws.reserve_for(problem);
+            let available = storage.allowance();
+            let r = ws.reserve_within(problem, available);
+            if r.refused || r.granted < r.needed.total() {
+                storage.skip(Skipped {
+                    method: "the exact placement search",
+                    instead: if r.refused {
+                        "the better greedy placement"
+                    } else {
+                        "a search that stops early when its stacks fill"
+                    },
+                    needed: r.needed.total(),
+                    available,
+                    cut_short: !r.refused,
+                });
+            }
             let budget = Budget {
                 nodes: args.budget_nodes,
                 micros: match (args.budget_ms, args.budget_nodes) {
@@ -213,66 +257,80 @@ pub fn run(args: &DsaArgs) -> i32 {
     let p = peak(problem, &placements);
     let mut validator = Validator::with_capacity(n, 8);
     let check = validator.check(problem, &placements, u64::MAX);
-    println!("file: {path}  buffers: {n}  capacity: {capacity}");
-    println!("algo: {:?}", args.algo);
-    println!(
-        "peak: {p}  lower bound: {lb}  peak/LB: {:.4}",
-        if lb == 0 { 1.0 } else { p as f64 / lb as f64 }
+    // The summary goes out last, once the output file is in place.
+    let mut summary = String::new();
+    say(
+        &mut summary,
+        format!("file: {path}  buffers: {n}  capacity: {capacity}"),
+    );
+    say(&mut summary, format!("algo: {:?}", args.algo));
+    say(
+        &mut summary,
+        format!(
+            "peak: {p}  lower bound: {lb}  peak/LB: {:.4}",
+            if lb == 0 { 1.0 } else { p as f64 / lb as f64 }
+        ),
     );
     let fits = p <= capacity;
     if fits {
-        println!("fits: yes ({} bytes to spare)", capacity - p);
+        say(
+            &mut summary,
+            format!("fits: yes ({} bytes to spare)", capacity - p),
+        );
     } else {
-        println!(
-            "fits: no (peak exceeds the capacity by {} bytes)",
-            p - capacity
+        say(
+            &mut summary,
+            format!(
+                "fits: no (peak exceeds the capacity by {} bytes)",
+                p - capacity
+            ),
         );
     }
     if !status_line.is_empty() {
-        println!("{status_line}");
+        say(&mut summary, status_line);
     }
-    println!("time: {:.3} ms", elapsed.as_secs_f64() * 1000.0);
+    for k in &storage.skipped {
+        say(&mut summary, format!("storage: {k}"));
+    }
+    say(
+        &mut summary,
+        format!("time: {:.3} ms", elapsed.as_secs_f64() * 1000.0),
+    );
     if check.total > 0 {
-        eprintln!(
-            "tusk dsa: INTERNAL ERROR: the placement failed validation ({} findings)",
+        let mut msg = format!(
+            "internal error: the placement failed validation ({} findings)\n",
             check.total
         );
         for f in validator.findings() {
-            eprintln!("  {f}");
+            msg.push_str(&format!("  {f}\n"));
         }
-        return 1;
+        console::error(msg.trim_end());
+        return console::print_and_finish(EXIT_FAILED, &summary);
     }
-    println!("validated: legal ({} buffers, no overlap)", n);
+    say(
+        &mut summary,
+        format!("validated: legal ({n} buffers, no overlap)"),
+    );
+    let code = if fits { EXIT_OK } else { EXIT_FAILED };
     if let Some(out) = &args.out {
-        let same = match (
-            std::fs::canonicalize(out),
-            std::fs::canonicalize(&args.file),
-        ) {
-            (Ok(x), Ok(y)) => x == y,
-            _ => false,
-        };
-        if same {
-            eprintln!(
-                "tusk dsa: refusing to overwrite the input file {path} (inputs are never modified)"
-            );
-            return 2;
-        }
+        let on_stdout = out.as_os_str() == "-";
         if let Err(e) = csv::write_file(out, &table, &placements) {
-            eprintln!("tusk dsa: cannot write {}: {e}", out.display());
-            return 3;
+            return e.report(code);
+        }
+        if !fits {
+            console::error(format_args!(
+                "wrote {} although the placement does not fit: peak {p} > capacity {capacity}",
+                out.display()
+            ));
+        }
+        if on_stdout {
+            // The placement owns standard output, so it pipes onward.
+            console::eprint(&summary);
+            return code;
         }
         if fits {
-            println!("wrote {}", out.display());
-        } else {
-            eprintln!(
-                "tusk dsa: wrote {} although the placement does not fit: peak {p} > capacity {capacity}",
-                out.display()
-            );
+            say(&mut summary, format!("wrote {}", out.display()));
         }
     }
-    if fits {
-        0
-    } else {
-        1
-    }
+    console::print_and_finish(code, &summary)
 }

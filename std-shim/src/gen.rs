@@ -3,12 +3,13 @@
 //! The knobs are those of [`tusk_core::gen::module::GenParams`]; a preset
 //! sets them all, and each flag given overrides one.
 
-use std::io::Write;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use clap::ValueEnum;
 use tusk_core::gen::module::{generate, GenParams};
 use tusk_core::Target;
+
+use crate::console::{self, EXIT_BAD_INPUT, EXIT_OK};
 
 /// Which set of knobs to start from.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
@@ -158,36 +159,28 @@ fn params(a: &GenArgs) -> Result<GenParams, String> {
 }
 
 /// Runs `tusk gen`; returns the exit code (0 written, 2 bad knobs, 3 I/O).
-pub fn run(args: &GenArgs) -> i32 {
+pub fn run(args: &GenArgs) -> u8 {
     let p = match params(args) {
         Ok(p) => p,
         Err(e) => {
-            eprintln!("tusk gen: {e}");
-            return 2;
+            console::error(e);
+            return EXIT_BAD_INPUT;
         }
     };
     let module = match generate(&p) {
         Ok(m) => m,
         Err(e) => {
-            eprintln!("tusk gen: cannot generate the module: {e}");
-            return 2;
+            console::error(format_args!("cannot generate the module: {e}"));
+            return EXIT_BAD_INPUT;
         }
     };
     let text = crate::text::print(&module);
-    // Written atomically (temporary file + rename): no partial module on error.
-    let written = match &args.output {
-        Some(path) => crate::io::write_atomic(path, text.as_bytes()).map_err(|e| e.to_string()),
-        None => std::io::stdout()
-            .lock()
-            .write_all(text.as_bytes())
-            .map_err(|e| format!("cannot write standard output: {e}")),
-    };
-    match written {
-        Ok(()) => 0,
-        Err(e) => {
-            eprintln!("tusk gen: {e}");
-            3
-        }
+    // Written atomically (temporary file + rename): no partial module on
+    // error; standard output when no file is given.
+    let dest = args.output.as_deref().unwrap_or(Path::new("-"));
+    match crate::io::write_atomic(dest, text.as_bytes()) {
+        Ok(()) => EXIT_OK,
+        Err(e) => e.report(EXIT_OK),
     }
 }
 

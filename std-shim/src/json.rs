@@ -8,17 +8,22 @@
 //! Text → JSON → text is the identity on canonical text.
 //!
 //! Access patterns are written in their explicit form (partition range,
-//! offset, element size, dims) so tools need no short-form rules. Nesting in
-//! the input is bounded by serde_json's recursion limit (128) before the
-//! module's loop-depth limit applies, so hostile nesting is a clean error.
+//! offset, element size, dims) so tools need no short-form rules. The
+//! reader accepts every module the text format accepts (loops nested as
+//! deep as `Limits::loop_depth`): a scan of the raw bytes first refuses
+//! nesting deeper than such a module's document can reach
+//! ([`max_json_depth`]), with its line and column, so serde's recursive
+//! descent only ever sees bounded depth; it runs on a thread of its own
+//! with a stack sized for that depth.
 
 use std::collections::BTreeMap;
 use std::fmt;
 
 use serde::{Deserialize, Serialize};
 use tusk_core::ir::{
-    types, ApSpec, Block, Dim, Engine, Func, Inst, InstFlags, InstSpec, Loop, MemFlags, Module,
-    Opcode, Reg, RegFlags, Space, SubOp, MAX_DIMS, NO_BANK, NO_LANE, NO_PARTITION, UNKNOWN_TRIP,
+    types, ApSpec, Block, Dim, Engine, Func, Inst, InstFlags, InstSpec, Limits, Loop, MemFlags,
+    Module, Opcode, Reg, RegFlags, Space, SubOp, MAX_DIMS, NO_BANK, NO_LANE, NO_PARTITION,
+    UNKNOWN_TRIP,
 };
 use tusk_core::target::Target;
 
@@ -393,13 +398,102 @@ pub fn to_json_string(m: &Module) -> String {
 // ----------------------------------------------------------------------
 // JSON → Module
 
+/// Arrays and objects around the module's body: the document, `funcs`, a
+/// function, its `body`.
+const ROOT_LEVELS: usize = 4;
+/// Levels one loop adds: the item (`{"loop": ...}`), the loop, its `body`.
+const LEVELS_PER_LOOP: usize = 3;
+/// Levels of a block at the bottom: the item, the block, `insts`, an
+/// instruction, `inputs`, an access pattern, `dims`, one `[stride, count]`.
+const BLOCK_LEVELS: usize = 8;
+
+/// The deepest nesting of arrays and objects in the document of a module
+/// the text format accepts (loops `Limits::loop_depth` deep).
+pub fn max_json_depth() -> usize {
+    ROOT_LEVELS + LEVELS_PER_LOOP * Limits::default().loop_depth as usize + BLOCK_LEVELS
+}
+
+/// Stack for serde's descent through [`max_json_depth`] levels: a few
+/// frames of at most some KiB per level even unoptimized, with a wide
+/// margin (the stack is reserved, only the pages touched are used).
+const PARSE_STACK_BYTES: usize = 64 << 20;
+
+/// The first place where `bytes` nests arrays and objects deeper than
+/// `limit`, as a syntax error at its line and column. Strings are skipped
+/// (their brackets do not count); anything malformed is left to serde.
+fn check_depth(bytes: &[u8], limit: usize) -> Result<(), JsonError> {
+    let (mut depth, mut line, mut col) = (0usize, 1usize, 0usize);
+    let (mut in_string, mut escaped) = (false, false);
+    for &b in bytes {
+        // Columns count characters: skip UTF-8 continuation bytes.
+        if b & 0xC0 != 0x80 {
+            col += 1;
+        }
+        if in_string {
+            match b {
+                _ if escaped => escaped = false,
+                b'\\' => escaped = true,
+                b'"' => in_string = false,
+                _ => {}
+            }
+            continue;
+        }
+        match b {
+            b'"' => in_string = true,
+            b'[' | b'{' => {
+                depth += 1;
+                if depth > limit {
+                    return Err(JsonError::Syntax {
+                        line,
+                        col,
+                        msg: format!(
+                            "arrays and objects nested more than {limit} deep: deeper than any \
+                             module's document (loops nest at most {} deep)",
+                            Limits::default().loop_depth
+                        ),
+                    });
+                }
+            }
+            b']' | b'}' => depth = depth.saturating_sub(1),
+            b'\n' => {
+                line += 1;
+                col = 0;
+            }
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
 /// Parses a JSON document into a module.
 pub fn parse_json(bytes: &[u8]) -> Result<Module, JsonError> {
-    let doc: JsonModule = serde_json::from_slice(bytes).map_err(|e| JsonError::Syntax {
+    check_depth(bytes, max_json_depth())?;
+    let syntax = |e: serde_json::Error| JsonError::Syntax {
         line: e.line(),
         col: e.column(),
         msg: e.to_string(),
-    })?;
+    };
+    let descend = || -> Result<JsonModule, serde_json::Error> {
+        let mut de = serde_json::Deserializer::from_slice(bytes);
+        // The depth is bounded by `check_depth` above.
+        de.disable_recursion_limit();
+        let doc = JsonModule::deserialize(&mut de)?;
+        de.end()?;
+        Ok(doc)
+    };
+    let doc = std::thread::scope(|s| {
+        std::thread::Builder::new()
+            .name("tusk-json".into())
+            .stack_size(PARSE_STACK_BYTES)
+            .spawn_scoped(s, descend)
+            .map(|h| h.join())
+    });
+    let doc = match doc {
+        Ok(Ok(r)) => r.map_err(syntax)?,
+        // No thread could be started (or it panicked, which serde does
+        // not): the descent on this thread is bounded all the same.
+        _ => descend().map_err(syntax)?,
+    };
     from_json(&doc)
 }
 
@@ -824,6 +918,91 @@ block2:
         for _ in 0..100_000 {
             s.push_str("[{\"loop\":{\"body\":");
         }
-        assert!(parse_json(s.as_bytes()).is_err());
+        let e = parse_json(s.as_bytes()).unwrap_err();
+        assert!(matches!(e, JsonError::Syntax { line: 1, .. }), "{e}");
+        assert!(e.to_string().contains("nested more than"), "{e}");
+        // Bare brackets, and brackets inside strings (which do not count).
+        let e = parse_json("[".repeat(100_000).as_bytes()).unwrap_err();
+        let col = max_json_depth() + 1;
+        assert!(e.to_string().starts_with(&format!("1:{col}: ")), "{e}");
+        let quoted = format!("\"{}\"", "[".repeat(100_000));
+        assert!(!parse_json(quoted.as_bytes())
+            .unwrap_err()
+            .to_string()
+            .contains("nested more than"));
+        assert!(check_depth(br#"{"a": "\"[[[[", "b": [[]]}"#, 3).is_ok());
+        assert!(check_depth(br#"{"a": "\"[[[[", "b": [[[]]]}"#, 3).is_err());
+    }
+
+    /// A module whose loops nest as deep as the text format allows, with
+    /// the deepest block and access pattern inside.
+    fn deepest_module() -> String {
+        let depth = Limits::default().loop_depth as usize;
+        let mut s = String::from("target trn2\n\nsb %t [128 x 64]\n\nfunc @main {\n");
+        for k in 0..depth {
+            s.push_str(&format!("{}loop {} {{\n", "  ".repeat(k + 1), k + 2));
+        }
+        let pad = "  ".repeat(depth + 1);
+        s.push_str(&format!(
+            "{pad}inner:\n{pad}  %t = tensor_copy %t[p0:64, e2, [2,4] [1,8]]\n"
+        ));
+        for k in (0..depth).rev() {
+            s.push_str(&format!("{}}}\n", "  ".repeat(k + 1)));
+        }
+        s.push_str("}\n");
+        s
+    }
+
+    /// The nesting depth of a JSON text (no brackets in its strings).
+    fn depth_of(json: &str) -> usize {
+        let (mut d, mut max) = (0usize, 0usize);
+        for b in json.bytes() {
+            match b {
+                b'[' | b'{' => {
+                    d += 1;
+                    max = max.max(d);
+                }
+                b']' | b'}' => d -= 1,
+                _ => {}
+            }
+        }
+        max
+    }
+
+    #[test]
+    fn the_deepest_legal_module_goes_through_json_and_back() {
+        let m = text::parse_str(&deepest_module()).unwrap();
+        let src = text::print(&m);
+        assert_eq!(
+            m.loops.depth.values().copied().max(),
+            Some(Limits::default().loop_depth)
+        );
+        let js = to_json_string(&m);
+        // The bound is exactly what the deepest legal document reaches.
+        assert_eq!(depth_of(&js), max_json_depth());
+        let back = parse_json(js.as_bytes()).unwrap();
+        assert_eq!(text::print(&back), src);
+        assert_eq!(to_json(&back), to_json(&m));
+        // One loop deeper: refused by the depth scan (the innermost block
+        // has an instruction) or, without it, by the model with its path.
+        let mut doc = to_json(&m);
+        let body = std::mem::take(&mut doc.funcs[0].body);
+        doc.funcs[0].body = vec![JsonItem::Loop(JsonLoop { trip: None, body })];
+        let js = serde_json::to_string(&doc).unwrap();
+        let e = parse_json(js.as_bytes()).unwrap_err();
+        assert!(e.to_string().contains("nested more than"), "{e}");
+        let mut items = &mut doc.funcs[0].body;
+        loop {
+            match &mut items[0] {
+                JsonItem::Loop(l) => items = &mut l.body,
+                JsonItem::Block(b) => {
+                    b.insts.clear();
+                    break;
+                }
+            }
+        }
+        let js = serde_json::to_string(&doc).unwrap();
+        let e = parse_json(js.as_bytes()).unwrap_err();
+        assert!(e.to_string().contains("nested too deeply"), "{e}");
     }
 }

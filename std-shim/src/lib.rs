@@ -2,6 +2,7 @@
 
 pub mod batch;
 pub mod color;
+pub mod console;
 pub mod csv;
 pub mod dimacs;
 pub mod dsa;
@@ -15,4 +16,5 @@ pub mod memmap;
 pub mod regalloc;
 pub mod run;
 pub mod svg;
+pub mod tempfiles;
 pub mod text;

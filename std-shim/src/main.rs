@@ -2,8 +2,10 @@
 //!
 //! Exit codes (docs/FORMAT.md, README): 0 success; 1 the input is well formed
 //! but the job failed (verifier findings, allocation failed); 2 bad input or
-//! usage (malformed file with line:column, invalid options, limits exceeded);
-//! 3 I/O error.
+//! usage (malformed file with line:column, invalid options, limits exceeded,
+//! outputs that collide); 3 I/O error (standard output included; a closed
+//! pipe is not one, see `tusk_shim::console`); 128 + N when signal N
+//! (SIGINT, SIGTERM, SIGHUP) stopped the run, its temporary files removed.
 //! Outputs are written atomically and only on success (except `tusk run
 //! --svg`, which draws a failed allocation too); inputs are only read.
 //! `tusk run` over several files exits with the worst code of its files
@@ -18,23 +20,15 @@ use tusk_core::pipeline::{Allocator, Options};
 use tusk_core::target::Generation;
 use tusk_core::verify::placement::{Scope, Verifier};
 use tusk_shim::batch::{self, JobConfig, OutputDirs, Outputs};
+use tusk_shim::console::{self, EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK};
 use tusk_shim::{io, json, text};
-
-/// Success.
-const EXIT_OK: u8 = 0;
-/// Well-formed input, failed job (findings, allocation failure).
-const EXIT_FAILED: u8 = 1;
-/// Bad input or usage.
-const EXIT_BAD_INPUT: u8 = 2;
-/// A file could not be read or written.
-const EXIT_IO: u8 = 3;
 
 #[derive(Parser, Debug)]
 #[command(
     name = "tusk",
     version,
     about = "tusk: the allocation back end for Trainium-class tensor accelerators",
-    after_help = "Exit codes: 0 success, 1 findings / job failed, 2 bad input or usage, 3 I/O error."
+    after_help = "Exit codes: 0 success, 1 findings / job failed, 2 bad input or usage, 3 I/O error, 128+N stopped by signal N."
 )]
 struct Cli {
     #[command(subcommand)]
@@ -154,52 +148,38 @@ struct RunArgs {
     /// Skip the independent verifier after allocation.
     #[arg(long)]
     no_verify: bool,
+    /// Storage budget of the run: bytes, or with a suffix K, M, G (powers
+    /// of 1024). Methods whose storage grows faster than the input (exact
+    /// search, dense interference graphs) are skipped when they do not fit
+    /// it, and the summary says so. Default: 8 × the module's own storage,
+    /// at least 1 GiB.
+    #[arg(long, value_name = "BYTES", value_parser = tusk_shim::io::parse_bytes)]
+    max_memory: Option<u64>,
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    tusk_shim::tempfiles::install_signal_cleanup();
     let code = match &cli.command {
         Command::Check(a) => check(a),
         Command::Fmt(a) => fmt(a),
         Command::Info(a) => info(a),
         Command::Run(a) => run(a),
-        Command::Gen(a) => exit_code(tusk_shim::gen::run(a)),
-        Command::Color(a) => exit_code(tusk_shim::color::run(a)),
-        Command::Dsa(a) => exit_code(tusk_shim::dsa::run(a)),
-        Command::Regalloc(a) => exit_code(tusk_shim::regalloc::run(a)),
+        Command::Gen(a) => tusk_shim::gen::run(a),
+        Command::Color(a) => tusk_shim::color::run(a),
+        Command::Dsa(a) => tusk_shim::dsa::run(a),
+        Command::Regalloc(a) => tusk_shim::regalloc::run(a),
     };
     ExitCode::from(code)
-}
-
-/// The process exit code of a subcommand's `i32` result (anything outside
-/// 0..=255 is an internal error, reported as an I/O-class failure).
-fn exit_code(code: i32) -> u8 {
-    u8::try_from(code).unwrap_or(EXIT_IO)
 }
 
 /// Reads and parses the input; on failure prints the error and returns the
 /// exit code.
 fn load(input: &Input) -> Result<Module, u8> {
-    let path = &input.file;
-    let bytes = io::read_limited(path, text::MAX_TEXT_BYTES).map_err(|e| {
-        eprintln!("error: {e}");
-        match e {
-            io::IoError::TooLarge { .. } => EXIT_BAD_INPUT,
-            _ => EXIT_IO,
-        }
-    })?;
-    let as_json = input.from_json || path.extension().is_some_and(|e| e == "json");
-    if as_json {
-        json::parse_json(&bytes).map_err(|e| {
-            eprintln!("error: {}:{e}", path.display());
-            EXIT_BAD_INPUT
-        })
-    } else {
-        text::parse(&bytes).map_err(|e| {
-            eprintln!("error: {}:{e}", path.display());
-            EXIT_BAD_INPUT
-        })
-    }
+    batch::load(&input.file, input.from_json).map_err(|(code, msg)| {
+        console::eprint(&msg);
+        code
+    })
 }
 
 fn check(a: &CheckArgs) -> u8 {
@@ -207,10 +187,17 @@ fn check(a: &CheckArgs) -> u8 {
         Ok(m) => m,
         Err(code) => return code,
     };
-    let file = a.input.file.display();
+    let (code, text) = check_text(&a.input.file.display().to_string(), &m);
+    console::print_and_finish(code, &text)
+}
+
+/// What `tusk check` prints about `m`, and its exit code.
+fn check_text(file: &str, m: &Module) -> (u8, String) {
+    use std::fmt::Write;
+    let mut out = String::new();
     if let Err(e) = m.check_structure() {
-        println!("{file}: structure: {e}");
-        return EXIT_FAILED;
+        let _ = writeln!(out, "{file}: structure: {e}");
+        return (EXIT_FAILED, out);
     }
     // The placement verifier (SPEC §3) judges what has been allocated: a
     // space where nothing is placed yet (registers: nothing colored) is not
@@ -227,15 +214,16 @@ fn check(a: &CheckArgs) -> u8 {
         sb: placed(Space::Sb),
         dram: placed(Space::Dram),
         registers: m.regs.lane.values().any(|&l| l != NO_LANE),
+        uncolored: true,
     };
-    let mut verifier = Verifier::for_module(&m);
+    let mut verifier = Verifier::for_module(m);
     verifier.set_scope(scope);
-    let report = verifier.verify(&m);
+    let report = verifier.verify(m);
     for f in report.findings {
-        println!("{file}: {}", f.display(&m));
+        let _ = writeln!(out, "{file}: {}", f.display(m));
     }
     if report.dropped > 0 {
-        println!("{file}: ... and {} more findings", report.dropped);
+        let _ = writeln!(out, "{file}: ... and {} more findings", report.dropped);
     }
     let checked: Vec<&str> = [
         (scope.psum, "PSUM"),
@@ -253,19 +241,25 @@ fn check(a: &CheckArgs) -> u8 {
         format!("placements verified: {}", checked.join(", "))
     };
     if !report.is_clean() {
-        println!("{file}: {} findings ({checked})", report.total());
-        return EXIT_FAILED;
+        let _ = writeln!(out, "{file}: {} findings ({checked})", report.total());
+        return (EXIT_FAILED, out);
     }
-    println!(
+    let _ = writeln!(
+        out,
         "{file}: ok: {} functions, {} blocks, {} instructions ({checked})",
         m.num_funcs(),
         m.num_blocks(),
         m.num_live_insts()
     );
-    EXIT_OK
+    (EXIT_OK, out)
 }
 
 fn fmt(a: &FmtArgs) -> u8 {
+    let dest = a.output.as_deref().unwrap_or(Path::new("-"));
+    if let Err(msg) = io::check_outputs(Some(&a.input.file), &[("-o", dest)]) {
+        console::error(msg);
+        return EXIT_BAD_INPUT;
+    }
     let m = match load(&a.input) {
         Ok(m) => m,
         Err(code) => return code,
@@ -275,41 +269,9 @@ fn fmt(a: &FmtArgs) -> u8 {
     } else {
         text::print(&m)
     };
-    write_output(a.output.as_deref(), &a.input.file, out.as_bytes())
-}
-
-/// Writes the result to `out` (standard output when absent), refusing to
-/// overwrite the input.
-fn write_output(out: Option<&Path>, input: &Path, bytes: &[u8]) -> u8 {
-    let Some(out) = out else {
-        return match io::write_atomic(Path::new("-"), bytes) {
-            Ok(()) => EXIT_OK,
-            Err(e) => {
-                eprintln!("error: {e}");
-                EXIT_IO
-            }
-        };
-    };
-    if same_file(out, input) {
-        eprintln!(
-            "error: refusing to overwrite the input file {} (inputs are never modified)",
-            input.display()
-        );
-        return EXIT_BAD_INPUT;
-    }
-    match io::write_atomic(out, bytes) {
+    match io::write_atomic(dest, out.as_bytes()) {
         Ok(()) => EXIT_OK,
-        Err(e) => {
-            eprintln!("error: {e}");
-            EXIT_IO
-        }
-    }
-}
-
-fn same_file(a: &Path, b: &Path) -> bool {
-    match (std::fs::canonicalize(a), std::fs::canonicalize(b)) {
-        (Ok(x), Ok(y)) => x == y,
-        _ => false,
+        Err(e) => e.report(EXIT_OK),
     }
 }
 
@@ -318,15 +280,14 @@ fn info(a: &InfoArgs) -> u8 {
         Ok(m) => m,
         Err(code) => return code,
     };
-    print!("{}", tusk_shim::info::info_text(&m));
-    EXIT_OK
+    console::print_and_finish(EXIT_OK, &tusk_shim::info::info_text(&m))
 }
 
 fn run(a: &RunArgs) -> u8 {
     let allocator = match Allocator::from_name(&a.allocator) {
         Ok(x) => x,
         Err(e) => {
-            eprintln!("error: {e}");
+            console::error(e);
             return EXIT_BAD_INPUT;
         }
     };
@@ -335,7 +296,9 @@ fn run(a: &RunArgs) -> u8 {
         Some(name) => match Generation::from_name(name) {
             Some(g) => Some(g),
             None => {
-                eprintln!("error: --target {name} is not a target (known: trn1 inf2 trn2 trn3)");
+                console::error(format_args!(
+                    "--target {name} is not a target (known: trn1 inf2 trn2 trn3)"
+                ));
                 return EXIT_BAD_INPUT;
             }
         },
@@ -352,11 +315,12 @@ fn run(a: &RunArgs) -> u8 {
         no_verify: a.no_verify,
         lsa_max_spills: None,
         reg_max_spill_temporaries: None,
+        storage_limit: a.max_memory,
     };
     let opts = match opts.normalize() {
         Ok(o) => o,
         Err(e) => {
-            eprintln!("error: {e}");
+            console::error(e);
             return EXIT_BAD_INPUT;
         }
     };
@@ -372,11 +336,16 @@ fn run(a: &RunArgs) -> u8 {
                 module: a.output.clone(),
                 report: a.report.clone(),
                 svg: a.svg.clone(),
+                create_dirs: false,
             };
+            if let Err(msg) = out.check(Some(one), cfg.json) {
+                console::error(msg);
+                return EXIT_BAD_INPUT;
+            }
             let o = batch::run_file(one, &cfg, &out);
-            print!("{}", o.stdout);
-            eprint!("{}", o.stderr);
-            return o.code;
+            let printed = console::print(&o.stdout);
+            console::eprint(&o.stderr);
+            return console::finish(o.code, printed);
         }
     }
     let dirs = OutputDirs {

@@ -4,13 +4,17 @@
 //! output checked by the independent symbolic checker unless `--no-check`.
 //!
 //! Exit codes: 0 every function allocated (and checked); 1 some function
-//! could not be allocated or its output was rejected by the checker; 2 a
-//! malformed file or bad options (no output is written); 3 I/O error.
+//! could not be allocated or its output was rejected by the checker (no
+//! `-o` file is written); 2 a malformed file or bad options (nothing is
+//! written); 3 I/O error. `-o -` writes the allocations to standard output
+//! and the summary to standard error.
 
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use serde::Deserialize;
+
+use crate::console::{self, EXIT_BAD_INPUT, EXIT_FAILED, EXIT_IO, EXIT_OK};
 use serde_json::{json, Value};
 use tusk_core::reg::cfg::{
     validate, Block, CfgAllocator, CfgChecker, CfgFunction, CfgInst, CfgStats, EditPoint,
@@ -360,25 +364,33 @@ pub fn report_json(k: u16, outcomes: &[FunctionOutcome]) -> Value {
 }
 
 /// Runs `tusk regalloc`; returns the exit code (see the module doc).
-pub fn run(args: &RegallocArgs) -> i32 {
+pub fn run(args: &RegallocArgs) -> u8 {
     let max_k = tusk_core::reg::color::MAX_K;
     if args.k == 0 || args.k > max_k {
-        eprintln!("tusk regalloc: -k {} is out of range 1..={max_k}", args.k);
-        return 2;
+        console::error(format_args!("-k {} is out of range 1..={max_k}", args.k));
+        return EXIT_BAD_INPUT;
     }
     let files = match input_files(&args.input) {
         Ok(f) => f,
         Err(e) => {
-            eprintln!("tusk regalloc: {e}");
-            return 3;
+            console::error(e);
+            return EXIT_IO;
         }
     };
     if files.is_empty() {
-        eprintln!(
-            "tusk regalloc: {} has no *.json function files",
+        console::error(format_args!(
+            "{} has no *.json function files",
             args.input.display()
-        );
-        return 2;
+        ));
+        return EXIT_BAD_INPUT;
+    }
+    if let Some(o) = &args.out {
+        for f in &files {
+            if let Err(msg) = crate::io::check_outputs(Some(f), &[("-o", o)]) {
+                console::error(msg);
+                return EXIT_BAD_INPUT;
+            }
+        }
     }
     // Parse everything first: a malformed file stops the run before any
     // output.
@@ -387,35 +399,25 @@ pub fn run(args: &RegallocArgs) -> i32 {
     for file in &files {
         let bytes = match crate::io::read_limited(file, crate::text::MAX_TEXT_BYTES) {
             Ok(b) => b,
-            Err(e @ crate::io::IoError::TooLarge { .. }) => {
-                eprintln!("tusk regalloc: {e}");
-                bad = true;
-                continue;
-            }
             Err(e) => {
-                eprintln!("tusk regalloc: {e}");
-                return 3;
+                let code = e.report(EXIT_OK);
+                if code == EXIT_BAD_INPUT {
+                    bad = true;
+                    continue;
+                }
+                return code;
             }
         };
         match parse_function(&bytes) {
             Ok(f) => funcs.push(f),
             Err(e) => {
-                eprintln!("{}: {e}", file.display());
+                console::eprint(&format!("{}: {e}\n", file.display()));
                 bad = true;
             }
         }
     }
     if bad {
-        return 2;
-    }
-    if let Some(o) = &args.out {
-        if files.iter().any(|f| same_file(o, f)) {
-            eprintln!(
-                "tusk regalloc: refusing to overwrite the input file {} (inputs are never modified)",
-                o.display()
-            );
-            return 2;
-        }
+        return EXIT_BAD_INPUT;
     }
     let mut alloc = CfgAllocator::new();
     let mut checker = CfgChecker::new();
@@ -435,17 +437,19 @@ pub fn run(args: &RegallocArgs) -> i32 {
         })
         .collect();
     let failed = outcomes.iter().filter(|o| o.error.is_some()).count();
+    let code = if failed > 0 { EXIT_FAILED } else { EXIT_OK };
     let report = report_json(args.k, &outcomes);
+    let mut text = String::new();
     if args.json {
-        println!("{report}");
+        text.push_str(&format!("{report}\n"));
     } else {
         for o in &outcomes {
             let s = &o.stats;
             match &o.error {
-                Some(e) => println!("{}: failed: {e}", o.file.display()),
-                None => println!(
+                Some(e) => text.push_str(&format!("{}: failed: {e}\n", o.file.display())),
+                None => text.push_str(&format!(
                     "{}: {} instructions, MaxLive {}, K = {}: spills {}, reloads {}, moves inserted \
-                     {}, moves kept {}, weighted cost {}, {} µs{}",
+                     {}, moves kept {}, weighted cost {}, {} µs{}\n",
                     o.file.display(),
                     s.instructions,
                     s.max_live,
@@ -457,12 +461,12 @@ pub fn run(args: &RegallocArgs) -> i32 {
                     s.weighted_cost,
                     o.micros,
                     if o.checked { ", checked" } else { "" }
-                ),
+                )),
             }
         }
-        println!(
+        text.push_str(&format!(
             "total: {} functions, {} failed, {} checked, {} instructions, spills {}, reloads {}, \
-             moves inserted {}, moves kept {}, weighted cost {}, {} µs",
+             moves inserted {}, moves kept {}, weighted cost {}, {} µs\n",
             outcomes.len(),
             failed,
             report["checked"],
@@ -473,32 +477,29 @@ pub fn run(args: &RegallocArgs) -> i32 {
             report["moves_kept"],
             report["weighted_cost"],
             report["micros"]
-        );
+        ));
     }
     for o in &outcomes {
         if let Some(e) = &o.error {
-            eprintln!("{}: {e}", o.file.display());
+            console::eprint(&format!("{}: {e}\n", o.file.display()));
         }
     }
-    if failed > 0 {
-        return 1;
-    }
-    if let Some(out) = &args.out {
+    // Files before standard output (console's rule); nothing when a
+    // function failed.
+    if let (Some(out), 0) = (&args.out, failed) {
         let all: Vec<Value> = outcomes.iter().filter_map(|o| o.output.clone()).collect();
         let doc = json!({"format": "tusk-regalloc-output-v1", "k": args.k, "functions": all});
+        if out.as_os_str() == "-" {
+            // The allocations own standard output; the summary goes to
+            // standard error.
+            console::eprint(&text);
+            return console::print_and_finish(code, &format!("{doc}\n"));
+        }
         if let Err(e) = crate::io::write_atomic(out, doc.to_string().as_bytes()) {
-            eprintln!("tusk regalloc: {e}");
-            return 3;
+            return e.report(code);
         }
     }
-    0
-}
-
-fn same_file(a: &Path, b: &Path) -> bool {
-    match (std::fs::canonicalize(a), std::fs::canonicalize(b)) {
-        (Ok(x), Ok(y)) => x == y,
-        _ => false,
-    }
+    console::print_and_finish(code, &text)
 }
 
 #[cfg(test)]

@@ -122,6 +122,9 @@ pub fn summary(file: &str, m: &Module, r: &RunReport) -> String {
             g.rounds
         ));
     }
+    for k in &r.storage.skipped {
+        s.push_str(&format!("  storage: {k}\n"));
+    }
     if r.verified {
         s.push_str(&format!(
             "  verified: placement and dataflow checks clean ({:.2} ms)\n",
@@ -151,6 +154,22 @@ pub fn vetoes(v: &tusk_core::dma::Vetoes) -> Vec<(&'static str, u32)> {
     .into_iter()
     .filter(|&(_, n)| n > 0)
     .collect()
+}
+
+/// The reservation's make-up and what the budget left out.
+fn storage_json(st: &tusk_core::storage::StorageReport) -> Value {
+    json!({
+        "limit": st.limit,
+        "reserved": st.total(),
+        "parts": st.parts.iter().map(|p| json!({"what": p.what, "bytes": p.bytes})).collect::<Vec<_>>(),
+        "skipped": st.skipped.iter().map(|k| json!({
+            "method": k.method,
+            "instead": k.instead,
+            "needed": k.needed,
+            "available": k.available,
+            "cut_short": k.cut_short,
+        })).collect::<Vec<_>>(),
+    })
 }
 
 /// The JSON report (SPEC §5).
@@ -281,5 +300,6 @@ pub fn report_json(file: &str, m: &Module, r: &RunReport) -> Value {
         "reg": reg,
         "verified": r.verified,
         "verify_micros": r.verify_micros,
+        "storage": storage_json(&r.storage),
     })
 }

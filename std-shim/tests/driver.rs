@@ -512,3 +512,248 @@ fn check_finds_every_planted_violation_in_the_examples() {
     }
     println!("{} broken examples caught", broken.len());
 }
+
+// ---------------------------------------------------------------------
+// Standard output that fails
+
+/// Where a run's standard output goes in [`run_stdout_to`].
+#[derive(Clone, Copy, Debug)]
+enum Stdout {
+    /// `/dev/full`: every write fails with "No space left on device".
+    Full,
+    /// A pipe whose reader is gone before the binary can write (its input
+    /// comes on standard input, which is closed only after the pipe is),
+    /// so its first write fails with a broken pipe.
+    ClosedPipe,
+}
+
+/// Runs `tusk args…` in `dir` with `input` on standard input and standard
+/// output sent to `to`; standard error is captured.
+fn run_stdout_to(dir: &Path, args: &[&str], input: &[u8], to: Stdout) -> Outcome {
+    use std::io::Write;
+    use std::process::Stdio;
+    let stdout = match to {
+        Stdout::Full => Stdio::from(
+            fs::OpenOptions::new()
+                .write(true)
+                .open("/dev/full")
+                .expect("/dev/full exists on Linux"),
+        ),
+        Stdout::ClosedPipe => Stdio::piped(),
+    };
+    let mut child = std::process::Command::new(common::BIN)
+        .args(args)
+        .current_dir(dir)
+        .stdin(Stdio::piped())
+        .stdout(stdout)
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run tusk");
+    drop(child.stdout.take());
+    let mut stdin = child.stdin.take().expect("stdin is piped");
+    // The binary may stop reading early (a bad input): a failed write here
+    // is not the test's concern.
+    let _ = stdin.write_all(input);
+    drop(stdin);
+    let out = child.wait_with_output().expect("wait for tusk");
+    Outcome {
+        code: out.status.code().unwrap_or(-1),
+        stdout: String::new(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
+
+/// Every subcommand, with its input on standard input where it takes one,
+/// and the exit code of the job itself.
+fn every_subcommand() -> Vec<(Vec<&'static str>, Vec<u8>, i32)> {
+    let module = b"target trn2\n\nsb %x [128 x 64]\ndram %o [128 x 64] output\n\nfunc @f {\nentry:\n  %x = memset 0\n  %o = save %x\n}\n".to_vec();
+    let csv = b"id,lower,upper,size\na,0,4,4\nb,2,6,4\n".to_vec();
+    let graph = b"p edge 3 3\ne 1 2\ne 2 3\ne 1 3\n".to_vec();
+    vec![
+        (vec!["check", "-"], module.clone(), 0),
+        (vec!["info", "-"], module.clone(), 0),
+        (vec!["fmt", "-"], module.clone(), 0),
+        (vec!["fmt", "--json", "-"], module.clone(), 0),
+        (vec!["run", "-"], module.clone(), 0),
+        (vec!["run", "-", "--json"], module.clone(), 0),
+        (vec!["run", "-", "-o", "-"], module.clone(), 0),
+        (vec!["dsa", "-", "--capacity", "8"], csv.clone(), 0),
+        (
+            vec!["dsa", "-", "--capacity", "8", "-o", "-"],
+            csv.clone(),
+            0,
+        ),
+        // Over capacity: the job's own code is 1.
+        (
+            vec!["dsa", "-", "--capacity", "7", "--algo", "best-fit"],
+            csv,
+            1,
+        ),
+        (vec!["color", "-", "-k", "3"], graph.clone(), 0),
+        (vec!["color", "-", "-k", "3", "-o", "-"], graph, 0),
+        (vec!["gen", "-n", "300"], Vec::new(), 0),
+    ]
+}
+
+#[test]
+fn a_full_standard_output_is_an_io_error_in_every_subcommand() {
+    let work = scratch("dev-full");
+    for (args, input, _) in every_subcommand() {
+        let o = run_stdout_to(&work, &args, &input, Stdout::Full);
+        assert_eq!(o.code, 3, "{args:?}: {}", o.stderr);
+        assert!(!o.stderr.contains("panicked"), "{args:?}: {}", o.stderr);
+        let last = o.stderr.lines().last().unwrap_or("");
+        assert_eq!(
+            last, "error: cannot write standard output: No space left on device (os error 28)",
+            "{args:?}: {}",
+            o.stderr
+        );
+        assert_eq!(
+            o.stderr.matches("error:").count(),
+            1,
+            "{args:?}: {}",
+            o.stderr
+        );
+    }
+    let _ = fs::remove_dir_all(&work);
+}
+
+#[test]
+fn a_closed_pipe_on_standard_output_ends_quietly_with_the_jobs_code() {
+    let work = scratch("closed-pipe");
+    for (args, input, code) in every_subcommand() {
+        let o = run_stdout_to(&work, &args, &input, Stdout::ClosedPipe);
+        assert_eq!(o.code, code, "{args:?}: {}", o.stderr);
+        assert!(
+            !o.stderr.contains("panicked") && !o.stderr.contains("error"),
+            "{args:?}: {}",
+            o.stderr
+        );
+    }
+    // `tusk run big.tusk -o - | head -2`: the reader stops part-way through a
+    // module far larger than the pipe's buffer.
+    fs::write(
+        work.join("big.tusk"),
+        run_in(&work, &["gen", "-n", "20000"]).stdout,
+    )
+    .unwrap();
+    for args in [
+        &["run", "big.tusk", "-o", "-"][..],
+        &["fmt", "big.tusk"][..],
+        &["gen", "-n", "20000"][..],
+    ] {
+        use std::io::{BufRead, BufReader};
+        let mut child = std::process::Command::new(common::BIN)
+            .args(args)
+            .current_dir(&work)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+        assert_eq!(lines.next().unwrap().unwrap(), "target trn2", "{args:?}");
+        assert!(lines.next().is_some());
+        drop(lines);
+        let out = child.wait_with_output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(0), "{args:?}: {stderr}");
+        assert!(
+            !stderr.contains("panicked") && !stderr.contains("error"),
+            "{args:?}: {stderr}"
+        );
+    }
+    let _ = fs::remove_dir_all(&work);
+}
+
+#[test]
+fn a_closed_standard_output_descriptor_is_not_a_crash() {
+    let work = scratch("closed-fd");
+    fs::write(
+        work.join("m.tusk"),
+        "sb %x [128 x 64]\nfunc @f {\nentry:\n  %x = memset 0\n}\n",
+    )
+    .unwrap();
+    for args in [
+        &["check", "m.tusk"][..],
+        &["info", "m.tusk"],
+        &["run", "m.tusk"],
+    ] {
+        let out = std::process::Command::new("sh")
+            .arg("-c")
+            .arg("exec \"$0\" \"$@\" >&-")
+            .arg(common::BIN)
+            .args(args)
+            .current_dir(&work)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!stderr.contains("panicked"), "{args:?}: {stderr}");
+        assert!(
+            matches!(out.status.code(), Some(0 | 3)),
+            "{args:?}: {stderr}"
+        );
+    }
+    let _ = fs::remove_dir_all(&work);
+}
+
+// ---------------------------------------------------------------------
+// Inputs refused before any work
+
+#[test]
+fn dsa_refuses_overlapping_pins_before_placing() {
+    let work = scratch("dsa-pins");
+    fs::write(
+        work.join("pins.csv"),
+        "id,lower,upper,size,offset\nw0,0,10,64,0\nfree,0,10,32,\nw1,5,20,64,32\n",
+    )
+    .unwrap();
+    for algo in ["exact", "coloring", "lsa", "greedy-size", "best-fit"] {
+        let o = run_in(
+            &work,
+            &["dsa", "pins.csv", "--capacity", "4096", "--algo", algo],
+        );
+        assert_eq!(o.code, 2, "{algo}: {}{}", o.stdout, o.stderr);
+        assert_eq!(
+            o.stderr,
+            "error: pins.csv:4:12: pinned buffers `w0` (line 2: lifetime [0, 10), bytes [0, 64)) \
+             and `w1` (line 4: lifetime [5, 20), bytes [32, 96)) overlap: both hold bytes \
+             [32, 64) during [5, 10)\n",
+            "{algo}"
+        );
+        // Refused while reading: no summary, no placement.
+        assert_eq!(o.stdout, "", "{algo}");
+    }
+    let _ = fs::remove_dir_all(&work);
+}
+
+#[test]
+fn json_takes_loops_as_deep_as_text_and_refuses_hostile_nesting() {
+    let work = scratch("json-depth");
+    // 64 nested loops, the text format's limit, with an instruction inside.
+    let mut src = String::from("target trn2\n\nsb %t [128 x 64]\n\nfunc @f {\n");
+    for k in 0..64 {
+        src.push_str(&format!("loop {} {{\n", k + 2));
+    }
+    src.push_str("inner:\n%t = tensor_copy %t[p0:64, e2, [2,4] [1,8]]\n");
+    src.push_str(&"}\n".repeat(65));
+    fs::write(work.join("deep.tusk"), &src).unwrap();
+    let canonical = run_in(&work, &["fmt", "deep.tusk"]);
+    assert_eq!(canonical.code, 0, "{}", canonical.stderr);
+    let o = run_in(&work, &["fmt", "--json", "deep.tusk", "-o", "deep.json"]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    let back = run_in(&work, &["fmt", "deep.json"]);
+    assert_eq!((back.code, back.stderr.as_str()), (0, ""));
+    assert_eq!(back.stdout, canonical.stdout);
+    let o = run_in(&work, &["check", "deep.json"]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    // 100,000 bare brackets: a clear error at the first one too deep.
+    fs::write(work.join("brackets.json"), "[".repeat(100_000)).unwrap();
+    let o = run_in(&work, &["check", "brackets.json"]);
+    assert_eq!(o.code, 2, "{}", o.stderr);
+    assert_eq!(
+        o.stderr,
+        "error: brackets.json:1:205: arrays and objects nested more than 204 deep: deeper \
+         than any module's document (loops nest at most 64 deep)\n"
+    );
+    let _ = fs::remove_dir_all(&work);
+}

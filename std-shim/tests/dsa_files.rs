@@ -110,6 +110,7 @@ fn args(file: PathBuf, capacity: Option<u64>, out: Option<PathBuf>, algo: Algo) 
         budget_ms: None,
         budget_nodes: Some(100_000),
         minimize: false,
+        max_memory: None,
     }
 }
 

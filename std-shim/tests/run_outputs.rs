@@ -293,3 +293,390 @@ fn batch_exit_codes_follow_the_worst_file() {
     assert_eq!(o.code, 3, "{}{}", o.stdout, o.stderr);
     let _ = fs::remove_dir_all(&work);
 }
+
+/// The names in `dir`, sorted (hidden temporary files included).
+fn names_in(dir: &Path) -> Vec<String> {
+    let mut v: Vec<String> = fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    v.sort();
+    v
+}
+
+/// The files below `dir` (not directories), as paths relative to it, sorted.
+fn files_under(dir: &Path) -> Vec<String> {
+    let mut v = Vec::new();
+    let mut dirs = vec![dir.to_path_buf()];
+    while let Some(d) = dirs.pop() {
+        for e in fs::read_dir(&d).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                dirs.push(p);
+            } else {
+                v.push(p.strip_prefix(dir).unwrap().to_string_lossy().into_owned());
+            }
+        }
+    }
+    v.sort();
+    v
+}
+
+#[test]
+fn outputs_that_collide_are_refused_before_any_work() {
+    let work = scratch("collide");
+    fs::copy(examples().join("softmax.tusk"), work.join("in.tusk")).unwrap();
+    for (args, msg) in [
+        (
+            &["-o", "x", "--report", "x"][..],
+            "error: -o and --report both name x; give each output its own file\n",
+        ),
+        (
+            &["-o", "x", "--svg", "./x"][..],
+            "error: -o and --svg both name ./x; give each output its own file\n",
+        ),
+        (
+            &["--report", "r.json", "--svg", "r.json"][..],
+            "error: --report and --svg both name r.json; give each output its own file\n",
+        ),
+        (
+            &["-o", "in.tusk"][..],
+            "error: -o in.tusk is the input file (inputs are never modified)\n",
+        ),
+        (
+            &["--report", "./in.tusk"][..],
+            "error: --report ./in.tusk is the input file (inputs are never modified)\n",
+        ),
+        (
+            &["--svg", "in.tusk"][..],
+            "error: --svg in.tusk is the input file (inputs are never modified)\n",
+        ),
+        (
+            &["-o", "-", "--json"][..],
+            "error: -o and --json would both write standard output\n",
+        ),
+        (
+            &["-o", "-", "--report", "-"][..],
+            "error: -o and --report would both write standard output\n",
+        ),
+    ] {
+        let mut v = vec!["run", "in.tusk"];
+        v.extend_from_slice(args);
+        let o = tusk(&work, &v);
+        assert_eq!(o.code, 2, "{v:?}: {}", o.stderr);
+        assert_eq!(o.stderr, msg, "{v:?}");
+        // Before any work: no summary, nothing written, the input intact.
+        assert_eq!(o.stdout, "", "{v:?}");
+        assert_eq!(names_in(&work), ["in.tusk"], "{v:?}");
+    }
+    assert_eq!(
+        fs::read(work.join("in.tusk")).unwrap(),
+        fs::read(examples().join("softmax.tusk")).unwrap()
+    );
+    // `-o -` owns standard output: the pass list goes to standard error.
+    let o = tusk(&work, &["run", "in.tusk", "-o", "-", "--print-pipeline"]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    assert!(o.stdout.starts_with("target "), "{}", o.stdout);
+    assert!(!o.stdout.contains("pipeline:"), "{}", o.stdout);
+    assert!(o.stderr.contains("pipeline:"), "{}", o.stderr);
+    // `/dev/null` twice overwrites nothing: allowed.
+    let o = tusk(
+        &work,
+        &["run", "in.tusk", "-o", "/dev/null", "--report", "/dev/null"],
+    );
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    // A batch refuses an output directory that would overwrite its inputs.
+    let o = tusk(&work, &["run", "in.tusk", "in.tusk", "-o", "."]);
+    assert_eq!(o.code, 2, "{}", o.stderr);
+    let o = tusk(&work, &["run", ".", "-o", "."]);
+    assert_eq!(o.code, 2, "{}", o.stderr);
+    assert!(
+        o.stderr
+            .contains("-o would write ./in.tusk over the input file ./in.tusk"),
+        "{}",
+        o.stderr
+    );
+    assert_eq!(names_in(&work), ["in.tusk"]);
+    let _ = fs::remove_dir_all(&work);
+}
+
+#[test]
+fn a_failed_run_writes_nothing_but_the_documented_picture() {
+    let work = scratch("all-or-nothing");
+    fs::copy(examples().join("softmax.tusk"), work.join("in.tusk")).unwrap();
+    fs::write(work.join("big.tusk"), TOO_BIG).unwrap();
+    // The module cannot be written: the report, staged first, is not
+    // written either.
+    let o = tusk(
+        &work,
+        &[
+            "run",
+            "in.tusk",
+            "-o",
+            "no/such/dir/out.tusk",
+            "--report",
+            "r.json",
+            "--svg",
+            "m.svg",
+        ],
+    );
+    assert_eq!(o.code, 3, "{}", o.stderr);
+    assert_eq!(
+        o.stderr,
+        "error: cannot write no/such/dir/out.tusk: directory no/such/dir does not exist\n"
+    );
+    assert_eq!(o.stdout, "");
+    assert_eq!(names_in(&work), ["big.tusk", "in.tusk"]);
+    // The last output cannot be written (its name is a directory): the
+    // two before it stay unwritten.
+    fs::create_dir(work.join("taken")).unwrap();
+    let o = tusk(
+        &work,
+        &[
+            "run", "in.tusk", "-o", "out.tusk", "--report", "r.json", "--svg", "taken",
+        ],
+    );
+    assert_eq!(o.code, 3, "{}", o.stderr);
+    assert_eq!(o.stderr, "error: cannot write taken: it is a directory\n");
+    assert_eq!(names_in(&work), ["big.tusk", "in.tusk", "taken"]);
+    // A failed allocation writes neither the module nor the report; the
+    // picture of the failure is the one output a failure has (README).
+    let o = tusk(
+        &work,
+        &[
+            "run",
+            "big.tusk",
+            "--gca-dma-optlevel",
+            "-1",
+            "-o",
+            "out.tusk",
+            "--report",
+            "r.json",
+            "--svg",
+            "fail.svg",
+        ],
+    );
+    assert_eq!(o.code, 1, "{}", o.stderr);
+    assert_eq!(
+        names_in(&work),
+        ["big.tusk", "fail.svg", "in.tusk", "taken"]
+    );
+    // Success writes all three.
+    let o = tusk(
+        &work,
+        &[
+            "run", "in.tusk", "-o", "out.tusk", "--report", "r.json", "--svg", "m.svg",
+        ],
+    );
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    assert_eq!(
+        names_in(&work),
+        ["big.tusk", "fail.svg", "in.tusk", "m.svg", "out.tusk", "r.json", "taken"]
+    );
+    let _ = fs::remove_dir_all(&work);
+}
+
+#[test]
+fn a_missing_output_directory_is_named_in_every_subcommand() {
+    let work = scratch("no-dir");
+    fs::copy(examples().join("softmax.tusk"), work.join("in.tusk")).unwrap();
+    fs::write(work.join("b.csv"), "id,lower,upper,size\na,0,4,4\n").unwrap();
+    fs::write(work.join("g.col"), "p edge 2 1\ne 1 2\n").unwrap();
+    for args in [
+        &["run", "in.tusk", "-o", "gone/x"][..],
+        &["run", "in.tusk", "--report", "gone/x"],
+        &["run", "in.tusk", "--svg", "gone/x"],
+        &["fmt", "in.tusk", "-o", "gone/x"],
+        &["gen", "-n", "50", "-o", "gone/x"],
+        &["dsa", "b.csv", "--capacity", "8", "-o", "gone/x"],
+        &["color", "g.col", "-k", "2", "-o", "gone/x"],
+    ] {
+        let o = tusk(&work, args);
+        assert_eq!(o.code, 3, "{args:?}: {}", o.stderr);
+        assert_eq!(
+            o.stderr, "error: cannot write gone/x: directory gone does not exist\n",
+            "{args:?}"
+        );
+    }
+    assert_eq!(names_in(&work), ["b.csv", "g.col", "in.tusk"]);
+    let _ = fs::remove_dir_all(&work);
+}
+
+#[test]
+fn a_failing_file_of_a_batch_leaves_none_of_its_outputs() {
+    let work = scratch("batch-partial");
+    let inputs = work.join("in");
+    fs::create_dir_all(inputs.join("sub")).unwrap();
+    fs::copy(examples().join("softmax.tusk"), inputs.join("a.tusk")).unwrap();
+    fs::copy(examples().join("layernorm.tusk"), inputs.join("sub/b.tusk")).unwrap();
+    fs::write(inputs.join("big.tusk"), TOO_BIG).unwrap();
+    fs::write(inputs.join("bad.tusk"), "sb %x [128 x\n").unwrap();
+    // `out/sub` is a file: b's module has nowhere to go.
+    fs::create_dir_all(work.join("out")).unwrap();
+    fs::write(work.join("out/sub"), "in the way").unwrap();
+    let o = tusk(
+        &work,
+        &[
+            "run",
+            "in",
+            "--gca-dma-optlevel",
+            "-1",
+            "-o",
+            "out",
+            "--report",
+            "rep",
+            "--svg",
+            "pics",
+        ],
+    );
+    // The worst file decides: a malformed input.
+    assert_eq!(o.code, 2, "{}{}", o.stdout, o.stderr);
+    assert!(
+        o.stdout
+            .contains("4 files: 1 ok, 1 failed, 1 bad input, 1 I/O errors"),
+        "{}",
+        o.stdout
+    );
+    assert!(
+        o.stderr
+            .contains("error: cannot write out/sub/b.tusk: cannot create directory out/sub"),
+        "{}",
+        o.stderr
+    );
+    // a: everything; b and bad: nothing; big: only the failure's picture.
+    // (The subdirectories that mirror the inputs may exist, empty.)
+    assert_eq!(files_under(&work.join("out")), ["a.tusk", "sub"]);
+    assert_eq!(files_under(&work.join("rep")), ["a.json"]);
+    assert_eq!(files_under(&work.join("pics")), ["a.svg", "big.svg"]);
+    let _ = fs::remove_dir_all(&work);
+}
+
+/// Sends `signal` (a `kill -s` name) to `pid`.
+fn send(signal: &str, pid: u32) {
+    let ok = std::process::Command::new("kill")
+        .args(["-s", signal, &pid.to_string()])
+        .status()
+        .expect("run kill");
+    assert!(ok.success(), "kill -s {signal} {pid}");
+}
+
+/// Starts `tusk run big.tusk -o out/out.tusk` and waits until its temporary
+/// output file exists (the module is being written); returns the child.
+fn start_writing(work: &Path) -> std::process::Child {
+    let mut child = std::process::Command::new(common::BIN)
+        .args([
+            "run",
+            "big.tusk",
+            "--optlevel",
+            "0",
+            "--no-verify",
+            "-o",
+            "out/out.tusk",
+        ])
+        .current_dir(work)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("run tusk");
+    let start = std::time::Instant::now();
+    loop {
+        if names_in(&work.join("out"))
+            .iter()
+            .any(|n| n.starts_with(".out.tusk.tusk-tmp-"))
+        {
+            return child;
+        }
+        if let Some(status) = child.try_wait().unwrap() {
+            panic!("tusk ended ({status}) before its output was seen being written");
+        }
+        assert!(
+            start.elapsed().as_secs() < 300,
+            "no temporary output file after 5 minutes"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(2));
+    }
+}
+
+/// SIGINT, SIGTERM and SIGHUP during the write of a large module remove
+/// the temporary file and exit with 128 + the signal; SIGKILL cannot be
+/// caught, and the next run writing into the directory removes what it
+/// left. 300,000 instructions give a write of some 20 MB, long enough to
+/// be caught in the act (the window is what matters, not the size).
+#[test]
+fn signals_mid_write_leave_no_temporary_file() {
+    let work = scratch("signals");
+    fs::create_dir(work.join("out")).unwrap();
+    let o = tusk(&work, &["gen", "-n", "300000", "-o", "big.tusk"]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    for (signal, code) in [("TERM", 143), ("INT", 130), ("HUP", 129)] {
+        let child = start_writing(&work);
+        send(signal, child.id());
+        let out = child.wait_with_output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(code), "SIG{signal}: {stderr}");
+        assert!(!stderr.contains("panicked"), "SIG{signal}: {stderr}");
+        assert_eq!(
+            names_in(&work.join("out")),
+            Vec::<String>::new(),
+            "SIG{signal}"
+        );
+    }
+    let mut child = start_writing(&work);
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let left = names_in(&work.join("out"));
+    assert_eq!(left.len(), 1, "{left:?}");
+    assert!(left[0].starts_with(".out.tusk.tusk-tmp-"), "{left:?}");
+    fs::copy(examples().join("softmax.tusk"), work.join("s.tusk")).unwrap();
+    let o = tusk(&work, &["fmt", "s.tusk", "-o", "out/s.tusk"]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    assert!(
+        o.stderr
+            .starts_with("note: removed out/.out.tusk.tusk-tmp-"),
+        "{}",
+        o.stderr
+    );
+    assert_eq!(names_in(&work.join("out")), ["s.tusk"]);
+    let _ = fs::remove_dir_all(&work);
+}
+
+/// Only temporary files of the exact pattern whose process has ended are
+/// removed: not a live process's, not other names, not directories.
+#[test]
+fn stale_temporary_files_of_ended_processes_are_collected() {
+    let work = scratch("stale");
+    let out = work.join("out");
+    fs::create_dir(&out).unwrap();
+    // PIDs above Linux's largest pid_max (2^22) never run.
+    let dead = ".old.tusk.tusk-tmp-99999999";
+    let live = format!(".old.tusk.tusk-tmp-{}", std::process::id());
+    for name in [
+        dead,
+        live.as_str(),
+        "old.tusk.tusk-tmp-99999999",
+        ".old.tusk",
+    ] {
+        fs::write(out.join(name), "x").unwrap();
+    }
+    fs::create_dir(out.join(".dir.tusk-tmp-99999999")).unwrap();
+    fs::copy(examples().join("softmax.tusk"), work.join("s.tusk")).unwrap();
+    let o = tusk(&work, &["fmt", "s.tusk", "-o", "out/new.tusk"]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    assert_eq!(
+        o.stderr,
+        format!(
+            "note: removed out/{dead}, left by an earlier tusk (process 99999999) that did not \
+             finish\n"
+        )
+    );
+    let mut expect = vec![
+        ".dir.tusk-tmp-99999999".to_string(),
+        ".old.tusk".to_string(),
+        live,
+        "new.tusk".to_string(),
+        "old.tusk.tusk-tmp-99999999".to_string(),
+    ];
+    expect.sort();
+    assert_eq!(names_in(&out), expect);
+    let _ = fs::remove_dir_all(&work);
+}

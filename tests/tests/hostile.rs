@@ -122,6 +122,7 @@ fn dsa_writes_atomically_and_never_over_its_input() {
         budget_ms: None,
         budget_nodes: None,
         minimize: false,
+        max_memory: None,
     };
     assert_eq!(run(&args), 0);
     let out = std::fs::read_to_string(dir.join("out.csv")).unwrap();

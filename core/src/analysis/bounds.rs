@@ -57,6 +57,11 @@ pub struct Bounds {
 }
 
 impl Bounds {
+    /// Heap bytes reserved.
+    pub fn heap_bytes(&self) -> u64 {
+        crate::heap_bytes!(self.diff)
+    }
+
     /// Empty storage.
     pub fn new() -> Self {
         Self::default()

@@ -75,6 +75,18 @@ impl<K: EntityRef> Default for Liveness<K> {
 }
 
 impl<K: EntityRef> Liveness<K> {
+    /// Heap bytes reserved.
+    pub fn heap_bytes(&self) -> u64 {
+        crate::heap_bytes!(
+            self.start,
+            self.end,
+            self.acc_off,
+            self.acc_pos,
+            self.acc_write,
+            self.cursor
+        )
+    }
+
     /// Empty storage.
     pub fn new() -> Self {
         Liveness {

@@ -152,6 +152,19 @@ impl LinearOrder {
         (e != u32::MAX && s <= e).then_some((s, e))
     }
 
+    /// Heap bytes reserved.
+    pub fn heap_bytes(&self) -> u64 {
+        crate::heap_bytes!(
+            self.insts,
+            self.loop_at,
+            self.pos,
+            self.block_start,
+            self.block_end,
+            self.loop_start,
+            self.loop_end
+        )
+    }
+
     /// Bytes of storage held.
     pub fn reserved_bytes(&self) -> usize {
         self.insts.capacity() * 4

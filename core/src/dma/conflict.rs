@@ -114,6 +114,11 @@ pub struct LiveIndex {
 }
 
 impl LiveIndex {
+    /// Heap bytes reserved.
+    pub fn heap_bytes(&self) -> u64 {
+        crate::heap_bytes!(self.entries, self.max_end)
+    }
+
     /// Empty storage for `n` locations.
     pub fn with_capacity(n: usize) -> Self {
         LiveIndex {

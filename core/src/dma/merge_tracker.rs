@@ -22,6 +22,11 @@ pub struct MemoryMergeTracker {
 }
 
 impl MemoryMergeTracker {
+    /// Heap bytes reserved.
+    pub fn heap_bytes(&self) -> u64 {
+        crate::heap_bytes!(self.parent, self.delta)
+    }
+
     /// Room for `n` locations (including the ones the pass will create).
     pub fn with_capacity(n: usize) -> Self {
         MemoryMergeTracker {

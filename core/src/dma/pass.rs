@@ -190,6 +190,25 @@ pub(crate) struct Proposal {
 }
 
 impl DmaWorkspace {
+    /// Heap bytes reserved.
+    pub fn heap_bytes(&self) -> u64 {
+        crate::heap_bytes!(
+            self.order,
+            self.live,
+            self.cands,
+            self.keys,
+            self.load_keys,
+            self.claims,
+            self.props,
+            self.active,
+            self.members,
+            self.mark
+        )
+        .saturating_add(self.index.heap_bytes())
+        .saturating_add(self.dram_index.heap_bytes())
+        .saturating_add(self.tracker.heap_bytes())
+    }
+
     /// Empty workspace; [`DmaWorkspace::reserve`] sizes it.
     pub fn new() -> Self {
         Self::default()

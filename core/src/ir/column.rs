@@ -173,3 +173,9 @@ impl<K: EntityRef, V> IndexMut<K> for Column<K, V> {
         &mut self.data[k.index()]
     }
 }
+
+impl<K: EntityRef, V> crate::storage::HeapBytes for Column<K, V> {
+    fn heap_bytes(&self) -> u64 {
+        self.reserved_bytes() as u64
+    }
+}

@@ -696,6 +696,71 @@ impl Module {
             + self.reg_pool.capacity() * core::mem::size_of::<Reg>()
     }
 
+    /// Reserved heap bytes per column group, into `report` (instructions
+    /// with their access patterns and operand pools; locations; registers;
+    /// blocks, loops and functions; names with the by-name index).
+    pub fn storage_parts(&self, report: &mut crate::storage::StorageReport) {
+        let m = &self.mems;
+        let r = &self.regs;
+        let (b, l, f) = (&self.blocks, &self.loops, &self.funcs);
+        let sum = |xs: &[usize]| xs.iter().fold(0u64, |n, &x| n.saturating_add(x as u64));
+        report.add(
+            "module: instructions and access patterns",
+            self.instruction_storage_bytes() as u64,
+        );
+        report.add(
+            "module: locations",
+            sum(&[
+                m.space.reserved_bytes(),
+                m.partitions.reserved_bytes(),
+                m.bytes.reserved_bytes(),
+                m.align.reserved_bytes(),
+                m.elem_size.reserved_bytes(),
+                m.name.reserved_bytes(),
+                m.flags.reserved_bytes(),
+                m.base_partition.reserved_bytes(),
+                m.offset.reserved_bytes(),
+                m.bank.reserved_bytes(),
+            ]),
+        );
+        report.add(
+            "module: registers",
+            sum(&[
+                r.lanes.reserved_bytes(),
+                r.name.reserved_bytes(),
+                r.flags.reserved_bytes(),
+                r.lane.reserved_bytes(),
+            ]),
+        );
+        report.add(
+            "module: blocks, loops, functions",
+            sum(&[
+                b.name.reserved_bytes(),
+                b.func.reserved_bytes(),
+                b.loop_.reserved_bytes(),
+                b.first.reserved_bytes(),
+                b.last.reserved_bytes(),
+                l.parent.reserved_bytes(),
+                l.trip.reserved_bytes(),
+                l.depth.reserved_bytes(),
+                l.first_block.reserved_bytes(),
+                l.end_block.reserved_bytes(),
+                f.name.reserved_bytes(),
+                f.first_block.reserved_bytes(),
+                f.end_block.reserved_bytes(),
+            ]),
+        );
+        report.add(
+            "module: names",
+            sum(&[
+                self.names.reserved_bytes(),
+                self.mem_by_name.reserved_bytes(),
+                self.reg_by_name.reserved_bytes(),
+                self.func_by_name.reserved_bytes(),
+            ]),
+        );
+    }
+
     /// Bytes of the instruction-side storage in use (lengths, not
     /// capacities), split per column group: what a module of this size
     /// costs before any pass headroom.

@@ -123,6 +123,11 @@ impl Default for Treap {
 }
 
 impl Treap {
+    /// Heap bytes reserved.
+    pub(super) fn heap_bytes(&self) -> u64 {
+        crate::heap_bytes!(self.nodes)
+    }
+
     fn reserve(&mut self, n: usize) {
         self.nodes.reserve(n.saturating_sub(self.nodes.len()));
     }
@@ -338,6 +343,14 @@ struct Line {
 }
 
 impl Line {
+    /// Heap bytes reserved.
+    pub(super) fn heap_bytes(&self) -> u64 {
+        crate::heap_bytes!(self.segs)
+            .saturating_add(self.by_size.heap_bytes())
+            .saturating_add(self.by_addr.heap_bytes())
+            .saturating_add(self.bins.heap_bytes())
+    }
+
     fn reserve(&mut self, blocks: usize) {
         let segs = 2 * blocks + 2;
         self.segs.reserve(segs.saturating_sub(self.segs.len()));
@@ -869,6 +882,15 @@ impl Default for BestFitMemoryManager {
 }
 
 impl BestFitMemoryManager {
+    /// Heap bytes reserved.
+    pub fn heap_bytes(&self) -> u64 {
+        crate::heap_bytes!(self.slots, self.flat_seg, self.obstacles).saturating_add(
+            self.lines
+                .iter()
+                .fold(0u64, |n, l| n.saturating_add(l.heap_bytes())),
+        )
+    }
+
     /// An empty manager; call [`Self::reserve`] and a `reset_*` before use.
     pub fn new() -> Self {
         BestFitMemoryManager {

@@ -51,6 +51,7 @@ use super::problem::{Buffer, Placement, Problem, ProblemError};
 use super::spill::{finalize, SpillRecord};
 use crate::analysis::{Bounds, LinearOrder, MemLiveness};
 use crate::ir::{Capacity, IrError, MemFlags, MemLoc, Module, Opcode, Space};
+use crate::storage::{Skipped, StorageBudget, StorageReport};
 
 /// How the coloring pass is tuned.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -272,35 +273,43 @@ impl ColoringWorkspace {
     /// The analyses and the per-space problems are sized to the module's
     /// whole reserved capacity ([`Module::capacity`]), which also covers the
     /// headroom other passes reserved before: the spill rounds of any pass
-    /// then recompute them without allocating.
+    /// then recompute them without allocating. No storage budget.
     pub fn reserve(&mut self, m: &mut Module) {
         self.reserve_for_spaces(m, &Space::ALL, true);
     }
 
     /// Sizes the storage for the coloring passes of `spaces` only, and the
     /// exact fallback only when `exact` (firmware runs the DRAM colorer alone
-    /// and cannot afford storage for passes it never runs).
+    /// and cannot afford storage for passes it never runs). No storage
+    /// budget.
     pub fn reserve_for_spaces(&mut self, m: &mut Module, spaces: &[Space], exact: bool) {
         self.reserve_storage(m);
         self.order.compute(m);
         self.live.compute(m, &self.order);
         let live = core::mem::take(&mut self.live);
-        self.size_problems(m, spaces, exact, &live);
+        let mut storage = StorageReport::new(StorageBudget::UNLIMITED);
+        self.size_problems(m, spaces, exact, &live, &mut storage);
         self.live = live;
     }
 
     /// [`ColoringWorkspace::reserve_for_spaces`] with the caller's liveness
-    /// of `m` (which must describe `m` as it is): a pipeline that already
-    /// computed it saves the walk.
+    /// of `m` (which must describe `m` as it is: a pipeline that already
+    /// computed it saves the walk), within what `storage` has left: the
+    /// interference graph and the exact search are reserved only when they
+    /// fit its allowance ([`StorageReport::allowance`]; see
+    /// [`GcaWorkspace::reserve_within`], [`ExactWorkspace::reserve_within`]),
+    /// and what did not is recorded in `storage.skipped`. The workspace's own bytes are added to `storage`.
     pub fn reserve_for_spaces_with(
         &mut self,
         m: &mut Module,
         spaces: &[Space],
         exact: bool,
         live: &MemLiveness,
+        storage: &mut StorageReport,
     ) {
         self.reserve_storage(m);
-        self.size_problems(m, spaces, exact, live);
+        storage.add("coloring: analyses and tables", self.base_heap_bytes());
+        self.size_problems(m, spaces, exact, live, storage);
     }
 
     /// Reserves the spill headroom in `m` and the analyses and buffers for
@@ -319,19 +328,93 @@ impl ColoringWorkspace {
         self.candidates.reserve(n);
     }
 
-    /// Builds each space's problem once, to size the solvers from it.
-    fn size_problems(&mut self, m: &Module, spaces: &[Space], exact: bool, live: &MemLiveness) {
+    /// Heap bytes of everything but the solvers and the problems.
+    fn base_heap_bytes(&self) -> u64 {
+        crate::heap_bytes!(
+            self.order,
+            self.live,
+            self.bounds,
+            self.locs,
+            self.out,
+            self.exact_out,
+            self.records,
+            self.candidates
+        )
+    }
+
+    /// Heap bytes reserved.
+    pub fn heap_bytes(&self) -> u64 {
+        let problems = self
+            .problems
+            .iter()
+            .flatten()
+            .fold(0u64, |n, p| n.saturating_add(p.heap_bytes()));
+        self.base_heap_bytes()
+            .saturating_add(problems)
+            .saturating_add(self.gca.heap_bytes())
+            .saturating_add(self.exact.heap_bytes())
+    }
+
+    /// Builds each space's problem once, to size the solvers from it, within
+    /// what `storage` has left.
+    fn size_problems(
+        &mut self,
+        m: &Module,
+        spaces: &[Space],
+        exact: bool,
+        live: &MemLiveness,
+        storage: &mut StorageReport,
+    ) {
         let n = m.capacity().mems.max(m.num_mems() + 2 * SPILL_HEADROOM);
         for &space in spaces {
             let mut p = new_problem(m, space, n);
+            storage.add(problem_part(space), p.heap_bytes());
             if fill(m, space, live, &mut p, &mut self.locs).is_ok() {
                 // Spill copies add edges: room for each to meet a few dozen
                 // live neighbours.
-                self.gca
-                    .reserve_for(&p, 2 * SPILL_HEADROOM, 32 * 2 * SPILL_HEADROOM as u64);
-                if exact {
-                    self.exact.reserve_for(&p);
+                let before = self.gca.heap_bytes();
+                let available = storage.allowance();
+                let g = self.gca.reserve_within(
+                    &p,
+                    2 * SPILL_HEADROOM,
+                    32 * 2 * SPILL_HEADROOM as u64,
+                    available,
+                );
+                if g.refused {
+                    storage.skip(Skipped {
+                        method: graph_method(space),
+                        instead: "the greedy-by-size placement (linear storage)",
+                        needed: g.needed,
+                        available,
+                        cut_short: false,
+                    });
+                }
+                storage.add(graph_part(space), self.gca.heap_bytes() - before);
+                // Nothing to place (every buffer fixed): no search to size.
+                let to_place = p.buffers().iter().any(|b| b.pin.is_none() && !b.is_void());
+                if exact && to_place {
+                    let before = self.exact.heap_bytes();
+                    let available = storage.allowance();
+                    let r = self.exact.reserve_within(&p, available);
                     self.exact.reserve_headroom(p.len() + 2 * SPILL_HEADROOM);
+                    if r.refused {
+                        storage.skip(Skipped {
+                            method: search_method(space),
+                            instead: "the coloring allocator's placement",
+                            needed: r.needed.total(),
+                            available,
+                            cut_short: false,
+                        });
+                    } else if r.granted < r.needed.total() {
+                        storage.skip(Skipped {
+                            method: search_method(space),
+                            instead: "a search that stops early when its stacks fill",
+                            needed: r.needed.total(),
+                            available,
+                            cut_short: true,
+                        });
+                    }
+                    storage.add(search_part(space), self.exact.heap_bytes() - before);
                 }
             }
             self.problems[space.slot()] = Some(p);
@@ -355,6 +438,48 @@ impl ColoringWorkspace {
         core::mem::swap(&mut self.order, order);
         core::mem::swap(&mut self.live, live);
         self.current = current;
+    }
+}
+
+/// The storage-report names of one space's parts (static strings: the
+/// report is fixed-capacity and allocation-free).
+const fn problem_part(space: Space) -> &'static str {
+    match space {
+        Space::Sb => "coloring: problem (SB)",
+        Space::Psum => "coloring: problem (PSUM)",
+        Space::Dram => "coloring: problem (DRAM)",
+    }
+}
+
+const fn graph_part(space: Space) -> &'static str {
+    match space {
+        Space::Sb => "coloring: interference graph (SB)",
+        Space::Psum => "coloring: interference graph (PSUM)",
+        Space::Dram => "coloring: interference graph (DRAM)",
+    }
+}
+
+const fn graph_method(space: Space) -> &'static str {
+    match space {
+        Space::Sb => "the interference graph of coloring_allocator_sb",
+        Space::Psum => "the interference graph of coloring_allocator_psum",
+        Space::Dram => "the interference graph of coloring_allocator_dram",
+    }
+}
+
+const fn search_part(space: Space) -> &'static str {
+    match space {
+        Space::Sb => "coloring: exact search (SB)",
+        Space::Psum => "coloring: exact search (PSUM)",
+        Space::Dram => "coloring: exact search (DRAM)",
+    }
+}
+
+const fn search_method(space: Space) -> &'static str {
+    match space {
+        Space::Sb => "the exact placement search of SB",
+        Space::Psum => "the exact placement search of PSUM",
+        Space::Dram => "the exact placement search of DRAM",
     }
 }
 

@@ -168,6 +168,9 @@ pub enum Limit {
     /// did not start (its storage grows faster than linearly with the
     /// buffers), the answer is the greedy one.
     Size,
+    /// The run's storage budget had no room for the search's cell grid
+    /// ([`ExactWorkspace::reserve_within`]): the search did not start.
+    Budget,
 }
 
 impl fmt::Display for Limit {
@@ -177,6 +180,7 @@ impl fmt::Display for Limit {
             Limit::Time => "time budget",
             Limit::Storage => "reserved search storage",
             Limit::Size => "problem size (more buffers than the search takes)",
+            Limit::Budget => "storage budget (the search's cell grid does not fit it)",
         })
     }
 }
@@ -309,6 +313,94 @@ pub struct ExactWorkspace {
     /// Per section boundary s: unplaced buffers live in both s - 1 and s.
     cross: Vec<u32>,
     scopes: Vec<ordered::Scope>,
+    /// Set by [`ExactWorkspace::reserve_within`] when the budget had no
+    /// room for the search of the problem it sized: [`Limit::Budget`].
+    refused: Option<SearchStorage>,
+}
+
+/// Heap bytes of the search for one problem (see
+/// [`ExactWorkspace::storage_needed`]).
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+pub struct SearchStorage {
+    /// The tables, the cell grid and the live lists: the search cannot run
+    /// without them.
+    pub fixed: u64,
+    /// The search stacks at their worst-case depth (a search given less
+    /// stops early with [`Limit::Storage`]).
+    pub stacks: u64,
+}
+
+impl SearchStorage {
+    /// Both parts.
+    pub fn total(&self) -> u64 {
+        self.fixed.saturating_add(self.stacks)
+    }
+}
+
+/// What [`ExactWorkspace::reserve_within`] did.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+pub struct SearchReservation {
+    /// What the search would need.
+    pub needed: SearchStorage,
+    /// Bytes reserved for it (0 when refused or when the problem is beyond
+    /// [`MAX_SEARCH_BUFFERS`]).
+    pub granted: u64,
+    /// True when the fixed part did not fit the allowance: the search
+    /// will not run.
+    pub refused: bool,
+}
+
+/// The element counts of the search's storage.
+#[derive(Copy, Clone, Debug)]
+struct SearchSizes {
+    n: usize,
+    nsec: usize,
+    nst: usize,
+    cells: usize,
+    opts: usize,
+    spans: usize,
+    trail: usize,
+    branches: usize,
+}
+
+impl SearchSizes {
+    fn fixed_bytes(&self) -> u64 {
+        use crate::storage::bytes_of;
+        let n = self.n;
+        let per_buffer = bytes_of::<u32>(7 * n + 1)
+            + bytes_of::<u64>(2 * n)
+            + bytes_of::<bool>(n)
+            + bytes_of::<Placement>(2 * n);
+        let per_opt = bytes_of::<Opt>(self.opts)
+            + bytes_of::<u64>(self.opts)
+            + bytes_of::<u32>(self.opts)
+            + bytes_of::<u16>(2 * self.opts + 2);
+        let per_section = bytes_of::<u32>(2 * self.nsec + 4)
+            + bytes_of::<bool>(self.nsec + 1)
+            + bytes_of::<u64>(2 * self.nsec)
+            + bytes_of::<u64>(self.nst);
+        let per_cell = bytes_of::<u64>(self.cells)
+            + bytes_of::<u32>(self.cells)
+            + bytes_of::<u64>(2 * self.cells.next_power_of_two())
+            + bytes_of::<u64>(self.cells);
+        let ordered = bytes_of::<u32>(3 * n + 2)
+            + bytes_of::<ordered::Scope>(2 * n + 4)
+            + bytes_of::<ordered::OrderedFrame>(n + 2);
+        per_buffer
+            .saturating_add(per_opt)
+            .saturating_add(per_section)
+            .saturating_add(per_cell)
+            .saturating_add(bytes_of::<u32>(self.spans))
+            .saturating_add(ordered)
+    }
+
+    fn stack_bytes(&self) -> u64 {
+        use crate::storage::bytes_of;
+        bytes_of::<(u32, u64)>(self.trail)
+            .saturating_add(bytes_of::<(u32, u64)>(self.branches))
+            .saturating_add(bytes_of::<Frame>(self.trail + 1))
+            .saturating_add(bytes_of::<Cand>(self.branches))
+    }
 }
 
 /// Why a search stopped.
@@ -369,9 +461,75 @@ impl ExactWorkspace {
         ExactWorkspace::default()
     }
 
-    /// Sizes every buffer of the search for `problem` (and smaller ones).
-    /// This is the only place the workspace allocates.
+    /// Heap bytes reserved.
+    pub fn heap_bytes(&self) -> u64 {
+        crate::heap_bytes!(
+            self.incumbent,
+            self.current,
+            self.sec_lo,
+            self.sec_hi,
+            self.area,
+            self.opt_at,
+            self.placed,
+            self.twin_prev,
+            self.min_neighbour,
+            self.order,
+            self.pins,
+            self.opts,
+            self.forbid,
+            self.live_at,
+            self.live,
+            self.start_at,
+            self.starting,
+            self.fin,
+            self.cuts,
+            self.width,
+            self.floor_area,
+            self.remaining,
+            self.floor,
+            self.count,
+            self.tree,
+            self.trail,
+            self.forbid_trail,
+            self.frames,
+            self.cands,
+            self.eff,
+            self.oframes,
+            self.rank,
+            self.cross,
+            self.scopes
+        )
+        .saturating_add(self.greedy.heap_bytes())
+        .saturating_add(self.timeline.heap_bytes())
+    }
+
+    /// Sizes every buffer of the search for `problem` (and smaller ones),
+    /// with no storage budget. This (or [`Self::reserve_within`]) is the
+    /// only place the workspace allocates.
     pub fn reserve_for(&mut self, problem: &Problem) {
+        self.reserve_within(problem, u64::MAX);
+    }
+
+    /// The search's storage for `problem`, in heap bytes: what the linear
+    /// tables, the cell grid and the live lists need (`fixed`), and what
+    /// its stacks need to never stop for storage (`stacks`).
+    pub fn storage_needed(&mut self, problem: &Problem) -> SearchStorage {
+        let s = self.sizes(problem);
+        SearchStorage {
+            fixed: s.fixed_bytes(),
+            stacks: s.stack_bytes(),
+        }
+    }
+
+    /// [`Self::reserve_for`] within `allowance` heap bytes. The per-buffer
+    /// tables the greedy rules and the lower bound need are always
+    /// reserved (they are linear). The search's cell grid and live lists
+    /// are reserved only when they fit the allowance — otherwise the search
+    /// is refused ([`Limit::Budget`] at solve time) — and its stacks get
+    /// what the allowance leaves, so a deep search stops with
+    /// [`Limit::Storage`] instead of growing. Returns what was asked and
+    /// what was granted.
+    pub fn reserve_within(&mut self, problem: &Problem, allowance: u64) -> SearchReservation {
         fn at_least<T>(v: &mut Vec<T>, n: usize) {
             v.reserve(n.saturating_sub(v.len()));
         }
@@ -384,41 +542,33 @@ impl ExactWorkspace {
             // The search will not start (see MAX_SEARCH_BUFFERS); the greedy
             // rules and the lower bound need only linear storage.
             self.timeline = Timeline::with_capacity(n);
-            return;
+            return SearchReservation::default();
         }
-        let parts = problem.partitions() as usize;
-        let nsec = 2 * n + 1;
-        let nst = (parts + 1).min(2 * MAX_BASES * n + 2).max(1);
-        let cells = nsec * nst;
-        let opts = if parts > 1 { MAX_BASES * n } else { n };
-        // The sum of the cells of every option bounds the trail of the
-        // placements on any path and the live lists.
-        self.timeline.build(problem);
-        let mut spans = 0usize;
-        let mut max_live = 0usize;
-        {
-            let t = &self.timeline;
-            let ns = t.sections();
-            let mut delta: Vec<i64> = alloc::vec![0; ns + 1];
-            for b in problem.buffers().iter().filter(|b| !b.is_void()) {
-                let (lo, hi) = (t.section_of(b.lower), t.section_of(b.upper));
-                let bases = problem.legal_bases(b.partitions).count();
-                spans += (hi - lo) * bases;
-                delta[lo] += bases as i64;
-                delta[hi] -= bases as i64;
-            }
-            let mut live = 0i64;
-            for d in delta {
-                live += d;
-                max_live = max_live.max(live as usize);
-            }
+        let s = self.sizes(problem);
+        let need = SearchStorage {
+            fixed: s.fixed_bytes(),
+            stacks: s.stack_bytes(),
+        };
+        if need.fixed > allowance {
+            self.timeline.reserve(n);
+            self.refused = Some(need);
+            return SearchReservation {
+                needed: need,
+                granted: 0,
+                refused: true,
+            };
         }
-        let stripes_per_opt = nst.min(parts.max(1));
-        self.greedy.reserve(n);
+        self.refused = None;
+        // The stacks share what the fixed part leaves, in proportion.
+        let room = allowance - need.fixed;
+        let scale = |k: usize| -> usize {
+            if need.stacks <= room {
+                k
+            } else {
+                ((k as u128 * room as u128) / need.stacks.max(1) as u128) as usize
+            }
+        };
         self.timeline.reserve(n);
-        for v in [&mut self.incumbent, &mut self.current] {
-            at_least(v, n);
-        }
         for v in [
             &mut self.sec_lo,
             &mut self.sec_hi,
@@ -432,31 +582,82 @@ impl ExactWorkspace {
         at_least(&mut self.min_neighbour, n);
         at_least(&mut self.opt_at, n + 1);
         at_least(&mut self.placed, n);
-        at_least(&mut self.opts, opts);
-        at_least(&mut self.forbid, opts);
-        at_least(&mut self.live_at, nsec + 2);
-        at_least(&mut self.live, spans);
-        at_least(&mut self.start_at, nsec + 2);
-        at_least(&mut self.starting, opts);
-        at_least(&mut self.fin, nsec + 1);
-        at_least(&mut self.cuts, 2 * opts + 2);
-        at_least(&mut self.width, nst);
+        at_least(&mut self.opts, s.opts);
+        at_least(&mut self.forbid, s.opts);
+        at_least(&mut self.live_at, s.nsec + 2);
+        at_least(&mut self.live, s.spans);
+        at_least(&mut self.start_at, s.nsec + 2);
+        at_least(&mut self.starting, s.opts);
+        at_least(&mut self.fin, s.nsec + 1);
+        at_least(&mut self.cuts, 2 * s.opts + 2);
+        at_least(&mut self.width, s.nst);
         for v in [&mut self.floor_area, &mut self.remaining] {
-            at_least(v, nsec);
+            at_least(v, s.nsec);
         }
-        at_least(&mut self.floor, cells);
-        at_least(&mut self.count, cells);
-        at_least(&mut self.tree, 2 * cells.next_power_of_two());
+        at_least(&mut self.floor, s.cells);
+        at_least(&mut self.count, s.cells);
+        at_least(&mut self.tree, 2 * s.cells.next_power_of_two());
+        at_least(&mut self.trail, scale(s.trail));
+        at_least(&mut self.forbid_trail, scale(s.branches));
+        at_least(&mut self.frames, scale(s.trail + 1));
+        at_least(&mut self.cands, scale(s.branches));
+        self.reserve_ordered(n, s.cells);
+        SearchReservation {
+            needed: need,
+            granted: need.fixed.saturating_add(need.stacks.min(room)),
+            refused: false,
+        }
+    }
+
+    /// The counts the search's storage follows for `problem` (builds the
+    /// timeline: linear).
+    fn sizes(&mut self, problem: &Problem) -> SearchSizes {
+        let n = problem.len();
+        let parts = problem.partitions() as usize;
+        let nsec = 2 * n + 1;
+        let nst = (parts + 1).min(2 * MAX_BASES * n + 2).max(1);
+        let cells = nsec.saturating_mul(nst);
+        let opts = if parts > 1 { MAX_BASES * n } else { n };
+        self.timeline.build(problem);
+        // The sum of the cells of every option bounds the trail of the
+        // placements on any path and the live lists.
+        let mut spans = 0usize;
+        let mut max_live = 0usize;
+        {
+            let t = &self.timeline;
+            let ns = t.sections();
+            let mut delta: Vec<i64> = alloc::vec![0; ns + 1];
+            for b in problem.buffers().iter().filter(|b| !b.is_void()) {
+                let (lo, hi) = (t.section_of(b.lower), t.section_of(b.upper));
+                let bases = problem.legal_bases(b.partitions).count();
+                spans = spans.saturating_add((hi - lo) * bases);
+                delta[lo] += bases as i64;
+                delta[hi] -= bases as i64;
+            }
+            let mut live = 0i64;
+            for d in delta {
+                live += d;
+                max_live = max_live.max(live as usize);
+            }
+        }
+        let stripes_per_opt = nst.min(parts.max(1));
         // Every frame below the root adds at least one trail entry (a
         // placement its cells, a raise one), so the trail bounds the depth.
-        let trail = spans * stripes_per_opt + 2 * cells + 4 * n + 64;
-        at_least(&mut self.trail, trail);
+        let trail = spans
+            .saturating_mul(stripes_per_opt)
+            .saturating_add(2 * cells + 4 * n + 64);
         // Each frame forbids at most its own branches.
-        let branches = max_live * (2 * n + 16) + 64;
-        at_least(&mut self.forbid_trail, branches);
-        at_least(&mut self.frames, trail + 1);
-        at_least(&mut self.cands, branches);
-        self.reserve_ordered(n, cells);
+        let branches = max_live.saturating_mul(2 * n + 16).saturating_add(64);
+        SearchSizes {
+            n,
+            nsec,
+            nst,
+            cells,
+            opts,
+            spans,
+            trail,
+            branches,
+        }
     }
 
     /// Grows the per-buffer tables (the timeline of the lower bound, the
@@ -530,8 +731,13 @@ impl ExactWorkspace {
             };
             return finish(self, out, outcome);
         }
-        if n > MAX_SEARCH_BUFFERS {
-            outcome.stopped_by = Some(Limit::Size);
+        let refused = if n > MAX_SEARCH_BUFFERS {
+            Some(Limit::Size)
+        } else {
+            self.refused.map(|_| Limit::Budget)
+        };
+        if let Some(limit) = refused {
+            outcome.stopped_by = Some(limit);
             if greedy_peak > cap {
                 outcome.status = Status::BudgetExhausted;
             }

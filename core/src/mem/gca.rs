@@ -37,6 +37,7 @@
 
 use alloc::vec::Vec;
 
+use super::greedy::{GreedyRule, GreedyWorkspace};
 use super::problem::{align_up, peak, Buffer, Placement, Problem, Timeline};
 
 /// Tuning of the colorer.
@@ -82,6 +83,9 @@ pub enum OrderRule {
     End,
     /// Size order with seeded random tie-breaks (the seed index).
     Random(u32),
+    /// No interference graph: it did not fit the storage budget, and the
+    /// greedy-by-size rule (linear storage) placed the buffers.
+    GreedyFallback,
 }
 
 impl core::fmt::Display for OrderRule {
@@ -93,6 +97,7 @@ impl core::fmt::Display for OrderRule {
             OrderRule::Start => f.write_str("start"),
             OrderRule::End => f.write_str("end"),
             OrderRule::Random(k) => write!(f, "random#{k}"),
+            OrderRule::GreedyFallback => f.write_str("greedy-size (no graph: storage budget)"),
         }
     }
 }
@@ -148,6 +153,23 @@ pub struct GcaWorkspace {
     near: Vec<Obstacle>,
     current: Vec<Placement>,
     timeline: Timeline,
+    /// The linear-storage fallback when the graph does not fit the budget.
+    greedy: GreedyWorkspace,
+    /// Set by [`GcaWorkspace::reserve_within`] when the graph of the
+    /// problem it sized would need more than the allowance (its bytes).
+    refused: Option<u64>,
+}
+
+/// What [`GcaWorkspace::reserve_within`] did.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+pub struct GraphReservation {
+    /// Interference edges of the problem (plus the headroom).
+    pub edges: u64,
+    /// Heap bytes the graph's adjacency needs.
+    pub needed: u64,
+    /// True when the graph did not fit: [`GcaWorkspace::solve`] places by
+    /// the greedy-by-size rule instead.
+    pub refused: bool,
 }
 
 const NONE: u32 = u32::MAX;
@@ -177,14 +199,39 @@ impl GcaWorkspace {
 
     /// Reserves every list for `problem` with `headroom` extra buffers and
     /// `headroom_edges` extra edges, so that later runs on problems up to that
-    /// size do not allocate.
+    /// size do not allocate. No storage budget.
     pub fn reserve_for(&mut self, problem: &Problem, headroom: usize, headroom_edges: u64) {
+        self.reserve_within(problem, headroom, headroom_edges, u64::MAX);
+    }
+
+    /// [`Self::reserve_for`] within `allowance` heap bytes for the graph's
+    /// adjacency (two entries per edge: at any density it is the one part
+    /// that grows faster than the buffers). The per-buffer lists are always
+    /// reserved; when the adjacency does not fit, none is reserved and
+    /// [`Self::solve`] falls back to the greedy-by-size rule, whose storage
+    /// is linear.
+    pub fn reserve_within(
+        &mut self,
+        problem: &Problem,
+        headroom: usize,
+        headroom_edges: u64,
+        allowance: u64,
+    ) -> GraphReservation {
         let n = problem.len() + headroom;
         self.packed.reserve(n.saturating_sub(self.packed.len()));
-        let e = self.count_edges(problem) + headroom_edges;
+        let e = self.count_edges(problem).saturating_add(headroom_edges);
+        let needed = crate::storage::bytes_of::<u32>(n + 1)
+            .saturating_add((e as u128 * 2 * 4).min(u64::MAX as u128) as u64);
+        let refused = needed > allowance;
         let grow = |v: &mut Vec<u32>, k: usize| v.reserve(k.saturating_sub(v.len()));
-        grow(&mut self.adj_off, n + 1);
-        grow(&mut self.adj, (2 * e) as usize);
+        if refused {
+            self.refused = Some(needed);
+            self.greedy.reserve(n);
+        } else {
+            self.refused = None;
+            grow(&mut self.adj_off, n + 1);
+            grow(&mut self.adj, (2 * e) as usize);
+        }
         grow(&mut self.by_lower, n);
         grow(&mut self.by_upper, n);
         grow(&mut self.active, n);
@@ -196,6 +243,32 @@ impl GcaWorkspace {
         self.near.reserve(n.saturating_sub(self.near.len()));
         self.current.reserve(n.saturating_sub(self.current.len()));
         self.timeline.reserve(n);
+        GraphReservation {
+            edges: e,
+            needed,
+            refused,
+        }
+    }
+
+    /// Heap bytes reserved.
+    pub fn heap_bytes(&self) -> u64 {
+        crate::heap_bytes!(
+            self.adj_off,
+            self.adj,
+            self.by_lower,
+            self.by_upper,
+            self.active,
+            self.active_pos,
+            self.order,
+            self.best_order,
+            self.keys,
+            self.packed,
+            self.placed,
+            self.near,
+            self.current
+        )
+        .saturating_add(self.timeline.heap_bytes())
+        .saturating_add(self.greedy.heap_bytes())
     }
 
     fn sort_lists(&mut self, p: &Problem) {
@@ -311,6 +384,18 @@ impl GcaWorkspace {
     ) -> GcaOutcome {
         let bufs = problem.buffers();
         let n = bufs.len();
+        if self.refused.is_some() {
+            let lower_bound = problem.lower_bound(&mut self.timeline).bytes;
+            let pk = self.greedy.place(problem, GreedyRule::BySize, out);
+            return GcaOutcome {
+                peak: pk,
+                lower_bound,
+                best_rule: OrderRule::GreedyFallback,
+                sweeps: 0,
+                replays: 0,
+                edges: 0,
+            };
+        }
         let edges = self.build_graph(problem);
         let lower_bound = problem.lower_bound(&mut self.timeline).bytes;
         self.current.clear();
@@ -401,7 +486,7 @@ impl GcaWorkspace {
         self.keys.clear();
         for (i, b) in bufs.iter().enumerate() {
             let key = match rule {
-                OrderRule::Size => b.size,
+                OrderRule::Size | OrderRule::GreedyFallback => b.size,
                 OrderRule::Area => b.size.saturating_mul(b.partitions as u64),
                 OrderRule::Degree => self.degree(i) as u64,
                 OrderRule::Start => u64::MAX - b.lower,

@@ -69,6 +69,11 @@ impl GreedyWorkspace {
         GreedyWorkspace::default()
     }
 
+    /// Heap bytes reserved.
+    pub fn heap_bytes(&self) -> u64 {
+        crate::heap_bytes!(self.order, self.placed, self.near, self.scratch)
+    }
+
     /// Sizes the storage for problems of up to `buffers` buffers.
     pub fn reserve(&mut self, buffers: usize) {
         self.order.reserve(buffers.saturating_sub(self.order.len()));

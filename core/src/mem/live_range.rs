@@ -46,6 +46,19 @@ pub struct LiveRangeManager {
 }
 
 impl LiveRangeManager {
+    /// Heap bytes reserved.
+    pub fn heap_bytes(&self) -> u64 {
+        crate::heap_bytes!(
+            self.start,
+            self.end,
+            self.remaining,
+            self.defined,
+            self.active_flag,
+            self.by_start,
+            self.active
+        )
+    }
+
     /// Empty storage.
     pub fn new() -> Self {
         Self::default()

@@ -272,8 +272,11 @@ pub enum LsaError {
     },
     /// Two fixed locations overlap while both are live.
     FixedOverlap {
-        /// The second one.
+        /// The one being placed.
         tensor: MemLoc,
+        /// A fixed location it overlaps ([`MemLoc::INVALID`] if none was
+        /// found on the error path).
+        other: MemLoc,
     },
     /// A tensor that no free space could ever hold, or another manager error.
     Manager {
@@ -307,9 +310,9 @@ impl fmt::Display for LsaError {
             LsaError::PinnedUnplaced { tensor } => {
                 write!(f, "pinned location {tensor} has no address")
             }
-            LsaError::FixedOverlap { tensor } => write!(
+            LsaError::FixedOverlap { tensor, other } => write!(
                 f,
-                "fixed location {tensor} overlaps another fixed location while both are live"
+                "fixed location {tensor} overlaps fixed location {other} while both are live"
             ),
             LsaError::Manager { tensor, error } => write!(f, "cannot place {tensor}: {error}"),
             LsaError::AllocationFailed(a) => a.fmt(f),
@@ -318,6 +321,47 @@ impl fmt::Display for LsaError {
                 "the linear scan needs more than its limit of {max_spills} spills (by default one per {SPILL_FRACTION} on-chip locations plus {SPILL_SLACK}; raise LsaOptions::max_spills, in a pipeline Options::lsa_max_spills)"
             ),
             LsaError::Ir(e) => write!(f, "inserting spill code: {e}"),
+        }
+    }
+}
+
+impl LsaError {
+    /// A printable form that names the tensors of `m` (`%name@SB<p,b>`).
+    pub fn display<'m>(&'m self, m: &'m Module) -> LsaErrorDisplay<'m> {
+        LsaErrorDisplay { e: self, m }
+    }
+}
+
+/// See [`LsaError::display`].
+#[derive(Debug)]
+pub struct LsaErrorDisplay<'m> {
+    e: &'m LsaError,
+    m: &'m Module,
+}
+
+impl fmt::Display for LsaErrorDisplay<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let m = self.m;
+        let name = |v: MemLoc| m.describe_mem(v);
+        match self.e {
+            LsaError::PinnedUnplaced { tensor } => {
+                write!(f, "pinned location {} has no address", name(*tensor))
+            }
+            LsaError::FixedOverlap { tensor, other } if other.is_valid() => write!(
+                f,
+                "fixed location {} overlaps fixed location {} while both are live",
+                name(*tensor),
+                name(*other)
+            ),
+            LsaError::FixedOverlap { tensor, .. } => write!(
+                f,
+                "fixed location {} overlaps another fixed location while both are live",
+                name(*tensor)
+            ),
+            LsaError::Manager { tensor, error } if tensor.is_valid() => {
+                write!(f, "cannot place {}: {error}", name(*tensor))
+            }
+            e => e.fmt(f),
         }
     }
 }
@@ -381,6 +425,24 @@ pub struct LsaWorkspace {
 }
 
 impl LsaWorkspace {
+    /// Heap bytes reserved.
+    pub fn heap_bytes(&self) -> u64 {
+        crate::heap_bytes!(
+            self.order,
+            self.live,
+            self.pending,
+            self.ends,
+            self.origin,
+            self.slot,
+            self.holder,
+            self.records,
+            self.fixed
+        )
+        .saturating_add(self.bounds.heap_bytes())
+        .saturating_add(self.lrm.heap_bytes())
+        .saturating_add(self.manager.heap_bytes())
+    }
+
     /// Empty storage.
     pub fn new() -> Self {
         Self::default()
@@ -648,11 +710,13 @@ fn scan_space(
             for k in 0..m.operands(inst).n_in as usize {
                 let a = crate::ir::Ap::new(m.operands(inst).ap_start as usize + k);
                 let v = ws.holder[m.aps.loc[a].index()];
+                // Fixed inputs too: their obstacle keeps every other tensor
+                // off their rectangle up to p, so only this instruction's
+                // outputs can take it (the verifier's in-place rule).
                 if v.is_valid()
                     && m.mems.space[v] == space
                     && ws.lrm.end(v) == p
                     && ws.manager.is_placed(v.as_u32())
-                    && !is_fixed(&ws.fixed, v)
                     && !m
                         .outputs(inst)
                         .any(|o| ws.holder[m.aps.loc[o].index()] == v)
@@ -687,6 +751,37 @@ fn scan_space(
     Ok(rep)
 }
 
+/// A fixed location of `v`'s space, live with `v` (by the scan's
+/// intervals) and overlapping its rectangle: the other side of a
+/// [`LsaError::FixedOverlap`] (the error path only; a linear search).
+fn fixed_overlapping(m: &Module, ws: &LsaWorkspace, v: MemLoc) -> MemLoc {
+    let rect = |u: MemLoc| {
+        let p0 = m.mems.base_partition[u] as u64;
+        let b0 = m.mems.offset[u];
+        (
+            p0,
+            p0 + m.mems.partitions[u] as u64,
+            b0,
+            b0 + m.mems.bytes[u] as u64,
+        )
+    };
+    let (p0, p1, b0, b1) = rect(v);
+    let (s, e) = (ws.lrm.start(v), ws.lrm.end(v));
+    for &u in ws.lrm.by_start() {
+        if u == v || !is_fixed(&ws.fixed, u) || m.mems.space[u] != m.mems.space[v] {
+            continue;
+        }
+        if ws.lrm.start(u) > e || ws.lrm.end(u) < s {
+            continue;
+        }
+        let (q0, q1, c0, c1) = rect(u);
+        if q0 < p1 && p0 < q1 && c0 < b1 && b0 < c1 {
+            return u;
+        }
+    }
+    MemLoc::INVALID
+}
+
 /// Frees `v` if it is still placed and its interval really ended at `end`.
 fn expire(m: &Module, ws: &mut LsaWorkspace, v: MemLoc, end: u32) -> Result<(), LsaError> {
     if ws.lrm.end(v) != end || !ws.manager.is_placed(v.as_u32()) {
@@ -715,7 +810,10 @@ fn place(
         ws.manager
             .place_fixed(&req, m.mems.base_partition[v], m.mems.offset[v])
             .map_err(|e| match e {
-                ManagerError::FixedOverlap { .. } => LsaError::FixedOverlap { tensor: v },
+                ManagerError::FixedOverlap { .. } => LsaError::FixedOverlap {
+                    tensor: v,
+                    other: fixed_overlapping(m, ws, v),
+                },
                 error => LsaError::Manager { tensor: v, error },
             })?;
     } else {

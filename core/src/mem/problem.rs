@@ -183,6 +183,11 @@ pub struct Problem {
 }
 
 impl Problem {
+    /// Heap bytes reserved.
+    pub fn heap_bytes(&self) -> u64 {
+        crate::heap_bytes!(self.buffers)
+    }
+
     /// A linear (1-D) problem with room for `reserve` buffers.
     pub fn linear(capacity: u64, reserve: usize) -> Problem {
         Problem {
@@ -419,6 +424,11 @@ pub struct Timeline {
 }
 
 impl Timeline {
+    /// Heap bytes reserved.
+    pub fn heap_bytes(&self) -> u64 {
+        crate::heap_bytes!(self.times, self.a, self.b)
+    }
+
     /// Storage for problems of up to `buffers` buffers.
     pub fn with_capacity(buffers: usize) -> Timeline {
         Timeline {

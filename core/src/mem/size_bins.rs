@@ -65,6 +65,11 @@ impl Default for SizeBins {
 }
 
 impl SizeBins {
+    /// Heap bytes reserved.
+    pub fn heap_bytes(&self) -> u64 {
+        crate::heap_bytes!(self.prev, self.next)
+    }
+
     /// Room for segment ids `0..segs` (capacity only: an unused line
     /// touches no memory).
     pub fn reserve(&mut self, segs: usize) {

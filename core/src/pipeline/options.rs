@@ -126,6 +126,10 @@ pub struct Options {
     /// (`RegAllocator::set_max_spill_temporaries`); `None`:
     /// `reg::alloc::default_spill_temporaries`.
     pub reg_max_spill_temporaries: Option<u32>,
+    /// `--max-memory`: the storage budget of the run
+    /// ([`crate::storage::StorageBudget`]); `None`: the default for the
+    /// module ([`crate::storage::StorageBudget::default_for`]).
+    pub storage_limit: Option<u64>,
 }
 
 impl Default for Options {
@@ -142,6 +146,7 @@ impl Default for Options {
             no_verify: false,
             lsa_max_spills: None,
             reg_max_spill_temporaries: None,
+            storage_limit: None,
         }
     }
 }

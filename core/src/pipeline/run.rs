@@ -40,6 +40,7 @@ use crate::mem::exact::{Budget, Clock};
 use crate::mem::gca::GcaOptions;
 use crate::mem::lsa::{self, LsaError, LsaOptions, LsaReport, LsaWorkspace};
 use crate::reg::alloc::{RegAllocConfig, RegAllocError, RegAllocator, RegReport};
+use crate::storage::{Skipped, StorageBudget, StorageReport};
 use crate::verify::dataflow::{DataflowCapacity, DataflowChecker, DataflowError};
 use crate::verify::placement::{Finding, Scope, Verifier};
 
@@ -115,6 +116,9 @@ pub struct RunReport {
     pub verified: bool,
     /// Microseconds of the checks.
     pub verify_micros: u64,
+    /// What the workspace's reservation is made of, and the methods it
+    /// skipped or cut short for the storage budget.
+    pub storage: StorageReport,
 }
 
 impl RunReport {
@@ -215,7 +219,7 @@ impl PipelineError {
                 }),
                 LsaError::Manager { tensor, .. }
                 | LsaError::PinnedUnplaced { tensor }
-                | LsaError::FixedOverlap { tensor } => Some(FailureSite {
+                | LsaError::FixedOverlap { tensor, .. } => Some(FailureSite {
                     tensor: Some(*tensor),
                     ..FailureSite::default()
                 }),
@@ -238,7 +242,7 @@ impl fmt::Display for PipelineErrorDisplay<'_> {
         let m = self.m;
         match self.e {
             PipelineError::Options(e) => write!(f, "{e}"),
-            PipelineError::Lsa(e) => write!(f, "linear_scan_allocator: {e}"),
+            PipelineError::Lsa(e) => write!(f, "linear_scan_allocator: {}", e.display(m)),
             PipelineError::Coloring(e) => write!(f, "{}", e.display(m)),
             PipelineError::Dma(e) => write!(f, "dma_optimization: {e}"),
             PipelineError::Reg(e) => write!(f, "coloring_allocator_reg: {e}"),
@@ -279,6 +283,7 @@ pub struct Workspace {
     order: LinearOrder,
     live: MemLiveness,
     bounds: Bounds,
+    storage: StorageReport,
 }
 
 impl Workspace {
@@ -317,6 +322,14 @@ impl Workspace {
     /// workspace below sizes its analyses to the module's final capacity
     /// ([`Module::capacity`]) — what the module can grow to while the passes
     /// run. After this, [`run`] does not allocate.
+    ///
+    /// Storage: the linear part (the module and every pass's tables) is
+    /// reserved first; the methods whose storage grows faster than the
+    /// input (the coloring passes' interference graphs and exact search,
+    /// the dataflow checker's scratch) then get what the run's budget
+    /// ([`Options::storage_limit`]) leaves, and are skipped or cut short
+    /// when it does not suffice. [`Workspace::storage`] says what the
+    /// reservation is made of and what it left out.
     pub fn reserve(&mut self, m: &mut Module, opts: &Options, original: Option<&Module>) {
         let list = passes(opts);
         let lo = LsaOptions {
@@ -347,8 +360,15 @@ impl Workspace {
             headroom = headroom.plus(h);
         }
         m.reserve(headroom);
+        let budget = storage_budget(m, opts);
+        let mut storage = StorageReport::new(budget);
+        if let Some(o) = original {
+            storage.add("the input copy of the dataflow check", module_bytes(o));
+        }
+        m.storage_parts(&mut storage);
         if list.contains(&Pass::LinearScan) {
             self.lsa.reserve(m, &lo);
+            storage.add("linear scan", self.lsa.heap_bytes());
         }
         let mut spaces: ArrayVec<Space, 3> = ArrayVec::new();
         for p in &list {
@@ -369,15 +389,44 @@ impl Workspace {
         self.bounds.reserve(&cap);
         self.order.compute(m);
         self.live.compute(m, &self.order);
-        let exact = coloring_options(opts).exact.is_some();
-        self.coloring
-            .reserve_for_spaces_with(m, &spaces, exact, &self.live);
         if list.iter().any(|p| matches!(p, Pass::DmaOptimization(_))) {
             self.dma.reserve(m);
+            storage.add("DMA optimization", self.dma.heap_bytes());
         }
         let reg = self.reg.get_or_insert_with(RegAllocator::default);
         reg.set_max_spill_temporaries(opts.reg_max_spill_temporaries);
         reg.reserve(m);
+        storage.add("register colorer", reg.heap_bytes());
+        // The verifier runs after the passes unless --no-verify, and as the
+        // in-place check at optlevel 7.
+        if !opts.no_verify || list.contains(&Pass::CheckInPlace) {
+            self.verifier.reserve(m);
+            storage.add("placement verifier", self.verifier.heap_bytes());
+        }
+        if let (Some(o), false) = (original, opts.no_verify) {
+            let before = self.dataflow.heap_bytes();
+            let est = DataflowCapacity::estimate(o, m);
+            let cap = est.within(storage.allowance());
+            if cap != est {
+                storage.skip(Skipped {
+                    method: "the dataflow checker's up-front reservation",
+                    instead: "a smaller one that grows up to the budget",
+                    needed: est.bytes(),
+                    available: storage.allowance(),
+                    cut_short: true,
+                });
+            }
+            self.dataflow.reserve(cap);
+            storage.add(
+                "dataflow checker",
+                self.dataflow.heap_bytes().saturating_sub(before),
+            );
+        }
+        // Last of the linear part, before the methods that take what the
+        // budget leaves.
+        let exact = coloring_options(opts).exact.is_some();
+        self.coloring
+            .reserve_for_spaces_with(m, &spaces, exact, &self.live, &mut storage);
         // Every pass reserved within the headroom above: the capacity the
         // analyses were sized for is final (reserving again is a no-op
         // unless a workspace grew the module).
@@ -385,15 +434,39 @@ impl Workspace {
         self.order.reserve(&cap);
         self.live.reserve(&cap);
         self.bounds.reserve(&cap);
-        // The verifier runs after the passes unless --no-verify, and as the
-        // in-place check at optlevel 7.
-        if !opts.no_verify || list.contains(&Pass::CheckInPlace) {
-            self.verifier.reserve(m);
-        }
-        if let Some(o) = original {
-            self.dataflow.reserve(DataflowCapacity::estimate(o, m));
-        }
+        storage.add(
+            "pipeline analyses (order, liveness, bounds)",
+            crate::heap_bytes!(self.order, self.live, self.bounds),
+        );
+        // The checker may grow into what the whole reservation left.
+        self.dataflow.set_storage_limit(
+            self.dataflow
+                .heap_bytes()
+                .saturating_add(storage.remaining()),
+        );
+        self.storage = storage;
     }
+
+    /// What the last [`Workspace::reserve`] is made of, under which budget,
+    /// and which methods it skipped or cut short for it.
+    pub fn storage(&self) -> &StorageReport {
+        &self.storage
+    }
+}
+
+/// The budget of a run on `m`: the option, or the default for `m`'s size.
+pub fn storage_budget(m: &Module, opts: &Options) -> StorageBudget {
+    match opts.storage_limit {
+        Some(limit) => StorageBudget::bytes(limit),
+        None => StorageBudget::default_for(module_bytes(m)),
+    }
+}
+
+/// Heap bytes of a module's storage.
+fn module_bytes(m: &Module) -> u64 {
+    let mut r = StorageReport::new(StorageBudget::UNLIMITED);
+    m.storage_parts(&mut r);
+    r.total()
 }
 
 /// Effort of the coloring allocator per optlevel: more orders and
@@ -460,6 +533,7 @@ fn run_from(
     let opts = opts.normalize().map_err(PipelineError::Options)?;
     let mut report = RunReport {
         optlevel: opts.optlevel,
+        storage: ws.storage.clone(),
         ..RunReport::default()
     };
     // Lower bounds of the input program.
@@ -551,10 +625,11 @@ fn run_from(
                 }
             }
             Pass::CheckInPlace => {
-                // Memory only: the registers are colored by the low-level
-                // stage after this check.
+                // Memory, and the registers the input colored: the fixed
+                // assignment. The others are colored by the low-level
+                // stage after this check, around the fixed ones.
                 ws.verifier.set_scope(Scope {
-                    registers: false,
+                    uncolored: false,
                     ..Scope::default()
                 });
                 let r = ws.verifier.verify(m);
@@ -569,6 +644,7 @@ fn run_from(
             Pass::ColoringReg => {
                 let reg = ws.reg.get_or_insert_with(|| RegAllocator::new(m));
                 reg.set_max_spill_temporaries(opts.reg_max_spill_temporaries);
+                reg.set_keep_colored(opts.optlevel == 7);
                 let r = reg
                     .allocate(m, &RegAllocConfig::default())
                     .map_err(PipelineError::Reg)?;
@@ -627,9 +703,11 @@ fn run_from(
         if let Some(orig) = original {
             // The checker grows its own reservation when the estimate is
             // short (this is the check, not a pass).
+            // Reserved (within the budget) by `Workspace::reserve`; the
+            // walk grows what proves short, up to the storage limit.
             let d = ws
                 .dataflow
-                .check(orig, m)
+                .check_growing(orig, m, DataflowCapacity::default())
                 .map_err(PipelineError::DataflowCheck)?;
             if !d.is_clean() {
                 return Err(PipelineError::Dataflow {

@@ -244,6 +244,9 @@ pub struct RegAllocator {
     fresh: bool,
     /// Limit on spill temporaries; `None`: [`default_spill_temporaries`].
     max_spill_temporaries: Option<u32>,
+    /// Registers that arrive colored keep their lanes, as pinned ones do
+    /// (optlevel 7: the input is a fixed assignment).
+    keep_colored: bool,
 }
 
 /// The default limit on spill temporaries is one per this many register
@@ -286,6 +289,29 @@ fn spill_headroom(m: &Module, limit: Option<u32>) -> Capacity {
 }
 
 impl RegAllocator {
+    /// Heap bytes reserved.
+    pub fn heap_bytes(&self) -> u64 {
+        crate::heap_bytes!(
+            self.order,
+            self.live,
+            self.parent,
+            self.gstart,
+            self.gend,
+            self.node_of,
+            self.node_reg,
+            self.n_lanes,
+            self.n_start,
+            self.n_end,
+            self.n_cost,
+            self.n_fixed,
+            self.colors,
+            self.pressure,
+            self.chosen
+        )
+        .saturating_add(self.graph.heap_bytes())
+        .saturating_add(self.colorer.heap_bytes())
+    }
+
     /// A workspace sized for `m` and the spill code it may need. The
     /// adjacency reserve is three times what the input's interference graph
     /// needs plus slack for the spill temporaries (spilling replaces a long
@@ -315,6 +341,20 @@ impl RegAllocator {
     /// a larger limit set afterwards ends in a full-graph error, not growth.
     pub fn set_max_spill_temporaries(&mut self, limit: Option<u32>) {
         self.max_spill_temporaries = limit;
+    }
+
+    /// Whether registers that arrive with a lane keep it, as pinned ones do
+    /// (never recolored, spilled or coalesced): optlevel 7 takes the
+    /// input's assignment as fixed. Off by default.
+    pub fn set_keep_colored(&mut self, on: bool) {
+        self.keep_colored = on;
+    }
+
+    /// True when `r`'s lane is fixed: pinned, or colored on input under
+    /// [`Self::set_keep_colored`].
+    fn fixed(&self, m: &Module, r: Reg) -> bool {
+        m.regs.flags[r].contains(RegFlags::PINNED)
+            || (self.keep_colored && m.regs.lane[r] != NO_LANE)
     }
 
     /// The limit on spill temporaries for `m`.
@@ -483,7 +523,7 @@ impl RegAllocator {
         let mut ccfg = cfg.color;
         ccfg.k = k;
         for r in m.regs.lanes.keys() {
-            if m.regs.flags[r].contains(RegFlags::PINNED) {
+            if self.fixed(m, r) {
                 let (lane, l) = (m.regs.lane[r], m.regs.lanes[r] as u32);
                 if lane == NO_LANE || lane as u32 + l > k as u32 || (l == 2 && lane % 2 != 0) {
                     return Err(RegAllocError::Malformed {
@@ -601,8 +641,8 @@ impl RegAllocator {
         }
     }
 
-    fn coalescable(m: &Module, r: Reg) -> bool {
-        !m.regs.flags[r].intersects(RegFlags::PINNED | RegFlags::SPILL_TEMP)
+    fn coalescable(&self, m: &Module, r: Reg) -> bool {
+        !self.fixed(m, r) && !m.regs.flags[r].contains(RegFlags::SPILL_TEMP)
     }
 
     /// Merges copy-related classes whose ranges touch only at the copy.
@@ -621,8 +661,8 @@ impl RegAllocator {
             let (a, b) = (u[0], d[0]);
             if a == b
                 || m.regs.lanes[a] != m.regs.lanes[b]
-                || !Self::coalescable(m, a)
-                || !Self::coalescable(m, b)
+                || !self.coalescable(m, a)
+                || !self.coalescable(m, b)
             {
                 continue;
             }
@@ -670,9 +710,9 @@ impl RegAllocator {
             self.n_lanes.push(m.regs.lanes[r]);
             self.n_start.push(self.gstart[ri]);
             self.n_end.push(self.gend[ri]);
-            let pinned = m.regs.flags[r].contains(RegFlags::PINNED);
+            let fixed = self.fixed(m, r);
             self.n_fixed
-                .push(if pinned { m.regs.lane[r] } else { NO_COLOR });
+                .push(if fixed { m.regs.lane[r] } else { NO_COLOR });
         }
     }
 
@@ -686,7 +726,7 @@ impl RegAllocator {
             }
             let root = self.find(r.as_u32());
             let v = self.node_of[root as usize] as usize;
-            if m.regs.flags[r].intersects(RegFlags::PINNED | RegFlags::SPILL_TEMP) {
+            if self.fixed(m, r) || m.regs.flags[r].contains(RegFlags::SPILL_TEMP) {
                 self.n_cost[v] = f64::INFINITY;
                 continue;
             }
@@ -1039,6 +1079,7 @@ pub(crate) mod tests {
             sb: false,
             dram: false,
             registers: true,
+            uncolored: true,
         });
         let r = v.verify(m);
         if let Some(f) = r.findings.first() {

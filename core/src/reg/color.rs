@@ -344,6 +344,30 @@ fn key_bits(x: f64) -> u64 {
 }
 
 impl Colorer {
+    /// Heap bytes reserved.
+    pub fn heap_bytes(&self) -> u64 {
+        crate::heap_bytes!(
+            self.counts,
+            self.state,
+            self.code,
+            self.optimistic,
+            self.low,
+            self.stack,
+            self.heap,
+            self.forbid,
+            self.slices,
+            self.cand,
+            self.mbuf,
+            self.uncol,
+            self.upos,
+            self.tabu_color,
+            self.tabu_until,
+            self.journal,
+            self.lane_cost,
+            self.pair_cost
+        )
+    }
+
     /// A workspace for graphs of up to `nodes` nodes and `k` lanes.
     pub fn with_capacity(nodes: usize, k: u16) -> Self {
         let mut c = Colorer::default();

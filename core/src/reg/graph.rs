@@ -75,6 +75,20 @@ pub struct InterferenceGraph {
 }
 
 impl InterferenceGraph {
+    /// Heap bytes reserved.
+    pub fn heap_bytes(&self) -> u64 {
+        crate::heap_bytes!(
+            self.lanes,
+            self.row_start,
+            self.row_len,
+            self.deg2,
+            self.adj,
+            self.bucket,
+            self.order,
+            self.active
+        )
+    }
+
     /// A graph with room for `nodes` nodes and `adjacency` neighbour entries
     /// (twice the number of edges).
     pub fn with_capacity(nodes: usize, adjacency: usize) -> Self {

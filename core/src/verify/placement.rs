@@ -484,6 +484,9 @@ pub struct Scope {
     pub dram: bool,
     /// Check registers.
     pub registers: bool,
+    /// Report live registers without a lane (off: check only the colored
+    /// ones, as the optlevel-7 in-place check does before the colorer).
+    pub uncolored: bool,
 }
 
 impl Default for Scope {
@@ -493,6 +496,7 @@ impl Default for Scope {
             sb: true,
             dram: true,
             registers: true,
+            uncolored: true,
         }
     }
 }
@@ -687,6 +691,25 @@ impl Default for Verifier {
 }
 
 impl Verifier {
+    /// Heap bytes reserved.
+    pub fn heap_bytes(&self) -> u64 {
+        crate::heap_bytes!(
+            self.order,
+            self.mem_live,
+            self.reg_live,
+            self.findings,
+            self.swept,
+            self.ending,
+            self.nodes,
+            self.roots,
+            self.path,
+            self.rpath,
+            self.lane_head,
+            self.node_next,
+            self.node_prev
+        )
+    }
+
     /// An empty workspace checking everything, keeping
     /// [`DEFAULT_MAX_FINDINGS`] findings.
     pub fn new() -> Self {
@@ -1200,6 +1223,9 @@ impl Verifier {
             let lane = m.regs.lane[r];
             let lanes = m.regs.lanes[r];
             if lane == NO_LANE {
+                if !self.scope.uncolored {
+                    continue;
+                }
                 if let Some(iv) = self.reg_live.interval(r) {
                     let inst = self.order.inst_at(iv.start);
                     self.push(Finding::Uncolored {

@@ -213,6 +213,9 @@ fn run() -> Result<(), IrError> {
     let mut ws = Workspace::new();
     ws.reserve(&mut m, &opts, None);
     let heap_after_reserve = HEAP.heap.used();
+    for p in &ws.storage().parts {
+        hprintln!("  reserved: {} {} B", p.what, p.bytes);
+    }
     let mut clock = TickClock(0);
     let before = HEAP.allocations.load(Ordering::Relaxed);
     let report = pipeline::run(&mut m, &opts, &mut ws, &mut clock, None);

@@ -8,6 +8,11 @@ use super::side::Side;
 use crate::ir::{Ap, Inst, MemFlags, Module};
 use alloc::vec::Vec;
 
+/// Most value runs [`DataflowCapacity::estimate`] reserves for one
+/// instruction's reads up front (a pattern of more rows grows the scratch
+/// when it is read, within the storage limit).
+pub const MAX_ESTIMATED_SCRATCH: usize = 1 << 20;
+
 /// Reserved sizes of a [`DataflowChecker`]. Storage the walk finds too
 /// small grows (by doubling, fallibly: a refused allocation is a
 /// [`DataflowError::Capacity`]); reserving enough up front avoids that.
@@ -25,7 +30,11 @@ impl DataflowCapacity {
     /// An estimate from the two modules' counts: a run for every location
     /// and register (each program's state holds what was written last, one
     /// slab and band per whole-tile write; the arenas double when a module
-    /// fragments more), and two value runs per row an instruction reads.
+    /// fragments more), and two value runs per row an instruction reads
+    /// (a read of many partitions is one group per row when the partitions
+    /// hold one tile; when they do not, the scratch grows). Linear in the
+    /// modules: the rows of one instruction count once, not per partition,
+    /// and at most [`MAX_ESTIMATED_SCRATCH`] of them.
     pub fn estimate(original: &Module, rewritten: &Module) -> Self {
         let mut cap = DataflowCapacity {
             mismatches: 64,
@@ -37,16 +46,45 @@ impl DataflowCapacity {
             for i in m.program_order() {
                 let w: usize = m
                     .inputs(i)
-                    .map(|a| (m.aps.part_count[a] as usize).saturating_mul(rows(m, a)))
+                    .map(|a| rows(m, a))
                     .fold(0usize, |s, x| s.saturating_add(x));
                 widest = widest.max(w.saturating_add(m.operands(i).n_use as usize));
             }
             cap.runs = cap.runs.max(4096 + runs);
-            cap.scratch = cap
-                .scratch
-                .max(4096usize.saturating_add(widest.saturating_mul(2)));
+            cap.scratch = cap.scratch.max(
+                4096usize
+                    .saturating_add(widest.saturating_mul(2))
+                    .min(MAX_ESTIMATED_SCRATCH),
+            );
         }
         cap
+    }
+
+    /// Heap bytes a checker reserved for `self` holds (both programs).
+    pub fn bytes(&self) -> u64 {
+        use crate::storage::bytes_of;
+        let per_side = (self.runs as u64)
+            .saturating_mul(super::state::RUN_BYTES)
+            .saturating_add(bytes_of::<super::pieces::Piece>(self.scratch));
+        per_side
+            .saturating_mul(2)
+            .saturating_add(bytes_of::<Mismatch>(self.mismatches))
+    }
+
+    /// `self`, scaled down (runs and scratch alike) so that
+    /// [`Self::bytes`] stays within `allowance`; a checker reserved for
+    /// less grows when a module needs more, up to its storage limit.
+    pub fn within(self, allowance: u64) -> Self {
+        let b = self.bytes();
+        if b <= allowance {
+            return self;
+        }
+        let scale = |n: usize| ((n as u128 * allowance as u128) / b.max(1) as u128) as usize;
+        DataflowCapacity {
+            runs: scale(self.runs),
+            scratch: scale(self.scratch),
+            mismatches: self.mismatches.min(scale(self.mismatches).max(1)),
+        }
     }
 
     /// Four times the storage that `what` (a [`DataflowError::Capacity`]
@@ -85,8 +123,11 @@ impl DataflowReport<'_> {
     }
 }
 
+/// Executions between two checks of the storage limit.
+pub const BUDGET_CHECK_EVERY: u64 = 4096;
+
 /// The reusable workspace of the dataflow checker (see the module doc).
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct DataflowChecker {
     pub(super) orig: Side,
     pub(super) rw: Side,
@@ -94,13 +135,45 @@ pub struct DataflowChecker {
     max_mismatches: usize,
     dropped: u64,
     compared: u64,
+    /// Heap bytes the checker may grow to ([`DataflowError::OverBudget`]
+    /// beyond); `u64::MAX` unless set.
+    storage_limit: u64,
+}
+
+impl Default for DataflowChecker {
+    fn default() -> Self {
+        DataflowChecker {
+            orig: Side::default(),
+            rw: Side::default(),
+            mismatches: Vec::new(),
+            max_mismatches: 0,
+            dropped: 0,
+            compared: 0,
+            storage_limit: u64::MAX,
+        }
+    }
 }
 
 impl DataflowChecker {
+    /// Heap bytes reserved.
+    pub fn heap_bytes(&self) -> u64 {
+        crate::heap_bytes!(self.mismatches)
+            .saturating_add(self.orig.heap_bytes())
+            .saturating_add(self.rw.heap_bytes())
+    }
+
     /// An empty workspace; [`DataflowChecker::check`] reserves from the
     /// modules' counts on first use.
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// Limits the heap bytes the checker may grow to while it walks: beyond
+    /// them the check stops with [`DataflowError::OverBudget`] (checked
+    /// every [`BUDGET_CHECK_EVERY`] executions, so it may overshoot by what
+    /// that many executions grow).
+    pub fn set_storage_limit(&mut self, bytes: u64) {
+        self.storage_limit = bytes;
     }
 
     /// A workspace with explicit reserved sizes.
@@ -110,12 +183,14 @@ impl DataflowChecker {
         c
     }
 
-    /// Grows every buffer to at least `cap`.
+    /// Grows every buffer to at least `cap` (as far as the heap allows: a
+    /// refused reservation is left to the walk's growth, which reports it).
     pub fn reserve(&mut self, cap: DataflowCapacity) {
         self.orig.reserve(cap.runs, cap.scratch);
         self.rw.reserve(cap.runs, cap.scratch);
-        self.mismatches
-            .reserve(cap.mismatches.saturating_sub(self.mismatches.len()));
+        let _ = self
+            .mismatches
+            .try_reserve(cap.mismatches.saturating_sub(self.mismatches.len()));
         self.max_mismatches = self.max_mismatches.max(cap.mismatches);
     }
 
@@ -188,7 +263,12 @@ impl DataflowChecker {
     fn walk(&mut self, original: &Module, rewritten: &Module) -> Result<(), DataflowError> {
         self.orig.begin(original)?;
         self.rw.begin(rewritten)?;
+        let mut executions = 0u64;
         while let Some((i, walk)) = self.rw.walker.next(rewritten)? {
+            executions += 1;
+            if executions % BUDGET_CHECK_EVERY == 0 {
+                self.within_budget()?;
+            }
             self.rw.read(rewritten, i)?;
             let is_original =
                 i.index() < original.num_insts() && original.insts.block[i].is_valid();
@@ -249,6 +329,18 @@ impl DataflowChecker {
                     found,
                 });
             }
+        }
+        Ok(())
+    }
+
+    /// [`DataflowError::OverBudget`] when the storage grew past its limit.
+    fn within_budget(&self) -> Result<(), DataflowError> {
+        let bytes = self.heap_bytes();
+        if bytes > self.storage_limit {
+            return Err(DataflowError::OverBudget {
+                bytes,
+                limit: self.storage_limit,
+            });
         }
         Ok(())
     }

@@ -181,6 +181,14 @@ pub enum DataflowError {
         /// Its reserved size.
         reserved: usize,
     },
+    /// The checker's storage grew past the run's storage budget
+    /// ([`crate::storage::StorageBudget`]).
+    OverBudget {
+        /// Heap bytes the checker held.
+        bytes: u64,
+        /// Its share of the budget.
+        limit: u64,
+    },
     /// The rewritten module is not a rewrite of the original (it has fewer
     /// locations, registers or instructions).
     NotARewrite {
@@ -219,6 +227,11 @@ impl fmt::Display for DataflowError {
                 f,
                 "dataflow checker: {what} needs more than its {reserved} entries and the \
                  heap refused to grow it (or, for loop nesting, the reserve is fixed)"
+            ),
+            DataflowError::OverBudget { bytes, limit } => write!(
+                f,
+                "dataflow checker: its storage grew to {bytes} bytes, past its {limit}-byte \
+                 share of the storage budget (raise --max-memory)"
             ),
             DataflowError::NotARewrite { what } => {
                 write!(f, "dataflow checker: the rewritten module has fewer {what} than the original")

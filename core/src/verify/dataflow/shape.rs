@@ -31,6 +31,34 @@ pub(super) fn regions(m: &Module) -> usize {
     FIRST_PRIVATE + m.num_mems() + m.num_regs()
 }
 
+/// One segment of a traversal: addresses `[a, b)` of a partition, walked
+/// `reps` times in a row (a dimension of stride 0 — a broadcast — walks the
+/// same cells again; a read sees them again, a write overwrites them, so the
+/// last walk's values stay).
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub(super) struct Seg {
+    pub a: u64,
+    pub b: u64,
+    pub reps: u64,
+}
+
+impl Seg {
+    /// `[a, b)` once.
+    pub fn once(a: u64, b: u64) -> Seg {
+        Seg { a, b, reps: 1 }
+    }
+
+    /// Bytes of one walk.
+    pub fn len(&self) -> u64 {
+        self.b.wrapping_sub(self.a)
+    }
+
+    /// Bytes of all walks.
+    pub fn bytes(&self) -> u64 {
+        self.len().saturating_mul(self.reps)
+    }
+}
+
 /// Cells `[p0, p1) × segments` of a region; `row` is the bytes of one
 /// partition's segments (the traversal stride between partitions).
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -71,19 +99,32 @@ fn folded_dims(dims: &[Dim]) -> (usize, u64) {
 pub(super) fn rows(m: &Module, a: Ap) -> usize {
     let dims = m.ap_dims(a);
     let k = folded_dims(dims).0;
+    // Stride-0 dims walk the same rows again (see `Seg`).
     dims[..k]
         .iter()
+        .filter(|d| d.stride != 0)
         .fold(1usize, |n, d| n.saturating_mul(d.count as usize))
 }
 
-fn push_seg(segs: &mut Vec<(u64, u64)>, a: u64, b: u64) -> Result<(), DataflowError> {
+/// Appends `[a, b)` walked `reps` times: it extends the last segment when it
+/// continues it (both walked once), or adds to its walks when it is the
+/// same cells again.
+fn push_seg(segs: &mut Vec<Seg>, a: u64, b: u64, reps: u64) -> Result<(), DataflowError> {
     if let Some(last) = segs.last_mut() {
-        if last.1 == a {
-            last.1 = b;
+        if last.reps == 1 && reps == 1 && last.b == a {
+            last.b = b;
+            return Ok(());
+        }
+        if last.a == a && last.b == b {
+            last.reps = last.reps.saturating_add(reps);
             return Ok(());
         }
     }
-    push_grow(segs, (a, b), "the segments of one access pattern")
+    push_grow(
+        segs,
+        Seg { a, b, reps },
+        "the segments of one access pattern",
+    )
 }
 
 /// The rectangle and the segments (into `segs`, cleared first, in
@@ -92,7 +133,7 @@ pub(super) fn ap_rect(
     m: &Module,
     inst: Inst,
     ap: Ap,
-    segs: &mut Vec<(u64, u64)>,
+    segs: &mut Vec<Seg>,
 ) -> Result<Rect, DataflowError> {
     segs.clear();
     let loc = m.aps.loc[ap];
@@ -109,7 +150,14 @@ pub(super) fn ap_rect(
     if dims.iter().any(|d| d.count == 0) || qn == 0 {
         return Ok(rect);
     }
-    let (k, row_elems) = folded_dims(dims);
+    let (mut k, row_elems) = folded_dims(dims);
+    // An innermost outer dim of stride 0 walks the same row again: one
+    // segment with that many walks, not an odometer step per walk.
+    let mut walks = 1u64;
+    if k > 0 && dims[k - 1].stride == 0 {
+        walks = dims[k - 1].count as u64;
+        k -= 1;
+    }
     let outer = &dims[..k];
     let es = m.aps.elem_size[ap] as i64;
     let row_bytes = row_elems.saturating_mul(es as u64);
@@ -134,7 +182,7 @@ pub(super) fn ap_rect(
                 return Err(DataflowError::BadAccess { inst, ap });
             }
             let a = shift.wrapping_add(byte as u64);
-            push_seg(segs, a, a.wrapping_add(row_bytes))?;
+            push_seg(segs, a, a.wrapping_add(row_bytes), walks)?;
             // Odometer over the outer dims, innermost fastest.
             let mut done = true;
             let mut j = k;
@@ -152,9 +200,7 @@ pub(super) fn ap_rect(
             }
         }
     }
-    rect.row = segs
-        .iter()
-        .fold(0u64, |n, &(a, b)| n.wrapping_add(b.wrapping_sub(a)));
+    rect.row = segs.iter().fold(0u64, |n, s| n.wrapping_add(s.bytes()));
     if flat {
         rect.p0 = 0;
         rect.p1 = 1;
@@ -180,7 +226,7 @@ fn place(m: &Module, l: MemLoc) -> (usize, u64, u64, bool) {
 
 /// The whole of a location: its rectangle, and its one segment per
 /// partition (all partitions' bytes in one segment in flat DRAM).
-pub(super) fn loc_rect(m: &Module, l: MemLoc) -> (Rect, (u64, u64)) {
+pub(super) fn loc_rect(m: &Module, l: MemLoc) -> (Rect, Seg) {
     let (region, p_base, addr, flat) = place(m, l);
     let parts = m.mems.partitions[l] as u64;
     let bytes = m.mems.bytes[l] as u64;
@@ -192,7 +238,7 @@ pub(super) fn loc_rect(m: &Module, l: MemLoc) -> (Rect, (u64, u64)) {
             p1: 1,
             row: n,
         };
-        (r, (addr, addr.saturating_add(n)))
+        (r, Seg::once(addr, addr.saturating_add(n)))
     } else {
         let r = Rect {
             region,
@@ -200,7 +246,7 @@ pub(super) fn loc_rect(m: &Module, l: MemLoc) -> (Rect, (u64, u64)) {
             p1: (p_base + parts) as u32,
             row: bytes,
         };
-        (r, (addr, addr.saturating_add(bytes)))
+        (r, Seg::once(addr, addr.saturating_add(bytes)))
     }
 }
 

@@ -11,7 +11,7 @@ use alloc::vec::Vec;
 
 use super::pieces::{push_grow, Cursor, Piece, Pieces};
 use super::report::{DataflowError, Origin};
-use super::shape::{ap_rect, loc_rect, reg_cells, regions, Rect, LANE_BYTES};
+use super::shape::{ap_rect, loc_rect, reg_cells, regions, Rect, Seg, LANE_BYTES};
 use super::state::{CellMap, Fill};
 use super::walk::Walker;
 use crate::ir::{Ap, Inst, MemFlags, Module, Opcode};
@@ -25,16 +25,23 @@ pub(super) struct Side {
     /// Where each read operand's runs start in `reads` (plus one end).
     pub ops: Vec<u32>,
     /// Scratch: one access pattern's segments; a copy's first partition.
-    segs: Vec<(u64, u64)>,
+    segs: Vec<Seg>,
     chunk: Vec<Piece>,
     /// The most runs one instruction's reads produced.
     pub reads_high: usize,
 }
 
 impl Side {
+    /// Heap bytes reserved.
+    pub(super) fn heap_bytes(&self) -> u64 {
+        crate::heap_bytes!(self.reads.v, self.ops, self.segs, self.chunk)
+            .saturating_add(self.state.heap_bytes())
+            .saturating_add(self.walker.heap_bytes())
+    }
+
     pub fn reserve(&mut self, runs: usize, reads: usize) {
         fn grow<T>(v: &mut Vec<T>, n: usize) {
-            v.reserve(n.saturating_sub(v.len()));
+            let _ = v.try_reserve(n.saturating_sub(v.len()));
         }
         self.state.reserve(runs);
         grow(&mut self.reads.v, reads);
@@ -50,7 +57,7 @@ impl Side {
         self.reads_high = 0;
         for l in m.mems.space.keys() {
             if m.mems.flags[l].contains(MemFlags::INPUT) {
-                let (r, (a, b)) = loc_rect(m, l);
+                let (r, Seg { a, b, .. }) = loc_rect(m, l);
                 let fill = Fill {
                     origin: Origin::Input(l),
                     offset: 0,
@@ -83,7 +90,8 @@ impl Side {
         for &g in m.uses(i) {
             self.push_op()?;
             let (region, a, b) = reg_cells(m, g);
-            self.state.read(region, 0, 1, &[(a, b)], &mut self.reads)?;
+            self.state
+                .read(region, 0, 1, &[Seg::once(a, b)], &mut self.reads)?;
         }
         self.push_op()?;
         self.reads_high = self.reads_high.max(self.reads.len());
@@ -149,7 +157,11 @@ impl Side {
             } else {
                 let (region, x, y) = reg_cells(m, m.defs(i)[0]);
                 self.segs.clear();
-                push_grow(&mut self.segs, (x, y), "the segments of one access pattern")?;
+                push_grow(
+                    &mut self.segs,
+                    Seg::once(x, y),
+                    "the segments of one access pattern",
+                )?;
                 Rect {
                     region,
                     p0: 0,
@@ -166,14 +178,17 @@ impl Side {
             };
             let r = ap_rect(m, i, a, &mut self.segs)?;
             let mut t: u64 = 0;
-            for &(x, y) in &self.segs {
+            for seg in &self.segs {
+                // A segment written several times keeps its last walk.
+                t = t.wrapping_add(seg.len().wrapping_mul(seg.reps.saturating_sub(1)));
                 let fill = Fill {
                     origin,
                     offset: t,
                     pstride: r.row,
                 };
-                self.state.assign(r.region, r.p0, r.p1, x, y, fill)?;
-                t = t.wrapping_add(y.wrapping_sub(x));
+                self.state
+                    .assign(r.region, r.p0, r.p1, seg.a, seg.b, fill)?;
+                t = t.wrapping_add(seg.len());
             }
         }
         for (k, &g) in m.defs(i).iter().enumerate() {
@@ -201,7 +216,7 @@ impl Side {
 pub(super) fn put_copy(
     state: &mut CellMap,
     rect: Rect,
-    segs: &[(u64, u64)],
+    segs: &[Seg],
     pieces: &[Piece],
     chunk: &mut Vec<Piece>,
 ) -> Result<(), DataflowError> {
@@ -225,11 +240,20 @@ fn put_row(
     region: usize,
     q0: u32,
     q1: u32,
-    segs: &[(u64, u64)],
+    segs: &[Seg],
     c: &mut Cursor<'_>,
     pstride: u64,
 ) -> Result<(), DataflowError> {
-    for &(a, b) in segs {
+    for seg in segs {
+        // Every walk but the last is overwritten by the next.
+        let mut skip = seg.len().saturating_mul(seg.reps.saturating_sub(1));
+        while skip > 0 {
+            let Some(p) = c.take(skip) else {
+                return Ok(());
+            };
+            skip -= p.len;
+        }
+        let (a, b) = (seg.a, seg.b);
         let mut x = a;
         while x < b {
             let Some(p) = c.take(b - x) else {

@@ -45,6 +45,7 @@ use alloc::vec::Vec;
 
 use super::pieces::{push_grow, Pieces};
 use super::report::{DataflowError, Origin};
+use super::shape::Seg;
 use crate::verify::treap::{self, TreapPool, NIL};
 
 #[derive(Copy, Clone, Debug)]
@@ -87,6 +88,10 @@ struct Band {
     next: u32,
 }
 
+/// Heap bytes of one run of the state (a slab and a band).
+pub(super) const RUN_BYTES: u64 =
+    (core::mem::size_of::<Slab>() + core::mem::size_of::<Band>()) as u64;
+
 /// What a rectangle write stores: byte `offset + (p − p0) × pstride +
 /// (x − a)` of `origin` at cell (p, x) of the rectangle `[p0, p1) × [a, b)`.
 #[derive(Copy, Clone, Debug)]
@@ -111,17 +116,41 @@ pub(super) struct CellMap {
     out: Vec<u32>,
     /// Scratch: the (start, end, slab, band cursor) pieces a read covers.
     gather: Vec<(u64, u64, u32, u32)>,
+    /// Scratch: per segment of a read, its pieces in `gather` and its walks.
+    groups: Vec<(u32, u32, u64)>,
 }
 
 impl CellMap {
-    /// Reserves room for `runs` slabs and bands.
+    /// Heap bytes reserved.
+    pub(super) fn heap_bytes(&self) -> u64 {
+        crate::heap_bytes!(
+            self.slabs,
+            self.bands,
+            self.roots,
+            self.seq,
+            self.out,
+            self.gather
+        )
+    }
+
+    /// Reserves room for `runs` slabs and bands, as far as the heap
+    /// allows (a refused reservation is left to the growth of the walk,
+    /// which reports it).
     pub fn reserve(&mut self, runs: usize) {
-        self.slabs.reserve(runs.saturating_sub(self.slabs.len()));
-        self.bands.reserve(runs.saturating_sub(self.bands.len()));
-        self.seq.reserve(64usize.saturating_sub(self.seq.len()));
-        self.out.reserve(64usize.saturating_sub(self.out.len()));
-        self.gather
-            .reserve(64usize.saturating_sub(self.gather.len()));
+        let _ = self
+            .slabs
+            .try_reserve(runs.saturating_sub(self.slabs.len()));
+        let _ = self
+            .bands
+            .try_reserve(runs.saturating_sub(self.bands.len()));
+        let _ = self.seq.try_reserve(64usize.saturating_sub(self.seq.len()));
+        let _ = self.out.try_reserve(64usize.saturating_sub(self.out.len()));
+        let _ = self
+            .gather
+            .try_reserve(64usize.saturating_sub(self.gather.len()));
+        let _ = self
+            .groups
+            .try_reserve(64usize.saturating_sub(self.groups.len()));
     }
 
     /// Empties the state and sizes it for `regions` regions.
@@ -622,34 +651,42 @@ impl CellMap {
     }
 
     /// Reads cells `[p0, p1) × segs` of `region` into `out` in traversal
-    /// order: partitions outermost, then the segments in order.
+    /// order: partitions outermost, then the segments in order, each as
+    /// many times as it is walked.
     pub fn read(
         &mut self,
         region: usize,
         p0: u32,
         p1: u32,
-        segs: &[(u64, u64)],
+        segs: &[Seg],
         out: &mut Pieces,
     ) -> Result<(), DataflowError> {
         let root = self.root_of(region)?;
         let mut gather = core::mem::take(&mut self.gather);
-        let r = self.read_in(root, p0, p1, segs, out, &mut gather);
+        let mut groups = core::mem::take(&mut self.groups);
+        let r = self.read_in(root, p0, p1, segs, out, &mut gather, &mut groups);
         self.gather = gather;
+        self.groups = groups;
         r
     }
 
+    #[allow(clippy::too_many_arguments)]
     fn read_in(
         &self,
         root: u32,
         p0: u32,
         p1: u32,
-        segs: &[(u64, u64)],
+        segs: &[Seg],
         out: &mut Pieces,
         gather: &mut Vec<(u64, u64, u32, u32)>,
+        groups: &mut Vec<(u32, u32, u64)>,
     ) -> Result<(), DataflowError> {
         gather.clear();
+        groups.clear();
         const WHAT: &str = "the runs one read covers";
-        for &(a, b) in segs {
+        for seg in segs {
+            let (a, b) = (seg.a, seg.b);
+            let g0 = gather.len() as u32;
             let mut x = a;
             let mut s = self.floor(root, a);
             if s == NIL || self.slabs[s as usize].end <= a {
@@ -670,9 +707,11 @@ impl CellMap {
                 x = e;
                 s = self.above(root, sl.start);
             }
+            push_grow(groups, (g0, gather.len() as u32, seg.reps), WHAT)?;
         }
         // One slab piece per partition: a band's partitions are one group.
-        if let [(x0, x1, s, _)] = gather[..] {
+        if let ([(x0, x1, s, _)], [(_, _, 1)]) = (&gather[..], &groups[..]) {
+            let (x0, x1, s) = (*x0, *x1, *s);
             let len = x1 - x0;
             if s == NIL {
                 return out.push(Origin::Uninit, 0, len.saturating_mul((p1 - p0) as u64));
@@ -707,26 +746,35 @@ impl CellMap {
         // Partitions ascend, so each piece's band cursor (the fourth field,
         // from the slab's first band) only moves on.
         for q in p0..p1 {
-            for g in gather.iter_mut() {
-                let (x0, x1) = (g.0, g.1);
-                let mut piece = (Origin::Uninit, 0);
-                let mut b = g.3;
-                while b != NIL && self.bands[b as usize].p1 <= q {
-                    b = self.bands[b as usize].next;
-                }
-                g.3 = b;
-                if b != NIL {
-                    let band = &self.bands[b as usize];
-                    if band.p0 <= q {
-                        let start = self.slabs[g.2 as usize].start;
-                        let off = band
-                            .offset
-                            .wrapping_add(((q - band.p0) as u64).wrapping_mul(band.pstride))
-                            .wrapping_add(x0 - start);
-                        piece = (band.origin, off);
+            for &(g0, g1, reps) in groups.iter() {
+                // A segment that is one piece and walked many times is one
+                // group of stride 0; one of several pieces repeats them.
+                let (times, each) = if g1 - g0 == 1 { (1, reps) } else { (reps, 1) };
+                for t in 0..times {
+                    for g in gather[g0 as usize..g1 as usize].iter_mut() {
+                        let (x0, x1) = (g.0, g.1);
+                        let mut piece = (Origin::Uninit, 0);
+                        let mut b = g.3;
+                        if t == 0 {
+                            while b != NIL && self.bands[b as usize].p1 <= q {
+                                b = self.bands[b as usize].next;
+                            }
+                            g.3 = b;
+                        }
+                        if b != NIL {
+                            let band = &self.bands[b as usize];
+                            if band.p0 <= q {
+                                let start = self.slabs[g.2 as usize].start;
+                                let off = band
+                                    .offset
+                                    .wrapping_add(((q - band.p0) as u64).wrapping_mul(band.pstride))
+                                    .wrapping_add(x0 - start);
+                                piece = (band.origin, off);
+                            }
+                        }
+                        out.push_group(piece.0, piece.1, x1 - x0, each, 0)?;
                     }
                 }
-                out.push(piece.0, piece.1, x1 - x0)?;
             }
         }
         Ok(())

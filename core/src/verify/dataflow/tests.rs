@@ -1,5 +1,6 @@
 //! The checker on hand-made rewrites, right and broken.
 
+use super::shape::Seg;
 use super::*;
 use crate::ir::{
     full_ap, slice_ap, Builder, Capacity, Dim, Inst, InstFlags, InstSpec, MemFlags, MemLoc, Module,
@@ -499,7 +500,7 @@ fn cell_map_splits_and_reads_back() {
     s.assign(0, 7, 8, 40, 60, fill(o2, 1000)).unwrap();
     s.assign(0, 8, 9, 0, 10, fill(o2, 0)).unwrap();
     let mut out = Pieces::default();
-    s.read(0, 7, 8, &[(30, 110)], &mut out).unwrap();
+    s.read(0, 7, 8, &[Seg::once(30, 110)], &mut out).unwrap();
     let piece = Piece::run;
     assert_eq!(
         out.v,
@@ -513,14 +514,14 @@ fn cell_map_splits_and_reads_back() {
     // Overwrite across run boundaries; the freed slabs are reused.
     s.assign(0, 7, 8, 10, 95, fill(o2, 5)).unwrap();
     out.clear();
-    s.read(0, 7, 8, &[(0, 100)], &mut out).unwrap();
+    s.read(0, 7, 8, &[Seg::once(0, 100)], &mut out).unwrap();
     assert_eq!(
         out.v,
         [piece(o1, 0, 10), piece(o2, 5, 85), piece(o1, 95, 5)]
     );
     // Partition 8 kept its own value under the same addresses.
     out.clear();
-    s.read(0, 8, 9, &[(0, 12)], &mut out).unwrap();
+    s.read(0, 8, 9, &[Seg::once(0, 12)], &mut out).unwrap();
     assert_eq!(out.v, [piece(o2, 0, 10), piece(Origin::Uninit, 0, 2)]);
 }
 
@@ -541,7 +542,8 @@ fn a_whole_rectangle_is_one_slab_and_reads_back_per_partition() {
     s.assign(0, 0, 128, 1000, 1256, fill).unwrap();
     assert_eq!(s.slabs_in(0), 1);
     let mut out = Pieces::default();
-    s.read(0, 0, 128, &[(1000, 1256)], &mut out).unwrap();
+    s.read(0, 0, 128, &[Seg::once(1000, 1256)], &mut out)
+        .unwrap();
     assert_eq!(out.v, [Piece::run(o, 0, 128 * 256)]);
     // A column slice of partitions 32..64 over it, then the same columns
     // written back: the slabs collapse to one again.
@@ -554,7 +556,8 @@ fn a_whole_rectangle_is_one_slab_and_reads_back_per_partition() {
     s.assign(0, 32, 64, 1100, 1116, slice).unwrap();
     assert_eq!(s.slabs_in(0), 3);
     out.clear();
-    s.read(0, 33, 34, &[(1096, 1120)], &mut out).unwrap();
+    s.read(0, 33, 34, &[Seg::once(1096, 1120)], &mut out)
+        .unwrap();
     assert_eq!(
         out.v,
         [
@@ -579,7 +582,8 @@ fn a_whole_rectangle_is_one_slab_and_reads_back_per_partition() {
     s.assign(0, 10, 20, 1000, 1256, gone).unwrap();
     assert_eq!(s.slabs_in(0), 1);
     out.clear();
-    s.read(0, 19, 21, &[(1000, 1001)], &mut out).unwrap();
+    s.read(0, 19, 21, &[Seg::once(1000, 1001)], &mut out)
+        .unwrap();
     assert_eq!(
         out.v,
         [Piece::run(Origin::Uninit, 0, 1), Piece::run(o, 20 * 256, 1),]
@@ -940,21 +944,29 @@ fn cell_map_agrees_with_a_byte_by_byte_model_on_random_writes_and_reads() {
                 };
             }
         }
-        // Read a random rectangle with one to three segments.
+        // Read a random rectangle with one to three segments, each walked
+        // one to three times (a broadcast walks the same cells again).
         let q0 = rnd(PARTS as u64) as u32;
         let q1 = q0 + 1 + rnd(PARTS as u64 - q0 as u64) as u32;
         let mut segs = alloc::vec::Vec::new();
         for _ in 0..1 + rnd(3) {
             let x0 = rnd(BYTES as u64);
-            segs.push((x0, x0 + 1 + rnd(BYTES as u64 - x0)));
+            let reps = if rnd(4) == 0 { 2 + rnd(2) } else { 1 };
+            segs.push(Seg {
+                a: x0,
+                b: x0 + 1 + rnd(BYTES as u64 - x0),
+                reps,
+            });
         }
         out.clear();
         s.read(r, q0, q1, &segs, &mut out).unwrap();
         let mut want = alloc::vec::Vec::new();
         for q in q0..q1 {
-            for &(x0, x1) in &segs {
-                for x in x0..x1 {
-                    want.push(model[at(r, q as usize, x as usize)]);
+            for g in &segs {
+                for _ in 0..g.reps {
+                    for x in g.a..g.b {
+                        want.push(model[at(r, q as usize, x as usize)]);
+                    }
                 }
             }
         }
@@ -963,8 +975,8 @@ fn cell_map_agrees_with_a_byte_by_byte_model_on_random_writes_and_reads() {
         // a second read of whole rows of the other region.
         other.clear();
         let ro = (r + 1) % REGIONS;
-        let n = segs.iter().map(|s| s.1 - s.0).sum::<u64>();
-        s.read(ro, q0, q1, &[(0, n.min(BYTES as u64))], &mut other)
+        let n = segs.iter().map(|s| s.bytes()).sum::<u64>();
+        s.read(ro, q0, q1, &[Seg::once(0, n.min(BYTES as u64))], &mut other)
             .unwrap();
         let (e, f) = (expand(&out.v), expand(&other.v));
         let naive = (0..e.len().max(f.len())).find_map(|i| {
@@ -1023,15 +1035,18 @@ fn copies_land_byte_for_byte_whatever_the_shapes() {
         let w = 1 + rnd(12);
         let (q0, x0) = (rnd(4) as u32, rnd(40));
         src.clear();
-        s.read(0, q0, q0 + parts, &[(x0, x0 + w)], &mut src)
+        s.read(0, q0, q0 + parts, &[Seg::once(x0, x0 + w)], &mut src)
             .unwrap();
         // Destination: the same bytes per partition, in one or two segments.
         let d0 = rnd(30);
         let cut = rnd(w + 1);
-        let segs: alloc::vec::Vec<(u64, u64)> = if cut == 0 || cut == w {
-            alloc::vec![(d0, d0 + w)]
+        let segs: alloc::vec::Vec<Seg> = if cut == 0 || cut == w {
+            alloc::vec![Seg::once(d0, d0 + w)]
         } else {
-            alloc::vec![(d0 + 40, d0 + 40 + cut), (d0, d0 + w - cut)]
+            alloc::vec![
+                Seg::once(d0 + 40, d0 + 40 + cut),
+                Seg::once(d0, d0 + w - cut)
+            ]
         };
         let p = rnd(4) as u32;
         let rect = Rect {

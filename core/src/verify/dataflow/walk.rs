@@ -42,6 +42,11 @@ impl Default for Walker {
 }
 
 impl Walker {
+    /// Heap bytes reserved.
+    pub(super) fn heap_bytes(&self) -> u64 {
+        crate::heap_bytes!(self.frames)
+    }
+
     /// Reserves the loop-nesting stack for `loops` loops.
     pub fn reserve(&mut self, loops: usize) {
         self.frames
