@@ -3,7 +3,7 @@
 
 use super::pieces::first_difference;
 use super::report::{DataflowError, Mismatch, Operand};
-use super::shape::{loc_rect, rows};
+use super::shape::{loc_rect, rows, Seg};
 use super::side::Side;
 use crate::ir::{Ap, Inst, MemFlags, Module};
 use alloc::vec::Vec;
@@ -102,6 +102,20 @@ impl DataflowCapacity {
             }
         }
         c
+    }
+}
+
+/// The cells of partition `q` of location `l` in `m`'s state: region,
+/// partition, and the bytes (a flat location holds its partitions one
+/// after the other on one row, in the same traversal order).
+fn output_row(m: &Module, l: crate::ir::MemLoc, q: u64) -> (usize, u32, Seg) {
+    let (r, seg) = loc_rect(m, l);
+    let bytes = m.mems.bytes[l] as u64;
+    if r.parts() == 1 {
+        let a = seg.a.saturating_add(q.saturating_mul(bytes));
+        (r.region, r.p0, Seg::once(a, a.saturating_add(bytes)))
+    } else {
+        (r.region, r.p0 + q as u32, seg)
     }
 }
 
@@ -308,26 +322,35 @@ impl DataflowChecker {
             self.orig.read(original, e)?;
             self.orig.write(original, e)?;
         }
-        // Final contents of the original's outputs.
+        // Final contents of the original's outputs, one partition's bytes
+        // at a time: the runs a read gives are bounded by one row, not by
+        // the whole output (an output written in column slices gives one
+        // run per slice and partition).
         for l in original.mems.space.keys() {
             if !original.mems.flags[l].contains(MemFlags::OUTPUT) {
                 continue;
             }
-            for (side, m) in [(&mut self.orig, original), (&mut self.rw, rewritten)] {
-                side.reads.clear();
-                let (r, seg) = loc_rect(m, l);
-                side.state
-                    .read(r.region, r.p0, r.p1, &[seg], &mut side.reads)?;
-            }
-            if let Some((byte, expected, found)) =
-                first_difference(&self.orig.reads.v, &self.rw.reads.v)
-            {
-                self.report(Mismatch::Output {
-                    mem: l,
-                    byte,
-                    expected,
-                    found,
-                });
+            let (parts, row) = (
+                original.mems.partitions[l] as u64,
+                original.mems.bytes[l] as u64,
+            );
+            for q in 0..parts {
+                for (side, m) in [(&mut self.orig, original), (&mut self.rw, rewritten)] {
+                    side.reads.clear();
+                    let (region, p, seg) = output_row(m, l, q);
+                    side.state.read(region, p, p + 1, &[seg], &mut side.reads)?;
+                }
+                if let Some((byte, expected, found)) =
+                    first_difference(&self.orig.reads.v, &self.rw.reads.v)
+                {
+                    self.report(Mismatch::Output {
+                        mem: l,
+                        byte: q * row + byte,
+                        expected,
+                        found,
+                    });
+                    break;
+                }
             }
         }
         Ok(())
