@@ -574,6 +574,33 @@ fn candidates(m: &Module, space: Option<Space>) -> usize {
         .count()
 }
 
+/// [`DmaStats::headroom_skipped`] of one peephole: the most rewrites one of
+/// its sweeps skipped.
+#[derive(Default)]
+struct SkipCount {
+    most: u32,
+}
+
+impl SkipCount {
+    /// Runs one sweep, keeping its skips out of `st` until [`Self::next`].
+    fn sweep<T>(
+        &mut self,
+        st: &mut DmaStats,
+        f: impl FnOnce(&mut DmaStats) -> Result<T, DmaError>,
+    ) -> Result<T, DmaError> {
+        let before = st.headroom_skipped;
+        let r = f(st);
+        self.most = self.most.max(st.headroom_skipped - before);
+        st.headroom_skipped = before;
+        r
+    }
+
+    /// Adds the peephole's count to `st` and starts the next peephole's.
+    fn next(&mut self, st: &mut DmaStats) {
+        st.headroom_skipped += core::mem::take(&mut self.most);
+    }
+}
+
 /// `skip_pass`: true when the module has no DMA-bearing instruction.
 pub fn skip_pass(m: &Module) -> bool {
     !m.program_order().any(|i| m.insts.opcode[i].is_dma())
@@ -605,15 +632,20 @@ impl DmaOptimization {
 
         // The placements changed since the indexes were last built.
         ws.indexed = false;
+        // A rewrite skipped for headroom stays possible, and the next sweep
+        // proposes it again: each peephole counts the most it skipped in
+        // one sweep, not every proposal.
+        let mut skips = SkipCount::default();
         for _ in 0..MAX_SWEEPS {
             ws.sync(m, self.space, true);
-            let n = load_merge::sweep(self, m, ws, &mut st)?;
+            let n = skips.sweep(&mut st, |st| load_merge::sweep(self, m, ws, st))?;
             ws.apply_remaps(m);
             ws.after_sweep(n);
             if n == 0 {
                 break;
             }
         }
+        skips.next(&mut st);
         for _ in 0..MAX_SWEEPS {
             ws.sync(m, self.space, true);
             let n = dead_store::sweep(self, m, ws, &mut st)?;
@@ -625,22 +657,24 @@ impl DmaOptimization {
         for _ in 0..MAX_ROUNDS {
             ws.sync(m, self.space, true);
             st.rounds += 1;
-            let n = coalesce::round(self, m, ws, &mut st)?;
+            let n = skips.sweep(&mut st, |st| coalesce::round(self, m, ws, st))?;
             ws.apply_remaps(m);
             ws.after_sweep(n);
             if n == 0 {
                 break;
             }
         }
+        skips.next(&mut st);
         for _ in 0..MAX_SWEEPS {
             ws.sync(m, self.space, false);
-            let n = partial::sweep(self, m, ws, &mut st)?;
+            let n = skips.sweep(&mut st, |st| partial::sweep(self, m, ws, st))?;
             ws.apply_remaps(m);
             ws.after_sweep(n);
             if n == 0 {
                 break;
             }
         }
+        skips.next(&mut st);
         if self.space == Space::Psum {
             for _ in 0..MAX_SWEEPS {
                 ws.sync(m, self.space, true);
