@@ -45,13 +45,14 @@
 use alloc::vec::Vec;
 use core::fmt;
 
+use super::budgeted;
 use super::exact::{Budget, Clock, ExactOptions, ExactWorkspace, Objective, Status};
 use super::gca::{GcaOptions, GcaOutcome, GcaWorkspace};
 use super::problem::{Buffer, Placement, Problem, ProblemError};
 use super::spill::{finalize, SpillRecord};
 use crate::analysis::{Bounds, LinearOrder, MemLiveness};
 use crate::ir::{Capacity, IrError, MemFlags, MemLoc, Module, Opcode, Space};
-use crate::storage::{Skipped, StorageBudget, StorageReport};
+use crate::storage::{StorageBudget, StorageReport};
 
 /// How the coloring pass is tuned.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -418,7 +419,12 @@ impl ColoringWorkspace {
     }
 
     /// Builds each space's problem once, to size the solvers from it, within
-    /// what `storage` has left.
+    /// what `storage` has left. The linear part comes first, for every
+    /// space: the problems, and the solvers' per-buffer tables (a
+    /// reservation with no allowance reserves only those). The superlinear
+    /// parts (the interference graphs, the search's grid and stacks) then
+    /// share what the budget leaves, space by space in the same order, so
+    /// that the whole stays within the budget whenever the linear part does.
     fn size_problems(
         &mut self,
         m: &Module,
@@ -428,62 +434,62 @@ impl ColoringWorkspace {
         live: &MemLiveness,
         storage: &mut StorageReport,
     ) {
-        for &space in spaces {
-            let n = Self::buffer_bound(m, space, new_dram);
-            // Buffers the passes may add before this one colors: its own
-            // spill copies on-chip, the spill slots in DRAM.
-            let added = if space.is_on_chip() {
+        // Buffers the passes may add before a space is colored: its own
+        // spill copies on-chip, the spill slots in DRAM.
+        let added = |space: Space| {
+            if space.is_on_chip() {
                 2 * SPILL_HEADROOM
             } else {
                 new_dram
-            };
-            let mut p = new_problem(m, space, n);
+            }
+        };
+        let edges =
+            |space: Space| EDGES_PER_NEW_BUFFER * added(space).min(2 * SPILL_HEADROOM) as u64;
+        // Nothing to place (every buffer fixed): no search to size.
+        let to_place = |p: &Problem| p.buffers().iter().any(|b| b.pin.is_none() && !b.is_void());
+        let mut filled = [false; 3];
+        let mut tables = 0u64;
+        for &space in spaces {
+            let mut p = new_problem(m, space, Self::buffer_bound(m, space, new_dram));
             storage.add(problem_part(space), p.heap_bytes());
             if fill(m, space, live, &mut p, &mut self.locs).is_ok() {
-                let before = self.gca.heap_bytes();
-                let available = storage.allowance();
-                let g = self.gca.reserve_within(
-                    &p,
-                    added,
-                    EDGES_PER_NEW_BUFFER * added.min(2 * SPILL_HEADROOM) as u64,
-                    available,
-                );
-                if g.refused {
-                    storage.skip(Skipped {
-                        method: graph_method(space),
-                        instead: "the greedy-by-size placement (linear storage)",
-                        needed: g.needed,
-                        available,
-                        cut_short: false,
-                    });
-                }
-                storage.add(graph_part(space), self.gca.heap_bytes() - before);
-                // Nothing to place (every buffer fixed): no search to size.
-                let to_place = p.buffers().iter().any(|b| b.pin.is_none() && !b.is_void());
-                if exact && to_place {
+                filled[space.slot()] = true;
+                tables += budgeted::graph_tables(&mut self.gca, &p, added(space));
+                if exact && to_place(&p) {
                     let before = self.exact.heap_bytes();
-                    let available = storage.allowance();
-                    let r = self.exact.reserve_within(&p, available);
-                    self.exact.reserve_headroom(p.len() + added);
-                    if r.refused {
-                        storage.skip(Skipped {
-                            method: search_method(space),
-                            instead: "the coloring allocator's placement",
-                            needed: r.needed.total(),
-                            available,
-                            cut_short: false,
-                        });
-                    } else if r.granted < r.needed.total() {
-                        storage.skip(Skipped {
-                            method: search_method(space),
-                            instead: "a search that stops early when its stacks fill",
-                            needed: r.needed.total(),
-                            available,
-                            cut_short: true,
-                        });
-                    }
-                    storage.add(search_part(space), self.exact.heap_bytes() - before);
+                    budgeted::search_tables(&mut self.exact, &p);
+                    self.exact.reserve_headroom(p.len() + added(space));
+                    tables += self.exact.heap_bytes() - before;
                 }
+            }
+            self.problems[space.slot()] = Some(p);
+        }
+        storage.add("coloring: per-buffer tables of the solvers", tables);
+        for &space in spaces {
+            if !filled[space.slot()] {
+                continue;
+            }
+            let Some(p) = self.problems[space.slot()].take() else {
+                continue;
+            };
+            let graph = budgeted::graph(
+                &mut self.gca,
+                &p,
+                added(space),
+                edges(space),
+                storage,
+                graph_method(space),
+            );
+            storage.add(graph_part(space), graph);
+            if exact && to_place(&p) {
+                let search = budgeted::search(
+                    &mut self.exact,
+                    &p,
+                    storage,
+                    search_method(space),
+                    "the coloring allocator's placement",
+                );
+                storage.add(search_part(space), search);
             }
             self.problems[space.slot()] = Some(p);
         }
