@@ -137,9 +137,6 @@ impl DataflowReport<'_> {
     }
 }
 
-/// Executions between two checks of the storage limit.
-pub const BUDGET_CHECK_EVERY: u64 = 4096;
-
 /// The reusable workspace of the dataflow checker (see the module doc).
 #[derive(Debug)]
 pub struct DataflowChecker {
@@ -183,9 +180,11 @@ impl DataflowChecker {
     }
 
     /// Limits the heap bytes the checker may grow to while it walks: beyond
-    /// them the check stops with [`DataflowError::OverBudget`] (checked
-    /// every [`BUDGET_CHECK_EVERY`] executions, so it may overshoot by what
-    /// that many executions grow).
+    /// them the check stops with [`DataflowError::OverBudget`]. The value
+    /// states, which grow with the module, never grow past what the limit
+    /// leaves them; the small per-instruction buffers are checked after
+    /// every execution (a few capacities are read), so they may overshoot
+    /// by what one execution grows.
     pub fn set_storage_limit(&mut self, bytes: u64) {
         self.storage_limit = bytes;
     }
@@ -244,6 +243,7 @@ impl DataflowChecker {
         self.orig.walker.reserve(original.num_loops());
         self.rw.walker.reserve(rewritten.num_loops());
         self.reserve(start);
+        self.cap_state();
         self.mismatches.clear();
         self.dropped = 0;
         self.compared = 0;
@@ -277,12 +277,8 @@ impl DataflowChecker {
     fn walk(&mut self, original: &Module, rewritten: &Module) -> Result<(), DataflowError> {
         self.orig.begin(original)?;
         self.rw.begin(rewritten)?;
-        let mut executions = 0u64;
         while let Some((i, walk)) = self.rw.walker.next(rewritten)? {
-            executions += 1;
-            if executions % BUDGET_CHECK_EVERY == 0 {
-                self.within_budget()?;
-            }
+            self.within_budget()?;
             self.rw.read(rewritten, i)?;
             let is_original =
                 i.index() < original.num_insts() && original.insts.block[i].is_valid();
@@ -354,6 +350,25 @@ impl DataflowChecker {
             }
         }
         Ok(())
+    }
+
+    /// Under a storage limit, caps the two states' arenas (the buffers that
+    /// grow with the module) at what the limit leaves after everything else
+    /// the checker holds, so that they stop at the limit instead of doubling
+    /// past it; the other buffers are held to it by [`Self::within_budget`].
+    fn cap_state(&mut self) {
+        let cap = (self.storage_limit != u64::MAX).then(|| {
+            let arenas = self
+                .orig
+                .state
+                .arena_bytes()
+                .saturating_add(self.rw.state.arena_bytes());
+            let other = self.heap_bytes().saturating_sub(arenas);
+            let per_side = self.storage_limit.saturating_sub(other) / (2 * super::state::RUN_BYTES);
+            per_side.min(usize::MAX as u64) as usize
+        });
+        self.orig.state.set_run_cap(cap);
+        self.rw.state.set_run_cap(cap);
     }
 
     /// [`DataflowError::OverBudget`] when the storage grew past its limit.
