@@ -260,6 +260,9 @@ fn run() -> Result<(), IrError> {
     // checker grows each buffer as the check proves it needed, from the
     // module's counts, instead of reserving the worst-case estimate.
     let heap_before_checks = HEAP.heap.used();
+    // The high-water mark of the checks alone, from here (the overall one is
+    // kept in `peak_all`).
+    let peak_all = PEAK.swap(heap_before_checks, Ordering::Relaxed);
     // A clean result has no findings: keep a few, count the rest.
     let mut verifier = Verifier::new();
     verifier.set_max_findings(16);
@@ -324,13 +327,15 @@ fn run() -> Result<(), IrError> {
             r.lane_utilization_pct
         );
     }
+    let peak_checks = PEAK.load(Ordering::Relaxed);
     hprintln!(
-        "  memory: heap {} B after build, {} B after Workspace::reserve, peak {} B through the passes, {} B before the checks, peak heap {} B (checks included) of {} B, instruction columns {} B",
+        "  memory: heap {} B after build, {} B after Workspace::reserve, peak {} B through the reservation and the passes, {} B before the checks, peak {} B through the checks, peak heap {} B (checks included) of {} B, instruction columns {} B",
         heap_after_build,
         heap_after_reserve,
         peak_passes,
         heap_before_checks,
-        PEAK.load(Ordering::Relaxed),
+        peak_checks,
+        peak_all.max(peak_checks),
         HEAP_BYTES,
         m.instruction_storage_bytes()
     );
