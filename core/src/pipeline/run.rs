@@ -11,8 +11,10 @@
 //! start from them. [`run`] computes them once at the start (for the lower
 //! bounds) and keeps them *fresh* while no pass changes the program: it
 //! hands them to the linear-scan, coloring and DMA workspaces by swapping
-//! storage (both sides are reserved for the module's final capacity, so the
-//! swap neither copies nor allocates), and takes back what the pass leaves.
+//! storage, and takes back what the pass leaves. Only the pipeline's copy is
+//! reserved, for the module's final capacity: the workspaces' sides are
+//! empty, and a swap moves pointers, so it neither copies nor allocates,
+//! and the pass computes into the reserved copy it holds.
 //! The invariant: `fresh` is true only when `ws.order`/`ws.live` describe
 //! the module's instructions and access patterns as they are now.
 //! Placements do not enter either analysis, so placing and unplacing (every
