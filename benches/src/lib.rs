@@ -2,6 +2,10 @@
 //! is generated from a seed by `tusk_core::gen`, so a figure is reproduced
 //! by rerunning the same command.
 
+pub mod ra2;
+
+use std::time::Instant;
+
 use tusk_core::gen::dsa::{perfect_packing, PerfectPacking, SplitMix64};
 use tusk_core::gen::module::{generate, GenParams};
 use tusk_core::ir::{Module, Space};
@@ -91,5 +95,30 @@ pub fn place_on_chip(m: &mut Module) {
     for s in [Space::Psum, Space::Sb, Space::Dram] {
         coloring::run(m, s, &ColoringOptions::default(), &mut ws, &mut NoClock)
             .expect("generated modules fit");
+    }
+}
+
+/// Seconds this thread has run on a CPU (`/proc/thread-self/schedstat`),
+/// so that figures hold on a machine shared with other jobs; falls back to
+/// wall-clock time where the file is absent.
+#[derive(Debug)]
+pub struct CpuClock(Instant, Option<u64>);
+
+fn thread_cpu_ns() -> Option<u64> {
+    let s = std::fs::read_to_string("/proc/thread-self/schedstat").ok()?;
+    s.split_whitespace().next()?.parse().ok()
+}
+
+impl CpuClock {
+    /// Starts the clock.
+    pub fn start() -> Self {
+        CpuClock(Instant::now(), thread_cpu_ns())
+    }
+    /// Seconds since the start.
+    pub fn secs(&self) -> f64 {
+        match (self.1, thread_cpu_ns()) {
+            (Some(a), Some(b)) => (b - a) as f64 * 1e-9,
+            _ => self.0.elapsed().as_secs_f64(),
+        }
     }
 }

@@ -8,12 +8,13 @@
 use std::path::PathBuf;
 use std::time::Instant;
 
+use tusk_core::mem::budgeted;
 use tusk_core::mem::exact::{Budget, Clock, ExactOptions, ExactWorkspace, Objective, Status};
 use tusk_core::mem::gca::{GcaOptions, GcaWorkspace};
 use tusk_core::mem::greedy::{GreedyRule, GreedyWorkspace};
 use tusk_core::mem::lsa::{place_buffers, Buffer as LsaBuffer, BufferWorkspace};
 use tusk_core::mem::problem::{peak, Placement, Timeline};
-use tusk_core::storage::{Skipped, StorageBudget, StorageReport};
+use tusk_core::storage::{StorageBudget, StorageReport};
 use tusk_core::verify::buffers::Validator;
 
 use crate::console::{self, EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK};
@@ -142,17 +143,17 @@ pub fn run(args: &DsaArgs) -> u8 {
         }
         Algo::Coloring => {
             let mut ws = GcaWorkspace::new();
-            let available = storage.allowance();
-            let g = ws.reserve_within(problem, 0, 0, available);
-            if g.refused {
-                storage.skip(Skipped {
-                    method: "the interference graph",
-                    instead: "the greedy-by-size placement (linear storage)",
-                    needed: g.needed,
-                    available,
-                    cut_short: false,
-                });
-            }
+            let tables = budgeted::graph_tables(&mut ws, problem, 0);
+            storage.add("coloring: per-buffer tables", tables);
+            let graph = budgeted::graph(
+                &mut ws,
+                problem,
+                0,
+                0,
+                &mut storage,
+                "the interference graph",
+            );
+            storage.add("coloring: interference graph", graph);
             let o = ws.solve(problem, &GcaOptions::default(), &mut placements);
             status_line = format!(
                 "coloring: best order {}, {} sweeps, {} improvement replays, {} interference edges",
@@ -201,21 +202,17 @@ pub fn run(args: &DsaArgs) -> u8 {
         }
         Algo::Exact => {
             let mut ws = ExactWorkspace::new();
-            let available = storage.allowance();
-            let r = ws.reserve_within(problem, available);
-            if r.refused || r.granted < r.needed.total() {
-                storage.skip(Skipped {
-                    method: "the exact placement search",
-                    instead: if r.refused {
-                        "the better greedy placement"
-                    } else {
-                        "a search that stops early when its stacks fill"
-                    },
-                    needed: r.needed.total(),
-                    available,
-                    cut_short: !r.refused,
-                });
-            }
+            let tables = budgeted::search_tables(&mut ws, problem);
+            storage.add("exact search: per-buffer tables", tables);
+            let search = budgeted::search(
+                &mut ws,
+                problem,
+                &mut storage,
+                1,
+                "the exact placement search",
+                "the better greedy placement",
+            );
+            storage.add("exact search", search);
             let budget = Budget {
                 nodes: args.budget_nodes,
                 micros: match (args.budget_ms, args.budget_nodes) {

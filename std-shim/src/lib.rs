@@ -13,6 +13,7 @@ pub mod info;
 pub mod io;
 pub mod json;
 pub mod memmap;
+pub mod regalloc;
 pub mod run;
 pub mod svg;
 pub mod tempfiles;

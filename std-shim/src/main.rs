@@ -51,6 +51,8 @@ enum Command {
     Color(tusk_shim::color::ColorArgs),
     /// Place the buffers of a MiniMalloc CSV (1-D dynamic storage allocation).
     Dsa(tusk_shim::dsa::DsaArgs),
+    /// Allocate the registers of CFG functions (regalloc-vregs-only-v1 JSON).
+    Regalloc(tusk_shim::regalloc::RegallocArgs),
 }
 
 /// The input file and its format.
@@ -166,6 +168,7 @@ fn main() -> ExitCode {
         Command::Gen(a) => tusk_shim::gen::run(a),
         Command::Color(a) => tusk_shim::color::run(a),
         Command::Dsa(a) => tusk_shim::dsa::run(a),
+        Command::Regalloc(a) => tusk_shim::regalloc::run(a),
     };
     ExitCode::from(code)
 }

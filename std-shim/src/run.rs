@@ -101,6 +101,12 @@ pub fn summary(file: &str, m: &Module, r: &RunReport) -> String {
                     name, d.loads_transformed, d.psum_spills_removed
                 ));
             }
+            if d.headroom_skipped > 0 {
+                s.push_str(&format!(
+                    "  DMA {:<4} {} rewrites skipped: the reserved headroom was used up\n",
+                    name, d.headroom_skipped
+                ));
+            }
             let v = vetoes(&d.vetoes);
             if !v.is_empty() {
                 let list: Vec<String> = v.iter().map(|(k, n)| format!("{k} {n}")).collect();
@@ -228,6 +234,7 @@ pub fn report_json(file: &str, m: &Module, r: &RunReport) -> Value {
                 "partial_shrunk": d.partial_shrunk,
                 "partial_bytes_saved": d.partial_bytes_saved,
                 "psum_spills_removed": d.psum_spills_removed,
+                "headroom_skipped": d.headroom_skipped,
                 "vetoes": vetoes(&d.vetoes)
                     .into_iter()
                     .map(|(k, n)| (k.to_string(), json!(n)))

@@ -330,3 +330,38 @@ fn the_counter_counts() {
     let ((), n) = count(|| ());
     assert_eq!(n, 0);
 }
+
+/// The CFG colorer allocates nothing once its tables are sized for a
+/// function (issue 19): generated CFGs at pressures below and above K,
+/// with pairs and tied operands, so the spill rounds, the splitting and the
+/// edge-copy sequencing all run inside the counted call. The checker runs
+/// on every result, outside it.
+#[test]
+fn cfg_colorer_does_not_allocate_after_reserve() {
+    use tusk_core::gen::cfg::{cfg_function, CfgParams};
+    use tusk_core::reg::cfg::{CfgAllocator, CfgChecker};
+    let mut checker = CfgChecker::new();
+    for (seed, pressure, pairs, k) in [(1u64, 12u32, 0u32, 16u16), (2, 40, 0, 16), (3, 30, 20, 24)]
+    {
+        let f = cfg_function(&CfgParams {
+            insts: 3_000,
+            pressure,
+            pair_percent: pairs,
+            tied_percent: 10,
+            seed,
+            ..CfgParams::default()
+        });
+        let mut a = CfgAllocator::new();
+        // The reserve: one sizing run (the interference edges are known
+        // only once the liveness ran).
+        let warm = a.allocate_growing(&f, k).map(|o| o.stats).unwrap();
+        let (r, n) = count(|| a.allocate(&f, k).map(|o| o.stats));
+        let stats = r.unwrap();
+        assert_eq!(n, 0, "seed {seed}: {n} allocations after reserve");
+        assert_eq!(stats, warm);
+        checker.check(&f, a.allocation()).unwrap();
+        if pressure > k as u32 {
+            assert!(stats.spills > 0, "seed {seed} should spill");
+        }
+    }
+}

@@ -3,33 +3,10 @@
 //!
 //! `cargo run --release -p tusk-benches --bin regalloc`
 
-use std::time::Instant;
-
+use tusk_benches::CpuClock as Clock;
 use tusk_core::gen::scalar::{scalar_program, ScalarParams};
 use tusk_core::reg::{allocate_registers, ColorConfig, RegAllocConfig, RegAllocator};
 use tusk_core::Target;
-
-/// Seconds this thread has run on a CPU (`/proc/thread-self/schedstat`),
-/// so that figures hold on a machine shared with other jobs; falls back to
-/// wall-clock time where the file is absent.
-struct Clock(Instant, Option<u64>);
-
-fn cpu_ns() -> Option<u64> {
-    let s = std::fs::read_to_string("/proc/thread-self/schedstat").ok()?;
-    s.split_whitespace().next()?.parse().ok()
-}
-
-impl Clock {
-    fn start() -> Self {
-        Clock(Instant::now(), cpu_ns())
-    }
-    fn secs(&self) -> f64 {
-        match (self.1, cpu_ns()) {
-            (Some(a), Some(b)) => (b - a) as f64 * 1e-9,
-            _ => self.0.elapsed().as_secs_f64(),
-        }
-    }
-}
 
 fn target(k: u64) -> Target {
     let mut t = Target::default();

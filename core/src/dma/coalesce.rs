@@ -38,7 +38,7 @@ use arrayvec::ArrayVec;
 
 use super::conflict::{ap_rect, sweep_claims, Claim, Rect};
 use super::pass::{
-    dma_view, reserve_err, write_count, write_span, DmaError, DmaOptimization, DmaStats,
+    dma_view, has_room, reserve_err, write_count, write_span, DmaError, DmaOptimization, DmaStats,
     DmaWorkspace, Proposal,
 };
 use crate::analysis::Interval;
@@ -114,6 +114,10 @@ pub fn round(
             continue;
         }
         let p = ws.props[c.id as usize];
+        if !has_room(m, 0, true) {
+            st.headroom_skipped += 1;
+            continue;
+        }
         apply(pass, m, ws, p)?;
         st.coalesced_groups += 1;
         st.coalesced_dmas += p.b;

@@ -25,7 +25,7 @@ use arrayvec::ArrayVec;
 use super::coalesce::touched_between;
 use super::conflict::{accessed_between, ap_rect, loc_rect, sweep_claims, Claim, Rect};
 use super::pass::{
-    dma_view, reserve_err, DmaError, DmaOptimization, DmaStats, DmaWorkspace, Proposal,
+    dma_view, has_room, reserve_err, DmaError, DmaOptimization, DmaStats, DmaWorkspace, Proposal,
 };
 use crate::analysis::Interval;
 use crate::ir::{ApSpec, Dim, Inst, InstFlags, InstSpec, MemFlags, MemLoc, Module, Opcode};
@@ -139,6 +139,13 @@ pub fn sweep(
             merge_load(pass, m, ws, p.other, p.inst);
             st.loads_merged += 1;
         } else {
+            // The copy keeps the load's on-chip pattern (pooled when it has
+            // several dims).
+            let dims = dma_view(m, p.inst, pass.space).map_or(0, |v| m.ap_dims(v.chip).len());
+            if !has_room(m, if dims > 1 { dims } else { 0 }, false) {
+                st.headroom_skipped += 1;
+                continue;
+            }
             transform_load(pass, m, p.other, p.inst)?;
             st.loads_transformed += 1;
         }

@@ -26,9 +26,10 @@
 //!
 //! Storage: a [`DmaWorkspace`] is sized from the module (and reserves the
 //! module's headroom for the merged DMAs and locations) before the pass runs;
-//! the peepholes then do not allocate, except where the shared analyses
-//! (`LinearOrder`, `MemLiveness`) must grow past the size they had at
-//! reservation (they have no `reserve` yet: see `DmaWorkspace::reserve`).
+//! the peepholes then do not allocate. The headroom is sized for the typical
+//! number of rewrites, not the worst case: a rewrite that finds it used up
+//! is skipped before it changes anything and counted
+//! ([`DmaStats::headroom_skipped`]).
 
 pub mod coalesce;
 pub mod conflict;

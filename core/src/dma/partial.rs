@@ -12,7 +12,7 @@
 use arrayvec::ArrayVec;
 
 use super::pass::{
-    dma_view, reserve_err, write_count, DmaError, DmaOptimization, DmaStats, DmaWorkspace,
+    dma_view, has_room, reserve_err, write_count, DmaError, DmaOptimization, DmaStats, DmaWorkspace,
 };
 use crate::ir::{Ap, ApSpec, Dim, InstFlags, InstSpec, MemFlags, Module};
 
@@ -78,12 +78,17 @@ pub fn sweep(
             ws.keys.push((lo, hi as u32));
         }
     }
+    let mut made = 0;
     for k in 0..ws.members.len() {
         let i = ws.order.inst_at(ws.members[k]);
         let (lo, hi) = ws.keys[k];
         let Some(v) = dma_view(m, i, pass.space) else {
             continue;
         };
+        if !has_room(m, 0, true) {
+            st.headroom_skipped += 1;
+            continue;
+        }
         let t = m.aps.loc[v.chip];
         let len = hi as u64 - lo;
         let elem = m.aps.elem_size[v.chip].max(1);
@@ -141,8 +146,9 @@ pub fn sweep(
         }
         st.partial_shrunk += 1;
         st.partial_bytes_saved += m.mems.bytes[t] as u64 - len;
+        made += 1;
     }
-    Ok(ws.members.len() as u32)
+    Ok(made)
 }
 
 fn repoint(m: &mut Module, a: Ap, from: crate::ir::MemLoc, to: crate::ir::MemLoc, lo: u32) {

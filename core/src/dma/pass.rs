@@ -101,6 +101,9 @@ pub struct DmaStats {
     pub psum_spills_removed: u32,
     /// Coalescing rounds run.
     pub rounds: u32,
+    /// Rewrites left undone because the module's reserved headroom was
+    /// used up ([`DmaWorkspace::headroom_in`]): the DMAs stay as they were.
+    pub headroom_skipped: u32,
     /// Coalescing vetoes by predicate.
     pub vetoes: Vetoes,
 }
@@ -123,7 +126,15 @@ impl fmt::Display for DmaStats {
             self.partial_shrunk,
             self.partial_bytes_saved,
             self.psum_spills_removed
-        )
+        )?;
+        if self.headroom_skipped > 0 {
+            write!(
+                f,
+                ", {} rewrites skipped (reserved headroom used up)",
+                self.headroom_skipped
+            )?;
+        }
+        Ok(())
     }
 }
 
@@ -147,6 +158,27 @@ pub const DMA_OPTIMIZATION_SB: DmaOptimization = DmaOptimization {
     name: "dma_optimization_sb",
     space: Space::Sb,
 };
+
+/// The module headroom of a pass is one rewrite per this many candidate
+/// DMAs (see [`DmaWorkspace::headroom_in`])...
+pub const REWRITE_SHARE: usize = 2;
+/// ...plus this many.
+pub const REWRITE_SLACK: usize = 16;
+
+/// True when the module's reserved room takes one more rewrite: an
+/// instruction with two access patterns, `pooled` dims in the dim pool, and
+/// with `new_loc` a new location and its name. Checked before a rewrite
+/// changes anything, so that a pass out of headroom leaves the DMA as it
+/// is.
+pub(crate) fn has_room(m: &Module, pooled: usize, new_loc: bool) -> bool {
+    let (cap, n) = (m.capacity(), m.counts());
+    let loc = new_loc as usize;
+    n.insts < cap.insts
+        && n.aps + 2 <= cap.aps
+        && n.dims + pooled <= cap.dims
+        && n.mems + loc <= cap.mems
+        && n.names + loc <= cap.names
+}
 
 /// Most coalescing rounds (each round merges whole chains; a second round
 /// only picks up what the first round's claims deferred).
@@ -236,19 +268,26 @@ impl DmaWorkspace {
         Self::headroom_for(candidates(m, Some(space)), inserted)
     }
 
-    /// Per candidate at most one merged or shrunk DMA, one on-chip copy and
-    /// two new locations; every access pattern of them may have
-    /// [`MAX_DIMS`] dims in the pool.
+    /// Room for one rewrite per [`REWRITE_SHARE`] candidates plus
+    /// [`REWRITE_SLACK`]. A rewrite (a merged DMA, a shrunk DMA or a load
+    /// turned into an on-chip copy) adds one instruction with two access
+    /// patterns, at most [`MAX_DIMS`] pooled dims (only the copy keeps a
+    /// multi-dimension pattern) and at most one location. The worst case,
+    /// every candidate rewritten by several peepholes in turn, is about
+    /// three rewrites per candidate; kernels see far fewer (the tiles a
+    /// rewrite needs are the exception), so the pass reserves for the
+    /// typical case and skips the rewrites beyond it
+    /// ([`DmaStats::headroom_skipped`]) instead of failing.
     fn headroom_for(candidates: usize, inserted: usize) -> Capacity {
         let dmas = candidates.saturating_add(inserted);
-        let insts = 3 * dmas + 1;
+        let rewrites = dmas.div_ceil(REWRITE_SHARE).saturating_add(REWRITE_SLACK);
         Capacity {
-            insts,
-            aps: 2 * insts,
-            dims: 2 * insts * MAX_DIMS,
-            mems: 2 * dmas + 1,
-            names: 2 * dmas + 1,
-            name_bytes: (2 * dmas + 1) * 24,
+            insts: rewrites,
+            aps: 2 * rewrites,
+            dims: MAX_DIMS * rewrites,
+            mems: rewrites,
+            names: rewrites,
+            name_bytes: rewrites * 24,
             ..Capacity::default()
         }
     }
@@ -262,25 +301,52 @@ impl DmaWorkspace {
         let extra = Self::headroom(m);
         m.reserve(extra);
         let cap = m.capacity();
-        let mems = cap.mems.max(m.num_mems() + extra.mems);
         let insts = cap.insts.max(m.num_insts() + extra.insts);
         self.order.reserve(&cap);
         self.live.reserve(&cap);
         // The analyses are computed by the first refresh of a run (or
         // handed in): computing them here too would be a wasted walk.
         self.current = false;
-        self.index = LiveIndex::with_capacity(mems);
-        self.dram_index = LiveIndex::with_capacity(mems);
+        self.reserve_tables(m, insts);
+    }
+
+    /// [`Self::reserve`] for a caller that reserved the module's headroom
+    /// and lends its own order and liveness ([`Self::exchange_analyses`]
+    /// around every run, reserved to the module's capacity): only the
+    /// pass's tables, for at most `dmas` candidate DMAs of one space at a
+    /// time ([`Self::candidate_bound`]). Every per-DMA list (candidates,
+    /// proposals, claims, sort keys, sweep members) holds at most one entry
+    /// per candidate DMA of the space being optimized, and the rewrites
+    /// never add to their number (a merge makes one of several, a shrink
+    /// or a transformed load one of one); the per-location tables take
+    /// the module's location capacity, and each live index the locations
+    /// of its space (on-chip: the larger of SB and PSUM) and every
+    /// location the capacity has room for.
+    pub fn reserve_tables(&mut self, m: &Module, dmas: usize) {
+        let mems = m.capacity().mems.max(m.num_mems());
+        let new = mems - m.num_mems();
+        let count = |s: Space| m.mems.space.values().filter(|&&x| x == s).count();
+        let chip = count(Space::Sb).max(count(Space::Psum));
+        self.current = false;
+        self.index = LiveIndex::with_capacity(chip + new);
+        self.dram_index = LiveIndex::with_capacity(count(Space::Dram) + new);
         self.tracker = MemoryMergeTracker::with_capacity(mems);
-        self.cands = Vec::with_capacity(insts);
-        self.keys = Vec::with_capacity(insts);
+        self.cands = Vec::with_capacity(dmas);
+        self.keys = Vec::with_capacity(dmas);
         // Only touched for the loads (pages beyond are never faulted in).
-        self.load_keys = Vec::with_capacity(insts);
-        self.claims = Vec::with_capacity(insts);
-        self.props = Vec::with_capacity(insts);
-        self.active = Vec::with_capacity(insts);
-        self.members = Vec::with_capacity(insts);
+        self.load_keys = Vec::with_capacity(dmas);
+        self.claims = Vec::with_capacity(dmas);
+        self.props = Vec::with_capacity(dmas);
+        self.active = Vec::with_capacity(dmas);
+        self.members = Vec::with_capacity(dmas);
         self.mark = Vec::with_capacity(mems);
+    }
+
+    /// The most candidate DMAs the pass of `space` can see on `m` when the
+    /// passes before it insert up to `inserted` more instructions (each a
+    /// possible candidate): the candidates now plus those.
+    pub fn candidate_bound(m: &Module, space: Space, inserted: usize) -> usize {
+        candidates(m, Some(space)).saturating_add(inserted)
     }
 
     /// Brings the analyses up to date with the module: the order and
@@ -318,8 +384,9 @@ impl DmaWorkspace {
     }
 
     /// Exchanges the workspace's program order and liveness with the
-    /// caller's (a swap: no copy, no allocation; both sides must be
-    /// reserved for the same module capacity). `current` says whether what
+    /// caller's (a swap: no copy, no allocation; the side the run computes
+    /// into, the workspace's after the swap, must be reserved to the
+    /// module's capacity, the other may be empty). `current` says whether what
     /// the workspace now holds describes the module the next
     /// [`DmaOptimization::run`] gets; when true that run does not recompute
     /// them before its first sweep. Returns whether the analyses handed
@@ -518,6 +585,33 @@ fn candidates(m: &Module, space: Option<Space>) -> usize {
         .count()
 }
 
+/// [`DmaStats::headroom_skipped`] of one peephole: the most rewrites one of
+/// its sweeps skipped.
+#[derive(Default)]
+struct SkipCount {
+    most: u32,
+}
+
+impl SkipCount {
+    /// Runs one sweep, keeping its skips out of `st` until [`Self::next`].
+    fn sweep<T>(
+        &mut self,
+        st: &mut DmaStats,
+        f: impl FnOnce(&mut DmaStats) -> Result<T, DmaError>,
+    ) -> Result<T, DmaError> {
+        let before = st.headroom_skipped;
+        let r = f(st);
+        self.most = self.most.max(st.headroom_skipped - before);
+        st.headroom_skipped = before;
+        r
+    }
+
+    /// Adds the peephole's count to `st` and starts the next peephole's.
+    fn next(&mut self, st: &mut DmaStats) {
+        st.headroom_skipped += core::mem::take(&mut self.most);
+    }
+}
+
 /// `skip_pass`: true when the module has no DMA-bearing instruction.
 pub fn skip_pass(m: &Module) -> bool {
     !m.program_order().any(|i| m.insts.opcode[i].is_dma())
@@ -549,15 +643,20 @@ impl DmaOptimization {
 
         // The placements changed since the indexes were last built.
         ws.indexed = false;
+        // A rewrite skipped for headroom stays possible, and the next sweep
+        // proposes it again: each peephole counts the most it skipped in
+        // one sweep, not every proposal.
+        let mut skips = SkipCount::default();
         for _ in 0..MAX_SWEEPS {
             ws.sync(m, self.space, true);
-            let n = load_merge::sweep(self, m, ws, &mut st)?;
+            let n = skips.sweep(&mut st, |st| load_merge::sweep(self, m, ws, st))?;
             ws.apply_remaps(m);
             ws.after_sweep(n);
             if n == 0 {
                 break;
             }
         }
+        skips.next(&mut st);
         for _ in 0..MAX_SWEEPS {
             ws.sync(m, self.space, true);
             let n = dead_store::sweep(self, m, ws, &mut st)?;
@@ -569,22 +668,24 @@ impl DmaOptimization {
         for _ in 0..MAX_ROUNDS {
             ws.sync(m, self.space, true);
             st.rounds += 1;
-            let n = coalesce::round(self, m, ws, &mut st)?;
+            let n = skips.sweep(&mut st, |st| coalesce::round(self, m, ws, st))?;
             ws.apply_remaps(m);
             ws.after_sweep(n);
             if n == 0 {
                 break;
             }
         }
+        skips.next(&mut st);
         for _ in 0..MAX_SWEEPS {
             ws.sync(m, self.space, false);
-            let n = partial::sweep(self, m, ws, &mut st)?;
+            let n = skips.sweep(&mut st, |st| partial::sweep(self, m, ws, st))?;
             ws.apply_remaps(m);
             ws.after_sweep(n);
             if n == 0 {
                 break;
             }
         }
+        skips.next(&mut st);
         if self.space == Space::Psum {
             for _ in 0..MAX_SWEEPS {
                 ws.sync(m, self.space, true);

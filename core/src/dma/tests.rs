@@ -450,6 +450,53 @@ fn partial_dma_shrinks_to_the_used_range() {
     assert_eq!(st.post.dram_bytes_loaded, 128 * 1024);
 }
 
+/// More rewrites than the headroom holds (every load over-broad, the pass
+/// reserves one rewrite per two candidates plus REWRITE_SLACK): the pass
+/// shrinks what fits, skips the rest before touching it, counts them, and
+/// the result is still verified.
+#[test]
+fn rewrites_beyond_the_headroom_are_skipped_not_failed() {
+    let n = 48u32;
+    let mut m = Module::new(Target::default());
+    let mut b = Builder::new(&mut m);
+    let x = mem(&mut b, "x", Space::Dram, 128, 1024 * n, MemFlags::INPUT);
+    b.func("f").unwrap();
+    let mut locs = Vec::new();
+    for k in 0..n {
+        let t = mem(
+            &mut b,
+            &alloc::format!("t{k}"),
+            Space::Sb,
+            128,
+            1024,
+            MemFlags::empty(),
+        );
+        let o = mem(
+            &mut b,
+            &alloc::format!("o{k}"),
+            Space::Sb,
+            128,
+            256,
+            MemFlags::OUTPUT,
+        );
+        let (src, dst) = (b.slice(x, 0, 128, 1024 * k, 1024 * (k + 1)), b.full(t));
+        dma(&mut b, Opcode::Load, src, dst, InstFlags::empty());
+        let (i, d) = (b.slice(t, 0, 128, 256, 512), b.full(o));
+        b.op(Opcode::Activation, &[d], &[i]).unwrap();
+        locs.push((t, o));
+    }
+    m.place(x, 0, 0);
+    for (k, &(t, o)) in locs.iter().enumerate() {
+        m.place(t, 0, 1280 * k as u64);
+        m.place(o, 0, 1280 * k as u64 + 1024);
+    }
+    let st = run(DMA_OPTIMIZATION_SB, &mut m);
+    let room = (n as usize).div_ceil(pass::REWRITE_SHARE) + pass::REWRITE_SLACK;
+    assert!(st.partial_shrunk as usize >= room, "{st:?}");
+    assert!(st.headroom_skipped > 0, "{st:?}");
+    assert_eq!(st.partial_shrunk + st.headroom_skipped, n);
+}
+
 /// Load `x -> a`, read it, then (hook) and a second load of `src` into `bt`.
 fn twice(
     second: impl FnOnce(&mut Builder<'_>, MemLoc) -> (ApSpec, ApSpec),

@@ -929,8 +929,15 @@ impl BestFitMemoryManager {
     /// none (it tracks banks). A line not reserved fails with
     /// [`ManagerError::WorkspaceFull`] on use rather than growing.
     pub fn reserve_rows(&mut self, rows: usize, ids: usize, obstacles: usize) {
+        self.reserve_rows_for(rows, ids, ids, obstacles);
+    }
+
+    /// [`Self::reserve_rows`] when at most `blocks` ids are placed at once:
+    /// a line's segments and free-block indexes hold what is placed now
+    /// (freed entries are reused), only the per-id tables take every id.
+    pub fn reserve_rows_for(&mut self, rows: usize, ids: usize, blocks: usize, obstacles: usize) {
         for l in self.lines.iter_mut().take(rows.clamp(1, MAX_ROWS)) {
-            l.reserve(ids);
+            l.reserve(blocks.min(ids));
         }
         self.slots.reserve(ids.saturating_sub(self.slots.len()));
         self.flat_seg

@@ -46,13 +46,14 @@ use alloc::vec::Vec;
 use arrayvec::ArrayVec;
 use core::fmt;
 
+use super::budgeted;
 use super::exact::{Budget, Clock, ExactOptions, ExactWorkspace, Objective, Status};
 use super::gca::{GcaOptions, GcaOutcome, GcaWorkspace};
 use super::problem::{Buffer, Placement, Problem, ProblemError};
 use super::spill::{finalize, SpillRecord};
 use crate::analysis::{Bounds, LinearOrder, MemLiveness};
 use crate::ir::{Capacity, IrError, MemFlags, MemLoc, Module, Opcode, Space};
-use crate::storage::{Skipped, StorageBudget, StorageReport};
+use crate::storage::{StorageBudget, StorageReport};
 
 /// How the coloring pass is tuned.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -246,9 +247,14 @@ pub struct ColoringWorkspace {
     current: bool,
 }
 
-/// Spill headroom reserved per pass: this many spills (two instructions,
-/// two locations, two access patterns each).
+/// Spill headroom reserved per on-chip pass: this many spills (two
+/// instructions, two locations, two access patterns each).
 pub const SPILL_HEADROOM: usize = 256;
+
+/// Interference edges reserved per buffer the passes may add to a problem
+/// after the reservation (for at most `2 × SPILL_HEADROOM` of them): room
+/// for each to meet a few dozen live neighbours.
+const EDGES_PER_NEW_BUFFER: u64 = 32;
 
 impl ColoringWorkspace {
     /// Empty storage.
@@ -256,17 +262,41 @@ impl ColoringWorkspace {
         Self::default()
     }
 
-    /// The module headroom one coloring pass needs: [`SPILL_HEADROOM`]
+    /// The module headroom one on-chip coloring pass needs: [`SPILL_HEADROOM`]
     /// spills of two instructions, two locations and two access patterns.
+    /// The spill code accesses contiguous slices (one dim, kept inline), so
+    /// it takes no pooled dims.
     pub fn headroom() -> Capacity {
         Capacity {
             insts: 2 * SPILL_HEADROOM,
             aps: 4 * SPILL_HEADROOM,
-            dims: 4 * SPILL_HEADROOM,
+            dims: 0,
             mems: 2 * SPILL_HEADROOM,
             names: 2 * SPILL_HEADROOM,
             name_bytes: 64 * SPILL_HEADROOM,
             ..Capacity::default()
+        }
+    }
+
+    /// The module headroom the coloring pass of `space` needs: none for
+    /// DRAM, which never spills (a DRAM spill would save to DRAM: its slot
+    /// is live at the peak where the victim was, so it frees nothing);
+    /// [`Self::headroom`] for an on-chip space.
+    pub fn headroom_for(space: Space) -> Capacity {
+        if space.is_on_chip() {
+            Self::headroom()
+        } else {
+            Capacity::default()
+        }
+    }
+
+    /// Most DRAM locations the coloring pass of `space` may add: a spill
+    /// slot per spill of an on-chip pass, none for DRAM.
+    pub fn spill_slots(space: Space) -> usize {
+        if space.is_on_chip() {
+            SPILL_HEADROOM
+        } else {
+            0
         }
     }
 
@@ -284,18 +314,31 @@ impl ColoringWorkspace {
     /// and cannot afford storage for passes it never runs). No storage
     /// budget.
     pub fn reserve_for_spaces(&mut self, m: &mut Module, spaces: &[Space], exact: bool) {
-        self.reserve_storage(m);
+        if spaces.iter().any(|s| s.is_on_chip()) {
+            m.reserve(Self::headroom());
+        }
+        let cap = m.capacity();
+        // Any location added within the capacity may be a DRAM one.
+        let new_dram = cap.mems.saturating_sub(m.num_mems());
+        self.reserve_storage(m, spaces, new_dram);
+        self.order.reserve(&cap);
+        self.live.reserve(&cap);
         self.order.compute(m);
         self.live.compute(m, &self.order);
         let live = core::mem::take(&mut self.live);
         let mut storage = StorageReport::new(StorageBudget::UNLIMITED);
-        self.size_problems(m, spaces, exact, &live, &mut storage);
+        self.size_problems(m, spaces, exact, new_dram, &live, &mut storage);
         self.live = live;
     }
 
-    /// [`ColoringWorkspace::reserve_for_spaces`] with the caller's liveness
-    /// of `m` (which must describe `m` as it is: a pipeline that already
-    /// computed it saves the walk), within what `storage` has left: the
+    /// [`ColoringWorkspace::reserve_for_spaces`] for a caller that reserved
+    /// the module's headroom (each pass's [`Self::headroom_for`]), with the
+    /// caller's liveness of `m` (which must describe `m` as it is: a
+    /// pipeline that already computed it saves the walk), and with the
+    /// caller's order and liveness lent around every run
+    /// ([`Self::exchange_analyses`], reserved by the caller to the module's
+    /// capacity). `new_dram` bounds the DRAM locations the passes before
+    /// may add (spill slots). Within what `storage` has left: the
     /// interference graph and the exact search are reserved only when they
     /// fit its allowance ([`StorageReport::allowance`]; see
     /// [`GcaWorkspace::reserve_within`], [`ExactWorkspace::reserve_within`]),
@@ -305,28 +348,48 @@ impl ColoringWorkspace {
         m: &mut Module,
         spaces: &[Space],
         exact: bool,
+        new_dram: usize,
         live: &MemLiveness,
         storage: &mut StorageReport,
     ) {
-        self.reserve_storage(m);
+        self.reserve_storage(m, spaces, new_dram);
         storage.add("coloring: analyses and tables", self.base_heap_bytes());
-        self.size_problems(m, spaces, exact, live, storage);
+        self.size_problems(m, spaces, exact, new_dram, live, storage);
     }
 
-    /// Reserves the spill headroom in `m` and the analyses and buffers for
-    /// its whole capacity.
-    fn reserve_storage(&mut self, m: &mut Module) {
-        m.reserve(Self::headroom());
-        let cap = m.capacity();
-        self.order.reserve(&cap);
-        self.live.reserve(&cap);
-        self.bounds.reserve(&cap);
-        let n = cap.mems.max(m.num_mems() + 2 * SPILL_HEADROOM);
+    /// The most buffers the problem of `space` can hold while the passes
+    /// run: every location of `m`'s capacity for an on-chip space (its
+    /// spill copies and the DMA passes' new tiles are on-chip), the DRAM
+    /// locations of `m` and `new_dram` more for DRAM.
+    fn buffer_bound(m: &Module, space: Space, new_dram: usize) -> usize {
+        if space.is_on_chip() {
+            m.capacity()
+                .mems
+                .max(m.num_mems().saturating_add(2 * SPILL_HEADROOM))
+        } else {
+            let dram = m.mems.space.values().filter(|&&s| s == Space::Dram).count();
+            dram.saturating_add(new_dram)
+        }
+    }
+
+    /// Reserves the buffers of the passes of `spaces` (the spill tables
+    /// only for an on-chip one: DRAM never spills) and, when one is
+    /// on-chip, the bounds its spill rounds locate the peak with.
+    fn reserve_storage(&mut self, m: &Module, spaces: &[Space], new_dram: usize) {
+        let n = spaces
+            .iter()
+            .map(|&s| Self::buffer_bound(m, s, new_dram))
+            .max()
+            .unwrap_or(0);
         self.locs.reserve(n);
         self.out.reserve(n);
         self.exact_out.reserve(n);
-        self.records.reserve(SPILL_HEADROOM);
-        self.candidates.reserve(n);
+        if spaces.iter().any(|s| s.is_on_chip()) {
+            let cap = m.capacity();
+            self.bounds.reserve(&cap);
+            self.records.reserve(SPILL_HEADROOM);
+            self.candidates.reserve(n);
+        }
     }
 
     /// Heap bytes of everything but the solvers and the problems.
@@ -357,95 +420,103 @@ impl ColoringWorkspace {
     }
 
     /// Builds each space's problem once, to size the solvers from it, within
-    /// what `storage` has left.
+    /// what `storage` has left. The linear part comes first, for every
+    /// space: the problems, and the solvers' per-buffer tables (a
+    /// reservation with no allowance reserves only those). The superlinear
+    /// parts (the interference graphs, the search's grid and stacks) then
+    /// share what the budget leaves, space by space in the same order, so
+    /// that the whole stays within the budget whenever the linear part does.
     fn size_problems(
         &mut self,
         m: &Module,
         spaces: &[Space],
         exact: bool,
+        new_dram: usize,
         live: &MemLiveness,
         storage: &mut StorageReport,
     ) {
-        let n = m.capacity().mems.max(m.num_mems() + 2 * SPILL_HEADROOM);
-        // Every space's problem and graph first: the colorer is the
-        // allocator, the search its fallback, so the graphs get their share
-        // of the budget before any search does.
+        // Buffers the passes may add before a space is colored: its own
+        // spill copies on-chip, the spill slots in DRAM.
+        let added = |space: Space| {
+            if space.is_on_chip() {
+                2 * SPILL_HEADROOM
+            } else {
+                new_dram
+            }
+        };
+        let edges =
+            |space: Space| EDGES_PER_NEW_BUFFER * added(space).min(2 * SPILL_HEADROOM) as u64;
+        // Nothing to place (every buffer fixed): no search to size.
+        let to_place = |p: &Problem| p.buffers().iter().any(|b| b.pin.is_none() && !b.is_void());
+        let mut filled = [false; 3];
+        let mut tables = 0u64;
         for &space in spaces {
-            let mut p = new_problem(m, space, n);
+            let mut p = new_problem(m, space, Self::buffer_bound(m, space, new_dram));
             storage.add(problem_part(space), p.heap_bytes());
             if fill(m, space, live, &mut p, &mut self.locs).is_ok() {
-                // Spill copies add edges: room for each to meet a few dozen
-                // live neighbours.
-                let before = self.gca.heap_bytes();
-                let available = storage.allowance();
-                let g = self.gca.reserve_within(
-                    &p,
-                    2 * SPILL_HEADROOM,
-                    32 * 2 * SPILL_HEADROOM as u64,
-                    available,
-                );
-                if g.refused {
-                    storage.skip(Skipped {
-                        method: graph_method(space),
-                        instead: "the greedy-by-size placement (linear storage)",
-                        needed: g.needed,
-                        available,
-                        cut_short: false,
-                    });
+                filled[space.slot()] = true;
+                tables += budgeted::graph_tables(&mut self.gca, &p, added(space));
+                if exact && to_place(&p) {
+                    let before = self.exact.heap_bytes();
+                    budgeted::search_tables(&mut self.exact, &p);
+                    self.exact.reserve_headroom(p.len() + added(space));
+                    tables += self.exact.heap_bytes() - before;
                 }
-                storage.add(graph_part(space), self.gca.heap_bytes() - before);
             }
+            self.problems[space.slot()] = Some(p);
+        }
+        storage.add("coloring: per-buffer tables of the solvers", tables);
+        // Every space's graph before any search: the colorer is the
+        // allocator, the search its fallback.
+        for &space in spaces {
+            if !filled[space.slot()] {
+                continue;
+            }
+            let Some(p) = self.problems[space.slot()].take() else {
+                continue;
+            };
+            let graph = budgeted::graph(
+                &mut self.gca,
+                &p,
+                added(space),
+                edges(space),
+                storage,
+                graph_method(space),
+            );
+            storage.add(graph_part(space), graph);
             self.problems[space.slot()] = Some(p);
         }
         if !exact {
             return;
         }
         // Then each search, with an equal share of what is left for the
-        // spaces still to come.
+        // searches still to come (the first would otherwise take it all).
         let searched: ArrayVec<Space, 3> = spaces
             .iter()
             .copied()
-            .filter(|s| {
-                self.problems[s.slot()].as_ref().is_some_and(|p| {
-                    // Nothing to place (every buffer fixed): no search.
-                    p.buffers().iter().any(|b| b.pin.is_none() && !b.is_void())
-                })
-            })
+            .filter(|s| filled[s.slot()] && self.problems[s.slot()].as_ref().is_some_and(to_place))
             .collect();
         for (k, &space) in searched.iter().enumerate() {
             let Some(p) = self.problems[space.slot()].take() else {
                 continue;
             };
-            let before = self.exact.heap_bytes();
-            let left = (searched.len() - k) as u64;
-            let available = storage.allowance() / left;
-            let r = self.exact.reserve_within(&p, available);
-            self.exact.reserve_headroom(p.len() + 2 * SPILL_HEADROOM);
-            if r.refused {
-                storage.skip(Skipped {
-                    method: search_method(space),
-                    instead: "the coloring allocator's placement",
-                    needed: r.needed.total(),
-                    available,
-                    cut_short: false,
-                });
-            } else if r.granted < r.needed.total() {
-                storage.skip(Skipped {
-                    method: search_method(space),
-                    instead: "a search that stops early when its stacks fill",
-                    needed: r.needed.total(),
-                    available,
-                    cut_short: true,
-                });
-            }
-            storage.add(search_part(space), self.exact.heap_bytes() - before);
+            let search = budgeted::search(
+                &mut self.exact,
+                &p,
+                storage,
+                (searched.len() - k) as u64,
+                search_method(space),
+                "the coloring allocator's placement",
+            );
+            storage.add(search_part(space), search);
             self.problems[space.slot()] = Some(p);
         }
     }
 
     /// Exchanges the workspace's program order and liveness with the
-    /// caller's (a swap: no copy, no allocation; both sides must be reserved
-    /// for the same module capacity). With `current`, the caller promises
+    /// caller's (a swap: no copy, no allocation; the side the run computes
+    /// into, the workspace's after the swap, must be reserved to the
+    /// module's capacity, the other may be empty). With `current`, the caller promises
     /// that what the workspace now holds describes the module the next
     /// [`run`] gets, and that run's first round does not recompute them.
     /// After a run without spill rounds (`ColoringReport::spill_rounds ==
@@ -693,7 +764,11 @@ fn color_rounds(
             spill_rounds: rounds,
         };
         let (live_here, largest) = live_at(m, space, &ws.live, at);
-        if opts.dma_optlevel < 0 || report.spill_rounds >= opts.max_spill_rounds {
+        // DRAM does not spill: see [`ColoringWorkspace::headroom_for`].
+        if opts.dma_optlevel < 0
+            || report.spill_rounds >= opts.max_spill_rounds
+            || !space.is_on_chip()
+        {
             return Err(fail(largest, live_here));
         }
         let spilled = spill_round(m, space, opts, ws, at, g.peak.saturating_sub(cap), report)?;

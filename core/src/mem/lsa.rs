@@ -453,10 +453,18 @@ impl LsaWorkspace {
         opts.max_spills.unwrap_or_else(|| default_spill_limit(m)) as usize
     }
 
+    /// Most DRAM locations a scan of `m` may add: a spill slot per spill at
+    /// most (its other new locations, the reload copies, are on-chip).
+    pub fn spill_slots(m: &Module, opts: &LsaOptions) -> usize {
+        Self::spill_limit(m, opts)
+    }
+
     /// The module headroom the scan needs. Per spill: a copy, maybe a slot,
     /// a store and a reload (1 input + 1 output each), and the two names,
     /// budgeted by the longest on-chip name of `m` (a copy is named after
-    /// its original, which is always an input location of the scan).
+    /// its original, which is always an input location of the scan). The
+    /// store and reload access contiguous slices (one dim, kept inline), so
+    /// they take no pooled dims.
     pub fn headroom(m: &Module, opts: &LsaOptions) -> Capacity {
         let spills = Self::spill_limit(m, opts);
         let longest = m
@@ -470,7 +478,7 @@ impl LsaWorkspace {
         Capacity {
             insts: 2 * spills,
             aps: 4 * spills,
-            dims: 4 * spills * crate::ir::MAX_DIMS,
+            dims: 0,
             mems: 2 * spills,
             names: 2 * spills,
             name_bytes: spills * (2 * longest + COPY_NAME_EXTRA + SLOT_NAME_EXTRA),
@@ -482,14 +490,46 @@ impl LsaWorkspace {
     /// analyses are sized to the module's whole reserved capacity
     /// ([`Module::capacity`]), so the scan never grows them.
     pub fn reserve(&mut self, m: &mut Module, opts: &LsaOptions) {
+        self.reserve_tables(m, opts, None);
+        // Sized to the capacity, the scan's computes do not allocate; the
+        // scan computes (or is handed) them, so nothing is computed here.
+        let cap = m.capacity();
+        self.order.reserve(&cap);
+        self.live.reserve(&cap);
+        self.bounds.reserve(&cap);
+    }
+
+    /// [`Self::reserve`] without the order, liveness and bounds, for a
+    /// caller that lends its own, reserved to the module's capacity, by
+    /// [`Self::exchange_analyses`] around every scan (the pipeline: one copy
+    /// of each serves every pass). With `live` (the liveness of `m` as the
+    /// scan will see it), the manager's lines are sized for the locations
+    /// live at once instead of for every location: the scan places a
+    /// location at the start of its interval and frees it at the end, and a
+    /// spilled value's copy is placed only after the value was freed (one
+    /// holder per value at a time), so what is placed at once is at most
+    /// what [`most_live`] counts.
+    pub fn reserve_tables(
+        &mut self,
+        m: &mut Module,
+        opts: &LsaOptions,
+        live: Option<&MemLiveness>,
+    ) {
         let spills = Self::spill_limit(m, opts);
         self.max_spills = spills as u32;
         m.reserve(Self::headroom(m, opts));
         let ids = m.num_mems() + 2 * spills;
         self.reserved_ids = ids;
         self.lrm.reserve(ids);
-        self.manager
-            .reserve_rows(BestFitMemoryManager::sb_rows(&m.target), ids, m.num_mems());
+        let blocks = live.map_or(ids, |l| {
+            most_live(m, l, Space::Sb).max(most_live(m, l, Space::Psum))
+        });
+        self.manager.reserve_rows_for(
+            BestFitMemoryManager::sb_rows(&m.target),
+            ids,
+            blocks,
+            m.num_mems(),
+        );
         self.pending
             .reserve(spills.saturating_sub(self.pending.len()));
         self.ends.reserve(ids.saturating_sub(self.ends.len()));
@@ -499,20 +539,16 @@ impl LsaWorkspace {
         self.fixed.reserve(ids.saturating_sub(self.fixed.len()));
         self.records
             .reserve(spills.saturating_sub(self.records.len()));
-        // Sized to the capacity, the scan's computes do not allocate; the
-        // scan computes (or is handed) them, so nothing is computed here.
-        let cap = m.capacity();
-        self.order.reserve(&cap);
-        self.live.reserve(&cap);
-        self.bounds.reserve(&cap);
     }
 
     /// Swaps the order, liveness and bounds with the caller's (the
     /// pipeline's, which computed them already), like the coloring and DMA
     /// workspaces: with `current` the next scan starts from them instead
     /// of walking the program again (`bounds_current`: the bounds too).
-    /// Both sides must be reserved to the module's capacity, so the swap
-    /// keeps every computation allocation-free. The caller swaps back
+    /// The side that computes during the scan (the workspace's after the
+    /// swap) must be reserved to the module's capacity, so the swap keeps
+    /// every computation allocation-free; the other may be empty (a swap
+    /// moves three pointers, whatever the sizes). The caller swaps back
     /// after the scan (with `false`): what it gets back is stale.
     pub fn exchange_analyses(
         &mut self,
@@ -533,6 +569,31 @@ impl LsaWorkspace {
     pub fn spills(&self) -> &[SpillRecord] {
         &self.records
     }
+}
+
+/// The most locations of `space` live at one position by `live` (their
+/// intervals, inclusive).
+pub fn most_live(m: &Module, live: &MemLiveness, space: Space) -> usize {
+    let mut events: Vec<(u32, i8)> = Vec::new();
+    for v in m.mems.space.keys() {
+        if m.mems.space[v] != space {
+            continue;
+        }
+        if let Some(iv) = live.interval(v) {
+            events.push((iv.start, 1));
+            if let Some(after) = iv.end.checked_add(1) {
+                events.push((after, -1));
+            }
+        }
+    }
+    // At one position the intervals that ended before it leave first.
+    events.sort_unstable();
+    let (mut now, mut most) = (0i64, 0i64);
+    for &(_, d) in &events {
+        now += d as i64;
+        most = most.max(now);
+    }
+    most as usize
 }
 
 /// The straight-line scan: refuses modules with loops (see the module doc).

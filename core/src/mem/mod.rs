@@ -5,6 +5,7 @@
 //! problem.
 
 pub mod best_fit;
+pub mod budgeted;
 pub mod coloring;
 pub mod exact;
 pub mod gca;

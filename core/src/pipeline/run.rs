@@ -11,8 +11,10 @@
 //! start from them. [`run`] computes them once at the start (for the lower
 //! bounds) and keeps them *fresh* while no pass changes the program: it
 //! hands them to the linear-scan, coloring and DMA workspaces by swapping
-//! storage (both sides are reserved for the module's final capacity, so the
-//! swap neither copies nor allocates), and takes back what the pass leaves.
+//! storage, and takes back what the pass leaves. Only the pipeline's copy is
+//! reserved, for the module's final capacity: the workspaces' sides are
+//! empty, and a swap moves pointers, so it neither copies nor allocates,
+//! and the pass computes into the reserved copy it holds.
 //! The invariant: `fresh` is true only when `ws.order`/`ws.live` describe
 //! the module's instructions and access patterns as they are now.
 //! Placements do not enter either analysis, so placing and unplacing (every
@@ -346,24 +348,39 @@ impl Workspace {
             ..LsaOptions::default()
         };
         let mut headroom = RegAllocator::headroom_with(m, opts.reg_max_spill_temporaries);
+        // The DRAM locations the passes may add (spill slots; the DMA
+        // passes add on-chip tiles only): the register colorer's new
+        // locations are its slots.
+        let mut new_dram = headroom.mems;
         // Instructions the allocators before a DMA pass may insert (spill
         // stores and reloads) may be candidates of it. Each is a DMA of one
         // space, so a candidate of one DMA pass only: they are charged to
         // the next DMA pass, once (the passes' headroom is summed).
         let mut spill_insts = 0usize;
+        // The most candidate DMAs one DMA pass can see: its space's DMAs
+        // and every instruction the allocators before it may insert (a
+        // spill store or reload of either on-chip space).
+        let mut inserted = 0usize;
+        let mut dmas = 0usize;
         for p in &list {
             let h = match p {
                 Pass::LinearScan => LsaWorkspace::headroom(m, &lo),
-                Pass::Coloring(_) | Pass::Exact(_) | Pass::RegSpillSlots => {
-                    ColoringWorkspace::headroom()
-                }
+                Pass::Coloring(s) | Pass::Exact(s) => ColoringWorkspace::headroom_for(*s),
+                Pass::RegSpillSlots => ColoringWorkspace::headroom_for(Space::Dram),
                 Pass::DmaOptimization(s) => {
+                    dmas = dmas.max(DmaWorkspace::candidate_bound(m, *s, inserted));
                     DmaWorkspace::headroom_in(m, *s, core::mem::take(&mut spill_insts))
                 }
                 Pass::CheckInPlace | Pass::ColoringReg => Capacity::default(),
             };
+            new_dram = new_dram.saturating_add(match p {
+                Pass::LinearScan => LsaWorkspace::spill_slots(m, &lo),
+                Pass::Coloring(s) | Pass::Exact(s) => ColoringWorkspace::spill_slots(*s),
+                _ => 0,
+            });
             if !matches!(p, Pass::DmaOptimization(_)) {
                 spill_insts = spill_insts.saturating_add(h.insts);
+                inserted = inserted.saturating_add(h.insts);
             }
             headroom = headroom.plus(h);
         }
@@ -374,8 +391,24 @@ impl Workspace {
             storage.add("the input copy of the dataflow check", module_bytes(o));
         }
         m.storage_parts(&mut storage);
+        // The pipeline's analyses are computed once here, for the module's
+        // final capacity: the workspaces size their tables from them.
+        let cap = m.capacity();
+        self.order.reserve(&cap);
+        self.live.reserve(&cap);
+        self.bounds.reserve(&cap);
+        self.order.compute(m);
+        self.live.compute(m, &self.order);
+        let analyses = crate::heap_bytes!(self.order, self.live, self.bounds);
+        storage.add("pipeline analyses (order, liveness, bounds)", analyses);
+        // One order, liveness and bounds (the pipeline's) serve every pass:
+        // the workspaces reserve only their own tables and are lent these
+        // around each run (see the module doc).
         if list.contains(&Pass::LinearScan) {
-            self.lsa.reserve(m, &lo);
+            // The live set the scan sees is the input's when no pass runs
+            // before it.
+            let live = (list.first() == Some(&Pass::LinearScan)).then_some(&self.live);
+            self.lsa.reserve_tables(m, &lo, live);
             storage.add("linear scan", self.lsa.heap_bytes());
         }
         let mut spaces: ArrayVec<Space, 3> = ArrayVec::new();
@@ -389,16 +422,8 @@ impl Workspace {
                 spaces.push(s);
             }
         }
-        // The pipeline's analyses are computed once here; the coloring
-        // workspace sizes its problems from them instead of its own walk.
-        let cap = m.capacity();
-        self.order.reserve(&cap);
-        self.live.reserve(&cap);
-        self.bounds.reserve(&cap);
-        self.order.compute(m);
-        self.live.compute(m, &self.order);
         if list.iter().any(|p| matches!(p, Pass::DmaOptimization(_))) {
-            self.dma.reserve(m);
+            self.dma.reserve_tables(m, dmas);
             storage.add("DMA optimization", self.dma.heap_bytes());
         }
         let reg = self.reg.get_or_insert_with(RegAllocator::default);
@@ -433,19 +458,25 @@ impl Workspace {
         // Last of the linear part, before the methods that take what the
         // budget leaves.
         let exact = coloring_options(opts).exact.is_some();
-        self.coloring
-            .reserve_for_spaces_with(m, &spaces, exact, &self.live, &mut storage);
+        self.coloring.reserve_for_spaces_with(
+            m,
+            &spaces,
+            exact,
+            new_dram,
+            &self.live,
+            &mut storage,
+        );
         // Every pass reserved within the headroom above: the capacity the
         // analyses were sized for is final (reserving again is a no-op
-        // unless a workspace grew the module).
+        // unless a workspace grew the module, which the report would show).
         let cap = m.capacity();
         self.order.reserve(&cap);
         self.live.reserve(&cap);
         self.bounds.reserve(&cap);
-        storage.add(
-            "pipeline analyses (order, liveness, bounds)",
-            crate::heap_bytes!(self.order, self.live, self.bounds),
-        );
+        let grown = crate::heap_bytes!(self.order, self.live, self.bounds) - analyses;
+        if grown > 0 {
+            storage.add("pipeline analyses (grown)", grown);
+        }
         // The checker may grow into what the whole reservation left.
         self.dataflow.set_storage_limit(
             self.dataflow

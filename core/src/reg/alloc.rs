@@ -261,9 +261,29 @@ pub const SPILL_TEMP_SLACK: usize = 64;
 /// register would take). Reserving for every operand costs megabytes on a
 /// 1,000-instruction module; a run needing more fails with
 /// [`RegAllocError::SpillHeadroom`], which says how to raise the limit.
+///
+/// None when no register can ever be spilled ([`never_spills`]).
 pub fn default_spill_temporaries(m: &Module) -> u32 {
+    if never_spills(m) {
+        return 0;
+    }
     let t = m.reg_pool.len();
     (t / SPILL_TEMP_FRACTION + SPILL_TEMP_SLACK).min(t) as u32
+}
+
+/// True when the register file holds every register of `m` at once, each
+/// on a lane pair of its own: at most K/2 registers, of one or two lanes,
+/// none pinned or colored. A node's neighbours then occupy fewer than K/2
+/// aligned lane pairs (one each, whatever their lanes), so some pair, and
+/// some lane, is always free: simplify never blocks, select always finds a
+/// color, and nothing spills, so the spill code needs no headroom.
+pub fn never_spills(m: &Module) -> bool {
+    m.num_regs().saturating_mul(2) <= m.target.max_regs as usize
+        && m.regs.lanes.keys().all(|r| {
+            m.regs.lanes[r] <= 2
+                && !m.regs.flags[r].contains(RegFlags::PINNED)
+                && m.regs.lane[r] == NO_LANE
+        })
 }
 
 /// Headroom the spill code of `m` can need with at most `limit` spill
@@ -314,7 +334,7 @@ impl RegAllocator {
 
     /// A workspace sized for `m` and the spill code it may need. The
     /// adjacency reserve is three times what the input's interference graph
-    /// needs plus slack for the spill temporaries (spilling replaces a long
+    /// needs plus slack for the spill temporaries, when any may be made (spilling replaces a long
     /// range by short ones, so later rounds rarely need more; when they do,
     /// the run fails with [`GraphError::Full`] rather than growing).
     pub fn new(m: &Module) -> Self {
@@ -420,7 +440,10 @@ impl RegAllocator {
             live += delta[p];
         }
         let k = m.target.max_regs as usize;
-        let adjacency = 6 * edges as usize + 4 * k * 64 + 4096;
+        // Without spill temporaries there is one round and its graph is the
+        // input's (coalescing only merges nodes): no slack for them.
+        let temp_slack = if head.regs == 0 { 0 } else { 4 * k * 64 + 4096 };
+        let adjacency = 6 * edges as usize + temp_slack;
         a.graph.reserve(regs, adjacency, positions);
         a.colorer.reserve(regs, m.target.max_regs);
         for v in [

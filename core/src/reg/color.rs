@@ -242,6 +242,17 @@ const LANE_MASKS: [u64; 256] = {
     t
 };
 
+/// Copy affinities between nodes, in compressed rows: the partners of
+/// node `v` are `partners[start[v]..start[v + 1]]` (`start` has one entry
+/// per node plus one).
+#[derive(Copy, Clone, Debug)]
+pub struct Affinity<'a> {
+    /// Row starts.
+    pub start: &'a [u32],
+    /// Partner nodes.
+    pub partners: &'a [u32],
+}
+
 /// The reusable workspace of simplify, select and repair.
 #[derive(Clone, Debug, Default)]
 pub struct Colorer {
@@ -460,7 +471,35 @@ impl Colorer {
         cfg: &ColorConfig,
         colors: &mut [u16],
     ) -> Result<ColorStats, ColorError> {
+        self.color_with_affinity(g, cost, fixed, cfg, None, colors)
+    }
+
+    /// [`Self::color`] where select, before any other rule, gives a node the
+    /// color of an already colored affinity partner when that color is
+    /// free for it (biased coloring: copy-related nodes that coalescing kept
+    /// apart often still share a register, so the copy disappears). Without
+    /// affinities it is exactly [`Self::color`].
+    pub fn color_with_affinity(
+        &mut self,
+        g: &InterferenceGraph,
+        cost: &[f64],
+        fixed: &[u16],
+        cfg: &ColorConfig,
+        affinity: Option<Affinity<'_>>,
+        colors: &mut [u16],
+    ) -> Result<ColorStats, ColorError> {
         self.check(g, cost, fixed, cfg)?;
+        if let Some(a) = affinity {
+            if a.start.len() != g.num_nodes() + 1
+                || a.start
+                    .last()
+                    .map_or(true, |&e| e as usize > a.partners.len())
+                || a.partners.iter().any(|&u| u as usize >= g.num_nodes())
+                || a.start.windows(2).any(|w| w[0] > w[1])
+            {
+                return Err(ColorError::Mismatch);
+            }
+        }
         if colors.len() != g.num_nodes() {
             return Err(ColorError::Mismatch);
         }
@@ -469,7 +508,7 @@ impl Colorer {
         // Without an optimistic push every node passed the lane-weighted
         // test, so any color choice succeeds: skip the saturation count.
         let saturation = cfg.color_choice == ColorChoice::Saturation && stats.optimistic > 0;
-        self.select(g, fixed, cfg, saturation, colors)?;
+        self.select(g, fixed, cfg, saturation, affinity, colors)?;
         let mut uncolored = 0u32;
         for &c in colors.iter() {
             if c == NO_COLOR {
@@ -614,6 +653,7 @@ impl Colorer {
         fixed: &[u16],
         cfg: &ColorConfig,
         saturation: bool,
+        affinity: Option<Affinity<'_>>,
         colors: &mut [u16],
     ) -> Result<(), ColorError> {
         let n = g.num_nodes();
@@ -690,14 +730,29 @@ impl Colorer {
                 colors[v] = NO_COLOR;
                 continue;
             }
-            if saturation {
-                self.least_constraining(g, v, colors, words, cfg.k);
-            }
             let mut chosen = NO_COLOR;
-            for w in 0..words {
-                if self.cand[w] != 0 {
-                    chosen = (w * 64 + self.cand[w].trailing_zeros() as usize) as u16;
-                    break;
+            if let Some(a) = affinity {
+                let (s, e) = (a.start[v] as usize, a.start[v + 1] as usize);
+                for &u in &a.partners[s..e] {
+                    let c = colors[u as usize];
+                    if c != NO_COLOR
+                        && (c as usize) < words * 64
+                        && self.cand[c as usize / 64] >> (c % 64) & 1 != 0
+                    {
+                        chosen = c;
+                        break;
+                    }
+                }
+            }
+            if chosen == NO_COLOR {
+                if saturation {
+                    self.least_constraining(g, v, colors, words, cfg.k);
+                }
+                for w in 0..words {
+                    if self.cand[w] != 0 {
+                        chosen = (w * 64 + self.cand[w].trailing_zeros() as usize) as u16;
+                        break;
+                    }
                 }
             }
             colors[v] = chosen;

@@ -327,6 +327,123 @@ impl InterferenceGraph {
         Ok(())
     }
 
+    /// Builds the graph from an edge list in O(N + E) without sorting:
+    /// rows keep the list's order, and repeated edges are dropped by a
+    /// per-row stamp (`repeats` false: the caller guarantees there are
+    /// none, and the stamp pass is skipped). Self loops are dropped. The
+    /// neighbour order differs from [`Self::build_from_edges`] (which
+    /// sorts), so this is for callers that do not depend on it.
+    pub fn build_from_edges_unsorted(
+        &mut self,
+        lanes: &[u8],
+        edges: &[(u32, u32)],
+        repeats: bool,
+    ) -> Result<(), GraphError> {
+        self.reset(lanes)?;
+        let n = self.n;
+        for &(u, v) in edges {
+            for x in [u, v] {
+                if x as usize >= n {
+                    return Err(GraphError::BadNode {
+                        node: x as u64,
+                        nodes: n as u64,
+                    });
+                }
+            }
+            if u != v {
+                self.row_len[u as usize] += 1;
+                self.row_len[v as usize] += 1;
+            }
+        }
+        self.layout_rows()?;
+        // The fill with the rows split-borrowed, so the loop keeps them in
+        // registers (this loop is most of a build).
+        let (row_start, row_len, adj) = (&self.row_start, &mut self.row_len, &mut self.adj);
+        for &(u, v) in edges {
+            if u != v {
+                let (u, v) = (u as usize, v as usize);
+                let cu = row_len[u];
+                adj[row_start[u] as usize + cu as usize] = v as u32;
+                row_len[u] = cu + 1;
+                let cv = row_len[v];
+                adj[row_start[v] as usize + cv as usize] = u as u32;
+                row_len[v] = cv + 1;
+            }
+        }
+        if repeats {
+            Self::check_cap(&self.order, n, "order")?;
+            self.order.clear();
+            self.order.resize(n, u32::MAX);
+            for v in 0..n {
+                let s = self.row_start[v] as usize;
+                let mut w = 0usize;
+                for r in 0..self.row_len[v] as usize {
+                    let u = self.adj[s + r];
+                    if self.order[u as usize] != v as u32 {
+                        self.order[u as usize] = v as u32;
+                        self.adj[s + w] = u;
+                        w += 1;
+                    }
+                }
+                self.row_len[v] = w as u32;
+            }
+        }
+        if self.lanes.contains(&2) {
+            for v in 0..n {
+                let s = self.row_start[v] as usize;
+                let mut two = 0;
+                for &u in &self.adj[s..s + self.row_len[v] as usize] {
+                    two += (self.lanes[u as usize] == 2) as u32;
+                }
+                self.deg2[v] = two;
+            }
+        }
+        Ok(())
+    }
+
+    /// Builds the graph row by row: `row(v, out)` writes the neighbours of
+    /// `v` into `out` (room for `bounds[v]`) and returns how many it wrote.
+    /// The caller guarantees the rows are symmetric, without self loops or
+    /// repeats (a quotient of a symmetric graph, deduplicated per row, is).
+    /// One pass over the rows, no edge list.
+    pub fn build_from_rows<F>(
+        &mut self,
+        lanes: &[u8],
+        bounds: &[u32],
+        mut row: F,
+    ) -> Result<(), GraphError>
+    where
+        F: FnMut(usize, &mut [u32]) -> usize,
+    {
+        self.reset(lanes)?;
+        let n = self.n;
+        if bounds.len() != n {
+            return Err(GraphError::BadNode {
+                node: bounds.len() as u64,
+                nodes: n as u64,
+            });
+        }
+        self.row_len[..n].copy_from_slice(bounds);
+        self.layout_rows()?;
+        for (v, &cap) in bounds.iter().enumerate() {
+            let s = self.row_start[v] as usize;
+            let cap = cap as usize;
+            let len = row(v, &mut self.adj[s..s + cap]).min(cap);
+            self.row_len[v] = len as u32;
+        }
+        if self.lanes.contains(&2) {
+            for v in 0..n {
+                let s = self.row_start[v] as usize;
+                let mut two = 0;
+                for &u in &self.adj[s..s + self.row_len[v] as usize] {
+                    two += (self.lanes[u as usize] == 2) as u32;
+                }
+                self.deg2[v] = two;
+            }
+        }
+        Ok(())
+    }
+
     /// Builds the interval graph of closed intervals `[start[v], end[v]]`
     /// over program positions `0..positions`: two nodes interfere when
     /// their intervals share a position. Nodes with `start > end` are
@@ -453,6 +570,42 @@ mod tests {
         assert!(g.interferes(2, 1) && g.interferes(1, 2));
         assert!(!g.interferes(0, 2));
         assert_eq!(g.lanes(2), 2);
+    }
+
+    #[test]
+    fn unsorted_build_matches_the_sorted_one() {
+        let edges = [(0, 1), (1, 0), (1, 2), (2, 2), (3, 1), (3, 0), (0, 3)];
+        let lanes = [1, 1, 2, 1];
+        let mut a = InterferenceGraph::with_capacity(4, 16);
+        a.build_from_edges(&lanes, &edges).unwrap();
+        let mut b = InterferenceGraph::with_capacity(4, 16);
+        b.build_from_edges_unsorted(&lanes, &edges, true).unwrap();
+        for v in 0..4 {
+            let mut row = b.neighbors(v).to_vec();
+            row.sort();
+            assert_eq!(row, a.neighbors(v), "row {v}");
+            assert_eq!(a.degree2(v), b.degree2(v));
+        }
+    }
+
+    #[test]
+    fn rows_build_a_quotient() {
+        // The path 0-1-2-3 with {1, 2} merged into one node: a triangle-free
+        // path of three nodes, 2-lane middle node.
+        let rows: [&[u32]; 3] = [&[1], &[0, 2], &[1]];
+        let mut g = InterferenceGraph::with_capacity(3, 8);
+        g.build_from_rows(&[1, 2, 1], &[2, 3, 2], |v, out| {
+            out[..rows[v].len()].copy_from_slice(rows[v]);
+            rows[v].len()
+        })
+        .unwrap();
+        assert_eq!(g.num_edges(), 2);
+        assert_eq!(g.neighbors(1), &[0, 2]);
+        assert_eq!((g.degree2(0), g.degree2(1)), (1, 0));
+        assert!(matches!(
+            g.build_from_rows(&[1, 1], &[1], |_, _| 0),
+            Err(GraphError::BadNode { .. })
+        ));
     }
 
     #[test]

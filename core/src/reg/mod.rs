@@ -2,9 +2,11 @@
 //! sequencer's scalar registers, with lane pairs and a spill-to-memory
 //! fixpoint. `graph` holds the interference graph, `color` the
 //! simplify/select/repair core (also run on DIMACS graphs by `tusk color`),
-//! `alloc` the allocator over a module.
+//! `alloc` the allocator over a module, `cfg` the colorer on a client's
+//! control-flow graph (liveness by dataflow, coalescing, splitting).
 
 pub mod alloc;
+pub mod cfg;
 pub mod color;
 pub mod graph;
 

@@ -1560,7 +1560,10 @@ mod tests {
         );
         let s = texts(&m, &r);
         assert!(s.contains("%t@SB<0,0>(128 x 4096) and %u@SB<0,2048>(128 x 4096)"));
-        assert!(s.contains("inst1 (activation)"), "{s}");
+        assert!(
+            s.contains("`%u = activation exp %t` (block block0, 2nd)"),
+            "{s}"
+        );
         assert_eq!(r.findings[0].kind(), "overlap");
     }
 
@@ -1799,7 +1802,7 @@ mod tests {
             pos: 0
         }));
         assert!(
-            s.contains("%t@SB<?>(128 x 4096) is live at inst0 (load)"),
+            s.contains("%t@SB<?>(128 x 4096) is live at `%t = load %x` (block block0, 1st)"),
             "{s}"
         );
         assert!(!r

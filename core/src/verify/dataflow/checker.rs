@@ -3,7 +3,7 @@
 
 use super::pieces::first_difference;
 use super::report::{DataflowError, Mismatch, Operand};
-use super::shape::{loc_rect, rows};
+use super::shape::{loc_rect, rows, Seg};
 use super::side::Side;
 use super::walk::LoopPlan;
 use crate::ir::{Ap, Inst, MemFlags, Module};
@@ -106,6 +106,20 @@ impl DataflowCapacity {
     }
 }
 
+/// The cells of partition `q` of location `l` in `m`'s state: region,
+/// partition, and the bytes (a flat location holds its partitions one
+/// after the other on one row, in the same traversal order).
+fn output_row(m: &Module, l: crate::ir::MemLoc, q: u64) -> (usize, u32, Seg) {
+    let (r, seg) = loc_rect(m, l);
+    let bytes = m.mems.bytes[l] as u64;
+    if r.parts() == 1 {
+        let a = seg.a.saturating_add(q.saturating_mul(bytes));
+        (r.region, r.p0, Seg::once(a, a.saturating_add(bytes)))
+    } else {
+        (r.region, r.p0 + q as u32, seg)
+    }
+}
+
 /// What a [`DataflowChecker::check`] found.
 #[derive(Copy, Clone, Debug)]
 pub struct DataflowReport<'c> {
@@ -129,9 +143,6 @@ impl DataflowReport<'_> {
         self.mismatches.is_empty() && self.dropped == 0
     }
 }
-
-/// Executions between two checks of the storage limit.
-pub const BUDGET_CHECK_EVERY: u64 = 4096;
 
 /// The reusable workspace of the dataflow checker (see the module doc).
 #[derive(Debug)]
@@ -180,9 +191,11 @@ impl DataflowChecker {
     }
 
     /// Limits the heap bytes the checker may grow to while it walks: beyond
-    /// them the check stops with [`DataflowError::OverBudget`] (checked
-    /// every [`BUDGET_CHECK_EVERY`] executions, so it may overshoot by what
-    /// that many executions grow).
+    /// them the check stops with [`DataflowError::OverBudget`]. The value
+    /// states, which grow with the module, never grow past what the limit
+    /// leaves them; the small per-instruction buffers are checked after
+    /// every execution (a few capacities are read), so they may overshoot
+    /// by what one execution grows.
     pub fn set_storage_limit(&mut self, bytes: u64) {
         self.storage_limit = bytes;
     }
@@ -244,6 +257,7 @@ impl DataflowChecker {
             .reserve(original.num_loops().max(rewritten.num_loops()));
         self.plan.compute(original, rewritten)?;
         self.reserve(start);
+        self.cap_state();
         self.mismatches.clear();
         self.dropped = 0;
         self.compared = 0;
@@ -279,12 +293,8 @@ impl DataflowChecker {
     fn walk(&mut self, original: &Module, rewritten: &Module) -> Result<(), DataflowError> {
         self.orig.begin(original)?;
         self.rw.begin(rewritten)?;
-        let mut executions = 0u64;
         while let Some((i, walk)) = self.rw.walker.next(rewritten, &self.plan)? {
-            executions += 1;
-            if executions % BUDGET_CHECK_EVERY == 0 {
-                self.within_budget()?;
-            }
+            self.within_budget()?;
             self.rw.read(rewritten, i)?;
             let is_original =
                 i.index() < original.num_insts() && original.insts.block[i].is_valid();
@@ -324,29 +334,57 @@ impl DataflowChecker {
             self.orig.read(original, e)?;
             self.orig.write(original, e)?;
         }
-        // Final contents of the original's outputs.
+        // Final contents of the original's outputs, one partition's bytes
+        // at a time: the runs a read gives are bounded by one row, not by
+        // the whole output (an output written in column slices gives one
+        // run per slice and partition).
         for l in original.mems.space.keys() {
             if !original.mems.flags[l].contains(MemFlags::OUTPUT) {
                 continue;
             }
-            for (side, m) in [(&mut self.orig, original), (&mut self.rw, rewritten)] {
-                side.reads.clear();
-                let (r, seg) = loc_rect(m, l);
-                side.state
-                    .read(r.region, r.p0, r.p1, &[seg], &mut side.reads)?;
-            }
-            if let Some((byte, expected, found)) =
-                first_difference(&self.orig.reads.v, &self.rw.reads.v)
-            {
-                self.report(Mismatch::Output {
-                    mem: l,
-                    byte,
-                    expected,
-                    found,
-                });
+            let (parts, row) = (
+                original.mems.partitions[l] as u64,
+                original.mems.bytes[l] as u64,
+            );
+            for q in 0..parts {
+                for (side, m) in [(&mut self.orig, original), (&mut self.rw, rewritten)] {
+                    side.reads.clear();
+                    let (region, p, seg) = output_row(m, l, q);
+                    side.state.read(region, p, p + 1, &[seg], &mut side.reads)?;
+                }
+                if let Some((byte, expected, found)) =
+                    first_difference(&self.orig.reads.v, &self.rw.reads.v)
+                {
+                    self.report(Mismatch::Output {
+                        mem: l,
+                        byte: q * row + byte,
+                        expected,
+                        found,
+                    });
+                    break;
+                }
             }
         }
         Ok(())
+    }
+
+    /// Under a storage limit, caps the two states' arenas (the buffers that
+    /// grow with the module) at what the limit leaves after everything else
+    /// the checker holds, so that they stop at the limit instead of doubling
+    /// past it; the other buffers are held to it by [`Self::within_budget`].
+    fn cap_state(&mut self) {
+        let cap = (self.storage_limit != u64::MAX).then(|| {
+            let arenas = self
+                .orig
+                .state
+                .arena_bytes()
+                .saturating_add(self.rw.state.arena_bytes());
+            let other = self.heap_bytes().saturating_sub(arenas);
+            let per_side = self.storage_limit.saturating_sub(other) / (2 * super::state::RUN_BYTES);
+            per_side.min(usize::MAX as u64) as usize
+        });
+        self.orig.state.set_run_cap(cap);
+        self.rw.state.set_run_cap(cap);
     }
 
     /// [`DataflowError::OverBudget`] when the storage grew past its limit.

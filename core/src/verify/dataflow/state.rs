@@ -118,6 +118,25 @@ pub(super) struct CellMap {
     gather: Vec<(u64, u64, u32, u32)>,
     /// Scratch: per segment of a read, its pieces in `gather` and its walks.
     groups: Vec<(u32, u32, u64)>,
+    /// Most slabs (and bands) the arenas may grow to: the state's share of
+    /// a storage limit ([`CellMap::set_run_cap`]); `None`: no limit.
+    run_cap: Option<usize>,
+}
+
+/// Pushes a run onto an arena, growing it by doubling but never past `cap`
+/// entries: a state that needs more is over its share of the budget.
+fn push_run<T>(v: &mut Vec<T>, x: T, cap: Option<usize>) -> Result<(), DataflowError> {
+    if let (Some(cap), true) = (cap, v.len() == v.capacity()) {
+        let room = cap.saturating_sub(v.len());
+        if room == 0 {
+            return Err(DataflowError::OverBudget {
+                bytes: (cap as u64).saturating_add(1).saturating_mul(RUN_BYTES),
+                limit: (cap as u64).saturating_mul(RUN_BYTES),
+            });
+        }
+        let _ = v.try_reserve_exact(v.len().max(64).min(room));
+    }
+    push_grow(v, x, "the value-run state")
 }
 
 impl CellMap {
@@ -151,6 +170,18 @@ impl CellMap {
         let _ = self
             .groups
             .try_reserve(64usize.saturating_sub(self.groups.len()));
+    }
+
+    /// Caps the slab and band arenas at `runs` entries each (`None`: no
+    /// cap), so that the state's growth stops at its share of a storage
+    /// limit instead of doubling past it.
+    pub fn set_run_cap(&mut self, runs: Option<usize>) {
+        self.run_cap = runs;
+    }
+
+    /// Heap bytes of the slab and band arenas.
+    pub fn arena_bytes(&self) -> u64 {
+        crate::heap_bytes!(self.slabs, self.bands)
     }
 
     /// Empties the state and sizes it for `regions` regions.
@@ -204,7 +235,7 @@ impl CellMap {
             self.slabs[n as usize] = s;
             return Ok(n);
         }
-        push_grow(&mut self.slabs, s, "the value-run state")?;
+        push_run(&mut self.slabs, s, self.run_cap)?;
         Ok(self.slabs.len() as u32 - 1)
     }
 
@@ -222,7 +253,7 @@ impl CellMap {
             self.bands[n as usize] = b;
             return Ok(n);
         }
-        push_grow(&mut self.bands, b, "the value-run state")?;
+        push_run(&mut self.bands, b, self.run_cap)?;
         Ok(self.bands.len() as u32 - 1)
     }
 
