@@ -84,6 +84,10 @@ const SLOTS_PER_UNIT: u32 = 5;
 /// innermost outwards while every iteration's slot fits, so deep nests of
 /// long loops stream over their inner loops only.
 const STREAM_CAP: u64 = 1 << 22;
+/// Most slots a tile moving with several loops takes an outer loop in for:
+/// the checkers walk every loop a term moves with iteration by iteration,
+/// so a nest of long loops moves with its innermost loop only.
+const MAX_SLOTS: u64 = 16;
 /// Elements per partition a unit gathers per iteration, at most.
 const GATHER_ELEMS: u32 = 16;
 /// Largest gathered SB tile in bytes per partition (it lives over the
@@ -223,8 +227,8 @@ impl Default for GenParams {
             trip_min: 2,
             trip_max: 16,
             unknown_trip_pct: 10,
-            loop_term_pct: 30,
-            gather_pct: 10,
+            loop_term_pct: 10,
+            gather_pct: 5,
             dyn_offset_pct: 5,
             pstep_pct: 3,
             broadcast_pct: 5,
@@ -727,7 +731,11 @@ fn slots(loops: &[(Loop, u32)], piece: u32, copies: u32, cap: u64) -> (Motion, u
     let mut t: u64 = 1;
     for &(lp, trip) in loops {
         let next = t * trip as u64;
-        if next * piece as u64 * copies as u64 > cap || m.n_terms as usize >= m.terms.len() {
+        let outer = m.n_terms > 0;
+        if next * piece as u64 * copies as u64 > cap
+            || m.n_terms as usize >= m.terms.len()
+            || (outer && next > MAX_SLOTS)
+        {
             break;
         }
         m.terms[m.n_terms as usize] = IvTerm {
