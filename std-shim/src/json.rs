@@ -1016,7 +1016,7 @@ mod tests {
 
 dram %x [128 x 8192] elem 4 input
 sb %t [128 x 8192] elem 4 align 64 @ SB<0,1024>
-psum %acc [128 x 2048] @ PSUM<0,bank 3+64>
+psum %acc [128 x 2048] elem 4 @ PSUM<0,bank 3+64>
 reg $k 2 pinned @ r4
 
 func @main {
@@ -1024,7 +1024,7 @@ entry:
   %t = load %x queue 1
   loop ? {
   body:
-    %acc = matmul %t[p0:128, 0:2048], %t[p0:64, +4, e2, [-1,2] [1,8]]
+    %acc = matmul %t[p0:64, +4, e2, [-1,2] [1,64]], %t[p0:64, 0:2048]
   }
 block2:
   $k = imm -5 synthetic
@@ -1091,7 +1091,7 @@ block2:
         }
         let pad = "  ".repeat(depth + 1);
         s.push_str(&format!(
-            "{pad}inner:\n{pad}  %t = tensor_copy %t[p0:64, e2, [2,4] [1,8]]\n"
+            "{pad}inner:\n{pad}  %t[p0:64, 0:32] = tensor_copy %t[p0:64, e2, [2,4] [1,8]]\n"
         ));
         for k in (0..depth).rev() {
             s.push_str(&format!("{}}}\n", "  ".repeat(k + 1)));

@@ -752,7 +752,7 @@ fn json_takes_loops_as_deep_as_text_and_refuses_hostile_nesting() {
     for k in 0..64 {
         src.push_str(&format!("loop {} {{\n", k + 2));
     }
-    src.push_str("inner:\n%t = tensor_copy %t[p0:64, e2, [2,4] [1,8]]\n");
+    src.push_str("inner:\n%t[p0:64, 0:32] = tensor_copy %t[p0:64, e2, [2,4] [1,8]]\n");
     src.push_str(&"}\n".repeat(65));
     fs::write(work.join("deep.tusk"), &src).unwrap();
     let canonical = run_in(&work, &["fmt", "deep.tusk"]);

@@ -152,7 +152,7 @@ fn broadcast_and_strided_patterns_are_checked_without_a_product_reservation() {
     let dir = scratch("storage", "patterns");
     fs::write(
         dir.join("bcast.tusk"),
-        "target trn2\nsb %a [128 x 4096]\nsb %b [128 x 4096]\nfunc @main {\nentry:\n  %a = memset 0\n  %b = tensor_copy %a[p0:128, +0, e1, [0,2048] [0,2048]]\n}\n",
+        "target trn2\nsb %a [128 x 4096]\nsb %b [128 x 4096]\nfunc @main {\nentry:\n  %a = memset 0\n  %b = tensor_reduce add %a[p0:128, +0, e1, [0,2048] [0,2048]]\n}\n",
     )
     .unwrap();
     let o = run_limited(&dir, &["run", "bcast.tusk"]);
