@@ -21,6 +21,10 @@ pub enum Preset {
     DmaHeavy,
     /// Memory and register pressure near and over capacity.
     Tight,
+    /// Every construct of real kernels (types, conversions, loop-indexed
+    /// tiles, register offsets, broadcasts, reductions, transposes, scans,
+    /// bias and scale columns) at a high share.
+    Constructs,
 }
 
 /// Flags of `tusk gen`.
@@ -156,6 +160,7 @@ fn params(a: &GenArgs) -> Result<GenParams, String> {
         Preset::Default => GenParams::default(),
         Preset::DmaHeavy => GenParams::dma_heavy(),
         Preset::Tight => GenParams::tight(),
+        Preset::Constructs => GenParams::constructs(),
     };
     p.instructions = a.instructions;
     p.seed = a.seed;
@@ -279,7 +284,10 @@ mod tests {
         assert_eq!(p.tile_bytes, [256, 512, 768, 1024]);
         assert_eq!(p.abutting_pct, GenParams::dma_heavy().abutting_pct);
         assert_eq!(p.target, Target::by_name("trn3").unwrap());
-        assert_eq!((p.typed_pct, p.loop_term_pct, p.transpose_pct), (100, 40, 7));
+        assert_eq!(
+            (p.typed_pct, p.loop_term_pct, p.transpose_pct),
+            (100, 40, 7)
+        );
         assert_eq!(p.scan_pct, GenParams::dma_heavy().scan_pct);
     }
 
