@@ -17,8 +17,8 @@
 
 use std::path::{Path, PathBuf};
 
-use tusk_core::gen::module::{generate, GenParams};
-use tusk_core::ir::{MemFlags, Module, Opcode, Space, NO_LANE};
+use tusk_core::gen::module::{generate, Census, GenParams};
+use tusk_core::ir::{MemFlags, Module, Space, NO_LANE};
 use tusk_core::mem::exact::Clock;
 use tusk_core::pipeline::{self, Allocator, Options, RunReport, Workspace};
 use tusk_shim::text;
@@ -197,61 +197,18 @@ fn generated() -> Vec<(String, Module)> {
     v
 }
 
-/// What the generated modules must contain for the runs below to reach
-/// every construct: (what, count) per construct.
-fn constructs(modules: &[(String, Module)]) -> Vec<(&'static str, usize)> {
-    let mut n = [0usize; 12];
-    for (_, m) in modules {
-        n[0] += m.mems.dtype.values().filter(|t| !t.is_raw()).count();
-        for i in m.program_order() {
-            let op = m.insts.opcode[i];
-            let n_in = m.operands(i).n_in;
-            n[1] += usize::from(op == Opcode::TensorReduce);
-            n[2] += usize::from(op == Opcode::Transpose);
-            n[3] += usize::from(op == Opcode::TensorScan);
-            n[4] += usize::from(op == Opcode::Activation && n_in == 2);
-            n[5] += usize::from(op == Opcode::TensorScalar && n_in == 2);
-            let ty = |a| m.mems.dtype[m.aps.loc[a]];
-            if matches!(op, Opcode::Activation | Opcode::TensorCopy) {
-                let (a, b) = (m.inputs(i).next().unwrap(), m.outputs(i).next().unwrap());
-                n[6] += usize::from(!ty(a).is_raw() && !ty(b).is_raw() && ty(a) != ty(b));
-            }
-            for a in m.all_aps(i) {
-                let x = m.ap_ext(a);
-                let dram = m.mems.space[m.aps.loc[a]] == Space::Dram;
-                n[7] += usize::from(dram && !x.terms.is_empty());
-                n[8] += usize::from(!dram && !x.terms.is_empty());
-                n[9] += usize::from(x.reg.is_some());
-                n[10] += usize::from(x.pstep == Some(0));
-                n[11] += usize::from(dram && x.pstep.is_some_and(|s| s > 0));
-            }
-        }
-    }
-    [
-        "typed locations",
-        "tensor_reduce",
-        "transpose",
-        "tensor_scan",
-        "activation bias columns",
-        "tensor_scalar columns",
-        "conversions",
-        "DRAM loop terms",
-        "on-chip loop terms",
-        "register terms",
-        "partition broadcasts",
-        "DRAM partition steps",
-    ]
-    .into_iter()
-    .zip(n)
-    .collect()
-}
-
 #[test]
 fn generated_modules_through_every_optlevel() {
     let modules = generated();
-    for (what, n) in constructs(&modules) {
-        assert!(n > 0, "the generated modules have no {what}");
+    let mut census = Census::default();
+    for (_, m) in &modules {
+        census.add(&Census::of(m));
     }
+    let missing: Vec<&str> = census.missing().collect();
+    assert!(
+        missing.is_empty(),
+        "the generated modules have no {missing:?}"
+    );
     let mut failures = Vec::new();
     for (name, input) in modules {
         for (flags, opts) in selections() {
