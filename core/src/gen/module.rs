@@ -334,6 +334,9 @@ impl GenParams {
             reduce_pct: 15,
             transpose_pct: 15,
             scan_pct: 15,
+            // Narrower tiles more often: a loop stacks its tiles in the
+            // partitions only when they fit 128 of them.
+            partition_weights: [3, 2, 2, 2],
             ..GenParams::default()
         }
     }
@@ -682,11 +685,13 @@ impl Motion {
     }
 }
 
-/// A contiguous byte range `[lo, lo + len)` of a tile, in every partition,
-/// moved by `motion`.
+/// A contiguous byte range `[lo, lo + len)` of the first `parts`
+/// partitions of a tile (all of them but in a tile that stacks one slice
+/// per iteration in its partitions), moved by `motion`.
 #[derive(Copy, Clone, Debug)]
 struct View {
     tile: Tile,
+    parts: u16,
     lo: u32,
     len: u32,
     motion: Motion,
@@ -702,6 +707,7 @@ impl Tile {
     fn range(self, lo: u32, len: u32) -> View {
         View {
             tile: self,
+            parts: self.parts,
             lo,
             len,
             motion: STILL,
@@ -724,6 +730,10 @@ impl View {
     fn moving(self, motion: Motion) -> View {
         View { motion, ..self }
     }
+    /// The first `parts` partitions only.
+    fn rows(self, parts: u16) -> View {
+        View { parts, ..self }
+    }
     fn ap(&self) -> ApSpec {
         let e = self.tile.elem();
         let elem = if self.lo % e == 0 && self.len % e == 0 {
@@ -736,7 +746,7 @@ impl View {
         ApSpec {
             loc: self.tile.loc,
             part_start: 0,
-            part_count: self.tile.parts,
+            part_count: self.parts,
             offset: self.lo,
             elem_size: elem as u8,
             dims,
@@ -1042,6 +1052,22 @@ fn compute<S: Sink>(
     s.inst(&spec)
 }
 
+/// How the first unit of a region gathers a piece of its result, one slice
+/// per iteration of the loops around it, into a tile saved after them.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+enum Gather {
+    /// It does not.
+    No,
+    /// Into the bytes of an SB tile (`+g*iv`).
+    Bytes,
+    /// Into the partitions of an SB tile (`+P*iv`, `P` partitions per
+    /// iteration), when the innermost loop's slices fit 128 partitions.
+    Parts,
+    /// Into the bytes of a PSUM bank, by a matmul (the result's `[P x P]`
+    /// slice times a `[P x g]` operand), evacuated after the loops.
+    Psum,
+}
+
 /// DRAM tensors that units streaming with the loops read and write: slot
 /// `rank × slots + iteration` of `bytes` each.
 #[derive(Copy, Clone, Debug)]
@@ -1072,10 +1098,10 @@ struct Ctx {
     /// Units whose tiles stream with the loops (bit `j`).
     streaming: u64,
     stream: Option<Stream>,
-    /// Whether the first unit gathers into a loop-indexed tile, and the
-    /// tile once it did.
-    gather: bool,
-    gathered: Option<Tile>,
+    /// How the first unit gathers into a loop-indexed tile, and the tile
+    /// once it did.
+    gather: Gather,
+    gathered: Option<(Tile, Space)>,
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -1183,7 +1209,7 @@ fn region<S: Sink>(
         counter: None,
         streaming: 0,
         stream: None,
-        gather: false,
+        gather: Gather::No,
         gathered: None,
     };
     if plan.residents > 0 {
@@ -1220,20 +1246,45 @@ fn region<S: Sink>(
             ctx.streaming |= 1 << j;
         }
     }
-    ctx.gather = rng.percent(p.gather_pct) && !ctx.known.is_empty();
+    let gather = rng.percent(p.gather_pct);
+    let kind = rng.below(3);
+    // Streams stack their tiles in the DRAM rows (partitions) instead of
+    // the bytes when the innermost loop's tiles fit 128 of them.
+    let stacked = rng.percent(50);
+    if gather && !ctx.known.is_empty() {
+        ctx.gather = [Gather::Bytes, Gather::Parts, Gather::Psum][kind as usize];
+    }
     let n_stream = ctx.streaming.count_ones();
-    if n_stream > 0 && !ctx.known.is_empty() {
-        let (motion, t) = slots(&ctx.known, bytes, n_stream, STREAM_CAP);
-        if motion.n_terms > 0 {
-            let span = t * bytes;
-            let xs = dram(s, "xs", n_stream * t, MemFlags::INPUT)?;
-            let ys = dram(s, "ys", n_stream * t, MemFlags::OUTPUT)?;
+    if let (true, Some(&(lp, trip))) = (n_stream > 0, ctx.known.first()) {
+        if stacked && trip as u64 * parts as u64 <= PARTITION_CLASSES[0] as u64 {
+            let mut motion = STILL;
+            motion.terms[0] = IvTerm {
+                lp,
+                parts: parts as i32,
+                bytes: 0,
+            };
+            motion.n_terms = 1;
+            let rows = trip as u16 * parts;
+            let stream = |s: &mut S, prefix: &str, flags| {
+                let bytes = n_stream * bytes;
+                mem_tile(s, &name(prefix, r), Space::Dram, rows, bytes, ty, flags)
+            };
             ctx.stream = Some(Stream {
-                input: xs,
-                output: ys,
+                input: stream(s, "xs", MemFlags::INPUT)?,
+                output: stream(s, "ys", MemFlags::OUTPUT)?,
                 motion,
-                span,
+                span: bytes,
             });
+        } else {
+            let (motion, t) = slots(&ctx.known, bytes, n_stream, STREAM_CAP);
+            if motion.n_terms > 0 {
+                ctx.stream = Some(Stream {
+                    input: dram(s, "xs", n_stream * t, MemFlags::INPUT)?,
+                    output: dram(s, "ys", n_stream * t, MemFlags::OUTPUT)?,
+                    motion,
+                    span: t * bytes,
+                });
+            }
         }
     }
     if plan.accumulators > 0 {
@@ -1245,8 +1296,22 @@ fn region<S: Sink>(
     while let Some((i, _, _)) = counters.pop() {
         close_loop(s, st, i)?;
     }
-    // The gathered tile holds every iteration's slice now: save it whole.
-    if let Some(g) = ctx.gathered {
+    // The gathered tile holds every iteration's slice now: save it whole
+    // (from SB: a PSUM tile is evacuated first).
+    if let Some((mut g, space)) = ctx.gathered {
+        if space == Space::Psum {
+            let o = tile(s, st, Space::Sb, g.parts, g.bytes, g.ty)?;
+            compute(
+                s,
+                Opcode::Activation,
+                SubOp::Identity,
+                o.full(),
+                &[g.full()],
+                &[],
+                InstFlags::empty(),
+            )?;
+            g = o;
+        }
         let out = mem_tile(
             s,
             &name("go", r),
@@ -1417,7 +1482,7 @@ struct StepCtx<'a> {
 
 /// A new SB tile with `v`'s partitions, `n` elements of type `ty`.
 fn fresh<S: Sink>(s: &mut S, st: &mut State, v: &View, n: u32, ty: DType) -> Result<Tile, IrError> {
-    tile(s, st, Space::Sb, v.tile.parts, n * ty.size() as u32, ty)
+    tile(s, st, Space::Sb, v.parts, n * ty.size() as u32, ty)
 }
 
 /// A `[P x 1]` column reduced from `cur` (`tensor_reduce` into one element
@@ -1682,7 +1747,7 @@ fn unit<S: Sink>(
     } else {
         let a = tile(s, st, Space::Sb, parts, bytes, ty)?;
         let (src, offset) = if let Some((x, at)) = stream {
-            (x.input.range(at, bytes).moving(x.motion), None)
+            (x.input.range(at, bytes).rows(parts).moving(x.motion), None)
         } else if rng.percent(p.dyn_offset_pct) {
             // `+$r*B` over the unit's own slots: the register is the loop
             // counter (a tile index) or the unit's address arithmetic.
@@ -1867,22 +1932,8 @@ fn unit<S: Sink>(
 
     // The first unit's piece of the result, in this iteration's slice of a
     // tile the region saves after its loops (converted to fp32).
-    if j == 0 && ctx.gather {
-        let g = cur.elems().min(GATHER_ELEMS);
-        let (motion, t) = slots(&ctx.known, g * 4, 1, GATHER_CAP);
-        if motion.n_terms > 0 {
-            let gt = tile(s, st, Space::Sb, parts, t * g * 4, plan.acc_ty())?;
-            compute(
-                s,
-                Opcode::TensorCopy,
-                SubOp::None,
-                gt.range(0, g * 4).moving(motion),
-                &[cur.first(g)],
-                &[],
-                InstFlags::empty(),
-            )?;
-            ctx.gathered = Some(gt);
-        }
+    if j == 0 && ctx.gather != Gather::No {
+        gather(s, st, &c, ctx, rng, cur)?;
     }
 
     // A DMA does not convert: the result in the output's type first.
@@ -1908,7 +1959,7 @@ fn unit<S: Sink>(
         return dma(
             s,
             Opcode::Save,
-            x.output.range(at, len).moving(x.motion),
+            x.output.range(at, len).rows(parts).moving(x.motion),
             src,
             None,
             q,
@@ -1936,6 +1987,89 @@ fn unit<S: Sink>(
     )
 }
 
+/// The first unit's gather (see [`Gather`]): `g <= GATHER_ELEMS` elements
+/// of `cur` per iteration into their own slice of a tile that lives over
+/// the loops, stacked in bytes, in partitions (the innermost loop's), or in
+/// a PSUM bank through a matmul. A kind that does not fit falls back to
+/// bytes; nothing when not even the innermost loop's slices fit.
+fn gather<S: Sink>(
+    s: &mut S,
+    st: &mut State,
+    c: &StepCtx<'_>,
+    ctx: &mut Ctx,
+    rng: &mut Rng,
+    cur: View,
+) -> Result<(), IrError> {
+    let parts = cur.parts;
+    let acc = c.plan.acc_ty();
+    let none = InstFlags::empty();
+    let pe = c.p.target.sb_partitions as u32;
+    let mut kind = ctx.gather;
+    if kind == Gather::Psum && (cur.elems() < parts as u32 || parts as u32 > pe) {
+        kind = Gather::Bytes;
+    }
+    if kind == Gather::Psum {
+        let rhs = operand(s, st, c, ctx, rng)?;
+        let g = cur.elems().min(rhs.elems()).min(GATHER_ELEMS);
+        let (motion, t) = slots(&ctx.known, g * 4, 1, c.bank as u64);
+        if motion.n_terms == 0 {
+            return Ok(());
+        }
+        let gp = tile(s, st, Space::Psum, parts, t * g * 4, acc)?;
+        compute(
+            s,
+            Opcode::Matmul,
+            SubOp::None,
+            gp.range(0, g * 4).moving(motion),
+            &[cur.first(parts as u32), rhs.first(g)],
+            &[],
+            none,
+        )?;
+        ctx.gathered = Some((gp, Space::Psum));
+        return Ok(());
+    }
+    let g = cur.elems().min(GATHER_ELEMS);
+    if let (Gather::Parts, Some(&(lp, trip))) = (kind, ctx.known.first()) {
+        let rows = trip as u64 * parts as u64;
+        if rows <= pe as u64 {
+            let gt = tile(s, st, Space::Sb, rows as u16, g * 4, acc)?;
+            let mut motion = STILL;
+            motion.terms[0] = IvTerm {
+                lp,
+                parts: parts as i32,
+                bytes: 0,
+            };
+            motion.n_terms = 1;
+            compute(
+                s,
+                Opcode::TensorCopy,
+                SubOp::None,
+                gt.full().rows(parts).moving(motion),
+                &[cur.first(g)],
+                &[],
+                none,
+            )?;
+            ctx.gathered = Some((gt, Space::Sb));
+            return Ok(());
+        }
+    }
+    let (motion, t) = slots(&ctx.known, g * 4, 1, GATHER_CAP);
+    if motion.n_terms > 0 {
+        let gt = tile(s, st, Space::Sb, parts, t * g * 4, acc)?;
+        compute(
+            s,
+            Opcode::TensorCopy,
+            SubOp::None,
+            gt.range(0, g * 4).moving(motion),
+            &[cur.first(g)],
+            &[],
+            none,
+        )?;
+        ctx.gathered = Some((gt, Space::Sb));
+    }
+    Ok(())
+}
+
 /// The second operand of a binary step: a fresh load from the unit's
 /// operand slice (DMA density) or a resident tile.
 fn operand<S: Sink>(
@@ -1958,11 +2092,13 @@ fn operand<S: Sink>(
 }
 
 /// The constructs of real kernels [`Census`] counts, in its order.
-pub const CONSTRUCTS: [&str; 13] = [
+pub const CONSTRUCTS: [&str; 15] = [
     "typed locations",
     "conversions",
     "DRAM loop terms",
-    "on-chip loop terms",
+    "SB loop terms",
+    "PSUM loop terms",
+    "partition loop terms",
     "register terms",
     "DRAM partition steps",
     "partition broadcasts",
@@ -2001,20 +2137,27 @@ impl Census {
             }
             for a in m.all_aps(i) {
                 let x = m.ap_ext(a);
-                let dram = m.mems.space[m.aps.loc[a]] == Space::Dram;
-                n[2] += usize::from(dram && !x.terms.is_empty());
-                n[3] += usize::from(!dram && !x.terms.is_empty());
-                n[4] += usize::from(x.reg.is_some());
-                n[5] += usize::from(dram && x.pstep.is_some_and(|s| s > 0));
-                n[6] += usize::from(x.is_broadcast(m.mems.space[m.aps.loc[a]]));
+                let space = m.mems.space[m.aps.loc[a]];
+                let dram = space == Space::Dram;
+                if !x.terms.is_empty() {
+                    n[match space {
+                        Space::Dram => 2,
+                        Space::Sb => 3,
+                        Space::Psum => 4,
+                    }] += 1;
+                }
+                n[5] += usize::from(x.terms.iter().any(|t| t.parts != 0));
+                n[6] += usize::from(x.reg.is_some());
+                n[7] += usize::from(dram && x.pstep.is_some_and(|s| s > 0));
+                n[8] += usize::from(x.is_broadcast(space));
             }
             let k = match op {
-                Opcode::TensorReduce => 7,
-                Opcode::Transpose => 8,
-                Opcode::TensorScan if m.insts.subop[i] == SubOp::MulAdd => 10,
-                Opcode::TensorScan => 9,
-                Opcode::Activation if n_in >= 2 => 11,
-                Opcode::TensorScalar if n_in == 2 => 12,
+                Opcode::TensorReduce => 9,
+                Opcode::Transpose => 10,
+                Opcode::TensorScan if m.insts.subop[i] == SubOp::MulAdd => 12,
+                Opcode::TensorScan => 11,
+                Opcode::Activation if n_in >= 2 => 13,
+                Opcode::TensorScalar if n_in == 2 => 14,
                 _ => continue,
             };
             n[k] += 1;
