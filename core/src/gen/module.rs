@@ -24,11 +24,13 @@
 //! before a save wherever the tile's type is not its destination's, as
 //! inside `nl.store` of an fp32 accumulator); every loop is named, and
 //! tiles move with the loops' induction variables — a unit's DRAM input and
-//! output streamed tile by tile (`+B*iv`), the K tiles of an accumulation
-//! and the stationary slice of its weights, and a piece of a unit's result
-//! gathered into its own slice of an SB tile saved after the loop nest;
-//! DMAs carry register offsets with their windows, sliding-window loads a
-//! DRAM partition step, and reads partition broadcasts.
+//! output streamed tile by tile (`+B*iv` in the bytes, or `+P*iv` in the
+//! rows), the K tiles of an accumulation and the stationary slice of its
+//! weights, and a piece of a unit's result gathered into its iteration's
+//! slice of a tile saved after the loop nest (SB bytes, SB partitions, or
+//! a PSUM bank written by a matmul); DMAs carry register offsets with their
+//! windows, sliding-window loads a DRAM partition step, and reads partition
+//! broadcasts.
 //!
 //! Invariants of every generated module (tested below):
 //! - exactly `instructions` instructions;
@@ -131,13 +133,16 @@ pub struct GenParams {
     pub unknown_trip_pct: u8,
     /// Share of the units in loops of known trip count whose input and
     /// output tiles stream through DRAM with the loops' induction variables
-    /// (loop terms on the DRAM side), and of accumulate loops whose K tiles
-    /// do (with the stationary slice of the weights moving on the SB side
-    /// when the weights hold every K step).
+    /// (loop terms on the DRAM side, in the bytes or, for tiles that stack
+    /// in 128 rows, half the time in the partitions), and of accumulate
+    /// loops whose K tiles do (with the stationary slice of the weights
+    /// moving on the SB side when the weights hold every K step).
     pub loop_term_pct: u8,
     /// Share of the regions with loops of known trip count whose first unit
-    /// gathers a piece of its result into its iteration's slice of an SB
-    /// tile (a loop term on the on-chip side), saved after the loop nest.
+    /// gathers a piece of its result into its iteration's slice of a tile
+    /// saved after the loop nest (a loop term on the on-chip side): the
+    /// bytes or the partitions of an SB tile, or a PSUM bank by a matmul,
+    /// a third each.
     pub gather_pct: u8,
     /// Share of plain input loads whose DRAM side moves by a register (the
     /// loop counter or the unit's address arithmetic) inside a declared
