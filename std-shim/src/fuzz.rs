@@ -694,6 +694,33 @@ mod tests {
         }
     }
 
+    /// Found by a run over random pipeline cases: the linear scan spilled a
+    /// tile that a later step reads as a partition broadcast (`[p0:128 step
+    /// 0, …]`) into a copy of the one partition the read touches, and
+    /// re-pointed the 128-partition read to it: the allocated module
+    /// printed a pattern its own reader refuses.
+    #[test]
+    fn regression_lsa_copy_holds_the_partitions_a_broadcast_names() {
+        let case = PipelineCase {
+            instructions: 34143,
+            seed: 7131209360239118303,
+            preset: 0,
+            generation: 231,
+            optlevel: 60,
+            allocator: 172,
+            smt_allocation: false,
+            loops_in_backend: true,
+            gca_dma_optlevel: 38,
+            max_regs: Some(232),
+            tiles: [66, 199, 123, 41],
+            weights: [174, 244, 249, 15, 155, 189, 198, 83],
+            pct: [1, 174, 190, 17, 144, 135, 41, 65, 59, 231, 110, 146],
+            shape: [93, 19, 90, 154, 214, 249, 140, 101, 37],
+            constructs: [106, 54, 223, 71, 57, 253, 168, 4, 216, 234, 225, 207],
+        };
+        assert_eq!(run_case(&case), CaseOutcome::Allocated);
+    }
+
     #[test]
     fn clean_failures_are_not_crashes() {
         // A tight module on few registers fails cleanly or succeeds; both

@@ -1030,7 +1030,13 @@ fn spill_victim(
             // Hulls: a pattern that moves with a loop keeps every
             // iteration's cells in the copy.
             let (l, h) = m.ap_byte_span(a).unwrap_or((0, m.mems.bytes[o] as u64));
-            let (r0, r1) = m.ap_rows(a);
+            let (r0, mut r1) = m.ap_rows(a);
+            // A partition broadcast touches one partition but names
+            // `part_count` of them: the copy it is re-pointed to must hold
+            // them all.
+            if m.ap_ext(a).is_broadcast(m.mems.space[o]) {
+                r1 = r1.saturating_add((m.aps.part_count[a] as u16).saturating_sub(1));
+            }
             plo = plo.min(r0);
             phi = phi.max(r1);
             lo = lo.min(l);
