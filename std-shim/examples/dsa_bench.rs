@@ -10,7 +10,9 @@
 use std::time::Instant;
 
 use tusk_core::gen::dsa::{perfect_packing, PerfectPacking};
-use tusk_core::mem::exact::{Budget, ExactOptions, ExactWorkspace, Objective, Outcome, Strategy};
+use tusk_core::mem::exact::{
+    Budget, ExactOptions, ExactWorkspace, Objective, Outcome, Strategy, PREORDERS,
+};
 use tusk_core::mem::greedy::{GreedyRule, GreedyWorkspace};
 use tusk_core::mem::problem::{Placement, Problem, Timeline};
 use tusk_core::verify::buffers::Validator;
@@ -42,12 +44,15 @@ fn exact(problem: &Problem, budget_ms: u64) -> (Outcome, f64) {
     (o, ms)
 }
 
-/// The search strategy, from `DSA_STRATEGY` (skyline, ordered; default the
-/// portfolio of both).
+/// The search strategy, from `DSA_STRATEGY` (skyline, or canonical0..2 for
+/// one preorder of the canonical search; default the portfolio).
 fn strategy() -> Strategy {
     match std::env::var("DSA_STRATEGY").as_deref() {
         Ok("skyline") => Strategy::Skyline,
-        Ok("ordered") => Strategy::OffsetOrder,
+        Ok(s) if s.starts_with("canonical") => {
+            let i: usize = s["canonical".len()..].parse().unwrap_or(0);
+            Strategy::Canonical(PREORDERS[i % PREORDERS.len()])
+        }
         _ => Strategy::Portfolio,
     }
 }
