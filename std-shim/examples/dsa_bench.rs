@@ -24,7 +24,9 @@ fn exact(problem: &Problem, budget_ms: u64) -> (Outcome, f64) {
     let mut out = vec![Placement::default(); problem.len()];
     let options = ExactOptions {
         budget: Budget {
-            nodes: None,
+            nodes: std::env::var("DSA_BUDGET_NODES")
+                .ok()
+                .and_then(|s| s.parse().ok()),
             micros: Some(budget_ms * 1000),
         },
         objective: Objective::Fit,
@@ -96,7 +98,11 @@ fn main() {
                     t.problem.capacity = c;
                     let gs = greedy(&t.problem, GreedyRule::BySize);
                     let bf = greedy(&t.problem, GreedyRule::StartBestFit);
-                    let (o, ms) = exact(&t.problem, 10_000);
+                    let budget = std::env::var("DSA_BUDGET_MS")
+                        .ok()
+                        .and_then(|s| s.parse().ok())
+                        .unwrap_or(10_000);
+                    let (o, ms) = exact(&t.problem, budget);
                     println!(
                         "{} | {} | {c} | {lb} | {:.4} | {:.4} | {} | {} {:?} nodes {} | {ms:.2}",
                         f.file_name().unwrap_or_default().to_string_lossy(),

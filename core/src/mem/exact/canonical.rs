@@ -435,6 +435,12 @@ impl ExactWorkspace {
             if !canonical || m.saturating_add(size) > k || (!infer && m >= min_height) {
                 continue;
             }
+            // Identical buffers are interchangeable: they go in index order
+            // (their ranks follow it), one of each symmetric pair of paths.
+            let tw = self.twin_prev[b];
+            if tw != NONE && !self.placed[tw as usize] {
+                continue;
+            }
             let key = (m, r, o as u32);
             if after.is_some_and(|a| key <= a) {
                 continue;
