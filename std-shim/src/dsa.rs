@@ -244,11 +244,12 @@ pub fn run(args: &DsaArgs) -> u8 {
                     }
                 }
                 let pinned = problem.buffers().iter().any(|b| b.pin.is_some());
-                if !pinned && lsa_portfolio(problem, &mut trial).is_ok() {
-                    if peak(problem, &trial) < peak(problem, &placements) {
-                        placements.copy_from_slice(&trial);
-                        by = "linear scan";
-                    }
+                if !pinned
+                    && lsa_portfolio(problem, &mut trial).is_ok()
+                    && peak(problem, &trial) < peak(problem, &placements)
+                {
+                    placements.copy_from_slice(&trial);
+                    by = "linear scan";
                 }
             }
             let best = peak(problem, &placements);

@@ -186,7 +186,7 @@ pub fn trace_like(
     seed: u64,
     problem: &mut Problem,
 ) -> Result<(), ProblemError> {
-    let mut rng = SplitMix64::new(seed ^ 0x0DDB_A11_7ACE_0002);
+    let mut rng = SplitMix64::new(seed ^ 0x00DD_BA11_7ACE_0002);
     let steps = (params.buffers / params.per_step.max(1)).max(16) as u64;
     problem.clear();
     for _ in 0..params.buffers {

@@ -445,7 +445,7 @@ impl ExactWorkspace {
             if after.is_some_and(|a| key <= a) {
                 continue;
             }
-            if best.is_none_or(|x| key < x) {
+            if best.map_or(true, |x| key < x) {
                 best = Some(key);
             }
         }
@@ -595,7 +595,7 @@ impl ExactWorkspace {
         self.nb_left.clear();
         self.nb_left.resize(n, 0);
         let mut nb = core::mem::take(&mut self.nb_left);
-        for b in 0..n {
+        for (b, slot) in nb.iter_mut().enumerate() {
             if self.placed[b] {
                 continue;
             }
@@ -604,7 +604,7 @@ impl ExactWorkspace {
                 let c = ws.opts[oc].buffer as usize;
                 count += (c != b && !ws.placed[c] && oc == ws.opt_at[c] as usize) as u32;
             });
-            nb[b] = count;
+            *slot = count;
         }
         self.nb_left = nb;
         self.cross.clear();
