@@ -853,15 +853,27 @@ impl ExactWorkspace {
                     self.search_canonical(problem, pre, options, clock, t0, cap, &mut outcome)
                 }
                 Strategy::Portfolio => {
-                    // Every preorder in turn, each with the node slice of
-                    // its round, doubling every round, so some attempt is
-                    // always complete.
-                    let len = PREORDERS.len() as u64;
-                    let (round, pre) = (attempt / len, PREORDERS[(attempt % len) as usize]);
+                    // Every preorder of the canonical search in turn, then
+                    // the skyline search (which finds what the canonical
+                    // one misses on guillotine-cut packings, and the other
+                    // way round), each with the node slice of its round,
+                    // doubling every round, so some attempt is always
+                    // complete.
+                    let len = PREORDERS.len() as u64 + 1;
+                    let (round, member) = (attempt / len, (attempt % len) as usize);
                     self.attempt_end = outcome
                         .nodes
                         .saturating_add(canonical_slice(n).saturating_mul(1 << round.min(40)));
-                    self.search_canonical(problem, pre, options, clock, t0, cap, &mut outcome)
+                    if member < PREORDERS.len() {
+                        let pre = PREORDERS[member];
+                        self.search_canonical(problem, pre, options, clock, t0, cap, &mut outcome)
+                    } else {
+                        if coarse {
+                            self.setup(problem, if at_bound { lb } else { k }, false);
+                        }
+                        self.noise = if round == 0 { 0 } else { mix(round) };
+                        self.search(problem, options, clock, t0, lb, cap, &mut outcome)
+                    }
                 }
             };
             found |= f;
