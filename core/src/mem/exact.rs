@@ -872,7 +872,13 @@ impl ExactWorkspace {
                             self.setup(problem, if at_bound { lb } else { k }, false);
                         }
                         self.noise = if round == 0 { 0 } else { mix(round) };
-                        self.search(problem, options, clock, t0, lb, cap, &mut outcome)
+                        // The skyline's undo trail can fill on deep paths of
+                        // raises; the other members go on then (they are
+                        // complete without it).
+                        match self.search(problem, options, clock, t0, lb, cap, &mut outcome) {
+                            (Stop::Limit(Limit::Storage), f) => (Stop::Restart, f),
+                            other => other,
+                        }
                     }
                 }
             };
