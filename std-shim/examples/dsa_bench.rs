@@ -10,7 +10,9 @@
 use std::time::Instant;
 
 use tusk_core::gen::dsa::{perfect_packing, PerfectPacking};
-use tusk_core::mem::exact::{Budget, ExactOptions, ExactWorkspace, Objective, Outcome, Strategy};
+use tusk_core::mem::exact::{
+    Budget, ExactOptions, ExactWorkspace, Objective, Outcome, Strategy, PREORDERS,
+};
 use tusk_core::mem::greedy::{GreedyRule, GreedyWorkspace};
 use tusk_core::mem::problem::{Placement, Problem, Timeline};
 use tusk_core::verify::buffers::Validator;
@@ -22,7 +24,9 @@ fn exact(problem: &Problem, budget_ms: u64) -> (Outcome, f64) {
     let mut out = vec![Placement::default(); problem.len()];
     let options = ExactOptions {
         budget: Budget {
-            nodes: None,
+            nodes: std::env::var("DSA_BUDGET_NODES")
+                .ok()
+                .and_then(|s| s.parse().ok()),
             micros: Some(budget_ms * 1000),
         },
         objective: Objective::Fit,
@@ -42,12 +46,15 @@ fn exact(problem: &Problem, budget_ms: u64) -> (Outcome, f64) {
     (o, ms)
 }
 
-/// The search strategy, from `DSA_STRATEGY` (skyline, ordered; default the
-/// portfolio of both).
+/// The search strategy, from `DSA_STRATEGY` (skyline, or canonical0..2 for
+/// one preorder of the canonical search; default the portfolio).
 fn strategy() -> Strategy {
     match std::env::var("DSA_STRATEGY").as_deref() {
         Ok("skyline") => Strategy::Skyline,
-        Ok("ordered") => Strategy::OffsetOrder,
+        Ok(s) if s.starts_with("canonical") => {
+            let i: usize = s["canonical".len()..].parse().unwrap_or(0);
+            Strategy::Canonical(PREORDERS[i % PREORDERS.len()])
+        }
         _ => Strategy::Portfolio,
     }
 }
@@ -91,7 +98,11 @@ fn main() {
                     t.problem.capacity = c;
                     let gs = greedy(&t.problem, GreedyRule::BySize);
                     let bf = greedy(&t.problem, GreedyRule::StartBestFit);
-                    let (o, ms) = exact(&t.problem, 10_000);
+                    let budget = std::env::var("DSA_BUDGET_MS")
+                        .ok()
+                        .and_then(|s| s.parse().ok())
+                        .unwrap_or(10_000);
+                    let (o, ms) = exact(&t.problem, budget);
                     println!(
                         "{} | {} | {c} | {lb} | {:.4} | {:.4} | {} | {} {:?} nodes {} | {ms:.2}",
                         f.file_name().unwrap_or_default().to_string_lossy(),

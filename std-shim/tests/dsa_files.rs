@@ -8,26 +8,25 @@ use tusk_core::mem::problem::{Placement, Problem, Timeline};
 use tusk_core::verify::buffers::Validator;
 use tusk_shim::dsa::{run, Algo, DsaArgs};
 
+/// The public DSA instances: `../shared/data/dsa` beside the checkout (CI
+/// has it), or `TUSK_DATA_DIR/dsa`. Missing data fails the test loudly: a
+/// test that needs it never passes on nothing.
 fn data_dir() -> Option<PathBuf> {
-    // TUSK_DATA_DIR overrides the default for checkouts outside /work/main.
     let dir = match std::env::var_os("TUSK_DATA_DIR") {
         Some(d) => PathBuf::from(d).join("dsa"),
         None => PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/data/dsa"),
     };
-    if dir.is_dir() {
-        Some(dir)
-    } else {
-        eprintln!("skipping: {} is absent", dir.display());
-        None
-    }
+    assert!(
+        dir.is_dir(),
+        "{} is absent: these tests need the public DSA instances (set TUSK_DATA_DIR to the data folder)",
+        dir.display()
+    );
+    Some(dir)
 }
 
 fn load(dir: &std::path::Path, name: &str) -> Option<Problem> {
     let path = dir.join(name);
-    let Ok(bytes) = std::fs::read(&path) else {
-        eprintln!("skipping: {} is absent", path.display());
-        return None;
-    };
+    let bytes = std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     let mut t = tusk_shim::csv::parse(&bytes).expect("shipped file parses");
     t.problem.capacity = tusk_shim::csv::capacity_from_name(&path).expect("capacity in name");
     Some(t.problem)
@@ -158,4 +157,54 @@ fn dsa_writes_offsets_and_reports_by_exit_code() {
         3
     );
     std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// Peak of the placement `tusk dsa -o` wrote.
+fn written_peak(out: &std::path::Path) -> u64 {
+    let text = std::fs::read_to_string(out).unwrap();
+    text.lines()
+        .skip(1)
+        .map(|l| {
+            let f: Vec<u64> = l.split(',').skip(1).map(|x| x.parse().unwrap()).collect();
+            let (lower, upper, size, offset) = (f[0], f[1], f[2], f[3]);
+            if lower < upper && size > 0 {
+                offset + size
+            } else {
+                0
+            }
+        })
+        .max()
+        .unwrap_or(0)
+}
+
+#[test]
+fn exact_is_never_worse_than_the_heuristics_on_the_eleven_instances() {
+    // A short budget: where the search does not fit, the answer written is
+    // still the best of the search, the colorer and the linear scan.
+    let Some(dir) = data_dir() else { return };
+    let tmp = std::env::temp_dir().join(format!("tusk-dsa-eleven-{}", std::process::id()));
+    std::fs::create_dir_all(&tmp).unwrap();
+    for name in ["A", "B", "C", "D", "E", "F", "G", "H", "I", "J", "K"] {
+        let file = dir.join(format!("{name}.1048576.csv"));
+        let p = load(&dir, &format!("{name}.1048576.csv")).unwrap();
+        let out = tmp.join(format!("{name}.out.csv"));
+        let mut a = args(file, None, Some(out.clone()), Algo::Exact);
+        a.budget_nodes = Some(20_000);
+        let code = run(&a);
+        let got = written_peak(&out);
+        assert_eq!(code, if got <= p.capacity { 0 } else { 1 }, "{name}");
+        let mut gws = tusk_core::mem::gca::GcaWorkspace::new();
+        gws.reserve_for(&p, 0, 0);
+        let mut g = vec![Placement::default(); p.len()];
+        let colored = gws.solve(&p, &tusk_core::mem::gca::GcaOptions::default(), &mut g);
+        let mut greedy = GreedyWorkspace::new();
+        greedy.reserve(p.len());
+        let by_size = greedy.place(&p, GreedyRule::BySize, &mut g);
+        assert!(
+            got <= colored.peak && got <= by_size,
+            "{name}: {got} > colorer {} or greedy {by_size}",
+            colored.peak
+        );
+    }
+    std::fs::remove_dir_all(&tmp).unwrap();
 }

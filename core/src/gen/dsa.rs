@@ -1,4 +1,7 @@
-//! Generators of buffer-placement problems with a known perfect packing.
+//! Generators of buffer-placement problems: perfect packings (below) and
+//! trace-like instances ([`trace_like`]).
+//!
+//! # Perfect packings
 //!
 //! A capacity × horizon rectangle (bytes × time) is cut by random guillotine
 //! cuts into pieces; each piece becomes a buffer (its time extent is the
@@ -149,6 +152,138 @@ pub fn perfect_packing(
     Ok(())
 }
 
+/// Parameters of a trace-like instance: the structure of ML-compiler
+/// lifetime traces, many short-lived small buffers and a few huge
+/// long-lived ones.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct TraceLike {
+    /// Buffers.
+    pub buffers: usize,
+    /// Buffers starting per time step on average (how many are live at
+    /// once: about this times the median lifetime, plus the long ones).
+    pub per_step: usize,
+    /// One buffer in this many is huge and long-lived.
+    pub huge_every: u64,
+}
+
+impl TraceLike {
+    /// `buffers` buffers, 32 starting per step, one in 200 huge.
+    pub const fn new(buffers: usize) -> TraceLike {
+        TraceLike {
+            buffers,
+            per_step: 32,
+            huge_every: 200,
+        }
+    }
+}
+
+/// Fills `problem` (a linear problem, cleared first; capacity left as is)
+/// with a trace-like instance: small buffers (16 B to 256 KiB, log-uniform)
+/// living 1 to 10 steps (median 5), one in twenty of them up to a tenth of
+/// the horizon; huge ones (1 to 16 MiB) living a tenth to a half of it.
+pub fn trace_like(
+    params: &TraceLike,
+    seed: u64,
+    problem: &mut Problem,
+) -> Result<(), ProblemError> {
+    let mut rng = SplitMix64::new(seed ^ 0x00DD_BA11_7ACE_0002);
+    let steps = (params.buffers / params.per_step.max(1)).max(16) as u64;
+    problem.clear();
+    for _ in 0..params.buffers {
+        let lower = rng.below(steps);
+        let (size, life) = if rng.below(params.huge_every.max(1)) == 0 {
+            let size = (1u64 << 20) << rng.below(5);
+            (
+                size + 64 * rng.below(1 << 12),
+                steps / 10 + rng.below(steps * 2 / 5 + 1),
+            )
+        } else {
+            let size = 16u64 << rng.below(15);
+            let size = size + rng.below(size);
+            let life = if rng.below(20) == 0 {
+                1 + rng.below(steps / 10 + 1)
+            } else {
+                1 + rng.below(10)
+            };
+            (size, life)
+        };
+        problem.push(Buffer {
+            lower,
+            upper: lower + life.max(1),
+            size,
+            align: 1,
+            partitions: 1,
+            pin: None,
+        })?;
+    }
+    Ok(())
+}
+
+/// A way to dress an instance without changing it: the placements of the
+/// dressed copy map one to one onto the original's, with the same peak over
+/// the scale.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum Dress {
+    /// Time runs backwards: `[T - upper, T - lower)`.
+    Mirror,
+    /// The buffers in a seeded random order (renaming them: a problem's
+    /// buffers are named by their index).
+    Shuffle(u64),
+    /// Sizes, alignments and the capacity times the factor, and times too.
+    Scale(u64),
+}
+
+/// Writes `problem` dressed by `dress` into `out` (cleared first; a linear
+/// problem with room for the buffers). Returns, for each buffer of `out`,
+/// its index in `problem`.
+pub fn dress(
+    problem: &Problem,
+    dress: Dress,
+    out: &mut Problem,
+    from: &mut Vec<u32>,
+) -> Result<(), ProblemError> {
+    let bufs = problem.buffers();
+    let horizon = bufs.iter().map(|b| b.upper).max().unwrap_or(0);
+    from.clear();
+    from.extend(0..bufs.len() as u32);
+    if let Dress::Shuffle(seed) = dress {
+        let mut rng = SplitMix64::new(seed);
+        for i in (1..from.len()).rev() {
+            let j = rng.below(i as u64 + 1) as usize;
+            from.swap(i, j);
+        }
+    }
+    out.clear();
+    out.capacity = match dress {
+        Dress::Scale(k) => problem.capacity.saturating_mul(k),
+        _ => problem.capacity,
+    };
+    for &i in from.iter() {
+        let b = bufs[i as usize];
+        let b = match dress {
+            Dress::Mirror => Buffer {
+                lower: horizon - b.upper,
+                upper: horizon - b.lower,
+                ..b
+            },
+            Dress::Shuffle(_) => b,
+            Dress::Scale(k) => Buffer {
+                lower: b.lower * k,
+                upper: b.upper * k,
+                size: b.size * k,
+                align: b.align * k,
+                pin: b.pin.map(|p| Placement {
+                    offset: p.offset * k,
+                    ..p
+                }),
+                ..b
+            },
+        };
+        out.push(b)?;
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -168,6 +303,20 @@ mod tests {
             let mut v = Validator::with_capacity(p.len(), 4);
             assert_eq!(v.check(&p, &sol, p.capacity).total, 0);
         }
+    }
+
+    #[test]
+    fn trace_like_has_many_small_short_and_few_huge_long_buffers() {
+        let mut p = Problem::linear(0, 4000);
+        trace_like(&TraceLike::new(4000), 1, &mut p).unwrap();
+        let bufs = p.buffers();
+        let huge = bufs.iter().filter(|b| b.size >= 1 << 20).count();
+        let short = bufs.iter().filter(|b| b.upper - b.lower <= 10).count();
+        assert!((5..60).contains(&huge), "{huge} huge buffers");
+        assert!(short > 3000, "{short} short-lived buffers");
+        let mut q = Problem::linear(0, 4000);
+        trace_like(&TraceLike::new(4000), 1, &mut q).unwrap();
+        assert_eq!(p.buffers(), q.buffers());
     }
 
     #[test]

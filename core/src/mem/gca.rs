@@ -8,11 +8,13 @@
 //! already placed neighbours leave free, which is first-fit coloring of an
 //! interval graph with weighted colors.
 //!
-//! # Graph
-//! Built from the buffers sorted by start, with a second list sorted by end
-//! to expire the active set: every buffer is adjacent to the active buffers
-//! at its start. O(n log n + E) time, CSR storage reserved by
-//! [`GcaWorkspace::reserve_for`].
+//! # Interference
+//! Two buffers interfere when their lifetimes share an instant. The graph
+//! is never stored: an interval index ([`OverlapIndex`], linear storage at
+//! any density) lists the buffers that overlap one buffer in O((1 + d) log n)
+//! for d overlaps, and gives degrees by binary search. So the storage stays
+//! a few words per buffer however many buffers are live at once, and a
+//! replay costs O(n log n) plus the overlaps it visits.
 //!
 //! # Orders
 //! Sweep `k` of `N` takes, in turn: size (largest first), area (size ×
@@ -25,9 +27,7 @@
 //! best peak so far) has its priority raised by how far above it ends, and
 //! the next replay takes buffers by priority. Buffers that keep landing high
 //! move forward until they find room low. It stops at the lower bound or
-//! after `improve` replays. On the tight MiniMalloc and perfect-packing
-//! instances this takes the mean peak / lower bound from 1.19 (best of the
-//! sweeps) to 1.13 at 400 replays and 1.115 at 1,500.
+//! after `improve` replays.
 //!
 //! # Work bound
 //! One replay costs O(Σ d log d) over the degrees d. The sweep and replay
@@ -38,6 +38,7 @@
 use alloc::vec::Vec;
 
 use super::greedy::{GreedyRule, GreedyWorkspace};
+use super::overlap::OverlapIndex;
 use super::problem::{align_up, peak, Buffer, Placement, Problem, Timeline};
 
 /// Tuning of the colorer.
@@ -115,7 +116,8 @@ pub struct GcaOutcome {
     pub sweeps: u32,
     /// Improvement replays run.
     pub replays: u32,
-    /// Edges of the interference graph.
+    /// Interfering pairs (edges of the interference graph, which is not
+    /// stored).
     pub edges: u64,
 }
 
@@ -137,12 +139,7 @@ struct Obstacle {
 /// Reusable storage of the colorer.
 #[derive(Debug, Default)]
 pub struct GcaWorkspace {
-    adj_off: Vec<u32>,
-    adj: Vec<u32>,
-    by_lower: Vec<u32>,
-    by_upper: Vec<u32>,
-    active: Vec<u32>,
-    active_pos: Vec<u32>,
+    index: OverlapIndex,
     order: Vec<u32>,
     best_order: Vec<u32>,
     keys: Vec<u64>,
@@ -160,16 +157,14 @@ pub struct GcaWorkspace {
 /// What [`GcaWorkspace::reserve_within`] did.
 #[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
 pub struct GraphReservation {
-    /// Interference edges of the problem (plus the headroom).
+    /// Interfering pairs of the problem (plus the headroom).
     pub edges: u64,
-    /// Heap bytes the graph's adjacency needs.
+    /// Heap bytes the interval index needs (linear in the buffers).
     pub needed: u64,
-    /// True when the graph did not fit: [`GcaWorkspace::solve`] places by
-    /// the greedy-by-size rule instead.
+    /// True when even the index did not fit: [`GcaWorkspace::solve`] places
+    /// by the greedy-by-size rule instead.
     pub refused: bool,
 }
-
-const NONE: u32 = u32::MAX;
 
 /// splitmix64: the random tie-breaks only need to be reproducible.
 fn mix(mut z: u64) -> u64 {
@@ -185,28 +180,27 @@ impl GcaWorkspace {
         Self::default()
     }
 
-    /// Counts the interference edges of `problem` (one sweep, no storage
-    /// beyond the sort lists) so that the caller can reserve.
+    /// Counts the interfering pairs of `problem` (O(n log n), linear
+    /// storage: it builds the interval index).
     pub fn count_edges(&mut self, problem: &Problem) -> u64 {
-        self.sort_lists(problem);
-        let mut edges = 0u64;
-        self.sweep(problem, |_, active| edges += active.len() as u64);
-        edges
+        self.index.reserve(problem.len());
+        self.index.build(problem);
+        self.index.pairs(problem)
     }
 
-    /// Reserves every list for `problem` with `headroom` extra buffers and
-    /// `headroom_edges` extra edges, so that later runs on problems up to that
-    /// size do not allocate. No storage budget.
+    /// Reserves every list for `problem` with `headroom` extra buffers, so
+    /// that later runs on problems up to that size do not allocate. No
+    /// storage budget. (`headroom_edges` is kept for callers that size a
+    /// graph: the colorer stores none.)
     pub fn reserve_for(&mut self, problem: &Problem, headroom: usize, headroom_edges: u64) {
         self.reserve_within(problem, headroom, headroom_edges, u64::MAX);
     }
 
-    /// [`Self::reserve_for`] within `allowance` heap bytes for the graph's
-    /// adjacency (two entries per edge: at any density it is the one part
-    /// that grows faster than the buffers). The per-buffer lists are always
-    /// reserved; when the adjacency does not fit, none is reserved and
-    /// [`Self::solve`] falls back to the greedy-by-size rule, whose storage
-    /// is linear.
+    /// [`Self::reserve_for`] within `allowance` heap bytes for the
+    /// interference structure. It is linear in the buffers, so it fits any
+    /// allowance a caller gives a problem's own storage; when it does not,
+    /// none is reserved and [`Self::solve`] falls back to the greedy-by-size
+    /// rule.
     pub fn reserve_within(
         &mut self,
         problem: &Problem,
@@ -216,23 +210,22 @@ impl GcaWorkspace {
     ) -> GraphReservation {
         let n = problem.len() + headroom;
         self.packed.reserve(n.saturating_sub(self.packed.len()));
-        let e = self.count_edges(problem).saturating_add(headroom_edges);
-        let needed = crate::storage::bytes_of::<u32>(n + 1)
-            .saturating_add((e as u128 * 2 * 4).min(u64::MAX as u128) as u64);
+        let needed = OverlapIndex::bytes_for(n);
         let refused = needed > allowance;
+        let e = if refused {
+            0
+        } else {
+            self.count_edges(problem).saturating_add(headroom_edges)
+        };
         let grow = |v: &mut Vec<u32>, k: usize| v.reserve(k.saturating_sub(v.len()));
         // The workspace serves every space: what one problem was refused
-        // does not shrink what another was granted. A problem whose graph
-        // does not fit what is reserved is placed greedily (see `solve`).
-        self.greedy.reserve(n);
-        grow(&mut self.adj_off, n + 1);
-        if !refused {
-            grow(&mut self.adj, (2 * e) as usize);
+        // does not shrink what another was granted. A problem the reserved
+        // index cannot hold is placed greedily (see `solve`).
+        if refused {
+            self.greedy.reserve(n);
+        } else {
+            self.index.reserve(n);
         }
-        grow(&mut self.by_lower, n);
-        grow(&mut self.by_upper, n);
-        grow(&mut self.active, n);
-        grow(&mut self.active_pos, n);
         grow(&mut self.order, n);
         grow(&mut self.best_order, n);
         self.keys.reserve(n.saturating_sub(self.keys.len()));
@@ -250,12 +243,6 @@ impl GcaWorkspace {
     /// Heap bytes reserved.
     pub fn heap_bytes(&self) -> u64 {
         crate::heap_bytes!(
-            self.adj_off,
-            self.adj,
-            self.by_lower,
-            self.by_upper,
-            self.active,
-            self.active_pos,
             self.order,
             self.best_order,
             self.keys,
@@ -266,117 +253,7 @@ impl GcaWorkspace {
         )
         .saturating_add(self.timeline.heap_bytes())
         .saturating_add(self.greedy.heap_bytes())
-    }
-
-    fn sort_lists(&mut self, p: &Problem) {
-        let bufs = p.buffers();
-        self.by_lower.clear();
-        self.by_lower
-            .extend((0..bufs.len() as u32).filter(|&i| !bufs[i as usize].is_void()));
-        self.by_upper.clear();
-        self.by_upper.extend_from_slice(&self.by_lower);
-        if self.by_lower.len() > self.packed.capacity() {
-            self.by_lower
-                .sort_unstable_by_key(|&i| (bufs[i as usize].lower, i));
-            self.by_upper
-                .sort_unstable_by_key(|&i| (bufs[i as usize].upper, i));
-            return;
-        }
-        // The same orders through one packed (end, index) integer per
-        // buffer: no lookup of the buffers while sorting.
-        for (list, upper) in [(&mut self.by_lower, false), (&mut self.by_upper, true)] {
-            self.packed.clear();
-            self.packed.extend(list.iter().map(|&i| {
-                let b = &bufs[i as usize];
-                let t = if upper { b.upper } else { b.lower };
-                (t as u128) << 32 | i as u128
-            }));
-            self.packed.sort_unstable();
-            for (slot, &p) in list.iter_mut().zip(&self.packed) {
-                *slot = p as u32;
-            }
-        }
-    }
-
-    /// Calls `f(v, active)` for every non-void buffer `v` in start order,
-    /// with the buffers live at `v`'s start that started before it.
-    fn sweep<F: FnMut(u32, &[u32])>(&mut self, p: &Problem, mut f: F) {
-        let bufs = p.buffers();
-        self.active.clear();
-        self.active_pos.clear();
-        self.active_pos.resize(bufs.len(), NONE);
-        let mut j = 0;
-        for k in 0..self.by_lower.len() {
-            let v = self.by_lower[k];
-            let lower = bufs[v as usize].lower;
-            while j < self.by_upper.len() && bufs[self.by_upper[j] as usize].upper <= lower {
-                let u = self.by_upper[j];
-                j += 1;
-                let pos = self.active_pos[u as usize];
-                if pos != NONE {
-                    let last = self.active.len() - 1;
-                    self.active.swap(pos as usize, last);
-                    let moved = self.active[pos as usize];
-                    self.active_pos[moved as usize] = pos;
-                    self.active.pop();
-                    self.active_pos[u as usize] = NONE;
-                }
-            }
-            f(v, &self.active);
-            self.active_pos[v as usize] = self.active.len() as u32;
-            self.active.push(v);
-        }
-    }
-
-    /// Builds the CSR interference graph; returns the edge count, or `None`
-    /// (without growing) when its adjacency exceeds what was reserved.
-    fn build_graph(&mut self, p: &Problem) -> Option<u64> {
-        let n = p.len();
-        self.sort_lists(p);
-        // The edge count first (no neighbour visits): a graph larger than
-        // the reserved adjacency is not built at all.
-        let mut edges = 0u64;
-        self.sweep(p, |_, active| edges += active.len() as u64);
-        if edges.saturating_mul(2) > self.adj.capacity() as u64 {
-            return None;
-        }
-        // Pass 1: degrees.
-        let mut deg = core::mem::take(&mut self.adj_off);
-        deg.clear();
-        deg.resize(n + 1, 0);
-        self.sweep(p, |v, active| {
-            deg[v as usize + 1] += active.len() as u32;
-            for &a in active {
-                deg[a as usize + 1] += 1;
-            }
-        });
-        for k in 1..deg.len() {
-            deg[k] += deg[k - 1];
-        }
-        let total = deg[n] as usize;
-        // Pass 2: fill, using `order` as the per-node cursor.
-        let mut adj = core::mem::take(&mut self.adj);
-        adj.clear();
-        adj.resize(total, 0);
-        let mut cursor = core::mem::take(&mut self.order);
-        cursor.clear();
-        cursor.extend_from_slice(&deg[..n]);
-        self.sweep(p, |v, active| {
-            for &a in active {
-                adj[cursor[v as usize] as usize] = a;
-                cursor[v as usize] += 1;
-                adj[cursor[a as usize] as usize] = v;
-                cursor[a as usize] += 1;
-            }
-        });
-        self.adj_off = deg;
-        self.adj = adj;
-        self.order = cursor;
-        Some((total / 2) as u64)
-    }
-
-    fn degree(&self, v: usize) -> u32 {
-        self.adj_off[v + 1] - self.adj_off[v]
+        .saturating_add(self.index.heap_bytes())
     }
 
     /// Places every buffer of `problem` into `out` (indexed like the
@@ -389,8 +266,7 @@ impl GcaWorkspace {
     ) -> GcaOutcome {
         let bufs = problem.buffers();
         let n = bufs.len();
-        let Some(edges) = self.build_graph(problem) else {
-            // The graph needs more adjacency than the budget let us reserve.
+        if !self.index.holds(n) {
             let lower_bound = problem.lower_bound(&mut self.timeline).bytes;
             let pk = self.greedy.place(problem, GreedyRule::BySize, out);
             return GcaOutcome {
@@ -401,7 +277,9 @@ impl GcaWorkspace {
                 replays: 0,
                 edges: 0,
             };
-        };
+        }
+        self.index.build(problem);
+        let edges = self.index.pairs(problem);
         let lower_bound = problem.lower_bound(&mut self.timeline).bytes;
         self.current.clear();
         self.current.resize(n, Placement::default());
@@ -493,7 +371,7 @@ impl GcaWorkspace {
             let key = match rule {
                 OrderRule::Size | OrderRule::GreedyFallback => b.size,
                 OrderRule::Area => b.size.saturating_mul(b.partitions as u64),
-                OrderRule::Degree => self.degree(i) as u64,
+                OrderRule::Degree => self.index.degree(b) as u64,
                 OrderRule::Start => u64::MAX - b.lower,
                 OrderRule::End => b.upper,
                 OrderRule::Random(k) => {
@@ -599,20 +477,20 @@ impl GcaWorkspace {
     fn lowest(&mut self, p: &Problem, v: usize, b: &Buffer) -> Placement {
         let bufs = p.buffers();
         self.near.clear();
-        let (s, e) = (self.adj_off[v] as usize, self.adj_off[v + 1] as usize);
-        for &u in &self.adj[s..e] {
+        let (near, placed, current) = (&mut self.near, &self.placed, &self.current);
+        self.index.for_each_overlapping(b, |u| {
             let u = u as usize;
-            if self.placed[u] {
-                let pl = self.current[u];
+            if u != v && placed[u] {
+                let pl = current[u];
                 let ub = &bufs[u];
-                self.near.push(Obstacle {
+                near.push(Obstacle {
                     offset: pl.offset,
                     top: pl.offset + ub.size,
                     base: pl.base,
                     end: pl.base + ub.partitions,
                 });
             }
-        }
+        });
         self.near.sort_unstable_by_key(|o| o.offset);
         let mut best: Option<Placement> = None;
         for base in p.legal_bases(b.partitions) {

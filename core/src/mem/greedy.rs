@@ -15,13 +15,15 @@
 //! Pins are obstacles placed first. Neither rule looks at the capacity: the
 //! peak they reach is the answer, possibly above the capacity.
 //!
-//! Cost: each buffer scans the placed buffers for time-overlapping
-//! neighbours, O(n²) comparisons plus a sort of each neighbour list; both
-//! are fine at the sizes the exact search handles. No allocation after
-//! [`GreedyWorkspace::reserve`].
+//! Cost: the time-overlapping buffers come from an interval index
+//! ([`OverlapIndex`]), so each buffer visits only the buffers that share an
+//! instant with it, placed or not, and sorts the placed ones: O(n log n) to
+//! build and sort, plus O(d log n) per buffer of d overlaps, in linear
+//! storage. No allocation after [`GreedyWorkspace::reserve`].
 
 use alloc::vec::Vec;
 
+use super::overlap::OverlapIndex;
 use super::problem::{align_up, Buffer, Placement, Problem};
 
 /// Which greedy rule to run.
@@ -60,6 +62,7 @@ pub struct GreedyWorkspace {
     placed: Vec<bool>,
     near: Vec<Obstacle>,
     scratch: Vec<Obstacle>,
+    index: OverlapIndex,
 }
 
 impl GreedyWorkspace {
@@ -72,6 +75,7 @@ impl GreedyWorkspace {
     /// Heap bytes reserved.
     pub fn heap_bytes(&self) -> u64 {
         crate::heap_bytes!(self.order, self.placed, self.near, self.scratch)
+            .saturating_add(self.index.heap_bytes())
     }
 
     /// Sizes the storage for problems of up to `buffers` buffers.
@@ -82,6 +86,7 @@ impl GreedyWorkspace {
         self.near.reserve(buffers.saturating_sub(self.near.len()));
         self.scratch
             .reserve(buffers.saturating_sub(self.scratch.len()));
+        self.index.reserve(buffers);
     }
 
     /// Places every buffer of `problem` by `rule` into `out` (indexed like
@@ -121,6 +126,7 @@ impl GreedyWorkspace {
                 a.lower.cmp(&b.lower).then(x.cmp(&y))
             }),
         }
+        self.index.build(problem);
         for k in 0..self.order.len() {
             let i = self.order[k] as usize;
             let buf = bufs[i];
@@ -160,16 +166,18 @@ impl GreedyWorkspace {
 
     fn collect_neighbours(&mut self, bufs: &[Buffer], out: &[Placement], buf: &Buffer) {
         self.near.clear();
-        for (j, other) in bufs.iter().enumerate() {
-            if self.placed[j] && !other.is_void() && other.overlaps_in_time(buf) {
-                self.near.push(Obstacle {
+        let (near, placed) = (&mut self.near, &self.placed);
+        self.index.for_each_overlapping(buf, |j| {
+            let j = j as usize;
+            if placed[j] {
+                near.push(Obstacle {
                     offset: out[j].offset,
-                    top: out[j].offset + other.size,
+                    top: out[j].offset + bufs[j].size,
                     base: out[j].base,
-                    end: out[j].base + other.partitions,
+                    end: out[j].base + bufs[j].partitions,
                 });
             }
-        }
+        });
     }
 }
 

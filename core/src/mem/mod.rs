@@ -12,6 +12,7 @@ pub mod gca;
 pub mod greedy;
 pub mod live_range;
 pub mod lsa;
+pub mod overlap;
 pub mod problem;
 pub mod quantile;
 pub mod size_bins;
