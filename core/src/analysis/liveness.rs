@@ -12,7 +12,13 @@
 //!   with the loop) and that is accessed after that write keeps, at the
 //!   next iteration's start, the bytes earlier iterations wrote: live over
 //!   all of `L` (the bytes a later iteration writes are not the ones it
-//!   reads back, in general).
+//!   reads back, in general) — unless the write provably covers what the
+//!   iteration reads back: it is a plain dense write, the location's first
+//!   access in the loop nest, not read by its own instruction, and every
+//!   later access in that nest lies inside the write's innermost loop and
+//!   inside its rows and bytes ([`covering_write`]). Then no iteration
+//!   observes an earlier one's bytes (a one-partition tile loaded and read
+//!   back each iteration, say).
 //!
 //! Per value the accesses are kept in position order (a CSR), which gives the
 //! remaining-use counts the linear scan needs: `remaining_uses(v, p)` counts
@@ -245,6 +251,7 @@ impl<K: EntityRef> Liveness<K> {
         v: K,
         live_from_entry: bool,
         live_to_exit: bool,
+        covers: &dyn Fn(&[u32], usize) -> Option<Option<(u32, u32)>>,
     ) {
         let n = order.len() as u32;
         let (a, b) = (
@@ -279,13 +286,13 @@ impl<K: EntityRef> Liveness<K> {
             if self.acc_write[k] != PARTIAL_WRITE || self.acc_pos[k] >= end {
                 continue;
             }
-            let mut l = order.loop_at(self.acc_pos[k]);
-            while l.is_valid() {
-                if let Some((ls, le)) = order.loop_span(l) {
-                    start = start.min(ls);
-                    end = end.max(le);
-                }
-                l = m.loops.parent[l];
+            let span = match covers(&self.acc_pos[a..b], k - a) {
+                Some(sweep) => sweep,
+                None => order.outermost_loop_span(m, self.acc_pos[k]),
+            };
+            if let Some((ls, le)) = span {
+                start = start.min(ls);
+                end = end.max(le);
             }
         }
         // Loop rule, part 2: read first, written later in the same loop.
@@ -314,6 +321,132 @@ impl<K: EntityRef> Liveness<K> {
         self.start[v] = start;
         self.end[v] = end;
     }
+}
+
+/// Whether the partial write of `v` at `acc[k]` covers everything the loop
+/// nest around it reads of `v` afterwards, so that the loop rule for
+/// partial writes need not carry `v` over the whole nest (see the module
+/// doc).
+///
+/// The write may *sweep*: move with the induction variables of the `d`
+/// loops directly around it (innermost first, every trip count known), its
+/// terms tiling a dense byte range row by row (the strides, sorted, are the
+/// per-iteration width times the product of the faster loops' trips).
+/// After the innermost `d` loops complete, the write has covered that
+/// range. The accesses of `v` after it must then lie in the same iteration
+/// of the loop around the sweep (the write's own loop when `d = 0`) and
+/// inside the covered rectangle. Then the write needs to be carried over
+/// the sweep's loops only: `Some` of that span (`Some(None)` when it does
+/// not sweep). `None` when not shown to cover (conservative): the full
+/// rule applies.
+fn covering_write(
+    m: &Module,
+    order: &LinearOrder,
+    v: MemLoc,
+    acc: &[u32],
+    k: usize,
+) -> Option<Option<(u32, u32)>> {
+    let p = acc[k];
+    let Some((outer_start, outer_end)) = order.outermost_loop_span(m, p) else {
+        return None;
+    };
+    // The write is the nest's first access of `v`, alone in its
+    // instruction.
+    if k > 0 && acc[k - 1] >= outer_start {
+        return None;
+    }
+    let i = order.inst_at(p);
+    if m.inputs(i).any(|a| m.aps.loc[a] == v) {
+        return None;
+    }
+    let mut writes = m.outputs(i).filter(|&a| m.aps.loc[a] == v);
+    let (Some(w), None) = (writes.next(), writes.next()) else {
+        return None;
+    };
+    let ext = m.ap_ext(w);
+    if ext.pstep.is_some() || ext.reg.is_some() || !m.is_contiguous(w) {
+        return None;
+    }
+    // The sweep: its loops are the innermost `d` around the write.
+    let width = m.ap_bytes_per_partition(w);
+    let d = ext.terms.len();
+    let mut strides: arrayvec::ArrayVec<(i64, u32), { crate::ir::MAX_IV_TERMS }> =
+        arrayvec::ArrayVec::new();
+    let mut l = m.inst_loop(i);
+    for _ in 0..d {
+        if !l.is_valid() {
+            return None;
+        }
+        let Some(t) = ext.terms.iter().find(|t| t.lp == l) else {
+            return None;
+        };
+        let trip = m.loops.trip[l];
+        if t.parts != 0 || trip == crate::ir::UNKNOWN_TRIP || trip == 0 {
+            return None;
+        }
+        strides.push((t.bytes, trip));
+        l = m.loops.parent[l];
+    }
+    // `l` is now the loop whose one iteration holds the whole sweep.
+    strides.sort_unstable();
+    let mut covered = width as i64;
+    for &(bytes, trip) in &strides {
+        if bytes != covered {
+            return None;
+        }
+        covered = covered.saturating_mul(trip as i64);
+    }
+    let Some((lo, hi)) = m.ap_byte_span(w) else {
+        return None;
+    };
+    if (hi - lo) as i64 != covered {
+        return None;
+    }
+    let (r0, r1) = m.ap_rows(w);
+    // The sweep ends with its outermost loop; what follows must stay in
+    // the iteration that holds it: `l` (the write's own loop when `d = 0`).
+    let (after_sweep, holder, sweep_span) = if d == 0 {
+        (p, m.inst_loop(i), None)
+    } else {
+        let mut top = m.inst_loop(i);
+        for _ in 1..d {
+            top = m.loops.parent[top];
+        }
+        let Some((top_start, top_end)) = order.loop_span(top) else {
+            return None;
+        };
+        (top_end, l, Some((top_start, top_end)))
+    };
+    let holder_end = if holder.is_valid() {
+        match order.loop_span(holder) {
+            Some((_, e)) => e,
+            None => return None,
+        }
+    } else {
+        // The sweep is the whole nest: nothing in it comes after.
+        outer_end
+    };
+    let inside = |a: crate::ir::Ap| {
+        let (x0, x1) = m.ap_rows(a);
+        r0 <= x0
+            && x1 <= r1
+            && m.ap_byte_span(a)
+                .is_some_and(|(xl, xh)| lo <= xl && xh <= hi)
+    };
+    let covered = acc[k + 1..]
+        .iter()
+        .take_while(|&&q| q <= outer_end)
+        .all(|&q| {
+            let j = order.inst_at(q);
+            q > after_sweep
+                && q <= holder_end
+                && m.inputs(j)
+                    .chain(m.outputs(j))
+                    .all(|a| m.aps.loc[a] != v || inside(a))
+        });
+    // The slices earlier iterations of the sweep wrote are carried over
+    // the sweep's loops (nothing beyond them).
+    covered.then_some(sweep_span)
 }
 
 impl Liveness<MemLoc> {
@@ -355,6 +488,7 @@ impl Liveness<MemLoc> {
                 v,
                 flags.contains(MemFlags::INPUT),
                 flags.contains(MemFlags::OUTPUT),
+                &|acc, k| covering_write(m, order, v, acc, k),
             );
         }
     }
@@ -424,7 +558,7 @@ impl Liveness<Reg> {
             }
         });
         for v in m.regs.lanes.keys() {
-            self.finish_value(m, order, v, false, false);
+            self.finish_value(m, order, v, false, false, &|_, _| None);
         }
     }
 }

@@ -368,10 +368,22 @@ fn admit(
     if uninit(c) || (merged_pos != g.merged_pos && ws.cands[k..j].iter().any(uninit)) {
         return Err(Veto::Uninit);
     }
-    let hull = Interval {
+    let mut hull = Interval {
         start: g.hull.start.min(c.live.start).min(merged_pos),
         end: g.hull.end.max(c.live.end).max(merged_pos),
     };
+    if !first.load {
+        // A merged save's location is written in parts, one per member's
+        // producer: inside a loop, liveness carries such a location over the
+        // whole loop nest (its loop rule for partial writes), so the hull
+        // that must be free is that nest too.
+        for start in [first.live.start, c.live.start] {
+            if let Some((ls, le)) = ws.order.outermost_loop_span(m, start) {
+                hull.start = hull.start.min(ls);
+                hull.end = hull.end.max(le);
+            }
+        }
+    }
     // Cells: nobody else may live in the union of the tiles during the hull.
     let base = m.mems.base_partition[c.chip_loc] as u32;
     let p1 = base + m.mems.partitions[c.chip_loc] as u32;
