@@ -282,13 +282,24 @@ impl<K: EntityRef> Liveness<K> {
         }
         // Loop rule, part 3: written in part inside a loop and accessed
         // after that write: earlier iterations' bytes are carried.
+        // A covering write vouches for every later access of its nest, the
+        // nest's other partial writes included.
+        let mut vouched_until: Option<u32> = None;
         for k in a..b {
-            if self.acc_write[k] != PARTIAL_WRITE || self.acc_pos[k] >= end {
+            let p = self.acc_pos[k];
+            if self.acc_write[k] != PARTIAL_WRITE
+                || p >= end
+                || vouched_until.is_some_and(|e| p <= e)
+            {
                 continue;
             }
+            let nest = order.outermost_loop_span(m, p);
             let span = match covers(&self.acc_pos[a..b], k - a) {
-                Some(sweep) => sweep,
-                None => order.outermost_loop_span(m, self.acc_pos[k]),
+                Some(sweep) => {
+                    vouched_until = nest.map(|(_, e)| e);
+                    sweep
+                }
+                None => nest,
             };
             if let Some((ls, le)) = span {
                 start = start.min(ls);
@@ -433,20 +444,83 @@ fn covering_write(
             && m.ap_byte_span(a)
                 .is_some_and(|(xl, xh)| lo <= xl && xh <= hi)
     };
+    // Inside the sweep, an access in the write's iteration must stay in the
+    // slice that iteration wrote: the same sweep terms, and a static part
+    // (moved only by loops nested inside the write's loop) within the
+    // write's static part.
+    let w_loop = m.inst_loop(i);
+    let inner_end = order.loop_span(w_loop).map_or(p, |(_, e)| e);
+    let Some((w_lo, w_hi)) = static_span(m, w) else {
+        return None;
+    };
+    let w_rows = (
+        m.aps.part_start[w] as u32,
+        m.aps.part_start[w] as u32 + m.aps.part_count[w] as u32,
+    );
+    let in_slice = |a: crate::ir::Ap| -> bool {
+        let e = m.ap_ext(a);
+        if e.pstep.is_some() || e.reg.is_some() {
+            return false;
+        }
+        if ext.terms.iter().any(|t| !e.terms.contains(t)) {
+            return false;
+        }
+        let Some((mut lo, mut hi)) = static_span(m, a) else {
+            return false;
+        };
+        for t in e.terms.iter().filter(|t| !ext.terms.contains(t)) {
+            let trip = m.loops.trip[t.lp];
+            if t.parts != 0 || trip == crate::ir::UNKNOWN_TRIP || !nested_in(m, t.lp, w_loop) {
+                return false;
+            }
+            let reach = t.bytes.saturating_mul(trip.saturating_sub(1) as i64);
+            lo += reach.min(0);
+            hi += reach.max(0);
+        }
+        let r0 = m.aps.part_start[a] as u32;
+        let r1 = r0 + m.aps.part_count[a] as u32;
+        w_rows.0 <= r0 && r1 <= w_rows.1 && w_lo <= lo && hi <= w_hi
+    };
     let covered = acc[k + 1..]
         .iter()
         .take_while(|&&q| q <= outer_end)
         .all(|&q| {
             let j = order.inst_at(q);
-            q > after_sweep
-                && q <= holder_end
-                && m.inputs(j)
-                    .chain(m.outputs(j))
-                    .all(|a| m.aps.loc[a] != v || inside(a))
+            let mine = m
+                .inputs(j)
+                .chain(m.outputs(j))
+                .filter(|&a| m.aps.loc[a] == v);
+            if q <= after_sweep {
+                q <= inner_end && { mine }.all(in_slice)
+            } else {
+                q <= holder_end && { mine }.all(inside)
+            }
         });
     // The slices earlier iterations of the sweep wrote are carried over
     // the sweep's loops (nothing beyond them).
     covered.then_some(sweep_span)
+}
+
+/// The byte range `[lo, hi)` a pattern touches in each partition with every
+/// loop and register term at zero (its plain part), relative to its
+/// location.
+fn static_span(m: &Module, a: crate::ir::Ap) -> Option<(i64, i64)> {
+    let (lo, hi) = crate::ir::ap::element_span(m.ap_dims(a))?;
+    let es = m.aps.elem_size[a] as i64;
+    let base = m.aps.offset[a] as i64;
+    Some((base + lo * es, base + hi * es))
+}
+
+/// True when loop `inner` is nested strictly inside loop `outer`.
+fn nested_in(m: &Module, inner: Loop, outer: Loop) -> bool {
+    let mut l = m.loops.parent[inner];
+    while l.is_valid() {
+        if l == outer {
+            return true;
+        }
+        l = m.loops.parent[l];
+    }
+    false
 }
 
 impl Liveness<MemLoc> {
