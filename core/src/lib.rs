@@ -14,7 +14,7 @@
 //! whose algorithms index columns by typed ids minted by the same module
 //! and workspace arrays by positions below the sizes their `reserve`
 //! computed: the analyses, the allocators, the DMA passes, the checkers,
-//! the generators, `ir::{builder, column, module, names}` and
+//! the generators, `ir::{builder, column, module, names, shape}` and
 //! `pipeline::run`. It stays denied in `target`, `ir::{ap, entity, types}`
 //! and `pipeline::{options, passes}`. Input never indexes directly: the
 //! readers (std-shim) resolve names and numbers into ids through checked

@@ -181,6 +181,7 @@ pub fn run(args: &DsaArgs) -> u8 {
                 &mut ws,
                 problem,
                 &mut storage,
+                1,
                 "the exact placement search",
                 "the better greedy placement",
             );

@@ -10,7 +10,7 @@
 //! input found so far, so that `cargo test` covers what the fuzzer found.
 
 use arbitrary::{Arbitrary, Unstructured};
-use tusk_core::gen::module::{generate, GenParams};
+use tusk_core::gen::module::{generate, Census, GenParams};
 use tusk_core::ir::{Module, Space};
 use tusk_core::mem::coloring::ColoringError;
 use tusk_core::mem::exact::Clock;
@@ -180,7 +180,7 @@ pub struct PipelineCase {
     pub instructions: u16,
     /// The generator's seed.
     pub seed: u64,
-    /// Base preset: default, DMA-heavy or tight (modulo 3).
+    /// Base preset: default, DMA-heavy, tight or constructs (modulo 4).
     pub preset: u8,
     /// Target generation (modulo 3).
     pub generation: u8,
@@ -205,15 +205,23 @@ pub struct PipelineCase {
     /// Shape knobs: loop depth, trips, units, chains, accumulators,
     /// residents, live scalars; values above 200 keep the preset's.
     pub shape: [u8; 9],
+    /// The knobs of the constructs of real kernels: typed regions,
+    /// conversions, loop terms, gathers, register offsets, DRAM partition
+    /// steps, broadcasts, bias columns, scale columns, reductions,
+    /// transposes, scans; values above 200 keep the preset's. Last, so that
+    /// inputs written before it existed keep their meaning for the fields
+    /// above (they run with these at 0).
+    pub constructs: [u8; 12],
 }
 
 impl PipelineCase {
     /// The generator's knobs, all within [`GenParams::validate`]'s ranges.
     pub fn params(&self) -> GenParams {
-        let mut p = match self.preset % 3 {
+        let mut p = match self.preset % 4 {
             0 => GenParams::default(),
             1 => GenParams::dma_heavy(),
-            _ => GenParams::tight(),
+            2 => GenParams::tight(),
+            _ => GenParams::constructs(),
         };
         p.instructions = (self.instructions % (MAX_FUZZ_INSTRUCTIONS + 1)) as usize;
         p.seed = self.seed;
@@ -254,6 +262,19 @@ impl PipelineCase {
         p.chain_max = p.chain_min + keep(s[6], 3, 5);
         p.accumulators = keep(s[7], p.accumulators, 11).max(1);
         p.residents = keep(s[8], p.residents, 7);
+        let c = &self.constructs;
+        p.typed_pct = keep(c[0], p.typed_pct, 101);
+        p.cast_pct = keep(c[1], p.cast_pct, 101);
+        p.loop_term_pct = keep(c[2], p.loop_term_pct, 101);
+        p.gather_pct = keep(c[3], p.gather_pct, 101);
+        p.dyn_offset_pct = keep(c[4], p.dyn_offset_pct, 101);
+        p.pstep_pct = keep(c[5], p.pstep_pct, 101);
+        p.broadcast_pct = keep(c[6], p.broadcast_pct, 101);
+        p.bias_pct = keep(c[7], p.bias_pct, 101);
+        p.column_pct = keep(c[8], p.column_pct, 101);
+        p.reduce_pct = keep(c[9], p.reduce_pct, 101);
+        p.transpose_pct = keep(c[10], p.transpose_pct, 101);
+        p.scan_pct = keep(c[11], p.scan_pct, 101);
         p
     }
 
@@ -529,6 +550,18 @@ mod tests {
     const TEXT_TOKENS: &[&[u8]] = &[
         b"loop ? {\n",
         b"loop 3 {\n",
+        b"loop iv0 in 4 {\n",
+        b" +512*iv0",
+        b" -64*iv0",
+        b" +$one*4 in 0:4096",
+        b" step 0",
+        b" step 4",
+        b" bf16",
+        b" fp32",
+        b" fp8e4m3",
+        b"tensor_reduce add ",
+        b"transpose ",
+        b"tensor_scan mul_add ",
         b"}\n",
         b"func f {\n",
         b"block b:\n",
@@ -605,24 +638,31 @@ mod tests {
         // Plus seeded random cases, each optlevel and preset.
         let mut rng = Rng::new(11);
         let mut allocated = 0;
+        let mut census = Census::default();
         for k in 0..40u64 {
-            let mut bytes = [0u8; 64];
+            let mut bytes = [0u8; 96];
             for b in bytes.iter_mut() {
                 *b = rng.next_u64() as u8;
             }
             let mut case = match PipelineCase::arbitrary(&mut Unstructured::new(&bytes)) {
                 Ok(c) => c,
-                Err(e) => panic!("64 bytes must make a case: {e}"),
+                Err(e) => panic!("96 bytes must make a case: {e}"),
             };
             case.optlevel = k as u8;
             case.preset = (k / 7) as u8;
             case.instructions %= 100;
+            if let Ok(m) = generate(&case.params()) {
+                census.add(&Census::of(&m));
+            }
             if run_case(&case) == CaseOutcome::Allocated {
                 allocated += 1;
             }
         }
-        // The cases must exercise the allocators, not only their refusals.
+        // The cases must exercise the allocators, not only their refusals,
+        // and reach every construct of the IR.
         assert!(allocated >= 10, "only {allocated} of 40 cases allocated");
+        let missing: Vec<&str> = census.missing().collect();
+        assert!(missing.is_empty(), "no case has {missing:?}");
     }
 
     /// Found by the pipeline smoke test: at optlevel 7 the in-place check
@@ -647,9 +687,38 @@ mod tests {
                 // No matmul, no accumulation: no PSUM tensor to be fixed.
                 pct: [255, 255, 255, 255, 0, 0, 255, 255, 255, 255, 255, 90],
                 shape: [255; 9],
+                // No transpose either (it writes PSUM).
+                constructs: [255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 0, 255],
             };
             assert_eq!(run_case(&case), CaseOutcome::Allocated, "seed {seed}");
         }
+    }
+
+    /// Found by a run over random pipeline cases: the linear scan spilled a
+    /// tile that a later step reads as a partition broadcast (`[p0:128 step
+    /// 0, …]`) into a copy of the one partition the read touches, and
+    /// re-pointed the 128-partition read to it: the allocated module
+    /// printed a pattern its own reader refuses.
+    #[test]
+    fn regression_lsa_copy_holds_the_partitions_a_broadcast_names() {
+        let case = PipelineCase {
+            instructions: 34143,
+            seed: 7131209360239118303,
+            preset: 0,
+            generation: 231,
+            optlevel: 60,
+            allocator: 172,
+            smt_allocation: false,
+            loops_in_backend: true,
+            gca_dma_optlevel: 38,
+            max_regs: Some(232),
+            tiles: [66, 199, 123, 41],
+            weights: [174, 244, 249, 15, 155, 189, 198, 83],
+            pct: [1, 174, 190, 17, 144, 135, 41, 65, 59, 231, 110, 146],
+            shape: [93, 19, 90, 154, 214, 249, 140, 101, 37],
+            constructs: [106, 54, 223, 71, 57, 253, 168, 4, 216, 234, 225, 207],
+        };
+        assert_eq!(run_case(&case), CaseOutcome::Allocated);
     }
 
     #[test]
@@ -657,7 +726,7 @@ mod tests {
         // A tight module on few registers fails cleanly or succeeds; both
         // are fine, neither panics.
         let mut rng = Rng::new(3);
-        let mut bytes = [0u8; 64];
+        let mut bytes = [0u8; 96];
         for b in bytes.iter_mut() {
             *b = rng.next_u64() as u8;
         }

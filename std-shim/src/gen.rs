@@ -21,6 +21,10 @@ pub enum Preset {
     DmaHeavy,
     /// Memory and register pressure near and over capacity.
     Tight,
+    /// Every construct of real kernels (types, conversions, loop-indexed
+    /// tiles, register offsets, broadcasts, reductions, transposes, scans,
+    /// bias and scale columns) at a high share.
+    Constructs,
 }
 
 /// Flags of `tusk gen`.
@@ -53,6 +57,12 @@ pub struct GenArgs {
     /// Share (%) of regions with bf16 tiles.
     #[arg(long)]
     pub bf16_pct: Option<u8>,
+    /// Share (%) of regions with typed locations (bf16, fp16, fp32).
+    #[arg(long)]
+    pub typed_pct: Option<u8>,
+    /// Share (%) of the activations of typed regions that convert.
+    #[arg(long)]
+    pub cast_pct: Option<u8>,
     /// Share (%) of regions in a loop nest.
     #[arg(long)]
     pub loop_pct: Option<u8>,
@@ -65,6 +75,44 @@ pub struct GenArgs {
     /// Largest trip count.
     #[arg(long)]
     pub trip_max: Option<u32>,
+    /// Share (%) of loops of unknown trip count.
+    #[arg(long)]
+    pub unknown_trip_pct: Option<u8>,
+    /// Share (%) of units in loops whose DRAM tiles stream with the loop
+    /// index (loop terms), and of accumulate loops whose K tiles do.
+    #[arg(long)]
+    pub loop_term_pct: Option<u8>,
+    /// Share (%) of loop regions gathering a piece of a result into a
+    /// loop-indexed slice of an SB tile (an on-chip loop term).
+    #[arg(long)]
+    pub gather_pct: Option<u8>,
+    /// Share (%) of input loads with a register offset and window (half as
+    /// many saves).
+    #[arg(long)]
+    pub dyn_offset_pct: Option<u8>,
+    /// Share (%) of input loads reading a sliding window (DRAM partition
+    /// step).
+    #[arg(long)]
+    pub pstep_pct: Option<u8>,
+    /// Share (%) of tensor-tensor steps with a partition-broadcast operand.
+    #[arg(long)]
+    pub broadcast_pct: Option<u8>,
+    /// Share (%) of activations with a bias column.
+    #[arg(long)]
+    pub bias_pct: Option<u8>,
+    /// Share (%) of steps scaling by a reduced [P x 1] column
+    /// (tensor_reduce, then tensor_scalar).
+    #[arg(long)]
+    pub column_pct: Option<u8>,
+    /// Share (%) of steps that are a tensor_reduce.
+    #[arg(long)]
+    pub reduce_pct: Option<u8>,
+    /// Share (%) of steps that transpose through PSUM.
+    #[arg(long)]
+    pub transpose_pct: Option<u8>,
+    /// Share (%) of steps that are a tensor_scan.
+    #[arg(long)]
+    pub scan_pct: Option<u8>,
     /// Most units (load, compute chain, save) per loop body.
     #[arg(long)]
     pub units_max: Option<u8>,
@@ -112,6 +160,7 @@ fn params(a: &GenArgs) -> Result<GenParams, String> {
         Preset::Default => GenParams::default(),
         Preset::DmaHeavy => GenParams::dma_heavy(),
         Preset::Tight => GenParams::tight(),
+        Preset::Constructs => GenParams::constructs(),
     };
     p.instructions = a.instructions;
     p.seed = a.seed;
@@ -148,7 +197,12 @@ fn params(a: &GenArgs) -> Result<GenParams, String> {
         accumulate_pct => accumulate_pct, accumulators => accumulators,
         residents => residents, scalar_pct => scalar_pct, live_scalars => live_scalars,
         abutting_pct => abutting_pct, duplicate_pct => duplicate_pct,
-        overbroad_pct => overbroad_pct, dead_save_pct => dead_save_pct);
+        overbroad_pct => overbroad_pct, dead_save_pct => dead_save_pct,
+        typed_pct => typed_pct, cast_pct => cast_pct, unknown_trip_pct => unknown_trip_pct,
+        loop_term_pct => loop_term_pct, gather_pct => gather_pct,
+        dyn_offset_pct => dyn_offset_pct, pstep_pct => pstep_pct,
+        broadcast_pct => broadcast_pct, bias_pct => bias_pct, column_pct => column_pct,
+        reduce_pct => reduce_pct, transpose_pct => transpose_pct, scan_pct => scan_pct);
     // Lowering a maximum below the preset's minimum lowers the minimum too.
     p.units_min = p.units_min.min(p.units_max);
     p.chain_min = p.chain_min.min(p.chain_max);
@@ -216,6 +270,12 @@ mod tests {
             "256,512,768,1024",
             "--target",
             "trn3",
+            "--typed-pct",
+            "100",
+            "--loop-term-pct",
+            "40",
+            "--transpose-pct",
+            "7",
         ]))
         .unwrap();
         assert_eq!(p.instructions, 500);
@@ -224,11 +284,17 @@ mod tests {
         assert_eq!(p.tile_bytes, [256, 512, 768, 1024]);
         assert_eq!(p.abutting_pct, GenParams::dma_heavy().abutting_pct);
         assert_eq!(p.target, Target::by_name("trn3").unwrap());
+        assert_eq!(
+            (p.typed_pct, p.loop_term_pct, p.transpose_pct),
+            (100, 40, 7)
+        );
+        assert_eq!(p.scan_pct, GenParams::dma_heavy().scan_pct);
     }
 
     #[test]
     fn bad_knobs_exit_2_and_writes_exit_0() {
         assert_eq!(run(&args(&["--scalar-pct", "99"])), 2);
+        assert_eq!(run(&args(&["--gather-pct", "101"])), 2);
         assert_eq!(run(&args(&["--target", "trn9"])), 2);
         let dir = std::env::temp_dir().join(format!("tusk-gen-test-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();

@@ -21,9 +21,9 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 use tusk_core::ir::{
-    types, ApSpec, Block, Dim, Engine, Func, Inst, InstFlags, InstSpec, Limits, Loop, MemFlags,
-    Module, Opcode, Reg, RegFlags, Space, SubOp, MAX_DIMS, NO_BANK, NO_LANE, NO_PARTITION,
-    UNKNOWN_TRIP,
+    types, ApSpec, Block, DType, Dim, Engine, Func, Inst, InstFlags, InstSpec, IvTerm, Limits,
+    Loop, MemFlags, Module, Opcode, Reg, RegFlags, RegTerm, Space, SubOp, MAX_DIMS, MAX_IV_TERMS,
+    NO_BANK, NO_LANE, NO_PARTITION, UNKNOWN_TRIP,
 };
 use tusk_core::target::Target;
 
@@ -70,9 +70,12 @@ pub struct JsonMem {
     pub partitions: u16,
     /// Bytes per partition.
     pub bytes: u32,
-    /// Element size (default 1).
+    /// Element size (default 1; the type's size when `dtype` is given).
     #[serde(default = "one")]
     pub elem_size: u8,
+    /// Element type (`fp32`, `bf16`, …); absent for an untyped `elem N`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dtype: Option<String>,
     /// Alignment (default: the space minimum or the element size).
     #[serde(default)]
     pub align: Option<u32>,
@@ -150,6 +153,10 @@ pub struct JsonBlock {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct JsonLoop {
+    /// The induction variable's name (what loop terms name); absent when
+    /// unnamed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
     /// Trip count; absent when unknown.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub trip: Option<u32>,
@@ -212,6 +219,44 @@ pub struct JsonAp {
     pub elem_size: u8,
     /// `[stride, count]` pairs, outermost first, strides in elements.
     pub dims: Vec<(i32, u32)>,
+    /// Partition step (on chip 0 or 1; DRAM: bytes between partitions);
+    /// absent for the default.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pstep: Option<u32>,
+    /// Loop terms.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub terms: Vec<JsonTerm>,
+    /// The register term.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reg: Option<JsonRegTerm>,
+}
+
+/// A loop term: `parts × iv` partitions and `bytes × iv` bytes.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct JsonTerm {
+    /// The name of an enclosing loop's variable.
+    #[serde(rename = "loop")]
+    pub lp: String,
+    /// Partitions per iteration.
+    #[serde(default)]
+    pub parts: i32,
+    /// Bytes per iteration.
+    #[serde(default)]
+    pub bytes: i64,
+}
+
+/// A register term: `scale × value(uses[use])` bytes, in the window.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct JsonRegTerm {
+    /// Index into the instruction's `uses`.
+    #[serde(rename = "use")]
+    pub use_index: u8,
+    /// Bytes per unit of the register's value.
+    pub scale: i32,
+    /// `[lo, hi)`: the bytes of each partition row every access stays in.
+    pub window: (u32, u32),
 }
 
 /// A JSON input that could not become a module.
@@ -269,7 +314,8 @@ pub fn to_json(m: &Module) -> JsonModule {
             space: m.mems.space[x].keyword().into(),
             partitions: m.mems.partitions[x],
             bytes: m.mems.bytes[x],
-            elem_size: m.mems.elem_size[x],
+            elem_size: m.elem_size(x),
+            dtype: m.mems.dtype[x].keyword().map(String::from),
             align: Some(m.mems.align[x]),
             flags: words(types::MEM_FLAG_WORDS.iter(), |f| {
                 m.mems.flags[x].contains(*f)
@@ -296,17 +342,20 @@ pub fn to_json(m: &Module) -> JsonModule {
     let mut funcs = Vec::new();
     // An explicit stack of open bodies: the walk is flat, the tree is built
     // here without recursion.
-    let mut stack: Vec<(Option<u32>, Vec<JsonItem>)> = Vec::new();
+    // Per open body: its loop (INVALID for the function) with its trip
+    // count, and the items so far.
+    type Open = ((Loop, Option<u32>), Vec<JsonItem>);
+    let mut stack: Vec<Open> = Vec::new();
     let mut cur_name = String::new();
     walk(m, |e| match e {
         Event::FuncStart(f) => {
             cur_name = m.func_name(f).into();
             stack.clear();
-            stack.push((None, Vec::new()));
+            stack.push(((Loop::INVALID, None), Vec::new()));
         }
         Event::LoopOpen(l, _) => {
             let trip = m.loops.trip[l];
-            stack.push(((trip != UNKNOWN_TRIP).then_some(trip), Vec::new()));
+            stack.push(((l, (trip != UNKNOWN_TRIP).then_some(trip)), Vec::new()));
         }
         Event::Block(b, _) => {
             let insts = m.block_insts(b).map(|i| inst_json(m, i)).collect();
@@ -319,9 +368,13 @@ pub fn to_json(m: &Module) -> JsonModule {
         }
         Event::LoopClose(_) => {
             if stack.len() > 1 {
-                if let Some((trip, body)) = stack.pop() {
+                if let Some(((l, trip), body)) = stack.pop() {
                     if let Some((_, parent)) = stack.last_mut() {
-                        parent.push(JsonItem::Loop(JsonLoop { trip, body }));
+                        parent.push(JsonItem::Loop(JsonLoop {
+                            name: m.loop_name(l).map(String::from),
+                            trip,
+                            body,
+                        }));
                     }
                 }
             }
@@ -366,6 +419,22 @@ fn inst_json(m: &Module, i: Inst) -> JsonInst {
             offset: s.offset,
             elem_size: s.elem_size,
             dims: s.dims.iter().map(|d| (d.stride, d.count)).collect(),
+            pstep: s.ext.pstep,
+            terms: s
+                .ext
+                .terms
+                .iter()
+                .map(|t| JsonTerm {
+                    lp: m.loop_name(t.lp).unwrap_or_default().into(),
+                    parts: t.parts,
+                    bytes: t.bytes,
+                })
+                .collect(),
+            reg: s.ext.reg.map(|r| JsonRegTerm {
+                use_index: r.use_index,
+                scale: r.scale,
+                window: (r.window_lo, r.window_hi),
+            }),
         }
     };
     JsonInst {
@@ -570,12 +639,35 @@ pub fn from_json(doc: &JsonModule) -> Result<Module, JsonError> {
                 format!("location `%{}` is declared twice", j.name),
             ));
         }
-        if j.elem_size != 0 && j.bytes % j.elem_size as u32 != 0 {
+        let dtype = match &j.dtype {
+            None => DType::Raw(j.elem_size),
+            Some(k) => {
+                let t = DType::from_keyword(k).ok_or_else(|| {
+                    model(
+                        &path,
+                        format!("unknown element type `{k}` (known: fp32 bf16 fp16 fp8e4m3 fp8e5m2 int32 int16 int8 uint8)"),
+                    )
+                })?;
+                if j.elem_size != 1 && j.elem_size != t.size() {
+                    return Err(model(
+                        &path,
+                        format!(
+                            "element size {} disagrees with type {k} ({} bytes)",
+                            j.elem_size,
+                            t.size()
+                        ),
+                    ));
+                }
+                t
+            }
+        };
+        let es = dtype.size();
+        if es != 0 && j.bytes % es as u32 != 0 {
             return Err(model(
                 &path,
                 format!(
                     "%{} has {} bytes per partition, not a multiple of its element size {}",
-                    j.name, j.bytes, j.elem_size
+                    j.name, j.bytes, es
                 ),
             ));
         }
@@ -583,8 +675,8 @@ pub fn from_json(doc: &JsonModule) -> Result<Module, JsonError> {
         let x = m
             .add_mem(&j.name, space, j.partitions, j.bytes)
             .map_err(ir)?;
-        m.set_elem_size(x, j.elem_size).map_err(ir)?;
-        let align = j.align.unwrap_or(default_align(&m, space, j.elem_size));
+        m.set_dtype(x, dtype).map_err(ir)?;
+        let align = j.align.unwrap_or(default_align(&m, space, es));
         m.set_align(x, align).map_err(ir)?;
         let mut flags = MemFlags::empty();
         for w in &j.flags {
@@ -666,6 +758,8 @@ struct BodyBuilder {
     outs: Vec<ApSpec>,
     uses: Vec<Reg>,
     defs: Vec<Reg>,
+    /// The loops open around the current block, outermost first.
+    open: Vec<Loop>,
 }
 
 impl BodyBuilder {
@@ -705,9 +799,19 @@ impl BodyBuilder {
                     let l = m
                         .add_loop(lp, trip)
                         .map_err(|e| model(&ipath, e.to_string()))?;
+                    if let Some(name) = &jl.name {
+                        check_name(&ipath, name)?;
+                        m.set_loop_name(l, name)
+                            .map_err(|e| model(&ipath, e.to_string()))?;
+                    }
                     stack.push((&jl.body, 0, l, format!("{ipath}.loop.body")));
                 }
-                JsonItem::Block(jb) => self.block(m, f, lp, &ipath, jb)?,
+                JsonItem::Block(jb) => {
+                    self.open.clear();
+                    self.open
+                        .extend(stack.iter().map(|t| t.2).filter(|l| l.is_valid()));
+                    self.block(m, f, lp, &ipath, jb)?
+                }
             }
         }
         Ok(())
@@ -791,10 +895,12 @@ impl BodyBuilder {
         self.uses.clear();
         self.defs.clear();
         for (k, a) in j.inputs.iter().enumerate() {
-            self.ins.push(ap(m, &format!("{path}.inputs[{k}]"), a)?);
+            self.ins
+                .push(ap(m, &self.open, &format!("{path}.inputs[{k}]"), a)?);
         }
         for (k, a) in j.outputs.iter().enumerate() {
-            self.outs.push(ap(m, &format!("{path}.outputs[{k}]"), a)?);
+            self.outs
+                .push(ap(m, &self.open, &format!("{path}.outputs[{k}]"), a)?);
         }
         for r in &j.uses {
             self.uses.push(
@@ -812,19 +918,27 @@ impl BodyBuilder {
         spec.outputs = &self.outs;
         spec.uses = &self.uses;
         spec.defs = &self.defs;
-        m.append_inst(b, &spec)
+        let i = m
+            .append_inst(b, &spec)
             .map_err(|e| model(path, e.to_string()))?;
+        tusk_core::ir::shape::check(m, i).map_err(|e| model(path, format!("`{}` {e}", j.op)))?;
         Ok(())
     }
 }
 
-fn ap(m: &Module, path: &str, j: &JsonAp) -> Result<ApSpec, JsonError> {
+fn ap(m: &Module, open: &[Loop], path: &str, j: &JsonAp) -> Result<ApSpec, JsonError> {
     let loc = m
         .mem_by_name(&j.loc)
         .ok_or_else(|| model(path, format!("undefined location `%{}`", j.loc)))?;
     let parts = m.mems.partitions[loc] as u32;
     let end = j.part_start as u32 + j.part_count as u32;
-    if j.part_count == 0 || end > parts {
+    // A DRAM pattern with a partition step is checked by its flat extent.
+    let max_end = if j.pstep.is_some() && m.mems.space[loc] == Space::Dram {
+        tusk_core::ir::MAX_AP_PARTITIONS as u32
+    } else {
+        parts
+    };
+    if j.part_count == 0 || end > max_end {
         return Err(model(
             path,
             format!(
@@ -855,7 +969,40 @@ fn ap(m: &Module, path: &str, j: &JsonAp) -> Result<ApSpec, JsonError> {
         offset: j.offset,
         elem_size: j.elem_size,
         dims: j.dims.iter().map(|&(s, c)| Dim::new(s, c)).collect(),
+        ext: Default::default(),
     };
+    let mut spec = spec;
+    spec.ext.pstep = j.pstep;
+    for (k, t) in j.terms.iter().enumerate() {
+        let lp = open
+            .iter()
+            .rev()
+            .copied()
+            .find(|&l| m.loop_name(l) == Some(t.lp.as_str()))
+            .ok_or_else(|| {
+                model(
+                    format!("{path}.terms[{k}]"),
+                    format!("`{}` is not the variable of an enclosing loop", t.lp),
+                )
+            })?;
+        let term = IvTerm {
+            lp,
+            parts: t.parts,
+            bytes: t.bytes,
+        };
+        if spec.ext.terms.try_push(term).is_err() {
+            return Err(model(
+                path,
+                format!("more than {MAX_IV_TERMS} loop terms in one access pattern"),
+            ));
+        }
+    }
+    spec.ext.reg = j.reg.as_ref().map(|r| RegTerm {
+        use_index: r.use_index,
+        scale: r.scale,
+        window_lo: r.window.0,
+        window_hi: r.window.1,
+    });
     crate::text::check_extent(m, &spec).map_err(|msg| model(path, msg))?;
     Ok(spec)
 }
@@ -869,7 +1016,7 @@ mod tests {
 
 dram %x [128 x 8192] elem 4 input
 sb %t [128 x 8192] elem 4 align 64 @ SB<0,1024>
-psum %acc [128 x 2048] @ PSUM<0,bank 3+64>
+psum %acc [128 x 2048] elem 4 @ PSUM<0,bank 3+64>
 reg $k 2 pinned @ r4
 
 func @main {
@@ -877,7 +1024,7 @@ entry:
   %t = load %x queue 1
   loop ? {
   body:
-    %acc = matmul %t[p0:128, 0:2048], %t[p0:64, +4, e2, [-1,2] [1,8]]
+    %acc = matmul %t[p0:64, +4, e2, [-1,2] [1,64]], %t[p0:64, 0:2048]
   }
 block2:
   $k = imm -5 synthetic
@@ -944,7 +1091,7 @@ block2:
         }
         let pad = "  ".repeat(depth + 1);
         s.push_str(&format!(
-            "{pad}inner:\n{pad}  %t = tensor_copy %t[p0:64, e2, [2,4] [1,8]]\n"
+            "{pad}inner:\n{pad}  %t[p0:64, 0:32] = tensor_copy %t[p0:64, e2, [2,4] [1,8]]\n"
         ));
         for k in (0..depth).rev() {
             s.push_str(&format!("{}}}\n", "  ".repeat(k + 1)));
@@ -987,7 +1134,11 @@ block2:
         // has an instruction) or, without it, by the model with its path.
         let mut doc = to_json(&m);
         let body = std::mem::take(&mut doc.funcs[0].body);
-        doc.funcs[0].body = vec![JsonItem::Loop(JsonLoop { trip: None, body })];
+        doc.funcs[0].body = vec![JsonItem::Loop(JsonLoop {
+            name: None,
+            trip: None,
+            body,
+        })];
         let js = serde_json::to_string(&doc).unwrap();
         let e = parse_json(js.as_bytes()).unwrap_err();
         assert!(e.to_string().contains("nested more than"), "{e}");

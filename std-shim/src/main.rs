@@ -241,7 +241,9 @@ fn check_text(file: &str, m: &Module) -> (u8, String) {
         format!("placements verified: {}", checked.join(", "))
     };
     if !report.is_clean() {
-        let _ = writeln!(out, "{file}: {} findings ({checked})", report.total());
+        let n = report.total();
+        let noun = if n == 1 { "finding" } else { "findings" };
+        let _ = writeln!(out, "{file}: {n} {noun} ({checked})");
         return (EXIT_FAILED, out);
     }
     let _ = writeln!(

@@ -120,12 +120,13 @@ pub fn summary(file: &str, m: &Module, r: &RunReport) -> String {
     }
     if let Some(g) = &r.reg {
         s.push_str(&format!(
-            "  REG   {} registers, {} spilled (~{} cycles), {:.1}% lane utilization, {} rounds\n",
+            "  REG   {} registers, {} spilled (~{} cycles), {:.1}% lane utilization, {} round{}\n",
             m.num_regs(),
             g.spilled_registers,
             g.spill_cycles,
             g.lane_utilization_pct,
-            g.rounds
+            g.rounds,
+            if g.rounds == 1 { "" } else { "s" }
         ));
     }
     for k in &r.storage.skipped {
@@ -156,6 +157,8 @@ pub fn vetoes(v: &tusk_core::dma::Vetoes) -> Vec<(&'static str, u32)> {
         ("uninit", v.uninit),
         ("conflict", v.conflict),
         ("claim", v.claim),
+        ("dynamic_offset", v.dynamic_offset),
+        ("loop_indexed", v.loop_indexed),
     ]
     .into_iter()
     .filter(|&(_, n)| n > 0)

@@ -471,7 +471,10 @@ fn run_validates_every_flag_and_allocates() {
 
 /// `tusk check` over the shipped examples: the unplaced and the hand-placed
 /// copies are clean (exit 0); every broken copy fails with exit 1 and its
-/// findings name what its `; expect: <kind> <names>` line planted.
+/// findings name what its `; expect: <kind> <names>` line planted. A
+/// `pattern-outside` copy cannot reach the verifier: the reader refuses a
+/// pattern that leaves its location (exit 2) at the line marked
+/// `; <- planted`.
 #[test]
 fn check_finds_every_planted_violation_in_the_examples() {
     let root = workspace().join("examples");
@@ -500,6 +503,21 @@ fn check_finds_every_planted_violation_in_the_examples() {
             .and_then(|l| l.strip_prefix("; expect: "))
             .unwrap_or_else(|| panic!("{}: no `; expect:` line", p.display()));
         let o = run_in(&root, &["check", p.to_str().unwrap()]);
+        if expect.split_whitespace().next() == Some("pattern-outside") {
+            let line = text
+                .lines()
+                .position(|l| l.ends_with("; <- planted"))
+                .unwrap_or_else(|| panic!("{}: no `; <- planted` line", p.display()))
+                + 1;
+            assert_eq!(o.code, 2, "{}: {}{}", p.display(), o.stdout, o.stderr);
+            assert!(
+                o.stderr.contains(&format!(":{line}:")) && o.stderr.contains("outside"),
+                "{}: not refused at line {line}: {}",
+                p.display(),
+                o.stderr
+            );
+            continue;
+        }
         assert_eq!(o.code, 1, "{}: {}{}", p.display(), o.stdout, o.stderr);
         for name in expect.split_whitespace().skip(1) {
             assert!(
@@ -734,7 +752,7 @@ fn json_takes_loops_as_deep_as_text_and_refuses_hostile_nesting() {
     for k in 0..64 {
         src.push_str(&format!("loop {} {{\n", k + 2));
     }
-    src.push_str("inner:\n%t = tensor_copy %t[p0:64, e2, [2,4] [1,8]]\n");
+    src.push_str("inner:\n%t[p0:64, 0:32] = tensor_copy %t[p0:64, e2, [2,4] [1,8]]\n");
     src.push_str(&"}\n".repeat(65));
     fs::write(work.join("deep.tusk"), &src).unwrap();
     let canonical = run_in(&work, &["fmt", "deep.tusk"]);

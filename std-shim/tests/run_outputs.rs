@@ -65,7 +65,7 @@ fn tensor_rects(path: &Path) -> Vec<(String, String)> {
 /// Two full-width tensors of 120000 bytes per partition live together: SB
 /// holds 212984, and with spilling off the colorer must fail.
 const TOO_BIG: &str = "\
-dram %out [128 x 4096] output
+dram %out [128 x 120000] output
 sb %a [128 x 120000]
 sb %b [128 x 120000]
 psum %p [128 x 2048]
@@ -75,14 +75,14 @@ entry:
   %b = memset 1
   %p = memset 0
   %a = tensor_tensor add %a, %b
-  %out = save %a
+  %out[p0:128, 0:4096] = save %a[p0:128, 0:4096]
 }
 ";
 
 #[test]
 fn svg_draws_one_rectangle_per_placed_tensor() {
     let work = scratch("svg");
-    let src = examples().join("attention.tusk");
+    let src = examples().join("rmsnorm_qkv.tusk");
     let o = tusk(
         &work,
         &[
@@ -106,7 +106,7 @@ fn svg_draws_one_rectangle_per_placed_tensor() {
         .map(|s| s["placed"].as_u64().unwrap())
         .sum();
     let rects = tensor_rects(&work.join("map.svg"));
-    // attention's tensors are all full-width: one panel for SB, so one
+    // rmsnorm_qkv's tensors are all full-width: one panel for SB, so one
     // rectangle per tensor, no name twice.
     let names: BTreeSet<&str> = rects.iter().map(|r| r.0.as_str()).collect();
     assert_eq!(rects.len(), names.len(), "{rects:?}");
@@ -121,7 +121,7 @@ fn svg_draws_one_rectangle_per_placed_tensor() {
 #[test]
 fn svg_of_partial_tensors_has_a_panel_per_quadrant() {
     let work = scratch("svg-quadrants");
-    let src = examples().join("conv_as_matmul.tusk");
+    let src = examples().join("transpose2d.tusk");
     let o = tusk(&work, &["run", src.to_str().unwrap(), "--svg", "map.svg"]);
     assert_eq!(o.code, 0, "{}", o.stderr);
     let svg = fs::read_to_string(work.join("map.svg")).unwrap();
@@ -129,12 +129,37 @@ fn svg_of_partial_tensors_has_a_panel_per_quadrant() {
         svg.contains("SB, partitions 0\u{2013}31"),
         "no quadrant panel"
     );
-    // A 64-partition tensor at partition 0 shows in two quadrants only.
+    // A 5-partition tile lies in one quadrant: one rectangle each.
     let rects = tensor_rects(&work.join("map.svg"));
-    let wt = rects.iter().filter(|r| r.0 == "wt").count();
-    assert_eq!(wt, 2, "{rects:?}");
+    for t in ["in_tile", "out_tile"] {
+        assert_eq!(rects.iter().filter(|r| r.0 == t).count(), 1, "{rects:?}");
+    }
+    // A 64-partition tensor at partition 0 shows in two quadrants only.
+    fs::write(work.join("half.tusk"), HALF).unwrap();
+    let o = tusk(&work, &["run", "half.tusk", "--svg", "half.svg"]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    let rects = tensor_rects(&work.join("half.svg"));
+    let w = rects.iter().filter(|r| r.0 == "w").count();
+    assert_eq!(w, 2, "{rects:?}");
     let _ = fs::remove_dir_all(&work);
 }
+
+/// A 64-partition tensor live with a full-width one.
+const HALF: &str = "\
+dram %x [64 x 512] fp32 input
+dram %y [128 x 512] fp32 output
+sb %w [64 x 512] fp32
+sb %a [128 x 512] fp32
+psum %p [128 x 512] fp32
+func @f {
+entry:
+  %w = load %x
+  %a = memset 0
+  %p = matmul %w[p0:64, 0:512], %a[p0:64, 0:512]
+  %a = tensor_copy %p
+  %y = save %a
+}
+";
 
 #[test]
 fn a_failed_allocation_draws_the_moment_it_failed() {
@@ -172,7 +197,7 @@ fn a_failed_allocation_draws_the_moment_it_failed() {
 #[test]
 fn json_replaces_the_summary_on_stdout() {
     let work = scratch("json");
-    let src = examples().join("softmax.tusk");
+    let src = examples().join("rmsnorm_qkv.tusk");
     let o = tusk(
         &work,
         &["run", src.to_str().unwrap(), "--json", "--print-pipeline"],
@@ -325,7 +350,7 @@ fn files_under(dir: &Path) -> Vec<String> {
 #[test]
 fn outputs_that_collide_are_refused_before_any_work() {
     let work = scratch("collide");
-    fs::copy(examples().join("softmax.tusk"), work.join("in.tusk")).unwrap();
+    fs::copy(examples().join("rmsnorm_qkv.tusk"), work.join("in.tusk")).unwrap();
     for (args, msg) in [
         (
             &["-o", "x", "--report", "x"][..],
@@ -371,7 +396,7 @@ fn outputs_that_collide_are_refused_before_any_work() {
     }
     assert_eq!(
         fs::read(work.join("in.tusk")).unwrap(),
-        fs::read(examples().join("softmax.tusk")).unwrap()
+        fs::read(examples().join("rmsnorm_qkv.tusk")).unwrap()
     );
     // `-o -` owns standard output: the pass list goes to standard error.
     let o = tusk(&work, &["run", "in.tusk", "-o", "-", "--print-pipeline"]);
@@ -403,7 +428,7 @@ fn outputs_that_collide_are_refused_before_any_work() {
 #[test]
 fn a_failed_run_writes_nothing_but_the_documented_picture() {
     let work = scratch("all-or-nothing");
-    fs::copy(examples().join("softmax.tusk"), work.join("in.tusk")).unwrap();
+    fs::copy(examples().join("rmsnorm_qkv.tusk"), work.join("in.tusk")).unwrap();
     fs::write(work.join("big.tusk"), TOO_BIG).unwrap();
     // The module cannot be written: the report, staged first, is not
     // written either.
@@ -479,7 +504,7 @@ fn a_failed_run_writes_nothing_but_the_documented_picture() {
 #[test]
 fn a_missing_output_directory_is_named_in_every_subcommand() {
     let work = scratch("no-dir");
-    fs::copy(examples().join("softmax.tusk"), work.join("in.tusk")).unwrap();
+    fs::copy(examples().join("rmsnorm_qkv.tusk"), work.join("in.tusk")).unwrap();
     fs::write(work.join("b.csv"), "id,lower,upper,size\na,0,4,4\n").unwrap();
     fs::write(work.join("g.col"), "p edge 2 1\ne 1 2\n").unwrap();
     for args in [
@@ -507,8 +532,8 @@ fn a_failing_file_of_a_batch_leaves_none_of_its_outputs() {
     let work = scratch("batch-partial");
     let inputs = work.join("in");
     fs::create_dir_all(inputs.join("sub")).unwrap();
-    fs::copy(examples().join("softmax.tusk"), inputs.join("a.tusk")).unwrap();
-    fs::copy(examples().join("layernorm.tusk"), inputs.join("sub/b.tusk")).unwrap();
+    fs::copy(examples().join("rmsnorm_qkv.tusk"), inputs.join("a.tusk")).unwrap();
+    fs::copy(examples().join("conv1d.tusk"), inputs.join("sub/b.tusk")).unwrap();
     fs::write(inputs.join("big.tusk"), TOO_BIG).unwrap();
     fs::write(inputs.join("bad.tusk"), "sb %x [128 x\n").unwrap();
     // `out/sub` is a file: b's module has nowhere to go.
@@ -627,7 +652,7 @@ fn signals_mid_write_leave_no_temporary_file() {
     let left = names_in(&work.join("out"));
     assert_eq!(left.len(), 1, "{left:?}");
     assert!(left[0].starts_with(".out.tusk.tusk-tmp-"), "{left:?}");
-    fs::copy(examples().join("softmax.tusk"), work.join("s.tusk")).unwrap();
+    fs::copy(examples().join("rmsnorm_qkv.tusk"), work.join("s.tusk")).unwrap();
     let o = tusk(&work, &["fmt", "s.tusk", "-o", "out/s.tusk"]);
     assert_eq!(o.code, 0, "{}", o.stderr);
     assert!(
@@ -659,7 +684,7 @@ fn stale_temporary_files_of_ended_processes_are_collected() {
         fs::write(out.join(name), "x").unwrap();
     }
     fs::create_dir(out.join(".dir.tusk-tmp-99999999")).unwrap();
-    fs::copy(examples().join("softmax.tusk"), work.join("s.tusk")).unwrap();
+    fs::copy(examples().join("rmsnorm_qkv.tusk"), work.join("s.tusk")).unwrap();
     let o = tusk(&work, &["fmt", "s.tusk", "-o", "out/new.tusk"]);
     assert_eq!(o.code, 0, "{}", o.stderr);
     assert_eq!(

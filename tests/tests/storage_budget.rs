@@ -358,7 +358,7 @@ fn budgets_bound_the_dsa_solvers() {
                 let mut ws = ExactWorkspace::new();
                 let tables = budgeted::search_tables(&mut ws, &problem);
                 st.add("tables", tables);
-                let search = budgeted::search(&mut ws, &problem, &mut st, "search", "greedy");
+                let search = budgeted::search(&mut ws, &problem, &mut st, 1, "search", "greedy");
                 st.add("search", search);
                 let options = ExactOptions {
                     budget: Budget {

@@ -7,7 +7,18 @@
 //! - a value accessed inside loop `L` but defined before `L` starts is live
 //!   until `L`'s last position (the next iteration reads it again);
 //! - a value whose first access is a read inside `L` and that `L` also
-//!   writes later is carried around the back edge: live over all of `L`.
+//!   writes later is carried around the back edge: live over all of `L`;
+//! - a value that `L` writes only in part (a slice, or a pattern that moves
+//!   with the loop) and that is accessed after that write keeps, at the
+//!   next iteration's start, the bytes earlier iterations wrote: live over
+//!   all of `L` (the bytes a later iteration writes are not the ones it
+//!   reads back, in general) — unless the write provably covers what the
+//!   iteration reads back: it is a plain dense write, the location's first
+//!   access in the loop nest, not read by its own instruction, and every
+//!   later access in that nest lies inside the write's innermost loop and
+//!   inside its rows and bytes ([`covering_write`]). Then no iteration
+//!   observes an earlier one's bytes (a one-partition tile loaded and read
+//!   back each iteration, say).
 //!
 //! Per value the accesses are kept in position order (a CSR), which gives the
 //! remaining-use counts the linear scan needs: `remaining_uses(v, p)` counts
@@ -24,6 +35,12 @@ use crate::ir::{
 
 /// `start` of a value that is never live.
 pub const NOT_LIVE: u32 = u32::MAX;
+
+/// An access that writes the whole value.
+const FULL_WRITE: u8 = 1;
+/// An access that writes part of a location (a slice, or a pattern that
+/// moves): the rest keeps what it held.
+const PARTIAL_WRITE: u8 = 2;
 
 /// An inclusive position interval.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -57,7 +74,8 @@ pub struct Liveness<K> {
     /// CSR offsets into `acc_pos`, one more entry than values.
     acc_off: Vec<u32>,
     acc_pos: Vec<u32>,
-    /// 1 for a write, 0 for a read, parallel to `acc_pos`.
+    /// 0 for a read, [`FULL_WRITE`] or [`PARTIAL_WRITE`], parallel to
+    /// `acc_pos`.
     acc_write: Vec<u8>,
     /// Scratch: fill cursor per value.
     cursor: Vec<u32>,
@@ -184,7 +202,7 @@ impl<K: EntityRef> Liveness<K> {
     /// for every access of the instruction.
     fn build<F>(&mut self, m: &Module, order: &LinearOrder, n_values: usize, mut each: F)
     where
-        F: FnMut(&Module, Inst, &mut dyn FnMut(K, bool)),
+        F: FnMut(&Module, Inst, &mut dyn FnMut(K, u8)),
     {
         self.acc_off.clear();
         self.acc_off.resize(n_values + 1, 0);
@@ -213,7 +231,7 @@ impl<K: EntityRef> Liveness<K> {
                 if let Some(c) = cursor.get_mut(v.index()) {
                     let slot = *c as usize;
                     pos[slot] = p as u32;
-                    wr[slot] = w as u8;
+                    wr[slot] = w;
                     *c += 1;
                 }
             });
@@ -233,6 +251,7 @@ impl<K: EntityRef> Liveness<K> {
         v: K,
         live_from_entry: bool,
         live_to_exit: bool,
+        covers: &dyn Fn(&[u32], usize) -> Option<Option<(u32, u32)>>,
     ) {
         let n = order.len() as u32;
         let (a, b) = (
@@ -260,6 +279,32 @@ impl<K: EntityRef> Liveness<K> {
                 l = m.loops.parent[l];
             }
             end = widest;
+        }
+        // Loop rule, part 3: written in part inside a loop and accessed
+        // after that write: earlier iterations' bytes are carried.
+        // A covering write vouches for every later access of its nest, the
+        // nest's other partial writes included.
+        let mut vouched_until: Option<u32> = None;
+        for k in a..b {
+            let p = self.acc_pos[k];
+            if self.acc_write[k] != PARTIAL_WRITE
+                || p >= end
+                || vouched_until.is_some_and(|e| p <= e)
+            {
+                continue;
+            }
+            let nest = order.outermost_loop_span(m, p);
+            let span = match covers(&self.acc_pos[a..b], k - a) {
+                Some(sweep) => {
+                    vouched_until = nest.map(|(_, e)| e);
+                    sweep
+                }
+                None => nest,
+            };
+            if let Some((ls, le)) = span {
+                start = start.min(ls);
+                end = end.max(le);
+            }
         }
         // Loop rule, part 2: read first, written later in the same loop.
         if a < b && self.acc_write[a] == 0 && !live_from_entry {
@@ -289,6 +334,195 @@ impl<K: EntityRef> Liveness<K> {
     }
 }
 
+/// Whether the partial write of `v` at `acc[k]` covers everything the loop
+/// nest around it reads of `v` afterwards, so that the loop rule for
+/// partial writes need not carry `v` over the whole nest (see the module
+/// doc).
+///
+/// The write may *sweep*: move with the induction variables of the `d`
+/// loops directly around it (innermost first, every trip count known), its
+/// terms tiling a dense byte range row by row (the strides, sorted, are the
+/// per-iteration width times the product of the faster loops' trips).
+/// After the innermost `d` loops complete, the write has covered that
+/// range. The accesses of `v` after it must then lie in the same iteration
+/// of the loop around the sweep (the write's own loop when `d = 0`) and
+/// inside the covered rectangle. Then the write needs to be carried over
+/// the sweep's loops only: `Some` of that span (`Some(None)` when it does
+/// not sweep). `None` when not shown to cover (conservative): the full
+/// rule applies.
+fn covering_write(
+    m: &Module,
+    order: &LinearOrder,
+    v: MemLoc,
+    acc: &[u32],
+    k: usize,
+) -> Option<Option<(u32, u32)>> {
+    let p = acc[k];
+    let Some((outer_start, outer_end)) = order.outermost_loop_span(m, p) else {
+        return None;
+    };
+    // The write is the nest's first access of `v`, alone in its
+    // instruction.
+    if k > 0 && acc[k - 1] >= outer_start {
+        return None;
+    }
+    let i = order.inst_at(p);
+    if m.inputs(i).any(|a| m.aps.loc[a] == v) {
+        return None;
+    }
+    let mut writes = m.outputs(i).filter(|&a| m.aps.loc[a] == v);
+    let (Some(w), None) = (writes.next(), writes.next()) else {
+        return None;
+    };
+    let ext = m.ap_ext(w);
+    if ext.pstep.is_some() || ext.reg.is_some() || !m.is_contiguous(w) {
+        return None;
+    }
+    // The sweep: its loops are the innermost `d` around the write.
+    let width = m.ap_bytes_per_partition(w);
+    let d = ext.terms.len();
+    let mut strides: arrayvec::ArrayVec<(i64, u32), { crate::ir::MAX_IV_TERMS }> =
+        arrayvec::ArrayVec::new();
+    let mut l = m.inst_loop(i);
+    for _ in 0..d {
+        if !l.is_valid() {
+            return None;
+        }
+        let Some(t) = ext.terms.iter().find(|t| t.lp == l) else {
+            return None;
+        };
+        let trip = m.loops.trip[l];
+        if t.parts != 0 || trip == crate::ir::UNKNOWN_TRIP || trip == 0 {
+            return None;
+        }
+        strides.push((t.bytes, trip));
+        l = m.loops.parent[l];
+    }
+    // `l` is now the loop whose one iteration holds the whole sweep.
+    strides.sort_unstable();
+    let mut covered = width as i64;
+    for &(bytes, trip) in &strides {
+        if bytes != covered {
+            return None;
+        }
+        covered = covered.saturating_mul(trip as i64);
+    }
+    let Some((lo, hi)) = m.ap_byte_span(w) else {
+        return None;
+    };
+    if (hi - lo) as i64 != covered {
+        return None;
+    }
+    let (r0, r1) = m.ap_rows(w);
+    // The sweep ends with its outermost loop; what follows must stay in
+    // the iteration that holds it: `l` (the write's own loop when `d = 0`).
+    let (after_sweep, holder, sweep_span) = if d == 0 {
+        (p, m.inst_loop(i), None)
+    } else {
+        let mut top = m.inst_loop(i);
+        for _ in 1..d {
+            top = m.loops.parent[top];
+        }
+        let Some((top_start, top_end)) = order.loop_span(top) else {
+            return None;
+        };
+        (top_end, l, Some((top_start, top_end)))
+    };
+    let holder_end = if holder.is_valid() {
+        match order.loop_span(holder) {
+            Some((_, e)) => e,
+            None => return None,
+        }
+    } else {
+        // The sweep is the whole nest: nothing in it comes after.
+        outer_end
+    };
+    let inside = |a: crate::ir::Ap| {
+        let (x0, x1) = m.ap_rows(a);
+        r0 <= x0
+            && x1 <= r1
+            && m.ap_byte_span(a)
+                .is_some_and(|(xl, xh)| lo <= xl && xh <= hi)
+    };
+    // Inside the sweep, an access in the write's iteration must stay in the
+    // slice that iteration wrote: the same sweep terms, and a static part
+    // (moved only by loops nested inside the write's loop) within the
+    // write's static part.
+    let w_loop = m.inst_loop(i);
+    let inner_end = order.loop_span(w_loop).map_or(p, |(_, e)| e);
+    let Some((w_lo, w_hi)) = static_span(m, w) else {
+        return None;
+    };
+    let w_rows = (
+        m.aps.part_start[w] as u32,
+        m.aps.part_start[w] as u32 + m.aps.part_count[w] as u32,
+    );
+    let in_slice = |a: crate::ir::Ap| -> bool {
+        let e = m.ap_ext(a);
+        if e.pstep.is_some() || e.reg.is_some() {
+            return false;
+        }
+        if ext.terms.iter().any(|t| !e.terms.contains(t)) {
+            return false;
+        }
+        let Some((mut lo, mut hi)) = static_span(m, a) else {
+            return false;
+        };
+        for t in e.terms.iter().filter(|t| !ext.terms.contains(t)) {
+            let trip = m.loops.trip[t.lp];
+            if t.parts != 0 || trip == crate::ir::UNKNOWN_TRIP || !nested_in(m, t.lp, w_loop) {
+                return false;
+            }
+            let reach = t.bytes.saturating_mul(trip.saturating_sub(1) as i64);
+            lo += reach.min(0);
+            hi += reach.max(0);
+        }
+        let r0 = m.aps.part_start[a] as u32;
+        let r1 = r0 + m.aps.part_count[a] as u32;
+        w_rows.0 <= r0 && r1 <= w_rows.1 && w_lo <= lo && hi <= w_hi
+    };
+    let covered = acc[k + 1..]
+        .iter()
+        .take_while(|&&q| q <= outer_end)
+        .all(|&q| {
+            let j = order.inst_at(q);
+            let mine = m
+                .inputs(j)
+                .chain(m.outputs(j))
+                .filter(|&a| m.aps.loc[a] == v);
+            if q <= after_sweep {
+                q <= inner_end && { mine }.all(in_slice)
+            } else {
+                q <= holder_end && { mine }.all(inside)
+            }
+        });
+    // The slices earlier iterations of the sweep wrote are carried over
+    // the sweep's loops (nothing beyond them).
+    covered.then_some(sweep_span)
+}
+
+/// The byte range `[lo, hi)` a pattern touches in each partition with every
+/// loop and register term at zero (its plain part), relative to its
+/// location.
+fn static_span(m: &Module, a: crate::ir::Ap) -> Option<(i64, i64)> {
+    let (lo, hi) = crate::ir::ap::element_span(m.ap_dims(a))?;
+    let es = m.aps.elem_size[a] as i64;
+    let base = m.aps.offset[a] as i64;
+    Some((base + lo * es, base + hi * es))
+}
+
+/// True when loop `inner` is nested strictly inside loop `outer`.
+fn nested_in(m: &Module, inner: Loop, outer: Loop) -> bool {
+    let mut l = m.loops.parent[inner];
+    while l.is_valid() {
+        if l == outer {
+            return true;
+        }
+        l = m.loops.parent[l];
+    }
+    false
+}
+
 impl Liveness<MemLoc> {
     /// Liveness of every memory location of `m` (allocates its storage).
     pub fn of(m: &Module, order: &LinearOrder) -> Self {
@@ -309,10 +543,15 @@ impl Liveness<MemLoc> {
     pub fn compute(&mut self, m: &Module, order: &LinearOrder) {
         self.build(m, order, m.num_mems(), |m, i, f| {
             for a in m.inputs(i) {
-                f(m.aps.loc[a], false);
+                f(m.aps.loc[a], 0);
             }
             for a in m.outputs(i) {
-                f(m.aps.loc[a], true);
+                let w = if m.is_full_access(a) {
+                    FULL_WRITE
+                } else {
+                    PARTIAL_WRITE
+                };
+                f(m.aps.loc[a], w);
             }
         });
         for v in m.mems.space.keys() {
@@ -323,6 +562,7 @@ impl Liveness<MemLoc> {
                 v,
                 flags.contains(MemFlags::INPUT),
                 flags.contains(MemFlags::OUTPUT),
+                &|acc, k| covering_write(m, order, v, acc, k),
             );
         }
     }
@@ -385,14 +625,14 @@ impl Liveness<Reg> {
     pub fn compute(&mut self, m: &Module, order: &LinearOrder) {
         self.build(m, order, m.num_regs(), |m, i, f| {
             for &r in m.uses(i) {
-                f(r, false);
+                f(r, 0);
             }
             for &r in m.defs(i) {
-                f(r, true);
+                f(r, FULL_WRITE);
             }
         });
         for v in m.regs.lanes.keys() {
-            self.finish_value(m, order, v, false, false);
+            self.finish_value(m, order, v, false, false, &|_, _| None);
         }
     }
 }

@@ -152,6 +152,26 @@ impl LinearOrder {
         (e != u32::MAX && s <= e).then_some((s, e))
     }
 
+    /// The inclusive span of the outermost loop around position `pos` that
+    /// may run more than once (the union of those loops' spans, as loops
+    /// nest), or `None` when no such loop encloses it: a loop of one
+    /// iteration carries nothing from one iteration to the next.
+    pub fn outermost_loop_span(&self, m: &Module, pos: u32) -> Option<(u32, u32)> {
+        let mut l = self.loop_at(pos);
+        let mut span: Option<(u32, u32)> = None;
+        while l.is_valid() {
+            if m.loops.trip[l] == 1 {
+                l = m.loops.parent[l];
+                continue;
+            }
+            if let Some((ls, le)) = self.loop_span(l) {
+                span = Some(span.map_or((ls, le), |(s, e)| (s.min(ls), e.max(le))));
+            }
+            l = m.loops.parent[l];
+        }
+        span
+    }
+
     /// Heap bytes reserved.
     pub fn heap_bytes(&self) -> u64 {
         crate::heap_bytes!(

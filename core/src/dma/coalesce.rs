@@ -67,6 +67,34 @@ pub struct Cand {
 /// the 128-partition range.
 const SENTINEL_BUCKET: u16 = 128;
 
+/// Why a DMA of the pass's space moves (see [`moving`]).
+enum Moving {
+    /// A side has a register term.
+    Register,
+    /// A side has loop terms or a partition step.
+    Loop,
+}
+
+/// Whether `i` is a one-to-one DMA between DRAM and `space` whose sides
+/// are not both plain, and how it moves.
+fn moving(m: &Module, i: Inst, space: Space) -> Option<Moving> {
+    let o = m.operands(i);
+    if !m.insts.opcode[i].is_dma() || o.n_in != 1 || o.n_out != 1 {
+        return None;
+    }
+    let (a, b) = (m.inputs(i).next()?, m.outputs(i).next()?);
+    let sp = |x| m.mems.space[m.aps.loc[x]];
+    let ours = (sp(a) == Space::Dram && sp(b) == space) || (sp(a) == space && sp(b) == Space::Dram);
+    if !ours || (m.ap_is_plain(a) && m.ap_is_plain(b)) {
+        return None;
+    }
+    Some(if m.ap_ext(a).is_dynamic() || m.ap_ext(b).is_dynamic() {
+        Moving::Register
+    } else {
+        Moving::Loop
+    })
+}
+
 /// One coalescing round: find groups, accept a conflict-free subset, apply
 /// them. Returns the number of merged DMAs created.
 pub fn round(
@@ -102,6 +130,14 @@ fn collect(pass: &DmaOptimization, m: &Module, ws: &mut DmaWorkspace, st: &mut D
     ws.cands.clear();
     let t = &m.target;
     for (pos, &i) in ws.order.insts().iter().enumerate() {
+        if let Some(veto) = moving(m, i, pass.space) {
+            // `dma_view` refuses it; say why.
+            match veto {
+                Moving::Register => st.vetoes.dynamic_offset += 1,
+                Moving::Loop => st.vetoes.loop_indexed += 1,
+            }
+            continue;
+        }
         let Some(v) = dma_view(m, i, pass.space) else {
             continue;
         };
@@ -332,10 +368,22 @@ fn admit(
     if uninit(c) || (merged_pos != g.merged_pos && ws.cands[k..j].iter().any(uninit)) {
         return Err(Veto::Uninit);
     }
-    let hull = Interval {
+    let mut hull = Interval {
         start: g.hull.start.min(c.live.start).min(merged_pos),
         end: g.hull.end.max(c.live.end).max(merged_pos),
     };
+    if !first.load {
+        // A merged save's location is written in parts, one per member's
+        // producer: inside a loop, liveness carries such a location over the
+        // whole loop nest (its loop rule for partial writes), so the hull
+        // that must be free is that nest too.
+        for start in [first.live.start, c.live.start] {
+            if let Some((ls, le)) = ws.order.outermost_loop_span(m, start) {
+                hull.start = hull.start.min(ls);
+                hull.end = hull.end.max(le);
+            }
+        }
+    }
     // Cells: nobody else may live in the union of the tiles during the hull.
     let base = m.mems.base_partition[c.chip_loc] as u32;
     let p1 = base + m.mems.partitions[c.chip_loc] as u32;
@@ -435,7 +483,8 @@ pub(crate) fn touched_between(
             if m.aps.loc[x] != l {
                 return false;
             }
-            let (xs, xc) = (m.aps.part_start[x] as u64, m.aps.part_count[x] as u64);
+            let (x0, x1) = m.ap_rows(x);
+            let (xs, xc) = (x0 as u64, x1.saturating_sub(x0) as u64);
             if xs >= ps + pc || ps >= xs + xc {
                 return false;
             }
@@ -484,6 +533,7 @@ fn apply(
         offset: first.dram_off as u32,
         elem_size: elem,
         dims: dims.clone(),
+        ext: Default::default(),
     };
     let chip = ApSpec {
         loc: new_loc,
@@ -492,6 +542,7 @@ fn apply(
         offset: 0,
         elem_size: elem,
         dims,
+        ext: Default::default(),
     };
     let mut spec = InstSpec::new(m.insts.opcode[first.inst]);
     spec.engine = m.insts.engine[first.inst];

@@ -71,8 +71,8 @@ pub fn ap_rect(m: &Module, a: Ap) -> Option<Rect> {
     }
     let (lo, hi) = m.ap_byte_span(a)?;
     let off = m.mems.offset[l];
-    let ps = m.aps.part_start[a] as u64;
-    let pc = m.aps.part_count[a] as u64;
+    let (r0, r1) = m.ap_rows(a);
+    let (ps, pc) = (r0 as u64, r1.saturating_sub(r0) as u64);
     Some(match m.mems.space[l] {
         Space::Dram => {
             let pitch = m.mems.bytes[l] as u64;

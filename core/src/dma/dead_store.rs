@@ -49,16 +49,19 @@ fn is_dead(m: &Module, ws: &DmaWorkspace, s: Inst, ps: u32, d: Ap) -> bool {
     let Some((lo, hi)) = m.ap_byte_span(d) else {
         return false;
     };
-    let (p0, pn) = (m.aps.part_start[d], m.aps.part_count[d]);
+    let (p0, p1) = m.ap_rows(d);
+    // Overlap by the hull of a moving pattern (it may touch the bytes);
+    // coverage only by a plain one (a moving one may miss them).
     let overlaps = |x: Ap| {
-        let (xs, xc) = (m.aps.part_start[x], m.aps.part_count[x]);
-        xs < p0 + pn && p0 < xs + xc && m.ap_byte_span(x).map_or(true, |(a, b)| a < hi && lo < b)
+        let (x0, x1) = m.ap_rows(x);
+        x0 < p1 && p0 < x1 && m.ap_byte_span(x).map_or(true, |(a, b)| a < hi && lo < b)
     };
     let covers = |x: Ap| {
-        let (xs, xc) = (m.aps.part_start[x], m.aps.part_count[x]);
-        m.is_contiguous(x)
-            && xs <= p0
-            && xs + xc >= p0 + pn
+        let (x0, x1) = m.ap_rows(x);
+        m.ap_is_plain(x)
+            && m.is_contiguous(x)
+            && x0 <= p0
+            && x1 >= p1
             && m.ap_byte_span(x).is_some_and(|(a, b)| a <= lo && b >= hi)
     };
     let n = ws.order.len() as u32;

@@ -290,6 +290,7 @@ fn transform_load(
         offset: m.aps.offset[va.chip] + (sb.0 - sa.0) as u32,
         elem_size: elem,
         dims,
+        ext: Default::default(),
     };
     let mut dd = ArrayVec::<Dim, { crate::ir::MAX_DIMS }>::new();
     for &d in m.ap_dims(vb.chip) {
@@ -302,6 +303,7 @@ fn transform_load(
         offset: m.aps.offset[vb.chip],
         elem_size: m.aps.elem_size[vb.chip],
         dims: dd,
+        ext: Default::default(),
     };
     let mut spec = InstSpec::new(Opcode::TensorCopy);
     spec.flags = InstFlags::SYNTHETIC;

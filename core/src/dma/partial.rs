@@ -66,10 +66,8 @@ pub fn sweep(
             continue;
         }
         let bytes = m.mems.bytes[t] as u64;
-        let grain = (m.mems.align[t] as u64)
-            .max(m.mems.elem_size[t] as u64)
-            .max(1);
-        let elem = m.mems.elem_size[t].max(1) as u64;
+        let grain = (m.mems.align[t] as u64).max(m.elem_size(t) as u64).max(1);
+        let elem = m.elem_size(t).max(1) as u64;
         let lo = lo / grain * grain;
         let hi = hi.div_ceil(elem) * elem;
         if hi > bytes || hi <= lo || hi - lo >= bytes {
@@ -114,6 +112,7 @@ pub fn sweep(
             offset: m.aps.offset[v.dram] + lo as u32,
             elem_size: elem,
             dims: dims.clone(),
+            ext: Default::default(),
         };
         let chip = ApSpec {
             loc: new,
@@ -122,6 +121,7 @@ pub fn sweep(
             offset: 0,
             elem_size: elem,
             dims,
+            ext: Default::default(),
         };
         let mut spec = InstSpec::new(m.insts.opcode[i]);
         spec.engine = m.insts.engine[i];
@@ -153,7 +153,6 @@ pub fn sweep(
 
 fn repoint(m: &mut Module, a: Ap, from: crate::ir::MemLoc, to: crate::ir::MemLoc, lo: u32) {
     if m.aps.loc[a] == from {
-        m.aps.loc[a] = to;
-        m.aps.offset[a] -= lo;
+        m.shift_ap(a, to, 0, -(lo as i64));
     }
 }

@@ -65,6 +65,13 @@ pub struct Vetoes {
     pub conflict: u32,
     /// A proposal lost to an earlier proposal of the same round.
     pub claim: u32,
+    /// A side's offset comes from a register (a register term): merging
+    /// would need the same register and abutting static parts, which the
+    /// coalescer does not prove, and never drops the term.
+    pub dynamic_offset: u32,
+    /// A side moves with a loop (loop terms) or steps partitions: only
+    /// plain DMAs are merged.
+    pub loop_indexed: u32,
 }
 
 /// What one run of the pass did.
@@ -416,8 +423,7 @@ impl DmaWorkspace {
             let l = m.aps.loc[a];
             let (to, d) = self.tracker.resolve(l);
             if to != l {
-                m.aps.loc[a] = to;
-                m.aps.offset[a] += d;
+                m.shift_ap(a, to, 0, d as i64);
             }
         }
         self.tracker.reset(m.num_mems());
@@ -451,7 +457,7 @@ impl DmaWorkspace {
             self.name_seq += 1;
             match m.try_add_mem(&name, space, partitions, bytes) {
                 Ok(l) => {
-                    let _ = m.set_elem_size(l, m.mems.elem_size[like]);
+                    let _ = m.set_elem_size(l, m.elem_size(like));
                     m.mems.align[l] = m.mems.align[like];
                     m.mems.flags[l] = m.mems.flags[like] & !(MemFlags::PINNED);
                     m.place(l, base, offset);
@@ -510,6 +516,11 @@ pub(crate) fn dma_view(m: &Module, i: Inst, space: Space) -> Option<DmaView> {
     }
     let src = m.inputs(i).next()?;
     let dst = m.outputs(i).next()?;
+    // Only plain DMAs are rewritten: a register term or a loop term is the
+    // DMA's meaning, and no peephole here proves it keeps it.
+    if !m.ap_is_plain(src) || !m.ap_is_plain(dst) {
+        return None;
+    }
     let (ls, ld) = (m.aps.loc[src], m.aps.loc[dst]);
     if !m.is_placed(ls) || !m.is_placed(ld) {
         return None;

@@ -100,7 +100,7 @@ fn judge(
     let same_shape = m.is_full_access(vr.chip)
         && m.mems.partitions[t2] == m.mems.partitions[t]
         && m.mems.bytes[t2] == m.mems.bytes[t]
-        && m.mems.elem_size[t2] == m.mems.elem_size[t];
+        && m.elem_size(t2) == m.elem_size(t);
     if !same_bytes
         || !same_shape
         || t2 == t

@@ -105,10 +105,13 @@ pub fn dma_descriptors(m: &Module, i: Inst) -> u64 {
     let (Some(src), Some(dst)) = (m.inputs(i).next(), m.outputs(i).next()) else {
         return 0;
     };
-    let n = m.ap_bytes_per_partition(dst);
     let cs = dense_run_bytes(m.ap_dims(src), m.aps.elem_size[src] as u64);
     let cd = dense_run_bytes(m.ap_dims(dst), m.aps.elem_size[dst] as u64);
     let parts = transfer_partitions(m, src, dst);
+    // Bytes per counted partition: a DMA that reshapes (different
+    // partition counts on its two sides) moves its total bytes over the
+    // partitions counted, not the other side's per-partition bytes.
+    let n = m.ap_bytes(dst) / parts.max(1);
     parts * partition_descriptors(n, cs, cd, m.target.dma_descriptor_max_bytes as u64)
 }
 

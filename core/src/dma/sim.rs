@@ -240,7 +240,7 @@ fn ap_of(m: &Module, a: Ap) -> FullAp {
 }
 
 fn full(m: &Module, l: MemLoc) -> FullAp {
-    let es = m.mems.elem_size[l].max(1);
+    let es = m.elem_size(l).max(1);
     FullAp {
         loc: l,
         part_start: 0,

@@ -214,3 +214,29 @@ pub fn dma_heavy(target: Target, p: DmaGenParams) -> Result<Module, IrError> {
     }
     Ok(m)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ir::shape;
+
+    #[test]
+    fn every_instruction_obeys_the_shape_rule() {
+        for seed in 0..8 {
+            for tiled_pct in [0, 55, 100] {
+                let p = DmaGenParams {
+                    dmas: 200,
+                    seed,
+                    tiled_pct,
+                    ..DmaGenParams::default()
+                };
+                let m = dma_heavy(Target::default(), p).unwrap();
+                assert!(m.num_live_insts() > 100);
+                for i in m.program_order() {
+                    let r = shape::check(&m, i);
+                    assert!(r.is_ok(), "seed {seed} {i}: {r:?}");
+                }
+            }
+        }
+    }
+}

@@ -5,25 +5,50 @@
 //! input (`in<r>`), output (`out<r>`) and, when dead saves are enabled, an
 //! internal DRAM scratch (`scr<r>`); it loads a few *resident* SB tiles
 //! (weights) before an optional loop nest, and the innermost body holds
-//! *units*: a DMA load of a tile, a chain of compute instructions (matmul
-//! into PSUM and evacuation back to SB, activations, tensor-tensor and
-//! tensor-scalar ops), and a save to the region's output. Scalar registers
-//! play their real roles: long-lived values defined at entry (strides, base
-//! addresses; every fourth a 64-bit lane pair), loop counters incremented
-//! and branched on, and short address-arithmetic chains whose result feeds a
-//! `tensor_scalar`. An *accumulate* region keeps PSUM accumulators live
-//! across a reduction loop (memset before it, matmul reading and writing the
-//! accumulator inside it, evacuation after it).
+//! *units*: a DMA load of a tile, a chain of compute steps, and a save to
+//! the region's output. A step is a matmul into PSUM and its evacuation
+//! back to SB, a transpose through PSUM (and the product of the transposed
+//! tile with itself, back to the tile's partitions), a reduction, a scale
+//! by a per-partition column, a scan, an activation (with a bias column or
+//! a conversion), a tensor-tensor op (with a partition-broadcast operand) or
+//! a tensor-scalar op. Scalar registers play their real roles: long-lived
+//! values defined at entry (strides, base addresses; every fourth a 64-bit
+//! lane pair), loop counters incremented and branched on, and short
+//! address-arithmetic chains whose result feeds a `tensor_scalar` or a
+//! DMA's dynamic offset. An *accumulate* region keeps PSUM accumulators
+//! live across a reduction loop (memset before it, matmul reading and
+//! writing the accumulator inside it, evacuation after it).
+//!
+//! What real kernels say about their data is said here too: a share of the
+//! regions is typed (bf16, fp16 or fp32 tiles, fp32 PSUM, with a conversion
+//! before a save wherever the tile's type is not its destination's, as
+//! inside `nl.store` of an fp32 accumulator); every loop is named, and
+//! tiles move with the loops' induction variables — a unit's DRAM input and
+//! output streamed tile by tile (`+B*iv` in the bytes, or `+P*iv` in the
+//! rows), the K tiles of an accumulation and the stationary slice of its
+//! weights, and a piece of a unit's result gathered into its iteration's
+//! slice of a tile saved after the loop nest (SB bytes, SB partitions, or
+//! a PSUM bank written by a matmul); DMAs carry register offsets with their
+//! windows, sliding-window loads a DRAM partition step, and reads partition
+//! broadcasts.
 //!
 //! Invariants of every generated module (tested below):
 //! - exactly `instructions` instructions;
+//! - every instruction obeys its opcode's operand-shape rule
+//!   ([`crate::ir::shape`]): matmul and transpose operands fit the PE array
+//!   and write PSUM within one bank, DMAs move equal bytes of one type,
+//!   element-wise operands agree in partitions and elements;
+//! - every pattern stays inside its location at every iteration of the
+//!   loops it moves with, and every register window inside its location
+//!   ([`crate::ir::pattern`]; the builder refuses anything else);
 //! - every SB and PSUM tensor is written before it is read (no generated
-//!   instruction needs the `uninit` flag);
-//! - every on-chip tensor belongs to one unit, one region's residents or one
-//!   region's accumulators, so it dies at the end of that scope and the live
-//!   set stays bounded whatever the module size; with the default knobs the
-//!   peak live SB bytes per partition stay far below the usable SB and every
-//!   PSUM tensor fits one bank;
+//!   instruction needs the `uninit` flag), and a tile written slice by slice
+//!   in a loop is read only after the loop, when every slice is written;
+//! - every on-chip tensor belongs to one unit, one region's residents,
+//!   gathered tile or accumulators, so it dies at the end of that scope and
+//!   the live set stays bounded whatever the module size; with the default
+//!   knobs the peak live SB bytes per partition stay far below the usable
+//!   SB and every PSUM tensor fits one bank;
 //! - sizes are multiples of their element size.
 //!
 //! Scaling: the generator runs twice over the same deterministic decisions,
@@ -37,8 +62,8 @@ use core::fmt::Write;
 
 use super::rng::Rng;
 use crate::ir::{
-    ApSpec, Builder, Capacity, Dim, InstFlags, InstSpec, IrError, Limits, MemFlags, MemLoc, Module,
-    Opcode, Reg, Space, SubOp, UNKNOWN_TRIP,
+    ApExt, ApSpec, Builder, Capacity, DType, Dim, InstFlags, InstSpec, IrError, IvTerm, Limits,
+    Loop, MemFlags, MemLoc, Module, Opcode, Reg, RegTerm, Space, SubOp, UNKNOWN_TRIP,
 };
 use crate::target::Target;
 
@@ -56,6 +81,20 @@ pub const PARTITION_CLASSES: [u16; 3] = [128, 64, 32];
 /// DRAM input slices reserved per unit: up to four abutting tiles, and one
 /// for operand loads (an over-broad load takes two).
 const SLOTS_PER_UNIT: u32 = 5;
+/// Largest DRAM stream (bytes per partition) that tiles moving with the
+/// loops read or write: the loops a stream moves with are taken from the
+/// innermost outwards while every iteration's slot fits, so deep nests of
+/// long loops stream over their inner loops only.
+const STREAM_CAP: u64 = 1 << 22;
+/// Most slots a tile moving with several loops takes an outer loop in for:
+/// the checkers walk every loop a term moves with iteration by iteration,
+/// so a nest of long loops moves with its innermost loop only.
+const MAX_SLOTS: u64 = 16;
+/// Elements per partition a unit gathers per iteration, at most.
+const GATHER_ELEMS: u32 = 16;
+/// Largest gathered SB tile in bytes per partition (it lives over the
+/// whole loop nest, like a resident).
+const GATHER_CAP: u64 = 2048;
 
 /// The knobs of the generator. Percentages are `0..=100`.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -72,8 +111,16 @@ pub struct GenParams {
     pub tile_weights: [u8; 4],
     /// Weights of the partition classes 128, 64, 32 and small (1..=16).
     pub partition_weights: [u8; 4],
-    /// Share of regions with bf16 (2-byte) tiles; the rest are fp32.
+    /// Share of regions with 2-byte tiles (bf16 or fp16 when typed); the
+    /// rest have 4-byte (fp32) tiles.
     pub bf16_pct: u8,
+    /// Share of regions whose locations carry element types (bf16, fp16,
+    /// fp32; PSUM and evacuated matmul results fp32); the rest are untyped
+    /// (`elem N`).
+    pub typed_pct: u8,
+    /// Share of the activations of typed regions that convert between the
+    /// 2-byte type and fp32.
+    pub cast_pct: u8,
     /// Share of regions whose units sit in a loop nest.
     pub loop_pct: u8,
     /// Deepest loop nest of a region (`0..=MAX_GEN_DEPTH`).
@@ -84,6 +131,44 @@ pub struct GenParams {
     pub trip_max: u32,
     /// Share of loops whose trip count is unknown (`loop ?`).
     pub unknown_trip_pct: u8,
+    /// Share of the units in loops of known trip count whose input and
+    /// output tiles stream through DRAM with the loops' induction variables
+    /// (loop terms on the DRAM side, in the bytes or, for tiles that stack
+    /// in 128 rows, half the time in the partitions), and of accumulate
+    /// loops whose K tiles do (with the stationary slice of the weights
+    /// moving on the SB side when the weights hold every K step).
+    pub loop_term_pct: u8,
+    /// Share of the regions with loops of known trip count whose first unit
+    /// gathers a piece of its result into its iteration's slice of a tile
+    /// saved after the loop nest (a loop term on the on-chip side): the
+    /// bytes or the partitions of an SB tile, or a PSUM bank by a matmul,
+    /// a third each.
+    pub gather_pct: u8,
+    /// Share of plain input loads whose DRAM side moves by a register (the
+    /// loop counter or the unit's address arithmetic) inside a declared
+    /// window; half as many of the saves do.
+    pub dyn_offset_pct: u8,
+    /// Share of plain input loads that read a sliding window of their DRAM
+    /// row: an explicit DRAM partition step of one element.
+    pub pstep_pct: u8,
+    /// Share of tensor-tensor steps whose second operand is a partition
+    /// broadcast (`step 0`: every partition reads the first).
+    pub broadcast_pct: u8,
+    /// Share of activations with a bias column `[P x 1]` (from a resident
+    /// weight tile, else reduced from the input).
+    pub bias_pct: u8,
+    /// Share of compute steps that scale by a column: a `tensor_reduce`
+    /// into `[P x 1]` and a `tensor_scalar` reading it.
+    pub column_pct: u8,
+    /// Share of compute steps that are a `tensor_reduce` dividing the
+    /// elements per partition.
+    pub reduce_pct: u8,
+    /// Share of compute steps that transpose the tile through PSUM and
+    /// multiply the transposed tile with itself (four instructions).
+    pub transpose_pct: u8,
+    /// Share of compute steps that are a `tensor_scan` (`add`, or `mul_add`
+    /// with a second operand).
+    pub scan_pct: u8,
     /// Fewest units per loop body (or straight-line region).
     pub units_min: u8,
     /// Most units per loop body.
@@ -128,7 +213,9 @@ pub struct GenParams {
 
 impl Default for GenParams {
     /// Kernel-like modules whose live set stays far below the usable SB: a
-    /// few KiB tiles, mostly 128 partitions, shallow loop nests.
+    /// few KiB tiles, mostly 128 partitions, shallow loop nests; a third of
+    /// the regions typed, a third of the units in loops streaming their
+    /// tiles, and a few percent of each rarer construct.
     fn default() -> Self {
         GenParams {
             instructions: 10_000,
@@ -138,11 +225,23 @@ impl Default for GenParams {
             tile_weights: [2, 3, 3, 2],
             partition_weights: [6, 2, 1, 1],
             bf16_pct: 50,
+            typed_pct: 30,
+            cast_pct: 10,
             loop_pct: 70,
             max_loop_depth: 2,
             trip_min: 2,
             trip_max: 16,
             unknown_trip_pct: 10,
+            loop_term_pct: 10,
+            gather_pct: 5,
+            dyn_offset_pct: 5,
+            pstep_pct: 3,
+            broadcast_pct: 5,
+            bias_pct: 10,
+            column_pct: 4,
+            reduce_pct: 4,
+            transpose_pct: 3,
+            scan_pct: 3,
             units_min: 1,
             units_max: 3,
             chain_min: 2,
@@ -219,6 +318,34 @@ impl GenParams {
         }
     }
 
+    /// Every construct of real kernels the default preset has at a few
+    /// percent, at a high share: typed regions and conversions, tiles
+    /// moving with the loops (DRAM streams and on-chip gathers), register
+    /// offsets, sliding-window and broadcast reads, reductions, transposes,
+    /// scans, bias and scale columns. For the tests and fuzz targets that
+    /// must reach them often, not for scale runs (the checkers walk every
+    /// loop a tile moves with iteration by iteration).
+    pub fn constructs() -> Self {
+        GenParams {
+            typed_pct: 60,
+            cast_pct: 40,
+            loop_term_pct: 60,
+            gather_pct: 60,
+            dyn_offset_pct: 30,
+            pstep_pct: 30,
+            broadcast_pct: 30,
+            bias_pct: 30,
+            column_pct: 15,
+            reduce_pct: 15,
+            transpose_pct: 15,
+            scan_pct: 15,
+            // Narrower tiles more often: a loop stacks its tiles in the
+            // partitions only when they fit 128 of them.
+            partition_weights: [3, 2, 2, 2],
+            ..GenParams::default()
+        }
+    }
+
     /// Rejects knobs out of range with the knob's name and bound.
     pub fn validate(&self) -> Result<(), IrError> {
         fn check(what: &'static str, value: u64, min: u64, max: u64) -> Result<(), IrError> {
@@ -264,6 +391,18 @@ impl GenParams {
         }
         for (what, v) in [
             ("bf16 share percent", self.bf16_pct),
+            ("typed share percent", self.typed_pct),
+            ("cast percent", self.cast_pct),
+            ("loop-term percent", self.loop_term_pct),
+            ("gather percent", self.gather_pct),
+            ("dynamic-offset percent", self.dyn_offset_pct),
+            ("partition-step percent", self.pstep_pct),
+            ("broadcast percent", self.broadcast_pct),
+            ("bias percent", self.bias_pct),
+            ("column percent", self.column_pct),
+            ("reduce percent", self.reduce_pct),
+            ("transpose percent", self.transpose_pct),
+            ("scan percent", self.scan_pct),
             ("loop share percent", self.loop_pct),
             ("unknown trip percent", self.unknown_trip_pct),
             ("DMA density percent", self.dma_pct),
@@ -355,17 +494,20 @@ trait Sink {
         space: Space,
         parts: u16,
         bytes: u32,
-        elem: u8,
+        ty: DType,
         flags: MemFlags,
     ) -> Result<MemLoc, IrError>;
     fn reg(&mut self, name: &str, lanes: u8) -> Result<Reg, IrError>;
     fn inst(&mut self, spec: &InstSpec<'_>) -> Result<(), IrError>;
-    fn begin_loop(&mut self, trip: u32) -> Result<(), IrError>;
+    /// Opens a loop whose induction variable is `name`.
+    fn begin_loop(&mut self, trip: u32, name: &str) -> Result<Loop, IrError>;
     fn end_loop(&mut self) -> Result<(), IrError>;
 }
 
 /// Counts what a build would create, mirroring the builder's block labels,
-/// so the module can be reserved exactly.
+/// so the module can be reserved exactly. Its loop ids are those the build
+/// gives (loops are made in the same order), so the patterns that name
+/// them are the same in both runs.
 #[derive(Copy, Clone, Debug, Default)]
 struct Counter {
     cap: Capacity,
@@ -401,7 +543,7 @@ impl Sink for Counter {
         _: Space,
         _: u16,
         _: u32,
-        _: u8,
+        _: DType,
         _: MemFlags,
     ) -> Result<MemLoc, IrError> {
         self.name(name.len());
@@ -427,14 +569,21 @@ impl Sink for Counter {
             .chain(spec.outputs)
             .map(|a| if a.dims.len() > 1 { a.dims.len() } else { 0 })
             .sum::<usize>();
+        self.cap.ap_exts += spec
+            .inputs
+            .iter()
+            .chain(spec.outputs)
+            .filter(|a| !a.ext.is_plain())
+            .count();
         self.cap.imms += usize::from(spec.imm != 0);
         self.cap.reg_operands += spec.uses.len() + spec.defs.len();
         Ok(())
     }
-    fn begin_loop(&mut self, _: u32) -> Result<(), IrError> {
+    fn begin_loop(&mut self, _: u32, name: &str) -> Result<Loop, IrError> {
         self.cap.loops += 1;
+        self.name(name.len());
         self.need_block = true;
-        Ok(())
+        Ok(Loop::new(self.cap.loops - 1))
     }
     fn end_loop(&mut self) -> Result<(), IrError> {
         self.need_block = true;
@@ -457,10 +606,14 @@ impl Sink for Build<'_> {
         space: Space,
         parts: u16,
         bytes: u32,
-        elem: u8,
+        ty: DType,
         flags: MemFlags,
     ) -> Result<MemLoc, IrError> {
-        self.b.mem(name, space, parts, bytes, elem, flags)
+        let l = self.b.mem(name, space, parts, bytes, ty.size(), flags)?;
+        if !ty.is_raw() {
+            self.b.module().set_dtype(l, ty)?;
+        }
+        Ok(l)
     }
     fn reg(&mut self, name: &str, lanes: u8) -> Result<Reg, IrError> {
         self.b.reg(name, lanes)
@@ -468,8 +621,10 @@ impl Sink for Build<'_> {
     fn inst(&mut self, spec: &InstSpec<'_>) -> Result<(), IrError> {
         self.b.inst(spec).map(|_| ())
     }
-    fn begin_loop(&mut self, trip: u32) -> Result<(), IrError> {
-        self.b.begin_loop(trip).map(|_| ())
+    fn begin_loop(&mut self, trip: u32, name: &str) -> Result<Loop, IrError> {
+        let l = self.b.begin_loop(trip)?;
+        self.b.module().set_loop_name(l, name)?;
+        Ok(l)
     }
     fn end_loop(&mut self) -> Result<(), IrError> {
         self.b.end_loop()
@@ -495,37 +650,97 @@ struct Tile {
     loc: MemLoc,
     parts: u16,
     bytes: u32,
-    elem: u8,
+    ty: DType,
 }
 
-/// A contiguous byte range `[lo, lo + len)` of a tile, in every partition.
+/// How a view moves: a `Copy` form of [`ApExt`] (loop terms, register
+/// term, partition step).
+#[derive(Copy, Clone, Debug)]
+struct Motion {
+    terms: [IvTerm; MAX_GEN_DEPTH as usize],
+    n_terms: u8,
+    reg: Option<RegTerm>,
+    pstep: Option<u32>,
+}
+
+/// A view that does not move.
+const STILL: Motion = Motion {
+    terms: [IvTerm {
+        lp: Loop::INVALID,
+        parts: 0,
+        bytes: 0,
+    }; MAX_GEN_DEPTH as usize],
+    n_terms: 0,
+    reg: None,
+    pstep: None,
+};
+
+impl Motion {
+    fn ext(&self) -> ApExt {
+        let mut e = ApExt {
+            pstep: self.pstep,
+            reg: self.reg,
+            ..ApExt::default()
+        };
+        for t in self.terms.iter().take(self.n_terms as usize) {
+            // MAX_GEN_DEPTH terms at most, the pattern's limit.
+            let _ = e.terms.try_push(*t);
+        }
+        e
+    }
+}
+
+/// A contiguous byte range `[lo, lo + len)` of the first `parts`
+/// partitions of a tile (all of them but in a tile that stacks one slice
+/// per iteration in its partitions), moved by `motion`.
 #[derive(Copy, Clone, Debug)]
 struct View {
     tile: Tile,
+    parts: u16,
     lo: u32,
     len: u32,
+    motion: Motion,
 }
 
 impl Tile {
+    fn elem(self) -> u32 {
+        self.ty.size().max(1) as u32
+    }
     fn full(self) -> View {
-        View {
-            tile: self,
-            lo: 0,
-            len: self.bytes,
-        }
+        self.range(0, self.bytes)
     }
     fn range(self, lo: u32, len: u32) -> View {
         View {
             tile: self,
+            parts: self.parts,
             lo,
             len,
+            motion: STILL,
         }
     }
 }
 
 impl View {
-    fn ap(self) -> ApSpec {
-        let e = self.tile.elem.max(1) as u32;
+    /// Elements per partition.
+    fn elems(&self) -> u32 {
+        self.len / self.tile.elem()
+    }
+    /// The first `n` elements of the view (same motion).
+    fn first(self, n: u32) -> View {
+        View {
+            len: n * self.tile.elem(),
+            ..self
+        }
+    }
+    fn moving(self, motion: Motion) -> View {
+        View { motion, ..self }
+    }
+    /// The first `parts` partitions only.
+    fn rows(self, parts: u16) -> View {
+        View { parts, ..self }
+    }
+    fn ap(&self) -> ApSpec {
+        let e = self.tile.elem();
         let elem = if self.lo % e == 0 && self.len % e == 0 {
             e
         } else {
@@ -536,12 +751,41 @@ impl View {
         ApSpec {
             loc: self.tile.loc,
             part_start: 0,
-            part_count: self.tile.parts,
+            part_count: self.parts,
             offset: self.lo,
             elem_size: elem as u8,
             dims,
+            ext: self.motion.ext(),
         }
     }
+}
+
+/// Loop terms that give each iteration of the known-trip loops `loops`
+/// (innermost first) its own `piece`-byte slot — slot `iv_0 + T_0 × (iv_1 +
+/// T_1 × …)` — taking loops from the innermost outwards while `copies`
+/// streams of `T × piece` bytes stay within `cap`. Returns the motion and
+/// the slot count `T` (1 and no term when not even the innermost fits).
+fn slots(loops: &[(Loop, u32)], piece: u32, copies: u32, cap: u64) -> (Motion, u32) {
+    let mut m = STILL;
+    let mut t: u64 = 1;
+    for &(lp, trip) in loops {
+        let next = t * trip as u64;
+        let outer = m.n_terms > 0;
+        if next * piece as u64 * copies as u64 > cap
+            || m.n_terms as usize >= m.terms.len()
+            || (outer && next > MAX_SLOTS)
+        {
+            break;
+        }
+        m.terms[m.n_terms as usize] = IvTerm {
+            lp,
+            parts: 0,
+            bytes: (t * piece as u64) as i64,
+        };
+        m.n_terms += 1;
+        t = next;
+    }
+    (m, t as u32)
 }
 
 /// Naming counters and the long-lived registers; `Copy` so that a dry run
@@ -578,7 +822,8 @@ struct RegionPlan {
     seed: u64,
     parts: u16,
     bytes: u32,
-    elem: u8,
+    /// The tiles' element type (untyped: `Raw` of the element size).
+    ty: DType,
     depth: u8,
     trips: [u32; MAX_GEN_DEPTH as usize + 1],
     units: u8,
@@ -596,6 +841,13 @@ impl RegionPlan {
         };
         let bytes = p.tile_bytes[rng.weighted(&p.tile_weights)];
         let elem = if rng.percent(p.bf16_pct) { 2 } else { 4 };
+        let ty = match (rng.percent(p.typed_pct), elem) {
+            (false, e) => DType::Raw(e),
+            (true, 4) => DType::F32,
+            // fp16 is the rarer 2-byte float of the kernels.
+            (true, _) if rng.percent(25) => DType::F16,
+            (true, _) => DType::Bf16,
+        };
         let depth = if p.max_loop_depth > 0 && rng.percent(p.loop_pct) {
             rng.range(1, p.max_loop_depth as u64) as u8
         } else {
@@ -610,7 +862,9 @@ impl RegionPlan {
             };
         }
         let units = rng.range(p.units_min as u64, p.units_max as u64) as u8;
-        let accumulators = if rng.percent(p.accumulate_pct) {
+        // The stationary operand of an accumulation is a [P x P] slice of
+        // the weights: a tile of fewer than P elements cannot hold it.
+        let accumulators = if rng.percent(p.accumulate_pct) && parts as u32 * elem as u32 <= bytes {
             p.accumulators
         } else {
             0
@@ -624,13 +878,27 @@ impl RegionPlan {
             seed,
             parts,
             bytes,
-            elem,
+            ty,
             depth,
             trips,
             units,
             chain: p.chain_max.max(p.chain_min),
             residents,
             accumulators,
+        }
+    }
+
+    fn typed(&self) -> bool {
+        !self.ty.is_raw()
+    }
+
+    /// The type of PSUM tiles and of their evacuated copies: fp32 (the PE
+    /// accumulates in fp32), untyped 4-byte elements in untyped regions.
+    fn acc_ty(&self) -> DType {
+        if self.typed() {
+            DType::F32
+        } else {
+            DType::Raw(4)
         }
     }
 
@@ -745,12 +1013,23 @@ fn filler<S: Sink>(s: &mut S, st: &mut State) -> Result<(), IrError> {
     alu(s, SubOp::Add, r, &[a, b])
 }
 
-fn dma<S: Sink>(s: &mut S, op: Opcode, dst: View, src: View, queue: u8) -> Result<(), IrError> {
+/// A DMA; `offset` is the register a register term of `dst` or `src` reads
+/// (its use 0).
+fn dma<S: Sink>(
+    s: &mut S,
+    op: Opcode,
+    dst: View,
+    src: View,
+    offset: Option<Reg>,
+    queue: u8,
+) -> Result<(), IrError> {
     let mut spec = InstSpec::new(op);
     let outs = [dst.ap()];
     let ins = [src.ap()];
+    let uses: ArrayVec<Reg, 1> = offset.into_iter().collect();
     spec.outputs = &outs;
     spec.inputs = &ins;
+    spec.uses = &uses;
     spec.queue = queue;
     s.inst(&spec)
 }
@@ -778,6 +1057,33 @@ fn compute<S: Sink>(
     s.inst(&spec)
 }
 
+/// How the first unit of a region gathers a piece of its result, one slice
+/// per iteration of the loops around it, into a tile saved after them.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+enum Gather {
+    /// It does not.
+    No,
+    /// Into the bytes of an SB tile (`+g*iv`).
+    Bytes,
+    /// Into the partitions of an SB tile (`+P*iv`, `P` partitions per
+    /// iteration), when the innermost loop's slices fit 128 partitions.
+    Parts,
+    /// Into the bytes of a PSUM bank, by a matmul (the result's `[P x P]`
+    /// slice times a `[P x g]` operand), evacuated after the loops.
+    Psum,
+}
+
+/// DRAM tensors that units streaming with the loops read and write: slot
+/// `rank × slots + iteration` of `bytes` each.
+#[derive(Copy, Clone, Debug)]
+struct Stream {
+    input: Tile,
+    output: Tile,
+    motion: Motion,
+    /// Bytes of one unit's stream (every iteration's slot).
+    span: u32,
+}
+
 /// The per-region context shared by its units.
 struct Ctx {
     input: Tile,
@@ -790,6 +1096,36 @@ struct Ctx {
     /// The resident the next binary step reads (round robin, so that every
     /// resident is read and stays live over the loop nest).
     next_resident: usize,
+    /// The loops of known trip count around the units, innermost first.
+    known: ArrayVec<(Loop, u32), { MAX_GEN_DEPTH as usize }>,
+    /// The innermost loop's counter (the induction variable in a register).
+    counter: Option<Reg>,
+    /// Units whose tiles stream with the loops (bit `j`).
+    streaming: u64,
+    stream: Option<Stream>,
+    /// How the first unit gathers into a loop-indexed tile, and the tile
+    /// once it did.
+    gather: Gather,
+    gathered: Option<(Tile, Space)>,
+}
+
+#[allow(clippy::too_many_arguments)]
+fn mem_tile<S: Sink>(
+    s: &mut S,
+    name: &str,
+    space: Space,
+    parts: u16,
+    bytes: u32,
+    ty: DType,
+    flags: MemFlags,
+) -> Result<Tile, IrError> {
+    let loc = s.mem(name, space, parts, bytes, ty, flags)?;
+    Ok(Tile {
+        loc,
+        parts,
+        bytes,
+        ty,
+    })
 }
 
 fn tile<S: Sink>(
@@ -798,33 +1134,29 @@ fn tile<S: Sink>(
     space: Space,
     parts: u16,
     bytes: u32,
-    elem: u8,
+    ty: DType,
 ) -> Result<Tile, IrError> {
     let prefix = if space == Space::Psum { "p" } else { "t" };
-    let loc = s.mem(
+    let t = mem_tile(
+        s,
         &name(prefix, st.tiles),
         space,
         parts,
         bytes,
-        elem,
+        ty,
         MemFlags::empty(),
     )?;
     st.tiles += 1;
-    Ok(Tile {
-        loc,
-        parts,
-        bytes,
-        elem,
-    })
+    Ok(t)
 }
 
-/// Opens a counted loop: `$iN = imm 0; loop T {`.
-fn open_loop<S: Sink>(s: &mut S, st: &mut State, trip: u32) -> Result<Reg, IrError> {
+/// Opens a counted, named loop: `$iN = imm 0; loop ivN in T {`.
+fn open_loop<S: Sink>(s: &mut S, st: &mut State, trip: u32) -> Result<(Reg, Loop), IrError> {
     let i = s.reg(&name("i", st.loops), 1)?;
-    st.loops += 1;
     imm(s, i, 0)?;
-    s.begin_loop(trip)?;
-    Ok(i)
+    let l = s.begin_loop(trip, &name("iv", st.loops))?;
+    st.loops += 1;
+    Ok((i, l))
 }
 
 /// Closes a counted loop: `$iN = alu add $iN, $one; branch $iN }`.
@@ -846,20 +1178,22 @@ fn region<S: Sink>(
     let mut rng = Rng::new(plan.seed);
     let r = st.regions;
     st.regions += 1;
-    let (parts, bytes, elem) = (plan.parts, plan.bytes, plan.elem);
+    let (parts, bytes, ty) = (plan.parts, plan.bytes, plan.ty);
     let bank = p.target.psum_bank_bytes.max(4) & !3;
     // Units own input slots `j * SLOTS_PER_UNIT ..` and output slot `j`;
     // accumulator `n` owns the input and output slots after them, so no
     // two loads of a region read the same slice unless a DMA pattern asks.
     let (units, accs) = (plan.units as u32, plan.accumulators as u32);
-    let dram = |s: &mut S, prefix: &str, n: u32, flags| -> Result<Tile, IrError> {
-        let loc = s.mem(&name(prefix, r), Space::Dram, parts, bytes * n, elem, flags)?;
-        Ok(Tile {
-            loc,
+    let dram = |s: &mut S, prefix: &str, n: u32, flags| {
+        mem_tile(
+            s,
+            &name(prefix, r),
+            Space::Dram,
             parts,
-            bytes: bytes * n,
-            elem,
-        })
+            bytes * n,
+            ty,
+            flags,
+        )
     };
     let input = dram(s, "in", units * SLOTS_PER_UNIT + accs, MemFlags::INPUT)?;
     let output = dram(s, "out", units + accs, MemFlags::OUTPUT)?;
@@ -876,84 +1210,208 @@ fn region<S: Sink>(
         psum_bytes: bytes.min(bank),
         queue: (r % p.target.dma_queues_per_engine.max(1) as u32) as u8,
         next_resident: 0,
+        known: ArrayVec::new(),
+        counter: None,
+        streaming: 0,
+        stream: None,
+        gather: Gather::No,
+        gathered: None,
     };
     if plan.residents > 0 {
         let wd = dram(s, "w", plan.residents as u32, MemFlags::INPUT)?;
         for k in 0..plan.residents as u32 {
-            let t = tile(s, st, Space::Sb, parts, bytes, elem)?;
+            let t = tile(s, st, Space::Sb, parts, bytes, ty)?;
             dma(
                 s,
                 Opcode::Load,
                 t.full(),
                 wd.range(k * bytes, bytes),
+                None,
                 ctx.queue,
             )?;
             ctx.residents.push(t);
         }
     }
-    let mut counters: ArrayVec<Reg, { MAX_GEN_DEPTH as usize }> = ArrayVec::new();
+    let mut counters: ArrayVec<(Reg, Loop, u32), { MAX_GEN_DEPTH as usize }> = ArrayVec::new();
     for d in 0..plan.depth as usize {
-        counters.push(open_loop(s, st, plan.trips[d])?);
+        let (i, l) = open_loop(s, st, plan.trips[d])?;
+        counters.push((i, l, plan.trips[d]));
+    }
+    for &(_, l, trip) in counters.iter().rev() {
+        if trip != UNKNOWN_TRIP {
+            ctx.known.push((l, trip));
+        }
+    }
+    ctx.counter = counters.last().map(|c| c.0);
+    // Which units stream their tiles with the loops, and whether the first
+    // unit gathers: drawn for every region, so that the draws that follow
+    // do not depend on the loops.
+    for j in 0..units.min(64) {
+        if rng.percent(p.loop_term_pct) {
+            ctx.streaming |= 1 << j;
+        }
+    }
+    let gather = rng.percent(p.gather_pct);
+    let kind = rng.below(3);
+    // Streams stack their tiles in the DRAM rows (partitions) instead of
+    // the bytes when the innermost loop's tiles fit 128 of them.
+    let stacked = rng.percent(50);
+    if gather && !ctx.known.is_empty() {
+        ctx.gather = [Gather::Bytes, Gather::Parts, Gather::Psum][kind as usize];
+    }
+    let n_stream = ctx.streaming.count_ones();
+    if let (true, Some(&(lp, trip))) = (n_stream > 0, ctx.known.first()) {
+        if stacked && trip as u64 * parts as u64 <= PARTITION_CLASSES[0] as u64 {
+            let mut motion = STILL;
+            motion.terms[0] = IvTerm {
+                lp,
+                parts: parts as i32,
+                bytes: 0,
+            };
+            motion.n_terms = 1;
+            let rows = trip as u16 * parts;
+            let stream = |s: &mut S, prefix: &str, flags| {
+                let bytes = n_stream * bytes;
+                mem_tile(s, &name(prefix, r), Space::Dram, rows, bytes, ty, flags)
+            };
+            ctx.stream = Some(Stream {
+                input: stream(s, "xs", MemFlags::INPUT)?,
+                output: stream(s, "ys", MemFlags::OUTPUT)?,
+                motion,
+                span: bytes,
+            });
+        } else {
+            let (motion, t) = slots(&ctx.known, bytes, n_stream, STREAM_CAP);
+            if motion.n_terms > 0 {
+                ctx.stream = Some(Stream {
+                    input: dram(s, "xs", n_stream * t, MemFlags::INPUT)?,
+                    output: dram(s, "ys", n_stream * t, MemFlags::OUTPUT)?,
+                    motion,
+                    span: t * bytes,
+                });
+            }
+        }
     }
     if plan.accumulators > 0 {
-        accumulate(s, st, &ctx, plan)?;
+        accumulate(s, st, p, &ctx, plan, &mut rng, r)?;
     }
     for j in 0..plan.units as u32 {
         unit(s, st, p, plan, &mut ctx, &mut rng, j)?;
     }
-    while let Some(i) = counters.pop() {
+    while let Some((i, _, _)) = counters.pop() {
         close_loop(s, st, i)?;
+    }
+    // The gathered tile holds every iteration's slice now: save it whole
+    // (from SB: a PSUM tile is evacuated first).
+    if let Some((mut g, space)) = ctx.gathered {
+        if space == Space::Psum {
+            let o = tile(s, st, Space::Sb, g.parts, g.bytes, g.ty)?;
+            compute(
+                s,
+                Opcode::Activation,
+                SubOp::Identity,
+                o.full(),
+                &[g.full()],
+                &[],
+                InstFlags::empty(),
+            )?;
+            g = o;
+        }
+        let out = mem_tile(
+            s,
+            &name("go", r),
+            Space::Dram,
+            g.parts,
+            g.bytes,
+            g.ty,
+            MemFlags::OUTPUT,
+        )?;
+        dma(s, Opcode::Save, out.full(), g.full(), None, ctx.queue)?;
     }
     Ok(())
 }
 
 /// PSUM accumulators live across a reduction loop: memset before it,
-/// `acc = matmul w, x, acc` inside, evacuation and save after it.
+/// `acc = matmul w, x, acc` inside (stationary: a `[P x P]` slice of the
+/// first resident; moving: a fresh `[P x N]` tile, `N` fp32 filling at
+/// most a bank), evacuation and save after it. With a known trip, the K
+/// tiles may stream from DRAM with the loop, and the stationary slice move
+/// through the weights when they hold every K step.
 fn accumulate<S: Sink>(
     s: &mut S,
     st: &mut State,
+    p: &GenParams,
     ctx: &Ctx,
     plan: &RegionPlan,
+    rng: &mut Rng,
+    r: u32,
 ) -> Result<(), IrError> {
-    let (parts, bytes, elem) = (plan.parts, plan.bytes, plan.elem);
-    let pb = ctx.psum_bytes;
+    let (parts, bytes, ty) = (plan.parts, plan.bytes, plan.ty);
+    let e = ty.size() as u32;
     let w = match ctx.residents.first() {
         Some(&w) => w,
         None => return Ok(()),
     };
+    let n = ctx.psum_bytes / 4;
+    let xbytes = n * e;
     let mut accs: ArrayVec<Tile, { MAX_UNITS as usize }> = ArrayVec::new();
     for _ in 0..plan.accumulators {
-        let a = tile(s, st, Space::Psum, parts, pb, 4)?;
+        let a = tile(s, st, Space::Psum, parts, n * 4, plan.acc_ty())?;
         let mut spec = InstSpec::new(Opcode::Memset);
         let outs = [a.full().ap()];
         spec.outputs = &outs;
         s.inst(&spec)?;
         accs.push(a);
     }
-    let k = open_loop(s, st, plan.trips[MAX_GEN_DEPTH as usize])?;
-    for (n, &a) in accs.iter().enumerate() {
-        let x = tile(s, st, Space::Sb, parts, bytes, elem)?;
-        let slot = plan.units as u32 * SLOTS_PER_UNIT + n as u32;
-        dma(
-            s,
-            Opcode::Load,
-            x.full(),
-            ctx.input.range(slot * bytes, bytes),
-            ctx.queue,
-        )?;
+    let trip = plan.trips[MAX_GEN_DEPTH as usize];
+    let (k, lp) = open_loop(s, st, trip)?;
+    let stream = rng.percent(p.loop_term_pct) && trip != UNKNOWN_TRIP;
+    let mut ka: Option<(Tile, Motion, u32)> = None;
+    let mut stationary = STILL;
+    if stream {
+        let (motion, t) = slots(&[(lp, trip)], xbytes, accs.len() as u32, STREAM_CAP);
+        if motion.n_terms > 0 {
+            let x = mem_tile(
+                s,
+                &name("ka", r),
+                Space::Dram,
+                parts,
+                accs.len() as u32 * t * xbytes,
+                ty,
+                MemFlags::INPUT,
+            )?;
+            ka = Some((x, motion, t * xbytes));
+        }
+        let (m, _) = slots(&[(lp, trip)], parts as u32 * e, 1, bytes as u64);
+        stationary = m;
+    }
+    for (j, &a) in accs.iter().enumerate() {
+        let x = tile(s, st, Space::Sb, parts, xbytes, ty)?;
+        let src = match ka {
+            Some((t, motion, span)) => t.range(j as u32 * span, xbytes).moving(motion),
+            None => {
+                let slot = plan.units as u32 * SLOTS_PER_UNIT + j as u32;
+                ctx.input.range(slot * bytes, xbytes)
+            }
+        };
+        dma(s, Opcode::Load, x.full(), src, None, ctx.queue)?;
         compute(
             s,
             Opcode::Matmul,
             SubOp::None,
             a.full(),
-            &[w.full(), x.full(), a.full()],
+            &[
+                w.range(0, parts as u32 * e).moving(stationary),
+                x.full(),
+                a.full(),
+            ],
             &[],
             InstFlags::empty(),
         )?;
     }
     close_loop(s, st, k)?;
-    for (n, &a) in accs.iter().enumerate() {
-        let o = tile(s, st, Space::Sb, parts, pb, 4)?;
+    for (j, &a) in accs.iter().enumerate() {
+        let o = tile(s, st, Space::Sb, parts, n * 4, plan.acc_ty())?;
         compute(
             s,
             Opcode::Activation,
@@ -963,14 +1421,40 @@ fn accumulate<S: Sink>(
             &[],
             InstFlags::empty(),
         )?;
+        let o = convert(s, st, plan, o.full(), ty)?;
         let out = ctx
             .output
-            .range((plan.units as u32 + n as u32) * bytes, pb.min(bytes));
-        // The output slice is in the output's element size; the evacuated
-        // tile is fp32, so the save moves its first `pb` bytes.
-        dma(s, Opcode::Save, out, o.range(0, pb), ctx.queue)?;
+            .range((plan.units as u32 + j as u32) * bytes, o.len);
+        dma(s, Opcode::Save, out, o, None, ctx.queue)?;
     }
     Ok(())
+}
+
+/// `v` in type `to`: itself when it has that type (or the region is
+/// untyped: a DMA copies untyped bytes of any size), else a `tensor_copy`
+/// that converts it.
+fn convert<S: Sink>(
+    s: &mut S,
+    st: &mut State,
+    plan: &RegionPlan,
+    v: View,
+    to: DType,
+) -> Result<View, IrError> {
+    if !plan.typed() || v.tile.ty == to {
+        return Ok(v);
+    }
+    let n = v.elems();
+    let t = tile(s, st, Space::Sb, plan.parts, n * to.size() as u32, to)?;
+    compute(
+        s,
+        Opcode::TensorCopy,
+        SubOp::None,
+        t.full(),
+        &[v],
+        &[],
+        InstFlags::empty(),
+    )?;
+    Ok(t.full())
 }
 
 const ACTIVATIONS: [SubOp; 8] = [
@@ -985,10 +1469,205 @@ const ACTIVATIONS: [SubOp; 8] = [
 ];
 const BINARY: [SubOp; 5] = [SubOp::Add, SubOp::Sub, SubOp::Mul, SubOp::Max, SubOp::Min];
 const SCALAR_OPS: [SubOp; 3] = [SubOp::Mul, SubOp::Add, SubOp::Max];
+/// What a per-partition column does to its rows (normalizing by a sum or a
+/// maximum, centering).
+const COLUMN_OPS: [SubOp; 4] = [SubOp::Sub, SubOp::Mul, SubOp::Div, SubOp::Max];
+const REDUCTIONS: [SubOp; 3] = [SubOp::Add, SubOp::Max, SubOp::Min];
 const ALU_OPS: [SubOp; 4] = [SubOp::Add, SubOp::Mul, SubOp::Shl, SubOp::And];
 
+/// What one compute step needs besides its operands: the region, the
+/// knobs, the unit's operand slice.
+struct StepCtx<'a> {
+    p: &'a GenParams,
+    plan: &'a RegionPlan,
+    /// The DRAM slice a fresh operand is loaded from.
+    operand_src: View,
+    bank: u32,
+}
+
+/// A new SB tile with `v`'s partitions, `n` elements of type `ty`.
+fn fresh<S: Sink>(s: &mut S, st: &mut State, v: &View, n: u32, ty: DType) -> Result<Tile, IrError> {
+    tile(s, st, Space::Sb, v.parts, n * ty.size() as u32, ty)
+}
+
+/// A `[P x 1]` column reduced from `cur` (`tensor_reduce` into one element
+/// per partition).
+fn reduced_column<S: Sink>(
+    s: &mut S,
+    st: &mut State,
+    rng: &mut Rng,
+    cur: View,
+) -> Result<View, IrError> {
+    let col = fresh(s, st, &cur, 1, cur.tile.ty)?;
+    compute(
+        s,
+        Opcode::TensorReduce,
+        rng.pick(&REDUCTIONS, SubOp::Max),
+        col.full(),
+        &[cur],
+        &[],
+        InstFlags::empty(),
+    )?;
+    Ok(col.full())
+}
+
+/// An activation of `cur` (maybe with a bias column, maybe converting).
+fn activation<S: Sink>(
+    s: &mut S,
+    st: &mut State,
+    c: &StepCtx<'_>,
+    ctx: &mut Ctx,
+    rng: &mut Rng,
+    cur: View,
+    inplace: InstFlags,
+) -> Result<View, IrError> {
+    let from = cur.tile.ty;
+    let to = if c.plan.typed() && rng.percent(c.p.cast_pct) {
+        if from == DType::F32 {
+            if c.plan.ty == DType::F32 {
+                DType::Bf16
+            } else {
+                c.plan.ty
+            }
+        } else {
+            DType::F32
+        }
+    } else {
+        from
+    };
+    let bias = if rng.percent(c.p.bias_pct) {
+        // A per-partition bias vector among the weights, else the input's
+        // row maximum (softmax's shift).
+        Some(match ctx.residents.first() {
+            Some(&w) => w.range(0, w.elem()),
+            None => reduced_column(s, st, rng, cur)?,
+        })
+    } else {
+        None
+    };
+    let nx = fresh(s, st, &cur, cur.elems(), to)?;
+    let f = if to == from {
+        inplace
+    } else {
+        InstFlags::empty()
+    };
+    let sub = rng.pick(&ACTIVATIONS, SubOp::Identity);
+    match bias {
+        Some(b) => compute(s, Opcode::Activation, sub, nx.full(), &[cur, b], &[], f)?,
+        None => compute(s, Opcode::Activation, sub, nx.full(), &[cur], &[], f)?,
+    }
+    Ok(nx.full())
+}
+
+/// `matmul` of a `[P x P]` stationary slice of `cur` with a `[P x N]`
+/// operand into PSUM, evacuated to SB; an activation when `cur` holds
+/// fewer than `P` elements.
+fn matmul_step<S: Sink>(
+    s: &mut S,
+    st: &mut State,
+    c: &StepCtx<'_>,
+    ctx: &mut Ctx,
+    rng: &mut Rng,
+    cur: View,
+) -> Result<View, IrError> {
+    let parts = cur.tile.parts as u32;
+    if parts > c.p.target.sb_partitions as u32 || cur.elems() < parts || c.bank < 4 {
+        return activation(s, st, c, ctx, rng, cur, InstFlags::empty());
+    }
+    let rhs = operand(s, st, c, ctx, rng)?;
+    let n = rhs.elems().min(c.bank / 4);
+    let acc = c.plan.acc_ty();
+    let ps = tile(s, st, Space::Psum, cur.tile.parts, n * 4, acc)?;
+    compute(
+        s,
+        Opcode::Matmul,
+        SubOp::None,
+        ps.full(),
+        &[cur.first(parts), rhs.first(n)],
+        &[],
+        InstFlags::empty(),
+    )?;
+    let nx = tile(s, st, Space::Sb, cur.tile.parts, n * 4, acc)?;
+    compute(
+        s,
+        Opcode::Activation,
+        rng.pick(&ACTIVATIONS, SubOp::Identity),
+        nx.full(),
+        &[ps.full()],
+        &[],
+        InstFlags::empty(),
+    )?;
+    Ok(nx.full())
+}
+
+/// `transpose` of the first `F <= 128` elements of `cur` (`[P x F]` to
+/// PSUM `[F x P]`), its evacuation, and the product of the transposed tile
+/// with itself (stationary and moving `[F x P]`, PSUM `[P x P]`), evacuated:
+/// the attention-score shape, back on `P` partitions. An activation when
+/// `P` fp32 do not fit a PSUM bank.
+fn transpose_step<S: Sink>(
+    s: &mut S,
+    st: &mut State,
+    c: &StepCtx<'_>,
+    ctx: &mut Ctx,
+    rng: &mut Rng,
+    cur: View,
+) -> Result<View, IrError> {
+    let parts = cur.tile.parts;
+    let pe = c.p.target.sb_partitions as u32;
+    if parts as u32 > pe || parts as u32 * 4 > c.bank {
+        return activation(s, st, c, ctx, rng, cur, InstFlags::empty());
+    }
+    let f = cur.elems().min(pe).max(1) as u16;
+    let acc = c.plan.acc_ty();
+    let pb = parts as u32 * 4;
+    let tt = tile(s, st, Space::Psum, f, pb, acc)?;
+    let none = InstFlags::empty();
+    compute(
+        s,
+        Opcode::Transpose,
+        SubOp::None,
+        tt.full(),
+        &[cur.first(f as u32)],
+        &[],
+        none,
+    )?;
+    let sb = tile(s, st, Space::Sb, f, pb, acc)?;
+    compute(
+        s,
+        Opcode::TensorCopy,
+        SubOp::None,
+        sb.full(),
+        &[tt.full()],
+        &[],
+        none,
+    )?;
+    let g = tile(s, st, Space::Psum, parts, pb, acc)?;
+    compute(
+        s,
+        Opcode::Matmul,
+        SubOp::None,
+        g.full(),
+        &[sb.full(), sb.full()],
+        &[],
+        none,
+    )?;
+    let nx = tile(s, st, Space::Sb, parts, pb, acc)?;
+    compute(
+        s,
+        Opcode::Activation,
+        rng.pick(&ACTIVATIONS, SubOp::Identity),
+        nx.full(),
+        &[g.full()],
+        &[],
+        none,
+    )?;
+    Ok(nx.full())
+}
+
 /// A unit: load, compute chain, save. Tensors defined here die here (a
-/// resident may be read, never written).
+/// resident may be read, never written), except the gathered tile, which
+/// the region saves after its loop nest.
 fn unit<S: Sink>(
     s: &mut S,
     st: &mut State,
@@ -998,12 +1677,27 @@ fn unit<S: Sink>(
     rng: &mut Rng,
     j: u32,
 ) -> Result<(), IrError> {
-    let (parts, bytes, elem) = (plan.parts, plan.bytes, plan.elem);
+    let (parts, bytes, ty) = (plan.parts, plan.bytes, plan.ty);
+    let e = ty.size() as u32;
     let q = ctx.queue;
     let chain = rng.range(p.chain_min.min(plan.chain) as u64, plan.chain as u64) as u32;
     let slot = j * SLOTS_PER_UNIT;
     let input = ctx.input;
     let slice = |k: u32, len: u32| input.range((slot + k) * bytes, len);
+    let c = StepCtx {
+        p,
+        plan,
+        operand_src: slice(4, bytes),
+        bank: p.target.psum_bank_bytes.max(4) & !3,
+    };
+    // This unit's stream and its place in it.
+    let stream = match ctx.stream {
+        Some(x) if j < 64 && ctx.streaming & (1 << j) != 0 => {
+            let rank = (ctx.streaming & ((1u64 << j) - 1)).count_ones();
+            Some((x, rank * x.span))
+        }
+        _ => None,
+    };
 
     // Address arithmetic: a short chain of scalar temporaries whose last
     // value scales the first compute step.
@@ -1024,21 +1718,22 @@ fn unit<S: Sink>(
         }
     }
 
-    // The input: a plain load, abutting tiles combined, or an over-broad
-    // load of which only the first half is read.
-    let mut dup_of: Option<(Tile, View)> = None;
+    // The input: a plain load (streamed with the loops, at a register
+    // offset, or a sliding window), abutting tiles combined, or an
+    // over-broad load of which only the first half is read.
+    let mut dup_of: Option<(Tile, View, Option<Reg>)> = None;
     let mut cur: View;
     if rng.percent(p.abutting_pct) {
         let k = rng.range(2, 4) as u32;
         let mut tiles: ArrayVec<Tile, 4> = ArrayVec::new();
         for i in 0..k {
-            let t = tile(s, st, Space::Sb, parts, bytes, elem)?;
-            dma(s, Opcode::Load, t.full(), slice(i, bytes), q)?;
+            let t = tile(s, st, Space::Sb, parts, bytes, ty)?;
+            dma(s, Opcode::Load, t.full(), slice(i, bytes), None, q)?;
             tiles.push(t);
         }
         cur = tiles[0].full();
         for t in tiles.iter().skip(1) {
-            let nx = tile(s, st, Space::Sb, parts, bytes, elem)?;
+            let nx = tile(s, st, Space::Sb, parts, bytes, ty)?;
             compute(
                 s,
                 Opcode::TensorTensor,
@@ -1051,15 +1746,40 @@ fn unit<S: Sink>(
             cur = nx.full();
         }
     } else if rng.percent(p.overbroad_pct) {
-        let big = tile(s, st, Space::Sb, parts, 2 * bytes, elem)?;
-        dma(s, Opcode::Load, big.full(), slice(0, 2 * bytes), q)?;
+        let big = tile(s, st, Space::Sb, parts, 2 * bytes, ty)?;
+        dma(s, Opcode::Load, big.full(), slice(0, 2 * bytes), None, q)?;
         cur = big.range(0, bytes);
     } else {
-        let a = tile(s, st, Space::Sb, parts, bytes, elem)?;
-        let src = slice(0, bytes);
-        dma(s, Opcode::Load, a.full(), src, q)?;
+        let a = tile(s, st, Space::Sb, parts, bytes, ty)?;
+        let (src, offset) = if let Some((x, at)) = stream {
+            (x.input.range(at, bytes).rows(parts).moving(x.motion), None)
+        } else if rng.percent(p.dyn_offset_pct) {
+            // `+$r*B` over the unit's own slots: the register is the loop
+            // counter (a tile index) or the unit's address arithmetic.
+            let r = ctx.counter.or(temp).unwrap_or_else(|| st.long());
+            let lo = slot * bytes;
+            let mut m = STILL;
+            m.reg = Some(RegTerm {
+                use_index: 0,
+                scale: bytes as i32,
+                window_lo: lo,
+                window_hi: lo + SLOTS_PER_UNIT * bytes,
+            });
+            (slice(0, bytes).moving(m), Some(r))
+        } else if rng.percent(p.pstep_pct)
+            && (parts as u64 - 1) * e as u64 + ((slot + 1) * bytes) as u64 <= input.bytes as u64
+        {
+            // Partition q reads the row from element q on (a sliding
+            // window, as a convolution's im2col load), all inside row 0.
+            let mut m = STILL;
+            m.pstep = Some(e);
+            (slice(0, bytes).moving(m), None)
+        } else {
+            (slice(0, bytes), None)
+        };
+        dma(s, Opcode::Load, a.full(), src, offset, q)?;
         if rng.percent(p.duplicate_pct) {
-            dup_of = Some((a, src));
+            dup_of = Some((a, src, offset));
         }
         cur = a.full();
     }
@@ -1074,7 +1794,7 @@ fn unit<S: Sink>(
             }
         };
         if let (0, Some(t)) = (step, temp) {
-            let nx = tile(s, st, Space::Sb, parts, cur.len, elem)?;
+            let nx = fresh(s, st, &cur, cur.elems(), cur.tile.ty)?;
             let f = inplace(rng);
             compute(
                 s,
@@ -1087,61 +1807,100 @@ fn unit<S: Sink>(
             )?;
             cur = nx.full();
         } else if rng.percent(p.matmul_pct) {
-            let rhs = operand(s, st, p, ctx, rng, parts, bytes, elem, slice(4, bytes))?;
-            let ps = tile(s, st, Space::Psum, parts, ctx.psum_bytes, 4)?;
+            cur = matmul_step(s, st, &c, ctx, rng, cur)?;
+        } else if rng.percent(p.transpose_pct) {
+            cur = transpose_step(s, st, &c, ctx, rng, cur)?;
+        } else if rng.percent(p.reduce_pct) {
+            // Each output element reduces `d` neighbours (a pooling), or
+            // the whole row when nothing smaller divides it.
+            let n = cur.elems();
+            let d = [4, 2]
+                .into_iter()
+                .find(|&d| n % d == 0 && n > d)
+                .unwrap_or(n.max(1));
+            let nx = fresh(s, st, &cur, n / d, cur.tile.ty)?;
             compute(
                 s,
-                Opcode::Matmul,
-                SubOp::None,
-                ps.full(),
-                &[cur, rhs],
-                &[],
-                InstFlags::empty(),
-            )?;
-            let nx = tile(s, st, Space::Sb, parts, ctx.psum_bytes, 4)?;
-            compute(
-                s,
-                Opcode::Activation,
-                rng.pick(&ACTIVATIONS, SubOp::Identity),
+                Opcode::TensorReduce,
+                rng.pick(&REDUCTIONS, SubOp::Add),
                 nx.full(),
-                &[ps.full()],
+                &[cur],
                 &[],
                 InstFlags::empty(),
             )?;
             cur = nx.full();
+        } else if rng.percent(p.column_pct) {
+            let col = reduced_column(s, st, rng, cur)?;
+            let nx = fresh(s, st, &cur, cur.elems(), cur.tile.ty)?;
+            let f = inplace(rng);
+            compute(
+                s,
+                Opcode::TensorScalar,
+                rng.pick(&COLUMN_OPS, SubOp::Mul),
+                nx.full(),
+                &[cur, col],
+                &[],
+                f,
+            )?;
+            cur = nx.full();
+        } else if rng.percent(p.scan_pct) {
+            if rng.percent(50) {
+                // out[i] = a[i]·out[i-1] + b[i]: a recurrence over the row.
+                let other = operand(s, st, &c, ctx, rng)?;
+                let n = cur.elems().min(other.elems());
+                let nx = fresh(s, st, &cur, n, cur.tile.ty)?;
+                compute(
+                    s,
+                    Opcode::TensorScan,
+                    SubOp::MulAdd,
+                    nx.full(),
+                    &[cur.first(n), other.first(n)],
+                    &[],
+                    InstFlags::empty(),
+                )?;
+                cur = nx.full();
+            } else {
+                let nx = fresh(s, st, &cur, cur.elems(), cur.tile.ty)?;
+                compute(
+                    s,
+                    Opcode::TensorScan,
+                    SubOp::Add,
+                    nx.full(),
+                    &[cur],
+                    &[],
+                    InstFlags::empty(),
+                )?;
+                cur = nx.full();
+            }
         } else {
             match rng.weighted(&[40, 35, 25]) {
                 0 => {
-                    let nx = tile(s, st, Space::Sb, parts, cur.len, cur.tile.elem)?;
                     let f = inplace(rng);
-                    compute(
-                        s,
-                        Opcode::Activation,
-                        rng.pick(&ACTIVATIONS, SubOp::Identity),
-                        nx.full(),
-                        &[cur],
-                        &[],
-                        f,
-                    )?;
-                    cur = nx.full();
+                    cur = activation(s, st, &c, ctx, rng, cur, f)?;
                 }
                 1 => {
-                    let other = operand(s, st, p, ctx, rng, parts, bytes, elem, slice(4, bytes))?;
-                    let len = cur.len.min(other.len);
-                    let nx = tile(s, st, Space::Sb, parts, len, cur.tile.elem)?;
+                    let other = operand(s, st, &c, ctx, rng)?;
+                    let n = cur.elems().min(other.elems());
+                    let mut b = other.first(n);
+                    if rng.percent(p.broadcast_pct) {
+                        // Every partition reads the operand's first (a
+                        // row vector broadcast over the partitions).
+                        b.motion.pstep = Some(0);
+                    }
+                    let nx = fresh(s, st, &cur, n, cur.tile.ty)?;
                     compute(
                         s,
                         Opcode::TensorTensor,
                         rng.pick(&BINARY, SubOp::Add),
                         nx.full(),
-                        &[cur.tile.range(cur.lo, len), other.tile.range(other.lo, len)],
+                        &[cur.first(n), b],
                         &[],
                         InstFlags::empty(),
                     )?;
                     cur = nx.full();
                 }
                 _ => {
-                    let nx = tile(s, st, Space::Sb, parts, cur.len, cur.tile.elem)?;
+                    let nx = fresh(s, st, &cur, cur.elems(), cur.tile.ty)?;
                     let f = inplace(rng);
                     let r = st.long();
                     compute(
@@ -1159,16 +1918,16 @@ fn unit<S: Sink>(
         }
         // A redundant reload of the unit's input into the same tile, read
         // once more: nothing wrote the tile since the first load.
-        if let (0, Some((a, src))) = (step, dup_of) {
-            dma(s, Opcode::Load, a.full(), src, q)?;
-            let len = cur.len.min(a.bytes);
-            let nx = tile(s, st, Space::Sb, parts, len, cur.tile.elem)?;
+        if let (0, Some((a, src, offset))) = (step, dup_of) {
+            dma(s, Opcode::Load, a.full(), src, offset, q)?;
+            let n = cur.elems().min(a.full().elems());
+            let nx = fresh(s, st, &cur, n, cur.tile.ty)?;
             compute(
                 s,
                 Opcode::TensorTensor,
                 SubOp::Add,
                 nx.full(),
-                &[cur.tile.range(cur.lo, len), a.range(0, len)],
+                &[cur.first(n), a.full().first(n)],
                 &[],
                 InstFlags::empty(),
             )?;
@@ -1176,6 +1935,14 @@ fn unit<S: Sink>(
         }
     }
 
+    // The first unit's piece of the result, in this iteration's slice of a
+    // tile the region saves after its loops (converted to fp32).
+    if j == 0 && ctx.gather != Gather::No {
+        gather(s, st, &c, ctx, rng, cur)?;
+    }
+
+    // A DMA does not convert: the result in the output's type first.
+    let cur = convert(s, st, plan, cur, ty)?;
     // A save to the region's scratch that the next unit overwrites with the
     // same access pattern before anything reads it.
     if let Some(scr) = ctx.scratch {
@@ -1186,50 +1953,250 @@ fn unit<S: Sink>(
                 Opcode::Save,
                 scr.range(0, len),
                 cur.tile.range(cur.lo, len),
+                None,
                 q,
             )?;
         }
     }
     let len = cur.len.min(bytes);
+    let src = cur.tile.range(cur.lo, len);
+    if let Some((x, at)) = stream {
+        return dma(
+            s,
+            Opcode::Save,
+            x.output.range(at, len).rows(parts).moving(x.motion),
+            src,
+            None,
+            q,
+        );
+    }
+    if rng.percent(p.dyn_offset_pct / 2) {
+        let r = ctx.counter.or(temp).unwrap_or_else(|| st.long());
+        let mut m = STILL;
+        m.reg = Some(RegTerm {
+            use_index: 0,
+            scale: bytes as i32,
+            window_lo: j * bytes,
+            window_hi: (j + 1) * bytes,
+        });
+        let dst = ctx.output.range(j * bytes, len).moving(m);
+        return dma(s, Opcode::Save, dst, src, Some(r), q);
+    }
     dma(
         s,
         Opcode::Save,
         ctx.output.range(j * bytes, len),
-        cur.tile.range(cur.lo, len),
+        src,
+        None,
         q,
     )
 }
 
+/// The first unit's gather (see [`Gather`]): `g <= GATHER_ELEMS` elements
+/// of `cur` per iteration into their own slice of a tile that lives over
+/// the loops, stacked in bytes, in partitions (the innermost loop's), or in
+/// a PSUM bank through a matmul. A kind that does not fit falls back to
+/// bytes; nothing when not even the innermost loop's slices fit.
+fn gather<S: Sink>(
+    s: &mut S,
+    st: &mut State,
+    c: &StepCtx<'_>,
+    ctx: &mut Ctx,
+    rng: &mut Rng,
+    cur: View,
+) -> Result<(), IrError> {
+    let parts = cur.parts;
+    let acc = c.plan.acc_ty();
+    let none = InstFlags::empty();
+    let pe = c.p.target.sb_partitions as u32;
+    let mut kind = ctx.gather;
+    if kind == Gather::Psum && (cur.elems() < parts as u32 || parts as u32 > pe) {
+        kind = Gather::Bytes;
+    }
+    if kind == Gather::Psum {
+        let rhs = operand(s, st, c, ctx, rng)?;
+        let g = cur.elems().min(rhs.elems()).min(GATHER_ELEMS);
+        let (motion, t) = slots(&ctx.known, g * 4, 1, c.bank as u64);
+        if motion.n_terms == 0 {
+            return Ok(());
+        }
+        let gp = tile(s, st, Space::Psum, parts, t * g * 4, acc)?;
+        compute(
+            s,
+            Opcode::Matmul,
+            SubOp::None,
+            gp.range(0, g * 4).moving(motion),
+            &[cur.first(parts as u32), rhs.first(g)],
+            &[],
+            none,
+        )?;
+        ctx.gathered = Some((gp, Space::Psum));
+        return Ok(());
+    }
+    let g = cur.elems().min(GATHER_ELEMS);
+    if let (Gather::Parts, Some(&(lp, trip))) = (kind, ctx.known.first()) {
+        let rows = trip as u64 * parts as u64;
+        if rows <= pe as u64 {
+            let gt = tile(s, st, Space::Sb, rows as u16, g * 4, acc)?;
+            let mut motion = STILL;
+            motion.terms[0] = IvTerm {
+                lp,
+                parts: parts as i32,
+                bytes: 0,
+            };
+            motion.n_terms = 1;
+            compute(
+                s,
+                Opcode::TensorCopy,
+                SubOp::None,
+                gt.full().rows(parts).moving(motion),
+                &[cur.first(g)],
+                &[],
+                none,
+            )?;
+            ctx.gathered = Some((gt, Space::Sb));
+            return Ok(());
+        }
+    }
+    let (motion, t) = slots(&ctx.known, g * 4, 1, GATHER_CAP);
+    if motion.n_terms > 0 {
+        let gt = tile(s, st, Space::Sb, parts, t * g * 4, acc)?;
+        compute(
+            s,
+            Opcode::TensorCopy,
+            SubOp::None,
+            gt.range(0, g * 4).moving(motion),
+            &[cur.first(g)],
+            &[],
+            none,
+        )?;
+        ctx.gathered = Some((gt, Space::Sb));
+    }
+    Ok(())
+}
+
 /// The second operand of a binary step: a fresh load from the unit's
 /// operand slice (DMA density) or a resident tile.
-#[allow(clippy::too_many_arguments)]
 fn operand<S: Sink>(
     s: &mut S,
     st: &mut State,
-    p: &GenParams,
+    c: &StepCtx<'_>,
     ctx: &mut Ctx,
     rng: &mut Rng,
-    parts: u16,
-    bytes: u32,
-    elem: u8,
-    src: View,
 ) -> Result<View, IrError> {
-    if !ctx.residents.is_empty() && !rng.percent(p.dma_pct) {
+    if !ctx.residents.is_empty() && !rng.percent(c.p.dma_pct) {
         let k = ctx.next_resident % ctx.residents.len();
         ctx.next_resident = k + 1;
         if let Some(t) = ctx.residents.get(k) {
             return Ok(t.full());
         }
     }
-    let t = tile(s, st, Space::Sb, parts, bytes, elem)?;
-    dma(s, Opcode::Load, t.full(), src, ctx.queue)?;
+    let t = tile(s, st, Space::Sb, c.plan.parts, c.plan.bytes, c.plan.ty)?;
+    dma(s, Opcode::Load, t.full(), c.operand_src, None, ctx.queue)?;
     Ok(t.full())
+}
+
+/// The constructs of real kernels [`Census`] counts, in its order.
+pub const CONSTRUCTS: [&str; 15] = [
+    "typed locations",
+    "conversions",
+    "DRAM loop terms",
+    "SB loop terms",
+    "PSUM loop terms",
+    "partition loop terms",
+    "register terms",
+    "DRAM partition steps",
+    "partition broadcasts",
+    "tensor_reduce",
+    "transpose",
+    "tensor_scan add",
+    "tensor_scan mul_add",
+    "activation bias columns",
+    "tensor_scalar columns",
+];
+
+/// How many of each construct of [`CONSTRUCTS`] a module holds: what the
+/// tests, the end-to-end matrix and the fuzz smoke runs check that the
+/// generator reaches.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+pub struct Census {
+    /// Per construct, in the order of [`CONSTRUCTS`].
+    pub counts: [usize; CONSTRUCTS.len()],
+    /// Loops without an induction variable name.
+    pub unnamed_loops: usize,
+}
+
+impl Census {
+    /// The census of `m`.
+    pub fn of(m: &Module) -> Census {
+        let mut n = [0usize; CONSTRUCTS.len()];
+        n[0] = m.mems.dtype.values().filter(|t| !t.is_raw()).count();
+        for i in m.program_order() {
+            let op = m.insts.opcode[i];
+            let n_in = m.operands(i).n_in;
+            let ty = |a| m.mems.dtype[m.aps.loc[a]];
+            if matches!(op, Opcode::Activation | Opcode::TensorCopy) {
+                if let (Some(a), Some(b)) = (m.inputs(i).next(), m.outputs(i).next()) {
+                    n[1] += usize::from(!ty(a).is_raw() && !ty(b).is_raw() && ty(a) != ty(b));
+                }
+            }
+            for a in m.all_aps(i) {
+                let x = m.ap_ext(a);
+                let space = m.mems.space[m.aps.loc[a]];
+                let dram = space == Space::Dram;
+                if !x.terms.is_empty() {
+                    n[match space {
+                        Space::Dram => 2,
+                        Space::Sb => 3,
+                        Space::Psum => 4,
+                    }] += 1;
+                }
+                n[5] += usize::from(x.terms.iter().any(|t| t.parts != 0));
+                n[6] += usize::from(x.reg.is_some());
+                n[7] += usize::from(dram && x.pstep.is_some_and(|s| s > 0));
+                n[8] += usize::from(x.is_broadcast(space));
+            }
+            let k = match op {
+                Opcode::TensorReduce => 9,
+                Opcode::Transpose => 10,
+                Opcode::TensorScan if m.insts.subop[i] == SubOp::MulAdd => 12,
+                Opcode::TensorScan => 11,
+                Opcode::Activation if n_in >= 2 => 13,
+                Opcode::TensorScalar if n_in == 2 => 14,
+                _ => continue,
+            };
+            n[k] += 1;
+        }
+        Census {
+            counts: n,
+            unnamed_loops: (0..m.num_loops())
+                .filter(|&l| m.loop_name(Loop::new(l)).is_none())
+                .count(),
+        }
+    }
+
+    /// Adds another module's counts.
+    pub fn add(&mut self, o: &Census) {
+        for (a, b) in self.counts.iter_mut().zip(o.counts) {
+            *a += b;
+        }
+        self.unnamed_loops += o.unnamed_loops;
+    }
+
+    /// The constructs it has none of.
+    pub fn missing(&self) -> impl Iterator<Item = &'static str> + '_ {
+        CONSTRUCTS
+            .iter()
+            .zip(self.counts)
+            .filter(|(_, n)| *n == 0)
+            .map(|(w, _)| *w)
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ir::{Inst, Loop};
+    use crate::ir::{pattern, shape, Inst};
     use alloc::format;
     use alloc::vec;
     use alloc::vec::Vec;
@@ -1428,6 +2395,104 @@ mod tests {
         assert_eq!(m.reg_pool.capacity(), m.reg_pool.len());
         assert_eq!(m.mems.space.capacity(), m.mems.space.len());
         assert_eq!(m.regs.lanes.capacity(), m.regs.lanes.len());
+        assert_eq!(m.capacity().ap_exts, m.counts().ap_exts);
+        assert!(m.counts().ap_exts > 0);
+        assert_eq!(m.capacity().loops, m.counts().loops);
+    }
+
+    /// The operand-shape rule of every instruction and the pattern rule of
+    /// every access pattern, checked again on the built module (the builder
+    /// checks patterns as it adds them; the shape rule only the readers).
+    fn assert_legal(m: &Module, what: &str) {
+        for i in m.program_order() {
+            if let Err(e) = shape::check(m, i) {
+                panic!("{what}: {} {i}: {e}", m.insts.opcode[i]);
+            }
+            let n_in = m.operands(i).n_in as usize;
+            for (k, a) in m.all_aps(i).enumerate() {
+                let sp = m.ap_spec(a);
+                let r = pattern::check(
+                    m,
+                    m.inst_loop(i),
+                    m.uses(i).len(),
+                    k < n_in,
+                    sp.loc,
+                    sp.part_start,
+                    sp.part_count,
+                    sp.offset,
+                    sp.elem_size,
+                    &sp.dims,
+                    &sp.ext,
+                );
+                assert!(r.is_ok(), "{what}: {i} operand {k}: {r:?}");
+                let x = m.ap_extent(a);
+                let l = sp.loc;
+                let (parts, row) = (m.mems.partitions[l] as i64, m.mems.bytes[l] as i64);
+                let inside = if x.flat {
+                    x.byte_lo >= 0 && x.byte_hi <= parts * row
+                } else {
+                    x.part_lo >= 0 && x.part_hi <= parts && x.byte_lo >= 0 && x.byte_hi <= row
+                };
+                assert!(inside, "{what}: {i} operand {k} reaches {x:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn every_instruction_obeys_the_shape_and_pattern_rules() {
+        for (name, preset) in [
+            ("default", GenParams::default()),
+            ("dma_heavy", GenParams::dma_heavy()),
+            ("tight", GenParams::tight()),
+            ("constructs", GenParams::constructs()),
+        ] {
+            for seed in 0..12u64 {
+                for n in [300, 3000] {
+                    let target = ["trn1", "trn2", "trn3"][seed as usize % 3];
+                    let m = gen(&GenParams {
+                        instructions: n,
+                        seed,
+                        target: Target::by_name(target).unwrap(),
+                        ..preset.clone()
+                    });
+                    assert_legal(&m, &format!("{name} seed {seed} n {n} {target}"));
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn the_default_module_has_every_construct() {
+        for seed in 1..4 {
+            let c = Census::of(&gen(&GenParams::new(20_000, seed)));
+            assert_eq!(c.unnamed_loops, 0, "seed {seed}");
+            let missing: Vec<&str> = c.missing().collect();
+            assert!(
+                missing.is_empty(),
+                "seed {seed}: none of {missing:?}: {c:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn constructs_stay_out_when_their_knobs_are_zero() {
+        let m = gen(&GenParams {
+            typed_pct: 0,
+            cast_pct: 0,
+            loop_term_pct: 0,
+            gather_pct: 0,
+            dyn_offset_pct: 0,
+            pstep_pct: 0,
+            broadcast_pct: 0,
+            bias_pct: 0,
+            column_pct: 0,
+            reduce_pct: 0,
+            transpose_pct: 0,
+            scan_pct: 0,
+            ..GenParams::new(20_000, 2)
+        });
+        assert_eq!(Census::of(&m).counts, [0; CONSTRUCTS.len()]);
+        assert!(m.num_loops() > 10);
     }
 
     #[test]
@@ -1450,7 +2515,7 @@ mod tests {
                         "{} read before written (seed {seed})",
                         m.mem_name(l)
                     );
-                    assert_eq!(m.mems.bytes[l] % m.mems.elem_size[l] as u32, 0);
+                    assert_eq!(m.mems.bytes[l] % m.elem_size(l) as u32, 0);
                     if m.mems.space[l] == Space::Psum {
                         assert!(m.mems.bytes[l] <= m.target.psum_bank_bytes);
                     }

@@ -216,7 +216,7 @@ impl<'m> Builder<'m> {
 
 /// The full access pattern of a location (see [`Builder::full`]).
 pub fn full_ap(module: &Module, m: MemLoc) -> ApSpec {
-    let elem = module.mems.elem_size[m].max(1);
+    let elem = module.elem_size(m).max(1);
     let mut dims = ArrayVec::<Dim, MAX_DIMS>::new();
     dims.push(Dim::new(1, module.mems.bytes[m] / elem as u32));
     ApSpec {
@@ -226,6 +226,7 @@ pub fn full_ap(module: &Module, m: MemLoc) -> ApSpec {
         offset: 0,
         elem_size: elem,
         dims,
+        ext: Default::default(),
     }
 }
 
@@ -233,7 +234,7 @@ pub fn full_ap(module: &Module, m: MemLoc) -> ApSpec {
 /// When the range is not a whole number of elements the pattern falls back
 /// to byte elements.
 pub fn slice_ap(module: &Module, m: MemLoc, p0: u16, pn: u16, lo: u32, hi: u32) -> ApSpec {
-    let mut elem = module.mems.elem_size[m].max(1);
+    let mut elem = module.elem_size(m).max(1);
     let len = hi.saturating_sub(lo);
     if len % elem as u32 != 0 || lo % elem as u32 != 0 {
         elem = 1;
@@ -247,6 +248,7 @@ pub fn slice_ap(module: &Module, m: MemLoc, p0: u16, pn: u16, lo: u32, hi: u32) 
         offset: lo,
         elem_size: elem,
         dims,
+        ext: Default::default(),
     }
 }
 

@@ -12,6 +12,9 @@ pub mod imm;
 pub mod module;
 #[allow(clippy::indexing_slicing)] // column indexing by typed ids (see the crate docs)
 pub mod names;
+pub mod pattern;
+#[allow(clippy::indexing_slicing)] // column indexing by typed ids (see the crate docs)
+pub mod shape;
 pub mod types;
 
 pub use ap::{Dim, MAX_DIMS};
@@ -20,8 +23,9 @@ pub use column::{Column, EntityRef};
 pub use imm::ImmTable;
 pub use module::{
     Address, Ap, ApSpec, Block, Capacity, Func, Inst, InstSpec, IrError, Limits, Loop, MemLoc,
-    Module, ModuleId, Operands, Reg, StorageBytes, MAX_AP_PARTITIONS, NO_BANK, NO_LANE,
+    Module, ModuleId, Operands, Reg, StorageBytes, MAX_AP_PARTITIONS, NO_BANK, NO_EXT, NO_LANE,
     NO_PARTITION, UNKNOWN_TRIP, UNPLACED,
 };
 pub use names::{Name, NamePool};
-pub use types::{Engine, InstFlags, MemFlags, Opcode, RegFlags, Space, SubOp};
+pub use pattern::{ApExt, Extent, IvTerm, PatternError, RegTerm, MAX_IV_TERMS};
+pub use types::{DType, Engine, InstFlags, MemFlags, Opcode, RegFlags, Space, SubOp};

@@ -24,7 +24,8 @@ use super::ap::{self, Dim, MAX_DIMS};
 use super::column::{Column, EntityRef};
 use super::imm::ImmTable;
 use super::names::{Name, NamePool};
-use super::types::{Engine, InstFlags, MemFlags, Opcode, RegFlags, Space, SubOp};
+use super::pattern::{self, ApExt, PatternError, RegTerm};
+use super::types::{DType, Engine, InstFlags, MemFlags, Opcode, RegFlags, Space, SubOp};
 use crate::entity_id;
 use crate::target::Target;
 
@@ -166,6 +167,14 @@ pub enum IrError {
     },
     /// `end_loop` without `begin_loop`, or a loop left open.
     Unbalanced,
+    /// An access pattern's loop terms, register term or partition step
+    /// break the rules of [`pattern`].
+    BadPattern {
+        /// The operand (inputs, then outputs).
+        operand: u8,
+        /// What is wrong.
+        error: PatternError,
+    },
 }
 
 impl fmt::Display for IrError {
@@ -181,6 +190,9 @@ impl fmt::Display for IrError {
             }
             IrError::BadOperand { what } => write!(f, "bad operand: {what}"),
             IrError::Unbalanced => f.write_str("unbalanced loop nesting"),
+            IrError::BadPattern { operand, error } => {
+                write!(f, "access pattern {} {error}", operand + 1)
+            }
         }
     }
 }
@@ -198,8 +210,8 @@ pub struct Mems {
     pub bytes: Column<MemLoc, u32>,
     /// Byte alignment of the offset.
     pub align: Column<MemLoc, u32>,
-    /// Element size in bytes.
-    pub elem_size: Column<MemLoc, u8>,
+    /// Element type (its size is the element size).
+    pub dtype: Column<MemLoc, DType>,
     /// Interned name (without the `%`).
     pub name: Column<MemLoc, Name>,
     /// Flags.
@@ -247,7 +259,22 @@ pub struct Aps {
     /// pattern has one dim, so this saves the pool index and the dim count
     /// per pattern.
     dim: Column<Ap, Dim>,
+    /// The pattern's extension ([`ApExt`]: loop terms, register term,
+    /// partition step) as an index into the module's extension pool, or
+    /// [`NO_EXT`] for a plain pattern (nearly all of them). Read it with
+    /// [`Module::ap_ext`].
+    ext: Column<Ap, u32>,
 }
+
+/// The `ext` of a plain access pattern.
+pub const NO_EXT: u32 = u32::MAX;
+
+/// The extension of every plain pattern.
+static PLAIN: ApExt = ApExt {
+    pstep: None,
+    terms: ArrayVec::new_const(),
+    reg: None,
+};
 
 /// The slot of a multi-dimension pattern: its dims are `pool[start..start + n]`.
 #[inline]
@@ -317,6 +344,9 @@ pub struct Blocks {
 /// Loop columns.
 #[derive(Clone, Debug, Default)]
 pub struct Loops {
+    /// Name of the induction variable (what loop terms of access patterns
+    /// print), or [`Name::INVALID`] for an unnamed loop.
+    pub name: Column<Loop, Name>,
     /// Enclosing loop or [`Loop::INVALID`].
     pub parent: Column<Loop, Loop>,
     /// Trip count or [`UNKNOWN_TRIP`].
@@ -351,6 +381,8 @@ pub struct Capacity {
     pub dims: usize,
     /// Instructions with a non-zero immediate.
     pub imms: usize,
+    /// Access patterns with an extension ([`ApExt`]).
+    pub ap_exts: usize,
     /// Register operands in the register pool.
     pub reg_operands: usize,
     /// Memory locations.
@@ -378,6 +410,7 @@ impl Capacity {
             aps: self.aps.saturating_add(o.aps),
             dims: self.dims.saturating_add(o.dims),
             imms: self.imms.saturating_add(o.imms),
+            ap_exts: self.ap_exts.saturating_add(o.ap_exts),
             reg_operands: self.reg_operands.saturating_add(o.reg_operands),
             mems: self.mems.saturating_add(o.mems),
             regs: self.regs.saturating_add(o.regs),
@@ -405,6 +438,8 @@ pub struct ApSpec {
     pub elem_size: u8,
     /// Dims, outermost first, strides in elements.
     pub dims: ArrayVec<Dim, MAX_DIMS>,
+    /// Loop terms, register term, partition step (default: none).
+    pub ext: ApExt,
 }
 
 /// A description of an instruction to create.
@@ -477,6 +512,8 @@ pub struct Module {
     /// Dims of the access patterns with two or more (single dims are
     /// inline in the `Aps` columns).
     pub dims: Vec<Dim>,
+    /// Extensions of the access patterns that have one (`Aps::ext`).
+    ap_ext: Vec<ApExt>,
     /// Register operands of all instructions.
     pub reg_pool: Vec<Reg>,
     /// Location by name index ([`MemLoc::INVALID`] where none).
@@ -504,6 +541,7 @@ impl Module {
             mems: Mems::default(),
             regs: Regs::default(),
             dims: Vec::new(),
+            ap_ext: Vec::new(),
             reg_pool: Vec::new(),
             mem_by_name: Column::new(),
             reg_by_name: Column::new(),
@@ -530,16 +568,17 @@ impl Module {
             self.insts.prev, self.insts.next);
         self.insts.imms.reserve_exact(extra.imms);
         res!(extra.aps; self.aps.loc, self.aps.part_start, self.aps.part_count, self.aps.offset,
-            self.aps.elem_size, self.aps.dim);
+            self.aps.elem_size, self.aps.dim, self.aps.ext);
         self.dims.reserve_exact(extra.dims);
+        self.ap_ext.reserve_exact(extra.ap_exts);
         self.reg_pool.reserve_exact(extra.reg_operands);
         res!(extra.mems; self.mems.space, self.mems.partitions, self.mems.bytes, self.mems.align,
-            self.mems.elem_size, self.mems.name, self.mems.flags, self.mems.base_partition,
+            self.mems.dtype, self.mems.name, self.mems.flags, self.mems.base_partition,
             self.mems.offset, self.mems.bank);
         res!(extra.regs; self.regs.lanes, self.regs.name, self.regs.flags, self.regs.lane);
         res!(extra.blocks; self.blocks.name, self.blocks.func, self.blocks.loop_,
             self.blocks.first, self.blocks.last);
-        res!(extra.loops; self.loops.parent, self.loops.trip, self.loops.depth,
+        res!(extra.loops; self.loops.name, self.loops.parent, self.loops.trip, self.loops.depth,
             self.loops.first_block, self.loops.end_block);
         res!(extra.funcs; self.funcs.name, self.funcs.first_block, self.funcs.end_block);
         self.names.reserve(extra.names, extra.name_bytes);
@@ -571,9 +610,11 @@ impl Module {
             self.aps.part_count,
             self.aps.offset,
             self.aps.elem_size,
-            self.aps.dim
+            self.aps.dim,
+            self.aps.ext
         );
         self.dims.shrink_to_fit();
+        self.ap_ext.shrink_to_fit();
         self.reg_pool.shrink_to_fit();
     }
 
@@ -598,6 +639,7 @@ impl Module {
             mems: self.mems.clone(),
             regs: self.regs.clone(),
             dims: self.dims.clone(),
+            ap_ext: self.ap_ext.clone(),
             reg_pool: self.reg_pool.clone(),
             mem_by_name: Column::new(),
             reg_by_name: Column::new(),
@@ -639,6 +681,7 @@ impl Module {
             aps: self.aps.loc.len(),
             dims: self.dims.len(),
             imms: self.insts.imms.len(),
+            ap_exts: self.ap_ext.len(),
             reg_operands: self.reg_pool.len(),
             mems: self.mems.space.len(),
             regs: self.regs.lanes.len(),
@@ -660,6 +703,7 @@ impl Module {
             aps: self.aps.loc.capacity(),
             dims: self.dims.capacity(),
             imms: self.insts.imms.capacity(),
+            ap_exts: self.ap_ext.capacity(),
             reg_operands: self.reg_pool.capacity(),
             mems: self.mems.space.capacity(),
             regs: self.regs.lanes.capacity(),
@@ -692,6 +736,8 @@ impl Module {
             + a.offset.reserved_bytes()
             + a.elem_size.reserved_bytes()
             + a.dim.reserved_bytes()
+            + a.ext.reserved_bytes()
+            + self.ap_ext.capacity() * core::mem::size_of::<ApExt>()
             + self.dims.capacity() * core::mem::size_of::<Dim>()
             + self.reg_pool.capacity() * core::mem::size_of::<Reg>()
     }
@@ -715,7 +761,7 @@ impl Module {
                 m.partitions.reserved_bytes(),
                 m.bytes.reserved_bytes(),
                 m.align.reserved_bytes(),
-                m.elem_size.reserved_bytes(),
+                m.dtype.reserved_bytes(),
                 m.name.reserved_bytes(),
                 m.flags.reserved_bytes(),
                 m.base_partition.reserved_bytes(),
@@ -740,6 +786,7 @@ impl Module {
                 b.loop_.reserved_bytes(),
                 b.first.reserved_bytes(),
                 b.last.reserved_bytes(),
+                l.name.reserved_bytes(),
                 l.parent.reserved_bytes(),
                 l.trip.reserved_bytes(),
                 l.depth.reserved_bytes(),
@@ -927,6 +974,147 @@ impl Module {
         self.dims.get(s..s + n).unwrap_or(&[])
     }
 
+    /// The extension of an access pattern (loop terms, register term,
+    /// partition step): the plain one for nearly every pattern.
+    #[inline]
+    pub fn ap_ext(&self, a: Ap) -> &ApExt {
+        match self.aps.ext[a] {
+            NO_EXT => &PLAIN,
+            k => self.ap_ext.get(k as usize).unwrap_or(&PLAIN),
+        }
+    }
+
+    /// True when an access pattern is plain (no extension).
+    #[inline]
+    pub fn ap_is_plain(&self, a: Ap) -> bool {
+        self.aps.ext[a] == NO_EXT
+    }
+
+    /// The cells an access pattern may touch over all iterations (and its
+    /// register window), relative to its location ([`pattern::Extent`]).
+    pub fn ap_extent(&self, a: Ap) -> pattern::Extent {
+        pattern::extent(
+            self,
+            self.aps.loc[a],
+            self.aps.part_start[a] as u16,
+            self.aps.part_count[a] as u16,
+            self.aps.offset[a],
+            self.aps.elem_size[a],
+            self.ap_dims(a),
+            self.ap_ext(a),
+        )
+    }
+
+    /// The plain description of an access pattern (to copy or re-create it).
+    pub fn ap_spec(&self, a: Ap) -> ApSpec {
+        ApSpec {
+            loc: self.aps.loc[a],
+            part_start: self.aps.part_start[a] as u16,
+            part_count: self.aps.part_count[a] as u16,
+            offset: self.aps.offset[a],
+            elem_size: self.aps.elem_size[a],
+            dims: self.ap_dims(a).iter().copied().collect(),
+            ext: self.ap_ext(a).clone(),
+        }
+    }
+
+    /// Re-points an access pattern to `to`, its cells moved by `dpart`
+    /// partitions and `dbyte` bytes (negative: onto a copy that holds the
+    /// location from some partition and byte on; positive: into a larger
+    /// location that holds it at that place): the static part and the
+    /// register window move, the loop terms stay (they are relative). The
+    /// caller guarantees that every iteration's cells lie inside `to`
+    /// (the pattern's extent, moved).
+    pub fn shift_ap(&mut self, a: Ap, to: MemLoc, dpart: i32, dbyte: i64) {
+        let shift = |x: i64, d: i64, max: i64| x.saturating_add(d).clamp(0, max);
+        self.aps.loc[a] = to;
+        self.aps.part_start[a] =
+            shift(self.aps.part_start[a] as i64, dpart as i64, u8::MAX as i64) as u8;
+        self.aps.offset[a] = shift(self.aps.offset[a] as i64, dbyte, u32::MAX as i64) as u32;
+        let k = self.aps.ext[a];
+        if k != NO_EXT {
+            if let Some(r) = self.ap_ext.get_mut(k as usize).and_then(|e| e.reg.as_mut()) {
+                r.window_lo = shift(r.window_lo as i64, dbyte, u32::MAX as i64) as u32;
+                r.window_hi = shift(r.window_hi as i64, dbyte, u32::MAX as i64) as u32;
+            }
+        }
+    }
+
+    /// Replaces the extension of input-then-output operand `k` of
+    /// instruction `i` (a rewrite that changes how a pattern moves), with
+    /// the checks of [`pattern::check`]. Fails without changing anything
+    /// when the pattern would break them or when the pool has no room for
+    /// a pattern that had no extension (never grows: pass use).
+    pub fn set_ap_ext(&mut self, i: Inst, k: usize, ext: ApExt) -> Result<(), IrError> {
+        let Some(a) = self.all_aps(i).nth(k) else {
+            return Err(IrError::BadOperand {
+                what: "an operand index past the instruction's patterns",
+            });
+        };
+        let inner = self
+            .blocks
+            .loop_
+            .get(self.insts.block[i])
+            .copied()
+            .unwrap_or(Loop::INVALID);
+        let read = k < self.operands(i).n_in as usize;
+        pattern::check(
+            self,
+            inner,
+            self.uses(i).len(),
+            read,
+            self.aps.loc[a],
+            self.aps.part_start[a] as u16,
+            self.aps.part_count[a] as u16,
+            self.aps.offset[a],
+            self.aps.elem_size[a],
+            self.ap_dims(a),
+            &ext,
+        )
+        .map_err(|error| IrError::BadPattern {
+            operand: k as u8,
+            error,
+        })?;
+        match (self.aps.ext[a], ext.is_plain()) {
+            (NO_EXT, true) => {}
+            (NO_EXT, false) => {
+                if self.ap_ext.len() == self.ap_ext.capacity() {
+                    return Err(IrError::Full {
+                        what: "access-pattern extensions in the reserved workspace",
+                        limit: self.ap_ext.capacity() as u64,
+                    });
+                }
+                self.ap_ext.push(ext);
+                self.aps.ext[a] = (self.ap_ext.len() - 1) as u32;
+            }
+            (x, true) => {
+                // The pool slot stays (unreferenced): ids are never reused.
+                let _ = x;
+                self.aps.ext[a] = NO_EXT;
+            }
+            (x, false) => {
+                if let Some(slot) = self.ap_ext.get_mut(x as usize) {
+                    *slot = ext;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Names a loop's induction variable (what the text prints in loop
+    /// terms). The name is interned.
+    pub fn set_loop_name(&mut self, l: Loop, name: &str) -> Result<(), IrError> {
+        let n = self.intern(name)?;
+        self.loops.name[l] = n;
+        Ok(())
+    }
+
+    /// The name of a loop's induction variable (`None` when unnamed).
+    pub fn loop_name(&self, l: Loop) -> Option<&str> {
+        let n = *self.loops.name.get(l)?;
+        n.is_valid().then(|| self.names.get(n))
+    }
+
     /// Replaces dim `k` of an access pattern in place (a rewrite that
     /// reshapes a pattern without adding one). A count of 0 is refused, as
     /// when the pattern was added: the inline slot of a one-dim pattern uses
@@ -980,10 +1168,21 @@ impl Module {
         self.ap_bytes_per_partition(a) * self.aps.part_count[a] as u64
     }
 
-    /// The byte range `[lo, hi)` an access pattern touches inside each
+    /// The byte range `[lo, hi)` an access pattern may touch inside each
     /// partition, relative to its location (`None` for an empty or
-    /// negative-reaching pattern).
+    /// negative-reaching pattern): for a pattern that moves, the hull over
+    /// every iteration and its register window; for a DRAM pattern with an
+    /// explicit partition step, the whole row. An over-approximation for
+    /// patterns that move: use it to test overlap, never coverage.
     pub fn ap_byte_span(&self, a: Ap) -> Option<(u64, u64)> {
+        if !self.ap_is_plain(a) {
+            let e = self.ap_extent(a);
+            if e.flat {
+                return Some((0, self.mems.bytes[self.aps.loc[a]] as u64));
+            }
+            return (e.byte_lo >= 0 && e.byte_lo < e.byte_hi)
+                .then_some((e.byte_lo as u64, e.byte_hi as u64));
+        }
         let (lo, hi) = ap::element_span(self.ap_dims(a))?;
         let es = self.aps.elem_size[a] as i64;
         let base = self.aps.offset[a] as i64;
@@ -992,11 +1191,28 @@ impl Module {
         (lo >= 0).then_some((lo as u64, hi as u64))
     }
 
+    /// The partitions `[lo, hi)` of its location an access pattern may
+    /// touch (the hull over every iteration for one that moves; every
+    /// partition for a DRAM pattern with an explicit partition step).
+    pub fn ap_rows(&self, a: Ap) -> (u16, u16) {
+        let ps = self.aps.part_start[a] as u16;
+        if self.ap_is_plain(a) {
+            return (ps, ps + self.aps.part_count[a] as u16);
+        }
+        let e = self.ap_extent(a);
+        if e.flat {
+            return (0, self.mems.partitions[self.aps.loc[a]]);
+        }
+        let clamp = |x: i64| x.clamp(0, u16::MAX as i64) as u16;
+        (clamp(e.part_lo), clamp(e.part_hi))
+    }
+
     /// `isFullAccess`: the access pattern covers its whole location — every
     /// partition and every byte, densely.
     pub fn is_full_access(&self, a: Ap) -> bool {
         let m = self.aps.loc[a];
-        self.aps.part_start[a] == 0
+        self.ap_is_plain(a)
+            && self.aps.part_start[a] == 0
             && u16::from(self.aps.part_count[a]) == self.mems.partitions[m]
             && self.aps.offset[a] == 0
             && ap::is_contiguous(self.ap_dims(a))
@@ -1055,6 +1271,16 @@ impl Module {
             offset: self.mems.offset[m],
             bank: self.mems.bank[m],
             bank_bytes: self.target.psum_bank_bytes,
+        }
+    }
+
+    /// How messages name an instruction: its text with location and
+    /// register names (patterns abbreviated to their location), and where
+    /// it stands — `` `%e = activation exp %s, %nmx` (block qtile, 4th) ``.
+    pub fn describe_inst(&self, i: Inst) -> InstDescription<'_> {
+        InstDescription {
+            module: self,
+            inst: i,
         }
     }
 
@@ -1143,7 +1369,7 @@ impl Module {
         self.mems.partitions.push(partitions);
         self.mems.bytes.push(bytes);
         self.mems.align.push(min_align.max(1));
-        self.mems.elem_size.push(1);
+        self.mems.dtype.push(DType::Raw(1));
         self.mems.name.push(n);
         self.mems.flags.push(MemFlags::empty());
         self.mems.base_partition.push(NO_PARTITION);
@@ -1153,8 +1379,17 @@ impl Module {
         Ok(m)
     }
 
-    /// Sets the element size and raises the alignment to it when smaller.
+    /// Sets an untyped element size ([`DType::Raw`], the `elem N`
+    /// spelling) and raises the alignment to it when smaller.
     pub fn set_elem_size(&mut self, m: MemLoc, elem: u8) -> Result<(), IrError> {
+        self.set_dtype(m, DType::Raw(elem))
+    }
+
+    /// Sets the element type and raises the alignment to its size when
+    /// smaller. The bytes per partition must be a multiple of the size
+    /// (checked by the readers, which know where the declaration is).
+    pub fn set_dtype(&mut self, m: MemLoc, t: DType) -> Result<(), IrError> {
+        let elem = t.size();
         if elem == 0 || !elem.is_power_of_two() || elem > 16 {
             return Err(IrError::BadShape {
                 what: "element size",
@@ -1162,11 +1397,17 @@ impl Module {
                 max: 16,
             });
         }
-        self.mems.elem_size[m] = elem;
+        self.mems.dtype[m] = t;
         if self.mems.align[m] < elem as u32 {
             self.mems.align[m] = elem as u32;
         }
         Ok(())
+    }
+
+    /// Element size of a location in bytes.
+    #[inline]
+    pub fn elem_size(&self, m: MemLoc) -> u8 {
+        self.mems.dtype[m].size()
     }
 
     /// Sets the alignment (a power of two).
@@ -1261,6 +1502,7 @@ impl Module {
         }
         let b = Block::new(self.num_blocks());
         let l = self.loops.parent.push(parent);
+        self.loops.name.push(Name::INVALID);
         self.loops.trip.push(trip);
         self.loops.depth.push(depth);
         self.loops.first_block.push(b);
@@ -1270,7 +1512,12 @@ impl Module {
 
     /// Creates an instruction (not yet in any block). Fails without
     /// allocating when `grow` is false and the reserved room is used up.
-    fn create_inst(&mut self, spec: &InstSpec<'_>, grow: bool) -> Result<Inst, IrError> {
+    fn create_inst(
+        &mut self,
+        spec: &InstSpec<'_>,
+        grow: bool,
+        inner: Loop,
+    ) -> Result<Inst, IrError> {
         self.check_count(self.num_insts(), self.limits.instructions, "instructions")?;
         let n_aps = spec.inputs.len() + spec.outputs.len();
         if n_aps > self.limits.aps_per_inst as usize {
@@ -1286,9 +1533,42 @@ impl Module {
                 limit: self.limits.regs_per_inst as u64,
             });
         }
-        for s in spec.inputs.iter().chain(spec.outputs) {
+        let legacy = legacy_offset_operand(self, spec);
+        for (k, s) in spec.inputs.iter().chain(spec.outputs).enumerate() {
             self.check_ap_spec(s)?;
+            let read = k < spec.inputs.len();
+            let lx;
+            let ext = if legacy == Some(k) {
+                lx = legacy_ext(self, s);
+                &lx
+            } else {
+                &s.ext
+            };
+            pattern::check(
+                self,
+                inner,
+                spec.uses.len(),
+                read,
+                s.loc,
+                s.part_start,
+                s.part_count,
+                s.offset,
+                s.elem_size,
+                &s.dims,
+                ext,
+            )
+            .map_err(|error| IrError::BadPattern {
+                operand: k as u8,
+                error,
+            })?;
         }
+        let n_ext = spec
+            .inputs
+            .iter()
+            .chain(spec.outputs)
+            .enumerate()
+            .filter(|(k, s)| !s.ext.is_plain() || legacy == Some(*k))
+            .count();
         for &r in spec.uses.iter().chain(spec.defs) {
             if r.index() >= self.num_regs() {
                 return Err(IrError::BadOperand {
@@ -1312,6 +1592,7 @@ impl Module {
             let full = self.insts.opcode.len() == self.insts.opcode.capacity()
                 || self.aps.loc.len() + n_aps > self.aps.loc.capacity()
                 || self.dims.len() + pooled > self.dims.capacity()
+                || self.ap_ext.len() + n_ext > self.ap_ext.capacity()
                 || self.reg_pool.len() + n_regs > self.reg_pool.capacity()
                 || (spec.imm != 0 && !self.insts.imms.has_room());
             if full {
@@ -1322,8 +1603,13 @@ impl Module {
             }
         }
         let ap_start = self.aps.loc.len() as u32;
-        for s in spec.inputs.iter().chain(spec.outputs) {
-            self.push_ap(s);
+        for (k, s) in spec.inputs.iter().chain(spec.outputs).enumerate() {
+            if legacy == Some(k) {
+                let ext = legacy_ext(self, s);
+                self.push_ap(s, Some(ext));
+            } else {
+                self.push_ap(s, None);
+            }
         }
         let reg_start = self.reg_pool.len() as u32;
         self.reg_pool.extend_from_slice(spec.uses);
@@ -1374,7 +1660,15 @@ impl Module {
             });
         }
         let parts = self.mems.partitions[s.loc];
-        if s.part_count == 0 || s.part_start as u32 + s.part_count as u32 > parts as u32 {
+        // A DRAM pattern with a partition step is checked by its flat
+        // extent ([`pattern::check`]).
+        let pitched = s.ext.pstep.is_some() && self.mems.space[s.loc] == Space::Dram;
+        let max_end = if pitched {
+            MAX_AP_PARTITIONS as u32
+        } else {
+            parts as u32
+        };
+        if s.part_count == 0 || s.part_start as u32 + s.part_count as u32 > max_end {
             return Err(IrError::BadOperand {
                 what: "a partition range outside its location",
             });
@@ -1393,8 +1687,16 @@ impl Module {
     }
 
     /// Appends a pattern [`Self::check_ap_spec`] accepted (partitions fit
-    /// `u8`, counts ≥ 1) and whose pool room `create_inst` checked.
-    fn push_ap(&mut self, s: &ApSpec) {
+    /// `u8`, counts ≥ 1) and whose pool room `create_inst` checked; `ext`
+    /// replaces the spec's extension when given.
+    fn push_ap(&mut self, s: &ApSpec, ext: Option<ApExt>) {
+        let ext = ext.unwrap_or_else(|| s.ext.clone());
+        let slot_ext = if ext.is_plain() {
+            NO_EXT
+        } else {
+            self.ap_ext.push(ext);
+            (self.ap_ext.len() - 1) as u32
+        };
         let slot = match s.dims.as_slice() {
             [one] => *one,
             many => {
@@ -1413,6 +1715,7 @@ impl Module {
         self.aps.offset.push(s.offset);
         self.aps.elem_size.push(s.elem_size);
         self.aps.dim.push(slot);
+        self.aps.ext.push(slot_ext);
     }
 
     /// Builds an instruction at the end of `block` (builder and parser use;
@@ -1423,7 +1726,13 @@ impl Module {
                 what: "an undeclared block",
             });
         }
-        let i = self.create_inst(spec, true)?;
+        let inner = self
+            .blocks
+            .loop_
+            .get(block)
+            .copied()
+            .unwrap_or(Loop::INVALID);
+        let i = self.create_inst(spec, true, inner)?;
         self.link_at_end(block, i);
         Ok(i)
     }
@@ -1438,7 +1747,7 @@ impl Module {
                 what: "insertion point was removed",
             });
         }
-        let i = self.create_inst(spec, false)?;
+        let i = self.create_inst(spec, false, self.blocks.loop_[b])?;
         let p = self.insts.prev[at];
         self.insts.prev[i] = p;
         self.insts.next[i] = at;
@@ -1462,7 +1771,7 @@ impl Module {
                 what: "insertion point was removed",
             });
         }
-        let i = self.create_inst(spec, false)?;
+        let i = self.create_inst(spec, false, self.blocks.loop_[b])?;
         let n = self.insts.next[at];
         self.insts.next[i] = n;
         self.insts.prev[i] = at;
@@ -1725,6 +2034,114 @@ impl fmt::Display for Address {
     }
 }
 
+/// The operand index (inputs, then outputs) of a DMA's DRAM-side pattern
+/// that the legacy spelling moves: a DMA with exactly one used register and
+/// no register term anywhere reads that register as the dynamic offset of
+/// its DRAM side (the load's source, the save's destination, a copy's
+/// DRAM operand, the source when both are). `None` otherwise.
+fn legacy_offset_operand(m: &Module, spec: &InstSpec<'_>) -> Option<usize> {
+    if !spec.opcode.is_dma() || spec.uses.len() != 1 {
+        return None;
+    }
+    let any_term = spec
+        .inputs
+        .iter()
+        .chain(spec.outputs)
+        .any(|s| s.ext.reg.is_some());
+    if any_term {
+        return None;
+    }
+    let dram = |s: &ApSpec| m.mems.space.get(s.loc).copied() == Some(Space::Dram);
+    let input = spec.inputs.first().filter(|s| dram(s)).map(|_| 0);
+    let output = spec
+        .outputs
+        .first()
+        .filter(|s| dram(s))
+        .map(|_| spec.inputs.len());
+    match spec.opcode {
+        Opcode::Save => output.or(input),
+        _ => input.or(output),
+    }
+}
+
+/// The legacy register term of `s` (see [`legacy_offset_operand`]): the
+/// first use, scale 1, anywhere in the location's row.
+fn legacy_ext(m: &Module, s: &ApSpec) -> ApExt {
+    let mut e = s.ext.clone();
+    e.reg = Some(RegTerm {
+        use_index: 0,
+        scale: 1,
+        window_lo: 0,
+        window_hi: m.mems.bytes.get(s.loc).copied().unwrap_or(0),
+    });
+    e
+}
+
+/// See [`Module::describe_inst`].
+#[derive(Copy, Clone, Debug)]
+pub struct InstDescription<'m> {
+    module: &'m Module,
+    inst: Inst,
+}
+
+impl fmt::Display for InstDescription<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let (m, i) = (self.module, self.inst);
+        let Some(&op) = m.insts.opcode.get(i) else {
+            return write!(f, "{i}");
+        };
+        let loc = |a: Ap| {
+            m.mems
+                .name
+                .get(m.aps.loc[a])
+                .map_or("?", |&n| m.names.get(n))
+        };
+        let reg = |r: Reg| m.regs.name.get(r).map_or("?", |&n| m.names.get(n));
+        f.write_str("`")?;
+        let mut first = true;
+        for a in m.outputs(i) {
+            write!(f, "{}%{}", if first { "" } else { ", " }, loc(a))?;
+            first = false;
+        }
+        for &r in m.defs(i) {
+            write!(f, "{}${}", if first { "" } else { ", " }, reg(r))?;
+            first = false;
+        }
+        if !first {
+            f.write_str(" = ")?;
+        }
+        f.write_str(op.mnemonic())?;
+        let sub = m.insts.subop[i];
+        if sub != SubOp::None {
+            write!(f, " {}", sub.keyword())?;
+        }
+        let mut first = true;
+        for a in m.inputs(i) {
+            write!(f, "{}%{}", if first { " " } else { ", " }, loc(a))?;
+            first = false;
+        }
+        for &r in m.uses(i) {
+            write!(f, "{}${}", if first { " " } else { ", " }, reg(r))?;
+            first = false;
+        }
+        f.write_str("`")?;
+        let b = m.insts.block[i];
+        if b.is_valid() {
+            let nth = m.block_insts(b).position(|x| x == i).map_or(0, |k| k + 1);
+            let suffix = match (nth % 10, nth % 100) {
+                (1, r) if r != 11 => "st",
+                (2, r) if r != 12 => "nd",
+                (3, r) if r != 13 => "rd",
+                _ => "th",
+            };
+            write!(f, " (block {}, {nth}{suffix})", m.block_name(b))?;
+        } else {
+            f.write_str(" (removed)")?;
+        }
+        Ok(())
+    }
+}
+
 /// `name@SB<p,b>(P x B)`.
 #[derive(Copy, Clone, Debug)]
 pub struct MemDescription<'m> {
@@ -1758,6 +2175,7 @@ mod tests {
             offset: 0,
             elem_size: 1,
             dims: dims.iter().copied().collect(),
+            ext: Default::default(),
         }
     }
 

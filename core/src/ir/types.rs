@@ -164,11 +164,21 @@ pub enum Opcode {
     Branch,
     /// Wait on a semaphore / queue, ordering engines.
     SyncWait,
+    /// Reduction of each partition's elements along the free axis (subop
+    /// `add`, `max` or `min`) into fewer elements per partition.
+    TensorReduce,
+    /// Tensor-engine transpose of an SB tile into PSUM (`[P x F]` →
+    /// `[F x P]`; the reference lowers it to a matmul with the identity).
+    Transpose,
+    /// A scan along each partition's elements: `add` gives the running sum
+    /// of its input; `mul_add` computes `out[i] = a[i] * out[i-1] + b[i]`
+    /// (out[-1] = 0) over two inputs.
+    TensorScan,
 }
 
 impl Opcode {
     /// Every opcode.
-    pub const ALL: [Opcode; 16] = [
+    pub const ALL: [Opcode; 19] = [
         Opcode::Load,
         Opcode::Save,
         Opcode::DmaCopy,
@@ -185,6 +195,9 @@ impl Opcode {
         Opcode::RegReload,
         Opcode::Branch,
         Opcode::SyncWait,
+        Opcode::TensorReduce,
+        Opcode::Transpose,
+        Opcode::TensorScan,
     ];
 
     /// The text-format mnemonic.
@@ -206,6 +219,9 @@ impl Opcode {
             Opcode::RegReload => "reload",
             Opcode::Branch => "branch",
             Opcode::SyncWait => "sync_wait",
+            Opcode::TensorReduce => "tensor_reduce",
+            Opcode::Transpose => "transpose",
+            Opcode::TensorScan => "tensor_scan",
         }
     }
 
@@ -218,9 +234,13 @@ impl Opcode {
     pub const fn default_engine(self) -> Engine {
         match self {
             Opcode::Load | Opcode::Save | Opcode::DmaCopy => Engine::Dma,
-            Opcode::Matmul => Engine::Pe,
+            Opcode::Matmul | Opcode::Transpose => Engine::Pe,
             Opcode::Activation => Engine::Act,
-            Opcode::TensorCopy | Opcode::TensorTensor | Opcode::TensorScalar => Engine::Dve,
+            Opcode::TensorCopy
+            | Opcode::TensorTensor
+            | Opcode::TensorScalar
+            | Opcode::TensorReduce
+            | Opcode::TensorScan => Engine::Dve,
             Opcode::Memset => Engine::Pool,
             Opcode::ScalarImm
             | Opcode::ScalarMov
@@ -302,11 +322,25 @@ pub enum SubOp {
     Rsqrt,
     /// Activation: square.
     Square,
+    /// Activation: natural logarithm.
+    Log,
+    /// Activation: absolute value.
+    Abs,
+    /// Activation: reciprocal.
+    Reciprocal,
+    /// Activation: silu (x · sigmoid(x)).
+    Silu,
+    /// Activation: square root.
+    Sqrt,
+    /// Elementwise divide.
+    Div,
+    /// Scan: `out[i] = a[i] * out[i-1] + b[i]`.
+    MulAdd,
 }
 
 impl SubOp {
     /// Every sub-operation.
-    pub const ALL: [SubOp; 19] = [
+    pub const ALL: [SubOp; 26] = [
         SubOp::None,
         SubOp::Add,
         SubOp::Sub,
@@ -326,6 +360,13 @@ impl SubOp {
         SubOp::Sigmoid,
         SubOp::Rsqrt,
         SubOp::Square,
+        SubOp::Log,
+        SubOp::Abs,
+        SubOp::Reciprocal,
+        SubOp::Silu,
+        SubOp::Sqrt,
+        SubOp::Div,
+        SubOp::MulAdd,
     ];
 
     /// The text spelling.
@@ -350,12 +391,229 @@ impl SubOp {
             SubOp::Sigmoid => "sigmoid",
             SubOp::Rsqrt => "rsqrt",
             SubOp::Square => "square",
+            SubOp::Log => "log",
+            SubOp::Abs => "abs",
+            SubOp::Reciprocal => "reciprocal",
+            SubOp::Silu => "silu",
+            SubOp::Sqrt => "sqrt",
+            SubOp::Div => "div",
+            SubOp::MulAdd => "mul_add",
         }
     }
 
     /// Parses the text spelling.
     pub fn from_keyword(s: &str) -> Option<SubOp> {
         SubOp::ALL.iter().copied().find(|o| o.keyword() == s)
+    }
+
+    /// True for the sub-operations of `alu` (integer and bitwise).
+    pub const fn is_alu(self) -> bool {
+        matches!(
+            self,
+            SubOp::Add
+                | SubOp::Sub
+                | SubOp::Mul
+                | SubOp::And
+                | SubOp::Or
+                | SubOp::Xor
+                | SubOp::Shl
+                | SubOp::Shr
+                | SubOp::Min
+                | SubOp::Max
+        )
+    }
+
+    /// True for the activation functions.
+    pub const fn is_activation(self) -> bool {
+        matches!(
+            self,
+            SubOp::Identity
+                | SubOp::Exp
+                | SubOp::Relu
+                | SubOp::Gelu
+                | SubOp::Tanh
+                | SubOp::Sigmoid
+                | SubOp::Rsqrt
+                | SubOp::Square
+                | SubOp::Log
+                | SubOp::Abs
+                | SubOp::Reciprocal
+                | SubOp::Silu
+                | SubOp::Sqrt
+        )
+    }
+
+    /// True when `self` is a sub-operation `op` takes (and `None` for the
+    /// opcodes that take none).
+    pub const fn fits(self, op: Opcode) -> bool {
+        match op {
+            Opcode::ScalarAlu => self.is_alu(),
+            Opcode::TensorTensor | Opcode::TensorScalar => {
+                self.is_alu() || matches!(self, SubOp::Div)
+            }
+            Opcode::Activation => self.is_activation(),
+            Opcode::TensorReduce => matches!(self, SubOp::Add | SubOp::Max | SubOp::Min),
+            Opcode::TensorScan => matches!(self, SubOp::Add | SubOp::MulAdd),
+            _ => matches!(self, SubOp::None),
+        }
+    }
+
+    /// The sub-operations `op` takes, space-separated (for messages).
+    pub fn list_for(op: Opcode) -> SubOpList {
+        SubOpList(op)
+    }
+}
+
+/// See [`SubOp::list_for`].
+#[derive(Copy, Clone, Debug)]
+pub struct SubOpList(Opcode);
+
+impl fmt::Display for SubOpList {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut first = true;
+        for s in SubOp::ALL {
+            if s != SubOp::None && s.fits(self.0) {
+                if !first {
+                    f.write_str(" ")?;
+                }
+                f.write_str(s.keyword())?;
+                first = false;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// An element type: what a location's elements are, with their size.
+/// `Raw(n)` is an untyped element of `n` bytes (the `elem N` spelling):
+/// any typed access of the same size may read it, and nothing converts
+/// into or out of it.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum DType {
+    /// IEEE binary32.
+    F32,
+    /// bfloat16.
+    Bf16,
+    /// IEEE binary16.
+    F16,
+    /// 8-bit float, 4 exponent and 3 mantissa bits.
+    F8E4M3,
+    /// 8-bit float, 5 exponent and 2 mantissa bits.
+    F8E5M2,
+    /// 32-bit signed integer.
+    I32,
+    /// 16-bit signed integer.
+    I16,
+    /// 8-bit signed integer.
+    I8,
+    /// 8-bit unsigned integer.
+    U8,
+    /// An untyped element of this many bytes (1, 2, 4, 8 or 16).
+    Raw(u8),
+}
+
+impl DType {
+    /// The typed element types, in their text order.
+    pub const TYPED: [DType; 9] = [
+        DType::F32,
+        DType::Bf16,
+        DType::F16,
+        DType::F8E4M3,
+        DType::F8E5M2,
+        DType::I32,
+        DType::I16,
+        DType::I8,
+        DType::U8,
+    ];
+
+    /// Bytes of one element.
+    pub const fn size(self) -> u8 {
+        match self {
+            DType::F32 | DType::I32 => 4,
+            DType::Bf16 | DType::F16 | DType::I16 => 2,
+            DType::F8E4M3 | DType::F8E5M2 | DType::I8 | DType::U8 => 1,
+            DType::Raw(n) => n,
+        }
+    }
+
+    /// The text keyword of a typed element (`None` for [`DType::Raw`]).
+    pub const fn keyword(self) -> Option<&'static str> {
+        Some(match self {
+            DType::F32 => "fp32",
+            DType::Bf16 => "bf16",
+            DType::F16 => "fp16",
+            DType::F8E4M3 => "fp8e4m3",
+            DType::F8E5M2 => "fp8e5m2",
+            DType::I32 => "int32",
+            DType::I16 => "int16",
+            DType::I8 => "int8",
+            DType::U8 => "uint8",
+            DType::Raw(_) => return None,
+        })
+    }
+
+    /// Parses a typed element keyword.
+    pub fn from_keyword(s: &str) -> Option<DType> {
+        DType::TYPED
+            .iter()
+            .copied()
+            .find(|t| t.keyword() == Some(s))
+    }
+
+    /// True for the floating-point types.
+    pub const fn is_float(self) -> bool {
+        matches!(
+            self,
+            DType::F32 | DType::Bf16 | DType::F16 | DType::F8E4M3 | DType::F8E5M2
+        )
+    }
+
+    /// True for [`DType::Raw`].
+    pub const fn is_raw(self) -> bool {
+        matches!(self, DType::Raw(_))
+    }
+
+    /// The one-byte code of the type (the column's storage): typed ones
+    /// 1..=9, `Raw(n)` as `0x80 | n`.
+    pub const fn code(self) -> u8 {
+        match self {
+            DType::F32 => 1,
+            DType::Bf16 => 2,
+            DType::F16 => 3,
+            DType::F8E4M3 => 4,
+            DType::F8E5M2 => 5,
+            DType::I32 => 6,
+            DType::I16 => 7,
+            DType::I8 => 8,
+            DType::U8 => 9,
+            DType::Raw(n) => 0x80 | n,
+        }
+    }
+
+    /// The type of a code made by [`DType::code`].
+    pub const fn from_code(c: u8) -> DType {
+        match c {
+            1 => DType::F32,
+            2 => DType::Bf16,
+            3 => DType::F16,
+            4 => DType::F8E4M3,
+            5 => DType::F8E5M2,
+            6 => DType::I32,
+            7 => DType::I16,
+            8 => DType::I8,
+            9 => DType::U8,
+            c => DType::Raw(c & 0x7f),
+        }
+    }
+}
+
+impl fmt::Display for DType {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.keyword() {
+            Some(k) => f.write_str(k),
+            None => write!(f, "elem {}", self.size()),
+        }
     }
 }
 

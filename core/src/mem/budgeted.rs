@@ -28,8 +28,8 @@ pub fn graph_tables(ws: &mut GcaWorkspace, problem: &Problem, headroom: usize) -
 /// with `headroom_edges` edges) when it fits what `storage` allows, and
 /// records `method` as skipped when it does not; returns the heap bytes
 /// added (the tables too, when [`graph_tables`] did not reserve them).
-/// The last reservation decides how the workspace solves: by the graph, or
-/// by the greedy-by-size rule.
+/// A problem whose graph exceeds what the workspace reserved (for it or a
+/// larger problem) is solved by the greedy-by-size rule.
 pub fn graph(
     ws: &mut GcaWorkspace,
     problem: &Problem,
@@ -61,19 +61,21 @@ pub fn search_tables(ws: &mut ExactWorkspace, problem: &Problem) -> u64 {
     ws.heap_bytes().saturating_sub(before)
 }
 
-/// Reserves the exact search for `problem` within what `storage` allows:
-/// refused (recorded with `instead`, what runs in its place) when its grid
-/// does not fit, cut short (its stacks stop it early) when its stacks do
-/// not; returns the heap bytes added.
+/// Reserves the exact search for `problem` within a `1 / shares` share of
+/// what `storage` allows (`shares`: the searches still to reserve, this
+/// one included): refused (recorded with `instead`, what runs in its place)
+/// when its grid does not fit, cut short (its stacks stop it early) when
+/// its stacks do not; returns the heap bytes added.
 pub fn search(
     ws: &mut ExactWorkspace,
     problem: &Problem,
     storage: &mut StorageReport,
+    shares: u64,
     method: &'static str,
     instead: &'static str,
 ) -> u64 {
     let before = ws.heap_bytes();
-    let available = storage.allowance();
+    let available = storage.allowance() / shares.max(1);
     let r = ws.reserve_within(problem, available);
     if r.refused {
         storage.skip(Skipped {

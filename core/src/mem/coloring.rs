@@ -43,6 +43,7 @@
 //! reload, reads and writes, moves to the copy.
 
 use alloc::vec::Vec;
+use arrayvec::ArrayVec;
 use core::fmt;
 
 use super::budgeted;
@@ -465,6 +466,8 @@ impl ColoringWorkspace {
             self.problems[space.slot()] = Some(p);
         }
         storage.add("coloring: per-buffer tables of the solvers", tables);
+        // Every space's graph before any search: the colorer is the
+        // allocator, the search its fallback.
         for &space in spaces {
             if !filled[space.slot()] {
                 continue;
@@ -481,16 +484,31 @@ impl ColoringWorkspace {
                 graph_method(space),
             );
             storage.add(graph_part(space), graph);
-            if exact && to_place(&p) {
-                let search = budgeted::search(
-                    &mut self.exact,
-                    &p,
-                    storage,
-                    search_method(space),
-                    "the coloring allocator's placement",
-                );
-                storage.add(search_part(space), search);
-            }
+            self.problems[space.slot()] = Some(p);
+        }
+        if !exact {
+            return;
+        }
+        // Then each search, with an equal share of what is left for the
+        // searches still to come (the first would otherwise take it all).
+        let searched: ArrayVec<Space, 3> = spaces
+            .iter()
+            .copied()
+            .filter(|s| filled[s.slot()] && self.problems[s.slot()].as_ref().is_some_and(to_place))
+            .collect();
+        for (k, &space) in searched.iter().enumerate() {
+            let Some(p) = self.problems[space.slot()].take() else {
+                continue;
+            };
+            let search = budgeted::search(
+                &mut self.exact,
+                &p,
+                storage,
+                (searched.len() - k) as u64,
+                search_method(space),
+                "the coloring allocator's placement",
+            );
+            storage.add(search_part(space), search);
             self.problems[space.slot()] = Some(p);
         }
     }
@@ -870,14 +888,14 @@ fn spill_round(
             None => {
                 let s = m.try_add_mem(name.as_str(), Space::Dram, parts, bytes)?;
                 m.mems.flags[s] = MemFlags::SPILL | MemFlags::INTERNAL;
-                m.set_elem_size(s, m.mems.elem_size[v])?;
+                m.set_elem_size(s, m.elem_size(v))?;
                 s
             }
         };
         let copy_name = spill_name(m, v, n, "Reload");
         let copy = m.try_add_mem(copy_name.as_str(), space, parts, bytes)?;
         m.mems.flags[copy] = MemFlags::RELOAD;
-        m.set_elem_size(copy, m.mems.elem_size[v])?;
+        m.set_elem_size(copy, m.elem_size(v))?;
         m.mems.align[copy] = m.mems.align[v];
         ws.records.push(SpillRecord {
             victim: v,

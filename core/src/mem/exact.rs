@@ -335,9 +335,6 @@ pub struct ExactWorkspace {
     scopes: Vec<canonical::Scope>,
     /// Distinct end times (the coarse sections of the canonical search).
     ends: Vec<u64>,
-    /// Set by [`ExactWorkspace::reserve_within`] when the budget had no
-    /// room for the search of the problem it sized: [`Limit::Budget`].
-    refused: Option<SearchStorage>,
 }
 
 /// Heap bytes of the search for one problem (see
@@ -590,15 +587,15 @@ impl ExactWorkspace {
             stacks: s.stack_bytes(),
         };
         if need.fixed > allowance {
+            // Not reserved: a solve of this problem finds its grid larger
+            // than the reserve and stops with `Limit::Budget`.
             self.timeline.reserve(n);
-            self.refused = Some(need);
             return SearchReservation {
                 needed: need,
                 granted: 0,
                 refused: true,
             };
         }
-        self.refused = None;
         // The stacks share what the fixed part leaves, in proportion.
         let room = allowance - need.fixed;
         let scale = |k: usize| -> usize {
@@ -648,6 +645,37 @@ impl ExactWorkspace {
             granted: need.fixed.saturating_add(need.stacks.min(room)),
             refused: false,
         }
+    }
+
+    /// True when the search's fixed storage (cell grid, options, live
+    /// lists) is reserved for `problem`: the workspace serves every space,
+    /// and a problem the budget refused finds it short.
+    /// Allocates nothing (unlike [`Self::sizes`]).
+    fn reserved_for(&mut self, problem: &Problem) -> bool {
+        let n = problem.len();
+        let parts = problem.partitions() as usize;
+        let nsec = 2 * n + 1;
+        let nst = (parts + 1).min(2 * MAX_BASES * n + 2).max(1);
+        let cells = nsec.saturating_mul(nst);
+        let opts = if parts > 1 { MAX_BASES * n } else { n };
+        self.timeline.build(problem);
+        let t = &self.timeline;
+        let spans = problem
+            .buffers()
+            .iter()
+            .filter(|b| !b.is_void())
+            .fold(0usize, |acc, b| {
+                let (lo, hi) = (t.section_of(b.lower), t.section_of(b.upper));
+                let bases = problem.legal_bases(b.partitions).count();
+                acc.saturating_add((hi - lo) * bases)
+            });
+        cells <= self.floor.capacity()
+            && cells <= self.count.capacity()
+            && 2 * cells.next_power_of_two() <= self.tree.capacity()
+            && spans <= self.live.capacity()
+            && opts <= self.opts.capacity()
+            && nsec + 2 <= self.live_at.capacity()
+            && n <= self.ends.capacity()
     }
 
     /// The counts the search's storage follows for `problem` (builds the
@@ -791,8 +819,10 @@ impl ExactWorkspace {
         }
         let refused = if n > MAX_SEARCH_BUFFERS {
             Some(Limit::Size)
+        } else if !self.reserved_for(problem) {
+            Some(Limit::Budget)
         } else {
-            self.refused.map(|_| Limit::Budget)
+            None
         };
         if let Some(limit) = refused {
             outcome.stopped_by = Some(limit);

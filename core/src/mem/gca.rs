@@ -152,9 +152,6 @@ pub struct GcaWorkspace {
     timeline: Timeline,
     /// The linear-storage fallback when the graph does not fit the budget.
     greedy: GreedyWorkspace,
-    /// Set by [`GcaWorkspace::reserve_within`] when the interval index of
-    /// the problem it sized would need more than the allowance (its bytes).
-    refused: Option<u64>,
 }
 
 /// What [`GcaWorkspace::reserve_within`] did.
@@ -221,11 +218,12 @@ impl GcaWorkspace {
             self.count_edges(problem).saturating_add(headroom_edges)
         };
         let grow = |v: &mut Vec<u32>, k: usize| v.reserve(k.saturating_sub(v.len()));
+        // The workspace serves every space: what one problem was refused
+        // does not shrink what another was granted. A problem the reserved
+        // index cannot hold is placed greedily (see `solve`).
         if refused {
-            self.refused = Some(needed);
             self.greedy.reserve(n);
         } else {
-            self.refused = None;
             self.index.reserve(n);
         }
         grow(&mut self.order, n);
@@ -268,7 +266,7 @@ impl GcaWorkspace {
     ) -> GcaOutcome {
         let bufs = problem.buffers();
         let n = bufs.len();
-        if self.refused.is_some() {
+        if !self.index.holds(n) {
             let lower_bound = problem.lower_bound(&mut self.timeline).bytes;
             let pk = self.greedy.place(problem, GreedyRule::BySize, out);
             return GcaOutcome {

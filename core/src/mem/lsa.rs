@@ -1027,9 +1027,18 @@ fn spill_victim(
             if m.aps.loc[a] != o {
                 continue;
             }
+            // Hulls: a pattern that moves with a loop keeps every
+            // iteration's cells in the copy.
             let (l, h) = m.ap_byte_span(a).unwrap_or((0, m.mems.bytes[o] as u64));
-            plo = plo.min(m.aps.part_start[a].into());
-            phi = phi.max(u16::from(m.aps.part_start[a]) + u16::from(m.aps.part_count[a]));
+            let (r0, mut r1) = m.ap_rows(a);
+            // A partition broadcast touches one partition but names
+            // `part_count` of them: the copy it is re-pointed to must hold
+            // them all.
+            if m.ap_ext(a).is_broadcast(m.mems.space[o]) {
+                r1 = r1.saturating_add((m.aps.part_count[a] as u16).saturating_sub(1));
+            }
+            plo = plo.min(r0);
+            phi = phi.max(r1);
             lo = lo.min(l);
             hi = hi.max(h);
         }
@@ -1048,8 +1057,8 @@ fn spill_victim(
     let space = m.mems.space[o];
     let copy = m.try_add_mem(&name, space, phi - plo, (hi - lo) as u32)?;
     m.mems.flags[copy] = MemFlags::RELOAD | MemFlags::INTERNAL;
-    m.mems.elem_size[copy] = m.mems.elem_size[o];
-    m.mems.align[copy] = m.mems.align[o];
+    m.set_dtype(copy, m.mems.dtype[o])?;
+    m.set_align(copy, m.mems.align[o])?;
     // The slot, once per original.
     let mut store_after = u32::MAX;
     let mut slot = ws.slot[o.index()];

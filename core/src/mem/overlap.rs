@@ -56,6 +56,15 @@ impl OverlapIndex {
         at_least(&mut self.tree, 2 * n.next_power_of_two());
     }
 
+    /// Whether the reserved storage holds problems of `n` buffers without
+    /// growing.
+    pub fn holds(&self, n: usize) -> bool {
+        self.by_lower.capacity() >= n
+            && self.lowers.capacity() >= n
+            && self.uppers.capacity() >= n
+            && self.tree.capacity() >= 2 * n.next_power_of_two()
+    }
+
     /// Rebuilds the index over the non-void buffers of `problem`.
     pub fn build(&mut self, problem: &Problem) {
         let bufs = problem.buffers();

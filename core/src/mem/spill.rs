@@ -203,11 +203,9 @@ fn repoint(m: &mut Module, i: Inst, r: &SpillRecord) {
     for a in aps {
         let l = m.aps.loc[a];
         if l == r.origin || l == r.victim {
-            // Reads were made relative to the origin; rebase onto the copy.
-            m.aps.loc[a] = r.copy;
-            // Not above the old start, so it still fits the u8 column.
-            m.aps.part_start[a] = u16::from(m.aps.part_start[a]).saturating_sub(r.part_start) as u8;
-            m.aps.offset[a] = m.aps.offset[a].saturating_sub(r.byte_lo);
+            // Reads were made relative to the origin; rebase onto the copy
+            // (which holds every iteration's cells: see the scan's range).
+            m.shift_ap(a, r.copy, -(r.part_start as i32), -(r.byte_lo as i64));
         }
     }
 }

@@ -43,7 +43,7 @@ use crate::mem::gca::GcaOptions;
 use crate::mem::lsa::{self, LsaError, LsaOptions, LsaReport, LsaWorkspace};
 use crate::reg::alloc::{RegAllocConfig, RegAllocError, RegAllocator, RegReport};
 use crate::storage::{Skipped, StorageBudget, StorageReport};
-use crate::verify::dataflow::{DataflowCapacity, DataflowChecker, DataflowError};
+use crate::verify::dataflow::{DataflowCapacity, DataflowChecker, DataflowError, Mismatch};
 use crate::verify::placement::{Finding, Scope, Verifier};
 
 /// Time and outcome of one pass.
@@ -161,6 +161,8 @@ pub enum PipelineError {
     Dataflow {
         /// Mismatches found.
         mismatches: u32,
+        /// The first of them.
+        first: Option<Mismatch>,
     },
     /// The dataflow checker could not run.
     DataflowCheck(DataflowError),
@@ -256,10 +258,16 @@ impl fmt::Display for PipelineErrorDisplay<'_> {
                 }
                 write!(f, "{} finding(s), the first: {}", total, first.display(m))
             }
-            PipelineError::Dataflow { mismatches } => write!(
-                f,
-                "dataflow check: {mismatches} read(s) of the rewritten program see a different value than in the input"
-            ),
+            PipelineError::Dataflow { mismatches, first } => {
+                write!(
+                    f,
+                    "dataflow check: {mismatches} read(s) of the rewritten program see a different value than in the input"
+                )?;
+                if let Some(x) = first {
+                    write!(f, "; the first: {}", x.display(m))?;
+                }
+                Ok(())
+            }
             PipelineError::DataflowCheck(e) => write!(f, "dataflow check could not run: {e}"),
         }
     }
@@ -743,6 +751,7 @@ fn run_from(
             if !d.is_clean() {
                 return Err(PipelineError::Dataflow {
                     mismatches: d.mismatches.len() as u32 + d.dropped.min(u32::MAX as u64) as u32,
+                    first: d.mismatches.first().copied(),
                 });
             }
         }

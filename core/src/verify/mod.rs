@@ -3,5 +3,6 @@
 
 pub mod buffers;
 pub mod dataflow;
+mod patterns;
 pub mod placement;
 mod treap;

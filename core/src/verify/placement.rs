@@ -215,6 +215,20 @@ pub enum Finding {
         /// Its first lane.
         lane: u16,
     },
+    /// An access pattern reaches, at some iteration of its loops (or
+    /// anywhere in its register window), cells outside its location.
+    PatternOutside {
+        /// The instruction.
+        inst: Inst,
+        /// Its position.
+        pos: u32,
+        /// The pattern's operand index (inputs, then outputs).
+        operand: u8,
+        /// The location.
+        mem: MemLoc,
+        /// Where the pattern reaches.
+        reach: super::patterns::Reach,
+    },
     /// Two interfering registers share a lane.
     LaneConflict {
         /// The register that became live first.
@@ -247,6 +261,7 @@ impl Finding {
             Finding::LaneOutOfRange { .. } => "lane-out-of-range",
             Finding::OddPairLane { .. } => "odd-lane-pair",
             Finding::LaneConflict { .. } => "register-overlap",
+            Finding::PatternOutside { .. } => "pattern-outside",
         }
     }
 
@@ -260,7 +275,8 @@ impl Finding {
             | Finding::BadStartPartition { mem, .. }
             | Finding::PsumOffBank { mem, .. }
             | Finding::PsumBankSpan { mem, .. }
-            | Finding::PsumBankMismatch { mem, .. } => v.push(mem),
+            | Finding::PsumBankMismatch { mem, .. }
+            | Finding::PatternOutside { mem, .. } => v.push(mem),
             Finding::Overlap { a, b, .. } => {
                 v.push(a);
                 v.push(b);
@@ -292,7 +308,8 @@ impl Finding {
             Finding::Unplaced { inst, .. }
             | Finding::Overlap { inst, .. }
             | Finding::Uncolored { inst, .. }
-            | Finding::LaneConflict { inst, .. } => Some(inst),
+            | Finding::LaneConflict { inst, .. }
+            | Finding::PatternOutside { inst, .. } => Some(inst),
             _ => None,
         }
     }
@@ -328,24 +345,12 @@ impl fmt::Display for RegDescription<'_> {
     }
 }
 
-/// `inst7 (matmul)`.
-struct InstDescription<'m>(&'m Module, Inst);
-
-impl fmt::Display for InstDescription<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self.0.insts.opcode.get(self.1) {
-            Some(op) => write!(f, "{} ({op})", self.1),
-            None => write!(f, "{}", self.1),
-        }
-    }
-}
-
 impl fmt::Display for FindingDisplay<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let m = self.module;
         let d = |x: MemLoc| m.describe_mem(x);
         let r = |x: Reg| RegDescription(m, x);
-        let i = |x: Inst| InstDescription(m, x);
+        let i = |x: Inst| m.describe_inst(x);
         match *self.finding {
             Finding::Unplaced { mem, inst, pos } => write!(
                 f,
@@ -454,6 +459,37 @@ impl fmt::Display for FindingDisplay<'_> {
                 "{} is a 64-bit register on odd lane {lane}; a lane pair must start on an even lane",
                 r(reg)
             ),
+            Finding::PatternOutside {
+                inst,
+                pos,
+                operand,
+                mem,
+                reach,
+            } => {
+                let (parts, bytes) = (m.mems.partitions[mem], m.mems.bytes[mem]);
+                write!(
+                    f,
+                    "access pattern {} of {} (position {pos}) on {} ",
+                    operand as u32 + 1,
+                    i(inst),
+                    d(mem)
+                )?;
+                if reach.flat {
+                    write!(
+                        f,
+                        "reaches flat bytes [{}, {}) over its iterations, outside the location's {}",
+                        reach.b0,
+                        reach.b1,
+                        parts as u64 * bytes as u64
+                    )
+                } else {
+                    write!(
+                        f,
+                        "reaches partitions [{}, {}) and bytes [{}, {}) over its iterations or register window, outside the location's {parts} partitions x {bytes} bytes",
+                        reach.p0, reach.p1, reach.b0, reach.b1
+                    )
+                }
+            }
             Finding::LaneConflict {
                 a,
                 b,
@@ -804,6 +840,7 @@ impl Verifier {
         self.dropped = 0;
         self.candidates = 0;
         self.check_locations(m);
+        self.check_patterns(m);
         self.sweep_locations(m);
         if self.scope.registers {
             self.check_registers(m);
@@ -821,6 +858,30 @@ impl Verifier {
             self.findings.push(f);
         } else {
             self.dropped += 1;
+        }
+    }
+
+    /// The pattern rule ([`super::patterns`]) on every pattern of every
+    /// linked instruction: the IR checks patterns where they are made, but
+    /// a pass that rewrites columns in place would bypass it.
+    fn check_patterns(&mut self, m: &Module) {
+        for pos in 0..self.order.len() as u32 {
+            let i = self.order.inst_at(pos);
+            for (k, a) in m.all_aps(i).enumerate() {
+                let l = m.aps.loc[a];
+                if !self.scope.space(m.mems.space[l]) {
+                    continue;
+                }
+                if let Some(reach) = super::patterns::outside(m, i, a) {
+                    self.push(Finding::PatternOutside {
+                        inst: i,
+                        pos,
+                        operand: k as u8,
+                        mem: l,
+                        reach,
+                    });
+                }
+            }
         }
     }
 
@@ -1499,7 +1560,10 @@ mod tests {
         );
         let s = texts(&m, &r);
         assert!(s.contains("%t@SB<0,0>(128 x 4096) and %u@SB<0,2048>(128 x 4096)"));
-        assert!(s.contains("inst1 (activation)"), "{s}");
+        assert!(
+            s.contains("`%u = activation exp %t` (block block0, 2nd)"),
+            "{s}"
+        );
         assert_eq!(r.findings[0].kind(), "overlap");
     }
 
@@ -1738,7 +1802,7 @@ mod tests {
             pos: 0
         }));
         assert!(
-            s.contains("%t@SB<?>(128 x 4096) is live at inst0 (load)"),
+            s.contains("%t@SB<?>(128 x 4096) is live at `%t = load %x` (block block0, 1st)"),
             "{s}"
         );
         assert!(!r

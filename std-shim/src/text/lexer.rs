@@ -47,6 +47,8 @@ pub enum Tok {
     Gt,
     /// `+`
     Plus,
+    /// `*`
+    Star,
     /// `?`
     Question,
     /// End of a line.
@@ -76,6 +78,7 @@ impl Tok {
             Tok::Lt => "`<`",
             Tok::Gt => "`>`",
             Tok::Plus => "`+`",
+            Tok::Star => "`*`",
             Tok::Question => "`?`",
             Tok::Newline => "the end of the line",
             Tok::Eof => "the end of the file",
@@ -207,6 +210,7 @@ impl<'a> Lexer<'a> {
             b'<' => Some(Tok::Lt),
             b'>' => Some(Tok::Gt),
             b'+' => Some(Tok::Plus),
+            b'*' => Some(Tok::Star),
             b'?' => Some(Tok::Question),
             _ => None,
         };

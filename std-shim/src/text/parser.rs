@@ -13,7 +13,7 @@ use tusk_core::ir::{
     full_ap, slice_ap, ApSpec, Block, Capacity, Dim, Func, InstSpec, Loop, MemFlags, Module,
     Opcode, Reg, Space, SubOp, MAX_DIMS, NO_BANK, NO_LANE, NO_PARTITION, UNKNOWN_TRIP,
 };
-use tusk_core::ir::{types, Engine, MemLoc, RegFlags};
+use tusk_core::ir::{types, ApExt, DType, Engine, IvTerm, MemLoc, RegFlags, RegTerm, MAX_IV_TERMS};
 use tusk_core::target::Target;
 
 use super::error::{ErrorKind, ParseError};
@@ -45,6 +45,7 @@ pub(super) fn parse_str(src: &str) -> Result<Module> {
         // Only multi-dimension patterns use the pool.
         dims: (n / 256).min(2 * insts),
         imms: insts / 8,
+        ap_exts: 0,
         reg_operands: (n / 128).min(insts),
         mems: decls.max(n / 1024).min(lim.locations as usize),
         regs: (n / 4096).min(lim.registers as usize),
@@ -205,7 +206,7 @@ impl NameCache {
 }
 
 /// Words accepted after a location's shape.
-const MEM_ATTRS: &str = "elem align input output pinned spill internal reload, then `@ <address>`";
+const MEM_ATTRS: &str = "fp32 bf16 fp16 fp8e4m3 fp8e5m2 int32 int16 int8 uint8 elem align input output pinned spill internal reload, then `@ <address>`";
 /// Words accepted after an instruction's operands.
 const INST_ATTRS: &str = "queue engine inplace uninit spill reload synthetic";
 
@@ -480,7 +481,7 @@ impl<'a> Parser<'a> {
         let bytes = self.int_in("bytes per partition", 1, u32::MAX as u64 - 1)? as u32;
         self.expect(Tok::RBracket, "`]` after the shape")?;
 
-        let mut elem: Option<u8> = None;
+        let mut elem: Option<DType> = None;
         let mut align: Option<u32> = None;
         let mut flags = MemFlags::empty();
         let mut addr: Option<(u16, u64)> = None;
@@ -507,7 +508,15 @@ impl<'a> Parser<'a> {
                                 format!("element size {e} is not one of 1, 2, 4, 8, 16"),
                             ));
                         }
-                        elem = Some(e as u8);
+                        elem = Some(DType::Raw(e as u8));
+                    } else if let Some(t) = DType::from_keyword(w) {
+                        if elem.is_some() {
+                            return Err(
+                                self.invalid(at, "the element type (or `elem`) given twice".into())
+                            );
+                        }
+                        elem = Some(t);
+                        self.bump()?;
                     } else if w == "align" {
                         self.bump()?;
                         if align.is_some() {
@@ -535,10 +544,13 @@ impl<'a> Parser<'a> {
                 _ => return Err(self.expected("a location attribute or the end of the line")),
             }
         }
-        if let Some(e) = elem.filter(|&e| bytes % e as u32 != 0) {
+        if let Some(e) = elem.filter(|&e| bytes % e.size() as u32 != 0) {
             return Err(self.invalid(
                 nt.start,
-                format!("%{name} has {bytes} bytes per partition, not a multiple of its element size {e}"),
+                format!(
+                    "%{name} has {bytes} bytes per partition, not a multiple of its element size {} ({e})",
+                    e.size()
+                ),
             ));
         }
         let ir = |p: &Self, e| p.err_at(nt.start, ErrorKind::Ir(e));
@@ -560,7 +572,7 @@ impl<'a> Parser<'a> {
             Err(e) => return Err(ir(self, e)),
         };
         if let Some(e) = elem {
-            self.m.set_elem_size(mem, e).map_err(|e| ir(self, e))?;
+            self.m.set_dtype(mem, e).map_err(|e| ir(self, e))?;
         }
         if let Some(a) = align {
             self.m.set_align(mem, a).map_err(|e| ir(self, e))?;
@@ -836,6 +848,14 @@ impl<'a> Parser<'a> {
     fn loop_header(&mut self) -> Result<()> {
         let at = self.tok.start;
         self.bump()?;
+        // `loop NAME in TRIP {`: the induction variable's name.
+        let mut iv: Option<Token> = None;
+        if self.tok.kind == Tok::Word && self.peek()?.kind == Tok::Word {
+            let nt = self.tok;
+            self.bump()?;
+            self.expect_word("in", "`in` after the loop variable's name")?;
+            iv = Some(nt);
+        }
         let trip = match self.tok.kind {
             Tok::Question => {
                 self.bump()?;
@@ -855,7 +875,157 @@ impl<'a> Parser<'a> {
             .m
             .add_loop(parent, trip)
             .map_err(|e| self.err_at(at, ErrorKind::Ir(e)))?;
+        if let Some(nt) = iv {
+            let name = self.text(&nt);
+            if name.contains('-') || name.contains('.') {
+                return Err(self.invalid(
+                    nt.start,
+                    format!("`{name}` is not a valid loop variable (`[A-Za-z_][A-Za-z0-9_]*`)"),
+                ));
+            }
+            self.m
+                .set_loop_name(l, name)
+                .map_err(|e| self.err_at(nt.start, ErrorKind::Ir(e)))?;
+        }
         self.loops.push(l);
+        Ok(())
+    }
+
+    /// The innermost open loop whose variable is `name`.
+    fn loop_named(&self, name: &str) -> Option<Loop> {
+        self.loops
+            .iter()
+            .rev()
+            .copied()
+            .find(|&l| self.m.loop_name(l) == Some(name))
+    }
+
+    /// Loop terms (`+S*i`, `-S*i`) and, where `regs`, a register term
+    /// (`+$r[*S] in LO:HI`) of a pattern's partition (`parts`) or offset
+    /// part, into `ext`.
+    fn terms(&mut self, ext: &mut ApExt, parts: bool, regs: bool) -> Result<()> {
+        loop {
+            let at = self.tok.start;
+            let neg = match self.tok.kind {
+                Tok::Plus => {
+                    self.bump()?;
+                    false
+                }
+                Tok::NegInt => true,
+                _ => return Ok(()),
+            };
+            if !neg && self.tok.kind == Tok::Reg {
+                if !regs {
+                    return Err(self.invalid(
+                        at,
+                        "a register term moves bytes: it follows the byte range or offset".into(),
+                    ));
+                }
+                self.reg_term(ext, at)?;
+                continue;
+            }
+            let (mag, nt) = (self.tok.value, self.tok);
+            if !matches!(self.tok.kind, Tok::Int | Tok::NegInt) {
+                return Err(self.expected("a stride `<N>*<loop>` or a register `$r`"));
+            }
+            self.bump()?;
+            self.expect(Tok::Star, "`*` between a term's stride and its loop")?;
+            let lt = self.expect(Tok::Word, "the loop variable of the term")?;
+            let name = self.text(&lt);
+            let Some(lp) = self.loop_named(name) else {
+                return Err(self.err_at(
+                    lt.start,
+                    ErrorKind::Undefined {
+                        what: "loop variable (of an enclosing `loop NAME in N`)",
+                        name: name.into(),
+                    },
+                ));
+            };
+            let limit = if parts {
+                i32::MAX as u64
+            } else {
+                i64::MAX as u64
+            };
+            if mag > limit {
+                return Err(self.invalid(nt.start, format!("term stride {mag} is out of range")));
+            }
+            let v = if neg { -(mag as i64) } else { mag as i64 };
+            if ext.term(lp).is_some() && {
+                let t = ext.term(lp).copied();
+                t.is_some_and(|t| if parts { t.parts != 0 } else { t.bytes != 0 })
+            } {
+                return Err(self.invalid(at, format!("loop `{name}` moves this part twice")));
+            }
+            if let Some(t) = ext.terms.iter_mut().find(|t| t.lp == lp) {
+                if parts {
+                    t.parts = v as i32;
+                } else {
+                    t.bytes = v;
+                }
+            } else {
+                let t = IvTerm {
+                    lp,
+                    parts: if parts { v as i32 } else { 0 },
+                    bytes: if parts { 0 } else { v },
+                };
+                if ext.terms.try_push(t).is_err() {
+                    return Err(self.err_at(
+                        at,
+                        ErrorKind::Limit {
+                            what: "loop terms in one access pattern",
+                            limit: MAX_IV_TERMS as u64,
+                        },
+                    ));
+                }
+            }
+        }
+    }
+
+    /// `$r[*S] in LO:HI` (after its `+`): the register becomes a use of the
+    /// instruction.
+    fn reg_term(&mut self, ext: &mut ApExt, at: u32) -> Result<()> {
+        if ext.reg.is_some() {
+            return Err(self.invalid(at, "a pattern has at most one register term".into()));
+        }
+        let t = self.tok;
+        let name = self.text(&t);
+        let r = self.names.reg(&self.m, name).ok_or_else(|| {
+            self.err(ErrorKind::Undefined {
+                what: "register",
+                name: format!("${name}"),
+            })
+        })?;
+        self.bump()?;
+        let mut scale = 1i64;
+        if self.tok.kind == Tok::Star {
+            self.bump()?;
+            scale = self.signed_in("register scale", i32::MIN as i64, i32::MAX as i64)?;
+        }
+        self.expect_word(
+            "in",
+            "`in <lo>:<hi>`, the window the register term moves in",
+        )?;
+        let wt = self.tok.start;
+        let lo = self.int_in("window start", 0, u32::MAX as u64)?;
+        self.expect(Tok::Colon, "`:` in the window")?;
+        let hi = self.int_in("window end", 0, u32::MAX as u64)?;
+        if hi <= lo {
+            return Err(self.invalid(wt, format!("the window [{lo}, {hi}) is empty")));
+        }
+        let limit = self.m.limits.regs_per_inst as usize;
+        if self.uses.len() + self.defs.len() >= limit {
+            return Err(self.err(ErrorKind::Limit {
+                what: "registers in one instruction",
+                limit: limit as u64,
+            }));
+        }
+        self.uses.push(r);
+        ext.reg = Some(RegTerm {
+            use_index: (self.uses.len() - 1) as u8,
+            scale: scale as i32,
+            window_lo: lo as u32,
+            window_hi: hi as u32,
+        });
         Ok(())
     }
 
@@ -956,9 +1126,26 @@ impl<'a> Parser<'a> {
         spec.outputs = &self.outs;
         spec.uses = &self.uses;
         spec.defs = &self.defs;
-        self.m
-            .append_inst(block, &spec)
-            .map_err(|e| ParseError::at(self.lx.src(), at as usize, ErrorKind::Ir(e)))?;
+        let i = match self.m.append_inst(block, &spec) {
+            Ok(i) => i,
+            // Name the location of a pattern that breaks its rules.
+            Err(tusk_core::ir::IrError::BadPattern { operand, error }) => {
+                let loc = spec
+                    .inputs
+                    .iter()
+                    .chain(spec.outputs)
+                    .nth(operand as usize)
+                    .map_or("?", |s| self.m.mem_name(s.loc));
+                return Err(self.invalid(
+                    at,
+                    format!("`{mn}` access pattern {} on %{loc} {error}", operand + 1),
+                ));
+            }
+            Err(e) => return Err(ParseError::at(self.lx.src(), at as usize, ErrorKind::Ir(e))),
+        };
+        if let Err(e) = tusk_core::ir::shape::check(&self.m, i) {
+            return Err(self.invalid(at, format!("`{mn}` {e}")));
+        }
         self.eol()
     }
 
@@ -1039,7 +1226,21 @@ impl<'a> Parser<'a> {
         let p0 = self.word_num(&pt, b'p', "first partition", NO_PARTITION as u64 - 1)?;
         self.expect(Tok::Colon, "`:` in the partition range")?;
         let p1 = self.int_in("partition end", 0, NO_PARTITION as u64 - 1)?;
-        if p1 <= p0 || p1 > parts as u64 {
+        let mut ext = ApExt::default();
+        self.terms(&mut ext, true, false)?;
+        if self.is_word("step") {
+            self.bump()?;
+            ext.pstep = Some(self.int_in("partition step", 0, u32::MAX as u64)? as u32);
+        }
+        // A DRAM pattern with a partition step addresses rows by the step,
+        // not by the location's partitions: its flat extent is checked.
+        let pitched = ext.pstep.is_some() && self.m.mems.space[loc] == Space::Dram;
+        let max_end = if pitched {
+            tusk_core::ir::MAX_AP_PARTITIONS as u64
+        } else {
+            parts as u64
+        };
+        if p1 <= p0 || p1 > max_end {
             return Err(self.invalid(
                 pt.start,
                 format!(
@@ -1050,7 +1251,7 @@ impl<'a> Parser<'a> {
         let (p0, pn) = (p0 as u16, (p1 - p0) as u16);
         self.expect(Tok::Comma, "`,` after the partition range")?;
         let bytes = self.m.mems.bytes[loc];
-        let spec = if self.tok.kind == Tok::Int {
+        let mut spec = if self.tok.kind == Tok::Int {
             let lt = self.tok.start;
             let lo = self.int_in("first byte", 0, u32::MAX as u64)?;
             self.expect(Tok::Colon, "`:` in the byte range")?;
@@ -1063,14 +1264,38 @@ impl<'a> Parser<'a> {
                     ),
                 ));
             }
+            self.terms(&mut ext, false, true)?;
             slice_ap(&self.m, loc, p0, pn, lo as u32, hi as u32)
         } else {
             let start = self.tok.start;
             let mut offset = 0u32;
-            let mut elem = self.m.mems.elem_size[loc].max(1);
+            let mut elem = self.m.elem_size(loc).max(1);
             if self.tok.kind == Tok::Plus {
                 self.bump()?;
+                let ot = self.tok;
                 offset = self.int_in("access-pattern offset", 0, u32::MAX as u64)? as u32;
+                if self.tok.kind == Tok::Star {
+                    // `+S*i` first: a loop term, offset 0.
+                    self.bump()?;
+                    let lt = self.expect(Tok::Word, "the loop variable of the term")?;
+                    let name = self.text(&lt);
+                    let lp = self.loop_named(name).ok_or_else(|| {
+                        self.err_at(
+                            lt.start,
+                            ErrorKind::Undefined {
+                                what: "loop variable (of an enclosing `loop NAME in N`)",
+                                name: name.into(),
+                            },
+                        )
+                    })?;
+                    let _ = ext.terms.try_push(IvTerm {
+                        lp,
+                        parts: 0,
+                        bytes: ot.value as i64,
+                    });
+                    offset = 0;
+                }
+                self.terms(&mut ext, false, true)?;
                 self.expect(Tok::Comma, "`,` after the offset")?;
             }
             if self.tok.kind == Tok::Word {
@@ -1116,6 +1341,7 @@ impl<'a> Parser<'a> {
                 offset,
                 elem_size: elem,
                 dims,
+                ext: Default::default(),
             };
             if let Err(msg) = check_extent(&self.m, &spec) {
                 return Err(self.invalid(start, msg));
@@ -1123,6 +1349,7 @@ impl<'a> Parser<'a> {
             spec
         };
         self.expect(Tok::RBracket, "`]` closing the access pattern")?;
+        spec.ext = ext;
         Ok(spec)
     }
 }
@@ -1155,24 +1382,7 @@ fn mem_flag(w: &str) -> Option<MemFlags> {
 
 /// True when `s` is a sub-operation `op` takes.
 pub(crate) fn subop_fits(op: Opcode, s: SubOp) -> bool {
-    let alu = matches!(
-        s,
-        SubOp::Add
-            | SubOp::Sub
-            | SubOp::Mul
-            | SubOp::And
-            | SubOp::Or
-            | SubOp::Xor
-            | SubOp::Shl
-            | SubOp::Shr
-            | SubOp::Min
-            | SubOp::Max
-    );
-    match op {
-        Opcode::ScalarAlu | Opcode::TensorTensor | Opcode::TensorScalar => alu,
-        Opcode::Activation => !alu && s != SubOp::None,
-        _ => false,
-    }
+    s != SubOp::None && s.fits(op)
 }
 
 /// Checks that an access pattern stays inside its location's bytes and

@@ -81,10 +81,14 @@ pub(crate) fn print_event(m: &Module, e: Event, out: &mut String) {
         Event::LoopOpen(l, depth) => {
             indent(out, depth + 1);
             let trip = m.loops.trip[l];
+            out.push_str("loop ");
+            if let Some(name) = m.loop_name(l) {
+                out.push_str(name);
+                out.push_str(" in ");
+            }
             if trip == tusk_core::ir::UNKNOWN_TRIP {
-                out.push_str("loop ? {\n");
+                out.push_str("? {\n");
             } else {
-                out.push_str("loop ");
                 num(out, trip);
                 out.push_str(" {\n");
             }
@@ -123,10 +127,17 @@ pub(crate) fn print_mem(m: &Module, mem: tusk_core::ir::MemLoc, out: &mut String
     out.push_str(" x ");
     num(out, m.mems.bytes[mem]);
     out.push(']');
-    let elem = m.mems.elem_size[mem];
-    if elem != 1 {
-        out.push_str(" elem ");
-        num(out, elem);
+    let elem = m.elem_size(mem);
+    match m.mems.dtype[mem].keyword() {
+        Some(k) => {
+            out.push(' ');
+            out.push_str(k);
+        }
+        None if elem != 1 => {
+            out.push_str(" elem ");
+            num(out, elem);
+        }
+        None => {}
     }
     if m.mems.align[mem] != default_align(m, space, elem) {
         out.push_str(" align ");
@@ -195,7 +206,7 @@ fn print_inst(m: &Module, i: Inst, out: &mut String) {
     let mut any_out = false;
     for a in m.outputs(i) {
         sep(out);
-        print_ap(m, a, out);
+        print_ap(m, i, a, out);
         any_out = true;
     }
     for &r in m.defs(i) {
@@ -220,9 +231,17 @@ fn print_inst(m: &Module, i: Inst, out: &mut String) {
     };
     for a in m.inputs(i) {
         sep(out);
-        print_ap(m, a, out);
+        print_ap(m, i, a, out);
     }
-    for &r in m.uses(i) {
+    // Registers a pattern's register term names print there, not here.
+    let termed = |k: usize| {
+        m.all_aps(i)
+            .any(|a| m.ap_ext(a).reg.is_some_and(|r| r.use_index as usize == k))
+    };
+    for (k, &r) in m.uses(i).iter().enumerate() {
+        if termed(k) {
+            continue;
+        }
         sep(out);
         out.push('$');
         out.push_str(m.reg_name(r));
@@ -263,10 +282,51 @@ pub(crate) fn ap_spec(m: &Module, a: Ap) -> ApSpec {
         offset: m.aps.offset[a],
         elem_size: m.aps.elem_size[a],
         dims,
+        ext: m.ap_ext(a).clone(),
     }
 }
 
-fn print_ap(m: &Module, a: Ap, out: &mut String) {
+/// The loop terms of one part (partitions or bytes) of a pattern:
+/// ` +S*i` / ` -S*i` in the pattern's term order.
+fn print_terms(m: &Module, ext: &tusk_core::ir::ApExt, parts: bool, out: &mut String) {
+    for t in &ext.terms {
+        let v = if parts { t.parts as i64 } else { t.bytes };
+        if v == 0 {
+            continue;
+        }
+        out.push_str(if v < 0 { " -" } else { " +" });
+        num(out, v.unsigned_abs());
+        out.push('*');
+        match m.loop_name(t.lp) {
+            Some(n) => out.push_str(n),
+            // Unnamed loops cannot be referenced in text; the core names
+            // every loop a term moves with (see `ir::pattern`).
+            None => {
+                out.push('l');
+                num(out, t.lp.index());
+            }
+        }
+    }
+}
+
+/// The register term ` +$r[*S] in LO:HI` of a pattern, if it has one.
+fn print_reg_term(m: &Module, i: Inst, ext: &tusk_core::ir::ApExt, out: &mut String) {
+    let Some(r) = ext.reg else { return };
+    out.push_str(" +$");
+    if let Some(&reg) = m.uses(i).get(r.use_index as usize) {
+        out.push_str(m.reg_name(reg));
+    }
+    if r.scale != 1 {
+        out.push('*');
+        num(out, r.scale);
+    }
+    out.push_str(" in ");
+    num(out, r.window_lo);
+    out.push(':');
+    num(out, r.window_hi);
+}
+
+fn print_ap(m: &Module, i: Inst, a: Ap, out: &mut String) {
     let s = ap_spec(m, a);
     out.push('%');
     out.push_str(m.mem_name(s.loc));
@@ -276,39 +336,51 @@ fn print_ap(m: &Module, a: Ap, out: &mut String) {
     if s == full_ap(m, s.loc) {
         return;
     }
+    let ext = &s.ext;
     let p0 = s.part_start as u32;
     let p1 = p0 + s.part_count as u32;
+    let partitions = |out: &mut String| {
+        out.push_str("[p");
+        num(out, p0);
+        out.push(':');
+        num(out, p1);
+        print_terms(m, ext, true, out);
+        if let Some(step) = ext.pstep {
+            out.push_str(" step ");
+            num(out, step);
+        }
+        out.push_str(", ");
+    };
     if let [d] = s.dims.as_slice() {
         if d.stride == 1 {
             let lo = s.offset as u64;
             let hi = lo + d.count as u64 * s.elem_size as u64;
+            let mut plain = s.clone();
+            plain.ext = Default::default();
             if hi <= u32::MAX as u64
-                && slice_ap(m, s.loc, s.part_start, s.part_count, lo as u32, hi as u32) == s
+                && slice_ap(m, s.loc, s.part_start, s.part_count, lo as u32, hi as u32) == plain
             {
-                out.push_str("[p");
-                num(out, p0);
-                out.push(':');
-                num(out, p1);
-                out.push_str(", ");
+                partitions(out);
                 num(out, lo);
                 out.push(':');
                 num(out, hi);
+                print_terms(m, ext, false, out);
+                print_reg_term(m, i, ext, out);
                 out.push(']');
                 return;
             }
         }
     }
-    out.push_str("[p");
-    num(out, p0);
-    out.push(':');
-    num(out, p1);
-    out.push_str(", ");
-    if s.offset != 0 {
+    partitions(out);
+    let moves = ext.reg.is_some() || ext.terms.iter().any(|t| t.bytes != 0);
+    if s.offset != 0 || moves {
         out.push('+');
         num(out, s.offset);
+        print_terms(m, ext, false, out);
+        print_reg_term(m, i, ext, out);
         out.push_str(", ");
     }
-    if s.elem_size != m.mems.elem_size[s.loc].max(1) {
+    if s.elem_size != m.elem_size(s.loc).max(1) {
         out.push('e');
         num(out, s.elem_size);
         out.push_str(", ");

@@ -80,8 +80,9 @@ fn panic(info: &core::panic::PanicInfo) -> ! {
 }
 
 /// Builds a tiled kernel of about `tiles * 10` instructions: per tile a load,
-/// a matmul into PSUM, an activation, an add, a save, and scalar address
-/// arithmetic.
+/// a matmul into PSUM (stationary `[128 x 128]` weights, moving `[128 x
+/// 128]` fp32 tile, a `[128 x 128]` fp32 accumulator), an activation, an
+/// add, a save, and scalar address arithmetic.
 fn build_kernel(m: &mut Module, tiles: u32) -> Result<(), IrError> {
     let mut b = Builder::new(m);
     let x = b.mem("x", Space::Dram, 128, 512 * tiles, 4, MemFlags::INPUT)?;
@@ -103,8 +104,8 @@ fn build_kernel(m: &mut Module, tiles: u32) -> Result<(), IrError> {
             b.mem(&name, space, 128, bytes, 4, MemFlags::empty())
         };
         let xt = mk(&mut b, "xt", Space::Sb, 512)?;
-        let acc = mk(&mut b, "acc", Space::Psum, 2048)?;
-        let h = mk(&mut b, "h", Space::Sb, 2048)?;
+        let acc = mk(&mut b, "acc", Space::Psum, 512)?;
+        let h = mk(&mut b, "h", Space::Sb, 512)?;
         let o = mk(&mut b, "o", Space::Sb, 512)?;
         let src = [b.slice(x, 0, 128, 512 * t, 512 * (t + 1))];
         let dst = [b.full(xt)];
@@ -195,6 +196,8 @@ fn run() -> Result<(), IrError> {
         aps: tiles as usize * 12 + 16,
         dims: 0,
         imms: 16,
+        // The kernel's patterns do not move.
+        ap_exts: 0,
         reg_operands: tiles as usize * 10 + 16,
         mems: tiles as usize * 4 + 16,
         regs: 8,
@@ -206,6 +209,13 @@ fn run() -> Result<(), IrError> {
     };
     let mut m = Module::with_capacity(Target::default(), cap);
     build_kernel(&mut m, tiles)?;
+    // The kernel obeys the operand-shape rule the readers enforce.
+    for i in m.program_order() {
+        if let Err(e) = tusk_core::ir::shape::check(&m, i) {
+            hprintln!("the kernel breaks the shape rule at {}: {}", i, e);
+            return Err(FAIL);
+        }
+    }
     let heap_after_build = HEAP.heap.used();
 
     // The optlevel-8 pipeline: linear scan, DMA optimization, DRAM

@@ -5,6 +5,7 @@ use super::pieces::first_difference;
 use super::report::{DataflowError, Mismatch, Operand};
 use super::shape::{loc_rect, rows, Seg};
 use super::side::Side;
+use super::walk::LoopPlan;
 use crate::ir::{Ap, Inst, MemFlags, Module};
 use alloc::vec::Vec;
 
@@ -128,6 +129,12 @@ pub struct DataflowReport<'c> {
     pub dropped: u64,
     /// Original instruction executions compared.
     pub compared: u64,
+    /// Loops walked iteration by iteration (loop terms move with them).
+    pub exact_loops: u32,
+    /// True when those loops were sampled (iterations 0, 1 and the last)
+    /// instead of walked in full, for the execution budget
+    /// (`walk::MAX_EXACT_EXECUTIONS`): the check is partial.
+    pub sampled: bool,
 }
 
 impl DataflowReport<'_> {
@@ -149,6 +156,8 @@ pub struct DataflowChecker {
     /// Heap bytes the checker may grow to ([`DataflowError::OverBudget`]
     /// beyond); `u64::MAX` unless set.
     storage_limit: u64,
+    /// How each loop is walked (both programs alike).
+    plan: LoopPlan,
 }
 
 impl Default for DataflowChecker {
@@ -161,6 +170,7 @@ impl Default for DataflowChecker {
             dropped: 0,
             compared: 0,
             storage_limit: u64::MAX,
+            plan: LoopPlan::default(),
         }
     }
 }
@@ -171,6 +181,7 @@ impl DataflowChecker {
         crate::heap_bytes!(self.mismatches)
             .saturating_add(self.orig.heap_bytes())
             .saturating_add(self.rw.heap_bytes())
+            .saturating_add(self.plan.heap_bytes())
     }
 
     /// An empty workspace; [`DataflowChecker::check`] reserves from the
@@ -242,6 +253,9 @@ impl DataflowChecker {
         }
         self.orig.walker.reserve(original.num_loops());
         self.rw.walker.reserve(rewritten.num_loops());
+        self.plan
+            .reserve(original.num_loops().max(rewritten.num_loops()));
+        self.plan.compute(original, rewritten)?;
         self.reserve(start);
         self.cap_state();
         self.mismatches.clear();
@@ -252,6 +266,8 @@ impl DataflowChecker {
             mismatches: &self.mismatches,
             dropped: self.dropped,
             compared: self.compared,
+            exact_loops: self.plan.exact_loops,
+            sampled: self.plan.sampled,
         })
     }
 
@@ -277,14 +293,14 @@ impl DataflowChecker {
     fn walk(&mut self, original: &Module, rewritten: &Module) -> Result<(), DataflowError> {
         self.orig.begin(original)?;
         self.rw.begin(rewritten)?;
-        while let Some((i, walk)) = self.rw.walker.next(rewritten)? {
+        while let Some((i, walk)) = self.rw.walker.next(rewritten, &self.plan)? {
             self.within_budget()?;
             self.rw.read(rewritten, i)?;
             let is_original =
                 i.index() < original.num_insts() && original.insts.block[i].is_valid();
             if is_original {
                 loop {
-                    let Some((e, _)) = self.orig.walker.next(original)? else {
+                    let Some((e, _)) = self.orig.walker.next(original, &self.plan)? else {
                         return Err(DataflowError::Reordered {
                             expected: Inst::INVALID,
                             found: i,
@@ -308,7 +324,7 @@ impl DataflowChecker {
             }
             self.rw.write(rewritten, i)?;
         }
-        while let Some((e, _)) = self.orig.walker.next(original)? {
+        while let Some((e, _)) = self.orig.walker.next(original, &self.plan)? {
             if rewritten.insts.block[e].is_valid() {
                 return Err(DataflowError::Reordered {
                     expected: e,
@@ -400,10 +416,9 @@ impl DataflowChecker {
         walk: u8,
     ) -> Result<(), DataflowError> {
         self.compared += 1;
-        let oo = original.operands(i);
         let ro = rewritten.operands(i);
-        let expected_n = oo.n_in as u32 + oo.n_use as u32;
-        let found_n = ro.n_in as u32 + ro.n_use as u32;
+        let expected_n = self.orig.n_operands() as u32;
+        let found_n = self.rw.n_operands() as u32;
         if expected_n != found_n {
             return Err(DataflowError::OperandsChanged {
                 inst: i,
@@ -411,13 +426,47 @@ impl DataflowChecker {
                 found: found_n,
             });
         }
+        // The register terms: kept, with the same scale, the same window
+        // size, and the static part at the same place in the window (what
+        // the value of the register selects). Loop terms need no rule of
+        // their own: every iteration's cells are compared.
+        for (k, (a, b)) in original.all_aps(i).zip(rewritten.all_aps(i)).enumerate() {
+            let (x, y) = (original.ap_ext(a).reg, rewritten.ap_ext(b).reg);
+            let same = match (x, y) {
+                (None, None) => true,
+                (Some(x), Some(y)) => {
+                    x.scale == y.scale
+                        && x.window_hi - x.window_lo == y.window_hi - y.window_lo
+                        && original.aps.offset[a] as i64 - x.window_lo as i64
+                            == rewritten.aps.offset[b] as i64 - y.window_lo as i64
+                }
+                _ => false,
+            };
+            if !same {
+                self.report(Mismatch::Term {
+                    inst: i,
+                    operand: k as u8,
+                    dropped: y.is_none(),
+                });
+            }
+        }
+        let n_in = ro.n_in as usize;
+        let n_use = ro.n_use as usize;
         for k in 0..found_n as usize {
             let diff = first_difference(self.orig.operand(k), self.rw.operand(k));
             if let Some((byte, expected, found)) = diff {
-                let reads = if k < ro.n_in as usize {
+                let reads = if k < n_in {
                     Operand::Mem(rewritten.aps.loc[Ap::from_u32(ro.ap_start + k as u32)])
+                } else if k < n_in + n_use {
+                    Operand::Reg(rewritten.uses(i)[k - n_in])
                 } else {
-                    Operand::Reg(rewritten.uses(i)[k - ro.n_in as usize])
+                    // A may-written window of an output (after the uses).
+                    let nth = k - n_in - n_use;
+                    let a = rewritten
+                        .outputs(i)
+                        .filter(|&a| rewritten.ap_ext(a).is_dynamic())
+                        .nth(nth);
+                    Operand::Mem(a.map_or(crate::ir::MemLoc::INVALID, |a| rewritten.aps.loc[a]))
                 };
                 self.report(Mismatch::Read {
                     inst: i,

@@ -71,6 +71,17 @@ pub enum Mismatch {
         /// What the rewritten program reads there.
         found: Value,
     },
+    /// A register term of an original instruction's access pattern was
+    /// dropped, added, or changed (its scale, its window's size, or where
+    /// the static part sits in the window).
+    Term {
+        /// The instruction.
+        inst: Inst,
+        /// The access pattern's operand index (inputs, then outputs).
+        operand: u8,
+        /// True when the rewrite has no register term there.
+        dropped: bool,
+    },
     /// A module output holds something else at the end.
     Output {
         /// The output location.
@@ -110,11 +121,13 @@ impl fmt::Display for ValueDisplay<'_> {
             Origin::Uninit => f.write_str("uninitialized memory"),
             Origin::Input(x) => write!(f, "byte {} of input %{}", self.1.offset, m.mem_name(x)),
             Origin::Def { inst, operand } => {
-                write!(f, "byte {} of output {operand} of {inst}", self.1.offset)?;
-                if let Some(op) = m.insts.opcode.get(inst) {
-                    write!(f, " ({op})")?;
-                }
-                Ok(())
+                write!(
+                    f,
+                    "byte {} of output {} of {}",
+                    self.1.offset,
+                    operand as u32 + 1,
+                    m.describe_inst(inst)
+                )
             }
         }
     }
@@ -133,11 +146,12 @@ impl fmt::Display for MismatchDisplay<'_> {
                 expected,
                 found,
             } => {
-                write!(f, "{inst}")?;
-                if let Some(op) = m.insts.opcode.get(inst) {
-                    write!(f, " ({op})")?;
-                }
-                write!(f, " operand {operand} reading ")?;
+                write!(
+                    f,
+                    "{} operand {} reading ",
+                    m.describe_inst(inst),
+                    operand as u32 + 1
+                )?;
                 match reads {
                     Operand::Mem(x) => write!(f, "{}", m.describe_mem(x))?,
                     Operand::Reg(r) => write!(f, "${}", m.reg_name(r))?,
@@ -151,6 +165,26 @@ impl fmt::Display for MismatchDisplay<'_> {
                     ValueDisplay(m, found),
                     ValueDisplay(m, expected)
                 )
+            }
+            Mismatch::Term {
+                inst,
+                operand,
+                dropped,
+            } => {
+                write!(f, "{}", m.describe_inst(inst))?;
+                if dropped {
+                    write!(
+                        f,
+                        " access pattern {}: the rewrite dropped its register offset term",
+                        operand as u32 + 1
+                    )
+                } else {
+                    write!(
+                        f,
+                        " access pattern {}: the rewrite changed its register offset term (added it, or changed its scale or window)",
+                        operand as u32 + 1
+                    )
+                }
             }
             Mismatch::Output {
                 mem,

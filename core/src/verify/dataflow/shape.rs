@@ -15,7 +15,7 @@ use alloc::vec::Vec;
 
 use super::pieces::push_grow;
 use super::report::DataflowError;
-use crate::ir::{Ap, Dim, Inst, MemLoc, Module, Reg, Space, NO_LANE};
+use crate::ir::{Ap, Dim, Inst, Loop, MemLoc, Module, Reg, Space, NO_LANE};
 
 /// Bytes of one 32-bit register lane.
 pub(super) const LANE_BYTES: u64 = 4;
@@ -67,6 +67,9 @@ pub(super) struct Rect {
     pub p0: u32,
     pub p1: u32,
     pub row: u64,
+    /// A partition broadcast: the one partition `p0` is read this many
+    /// times (0: not a broadcast).
+    pub bcast: u32,
 }
 
 impl Rect {
@@ -128,75 +131,135 @@ fn push_seg(segs: &mut Vec<Seg>, a: u64, b: u64, reps: u64) -> Result<(), Datafl
 }
 
 /// The rectangle and the segments (into `segs`, cleared first, in
-/// traversal order) of an access pattern of `inst`.
+/// traversal order) of an access pattern of `inst` in the current
+/// execution: `iv(l)` is loop `l`'s induction value (the walk's exact
+/// loops; see `walk`). A pattern with a register term covers its whole
+/// window on each of its partitions (a may-access); a partition broadcast
+/// reads its first partition once per partition of the pattern
+/// ([`Rect::bcast`]); a DRAM pattern with an explicit partition step puts
+/// partition k of the pattern `k × step` bytes after its first row. A
+/// pattern whose cells leave its location at this execution is a
+/// [`DataflowError::BadAccess`].
 pub(super) fn ap_rect(
     m: &Module,
     inst: Inst,
     ap: Ap,
     segs: &mut Vec<Seg>,
+    iv: &dyn Fn(Loop) -> Option<u32>,
 ) -> Result<Rect, DataflowError> {
     segs.clear();
     let loc = m.aps.loc[ap];
     let (region, p_base, addr_base, flat) = place(m, loc);
-    let q0 = m.aps.part_start[ap] as u64;
+    let ext = m.ap_ext(ap);
+    let bad = DataflowError::BadAccess { inst, ap };
+    // The static start, moved by this execution's loop terms.
+    let (mut q0, mut base) = (m.aps.part_start[ap] as i64, m.aps.offset[ap] as i64);
+    for t in &ext.terms {
+        let k = iv(t.lp).ok_or(bad)? as i64;
+        q0 = q0.saturating_add((t.parts as i64).saturating_mul(k));
+        base = base.saturating_add(t.bytes.saturating_mul(k));
+    }
     let qn = m.aps.part_count[ap] as u64;
+    let parts = m.mems.partitions[loc] as i64;
+    let bytes = m.mems.bytes[loc] as u64;
+    let bcast = ext.is_broadcast(m.mems.space[loc]);
+    let pitch = match (flat, ext.pstep) {
+        (true, Some(step)) => step as u64,
+        _ => bytes,
+    };
     let dims = m.ap_dims(ap);
     let mut rect = Rect {
         region,
         p0: 0,
         p1: 0,
         row: 0,
+        bcast: 0,
     };
     if dims.iter().any(|d| d.count == 0) || qn == 0 {
         return Ok(rect);
     }
-    let (mut k, row_elems) = folded_dims(dims);
-    // An innermost outer dim of stride 0 walks the same row again: one
-    // segment with that many walks, not an odometer step per walk.
-    let mut walks = 1u64;
-    if k > 0 && dims[k - 1].stride == 0 {
-        walks = dims[k - 1].count as u64;
-        k -= 1;
+    if q0 < 0 {
+        return Err(bad);
     }
-    let outer = &dims[..k];
-    let es = m.aps.elem_size[ap] as i64;
-    let row_bytes = row_elems.saturating_mul(es as u64);
-    let base = m.aps.offset[ap] as i64;
-    let bytes = m.mems.bytes[loc] as u64;
-    // Flat DRAM lists every partition's segments; elsewhere one partition's
-    // stand for all.
-    let partitions = if flat { q0..q0 + qn } else { 0..1 };
-    for q in partitions {
-        let shift = if flat {
-            addr_base.wrapping_add(q.wrapping_mul(bytes))
+    let q0 = q0 as u64;
+    // Flat DRAM: every segment is checked against the location's end
+    // below; on chip the partitions here.
+    let rows_used = if bcast { 1 } else { qn };
+    if !flat && q0.saturating_add(rows_used) > parts as u64 {
+        return Err(bad);
+    }
+    let row_of = |k: u64| -> u64 {
+        if flat {
+            addr_base
+                .wrapping_add(q0.wrapping_mul(bytes))
+                .wrapping_add(k.wrapping_mul(pitch))
         } else {
             addr_base
-        };
-        let mut idx = [0u32; crate::ir::MAX_DIMS];
-        loop {
-            let e: i64 = outer.iter().zip(idx.iter()).fold(0i64, |s, (d, &i)| {
-                s.wrapping_add((d.stride as i64).wrapping_mul(i as i64))
-            });
-            let byte = base.wrapping_add(e.wrapping_mul(es));
-            if byte < 0 {
-                return Err(DataflowError::BadAccess { inst, ap });
-            }
-            let a = shift.wrapping_add(byte as u64);
-            push_seg(segs, a, a.wrapping_add(row_bytes), walks)?;
-            // Odometer over the outer dims, innermost fastest.
-            let mut done = true;
-            let mut j = k;
-            while j > 0 {
-                j -= 1;
-                idx[j] += 1;
-                if idx[j] < outer[j].count {
-                    done = false;
+        }
+    };
+    // Flat DRAM lists every partition's segments; elsewhere one partition's
+    // stand for all.
+    let partitions = if flat { 0..rows_used } else { 0..1 };
+    if let Some(r) = ext.reg {
+        // Somewhere in the window: the whole window, on every partition.
+        if r.window_lo >= r.window_hi || r.window_hi as u64 > bytes {
+            return Err(bad);
+        }
+        for k in partitions {
+            let a = row_of(k).wrapping_add(r.window_lo as u64);
+            push_seg(
+                segs,
+                a,
+                a.wrapping_add((r.window_hi - r.window_lo) as u64),
+                1,
+            )?;
+        }
+    } else {
+        let (mut nk, row_elems) = folded_dims(dims);
+        // An innermost outer dim of stride 0 walks the same row again: one
+        // segment with that many walks, not an odometer step per walk.
+        let mut walks = 1u64;
+        if nk > 0 && dims[nk - 1].stride == 0 {
+            walks = dims[nk - 1].count as u64;
+            nk -= 1;
+        }
+        let outer = &dims[..nk];
+        let es = m.aps.elem_size[ap] as i64;
+        let row_bytes = row_elems.saturating_mul(es as u64);
+        for k in partitions {
+            let shift = row_of(k);
+            let mut idx = [0u32; crate::ir::MAX_DIMS];
+            loop {
+                let e: i64 = outer.iter().zip(idx.iter()).fold(0i64, |s, (d, &i)| {
+                    s.wrapping_add((d.stride as i64).wrapping_mul(i as i64))
+                });
+                let byte = base.wrapping_add(e.wrapping_mul(es));
+                let end = (shift - addr_base).saturating_add(byte as u64 + row_bytes);
+                let limit = if flat {
+                    (parts as u64).saturating_mul(bytes)
+                } else {
+                    bytes
+                };
+                if byte < 0 || end > limit {
+                    return Err(bad);
+                }
+                let a = shift.wrapping_add(byte as u64);
+                push_seg(segs, a, a.wrapping_add(row_bytes), walks)?;
+                // Odometer over the outer dims, innermost fastest.
+                let mut done = true;
+                let mut j = nk;
+                while j > 0 {
+                    j -= 1;
+                    idx[j] += 1;
+                    if idx[j] < outer[j].count {
+                        done = false;
+                        break;
+                    }
+                    idx[j] = 0;
+                }
+                if done {
                     break;
                 }
-                idx[j] = 0;
-            }
-            if done {
-                break;
             }
         }
     }
@@ -204,6 +267,10 @@ pub(super) fn ap_rect(
     if flat {
         rect.p0 = 0;
         rect.p1 = 1;
+    } else if bcast {
+        rect.p0 = (p_base + q0) as u32;
+        rect.p1 = rect.p0 + 1;
+        rect.bcast = qn as u32;
     } else {
         rect.p0 = (p_base + q0) as u32;
         rect.p1 = (p_base + q0 + qn) as u32;
@@ -214,7 +281,10 @@ pub(super) fn ap_rect(
 /// (region, first partition, first address, flat DRAM?) of a location.
 fn place(m: &Module, l: MemLoc) -> (usize, u64, u64, bool) {
     if !m.is_placed(l) {
-        return (FIRST_PRIVATE + l.index(), 0, 0, false);
+        // DRAM is flat placed or not (partition q is row q), so that a
+        // pattern with a partition step means the same in both.
+        let flat = m.mems.space[l] == Space::Dram;
+        return (FIRST_PRIVATE + l.index(), 0, 0, flat);
     }
     let space = m.mems.space[l];
     let off = m.mems.offset[l];
@@ -237,6 +307,7 @@ pub(super) fn loc_rect(m: &Module, l: MemLoc) -> (Rect, Seg) {
             p0: 0,
             p1: 1,
             row: n,
+            bcast: 0,
         };
         (r, Seg::once(addr, addr.saturating_add(n)))
     } else {
@@ -245,6 +316,7 @@ pub(super) fn loc_rect(m: &Module, l: MemLoc) -> (Rect, Seg) {
             p0: p_base as u32,
             p1: (p_base + parts) as u32,
             row: bytes,
+            bcast: 0,
         };
         (r, Seg::once(addr, addr.saturating_add(bytes)))
     }

@@ -76,16 +76,17 @@ impl Side {
         push_grow(&mut self.ops, at, "operands of one instruction")
     }
 
-    /// Reads every operand of `i` (input access patterns, then used
-    /// registers) into `reads`.
+    /// Reads every operand of `i` into `reads`: the input access
+    /// patterns, the used registers, then — for each output with a
+    /// register term — the window it may write, as it is before the write
+    /// (a may-write keeps what it does not overwrite, so what it may keep
+    /// must match too).
     pub fn read(&mut self, m: &Module, i: Inst) -> Result<(), DataflowError> {
         self.reads.clear();
         self.ops.clear();
         for a in m.inputs(i) {
             self.push_op()?;
-            let r = ap_rect(m, i, a, &mut self.segs)?;
-            self.state
-                .read(r.region, r.p0, r.p1, &self.segs, &mut self.reads)?;
+            self.read_ap(m, i, a)?;
         }
         for &g in m.uses(i) {
             self.push_op()?;
@@ -93,9 +94,35 @@ impl Side {
             self.state
                 .read(region, 0, 1, &[Seg::once(a, b)], &mut self.reads)?;
         }
+        for a in m.outputs(i) {
+            if m.ap_ext(a).is_dynamic() {
+                self.push_op()?;
+                self.read_ap(m, i, a)?;
+            }
+        }
         self.push_op()?;
         self.reads_high = self.reads_high.max(self.reads.len());
         Ok(())
+    }
+
+    /// Appends the cells of pattern `a` (this execution's) to `reads`.
+    fn read_ap(&mut self, m: &Module, i: Inst, a: Ap) -> Result<(), DataflowError> {
+        let w = &self.walker;
+        let r = ap_rect(m, i, a, &mut self.segs, &|l| w.iv(l))?;
+        if r.bcast > 0 {
+            for _ in 0..r.bcast {
+                self.state
+                    .read(r.region, r.p0, r.p1, &self.segs, &mut self.reads)?;
+            }
+            return Ok(());
+        }
+        self.state
+            .read(r.region, r.p0, r.p1, &self.segs, &mut self.reads)
+    }
+
+    /// Read operands of the last [`Self::read`].
+    pub fn n_operands(&self) -> usize {
+        self.ops.len().saturating_sub(1)
     }
 
     /// The runs read operand `k` produced.
@@ -116,6 +143,11 @@ impl Side {
     /// The read operand whose bytes a pure data movement copies, if `i` is one.
     fn copy_source(&self, m: &Module, i: Inst) -> Option<usize> {
         let o = m.operands(i);
+        // A register-offset access is somewhere in its window: what it
+        // moves is not known byte for byte.
+        if m.all_aps(i).any(|a| m.ap_ext(a).is_dynamic()) {
+            return None;
+        }
         let op = m.insts.opcode[i];
         let first_in = Ap::from_u32(o.ap_start);
         let first_out = Ap::from_u32(o.ap_start + o.n_in as u32);
@@ -123,8 +155,14 @@ impl Side {
             Opcode::Load | Opcode::Save | Opcode::DmaCopy | Opcode::TensorCopy
                 if o.n_in == 1 && o.n_out == 1 && o.n_def == 0 =>
             {
+                // A tensor copy between element types converts.
+                let (ti, to) = (
+                    m.mems.dtype[m.aps.loc[first_in]],
+                    m.mems.dtype[m.aps.loc[first_out]],
+                );
                 let same_elem = op != Opcode::TensorCopy
-                    || m.aps.elem_size[first_in] == m.aps.elem_size[first_out];
+                    || (m.aps.elem_size[first_in] == m.aps.elem_size[first_out]
+                        && (ti == to || ti.is_raw() || to.is_raw()));
                 (same_elem && self.read_bytes(0) == m.ap_bytes(first_out)).then_some(0)
             }
             Opcode::RegSpillStore
@@ -153,7 +191,8 @@ impl Side {
             let pieces = &self.reads.v[a..b];
             let rect = if o.n_out == 1 {
                 let out = Ap::from_u32(o.ap_start + o.n_in as u32);
-                ap_rect(m, i, out, &mut self.segs)?
+                let w = &self.walker;
+                ap_rect(m, i, out, &mut self.segs, &|l| w.iv(l))?
             } else {
                 let (region, x, y) = reg_cells(m, m.defs(i)[0]);
                 self.segs.clear();
@@ -167,6 +206,7 @@ impl Side {
                     p0: 0,
                     p1: 1,
                     row: y - x,
+                    bcast: 0,
                 }
             };
             return put_copy(&mut self.state, rect, &self.segs, pieces, &mut self.chunk);
@@ -176,7 +216,8 @@ impl Side {
                 inst: i,
                 operand: k as u8,
             };
-            let r = ap_rect(m, i, a, &mut self.segs)?;
+            let w = &self.walker;
+            let r = ap_rect(m, i, a, &mut self.segs, &|l| w.iv(l))?;
             let mut t: u64 = 0;
             for seg in &self.segs {
                 // A segment written several times keeps its last walk.

@@ -166,7 +166,7 @@ fn reload_before_the_store_is_caught() {
         }
     );
     assert!(
-        s.contains("inst2 (tensor_tensor) operand 1 reading %t_ReloadStore0_ShrinkedCopy"),
+        s.contains("`%v = tensor_tensor add %u, %t_ReloadStore0_ShrinkedCopy` (block block0, 5th) operand 2 reading %t_ReloadStore0_ShrinkedCopy"),
         "{s}"
     );
     assert!(
@@ -192,7 +192,7 @@ fn consumer_repointed_to_the_wrong_location_is_caught() {
         "{s}"
     );
     assert!(
-        s.contains("byte 0 of output 0 of inst1 (activation)"),
+        s.contains("byte 0 of output 1 of `%u = activation exp %t` (block block0, 2nd)"),
         "{s}"
     );
 }
@@ -391,7 +391,10 @@ fn register_spill_through_memory_and_a_lane_clobber() {
         if inst == kuse && rr == k && w == zdef),
         "{s}"
     );
-    assert!(s.contains("inst3 (branch) operand 0 reading $k"), "{s}");
+    assert!(
+        s.contains("`branch $k` (block block0, 4th) operand 1 reading $k"),
+        "{s}"
+    );
     let _ = zuse;
 }
 
@@ -688,7 +691,7 @@ fn a_small_tile_clobbering_some_partitions_of_a_live_one_is_caught_at_the_first_
         "{s}"
     );
     assert!(
-        s.contains("byte 4096 holds byte 128 of output 0 of inst1 (memset) but the original program read byte 8320 of input %x"),
+        s.contains("byte 4096 holds byte 128 of output 1 of `%k = memset` (block block0, 2nd) but the original program read byte 8320 of input %x"),
         "{s}"
     );
 }
@@ -855,8 +858,14 @@ fn a_register_moved_between_different_widths_is_not_a_copy() {
     let rep = c.check(&o, &r).unwrap();
     let s = texts(&r, &rep);
     assert_eq!(rep.mismatches.len(), 1, "{s}");
-    assert!(s.contains("inst2 (branch) operand 0 reading $w"), "{s}");
-    assert!(s.contains("output 0 of inst1"), "{s}");
+    assert!(
+        s.contains("`branch $w` (block block0, 3rd) operand 1 reading $w"),
+        "{s}"
+    );
+    assert!(
+        s.contains("output 1 of `$w = mov $k` (block block0, 2nd)"),
+        "{s}"
+    );
 }
 
 /// Byte by byte: the values of a list of runs in order.
@@ -1054,6 +1063,7 @@ fn copies_land_byte_for_byte_whatever_the_shapes() {
             p0: p,
             p1: p + parts,
             row: w,
+            bcast: 0,
         };
         put_copy(&mut s, rect, &segs, &src.v, &mut chunk).unwrap();
         back.clear();

@@ -1,15 +1,116 @@
 //! The order a program's instructions execute in, one at a time, so that
 //! two programs can be walked in lockstep.
 //!
-//! Loops: each loop body is walked twice when its trip count is not 1 (the
-//! second walk runs inner loops once), so a value clobbered on its way
-//! around a back edge is caught; an instruction at loop depth d is executed
-//! at most d + 1 times.
+//! Loops come in two kinds ([`LoopPlan`]):
+//! - an **exact** loop — one that some access pattern's loop term moves
+//!   with (in either program) — is walked once per iteration, its
+//!   induction variable taking `0, 1, …, trip − 1`, so every iteration's
+//!   cells are what they are in the unrolled program;
+//! - any other loop touches the same cells in every iteration, and its body
+//!   is walked twice when its trip count is not 1 (the second walk runs
+//!   inner non-exact loops once), so a value clobbered on its way around a
+//!   back edge is caught.
+//!
+//! When walking every exact iteration would exceed [`MAX_EXACT_EXECUTIONS`],
+//! the plan *samples* the exact loops instead: iterations 0, 1 and
+//! `trip − 1` only, and says so ([`LoopPlan::sampled`]): the check is then
+//! partial, and the report says which loops it sampled.
 
 use alloc::vec::Vec;
 
 use super::report::DataflowError;
 use crate::ir::{Block, Inst, Loop, Module, UNKNOWN_TRIP};
+
+/// Most instruction executions the exact walk of one program may take
+/// before the plan samples the exact loops (the check's time is linear in
+/// it; a kernel's tiled loops stay far below).
+pub const MAX_EXACT_EXECUTIONS: u64 = 1 << 25;
+
+/// How each loop is walked, shared by both programs so that their walks
+/// stay in lockstep.
+#[derive(Debug, Default)]
+pub(super) struct LoopPlan {
+    /// Per loop: walked iteration by iteration.
+    exact: Vec<bool>,
+    /// True when the exact loops are sampled (see the module doc).
+    pub sampled: bool,
+    /// Exact loops in all.
+    pub exact_loops: u32,
+}
+
+impl LoopPlan {
+    /// Reserves for `loops` loops.
+    pub fn reserve(&mut self, loops: usize) {
+        self.exact.reserve(loops.saturating_sub(self.exact.len()));
+    }
+
+    /// Heap bytes reserved.
+    pub fn heap_bytes(&self) -> u64 {
+        crate::heap_bytes!(self.exact)
+    }
+
+    /// The plan for walking `a` and `b` (an original and its rewrite: the
+    /// same loops) together.
+    pub fn compute(&mut self, a: &Module, b: &Module) -> Result<(), DataflowError> {
+        let n = a.num_loops().max(b.num_loops());
+        self.exact.clear();
+        if self.exact.try_reserve(n).is_err() {
+            return Err(DataflowError::Capacity {
+                what: "the loop plan",
+                reserved: self.exact.capacity(),
+            });
+        }
+        self.exact.resize(n, false);
+        for m in [a, b] {
+            for k in 0..m.num_aps() {
+                let ap = crate::ir::Ap::new(k);
+                if m.ap_is_plain(ap) {
+                    continue;
+                }
+                for t in &m.ap_ext(ap).terms {
+                    if let Some(x) = self.exact.get_mut(t.lp.index()) {
+                        *x = true;
+                    }
+                }
+            }
+        }
+        self.exact_loops = self.exact.iter().filter(|&&x| x).count() as u32;
+        self.sampled = false;
+        if self.exact_loops > 0 {
+            let work = executions(a, &self.exact).max(executions(b, &self.exact));
+            self.sampled = work > MAX_EXACT_EXECUTIONS;
+        }
+        Ok(())
+    }
+
+    fn is_exact(&self, l: Loop) -> bool {
+        self.exact.get(l.index()).copied().unwrap_or(false)
+    }
+}
+
+/// Instruction executions of an exact walk of `m` (an upper bound: every
+/// non-exact loop counted twice), saturating.
+fn executions(m: &Module, exact: &[bool]) -> u64 {
+    let mut total = 0u64;
+    for b in 0..m.num_blocks() {
+        let b = Block::new(b);
+        let n = m.block_insts(b).count() as u64;
+        let mut mult = 1u64;
+        let mut l = m.blocks.loop_[b];
+        while l.is_valid() {
+            let trip = m.loops.trip[l];
+            let k = if exact.get(l.index()).copied().unwrap_or(false) && trip != UNKNOWN_TRIP {
+                trip as u64
+            } else {
+                2
+            };
+            mult = mult.saturating_mul(k.max(1));
+            l = m.loops.parent[l];
+        }
+        total = total.saturating_add(n.saturating_mul(mult));
+    }
+    total
+}
 
 #[derive(Copy, Clone, Debug)]
 struct Frame {
@@ -17,9 +118,26 @@ struct Frame {
     start: u32,
     end: u32,
     next: u32,
-    pass: u8,
-    passes: u8,
+    /// Walk number within this loop (an exact loop: the iteration index
+    /// into `iters`).
+    pass: u32,
+    passes: u32,
     once: bool,
+    exact: bool,
+    /// The exact loop's trip count (for the sampled iterations).
+    trip: u32,
+    sampled: bool,
+}
+
+impl Frame {
+    /// The induction value of walk `pass` of an exact loop.
+    fn iv(&self) -> u32 {
+        if self.sampled && self.pass == 2 {
+            self.trip.saturating_sub(1)
+        } else {
+            self.pass
+        }
+    }
 }
 
 /// A resumable walk over a module's executions (see the module doc).
@@ -64,14 +182,32 @@ impl Walker {
             pass: 0,
             passes: 1,
             once: false,
+            exact: false,
+            trip: 1,
+            sampled: false,
         });
         self.cur = Inst::INVALID;
         self.pass = 0;
     }
 
+    /// The induction value of loop `l` in the current execution, when `l`
+    /// is an exact loop that encloses it (`None` otherwise).
+    pub fn iv(&self, l: Loop) -> Option<u32> {
+        self.frames
+            .iter()
+            .rev()
+            .find(|f| f.lp == l)
+            .filter(|f| f.exact)
+            .map(Frame::iv)
+    }
+
     /// The next execution: the instruction and 0 on the first walk of its
-    /// innermost loop, 1 on the second; `None` at the end.
-    pub fn next(&mut self, m: &Module) -> Result<Option<(Inst, u8)>, DataflowError> {
+    /// innermost non-exact loop, 1 on the second; `None` at the end.
+    pub fn next(
+        &mut self,
+        m: &Module,
+        plan: &LoopPlan,
+    ) -> Result<Option<(Inst, u8)>, DataflowError> {
         loop {
             if self.cur.is_valid() {
                 let i = self.cur;
@@ -104,9 +240,16 @@ impl Walker {
                 l = m.loops.parent[l];
             }
             if child.is_valid() && m.loops.first_block[child] == b {
-                let once = top.once || top.pass >= 1;
                 let trip = m.loops.trip[child];
-                let passes = if once || (trip <= 1 && trip != UNKNOWN_TRIP) {
+                let exact = plan.is_exact(child) && trip != UNKNOWN_TRIP;
+                let once = !exact && (top.once || (!top.exact && top.pass >= 1));
+                let passes = if exact {
+                    if plan.sampled {
+                        trip.min(3)
+                    } else {
+                        trip
+                    }
+                } else if once || (trip <= 1 && trip != UNKNOWN_TRIP) {
                     1
                 } else {
                     2
@@ -114,6 +257,9 @@ impl Walker {
                 // A malformed loop (ending at or before its start) still advances.
                 let end = m.loops.end_block[child].as_u32().max(b.as_u32() + 1);
                 self.frames[depth].next = end;
+                if passes == 0 {
+                    continue;
+                }
                 if self.frames.len() == self.frames.capacity() {
                     return Err(DataflowError::Capacity {
                         what: "loop nesting",
@@ -128,12 +274,22 @@ impl Walker {
                     pass: 0,
                     passes,
                     once,
+                    exact,
+                    trip,
+                    sampled: exact && plan.sampled,
                 });
                 continue;
             }
             self.frames[depth].next += 1;
             self.cur = m.blocks.first[b];
-            self.pass = top.pass;
+            // The walk number reported is that of the innermost non-exact
+            // loop (an exact loop's iterations are not re-walks).
+            self.pass = self
+                .frames
+                .iter()
+                .rev()
+                .find(|f| !f.exact)
+                .map_or(0, |f| f.pass.min(1) as u8);
         }
     }
 }
