@@ -1485,6 +1485,16 @@ struct StepCtx<'a> {
     bank: u32,
 }
 
+impl StepCtx<'_> {
+    /// True when a step may put a transient tile in PSUM: the region's
+    /// accumulators, live across its loop, leave a bank free (a region
+    /// with one accumulator per bank would otherwise ask for more banks
+    /// than the target has, which no placement can give).
+    fn psum_bank_free(&self) -> bool {
+        (self.plan.accumulators as u32) < self.p.target.psum_usable_banks as u32
+    }
+}
+
 /// A new SB tile with `v`'s partitions, `n` elements of type `ty`.
 fn fresh<S: Sink>(s: &mut S, st: &mut State, v: &View, n: u32, ty: DType) -> Result<Tile, IrError> {
     tile(s, st, Space::Sb, v.parts, n * ty.size() as u32, ty)
@@ -1571,7 +1581,11 @@ fn matmul_step<S: Sink>(
     cur: View,
 ) -> Result<View, IrError> {
     let parts = cur.tile.parts as u32;
-    if parts > c.p.target.sb_partitions as u32 || cur.elems() < parts || c.bank < 4 {
+    if parts > c.p.target.sb_partitions as u32
+        || cur.elems() < parts
+        || c.bank < 4
+        || !c.psum_bank_free()
+    {
         return activation(s, st, c, ctx, rng, cur, InstFlags::empty());
     }
     let rhs = operand(s, st, c, ctx, rng)?;
@@ -1615,7 +1629,7 @@ fn transpose_step<S: Sink>(
 ) -> Result<View, IrError> {
     let parts = cur.tile.parts;
     let pe = c.p.target.sb_partitions as u32;
-    if parts as u32 > pe || parts as u32 * 4 > c.bank {
+    if parts as u32 > pe || parts as u32 * 4 > c.bank || !c.psum_bank_free() {
         return activation(s, st, c, ctx, rng, cur, InstFlags::empty());
     }
     let f = cur.elems().min(pe).max(1) as u16;
@@ -2010,7 +2024,9 @@ fn gather<S: Sink>(
     let none = InstFlags::empty();
     let pe = c.p.target.sb_partitions as u32;
     let mut kind = ctx.gather;
-    if kind == Gather::Psum && (cur.elems() < parts as u32 || parts as u32 > pe) {
+    if kind == Gather::Psum
+        && (cur.elems() < parts as u32 || parts as u32 > pe || !c.psum_bank_free())
+    {
         kind = Gather::Bytes;
     }
     if kind == Gather::Psum {
