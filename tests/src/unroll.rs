@@ -14,6 +14,15 @@
 //! - every location (name, space, shape, element type, alignment, flags and
 //!   placement: a placed module unrolls into a placed module) and every
 //!   register (lanes, flags, lane), with the same ids;
+//! - the values: a tile (or register) that no iteration reads from another
+//!   gets a private copy per iteration, declared after the originals, with
+//!   the original's placement (see `Plan::privatize`). A location has one
+//!   live interval and one placement, so without the copies the unrolled
+//!   form would keep every loop temporary live from the first iteration to
+//!   the last, where the loop form (rightly) keeps it live over one
+//!   iteration: the copies make the two forms the same allocation problem.
+//!   Everything else — module inputs and outputs, tiles carried from one
+//!   iteration to the next or read after the loop, DRAM — keeps its name;
 //! - every instruction's opcode, sub-operation, engine, queue, flags,
 //!   immediate, registers and patterns; iteration `iv` of a loop of known
 //!   trip count adds `parts × iv` to a pattern's first partition and
@@ -613,6 +622,28 @@ fn key(inst: Inst, iters: &Iters) -> (u32, Vec<(u32, u32)>) {
 
 /// Unrolls an original module and any rewrite of it with matching
 /// instruction ids (see the module doc).
+///
+/// ```
+/// use tusk_tests::unroll::Unroller;
+/// let m = tusk_shim::text::parse_str(
+///     "dram %x [128 x 2048] input\n\
+///      dram %y [128 x 2048] output\n\
+///      sb %t [128 x 1024]\n\
+///      func @main {\n\
+///      entry:\n\
+///        loop i in 2 {\n\
+///        body:\n\
+///          %t = load %x[p0:128, 0:1024 +1024*i]\n\
+///          %y[p0:128, 0:1024 +1024*i] = save %t\n\
+///        }\n\
+///      }\n",
+/// )
+/// .unwrap();
+/// let flat = Unroller::new(&m).unwrap().unroll(&m).unwrap();
+/// let text = tusk_shim::text::print(&flat);
+/// assert!(text.contains("%t.u1 = load %x[p0:128, 1024:2048]"), "{text}");
+/// assert_eq!(flat.num_loops(), 0);
+/// ```
 #[derive(Debug)]
 pub struct Unroller {
     /// Id of the original's copy of `(inst, iteration)`.
