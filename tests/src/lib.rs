@@ -1,1 +1,4 @@
-//! Integration tests live in tests/tests/.
+//! Integration tests live in tests/tests/; this crate holds what several of
+//! them share.
+
+pub mod unroll;

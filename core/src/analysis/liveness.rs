@@ -251,7 +251,7 @@ impl<K: EntityRef> Liveness<K> {
         v: K,
         live_from_entry: bool,
         live_to_exit: bool,
-        covers: &dyn Fn(&[u32], usize) -> Option<Option<(u32, u32)>>,
+        covers: &CoversFn<'_>,
     ) {
         let n = order.len() as u32;
         let (a, b) = (
@@ -334,6 +334,11 @@ impl<K: EntityRef> Liveness<K> {
     }
 }
 
+/// The loop rule's covering test ([`covering_write`] for locations): given
+/// a value's access positions and the index of a partial write among them,
+/// `None` when the write covers nothing, else the span it vouches for.
+type CoversFn<'a> = dyn Fn(&[u32], usize) -> Option<Option<(u32, u32)>> + 'a;
+
 /// Whether the partial write of `v` at `acc[k]` covers everything the loop
 /// nest around it reads of `v` afterwards, so that the loop rule for
 /// partial writes need not carry `v` over the whole nest (see the module
@@ -358,9 +363,7 @@ fn covering_write(
     k: usize,
 ) -> Option<Option<(u32, u32)>> {
     let p = acc[k];
-    let Some((outer_start, outer_end)) = order.outermost_loop_span(m, p) else {
-        return None;
-    };
+    let (outer_start, outer_end) = order.outermost_loop_span(m, p)?;
     // The write is the nest's first access of `v`, alone in its
     // instruction.
     if k > 0 && acc[k - 1] >= outer_start {
@@ -388,9 +391,7 @@ fn covering_write(
         if !l.is_valid() {
             return None;
         }
-        let Some(t) = ext.terms.iter().find(|t| t.lp == l) else {
-            return None;
-        };
+        let t = ext.terms.iter().find(|t| t.lp == l)?;
         let trip = m.loops.trip[l];
         if t.parts != 0 || trip == crate::ir::UNKNOWN_TRIP || trip == 0 {
             return None;
@@ -407,9 +408,7 @@ fn covering_write(
         }
         covered = covered.saturating_mul(trip as i64);
     }
-    let Some((lo, hi)) = m.ap_byte_span(w) else {
-        return None;
-    };
+    let (lo, hi) = m.ap_byte_span(w)?;
     if (hi - lo) as i64 != covered {
         return None;
     }
@@ -423,9 +422,7 @@ fn covering_write(
         for _ in 1..d {
             top = m.loops.parent[top];
         }
-        let Some((top_start, top_end)) = order.loop_span(top) else {
-            return None;
-        };
+        let (top_start, top_end) = order.loop_span(top)?;
         (top_end, l, Some((top_start, top_end)))
     };
     let holder_end = if holder.is_valid() {
@@ -450,9 +447,7 @@ fn covering_write(
     // write's static part.
     let w_loop = m.inst_loop(i);
     let inner_end = order.loop_span(w_loop).map_or(p, |(_, e)| e);
-    let Some((w_lo, w_hi)) = static_span(m, w) else {
-        return None;
-    };
+    let (w_lo, w_hi) = static_span(m, w)?;
     let w_rows = (
         m.aps.part_start[w] as u32,
         m.aps.part_start[w] as u32 + m.aps.part_count[w] as u32,
