@@ -67,7 +67,6 @@ pub struct RegTerm {
 /// What a pattern adds to the plain form (see the module doc). The default
 /// is "nothing": a plain pattern.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
-#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct ApExt {
     /// Partition step: `None` is the default (1 on chip, the row on DRAM).
     pub pstep: Option<u32>,
@@ -75,6 +74,19 @@ pub struct ApExt {
     pub terms: ArrayVec<IvTerm, MAX_IV_TERMS>,
     /// The register term, if any.
     pub reg: Option<RegTerm>,
+}
+
+#[cfg(feature = "defmt")]
+impl defmt::Format for ApExt {
+    fn format(&self, f: defmt::Formatter) {
+        defmt::write!(
+            f,
+            "ApExt {{ pstep: {}, terms: {}, reg: {} }}",
+            self.pstep,
+            self.terms.as_slice(),
+            self.reg
+        );
+    }
 }
 
 impl ApExt {
@@ -105,6 +117,7 @@ impl ApExt {
 /// of them; or, for a DRAM pattern with an explicit partition step, the
 /// flat bytes `[byte_lo, byte_hi)` of the location (partitions 0..1).
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct Extent {
     /// First partition.
     pub part_lo: i64,

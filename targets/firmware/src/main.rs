@@ -284,7 +284,16 @@ fn run() -> Result<(), IrError> {
         ..DataflowCapacity::default()
     };
     let clean = match checker.check_growing(&original, &m, start) {
-        Ok(d) => d.is_clean(),
+        Ok(d) => {
+            if let Some(x) = d.mismatches.first() {
+                hprintln!(
+                    "  dataflow: {} mismatch(es), the first: {}",
+                    d.mismatches.len() as u64 + d.dropped,
+                    x.display(&m)
+                );
+            }
+            d.is_clean()
+        }
         Err(e) => {
             hprintln!("dataflow check could not run: {}", e);
             false
