@@ -423,7 +423,8 @@ fn run_validates_every_flag_and_allocates() {
     let report = fs::read_to_string(work.join("r.json")).unwrap();
     assert!(report.contains("\"optlevel\": 6"), "{report}");
     // optlevel 7 takes a fixed assignment: it has no PSUM colorer, so an
-    // unplaced PSUM tensor fails the in-place check (exit 1), nothing written.
+    // unplaced PSUM tensor is refused before any pass (exit 1), naming the
+    // tensor and what to do, nothing written.
     fs::write(
         work.join("p.tusk"),
         "psum %p [128 x 64]\nfunc @f {\nentry:\n  %p = memset 0\n}\n",
@@ -435,8 +436,10 @@ fn run_validates_every_flag_and_allocates() {
     );
     assert_eq!(o.code, 1, "{}", o.stderr);
     assert!(
-        o.stderr
-            .contains("smt allocation fails in-place write checker"),
+        o.stderr.contains(
+            "optlevel 7 keeps the input's placements and runs no PSUM allocator, \
+             so every PSUM location must come placed; %p@PSUM<?>(128 x 64) has none"
+        ) && o.stderr.contains("or use optlevel 2"),
         "{}",
         o.stderr
     );

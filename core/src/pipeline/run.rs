@@ -28,7 +28,7 @@
 use arrayvec::ArrayVec;
 use core::fmt;
 
-use super::options::{Allocator, Options, OptionsError};
+use super::options::{Allocator, Options, OptionsError, Selection};
 use super::passes::{passes, Pass, MAX_PASSES};
 use crate::analysis::{Bounds, LinearOrder, MemLiveness};
 use crate::dma::pass::{
@@ -166,6 +166,25 @@ pub enum PipelineError {
     },
     /// The dataflow checker could not run.
     DataflowCheck(DataflowError),
+    /// A placement the input fixes breaks a rule of the target on its own
+    /// (out of bounds, misaligned, ...). Every allocator keeps the input's
+    /// placements, so no pass could make it legal: the run stops before
+    /// the first pass, naming it as the verifier does.
+    IllegalInputPlacement {
+        /// Such findings in all.
+        total: u64,
+        /// The first, in declaration order.
+        first: Finding,
+    },
+    /// Optlevel 7 keeps the input's placements and runs no PSUM allocator
+    /// (as in the reference), so every PSUM location must come placed.
+    UnplacedPsum {
+        /// The first unplaced PSUM location that is accessed, in
+        /// declaration order.
+        first: MemLoc,
+        /// How many there are.
+        count: u32,
+    },
 }
 
 impl PipelineError {
@@ -229,6 +248,17 @@ impl PipelineError {
                 }),
                 _ => None,
             },
+            PipelineError::UnplacedPsum { first, .. } => Some(FailureSite {
+                space: Some(Space::Psum),
+                tensor: Some(*first),
+                ..FailureSite::default()
+            }),
+            PipelineError::IllegalInputPlacement { first, .. } => {
+                first.mems().first().map(|&t| FailureSite {
+                    tensor: Some(t),
+                    ..FailureSite::default()
+                })
+            }
             _ => None,
         }
     }
@@ -249,7 +279,7 @@ impl fmt::Display for PipelineErrorDisplay<'_> {
             PipelineError::Lsa(e) => write!(f, "linear_scan_allocator: {}", e.display(m)),
             PipelineError::Coloring(e) => write!(f, "{}", e.display(m)),
             PipelineError::Dma(e) => write!(f, "dma_optimization: {e}"),
-            PipelineError::Reg(e) => write!(f, "coloring_allocator_reg: {e}"),
+            PipelineError::Reg(e) => write!(f, "coloring_allocator_reg: {}", e.display(m)),
             PipelineError::Verify { pass, total, first } => {
                 if *pass == "check_in_place" {
                     write!(f, "smt allocation fails in-place write checker: ")?;
@@ -269,6 +299,29 @@ impl fmt::Display for PipelineErrorDisplay<'_> {
                 Ok(())
             }
             PipelineError::DataflowCheck(e) => write!(f, "dataflow check could not run: {e}"),
+            PipelineError::IllegalInputPlacement { total, first } => write!(
+                f,
+                "the input fixes an illegal placement, which no pass can repair (every pass keeps the input's placements): {}{}",
+                first.display(m),
+                match total {
+                    1 => "",
+                    _ => " (and more: `tusk check` lists them all)",
+                }
+            ),
+            PipelineError::UnplacedPsum { first, count } => {
+                write!(
+                    f,
+                    "optlevel 7 keeps the input's placements and runs no PSUM allocator, so every PSUM location must come placed; {} has none",
+                    m.describe_mem(*first)
+                )?;
+                if *count > 1 {
+                    write!(f, " ({count} PSUM locations are unplaced)")?;
+                }
+                write!(
+                    f,
+                    ": place them in the input (`@ PSUM<p,bank k>`, as the files of examples/placed/ do), or use optlevel 2, which allocates PSUM"
+                )
+            }
         }
     }
 }
@@ -579,6 +632,21 @@ fn run_from(
     if !analyses_current {
         ws.order.compute(m);
         ws.live.compute(m, &ws.order);
+    }
+    // What no pass can change is refused before the first one runs.
+    if let Some((first, total)) = crate::verify::placement::first_illegal_placement(m) {
+        return Err(PipelineError::IllegalInputPlacement { total, first });
+    }
+    if opts.selection() == Some(Selection::ColoringVerified) {
+        let mut unplaced = m.mems.space.keys().filter(|&v| {
+            m.mems.space[v] == Space::Psum && !m.is_placed(v) && ws.live.interval(v).is_some()
+        });
+        if let Some(first) = unplaced.next() {
+            return Err(PipelineError::UnplacedPsum {
+                first,
+                count: 1 + unplaced.count() as u32,
+            });
+        }
     }
     ws.bounds.compute(m, &ws.order, &ws.live);
     for s in Space::ALL {
