@@ -17,7 +17,7 @@ pub use error::{ErrorKind, ParseError};
 pub use printer::{print, print_into};
 pub use stream::{printer_threads, write_module};
 
-pub(crate) use parser::{check_extent, subop_fits};
+pub(crate) use parser::{check_extent, subop_fits, subops_of};
 
 use tusk_core::ir::Module;
 
