@@ -176,6 +176,15 @@ pub enum PipelineError {
         /// The first, in declaration order.
         first: Finding,
     },
+    /// The rewrite reads other values than the input, and the input's own
+    /// register lanes conflict: the input does not compute what its names
+    /// say, so the comparison is against a broken program.
+    InputRegisterConflict {
+        /// Register findings of the input in all.
+        total: u64,
+        /// The first, as the verifier words it on the input.
+        first: alloc::string::String,
+    },
     /// Optlevel 7 keeps the input's placements and runs no PSUM allocator
     /// (as in the reference), so every PSUM location must come placed.
     UnplacedPsum {
@@ -286,23 +295,39 @@ impl fmt::Display for PipelineErrorDisplay<'_> {
                 } else {
                     write!(f, "{pass}: the result is not a legal placement: ")?;
                 }
-                write!(f, "{} finding(s), the first: {}", total, first.display(m))
+                match total {
+                    1 => write!(f, "1 finding: {}", first.display(m)),
+                    n => write!(f, "{n} findings, the first: {}", first.display(m)),
+                }
             }
             PipelineError::Dataflow { mismatches, first } => {
                 write!(
                     f,
-                    "dataflow check: {mismatches} read(s) of the rewritten program see a different value than in the input"
+                    "dataflow check: {mismatches} {} of the rewritten program {} a different value than in the input",
+                    if *mismatches == 1 { "read" } else { "reads" },
+                    if *mismatches == 1 { "sees" } else { "see" }
                 )?;
                 if let Some(x) = first {
-                    write!(f, "; the first: {}", x.display(m))?;
+                    let lead = if *mismatches == 1 { ": " } else { "; the first: " };
+                    write!(f, "{lead}{}", x.display(m))?;
                 }
                 Ok(())
             }
-            PipelineError::DataflowCheck(e) => write!(f, "dataflow check could not run: {e}"),
+            PipelineError::DataflowCheck(e) => {
+                write!(f, "dataflow check could not run: {}", e.display(m))
+            }
             PipelineError::IllegalInputPlacement { total, first } => write!(
                 f,
                 "the input fixes an illegal placement, which no pass can repair (every pass keeps the input's placements): {}{}",
                 first.display(m),
+                match total {
+                    1 => "",
+                    _ => " (and more: `tusk check` lists them all)",
+                }
+            ),
+            PipelineError::InputRegisterConflict { total, first } => write!(
+                f,
+                "the input's register lanes conflict, so the input does not compute what its names say and the dataflow check cannot hold against it: {first}{}; fix the input's lanes (`@ rN`) or drop them (the colorer assigns lanes)",
                 match total {
                     1 => "",
                     _ => " (and more: `tusk check` lists them all)",
@@ -817,6 +842,22 @@ fn run_from(
                 .check_growing(orig, m, DataflowCapacity::default())
                 .map_err(PipelineError::DataflowCheck)?;
             if !d.is_clean() {
+                // Explain a mismatch the input causes: lanes it colors that
+                // conflict make its own reads see other registers' values.
+                ws.verifier.set_scope(Scope {
+                    psum: false,
+                    sb: false,
+                    dram: false,
+                    registers: true,
+                    uncolored: false,
+                });
+                let r = ws.verifier.verify(orig);
+                if let Some(first) = r.findings.first() {
+                    return Err(PipelineError::InputRegisterConflict {
+                        total: r.total(),
+                        first: alloc::format!("{}", first.display(orig)),
+                    });
+                }
                 return Err(PipelineError::Dataflow {
                     mismatches: d.mismatches.len() as u32 + d.dropped.min(u32::MAX as u64) as u32,
                     first: d.mismatches.first().copied(),
