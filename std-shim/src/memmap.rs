@@ -116,13 +116,16 @@ pub fn memory_map(m: &Module, title: &str, subtitle: &str, failure: Option<&Fail
                     Some(Marker {
                         pos: p,
                         kind: MarkerKind::Peak,
-                        // PSUM counts whole banks, as the run summary does.
+                        // PSUM counts whole banks, as the run summary and
+                        // the subtitle do: a tensor owns the banks it
+                        // touches.
                         label: if space == Space::Psum {
                             let bank = t.psum_bank_bytes.max(1) as u64;
+                            let banks = top.div_ceil(bank);
                             format!(
-                                "peak {} ({} banks) at {p}",
-                                bytes_label(top),
-                                top.div_ceil(bank)
+                                "peak {} ({banks} bank{}) at {p}",
+                                bytes_label(banks * bank),
+                                if banks == 1 { "" } else { "s" }
                             )
                         } else {
                             format!("peak {} at {p}", bytes_label(top))

@@ -118,6 +118,42 @@ fn svg_draws_one_rectangle_per_placed_tensor() {
     let _ = fs::remove_dir_all(&work);
 }
 
+/// The PSUM peak the picture marks is the summary's: whole banks, so a
+/// module whose highest tensor ends inside its bank still reads the bank's
+/// end (flash_attn_bwd's eighth bank holds a 512-byte tile).
+#[test]
+fn svg_psum_peak_agrees_with_the_summary() {
+    let work = scratch("svg-psum-peak");
+    let src = examples().join("flash_attn_bwd.tusk");
+    let o = tusk(
+        &work,
+        &[
+            "run",
+            src.to_str().unwrap(),
+            "--svg",
+            "map.svg",
+            "--report",
+            "r.json",
+        ],
+    );
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    let report: serde_json::Value =
+        serde_json::from_str(&fs::read_to_string(work.join("r.json")).unwrap()).unwrap();
+    let psum = report["spaces"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["space"] == "PSUM")
+        .unwrap()["peak"]
+        .as_u64()
+        .unwrap();
+    assert_eq!(psum, 16384, "the example fills all 8 banks");
+    let svg = fs::read_to_string(work.join("map.svg")).unwrap();
+    assert!(svg.contains("peak 16 KiB (8 banks) at "), "{svg}");
+    assert!(svg.contains("PSUM peak 16 KiB / bound 16 KiB"), "subtitle");
+    let _ = fs::remove_dir_all(&work);
+}
+
 #[test]
 fn svg_of_partial_tensors_has_a_panel_per_quadrant() {
     let work = scratch("svg-quadrants");
