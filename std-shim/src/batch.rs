@@ -312,12 +312,11 @@ fn job(path: &Path, cfg: &JobConfig, out: &Outputs, o: &mut FileOutcome) -> u8 {
     o.row.sb = sp(Space::Sb);
     o.row.psum = sp(Space::Psum);
     o.row.spills = Some(Space::ALL.iter().map(|&s| report.space(s).spills).sum());
+    // Each DMA pass counts the whole module: before the first, after the
+    // last.
     let ran: Vec<_> = report.dma.iter().flatten().filter(|d| !d.skipped).collect();
-    if !ran.is_empty() {
-        o.row.dma = Some((
-            ran.iter().map(|d| d.pre.descriptors).sum(),
-            ran.iter().map(|d| d.post.descriptors).sum(),
-        ));
+    if let (Some(first), Some(last)) = (ran.first(), ran.last()) {
+        o.row.dma = Some((first.pre.descriptors, last.post.descriptors));
     }
     o.row.reg_spills = report.reg.as_ref().map(|g| g.spilled_registers);
     let v = run::report_json(file, &m, &report);

@@ -62,11 +62,18 @@ pub fn summary(file: &str, m: &Module, r: &RunReport) -> String {
     );
     for space in [Space::Sb, Space::Psum, Space::Dram] {
         let x = r.space(space);
-        if x.placed == 0 && x.lower_bound == 0 {
+        if x.placed == 0 && x.lower_bound == 0 && x.input_lower_bound == 0 {
             continue;
         }
+        // Both of the result; the input's bound beside them when the
+        // passes' rewrites (spills, DMA rewrites) changed it.
+        let input = if x.input_lower_bound != x.lower_bound {
+            format!("; input's bound {}", x.input_lower_bound)
+        } else {
+            String::new()
+        };
         s.push_str(&format!(
-            "  {:<5} peak {} / bound {} ({:.3}), {:.1}% of {}, {} spills ({} B, ~{} cycles)\n",
+            "  {:<5} peak {} / bound {} ({:.3}{input}), {:.1}% of {}, {} spills ({} B, ~{} cycles)\n",
             space.upper(),
             x.peak,
             x.lower_bound,
@@ -78,23 +85,32 @@ pub fn summary(file: &str, m: &Module, r: &RunReport) -> String {
             x.spill_cycles
         ));
     }
+    // Each DMA pass measures the whole module's DMAs before and after it
+    // runs: one line for the module, from before the first pass that ran
+    // to after the last, with the rewrites of both passes summed.
+    let ran: Vec<&tusk_core::dma::DmaStats> =
+        r.dma.iter().flatten().filter(|d| !d.skipped).collect();
+    if let (Some(first), Some(last)) = (ran.first(), ran.last()) {
+        let sum = |f: fn(&tusk_core::dma::DmaStats) -> u32| ran.iter().map(|d| f(d)).sum::<u32>();
+        s.push_str(&format!(
+            "  DMA   {} DMAs / {} descriptors / {} B -> {} / {} / {} B ({} merged, {} loads dropped, {} stores dropped, {} shrunk)\n",
+            first.pre.instructions,
+            first.pre.descriptors,
+            first.pre.bytes,
+            last.post.instructions,
+            last.post.descriptors,
+            last.post.bytes,
+            sum(|d| d.coalesced_dmas),
+            sum(|d| d.loads_merged),
+            sum(|d| d.stores_removed),
+            sum(|d| d.partial_shrunk)
+        ));
+    }
     for (k, name) in ["PSUM", "SB"].iter().enumerate() {
         if let Some(d) = &r.dma[k] {
             if d.skipped {
                 continue;
             }
-            s.push_str(&format!(
-                "  DMA {:<4} {} DMAs / {} descriptors -> {} / {} ({} merged, {} loads dropped, {} stores dropped, {} shrunk)\n",
-                name,
-                d.pre.instructions,
-                d.pre.descriptors,
-                d.post.instructions,
-                d.post.descriptors,
-                d.coalesced_dmas,
-                d.loads_merged,
-                d.stores_removed,
-                d.partial_shrunk
-            ));
             if d.loads_transformed + d.psum_spills_removed > 0 {
                 s.push_str(&format!(
                     "  DMA {:<4} {} loads transformed to copies, {} PSUM spill pairs removed\n",
@@ -192,6 +208,7 @@ pub fn report_json(file: &str, m: &Module, r: &RunReport) -> Value {
                 "placed": x.placed,
                 "peak": x.peak,
                 "lower_bound": x.lower_bound,
+                "input_lower_bound": x.input_lower_bound,
                 "peak_over_bound": x.peak_over_bound(),
                 "capacity": x.capacity,
                 "utilization_pct": x.utilization_pct(),

@@ -154,6 +154,49 @@ fn svg_psum_peak_agrees_with_the_summary() {
     let _ = fs::remove_dir_all(&work);
 }
 
+/// Descriptors are counted once: rmsnorm_qkv has 4 DMAs of 512 descriptors
+/// in all, and both DMA passes measure the whole module, so the summary has
+/// one DMA line with the module's figures and the batch table's column is
+/// not the two passes' sum.
+#[test]
+fn dma_figures_count_the_module_once() {
+    let work = scratch("dma-once");
+    let src = examples().join("rmsnorm_qkv.tusk");
+    let o = tusk(&work, &["run", src.to_str().unwrap()]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    let lines: Vec<&str> = o
+        .stdout
+        .lines()
+        .filter(|l| l.contains(" descriptors"))
+        .collect();
+    assert_eq!(lines.len(), 1, "{}", o.stdout);
+    assert!(
+        lines[0].starts_with("  DMA   4 DMAs / 512 descriptors / "),
+        "{}",
+        lines[0]
+    );
+    assert!(
+        !o.stdout.contains("DMA PSUM"),
+        "no PSUM line without PSUM rewrites"
+    );
+    fs::create_dir_all(work.join("in")).unwrap();
+    fs::copy(&src, work.join("in/rmsnorm_qkv.tusk")).unwrap();
+    fs::copy(
+        examples().join("transpose2d.tusk"),
+        work.join("in/transpose2d.tusk"),
+    )
+    .unwrap();
+    let o = tusk(&work, &["run", "in"]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    let row = o
+        .stdout
+        .lines()
+        .find(|l| l.contains("rmsnorm_qkv.tusk "))
+        .unwrap();
+    assert!(row.contains(" 512->512 "), "{row}");
+    let _ = fs::remove_dir_all(&work);
+}
+
 #[test]
 fn svg_of_partial_tensors_has_a_panel_per_quadrant() {
     let work = scratch("svg-quadrants");

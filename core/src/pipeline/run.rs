@@ -63,8 +63,15 @@ pub struct SpaceSummary {
     /// Highest byte used in any partition (PSUM: end of the highest bank
     /// used; DRAM: highest address used).
     pub peak: u64,
-    /// Lower bound of the input program (analysis::Bounds).
+    /// Lower bound of the result: of the module as the passes left it
+    /// (spill code and DMA rewrites included), the same module `peak`
+    /// describes, so `peak >= lower_bound` for every legal placement
+    /// (analysis::Bounds).
     pub lower_bound: u64,
+    /// Lower bound of the input program, before any pass: what the
+    /// passes' rewrites started from (it may lie above `peak` when a spill
+    /// or a DMA rewrite shrank what is live).
+    pub input_lower_bound: u64,
     /// Capacity of the space.
     pub capacity: u64,
     /// Spills inserted by the memory allocator of this space.
@@ -675,7 +682,9 @@ fn run_from(
     }
     ws.bounds.compute(m, &ws.order, &ws.live);
     for s in Space::ALL {
-        report.spaces[s.slot()].lower_bound = ws.bounds.space(s).lower_bound();
+        let b = ws.bounds.space(s).lower_bound();
+        report.spaces[s.slot()].input_lower_bound = b;
+        report.spaces[s.slot()].lower_bound = b;
     }
     // See the module doc: true while ws.order/ws.live describe `m`.
     let mut fresh = true;
@@ -811,7 +820,16 @@ fn run_from(
         }
     }
     summarize(m, &mut report);
-    if !opts.no_verify {
+    if opts.no_verify {
+        // The bounds of the result, from the pipeline's analyses (made
+        // current if a pass changed the program).
+        if !fresh {
+            ws.order.compute(m);
+            ws.live.compute(m, &ws.order);
+        }
+        ws.bounds.compute(m, &ws.order, &ws.live);
+        result_bounds(&ws.bounds, &mut report);
+    } else {
         if ws.release_spent {
             // Spent: the checks bring their own analyses.
             (ws.coloring, ws.order) = (ColoringWorkspace::default(), LinearOrder::default());
@@ -829,6 +847,11 @@ fn run_from(
                 first: *first,
             });
         }
+        // The bounds of the result, from the analyses the verifier just
+        // computed of it.
+        let (order, live) = ws.verifier.analyses();
+        ws.bounds.compute(m, order, live);
+        result_bounds(&ws.bounds, &mut report);
         if ws.release_spent {
             ws.verifier = Verifier::new();
         }
@@ -902,6 +925,13 @@ fn unplace_provisional_dram(m: &mut Module, base: u64) {
         if m.mems.space[v] == Space::Dram && m.is_placed(v) && m.mems.offset[v] >= base {
             m.unplace(v);
         }
+    }
+}
+
+/// The lower bounds `b` (of the result) into the report.
+fn result_bounds(b: &Bounds, report: &mut RunReport) {
+    for s in Space::ALL {
+        report.spaces[s.slot()].lower_bound = b.space(s).lower_bound();
     }
 }
 

@@ -779,6 +779,14 @@ impl Verifier {
         v
     }
 
+    /// The program order and memory liveness of the module the last
+    /// [`Verifier::verify`] checked (empty before the first): a caller that
+    /// needs them of the same module (the pipeline's lower bounds of the
+    /// result) reads them instead of walking the module again.
+    pub fn analyses(&self) -> (&LinearOrder, &MemLiveness) {
+        (&self.order, &self.mem_live)
+    }
+
     /// Restricts what is checked.
     pub fn set_scope(&mut self, scope: Scope) {
         self.scope = scope;
