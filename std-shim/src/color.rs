@@ -17,11 +17,11 @@ pub struct ColorArgs {
     /// The DIMACS `.col` file.
     pub file: PathBuf,
     /// Colors (lanes) available.
-    #[arg(short = 'k', long = "k")]
+    #[arg(short = 'k', long = "colors", visible_alias = "k")]
     pub k: u16,
     /// Write the coloring here: one `vertex color` line per vertex
     /// (1-based vertex, color 0..K-1 or -1 when uncolored).
-    #[arg(short = 'o', long = "out")]
+    #[arg(short = 'o', long = "output", visible_alias = "out")]
     pub out: Option<PathBuf>,
     /// Run the textbook Briggs variant (highest-degree potential spill,
     /// first-fit select, no repair) for comparison.

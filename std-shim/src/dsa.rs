@@ -277,7 +277,9 @@ pub fn run(args: &DsaArgs) -> u8 {
         &mut summary,
         format!("file: {path}  buffers: {n}  capacity: {capacity}"),
     );
-    say(&mut summary, format!("algo: {:?}", args.algo));
+    let algo = clap::ValueEnum::to_possible_value(&args.algo)
+        .map_or_else(String::new, |v| v.get_name().to_string());
+    say(&mut summary, format!("algo: {algo}"));
     say(
         &mut summary,
         format!(

@@ -101,12 +101,14 @@ struct RunArgs {
     /// Read the inputs as JSON whatever their names.
     #[arg(long)]
     from_json: bool,
-    /// Optimization level: 0, 1, 2, 3, 6, 7 or 8 (the selection map).
-    #[arg(long, default_value_t = 2)]
+    /// Optimization level (the selection map; `--print-pipeline` lists
+    /// each level's passes).
+    #[arg(long, default_value = "2", value_parser = optlevel_parser())]
     optlevel: u8,
-    /// Memory allocator family: `coloring` or `lsa` (default: by optlevel).
-    #[arg(long, default_value = "")]
-    allocator: String,
+    /// Memory allocator family (default: the optlevel's; `exact` is the
+    /// exact search, beyond the reference).
+    #[arg(long, value_parser = ["coloring", "lsa", "exact"])]
+    allocator: Option<String>,
     /// Use the SMT allocation pipeline (forces optlevel 7).
     #[arg(long)]
     smt_allocation: bool,
@@ -119,11 +121,11 @@ struct RunArgs {
     /// How eagerly the colorer inserts spill/reload DMAs, -1..=2.
     #[arg(long, default_value_t = 1, allow_negative_numbers = true)]
     gca_dma_optlevel: i8,
-    /// Target preset (trn1, inf2, trn2, trn3); default: the module's.
-    #[arg(long)]
+    /// Target preset; default: the module's.
+    #[arg(long, value_parser = ["trn1", "inf2", "trn2", "trn3"])]
     target: Option<String>,
     /// Override MaxRegNumPerEngine (scalar register lanes).
-    #[arg(long)]
+    #[arg(long, value_parser = clap::value_parser!(u16).range(2..=4096))]
     max_regs: Option<u16>,
     /// Write the allocated module here (atomically); `-` writes it to
     /// standard output and the summary to standard error; with several
@@ -155,6 +157,18 @@ struct RunArgs {
     /// at least 1 GiB.
     #[arg(long, value_name = "BYTES", value_parser = tusk_shim::io::parse_bytes)]
     max_memory: Option<u64>,
+}
+
+/// `--optlevel`: one of [`tusk_core::pipeline::OPTLEVELS`], listed in
+/// `--help` and in the error for any other value.
+fn optlevel_parser() -> impl clap::builder::TypedValueParser<Value = u8> {
+    use clap::builder::TypedValueParser;
+    const NAMES: [&str; 7] = ["0", "1", "2", "3", "6", "7", "8"];
+    clap::builder::PossibleValuesParser::new(NAMES).map(|s| {
+        let level = s.parse::<u8>().unwrap_or(u8::MAX);
+        debug_assert!(tusk_core::pipeline::OPTLEVELS.contains(&level));
+        level
+    })
 }
 
 fn main() -> ExitCode {
@@ -286,7 +300,7 @@ fn info(a: &InfoArgs) -> u8 {
 }
 
 fn run(a: &RunArgs) -> u8 {
-    let allocator = match Allocator::from_name(&a.allocator) {
+    let allocator = match Allocator::from_name(a.allocator.as_deref().unwrap_or("")) {
         Ok(x) => x,
         Err(e) => {
             console::error(e);

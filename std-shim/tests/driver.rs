@@ -445,8 +445,14 @@ fn run_validates_every_flag_and_allocates() {
     );
     assert!(!work.join("seven.tusk").exists());
     for (args, msg) in [
-        (&["--optlevel", "4"][..], "--optlevel 4"),
-        (&["--allocator", "best"][..], "--allocator"),
+        (
+            &["--optlevel", "4"][..],
+            "[possible values: 0, 1, 2, 3, 6, 7, 8]",
+        ),
+        (
+            &["--allocator", "best"][..],
+            "[possible values: coloring, lsa, exact]",
+        ),
         (
             &["--vnc-count", "2", "--allocator", "lsa"][..],
             "--vnc-count 2",
@@ -457,8 +463,14 @@ fn run_validates_every_flag_and_allocates() {
             "optlevel 8",
         ),
         (&["--gca-dma-optlevel", "3"][..], "--gca-dma-optlevel 3"),
-        (&["--target", "trn9"][..], "--target trn9"),
-        (&["--max-regs", "1"][..], "--max-regs 1"),
+        (
+            &["--target", "trn9"][..],
+            "[possible values: trn1, inf2, trn2, trn3]",
+        ),
+        // One range for every out-of-range count, the target's.
+        (&["--max-regs", "1"][..], "1 is not in 2..=4096"),
+        (&["--max-regs", "0"][..], "0 is not in 2..=4096"),
+        (&["--max-regs", "99999"][..], "99999 is not in 2..=4096"),
     ] {
         let mut v = vec!["run", "m.tusk"];
         v.extend_from_slice(args);
@@ -466,6 +478,24 @@ fn run_validates_every_flag_and_allocates() {
         assert_eq!(o.code, 2, "{v:?}: {}", o.stderr);
         assert!(o.stderr.contains(msg), "{v:?}: {}", o.stderr);
     }
+    // The help lists every flag's values.
+    let help = run_in(&work, &["run", "--help"]).stdout;
+    for values in [
+        "[default: 2] [possible values: 0, 1, 2, 3, 6, 7, 8]",
+        "[possible values: coloring, lsa, exact]",
+        "[possible values: trn1, inf2, trn2, trn3]",
+    ] {
+        assert!(help.contains(values), "no `{values}` in {help}");
+    }
+    assert!(!help.contains("[default: \"\"]"), "{help}");
+    // A generated module has at least one instruction.
+    let o = run_in(&work, &["gen", "-n", "0"]);
+    assert_eq!(o.code, 2, "{}", o.stderr);
+    assert!(
+        o.stderr.contains("at least 1 instruction (1..=16000000)"),
+        "{}",
+        o.stderr
+    );
     // Usage errors (clap) are exit 2 too.
     assert_eq!(run_in(&work, &["run"]).code, 2);
     assert_eq!(run_in(&work, &["frobnicate"]).code, 2);
@@ -719,6 +749,31 @@ fn a_closed_standard_output_descriptor_is_not_a_crash() {
 
 // ---------------------------------------------------------------------
 // Inputs refused before any work
+
+/// `tusk dsa` names its algorithm as `--algo` spells it, not by its Rust
+/// name.
+#[test]
+fn dsa_names_the_algorithm_as_the_flag_does() {
+    let work = scratch("dsa-algo");
+    fs::write(
+        work.join("b.csv"),
+        "id,lower,upper,size\na,0,10,64\nb,5,20,32\n",
+    )
+    .unwrap();
+    for algo in ["exact", "coloring", "lsa", "greedy-size", "best-fit"] {
+        let o = run_in(
+            &work,
+            &["dsa", "b.csv", "--capacity", "4096", "--algo", algo],
+        );
+        assert_eq!(o.code, 0, "{algo}: {}", o.stderr);
+        assert!(
+            o.stdout.contains(&format!("\nalgo: {algo}\n")),
+            "{}",
+            o.stdout
+        );
+    }
+    let _ = fs::remove_dir_all(&work);
+}
 
 #[test]
 fn dsa_refuses_overlapping_pins_before_placing() {
