@@ -199,11 +199,11 @@ fn figures(r: &tusk_core::pipeline::RunReport) -> String {
         let x = r.space(sp);
         if x.placed > 0 || x.lower_bound > 0 {
             s.push_str(&format!(
-                " \u{b7} {} peak {} / bound {}, {} spills",
+                " \u{b7} {} peak {} / bound {}, {}",
                 sp.upper(),
                 svg::bytes_label(x.peak),
                 svg::bytes_label(x.lower_bound),
-                x.spills
+                run::count(x.spills as u64, "spill")
             ));
         }
     }

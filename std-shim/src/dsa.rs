@@ -314,8 +314,8 @@ pub fn run(args: &DsaArgs) -> u8 {
     );
     if check.total > 0 {
         let mut msg = format!(
-            "internal error: the placement failed validation ({} findings)\n",
-            check.total
+            "internal error: the placement failed validation ({})\n",
+            crate::run::count(check.total as u64, "finding")
         );
         for f in validator.findings() {
             msg.push_str(&format!("  {f}\n"));

@@ -48,6 +48,15 @@ pub fn pipeline_text(opts: &Options) -> String {
     s
 }
 
+/// `1 spill`, `2 spills`: a count and its noun, singular for one.
+pub fn count(n: u64, noun: &str) -> String {
+    if n == 1 {
+        format!("1 {noun}")
+    } else {
+        format!("{n} {noun}s")
+    }
+}
+
 fn ms(micros: u64) -> f64 {
     micros as f64 / 1000.0
 }
@@ -73,14 +82,14 @@ pub fn summary(file: &str, m: &Module, r: &RunReport) -> String {
             String::new()
         };
         s.push_str(&format!(
-            "  {:<5} peak {} / bound {} ({:.3}{input}), {:.1}% of {}, {} spills ({} B, ~{} cycles)\n",
+            "  {:<5} peak {} / bound {} ({:.3}{input}), {:.1}% of {}, {} ({} B, ~{} cycles)\n",
             space.upper(),
             x.peak,
             x.lower_bound,
             x.peak_over_bound(),
             x.utilization_pct(),
             x.capacity,
-            x.spills,
+            count(x.spills as u64, "spill"),
             x.spill_bytes,
             x.spill_cycles
         ));
