@@ -33,7 +33,7 @@ use tusk_core::ir::{Module, Space};
 use tusk_core::pipeline::Options;
 
 pub use crate::console::{EXIT_BAD_INPUT, EXIT_FAILED, EXIT_IO, EXIT_OK};
-use crate::{console, io, json, memmap, run, svg, text};
+use crate::{console, explain, io, json, memmap, run, svg, text, textmap};
 
 /// What every file of a run gets: the normalized options and the flags
 /// that shape output.
@@ -47,6 +47,13 @@ pub struct JobConfig {
     pub print_pipeline: bool,
     /// Print the JSON report to standard output instead of the summary.
     pub json: bool,
+    /// After the summary, the run's decisions (`explain`), or on failure
+    /// what was live where it failed and what would make room; the JSON
+    /// report gets them as `explain`.
+    pub explain: bool,
+    /// After the summary (or the error), the memory map as text
+    /// (`textmap`) at the peak, or at the failure.
+    pub map: bool,
 }
 
 /// Where one file's outputs go.
@@ -265,12 +272,35 @@ fn job(path: &Path, cfg: &JobConfig, out: &Outputs, o: &mut FileOutcome) -> u8 {
     }
     let file = &o.file.clone();
     o.row.optlevel = Some(opts.optlevel);
+    let input_placed: Vec<bool> = if cfg.explain {
+        m.mems.space.keys().map(|v| m.is_placed(v)).collect()
+    } else {
+        Vec::new()
+    };
     let report = match run::allocate(&mut m, opts) {
         Ok(r) => r,
         Err(e) => {
             let msg = e.display(&m).to_string();
             o.stderr.push_str(&format!("error: {file}: {msg}\n"));
             o.json = json!({"file": file, "status": "failed", "error": msg});
+            if cfg.explain {
+                let x = explain::of_failure(&m, &e);
+                if !cfg.json {
+                    o.stderr.push_str(&x.render());
+                }
+                o.json["explain"] = x.to_json();
+            }
+            if cfg.map {
+                // The error is printed above: the map's subtitle is the
+                // optlevel alone.
+                let chart = memmap::memory_map(
+                    &m,
+                    &format!("{file}: memory map at the failure"),
+                    &format!("optlevel {}", opts.optlevel),
+                    e.site().as_ref(),
+                );
+                o.stderr.push_str(&textmap::render(&chart));
+            }
             if let Some(p) = &out.svg {
                 // The picture of the moment it failed: `m` is as the failing
                 // pass left it.
@@ -319,7 +349,21 @@ fn job(path: &Path, cfg: &JobConfig, out: &Outputs, o: &mut FileOutcome) -> u8 {
         o.row.dma = Some((first.pre.descriptors, last.post.descriptors));
     }
     o.row.reg_spills = report.reg.as_ref().map(|g| g.spilled_registers);
-    let v = run::report_json(file, &m, &report);
+    let mut v = run::report_json(file, &m, &report);
+    // What --explain and --map add after the summary.
+    // Under --json the explanation is the report's `explain` alone.
+    let mut extra = String::new();
+    if cfg.explain {
+        let x = explain::of_run(&m, &report, &input_placed);
+        if !cfg.json {
+            extra.push_str(&x.render());
+        }
+        v["explain"] = x.to_json();
+    }
+    if cfg.map {
+        let chart = memmap::memory_map(&m, &format!("{file}: memory map"), &figures(&report), None);
+        extra.push_str(&textmap::render(&chart));
+    }
     // What goes to standard output once every file is in place.
     let mut stdout = String::new();
     {
@@ -369,10 +413,13 @@ fn job(path: &Path, cfg: &JobConfig, out: &Outputs, o: &mut FileOutcome) -> u8 {
     }
     if cfg.json {
         stdout.push_str(&format!("{v:#}\n"));
+        o.stderr.push_str(&extra);
     } else if module_on_stdout {
         o.stderr.push_str(&run::summary(file, &m, &report));
+        o.stderr.push_str(&extra);
     } else {
         stdout.push_str(&run::summary(file, &m, &report));
+        stdout.push_str(&extra);
     }
     o.stdout.push_str(&stdout);
     o.json = v;

@@ -144,6 +144,18 @@ struct RunArgs {
     /// (several inputs: a JSON array instead of the table).
     #[arg(long)]
     json: bool,
+    /// After the summary, explain the run: why each tensor sits where it
+    /// does, every spill with its cost, what the DMA passes did; on
+    /// failure, what is live where it failed, how many more bytes per
+    /// partition it needs and where, and which tensors could be spilled.
+    /// With --json, the report's `explain` instead.
+    #[arg(long)]
+    explain: bool,
+    /// After the summary (or the error), the memory map as text: program
+    /// order across, addresses up, around the peak (or the failure) of
+    /// each space, with a legend.
+    #[arg(long)]
+    map: bool,
     /// Print the selected pipeline.
     #[arg(long)]
     print_pipeline: bool,
@@ -345,6 +357,8 @@ fn run(a: &RunArgs) -> u8 {
         from_json: a.from_json,
         print_pipeline: a.print_pipeline,
         json: a.json,
+        explain: a.explain,
+        map: a.map,
     };
     if let [one] = a.files.as_slice() {
         if !one.is_dir() {

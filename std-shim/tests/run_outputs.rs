@@ -197,6 +197,44 @@ fn dma_figures_count_the_module_once() {
     let _ = fs::remove_dir_all(&work);
 }
 
+/// `--explain` with `--json`: the report carries the explanation as
+/// sections (the text is not printed beside the JSON); on a failure too.
+#[test]
+fn explain_goes_into_the_json_report() {
+    let work = scratch("explain-json");
+    let src = examples().join("rmsnorm_qkv.tusk");
+    let o = tusk(
+        &work,
+        &["run", src.to_str().unwrap(), "--json", "--explain"],
+    );
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    let v: serde_json::Value = serde_json::from_str(&o.stdout).unwrap();
+    let titles: Vec<&str> = v["explain"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["title"].as_str().unwrap())
+        .collect();
+    assert_eq!(titles, ["placements", "spills", "DMA"]);
+    let lines = v["explain"][0]["lines"].as_array().unwrap();
+    assert!(
+        lines.iter().any(|l| l.as_str().unwrap().starts_with(
+            "%w_buf@SB<0,0>(128 x 8192), live [4, 17]: placed by coloring_allocator_sb"
+        )),
+        "{lines:?}"
+    );
+    assert!(!o.stderr.contains("placements:"), "{}", o.stderr);
+    let bad = examples().join("broken/matmul_fully_optimized-out-of-bounds.tusk");
+    let o = tusk(
+        &work,
+        &["run", bad.to_str().unwrap(), "--json", "--explain"],
+    );
+    assert_eq!(o.code, 1, "{}", o.stderr);
+    let v: serde_json::Value = serde_json::from_str(&o.stdout).unwrap();
+    assert_eq!(v["explain"][0]["title"], "the illegal input placement");
+    let _ = fs::remove_dir_all(&work);
+}
+
 #[test]
 fn svg_of_partial_tensors_has_a_panel_per_quadrant() {
     let work = scratch("svg-quadrants");
