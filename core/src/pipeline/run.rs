@@ -1,4 +1,4 @@
-//! Running a pipeline: the passes of [`super::passes`] over one module, each
+//! Running a pipeline: the passes of [`mod@super::passes`] over one module, each
 //! timed with the caller's clock, then the independent checks.
 //!
 //! [`Workspace::reserve`] sizes every pass's storage from the module and

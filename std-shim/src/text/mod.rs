@@ -3,7 +3,7 @@
 //! [`parse`] takes raw bytes (anything at all: it validates UTF-8 and the
 //! size limit first) and returns a [`Module`] or a [`ParseError`] with a
 //! 1-based line and column. It never panics and never recurses on input
-//! structure. [`print`] writes canonical text; `print(&parse(x)?) == x` for
+//! structure. [`print()`] writes canonical text; `print(&parse(x)?) == x` for
 //! every canonical `x`.
 
 pub mod error;
