@@ -1,7 +1,7 @@
 //! The `tusk info` report: counts, the live-interval summary and the lower
 //! bounds per space.
 //!
-//! Liveness and bounds come from `tusk_core::analysis` (SPEC §3: program
+//! Liveness and bounds come from `tusk_core::analysis` (docs/SEMANTICS.md §1: program
 //! order, the loop rule, remaining uses). Per space the report gives how
 //! many locations are live somewhere, the longest interval, the most
 //! locations live at one position, and the lower bound (the larger of the

@@ -90,7 +90,7 @@ struct InfoArgs {
     input: Input,
 }
 
-/// Every flag of SPEC §4.
+/// Every flag of `tusk run` (README).
 #[derive(Args, Debug)]
 struct RunArgs {
     /// The module (`-` for standard input; files ending in `.json` are read
@@ -225,7 +225,7 @@ fn check_text(file: &str, m: &Module) -> (u8, String) {
         let _ = writeln!(out, "{file}: structure: {e}");
         return (EXIT_FAILED, out);
     }
-    // The placement verifier (SPEC §3) judges what has been allocated: a
+    // The placement verifier (docs/SEMANTICS.md §2) judges what has been allocated: a
     // space where nothing is placed yet (registers: nothing colored) is not
     // checked, so an unallocated module checks clean and a partly placed
     // space reports its unplaced locations.

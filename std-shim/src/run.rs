@@ -1,5 +1,5 @@
 //! `tusk run`: the allocation pipeline over a module, with the human summary
-//! and the JSON report (SPEC §5).
+//! and the JSON report (docs/REPORT.md).
 
 use std::time::Instant;
 
@@ -206,7 +206,7 @@ fn storage_json(st: &tusk_core::storage::StorageReport) -> Value {
     })
 }
 
-/// The JSON report (SPEC §5).
+/// The JSON report (docs/REPORT.md).
 pub fn report_json(file: &str, m: &Module, r: &RunReport) -> Value {
     let spaces: Vec<Value> = [Space::Sb, Space::Psum, Space::Dram]
         .iter()
@@ -250,8 +250,8 @@ pub fn report_json(file: &str, m: &Module, r: &RunReport) -> Value {
             Some(json!({
                 "pass": name,
                 "skipped": d.skipped,
-                "PreGcaDMAAccesses": rep(&d.pre),
-                "PostGcaDMAAccesses": rep(&d.post),
+                "pre": rep(&d.pre),
+                "post": rep(&d.post),
                 "loads_merged": d.loads_merged,
                 "loads_transformed": d.loads_transformed,
                 "stores_removed": d.stores_removed,
@@ -310,7 +310,12 @@ pub fn report_json(file: &str, m: &Module, r: &RunReport) -> Value {
                 "spills": x.spills,
                 "spill_bytes": x.spill_bytes,
                 "spill_cycles": x.spill_cycles,
-                "fragmentation": format!("{:?}", x.fragmentation),
+                "fragmentation": {
+                    "samples": x.fragmentation.samples,
+                    "p50": x.fragmentation.p50,
+                    "p90": x.fragmentation.p90,
+                    "p99": x.fragmentation.p99,
+                },
             })
         };
         json!({"psum": one(&l.psum), "sb": one(&l.sb)})
@@ -321,6 +326,7 @@ pub fn report_json(file: &str, m: &Module, r: &RunReport) -> Value {
     let in_use = m.instruction_bytes_in_use().total();
     json!({
         "file": file,
+        "status": "ok",
         "optlevel": r.optlevel,
         "instructions": insts,
         "instruction_storage_bytes": storage,

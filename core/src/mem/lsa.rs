@@ -5,7 +5,7 @@
 //! uses — their space goes back to the [`BestFitMemoryManager`]; (2) places
 //! the reload copies due before the instruction; (3) when the instruction is
 //! marked in-place, frees the inputs that die at it, so that an output may
-//! take their space (SPEC §3: only then); (4) places every interval that
+//! take their space (docs/SEMANTICS.md §1: only then); (4) places every interval that
 //! starts here (the instruction's outputs, and values the loop rule makes
 //! live from a loop's first position). When nothing fits it logs the
 //! failure and the ranked active set, spills the head of the set
@@ -23,7 +23,7 @@
 //! straight-line `[first access, last access]`, valid only for programs
 //! without loops (loops unrolled), so it refuses a module with loops.
 //! [`run_with_loops`] ("Linear Scan Allocator(LIW)") uses the loop rule of
-//! SPEC §3: a value used in a loop but defined before it, or carried around
+//! docs/SEMANTICS.md §1: a value used in a loop but defined before it, or carried around
 //! the back edge, is live over the whole loop.
 //!
 //! Pinned or already-placed locations are obstacles, never moved: they are
@@ -152,7 +152,7 @@ impl SpaceReport {
     }
 }
 
-/// What the scan did (SPEC §5 figures of the LSA). Timing is left to the
+/// What the scan did (its figures in docs/REPORT.md). Timing is left to the
 /// caller (no clock in no_std).
 #[derive(Clone, Debug, Default)]
 pub struct LsaReport {

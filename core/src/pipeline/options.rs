@@ -1,6 +1,6 @@
 //! Pipeline options and the selection map.
 //!
-//! [`Options`] carries every flag of the driver (SPEC §4). [`Options::normalize`]
+//! [`Options`] carries every flag of the driver (the `tusk run` flags, README). [`Options::normalize`]
 //! reproduces the reference dispatcher's normalize-then-switch ("The Selection
 //! Map" of the seed, `sub_80D9D0`) exactly, with each of its asserts turned
 //! into an [`OptionsError`]:

@@ -102,7 +102,7 @@ impl SpaceSummary {
     }
 }
 
-/// Everything a run reports (SPEC §5).
+/// Everything a run reports (docs/REPORT.md).
 #[derive(Clone, Debug, Default)]
 pub struct RunReport {
     /// The normalized optlevel that ran.

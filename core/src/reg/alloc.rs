@@ -15,7 +15,7 @@
 //!
 //! **Live ranges and interference.** A register's range is the
 //! [`RegLiveness`] interval (first access to last access, widened by the
-//! loop rule of SPEC §3). Positions are doubled so that an instruction's
+//! loop rule of docs/SEMANTICS.md §1). Positions are doubled so that an instruction's
 //! reads sit at `2p` and its writes at `2p` too (a def interferes with every
 //! register read by the same instruction), except at an in-place
 //! instruction, whose fresh def starts at `2p + 1`: it may then share a lane
@@ -1030,7 +1030,7 @@ pub(crate) mod tests {
 
     /// Independent register check: every live register has a lane inside
     /// the file, pairs are aligned, and no two registers live at a common
-    /// instruction share a lane (except the in-place hand-off of SPEC §3).
+    /// instruction share a lane (except the in-place hand-off of docs/SEMANTICS.md §1).
     pub(crate) fn check_registers(m: &Module) -> Result<(), alloc::string::String> {
         let order = LinearOrder::of(m);
         let live = RegLiveness::of(m, &order);

@@ -1,6 +1,6 @@
 //! The independent placement verifier (also the optlevel-7 in-place check).
 //!
-//! Given a placed module it checks every rule of SPEC §3 and TARGETS.md,
+//! Given a placed module it checks every rule of docs/SEMANTICS.md §2 and the target model,
 //! sharing no placement code with any allocator (only the liveness analysis):
 //!
 //! - every live location is placed (DRAM locations flagged `input` or
@@ -17,7 +17,7 @@
 //! - registers: every live register is colored, `lane + lanes <= max_regs`,
 //!   a 2-lane register sits on an even lane, and no two interfering registers
 //!   (closed live intervals sharing a position) share a lane, except the
-//!   in-place handoff of SPEC §3 (an in-place instruction defines a register
+//!   in-place handoff of docs/SEMANTICS.md §1 (an in-place instruction defines a register
 //!   on the lanes of a register it reads and that dies there).
 //!
 //! # How overlaps are found in O(n log n + findings)
@@ -1316,7 +1316,7 @@ impl Verifier {
         }
     }
 
-    /// The in-place handoff of SPEC §3 for registers: `c` is defined at
+    /// The in-place handoff of docs/SEMANTICS.md §1 for registers: `c` is defined at
     /// `pos` by an in-place instruction that reads `old`, `old` dies there,
     /// and `c` is not also read there (its lanes may then reuse `old`'s).
     fn reg_handoff(&self, m: &Module, old: u32, c: u32, pos: u32) -> bool {
