@@ -54,6 +54,8 @@ pub struct JobConfig {
     /// After the summary (or the error), the memory map as text
     /// (`textmap`) at the peak, or at the failure.
     pub map: bool,
+    /// Positions `[start, end)` the pictures (`--svg`, `--map`) draw.
+    pub window: Option<(u64, u64)>,
 }
 
 /// Where one file's outputs go.
@@ -172,7 +174,12 @@ pub fn load(path: &Path, from_json: bool) -> Result<Module, (u8, String)> {
     } else {
         text::parse(&bytes).map_err(|e| e.to_string())
     };
-    r.map_err(|e| (EXIT_BAD_INPUT, format!("error: {}:{e}\n", path.display())))
+    r.map_err(|e| {
+        (
+            EXIT_BAD_INPUT,
+            format!("error: {}:{e}\n", display_name(path)),
+        )
+    })
 }
 
 /// Stages one output of `out` at `dest` (creating its directory first
@@ -217,10 +224,20 @@ fn figures(r: &tusk_core::pipeline::RunReport) -> String {
     s
 }
 
+/// How messages, summaries and pictures name an input: its path, and
+/// `<stdin>` for `-`.
+pub fn display_name(path: &Path) -> String {
+    if path.as_os_str() == "-" {
+        "<stdin>".to_string()
+    } else {
+        path.display().to_string()
+    }
+}
+
 /// Runs one file: what `tusk run FILE` does, without printing.
 pub fn run_file(path: &Path, cfg: &JobConfig, out: &Outputs) -> FileOutcome {
     let t0 = Instant::now();
-    let file = path.display().to_string();
+    let file = display_name(path);
     let mut o = FileOutcome::new(file.clone());
     let code = job(path, cfg, out, &mut o);
     o.code = code;
@@ -293,11 +310,12 @@ fn job(path: &Path, cfg: &JobConfig, out: &Outputs, o: &mut FileOutcome) -> u8 {
             if cfg.map {
                 // The error is printed above: the map's subtitle is the
                 // optlevel alone.
-                let chart = memmap::memory_map(
+                let chart = memmap::memory_map_window(
                     &m,
                     &format!("{file}: memory map at the failure"),
                     &format!("optlevel {}", opts.optlevel),
                     e.site().as_ref(),
+                    cfg.window,
                 );
                 o.stderr.push_str(&textmap::render(&chart));
             }
@@ -305,11 +323,12 @@ fn job(path: &Path, cfg: &JobConfig, out: &Outputs, o: &mut FileOutcome) -> u8 {
                 // The picture of the moment it failed: `m` is as the failing
                 // pass left it.
                 let site = e.site();
-                let chart = memmap::memory_map(
+                let chart = memmap::memory_map_window(
                     &m,
                     &format!("{file}: allocation failed"),
                     &format!("optlevel {}: {msg}", opts.optlevel),
                     site.as_ref(),
+                    cfg.window,
                 );
                 let doc = svg::render(&chart).to_string();
                 let written = if p.as_os_str() == "-" {
@@ -361,7 +380,13 @@ fn job(path: &Path, cfg: &JobConfig, out: &Outputs, o: &mut FileOutcome) -> u8 {
         v["explain"] = x.to_json();
     }
     if cfg.map {
-        let chart = memmap::memory_map(&m, &format!("{file}: memory map"), &figures(&report), None);
+        let chart = memmap::memory_map_window(
+            &m,
+            &format!("{file}: memory map"),
+            &figures(&report),
+            None,
+            cfg.window,
+        );
         extra.push_str(&textmap::render(&chart));
     }
     // What goes to standard output once every file is in place.
@@ -373,8 +398,13 @@ fn job(path: &Path, cfg: &JobConfig, out: &Outputs, o: &mut FileOutcome) -> u8 {
         type Body<'a> = &'a dyn Fn(&mut dyn std::io::Write) -> std::io::Result<()>;
         let report_text = || serde_json::to_string_pretty(&v).unwrap_or_default() + "\n";
         let svg_text = || {
-            let chart =
-                memmap::memory_map(&m, &format!("{file}: memory map"), &figures(&report), None);
+            let chart = memmap::memory_map_window(
+                &m,
+                &format!("{file}: memory map"),
+                &figures(&report),
+                None,
+                cfg.window,
+            );
             svg::render(&chart).to_string()
         };
         let writes: [(&Option<PathBuf>, Text, Body); 3] = [

@@ -144,6 +144,11 @@ struct RunArgs {
     /// (several inputs: a JSON array instead of the table).
     #[arg(long)]
     json: bool,
+    /// Draw only program positions START..END (END excluded) in `--svg`
+    /// and `--map`: a readable map of part of a big module, or a close
+    /// look at a failure.
+    #[arg(long, value_name = "START:END", value_parser = parse_window)]
+    svg_window: Option<(u64, u64)>,
     /// After the summary, explain the run: why each tensor sits where it
     /// does, every spill with its cost, what the DMA passes did; on
     /// failure, what is live where it failed, how many more bytes per
@@ -169,6 +174,23 @@ struct RunArgs {
     /// at least 1 GiB.
     #[arg(long, value_name = "BYTES", value_parser = tusk_shim::io::parse_bytes)]
     max_memory: Option<u64>,
+}
+
+/// `--svg-window START:END`: two positions, START below END.
+fn parse_window(s: &str) -> Result<(u64, u64), String> {
+    let (a, b) = s
+        .split_once(':')
+        .ok_or_else(|| format!("`{s}` is not START:END (two positions, e.g. 100:400)"))?;
+    let num = |x: &str| {
+        x.trim()
+            .parse::<u64>()
+            .map_err(|_| format!("`{x}` in `{s}` is not a position (a whole number)"))
+    };
+    let (a, b) = (num(a)?, num(b)?);
+    if a >= b {
+        return Err(format!("START {a} must be below END {b}"));
+    }
+    Ok((a, b))
 }
 
 /// `--optlevel`: one of [`tusk_core::pipeline::OPTLEVELS`], listed in
@@ -359,6 +381,7 @@ fn run(a: &RunArgs) -> u8 {
         json: a.json,
         explain: a.explain,
         map: a.map,
+        window: a.svg_window,
     };
     if let [one] = a.files.as_slice() {
         if !one.is_dir() {

@@ -24,22 +24,22 @@ pub fn render(chart: &Chart) -> String {
     let mut s = format!("{}\n{}\n", chart.title, chart.subtitle);
     for p in &chart.panels {
         s.push('\n');
-        s.push_str(&panel(p, chart.x_end));
+        s.push_str(&panel(p, chart.x_start, chart.x_end));
     }
     s
 }
 
-/// The window `[lo, hi)` of program order around `at` in `[0, n)`.
-fn window(at: Option<u64>, n: u64) -> (u64, u64) {
-    if n <= COLUMNS {
-        return (0, n);
+/// The window `[lo, hi)` of positions `[start, end)` around `at`.
+fn window(at: Option<u64>, start: u64, end: u64) -> (u64, u64) {
+    if end - start <= COLUMNS {
+        return (start, end);
     }
-    let at = at.unwrap_or(0).min(n - 1);
-    let lo = at.saturating_sub(COLUMNS / 2).min(n - COLUMNS);
+    let at = at.unwrap_or(start).clamp(start, end - 1);
+    let lo = at.saturating_sub(COLUMNS / 2).clamp(start, end - COLUMNS);
     (lo, lo + COLUMNS)
 }
 
-fn panel(p: &Panel, n: u64) -> String {
+fn panel(p: &Panel, start: u64, end: u64) -> String {
     let line = p
         .markers
         .iter()
@@ -49,7 +49,8 @@ fn panel(p: &Panel, n: u64) -> String {
                 .iter()
                 .find(|m| matches!(m.kind, MarkerKind::Peak))
         });
-    let (lo, hi) = window(line.map(|m| m.pos), n.max(1));
+    let end = end.max(start + 1);
+    let (lo, hi) = window(line.map(|m| m.pos), start, end);
     // The tensors of the window, largest area first: they get the letters.
     let mut shown: Vec<usize> = (0..p.items.len())
         .filter(|&k| p.items[k].lower < hi && lo < p.items[k].upper && p.items[k].size > 0)
@@ -160,13 +161,28 @@ fn panel(p: &Panel, n: u64) -> String {
             s.push_str(&format!("  {g}  {rest} more tensors\n"));
             break;
         }
+        // The chart's own description when it names the tensor (its
+        // whole live interval, also beyond a window), else the bytes and
+        // positions drawn.
+        let what = if it.detail.starts_with('%') {
+            it.detail.clone()
+        } else {
+            format!(
+                "%{}  [{}, {}) live [{}, {}]{}",
+                it.label,
+                it.offset,
+                it.offset + it.size,
+                it.lower,
+                it.upper.saturating_sub(1),
+                if it.detail.is_empty() {
+                    String::new()
+                } else {
+                    format!(", {}", it.detail)
+                }
+            )
+        };
         s.push_str(&format!(
-            "  {g}  %{}  [{}, {}) live [{}, {}]{}{}\n",
-            it.label,
-            it.offset,
-            it.offset + it.size,
-            it.lower,
-            it.upper.saturating_sub(1),
+            "  {g}  {what}{}{}\n",
             kind_note(it.kind),
             if drawn[rank] {
                 ""
@@ -218,6 +234,7 @@ mod tests {
             title: "t".into(),
             subtitle: "s".into(),
             x_label: String::new(),
+            x_start: 0,
             x_end: 4,
             panels: vec![Panel {
                 title: "SB".into(),
@@ -252,11 +269,14 @@ mod tests {
     #[test]
     fn a_long_program_shows_a_window_around_the_marker() {
         assert_eq!(
-            window(Some(110), 3000),
+            window(Some(110), 0, 3000),
             (110 - COLUMNS / 2, 110 + COLUMNS / 2)
         );
-        assert_eq!(window(Some(5), 3000), (0, COLUMNS));
-        assert_eq!(window(Some(2999), 3000), (3000 - COLUMNS, 3000));
-        assert_eq!(window(None, 50), (0, 50));
+        assert_eq!(window(Some(5), 0, 3000), (0, COLUMNS));
+        assert_eq!(window(Some(2999), 0, 3000), (3000 - COLUMNS, 3000));
+        assert_eq!(window(None, 0, 50), (0, 50));
+        // Inside an --svg-window.
+        assert_eq!(window(None, 1000, 1040), (1000, 1040));
+        assert_eq!(window(Some(1001), 1000, 2000), (1000, 1000 + COLUMNS));
     }
 }

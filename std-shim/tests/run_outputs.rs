@@ -235,6 +235,91 @@ fn explain_goes_into_the_json_report() {
     let _ = fs::remove_dir_all(&work);
 }
 
+/// Tensors too thin for their names get a key number, and the panel lists
+/// the keys with the names; the legend explains the pale shading of the
+/// tensors not live at the peak.
+#[test]
+fn svg_names_every_tensor_and_explains_its_shading() {
+    let work = scratch("svg-keys");
+    let src = examples().join("rmsnorm_qkv.tusk");
+    let o = tusk(&work, &["run", src.to_str().unwrap(), "--svg", "map.svg"]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    let svg = fs::read_to_string(work.join("map.svg")).unwrap();
+    // The three 4- and 256-byte columns are slivers at this scale.
+    assert!(
+        svg.contains("too thin to name: 1 identity \u{b7} 2 zero_bias \u{b7} 3 sq_sum"),
+        "{svg}"
+    );
+    assert!(
+        svg.contains("pale: not live at the marked position"),
+        "{svg}"
+    );
+    let _ = fs::remove_dir_all(&work);
+}
+
+/// `--svg-window START:END` draws only those positions: the subtitle says
+/// so, the axis starts at START, and the failure inside it is marked.
+#[test]
+fn svg_window_draws_part_of_the_program() {
+    let work = scratch("svg-window");
+    let text = fs::read_to_string(examples().join("flash_attn_bwd.tusk"))
+        .unwrap()
+        .replace("\ntarget trn2\n", "\ntarget trn2 sb-bytes=30000\n");
+    fs::write(work.join("small.tusk"), text).unwrap();
+    let o = tusk(
+        &work,
+        &[
+            "run",
+            "small.tusk",
+            "--svg",
+            "w.svg",
+            "--svg-window",
+            "20:80",
+            "--map",
+        ],
+    );
+    assert_eq!(o.code, 1, "{}", o.stderr);
+    let svg = fs::read_to_string(work.join("w.svg")).unwrap();
+    assert!(svg.contains("(positions 20..79 of 480)"), "subtitle");
+    assert!(
+        svg.contains("does not fit at 46"),
+        "the failure is in the window"
+    );
+    // Text nodes sit on lines of their own: compare without the breaks.
+    let flat: String = svg.split('\n').map(str::trim).collect();
+    assert!(
+        flat.contains(">20</text>") && !flat.contains(">0</text>"),
+        "the axis starts at 20"
+    );
+    assert!(o.stderr.contains("(positions 20..79)"), "{}", o.stderr);
+    let bad = tusk(&work, &["run", "small.tusk", "--svg-window", "80:20"]);
+    assert_eq!(bad.code, 2, "{}", bad.stderr);
+    assert!(
+        bad.stderr.contains("START 80 must be below END 20"),
+        "{}",
+        bad.stderr
+    );
+    let _ = fs::remove_dir_all(&work);
+}
+
+/// Standard input is named `<stdin>` in summaries and errors, not `-`.
+#[test]
+fn standard_input_is_named_as_such() {
+    use std::io::Write;
+    use std::process::{Command, Stdio};
+    let src = fs::read(examples().join("transpose2d.tusk")).unwrap();
+    let mut child = Command::new(common::BIN)
+        .args(["run", "-"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(&src).unwrap();
+    let out = child.wait_with_output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.starts_with("<stdin>: optlevel 2"), "{stdout}");
+}
+
 #[test]
 fn svg_of_partial_tensors_has_a_panel_per_quadrant() {
     let work = scratch("svg-quadrants");
