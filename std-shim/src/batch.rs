@@ -224,6 +224,38 @@ fn figures(r: &tusk_core::pipeline::RunReport) -> String {
     s
 }
 
+/// [`run_file`] with a spinner on standard error when that is a terminal
+/// and the run lasts longer than a second (a multi-million-instruction
+/// file is otherwise silent for seconds): the file and the time elapsed,
+/// cleared before anything is printed.
+pub fn run_file_with_progress(path: &Path, cfg: &JobConfig, out: &Outputs) -> FileOutcome {
+    if !std::io::stderr().is_terminal() {
+        return run_file(path, cfg, out);
+    }
+    let (done, wait) = std::sync::mpsc::channel::<()>();
+    let name = display_name(path);
+    let t0 = Instant::now();
+    std::thread::scope(|s| {
+        s.spawn(move || {
+            if wait.recv_timeout(std::time::Duration::from_secs(1)).is_ok() {
+                return;
+            }
+            let bar = ProgressBar::new_spinner().with_elapsed(t0.elapsed());
+            bar.set_style(
+                ProgressStyle::with_template("{spinner} {elapsed} tusk run {wide_msg}")
+                    .unwrap_or_else(|_| ProgressStyle::default_spinner()),
+            );
+            bar.set_message(name);
+            bar.enable_steady_tick(std::time::Duration::from_millis(120));
+            let _ = wait.recv();
+            bar.finish_and_clear();
+        });
+        let o = run_file(path, cfg, out);
+        let _ = done.send(());
+        o
+    })
+}
+
 /// How messages, summaries and pictures name an input: its path, and
 /// `<stdin>` for `-`.
 pub fn display_name(path: &Path) -> String {

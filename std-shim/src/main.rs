@@ -53,6 +53,16 @@ enum Command {
     Dsa(tusk_shim::dsa::DsaArgs),
     /// Allocate the registers of CFG functions (regalloc-vregs-only-v1 JSON).
     Regalloc(tusk_shim::regalloc::RegallocArgs),
+    /// Print a shell completion script (e.g. `tusk completions bash >
+    /// ~/.local/share/bash-completion/completions/tusk`).
+    Completions(CompletionsArgs),
+}
+
+#[derive(Args, Debug)]
+struct CompletionsArgs {
+    /// The shell.
+    #[arg(value_enum)]
+    shell: clap_complete::Shell,
 }
 
 /// The input file and its format.
@@ -217,8 +227,18 @@ fn main() -> ExitCode {
         Command::Color(a) => tusk_shim::color::run(a),
         Command::Dsa(a) => tusk_shim::dsa::run(a),
         Command::Regalloc(a) => tusk_shim::regalloc::run(a),
+        Command::Completions(a) => completions(a),
     };
     ExitCode::from(code)
+}
+
+/// `tusk completions SHELL`: the script clap derives from the flags above,
+/// on standard output.
+fn completions(a: &CompletionsArgs) -> u8 {
+    use clap::CommandFactory;
+    let mut script = Vec::new();
+    clap_complete::generate(a.shell, &mut Cli::command(), "tusk", &mut script);
+    console::print_and_finish(EXIT_OK, &String::from_utf8_lossy(&script))
 }
 
 /// Reads and parses the input; on failure prints the error and returns the
@@ -395,7 +415,7 @@ fn run(a: &RunArgs) -> u8 {
                 console::error(msg);
                 return EXIT_BAD_INPUT;
             }
-            let o = batch::run_file(one, &cfg, &out);
+            let o = batch::run_file_with_progress(one, &cfg, &out);
             let printed = console::print(&o.stdout);
             console::eprint(&o.stderr);
             return console::finish(o.code, printed);

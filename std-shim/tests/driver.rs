@@ -750,6 +750,25 @@ fn a_closed_standard_output_descriptor_is_not_a_crash() {
 // ---------------------------------------------------------------------
 // Inputs refused before any work
 
+/// `tusk completions SHELL` prints a script that knows the commands, the
+/// flags and their values.
+#[test]
+fn completions_know_the_flags_and_their_values() {
+    let work = scratch("completions");
+    for shell in ["bash", "zsh", "fish"] {
+        let o = run_in(&work, &["completions", shell]);
+        assert_eq!(o.code, 0, "{shell}: {}", o.stderr);
+        // Fish spells long flags `-l optlevel`.
+        for word in ["optlevel", "svg-window", "regalloc", "coloring"] {
+            assert!(o.stdout.contains(word), "{shell}: no `{word}`");
+        }
+    }
+    let bash = run_in(&work, &["completions", "bash"]).stdout;
+    assert!(bash.contains("0 1 2 3 6 7 8"), "optlevel values");
+    assert_eq!(run_in(&work, &["completions", "tcsh"]).code, 2);
+    let _ = fs::remove_dir_all(&work);
+}
+
 /// `tusk dsa` names its algorithm as `--algo` spells it, not by its Rust
 /// name.
 #[test]
