@@ -80,6 +80,12 @@ struct Input {
 struct CheckArgs {
     #[command(flatten)]
     input: Input,
+    /// Print one JSON object instead of the text: `file`, `status` (`ok`,
+    /// `findings`, `structure`), `checked` (the spaces verified), `total`,
+    /// `findings[]` (`kind`, `message`, `tensors`, `registers`) and
+    /// `dropped` (findings beyond those kept).
+    #[arg(long)]
+    json: bool,
 }
 
 #[derive(Args, Debug)]
@@ -98,6 +104,9 @@ struct FmtArgs {
 struct InfoArgs {
     #[command(flatten)]
     input: Input,
+    /// Print the same facts as one JSON object.
+    #[arg(long)]
+    json: bool,
 }
 
 /// Every flag of `tusk run` (README).
@@ -255,17 +264,23 @@ fn check(a: &CheckArgs) -> u8 {
         Ok(m) => m,
         Err(code) => return code,
     };
-    let (code, text) = check_text(&a.input.file.display().to_string(), &m);
+    let file = batch::display_name(&a.input.file);
+    let (code, text, json) = check_text(&file, &m);
+    if a.json {
+        return console::print_and_finish(code, &format!("{json:#}\n"));
+    }
     console::print_and_finish(code, &text)
 }
 
-/// What `tusk check` prints about `m`, and its exit code.
-fn check_text(file: &str, m: &Module) -> (u8, String) {
+/// What `tusk check` prints about `m` (text and JSON), and its exit code.
+fn check_text(file: &str, m: &Module) -> (u8, String, serde_json::Value) {
+    use serde_json::json;
     use std::fmt::Write;
     let mut out = String::new();
     if let Err(e) = m.check_structure() {
         let _ = writeln!(out, "{file}: structure: {e}");
-        return (EXIT_FAILED, out);
+        let j = json!({"file": file, "status": "structure", "error": e.to_string()});
+        return (EXIT_FAILED, out, j);
     }
     // The placement verifier (docs/SEMANTICS.md §2) judges what has been allocated: a
     // space where nothing is placed yet (registers: nothing colored) is not
@@ -303,6 +318,26 @@ fn check_text(file: &str, m: &Module) -> (u8, String) {
     .filter(|(on, _)| *on)
     .map(|(_, n)| *n)
     .collect();
+    let findings: Vec<serde_json::Value> = report
+        .findings
+        .iter()
+        .map(|f| {
+            json!({
+                "kind": f.kind(),
+                "message": f.display(m).to_string(),
+                "tensors": f.mems().iter().map(|&v| format!("%{}", m.mem_name(v))).collect::<Vec<_>>(),
+                "registers": f.regs().iter().map(|&r| format!("${}", m.reg_name(r))).collect::<Vec<_>>(),
+            })
+        })
+        .collect();
+    let j = json!({
+        "file": file,
+        "status": if report.is_clean() { "ok" } else { "findings" },
+        "checked": checked,
+        "total": report.total(),
+        "findings": findings,
+        "dropped": report.dropped,
+    });
     let checked = if checked.is_empty() {
         "nothing placed yet, structure only".to_string()
     } else {
@@ -312,7 +347,7 @@ fn check_text(file: &str, m: &Module) -> (u8, String) {
         let n = report.total();
         let noun = if n == 1 { "finding" } else { "findings" };
         let _ = writeln!(out, "{file}: {n} {noun} ({checked})");
-        return (EXIT_FAILED, out);
+        return (EXIT_FAILED, out, j);
     }
     let _ = writeln!(
         out,
@@ -321,7 +356,7 @@ fn check_text(file: &str, m: &Module) -> (u8, String) {
         m.num_blocks(),
         m.num_live_insts()
     );
-    (EXIT_OK, out)
+    (EXIT_OK, out, j)
 }
 
 fn fmt(a: &FmtArgs) -> u8 {
@@ -350,6 +385,10 @@ fn info(a: &InfoArgs) -> u8 {
         Ok(m) => m,
         Err(code) => return code,
     };
+    if a.json {
+        let v = tusk_shim::info::info_json(&m);
+        return console::print_and_finish(EXIT_OK, &format!("{v:#}\n"));
+    }
     console::print_and_finish(EXIT_OK, &tusk_shim::info::info_text(&m))
 }
 

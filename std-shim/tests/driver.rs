@@ -750,6 +750,28 @@ fn a_closed_standard_output_descriptor_is_not_a_crash() {
 // ---------------------------------------------------------------------
 // Inputs refused before any work
 
+/// `tusk color --json`: the summary's figures as one object, exit code as
+/// without it (1: a vertex left uncolored).
+#[test]
+fn color_json_has_the_summarys_figures() {
+    let work = scratch("color-json");
+    fs::write(work.join("tri.col"), "p edge 3 3\ne 1 2\ne 2 3\ne 1 3\n").unwrap();
+    let o = run_in(&work, &["color", "tri.col", "-k", "2", "--json"]);
+    assert_eq!(o.code, 1, "{}", o.stderr);
+    let v: serde_json::Value = serde_json::from_str(&o.stdout).unwrap();
+    assert_eq!(
+        (v["vertices"].as_u64(), v["edges"].as_u64()),
+        (Some(3), Some(3))
+    );
+    assert_eq!(
+        (v["k"].as_u64(), v["uncolored"].as_u64()),
+        (Some(2), Some(1))
+    );
+    let o = run_in(&work, &["color", "tri.col", "-k", "3", "--json", "-o", "-"]);
+    assert_eq!(o.code, 2, "-o - and --json both want standard output");
+    let _ = fs::remove_dir_all(&work);
+}
+
 /// `tusk completions SHELL` prints a script that knows the commands, the
 /// flags and their values.
 #[test]
@@ -790,6 +812,27 @@ fn dsa_names_the_algorithm_as_the_flag_does() {
             "{}",
             o.stdout
         );
+        let j = run_in(
+            &work,
+            &[
+                "dsa",
+                "b.csv",
+                "--capacity",
+                "4096",
+                "--algo",
+                algo,
+                "--json",
+            ],
+        );
+        assert_eq!(j.code, 0, "{algo}: {}", j.stderr);
+        let v: serde_json::Value = serde_json::from_str(&j.stdout).unwrap();
+        assert_eq!(v["algo"], algo);
+        assert_eq!(
+            (v["peak"].as_u64(), v["lower_bound"].as_u64()),
+            (Some(96), Some(96))
+        );
+        assert_eq!(v["fits"], true);
+        assert_eq!(v["validated"], true);
     }
     let _ = fs::remove_dir_all(&work);
 }
