@@ -591,7 +591,7 @@ fn pressure(m: &Module, e: &PipelineError) -> Option<Section> {
         .iter()
         .copied()
         .filter(|&v| site.tensor != Some(v))
-        .filter(|&v| !live.accesses(v).binary_search(&pos).is_ok())
+        .filter(|&v| live.accesses(v).binary_search(&pos).is_err())
         .filter(|&v| {
             !m.mems.flags[v].intersects(MemFlags::PINNED | MemFlags::INPUT | MemFlags::OUTPUT)
         })

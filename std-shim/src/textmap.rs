@@ -102,7 +102,7 @@ fn panel(p: &Panel, start: u64, end: u64) -> String {
             }
         }
     }
-    let mut s = format!("{}", p.title);
+    let mut s = p.title.to_string();
     if let Some(m) = line {
         s.push_str(&format!(" \u{2014} {}", m.label));
     }
