@@ -74,6 +74,12 @@ pub struct DsaArgs {
     /// `micros`, `validated`.
     #[arg(long)]
     pub json: bool,
+    /// After the summary, why each buffer sits where it does (the buffers
+    /// under it while it is live, those reusing its bytes), and over the
+    /// capacity, what is live at the peak and how many more bytes it
+    /// needs. With --json, the object's `explain`.
+    #[arg(long)]
+    pub explain: bool,
 }
 
 /// Appends `line` and a newline to `summary`.
@@ -322,9 +328,15 @@ pub fn run(args: &DsaArgs) -> u8 {
         &mut summary,
         format!("time: {:.3} ms", elapsed.as_secs_f64() * 1000.0),
     );
+    let explained = args
+        .explain
+        .then(|| crate::explain::of_buffers(problem, &table.ids, &placements));
+    if let (Some(x), false) = (&explained, args.json) {
+        summary.push_str(&x.render());
+    }
     if args.json {
         // The same figures, as one object.
-        let v = serde_json::json!({
+        let mut v = serde_json::json!({
             "file": path.to_string(),
             "buffers": n,
             "capacity": capacity,
@@ -338,6 +350,9 @@ pub fn run(args: &DsaArgs) -> u8 {
             "micros": elapsed.as_micros() as u64,
             "validated": check.total == 0,
         });
+        if let Some(x) = &explained {
+            v["explain"] = x.to_json();
+        }
         summary = format!("{v:#}\n");
     }
     if check.total > 0 {

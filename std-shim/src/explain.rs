@@ -617,6 +617,131 @@ fn pressure(m: &Module, e: &PipelineError) -> Option<Section> {
     })
 }
 
+/// `tusk dsa --explain`: why each buffer sits where it does (the buffers
+/// under it during its lifetime, the ones reusing its bytes at other
+/// times; the [`MAX_TENSORS`] largest), and, when the peak is over the
+/// capacity, the instant of the peak with the buffers live there and how
+/// many more bytes it needs. `ids` names the buffers (the CSV's `id`
+/// column), `placements` are the allocator's offsets.
+pub fn of_buffers(
+    problem: &tusk_core::mem::problem::Problem,
+    ids: &[String],
+    placements: &[tusk_core::mem::problem::Placement],
+) -> Explanation {
+    let b = problem.buffers();
+    let name = |i: usize| ids.get(i).cloned().unwrap_or_else(|| format!("#{i}"));
+    let list = |v: &[usize]| {
+        let mut s: Vec<String> = v.iter().take(MAX_NAMES).map(|&i| name(i)).collect();
+        if v.len() > MAX_NAMES {
+            s.push(format!("{} more", v.len() - MAX_NAMES));
+        }
+        s.join(", ")
+    };
+    let mut order: Vec<usize> = (0..b.len()).filter(|&i| !b[i].is_void()).collect();
+    order.sort_by_key(|&i| std::cmp::Reverse(b[i].size.saturating_mul(b[i].upper - b[i].lower)));
+    let mut lines = Vec::new();
+    for &i in order.iter().take(MAX_TENSORS) {
+        let (o0, o1) = (placements[i].offset, placements[i].offset + b[i].size);
+        let mut under = Vec::new();
+        let mut reuse = Vec::new();
+        for &j in &order {
+            if j == i {
+                continue;
+            }
+            let (p0, p1) = (placements[j].offset, placements[j].offset + b[j].size);
+            let together = b[j].lower < b[i].upper && b[i].lower < b[j].upper;
+            if together && p0 < o0 {
+                under.push(j);
+            } else if !together && p0 < o1 && o0 < p1 {
+                reuse.push(j);
+            }
+        }
+        under.sort_by_key(|&j| placements[j].offset);
+        let mut l = format!(
+            "{} at [{o0}, {o1}), live [{}, {}){}",
+            name(i),
+            b[i].lower,
+            b[i].upper,
+            if b[i].pin.is_some() {
+                ": pinned by its offset column"
+            } else {
+                ""
+            }
+        );
+        if o0 == 0 {
+            l.push_str("; at offset 0");
+        } else if !under.is_empty() {
+            let _ = write!(l, "; below it while it is live: {}", list(&under));
+        }
+        if !reuse.is_empty() {
+            let _ = write!(
+                l,
+                "; its bytes are reused at other times by {}",
+                list(&reuse)
+            );
+        }
+        lines.push(l);
+    }
+    if order.len() > MAX_TENSORS {
+        lines.push(format!(
+            "… {} smaller buffers not listed",
+            order.len() - MAX_TENSORS
+        ));
+    }
+    let mut sections = vec![Section {
+        title: "placements".into(),
+        lines,
+    }];
+    // The instant where the placement is highest, and what is live there.
+    let top = |i: usize| placements[i].offset + b[i].size;
+    if let Some(&hi) = order.iter().max_by_key(|&&i| top(i)) {
+        let peak = top(hi);
+        if peak > problem.capacity {
+            let t = b[hi].lower;
+            let mut live: Vec<usize> = order
+                .iter()
+                .copied()
+                .filter(|&j| b[j].lower <= t && t < b[j].upper)
+                .collect();
+            live.sort_by_key(|&j| std::cmp::Reverse(b[j].size));
+            let sum: u64 = live.iter().map(|&j| b[j].size).sum();
+            let mut lines = vec![format!(
+                "the placement reaches {peak}, {} above the capacity {}, with {} ending at {peak} (live from {t})",
+                peak - problem.capacity,
+                problem.capacity,
+                name(hi)
+            )];
+            lines.push(format!(
+                "at instant {t}, {} buffers are live with {sum} bytes in all{}",
+                live.len(),
+                if sum > problem.capacity {
+                    format!(
+                        ": no placement fits there, it needs {} more bytes",
+                        sum - problem.capacity
+                    )
+                } else {
+                    ": they would fit side by side; the gaps between them are what is lost"
+                        .to_string()
+                }
+            ));
+            for &j in live.iter().take(MAX_TENSORS) {
+                lines.push(format!(
+                    "  {}: {} bytes, live [{}, {})",
+                    name(j),
+                    b[j].size,
+                    b[j].lower,
+                    b[j].upper
+                ));
+            }
+            sections.push(Section {
+                title: "over the capacity".into(),
+                lines,
+            });
+        }
+    }
+    Explanation { sections }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -750,6 +750,46 @@ fn a_closed_standard_output_descriptor_is_not_a_crash() {
 // ---------------------------------------------------------------------
 // Inputs refused before any work
 
+/// `tusk dsa --explain`: each buffer with what lies under it while it is
+/// live and what reuses its bytes; over the capacity, the buffers live at
+/// the peak and the bytes missing.
+#[test]
+fn dsa_explain_says_why_and_what_is_missing() {
+    let work = scratch("dsa-explain");
+    fs::write(
+        work.join("b.csv"),
+        "id,lower,upper,size\na,0,10,64\nb,5,20,32\nc,12,30,64\n",
+    )
+    .unwrap();
+    let o = run_in(
+        &work,
+        &[
+            "dsa",
+            "b.csv",
+            "--capacity",
+            "90",
+            "--algo",
+            "greedy-size",
+            "--explain",
+        ],
+    );
+    assert_eq!(o.code, 1, "{}", o.stderr);
+    for line in [
+        "  b at [64, 96), live [5, 20); below it while it is live: c, a\n",
+        "  a at [0, 64), live [0, 10); at offset 0; its bytes are reused at other times by c\n",
+        "  at instant 5, 2 buffers are live with 96 bytes in all: no placement fits there, it needs 6 more bytes\n",
+    ] {
+        assert!(o.stdout.contains(line), "no `{line}` in {}", o.stdout);
+    }
+    let j = run_in(
+        &work,
+        &["dsa", "b.csv", "--capacity", "4096", "--explain", "--json"],
+    );
+    let v: serde_json::Value = serde_json::from_str(&j.stdout).unwrap();
+    assert_eq!(v["explain"][0]["title"], "placements");
+    let _ = fs::remove_dir_all(&work);
+}
+
 /// `tusk color --json`: the summary's figures as one object, exit code as
 /// without it (1: a vertex left uncolored).
 #[test]

@@ -111,6 +111,7 @@ fn args(file: PathBuf, capacity: Option<u64>, out: Option<PathBuf>, algo: Algo) 
         minimize: false,
         max_memory: None,
         json: false,
+        explain: false,
     }
 }
 

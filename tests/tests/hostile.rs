@@ -124,6 +124,7 @@ fn dsa_writes_atomically_and_never_over_its_input() {
         minimize: false,
         max_memory: None,
         json: false,
+        explain: false,
     };
     assert_eq!(run(&args), 0);
     let out = std::fs::read_to_string(dir.join("out.csv")).unwrap();
