@@ -1,7 +1,7 @@
 //! The storage budget of a run, and what a reservation is made of.
 //!
 //! Every workspace reserves its storage once, before the passes run
-//! (SPEC §6). Most of it is linear in the module (columns, analyses, the
+//! (docs/SEMANTICS.md §4). Most of it is linear in the module (columns, analyses, the
 //! allocators' per-location tables). A few methods need storage that grows
 //! faster than the input — the exact placement search (sections × partition
 //! stripes, and its search stacks), the coloring allocator's interference

@@ -33,7 +33,7 @@ use tusk_core::ir::{Module, Space};
 use tusk_core::pipeline::Options;
 
 pub use crate::console::{EXIT_BAD_INPUT, EXIT_FAILED, EXIT_IO, EXIT_OK};
-use crate::{console, io, json, memmap, run, svg, text};
+use crate::{console, explain, io, json, memmap, run, svg, text, textmap};
 
 /// What every file of a run gets: the normalized options and the flags
 /// that shape output.
@@ -47,6 +47,15 @@ pub struct JobConfig {
     pub print_pipeline: bool,
     /// Print the JSON report to standard output instead of the summary.
     pub json: bool,
+    /// After the summary, the run's decisions (`explain`), or on failure
+    /// what was live where it failed and what would make room; the JSON
+    /// report gets them as `explain`.
+    pub explain: bool,
+    /// After the summary (or the error), the memory map as text
+    /// (`textmap`) at the peak, or at the failure.
+    pub map: bool,
+    /// Positions `[start, end)` the pictures (`--svg`, `--map`) draw.
+    pub window: Option<(u64, u64)>,
 }
 
 /// Where one file's outputs go.
@@ -165,7 +174,12 @@ pub fn load(path: &Path, from_json: bool) -> Result<Module, (u8, String)> {
     } else {
         text::parse(&bytes).map_err(|e| e.to_string())
     };
-    r.map_err(|e| (EXIT_BAD_INPUT, format!("error: {}:{e}\n", path.display())))
+    r.map_err(|e| {
+        (
+            EXIT_BAD_INPUT,
+            format!("error: {}:{e}\n", display_name(path)),
+        )
+    })
 }
 
 /// Stages one output of `out` at `dest` (creating its directory first
@@ -199,21 +213,63 @@ fn figures(r: &tusk_core::pipeline::RunReport) -> String {
         let x = r.space(sp);
         if x.placed > 0 || x.lower_bound > 0 {
             s.push_str(&format!(
-                " \u{b7} {} peak {} / bound {}, {} spills",
+                " \u{b7} {} peak {} / bound {}, {}",
                 sp.upper(),
                 svg::bytes_label(x.peak),
                 svg::bytes_label(x.lower_bound),
-                x.spills
+                run::count(x.spills as u64, "spill")
             ));
         }
     }
     s
 }
 
+/// [`run_file`] with a spinner on standard error when that is a terminal
+/// and the run lasts longer than a second (a multi-million-instruction
+/// file is otherwise silent for seconds): the file and the time elapsed,
+/// cleared before anything is printed.
+pub fn run_file_with_progress(path: &Path, cfg: &JobConfig, out: &Outputs) -> FileOutcome {
+    if !std::io::stderr().is_terminal() {
+        return run_file(path, cfg, out);
+    }
+    let (done, wait) = std::sync::mpsc::channel::<()>();
+    let name = display_name(path);
+    let t0 = Instant::now();
+    std::thread::scope(|s| {
+        s.spawn(move || {
+            if wait.recv_timeout(std::time::Duration::from_secs(1)).is_ok() {
+                return;
+            }
+            let bar = ProgressBar::new_spinner().with_elapsed(t0.elapsed());
+            bar.set_style(
+                ProgressStyle::with_template("{spinner} {elapsed} tusk run {wide_msg}")
+                    .unwrap_or_else(|_| ProgressStyle::default_spinner()),
+            );
+            bar.set_message(name);
+            bar.enable_steady_tick(std::time::Duration::from_millis(120));
+            let _ = wait.recv();
+            bar.finish_and_clear();
+        });
+        let o = run_file(path, cfg, out);
+        let _ = done.send(());
+        o
+    })
+}
+
+/// How messages, summaries and pictures name an input: its path, and
+/// `<stdin>` for `-`.
+pub fn display_name(path: &Path) -> String {
+    if path.as_os_str() == "-" {
+        "<stdin>".to_string()
+    } else {
+        path.display().to_string()
+    }
+}
+
 /// Runs one file: what `tusk run FILE` does, without printing.
 pub fn run_file(path: &Path, cfg: &JobConfig, out: &Outputs) -> FileOutcome {
     let t0 = Instant::now();
-    let file = path.display().to_string();
+    let file = display_name(path);
     let mut o = FileOutcome::new(file.clone());
     let code = job(path, cfg, out, &mut o);
     o.code = code;
@@ -265,21 +321,46 @@ fn job(path: &Path, cfg: &JobConfig, out: &Outputs, o: &mut FileOutcome) -> u8 {
     }
     let file = &o.file.clone();
     o.row.optlevel = Some(opts.optlevel);
+    let input_placed: Vec<bool> = if cfg.explain {
+        m.mems.space.keys().map(|v| m.is_placed(v)).collect()
+    } else {
+        Vec::new()
+    };
     let report = match run::allocate(&mut m, opts) {
         Ok(r) => r,
         Err(e) => {
             let msg = e.display(&m).to_string();
             o.stderr.push_str(&format!("error: {file}: {msg}\n"));
             o.json = json!({"file": file, "status": "failed", "error": msg});
+            if cfg.explain {
+                let x = explain::of_failure(&m, &e);
+                if !cfg.json {
+                    o.stderr.push_str(&x.render());
+                }
+                o.json["explain"] = x.to_json();
+            }
+            if cfg.map {
+                // The error is printed above: the map's subtitle is the
+                // optlevel alone.
+                let chart = memmap::memory_map_window(
+                    &m,
+                    &format!("{file}: memory map at the failure"),
+                    &format!("optlevel {}", opts.optlevel),
+                    e.site().as_ref(),
+                    cfg.window,
+                );
+                o.stderr.push_str(&textmap::render(&chart));
+            }
             if let Some(p) = &out.svg {
                 // The picture of the moment it failed: `m` is as the failing
                 // pass left it.
                 let site = e.site();
-                let chart = memmap::memory_map(
+                let chart = memmap::memory_map_window(
                     &m,
                     &format!("{file}: allocation failed"),
                     &format!("optlevel {}: {msg}", opts.optlevel),
                     site.as_ref(),
+                    cfg.window,
                 );
                 let doc = svg::render(&chart).to_string();
                 let written = if p.as_os_str() == "-" {
@@ -312,15 +393,34 @@ fn job(path: &Path, cfg: &JobConfig, out: &Outputs, o: &mut FileOutcome) -> u8 {
     o.row.sb = sp(Space::Sb);
     o.row.psum = sp(Space::Psum);
     o.row.spills = Some(Space::ALL.iter().map(|&s| report.space(s).spills).sum());
+    // Each DMA pass counts the whole module: before the first, after the
+    // last.
     let ran: Vec<_> = report.dma.iter().flatten().filter(|d| !d.skipped).collect();
-    if !ran.is_empty() {
-        o.row.dma = Some((
-            ran.iter().map(|d| d.pre.descriptors).sum(),
-            ran.iter().map(|d| d.post.descriptors).sum(),
-        ));
+    if let (Some(first), Some(last)) = (ran.first(), ran.last()) {
+        o.row.dma = Some((first.pre.descriptors, last.post.descriptors));
     }
     o.row.reg_spills = report.reg.as_ref().map(|g| g.spilled_registers);
-    let v = run::report_json(file, &m, &report);
+    let mut v = run::report_json(file, &m, &report);
+    // What --explain and --map add after the summary.
+    // Under --json the explanation is the report's `explain` alone.
+    let mut extra = String::new();
+    if cfg.explain {
+        let x = explain::of_run(&m, &report, &input_placed);
+        if !cfg.json {
+            extra.push_str(&x.render());
+        }
+        v["explain"] = x.to_json();
+    }
+    if cfg.map {
+        let chart = memmap::memory_map_window(
+            &m,
+            &format!("{file}: memory map"),
+            &figures(&report),
+            None,
+            cfg.window,
+        );
+        extra.push_str(&textmap::render(&chart));
+    }
     // What goes to standard output once every file is in place.
     let mut stdout = String::new();
     {
@@ -330,8 +430,13 @@ fn job(path: &Path, cfg: &JobConfig, out: &Outputs, o: &mut FileOutcome) -> u8 {
         type Body<'a> = &'a dyn Fn(&mut dyn std::io::Write) -> std::io::Result<()>;
         let report_text = || serde_json::to_string_pretty(&v).unwrap_or_default() + "\n";
         let svg_text = || {
-            let chart =
-                memmap::memory_map(&m, &format!("{file}: memory map"), &figures(&report), None);
+            let chart = memmap::memory_map_window(
+                &m,
+                &format!("{file}: memory map"),
+                &figures(&report),
+                None,
+                cfg.window,
+            );
             svg::render(&chart).to_string()
         };
         let writes: [(&Option<PathBuf>, Text, Body); 3] = [
@@ -370,10 +475,13 @@ fn job(path: &Path, cfg: &JobConfig, out: &Outputs, o: &mut FileOutcome) -> u8 {
     }
     if cfg.json {
         stdout.push_str(&format!("{v:#}\n"));
+        o.stderr.push_str(&extra);
     } else if module_on_stdout {
         o.stderr.push_str(&run::summary(file, &m, &report));
+        o.stderr.push_str(&extra);
     } else {
         stdout.push_str(&run::summary(file, &m, &report));
+        stdout.push_str(&extra);
     }
     o.stdout.push_str(&stdout);
     o.json = v;

@@ -17,16 +17,21 @@ pub struct ColorArgs {
     /// The DIMACS `.col` file.
     pub file: PathBuf,
     /// Colors (lanes) available.
-    #[arg(short = 'k', long = "k")]
+    #[arg(short = 'k', long = "colors", visible_alias = "k")]
     pub k: u16,
     /// Write the coloring here: one `vertex color` line per vertex
     /// (1-based vertex, color 0..K-1 or -1 when uncolored).
-    #[arg(short = 'o', long = "out")]
+    #[arg(short = 'o', long = "output", visible_alias = "out")]
     pub out: Option<PathBuf>,
     /// Run the textbook Briggs variant (highest-degree potential spill,
     /// first-fit select, no repair) for comparison.
     #[arg(long)]
     pub textbook: bool,
+    /// Print one JSON object instead of the summary line: `file`,
+    /// `vertices`, `edges`, `k`, `colors_used`, `uncolored`, `micros`,
+    /// `uncolored_before_repair`, `repair_moves`, `score`.
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// The outcome of coloring one DIMACS graph.
@@ -102,7 +107,11 @@ pub fn run(args: &ColorArgs) -> u8 {
         return EXIT_BAD_INPUT;
     }
     if let Some(o) = &args.out {
-        if let Err(msg) = crate::io::check_outputs(Some(&args.file), &[("-o", o)]) {
+        let mut outs = vec![("-o", o.as_path())];
+        if args.json {
+            outs.push(("--json", std::path::Path::new("-")));
+        }
+        if let Err(msg) = crate::io::check_outputs(Some(&args.file), &outs) {
             console::error(msg);
             return EXIT_BAD_INPUT;
         }
@@ -136,7 +145,22 @@ pub fn run(args: &ColorArgs) -> u8 {
     } else {
         EXIT_OK
     };
-    let summary = format!(
+    let summary = if args.json {
+        let v = serde_json::json!({
+            "file": path.to_string(),
+            "vertices": g.vertices,
+            "edges": g.edges.len(),
+            "k": args.k,
+            "colors_used": out.colors_used,
+            "uncolored": out.stats.uncolored,
+            "micros": (out.seconds * 1e6) as u64,
+            "uncolored_before_repair": out.stats.uncolored_before_repair,
+            "repair_moves": out.stats.repair_moves,
+            "score": out.stats.score,
+        });
+        format!("{v:#}\n")
+    } else {
+        format!(
         "{path}: {} vertices, {} edges, K = {}: colors used {}, uncolored {}, time {:.3} ms (select left {}, repair moves {}, REG score {:.4}, lower is better)\n",
         g.vertices,
         g.edges.len(),
@@ -147,7 +171,8 @@ pub fn run(args: &ColorArgs) -> u8 {
         out.stats.uncolored_before_repair,
         out.stats.repair_moves,
         out.stats.score,
-    );
+        )
+    };
     if let Some(o) = &args.out {
         let mut text = String::with_capacity(out.colors.len() * 8);
         for (v, &c) in out.colors.iter().enumerate() {
@@ -230,6 +255,7 @@ mod tests {
             k: 3,
             out: Some(out.clone()),
             textbook: false,
+            json: false,
         };
         assert_eq!(run(&args), 0);
         let text = std::fs::read_to_string(&out).unwrap();

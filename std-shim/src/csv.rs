@@ -1,4 +1,4 @@
-//! The MiniMalloc / TelaMalloc buffer CSV (SPEC §9).
+//! The MiniMalloc / TelaMalloc buffer CSV (README, `tusk dsa`).
 //!
 //! A header line `id,lower,upper,size[,alignment][,offset]`, then one buffer
 //! per line: an id (any text without a comma), the half-open lifetime

@@ -5,7 +5,7 @@
 //! cannot, or the placement failed validation); 2 bad input or options;
 //! 3 I/O error.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use tusk_core::mem::budgeted;
@@ -68,6 +68,18 @@ pub struct DsaArgs {
     /// problem's storage.
     #[arg(long, value_name = "BYTES", value_parser = crate::io::parse_bytes)]
     pub max_memory: Option<u64>,
+    /// Print one JSON object instead of the summary: `file`, `buffers`,
+    /// `capacity`, `algo`, `peak`, `lower_bound`, `peak_over_bound`,
+    /// `fits`, `search` (the allocator's status lines), `storage_skipped`,
+    /// `micros`, `validated`.
+    #[arg(long)]
+    pub json: bool,
+    /// After the summary, why each buffer sits where it does (the buffers
+    /// under it while it is live, those reusing its bytes), and over the
+    /// capacity, what is live at the peak and how many more bytes it
+    /// needs. With --json, the object's `explain`.
+    #[arg(long)]
+    pub explain: bool,
 }
 
 /// Appends `line` and a newline to `summary`.
@@ -90,7 +102,11 @@ impl Clock for StdClock {
 pub fn run(args: &DsaArgs) -> u8 {
     let path = args.file.display();
     if let Some(out) = &args.out {
-        if let Err(msg) = crate::io::check_outputs(Some(&args.file), &[("-o", out)]) {
+        let mut outs = vec![("-o", out.as_path())];
+        if args.json {
+            outs.push(("--json", Path::new("-")));
+        }
+        if let Err(msg) = crate::io::check_outputs(Some(&args.file), &outs) {
             console::error(msg);
             return EXIT_BAD_INPUT;
         }
@@ -277,7 +293,9 @@ pub fn run(args: &DsaArgs) -> u8 {
         &mut summary,
         format!("file: {path}  buffers: {n}  capacity: {capacity}"),
     );
-    say(&mut summary, format!("algo: {:?}", args.algo));
+    let algo = clap::ValueEnum::to_possible_value(&args.algo)
+        .map_or_else(String::new, |v| v.get_name().to_string());
+    say(&mut summary, format!("algo: {algo}"));
     say(
         &mut summary,
         format!(
@@ -301,7 +319,7 @@ pub fn run(args: &DsaArgs) -> u8 {
         );
     }
     if !status_line.is_empty() {
-        say(&mut summary, status_line);
+        say(&mut summary, status_line.clone());
     }
     for k in &storage.skipped {
         say(&mut summary, format!("storage: {k}"));
@@ -310,10 +328,37 @@ pub fn run(args: &DsaArgs) -> u8 {
         &mut summary,
         format!("time: {:.3} ms", elapsed.as_secs_f64() * 1000.0),
     );
+    let explained = args
+        .explain
+        .then(|| crate::explain::of_buffers(problem, &table.ids, &placements));
+    if let (Some(x), false) = (&explained, args.json) {
+        summary.push_str(&x.render());
+    }
+    if args.json {
+        // The same figures, as one object.
+        let mut v = serde_json::json!({
+            "file": path.to_string(),
+            "buffers": n,
+            "capacity": capacity,
+            "algo": algo,
+            "peak": p,
+            "lower_bound": lb,
+            "peak_over_bound": if lb == 0 { 1.0 } else { p as f64 / lb as f64 },
+            "fits": p <= capacity,
+            "search": status_line.lines().collect::<Vec<_>>(),
+            "storage_skipped": storage.skipped.iter().map(|k| k.to_string()).collect::<Vec<_>>(),
+            "micros": elapsed.as_micros() as u64,
+            "validated": check.total == 0,
+        });
+        if let Some(x) = &explained {
+            v["explain"] = x.to_json();
+        }
+        summary = format!("{v:#}\n");
+    }
     if check.total > 0 {
         let mut msg = format!(
-            "internal error: the placement failed validation ({} findings)\n",
-            check.total
+            "internal error: the placement failed validation ({})\n",
+            crate::run::count(check.total as u64, "finding")
         );
         for f in validator.findings() {
             msg.push_str(&format!("  {f}\n"));
@@ -321,10 +366,12 @@ pub fn run(args: &DsaArgs) -> u8 {
         console::error(msg.trim_end());
         return console::print_and_finish(EXIT_FAILED, &summary);
     }
-    say(
-        &mut summary,
-        format!("validated: legal ({n} buffers, no overlap)"),
-    );
+    if !args.json {
+        say(
+            &mut summary,
+            format!("validated: legal ({n} buffers, no overlap)"),
+        );
+    }
     let code = if fits { EXIT_OK } else { EXIT_FAILED };
     if let Some(out) = &args.out {
         let on_stdout = out.as_os_str() == "-";
@@ -342,7 +389,7 @@ pub fn run(args: &DsaArgs) -> u8 {
             console::eprint(&summary);
             return code;
         }
-        if fits {
+        if fits && !args.json {
             say(&mut summary, format!("wrote {}", out.display()));
         }
     }

@@ -336,6 +336,8 @@ fn is_clean_failure(m: &Module, e: &PipelineError) -> bool {
             first: Finding::Unplaced { mem, .. },
             ..
         } => m.mems.space[*mem] == Space::Psum,
+        // Optlevel 7 on a module with PSUM tiles: it has no PSUM allocator.
+        PipelineError::UnplacedPsum { first, .. } => m.mems.space[*first] == Space::Psum,
         PipelineError::Options(_) => true,
         PipelineError::Lsa(e) => matches!(
             **e,

@@ -162,6 +162,12 @@ fn params(a: &GenArgs) -> Result<GenParams, String> {
         Preset::Tight => GenParams::tight(),
         Preset::Constructs => GenParams::constructs(),
     };
+    if a.instructions == 0 {
+        return Err(format!(
+            "--instructions 0: a module needs at least 1 instruction (1..={})",
+            tusk_core::ir::Limits::default().instructions
+        ));
+    }
     p.instructions = a.instructions;
     p.seed = a.seed;
     p.target = Target::by_name(&a.target).ok_or_else(|| {

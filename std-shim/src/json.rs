@@ -863,7 +863,20 @@ impl BodyBuilder {
             let sub = SubOp::from_keyword(s)
                 .filter(|s| crate::text::subop_fits(op, *s))
                 .ok_or_else(|| {
-                    model(path, format!("`{s}` is not a sub-operation of `{}`", j.op))
+                    let known = crate::text::subops_of(op);
+                    match SubOp::from_keyword(s) {
+                        Some(_) => model(
+                            path,
+                            format!("`{s}` is not a sub-operation of `{}` (its sub-operations: {known})", j.op),
+                        ),
+                        None if known.is_empty() => {
+                            model(path, format!("`{}` takes no sub-operation, found `{s}`", j.op))
+                        }
+                        None => model(
+                            path,
+                            format!("unknown {} subop `{s}` (known: {known})", j.op),
+                        ),
+                    }
                 })?;
             spec.subop = sub;
         }
@@ -1056,6 +1069,32 @@ block2:
         assert!(e.contains("undefined location `%nope`"), "{e}");
         let e = parse_json(b"{\"target\": 3}").unwrap_err();
         assert!(matches!(e, JsonError::Syntax { line: 1, .. }), "{e}");
+    }
+
+    #[test]
+    fn json_subop_errors_list_the_opcodes_subops() {
+        let src = "sb %a [128 x 4]\nfunc @main {\nentry:\n  %a = tensor_tensor add %a, %a\n}\n";
+        let m = text::parse_str(src).unwrap();
+        let with_subop = |sub: &str| {
+            let mut doc = to_json(&m);
+            let JsonItem::Block(b) = &mut doc.funcs[0].body[0] else {
+                unreachable!("the module's first item is a block")
+            };
+            b.insts[0].subop = Some(sub.into());
+            from_json(&doc).unwrap_err().to_string()
+        };
+        let e = with_subop("mux");
+        assert!(
+            e.contains("unknown tensor_tensor subop `mux` (known: add sub mul and or xor shl shr min max div)"),
+            "{e}"
+        );
+        let e = with_subop("exp");
+        assert!(
+            e.contains(
+                "`exp` is not a sub-operation of `tensor_tensor` (its sub-operations: add sub"
+            ),
+            "{e}"
+        );
     }
 
     #[test]

@@ -6,6 +6,7 @@ pub mod console;
 pub mod csv;
 pub mod dimacs;
 pub mod dsa;
+pub mod explain;
 #[cfg(any(test, feature = "fuzz"))]
 pub mod fuzz;
 pub mod gen;
@@ -18,3 +19,4 @@ pub mod run;
 pub mod svg;
 pub mod tempfiles;
 pub mod text;
+pub mod textmap;

@@ -53,6 +53,16 @@ enum Command {
     Dsa(tusk_shim::dsa::DsaArgs),
     /// Allocate the registers of CFG functions (regalloc-vregs-only-v1 JSON).
     Regalloc(tusk_shim::regalloc::RegallocArgs),
+    /// Print a shell completion script (e.g. `tusk completions bash >
+    /// ~/.local/share/bash-completion/completions/tusk`).
+    Completions(CompletionsArgs),
+}
+
+#[derive(Args, Debug)]
+struct CompletionsArgs {
+    /// The shell.
+    #[arg(value_enum)]
+    shell: clap_complete::Shell,
 }
 
 /// The input file and its format.
@@ -70,6 +80,12 @@ struct Input {
 struct CheckArgs {
     #[command(flatten)]
     input: Input,
+    /// Print one JSON object instead of the text: `file`, `status` (`ok`,
+    /// `findings`, `structure`), `checked` (the spaces verified), `total`,
+    /// `findings[]` (`kind`, `message`, `tensors`, `registers`) and
+    /// `dropped` (findings beyond those kept).
+    #[arg(long)]
+    json: bool,
 }
 
 #[derive(Args, Debug)]
@@ -88,9 +104,12 @@ struct FmtArgs {
 struct InfoArgs {
     #[command(flatten)]
     input: Input,
+    /// Print the same facts as one JSON object.
+    #[arg(long)]
+    json: bool,
 }
 
-/// Every flag of SPEC §4.
+/// Every flag of `tusk run` (README).
 #[derive(Args, Debug)]
 struct RunArgs {
     /// The module (`-` for standard input; files ending in `.json` are read
@@ -101,12 +120,14 @@ struct RunArgs {
     /// Read the inputs as JSON whatever their names.
     #[arg(long)]
     from_json: bool,
-    /// Optimization level: 0, 1, 2, 3, 6, 7 or 8 (the selection map).
-    #[arg(long, default_value_t = 2)]
+    /// Optimization level (the selection map; `--print-pipeline` lists
+    /// each level's passes).
+    #[arg(long, default_value = "2", value_parser = optlevel_parser())]
     optlevel: u8,
-    /// Memory allocator family: `coloring` or `lsa` (default: by optlevel).
-    #[arg(long, default_value = "")]
-    allocator: String,
+    /// Memory allocator family (default: the optlevel's; `exact` is the
+    /// exact search, beyond the reference).
+    #[arg(long, value_parser = ["coloring", "lsa", "exact"])]
+    allocator: Option<String>,
     /// Use the SMT allocation pipeline (forces optlevel 7).
     #[arg(long)]
     smt_allocation: bool,
@@ -119,11 +140,11 @@ struct RunArgs {
     /// How eagerly the colorer inserts spill/reload DMAs, -1..=2.
     #[arg(long, default_value_t = 1, allow_negative_numbers = true)]
     gca_dma_optlevel: i8,
-    /// Target preset (trn1, inf2, trn2, trn3); default: the module's.
-    #[arg(long)]
+    /// Target preset; default: the module's.
+    #[arg(long, value_parser = ["trn1", "inf2", "trn2", "trn3"])]
     target: Option<String>,
     /// Override MaxRegNumPerEngine (scalar register lanes).
-    #[arg(long)]
+    #[arg(long, value_parser = clap::value_parser!(u16).range(2..=4096))]
     max_regs: Option<u16>,
     /// Write the allocated module here (atomically); `-` writes it to
     /// standard output and the summary to standard error; with several
@@ -142,6 +163,23 @@ struct RunArgs {
     /// (several inputs: a JSON array instead of the table).
     #[arg(long)]
     json: bool,
+    /// Draw only program positions START..END (END excluded) in `--svg`
+    /// and `--map`: a readable map of part of a big module, or a close
+    /// look at a failure.
+    #[arg(long, value_name = "START:END", value_parser = parse_window)]
+    svg_window: Option<(u64, u64)>,
+    /// After the summary, explain the run: why each tensor sits where it
+    /// does, every spill with its cost, what the DMA passes did; on
+    /// failure, what is live where it failed, how many more bytes per
+    /// partition it needs and where, and which tensors could be spilled.
+    /// With --json, the report's `explain` instead.
+    #[arg(long)]
+    explain: bool,
+    /// After the summary (or the error), the memory map as text: program
+    /// order across, addresses up, around the peak (or the failure) of
+    /// each space, with a legend.
+    #[arg(long)]
+    map: bool,
     /// Print the selected pipeline.
     #[arg(long)]
     print_pipeline: bool,
@@ -157,6 +195,35 @@ struct RunArgs {
     max_memory: Option<u64>,
 }
 
+/// `--svg-window START:END`: two positions, START below END.
+fn parse_window(s: &str) -> Result<(u64, u64), String> {
+    let (a, b) = s
+        .split_once(':')
+        .ok_or_else(|| format!("`{s}` is not START:END (two positions, e.g. 100:400)"))?;
+    let num = |x: &str| {
+        x.trim()
+            .parse::<u64>()
+            .map_err(|_| format!("`{x}` in `{s}` is not a position (a whole number)"))
+    };
+    let (a, b) = (num(a)?, num(b)?);
+    if a >= b {
+        return Err(format!("START {a} must be below END {b}"));
+    }
+    Ok((a, b))
+}
+
+/// `--optlevel`: one of [`tusk_core::pipeline::OPTLEVELS`], listed in
+/// `--help` and in the error for any other value.
+fn optlevel_parser() -> impl clap::builder::TypedValueParser<Value = u8> {
+    use clap::builder::TypedValueParser;
+    const NAMES: [&str; 7] = ["0", "1", "2", "3", "6", "7", "8"];
+    clap::builder::PossibleValuesParser::new(NAMES).map(|s| {
+        let level = s.parse::<u8>().unwrap_or(u8::MAX);
+        debug_assert!(tusk_core::pipeline::OPTLEVELS.contains(&level));
+        level
+    })
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     tusk_shim::tempfiles::install_signal_cleanup();
@@ -169,8 +236,18 @@ fn main() -> ExitCode {
         Command::Color(a) => tusk_shim::color::run(a),
         Command::Dsa(a) => tusk_shim::dsa::run(a),
         Command::Regalloc(a) => tusk_shim::regalloc::run(a),
+        Command::Completions(a) => completions(a),
     };
     ExitCode::from(code)
+}
+
+/// `tusk completions SHELL`: the script clap derives from the flags above,
+/// on standard output.
+fn completions(a: &CompletionsArgs) -> u8 {
+    use clap::CommandFactory;
+    let mut script = Vec::new();
+    clap_complete::generate(a.shell, &mut Cli::command(), "tusk", &mut script);
+    console::print_and_finish(EXIT_OK, &String::from_utf8_lossy(&script))
 }
 
 /// Reads and parses the input; on failure prints the error and returns the
@@ -187,19 +264,25 @@ fn check(a: &CheckArgs) -> u8 {
         Ok(m) => m,
         Err(code) => return code,
     };
-    let (code, text) = check_text(&a.input.file.display().to_string(), &m);
+    let file = batch::display_name(&a.input.file);
+    let (code, text, json) = check_text(&file, &m);
+    if a.json {
+        return console::print_and_finish(code, &format!("{json:#}\n"));
+    }
     console::print_and_finish(code, &text)
 }
 
-/// What `tusk check` prints about `m`, and its exit code.
-fn check_text(file: &str, m: &Module) -> (u8, String) {
+/// What `tusk check` prints about `m` (text and JSON), and its exit code.
+fn check_text(file: &str, m: &Module) -> (u8, String, serde_json::Value) {
+    use serde_json::json;
     use std::fmt::Write;
     let mut out = String::new();
     if let Err(e) = m.check_structure() {
         let _ = writeln!(out, "{file}: structure: {e}");
-        return (EXIT_FAILED, out);
+        let j = json!({"file": file, "status": "structure", "error": e.to_string()});
+        return (EXIT_FAILED, out, j);
     }
-    // The placement verifier (SPEC §3) judges what has been allocated: a
+    // The placement verifier (docs/SEMANTICS.md §2) judges what has been allocated: a
     // space where nothing is placed yet (registers: nothing colored) is not
     // checked, so an unallocated module checks clean and a partly placed
     // space reports its unplaced locations.
@@ -235,6 +318,26 @@ fn check_text(file: &str, m: &Module) -> (u8, String) {
     .filter(|(on, _)| *on)
     .map(|(_, n)| *n)
     .collect();
+    let findings: Vec<serde_json::Value> = report
+        .findings
+        .iter()
+        .map(|f| {
+            json!({
+                "kind": f.kind(),
+                "message": f.display(m).to_string(),
+                "tensors": f.mems().iter().map(|&v| format!("%{}", m.mem_name(v))).collect::<Vec<_>>(),
+                "registers": f.regs().iter().map(|&r| format!("${}", m.reg_name(r))).collect::<Vec<_>>(),
+            })
+        })
+        .collect();
+    let j = json!({
+        "file": file,
+        "status": if report.is_clean() { "ok" } else { "findings" },
+        "checked": checked,
+        "total": report.total(),
+        "findings": findings,
+        "dropped": report.dropped,
+    });
     let checked = if checked.is_empty() {
         "nothing placed yet, structure only".to_string()
     } else {
@@ -244,7 +347,7 @@ fn check_text(file: &str, m: &Module) -> (u8, String) {
         let n = report.total();
         let noun = if n == 1 { "finding" } else { "findings" };
         let _ = writeln!(out, "{file}: {n} {noun} ({checked})");
-        return (EXIT_FAILED, out);
+        return (EXIT_FAILED, out, j);
     }
     let _ = writeln!(
         out,
@@ -253,7 +356,7 @@ fn check_text(file: &str, m: &Module) -> (u8, String) {
         m.num_blocks(),
         m.num_live_insts()
     );
-    (EXIT_OK, out)
+    (EXIT_OK, out, j)
 }
 
 fn fmt(a: &FmtArgs) -> u8 {
@@ -282,11 +385,15 @@ fn info(a: &InfoArgs) -> u8 {
         Ok(m) => m,
         Err(code) => return code,
     };
+    if a.json {
+        let v = tusk_shim::info::info_json(&m);
+        return console::print_and_finish(EXIT_OK, &format!("{v:#}\n"));
+    }
     console::print_and_finish(EXIT_OK, &tusk_shim::info::info_text(&m))
 }
 
 fn run(a: &RunArgs) -> u8 {
-    let allocator = match Allocator::from_name(&a.allocator) {
+    let allocator = match Allocator::from_name(a.allocator.as_deref().unwrap_or("")) {
         Ok(x) => x,
         Err(e) => {
             console::error(e);
@@ -331,6 +438,9 @@ fn run(a: &RunArgs) -> u8 {
         from_json: a.from_json,
         print_pipeline: a.print_pipeline,
         json: a.json,
+        explain: a.explain,
+        map: a.map,
+        window: a.svg_window,
     };
     if let [one] = a.files.as_slice() {
         if !one.is_dir() {
@@ -344,7 +454,7 @@ fn run(a: &RunArgs) -> u8 {
                 console::error(msg);
                 return EXIT_BAD_INPUT;
             }
-            let o = batch::run_file(one, &cfg, &out);
+            let o = batch::run_file_with_progress(one, &cfg, &out);
             let printed = console::print(&o.stdout);
             console::eprint(&o.stderr);
             return console::finish(o.code, printed);

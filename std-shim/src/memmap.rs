@@ -30,13 +30,40 @@ pub const MAX_ITEMS: usize = 20_000;
 
 /// The memory map of `m` (placed as it is: after a run, or at a failure).
 pub fn memory_map(m: &Module, title: &str, subtitle: &str, failure: Option<&FailureSite>) -> Chart {
+    memory_map_window(m, title, subtitle, failure, None)
+}
+
+/// [`memory_map`] over positions `[lo, hi)` of program order only
+/// (`--svg-window`): rectangles clipped to it, the peak the window's, the
+/// failure marked when it lies inside. A big module's map stays readable
+/// and small, and a failure at position 110 of 3000 can be looked at.
+pub fn memory_map_window(
+    m: &Module,
+    title: &str,
+    subtitle: &str,
+    failure: Option<&FailureSite>,
+    window: Option<(u64, u64)>,
+) -> Chart {
     let order = LinearOrder::of(m);
     let live = MemLiveness::of(m, &order);
     let n = order.len() as u64;
+    let (w0, w1) = match window {
+        Some((lo, hi)) => (lo.min(n), hi.min(n).max(lo.min(n) + 1)),
+        None => (0, n.max(1)),
+    };
+    let in_window = |p: u64| (w0..w1).contains(&p);
+    let clip = |it: &mut Item| -> bool {
+        if it.upper <= w0 || it.lower >= w1 {
+            return false;
+        }
+        it.lower = it.lower.max(w0);
+        it.upper = it.upper.min(w1);
+        true
+    };
     let fail_pos = failure.and_then(|f| {
         f.position
             .or_else(|| f.inst.map(|i| order.pos(i)))
-            .filter(|&p| (p as u64) < n)
+            .filter(|&p| (p as u64) < n && in_window(p as u64))
     });
     let fail_space = failure.and_then(|f| f.space.or_else(|| f.tensor.map(|t| m.mems.space[t])));
     let mut panels = Vec::new();
@@ -86,6 +113,7 @@ pub fn memory_map(m: &Module, title: &str, subtitle: &str, failure: Option<&Fail
                 },
             ));
         }
+        placed.retain_mut(|(_, it)| clip(it));
         let failing_here = fail_space == Some(space);
         if placed.is_empty() && !failing_here {
             continue;
@@ -116,13 +144,16 @@ pub fn memory_map(m: &Module, title: &str, subtitle: &str, failure: Option<&Fail
                     Some(Marker {
                         pos: p,
                         kind: MarkerKind::Peak,
-                        // PSUM counts whole banks, as the run summary does.
+                        // PSUM counts whole banks, as the run summary and
+                        // the subtitle do: a tensor owns the banks it
+                        // touches.
                         label: if space == Space::Psum {
                             let bank = t.psum_bank_bytes.max(1) as u64;
+                            let banks = top.div_ceil(bank);
                             format!(
-                                "peak {} ({} banks) at {p}",
-                                bytes_label(top),
-                                top.div_ceil(bank)
+                                "peak {} ({banks} bank{}) at {p}",
+                                bytes_label(banks * bank),
+                                if banks == 1 { "" } else { "s" }
                             )
                         } else {
                             format!("peak {} at {p}", bytes_label(top))
@@ -195,8 +226,9 @@ pub fn memory_map(m: &Module, title: &str, subtitle: &str, failure: Option<&Fail
                 base += size;
             }
         }
+        demand.retain_mut(|(_, it)| clip(it));
         let mut markers: Vec<Marker> = marker.into_iter().collect();
-        markers.extend(ticks.iter().cloned());
+        markers.extend(ticks.iter().filter(|t| in_window(t.pos)).cloned());
         let cap_of = |s: Space| match s {
             Space::Sb => Some(t.sb_usable_bytes as u64),
             Space::Psum => Some(t.psum_usable_bytes() as u64),
@@ -294,6 +326,9 @@ pub fn memory_map(m: &Module, title: &str, subtitle: &str, failure: Option<&Fail
         }
     }
     let mut subtitle = subtitle.to_string();
+    if window.is_some() {
+        subtitle.push_str(&format!(" (positions {w0}..{} of {n})", w1 - 1));
+    }
     if dropped > 0 {
         subtitle.push_str(&format!(" ({dropped} smallest rectangles not drawn)"));
     }
@@ -301,7 +336,8 @@ pub fn memory_map(m: &Module, title: &str, subtitle: &str, failure: Option<&Fail
         title: title.to_string(),
         subtitle,
         x_label: "program order (instruction position)".into(),
-        x_end: n.max(1),
+        x_start: w0,
+        x_end: w1,
         panels,
     }
 }

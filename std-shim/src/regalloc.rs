@@ -30,7 +30,7 @@ pub struct RegallocArgs {
     /// A function file, or a directory of `*.json` function files.
     pub input: PathBuf,
     /// Registers available (all interchangeable: `0..K`).
-    #[arg(short = 'k', long = "k")]
+    #[arg(short = 'k', long = "registers", visible_alias = "k")]
     pub k: u16,
     /// Print one JSON object with the totals and `per_function` instead of
     /// the text summary.
@@ -38,7 +38,7 @@ pub struct RegallocArgs {
     pub json: bool,
     /// Write the allocations (operand and parameter locations, edits) as
     /// JSON to this file (atomically, only when every function succeeded).
-    #[arg(short = 'o', long = "out")]
+    #[arg(short = 'o', long = "output", visible_alias = "out")]
     pub out: Option<PathBuf>,
     /// Skip the symbolic checker (the `checked` count is then 0).
     #[arg(long)]

@@ -1,5 +1,5 @@
 //! `tusk run`: the allocation pipeline over a module, with the human summary
-//! and the JSON report (SPEC §5).
+//! and the JSON report (docs/REPORT.md).
 
 use std::time::Instant;
 
@@ -48,6 +48,15 @@ pub fn pipeline_text(opts: &Options) -> String {
     s
 }
 
+/// `1 spill`, `2 spills`: a count and its noun, singular for one.
+pub fn count(n: u64, noun: &str) -> String {
+    if n == 1 {
+        format!("1 {noun}")
+    } else {
+        format!("{n} {noun}s")
+    }
+}
+
 fn ms(micros: u64) -> f64 {
     micros as f64 / 1000.0
 }
@@ -62,20 +71,48 @@ pub fn summary(file: &str, m: &Module, r: &RunReport) -> String {
     );
     for space in [Space::Sb, Space::Psum, Space::Dram] {
         let x = r.space(space);
-        if x.placed == 0 && x.lower_bound == 0 {
+        if x.placed == 0 && x.lower_bound == 0 && x.input_lower_bound == 0 {
             continue;
         }
+        // Both of the result; the input's bound beside them when the
+        // passes' rewrites (spills, DMA rewrites) changed it.
+        let input = if x.input_lower_bound != x.lower_bound {
+            format!("; input's bound {}", x.input_lower_bound)
+        } else {
+            String::new()
+        };
         s.push_str(&format!(
-            "  {:<5} peak {} / bound {} ({:.3}), {:.1}% of {}, {} spills ({} B, ~{} cycles)\n",
+            "  {:<5} peak {} / bound {} ({:.3}{input}), {:.1}% of {}, {} ({} B, ~{} cycles)\n",
             space.upper(),
             x.peak,
             x.lower_bound,
             x.peak_over_bound(),
             x.utilization_pct(),
             x.capacity,
-            x.spills,
+            count(x.spills as u64, "spill"),
             x.spill_bytes,
             x.spill_cycles
+        ));
+    }
+    // Each DMA pass measures the whole module's DMAs before and after it
+    // runs: one line for the module, from before the first pass that ran
+    // to after the last, with the rewrites of both passes summed.
+    let ran: Vec<&tusk_core::dma::DmaStats> =
+        r.dma.iter().flatten().filter(|d| !d.skipped).collect();
+    if let (Some(first), Some(last)) = (ran.first(), ran.last()) {
+        let sum = |f: fn(&tusk_core::dma::DmaStats) -> u32| ran.iter().map(|d| f(d)).sum::<u32>();
+        s.push_str(&format!(
+            "  DMA   {} DMAs / {} descriptors / {} B -> {} / {} / {} B ({} merged, {} loads dropped, {} stores dropped, {} shrunk)\n",
+            first.pre.instructions,
+            first.pre.descriptors,
+            first.pre.bytes,
+            last.post.instructions,
+            last.post.descriptors,
+            last.post.bytes,
+            sum(|d| d.coalesced_dmas),
+            sum(|d| d.loads_merged),
+            sum(|d| d.stores_removed),
+            sum(|d| d.partial_shrunk)
         ));
     }
     for (k, name) in ["PSUM", "SB"].iter().enumerate() {
@@ -83,18 +120,6 @@ pub fn summary(file: &str, m: &Module, r: &RunReport) -> String {
             if d.skipped {
                 continue;
             }
-            s.push_str(&format!(
-                "  DMA {:<4} {} DMAs / {} descriptors -> {} / {} ({} merged, {} loads dropped, {} stores dropped, {} shrunk)\n",
-                name,
-                d.pre.instructions,
-                d.pre.descriptors,
-                d.post.instructions,
-                d.post.descriptors,
-                d.coalesced_dmas,
-                d.loads_merged,
-                d.stores_removed,
-                d.partial_shrunk
-            ));
             if d.loads_transformed + d.psum_spills_removed > 0 {
                 s.push_str(&format!(
                     "  DMA {:<4} {} loads transformed to copies, {} PSUM spill pairs removed\n",
@@ -181,7 +206,7 @@ fn storage_json(st: &tusk_core::storage::StorageReport) -> Value {
     })
 }
 
-/// The JSON report (SPEC §5).
+/// The JSON report (docs/REPORT.md).
 pub fn report_json(file: &str, m: &Module, r: &RunReport) -> Value {
     let spaces: Vec<Value> = [Space::Sb, Space::Psum, Space::Dram]
         .iter()
@@ -192,6 +217,7 @@ pub fn report_json(file: &str, m: &Module, r: &RunReport) -> Value {
                 "placed": x.placed,
                 "peak": x.peak,
                 "lower_bound": x.lower_bound,
+                "input_lower_bound": x.input_lower_bound,
                 "peak_over_bound": x.peak_over_bound(),
                 "capacity": x.capacity,
                 "utilization_pct": x.utilization_pct(),
@@ -224,8 +250,8 @@ pub fn report_json(file: &str, m: &Module, r: &RunReport) -> Value {
             Some(json!({
                 "pass": name,
                 "skipped": d.skipped,
-                "PreGcaDMAAccesses": rep(&d.pre),
-                "PostGcaDMAAccesses": rep(&d.post),
+                "pre": rep(&d.pre),
+                "post": rep(&d.post),
                 "loads_merged": d.loads_merged,
                 "loads_transformed": d.loads_transformed,
                 "stores_removed": d.stores_removed,
@@ -284,7 +310,12 @@ pub fn report_json(file: &str, m: &Module, r: &RunReport) -> Value {
                 "spills": x.spills,
                 "spill_bytes": x.spill_bytes,
                 "spill_cycles": x.spill_cycles,
-                "fragmentation": format!("{:?}", x.fragmentation),
+                "fragmentation": {
+                    "samples": x.fragmentation.samples,
+                    "p50": x.fragmentation.p50,
+                    "p90": x.fragmentation.p90,
+                    "p99": x.fragmentation.p99,
+                },
             })
         };
         json!({"psum": one(&l.psum), "sb": one(&l.sb)})
@@ -295,6 +326,7 @@ pub fn report_json(file: &str, m: &Module, r: &RunReport) -> Value {
     let in_use = m.instruction_bytes_in_use().total();
     json!({
         "file": file,
+        "status": "ok",
         "optlevel": r.optlevel,
         "instructions": insts,
         "instruction_storage_bytes": storage,

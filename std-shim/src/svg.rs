@@ -178,6 +178,8 @@ pub struct Chart {
     pub subtitle: String,
     /// The x axis label.
     pub x_label: String,
+    /// The first position drawn (0 unless a window was asked for).
+    pub x_start: u64,
     /// One past the last position.
     pub x_end: u64,
     /// The panels, top to bottom.
@@ -261,12 +263,22 @@ fn fmt_f(v: f64) -> String {
 /// Renders `chart` as an SVG document.
 pub fn render(chart: &Chart) -> Document {
     let plot_w = WIDTH - LEFT - RIGHT;
-    let x_end = chart.x_end.max(1) as f64;
-    let sx = |p: u64| LEFT + plot_w * (p as f64 / x_end);
+    let x0 = chart.x_start.min(chart.x_end.saturating_sub(1));
+    // The positions drawn: `x_end` below is their count.
+    let x_end = chart.x_end.saturating_sub(x0).max(1) as f64;
+    let sx = |p: u64| LEFT + plot_w * (p.saturating_sub(x0) as f64 / x_end);
+    // The names of the tensors too thin to carry them, listed under each
+    // panel by the key drawn at (or next to) each rectangle.
+    let keys: Vec<Vec<String>> = chart
+        .panels
+        .iter()
+        .map(|p| key_lines(p, plot_w, x_end))
+        .collect();
     let panels_h: f64 = chart
         .panels
         .iter()
-        .map(|p| p.height as f64 + PANEL_GAP)
+        .zip(&keys)
+        .map(|(p, k)| p.height as f64 + PANEL_GAP + KEY_LINE * k.len() as f64)
         .sum();
     let sub = wrap(&chart.subtitle, 160);
     // Title, subtitle lines, the legend row.
@@ -288,8 +300,11 @@ pub fn render(chart: &Chart) -> Document {
     }
     doc = doc.add(legend(chart, LEFT, top - 10.0));
     let mut y0 = top;
-    for panel in &chart.panels {
+    // Where the x axis goes: under the last panel, above its key list.
+    let mut axis_y = y0;
+    for (pi, (panel, key_text)) in chart.panels.iter().zip(&keys).enumerate() {
         y0 += PANEL_GAP - 12.0;
+        let mut key = 0usize;
         let h = panel.height as f64;
         let ymax = panel.y_max() as f64 * 1.04;
         let sy = |b: u64| y0 + h - h * (b as f64 / ymax);
@@ -336,9 +351,9 @@ pub fn render(chart: &Chart) -> Document {
         }
         let any_highlight = panel.items.iter().any(|i| i.highlight);
         for it in &panel.items {
-            let (x1, x2) = (sx(it.lower), sx(it.upper.max(it.lower + 1)));
-            let (ya, yb) = (sy(it.offset.saturating_add(it.size)), sy(it.offset));
-            let (w, rh) = ((x2 - x1).max(0.6), (yb - ya).max(0.6));
+            let x1 = sx(it.lower);
+            let ya = sy(it.offset.saturating_add(it.size));
+            let (w, rh) = rect_px(it, plot_w, x_end, h, ymax);
             let faded = any_highlight && !it.highlight;
             let mut r = Rectangle::new()
                 .set("class", "tensor")
@@ -373,12 +388,31 @@ pub fn render(chart: &Chart) -> Document {
             };
             r = r.add(Title::new(title));
             g = g.add(r);
-            // A label only where it fits: ~6 px per character at 10 px.
-            let chars = it.label.chars().count() as f64;
-            if rh >= 12.0 && w >= chars * 6.0 + 4.0 {
+            // The name where it fits (~6 px per character at 10 px), else
+            // a key number, listed with the name under the panel: inside
+            // when the key fits, else just above the rectangle's start.
+            if fits_label(it, w, rh) {
                 g = g.add(
                     text(x1 + w / 2.0, ya + rh / 2.0 + 3.5, 10, "middle", &it.label)
                         .set("fill", "#111")
+                        .set("pointer-events", "none"),
+                );
+            } else if key < MAX_KEYS {
+                key += 1;
+                let k = key.to_string();
+                let inside = rh >= 8.0 && w >= 6.0 * k.len() as f64 + 2.0;
+                let (kx, ky, anchor) = if inside {
+                    (x1 + w / 2.0, ya + rh / 2.0 + 3.0, "middle")
+                } else {
+                    // Just above the sliver, at its start.
+                    (x1 + 2.0, ya - 1.0, "start")
+                };
+                g = g.add(
+                    text(kx, ky, 8, anchor, &k)
+                        .set("fill", "#111")
+                        .set("stroke", "white")
+                        .set("stroke-width", 2)
+                        .set("paint-order", "stroke")
                         .set("pointer-events", "none"),
                 );
             }
@@ -418,6 +452,10 @@ pub fn render(chart: &Chart) -> Document {
                     .set("fill", "#d02020"),
                 );
         }
+        let label_y = match panel.capacity {
+            Some(c) if !panel.capacity_off_scale() && sy(c) < y0 + 16.0 => sy(c) + 13.0,
+            _ => y0 + 11.0,
+        };
         for mk in &panel.markers {
             let x = sx(mk.pos) + (sx(mk.pos + 1) - sx(mk.pos)) / 2.0;
             match mk.kind {
@@ -441,8 +479,9 @@ pub fn render(chart: &Chart) -> Document {
                         )
                         .add(
                             // A white halo keeps the label legible over
-                            // lines and rectangles.
-                            text(x + 3.0, y0 + 11.0, 10, "start", &mk.label)
+                            // lines and rectangles; under the capacity
+                            // line when that runs along the top.
+                            text(x + 3.0, label_y, 10, "start", &mk.label)
                                 .set("fill", colour)
                                 .set("font-weight", "bold")
                                 .set("stroke", "white")
@@ -491,11 +530,25 @@ pub fn render(chart: &Chart) -> Document {
                 }
             }
         }
+        // Under the panel; under the x axis and its label for the last.
+        let key_y = if pi + 1 == chart.panels.len() {
+            h + 46.0
+        } else {
+            h + 22.0
+        };
+        for (k, line) in key_text.iter().enumerate() {
+            g = g.add(
+                text(LEFT, y0 + key_y + KEY_LINE * k as f64, 9, "start", line).set("fill", "#333"),
+            );
+        }
         doc = doc.add(g);
-        y0 += h + 12.0;
+        axis_y = y0 + h + 12.0;
+        y0 += h + 12.0 + KEY_LINE * key_text.len() as f64;
     }
+    let y0 = axis_y;
     // The x axis under the last panel.
-    for t in ticks(chart.x_end.max(1), 10, false) {
+    let step = ticks(x_end as u64, 10, false).get(1).copied().unwrap_or(1);
+    for t in (x0.div_ceil(step) * step..=chart.x_end.max(1)).step_by(step as usize) {
         let x = sx(t);
         doc = doc
             .add(
@@ -529,6 +582,53 @@ pub fn render(chart: &Chart) -> Document {
         ),
     );
     doc
+}
+
+/// Height of one line of a panel's key list.
+const KEY_LINE: f64 = 12.0;
+/// Thin tensors keyed per panel at most; the list says how many more.
+const MAX_KEYS: usize = 200;
+
+/// Width and height in pixels of `it` in a plot `plot_w` wide and `h` high
+/// over `x_end` positions and `ymax` bytes (at least 0.6 each, so every
+/// tensor shows).
+fn rect_px(it: &Item, plot_w: f64, x_end: f64, h: f64, ymax: f64) -> (f64, f64) {
+    let w = plot_w * ((it.upper.max(it.lower + 1) - it.lower) as f64 / x_end);
+    let rh = h * (it.size as f64 / ymax);
+    (w.max(0.6), rh.max(0.6))
+}
+
+/// True when `it`'s name fits inside its `w` x `rh` pixel rectangle.
+fn fits_label(it: &Item, w: f64, rh: f64) -> bool {
+    rh >= 12.0 && w >= it.label.chars().count() as f64 * 6.0 + 4.0
+}
+
+/// The key list of `p`: `1 %mx · 2 %sum · ...` for every rectangle too thin
+/// for its name, in drawing order (the order `render` numbers them), wrapped.
+fn key_lines(p: &Panel, plot_w: f64, x_end: f64) -> Vec<String> {
+    let h = p.height as f64;
+    let ymax = p.y_max() as f64 * 1.04;
+    let mut names = Vec::new();
+    let mut more = 0usize;
+    for it in &p.items {
+        let (w, rh) = rect_px(it, plot_w, x_end, h, ymax);
+        if fits_label(it, w, rh) {
+            continue;
+        }
+        if names.len() < MAX_KEYS {
+            names.push(format!("{} {}", names.len() + 1, it.label));
+        } else {
+            more += 1;
+        }
+    }
+    if names.is_empty() {
+        return Vec::new();
+    }
+    let mut s = format!("too thin to name: {}", names.join(" \u{b7} "));
+    if more > 0 {
+        s.push_str(&format!(" \u{b7} and {more} more (hover titles name them)"));
+    }
+    wrap(&s, 170)
 }
 
 /// Splits `s` at spaces into lines of at most about `width` characters.
@@ -583,6 +683,41 @@ fn legend(chart: &Chart, x0: f64, y: f64) -> Group {
             )
             .add(text(x + 20.0, y, 10, "start", k.name()));
         advance(&mut x, k.name());
+    }
+    let faded = chart
+        .panels
+        .iter()
+        .any(|p| p.items.iter().any(|i| i.highlight) && p.items.iter().any(|i| !i.highlight));
+    let partial = chart
+        .panels
+        .iter()
+        .any(|p| p.items.iter().any(|i| i.partial));
+    for (on, opacity, dash, name) in [
+        (faded, 0.45, "", "pale: not live at the marked position"),
+        (
+            partial,
+            0.9,
+            "3 2",
+            "dashed: covers part of the panel's partitions",
+        ),
+    ] {
+        if on {
+            g = g
+                .add(
+                    Rectangle::new()
+                        .set("x", fmt_f(x))
+                        .set("y", fmt_f(y - 9.0))
+                        .set("width", 14)
+                        .set("height", 10)
+                        .set("fill", Kind::Sb.fill())
+                        .set("fill-opacity", opacity)
+                        .set("stroke", "#333")
+                        .set("stroke-width", 0.5)
+                        .set("stroke-dasharray", dash),
+                )
+                .add(text(x + 20.0, y, 10, "start", name));
+            advance(&mut x, name);
+        }
     }
     for (mk, colour, name) in [
         (MarkerKind::Peak, "#1a1a1a", "peak (its live set outlined)"),
@@ -682,6 +817,7 @@ pub fn buffer_map(title: &str, rects: &[BufferRect], capacity: Option<u64>) -> D
                 .unwrap_or_default()
         ),
         x_label: "time".into(),
+        x_start: 0,
         x_end,
         panels: vec![Panel {
             title: "buffers".into(),

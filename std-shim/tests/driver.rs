@@ -423,7 +423,8 @@ fn run_validates_every_flag_and_allocates() {
     let report = fs::read_to_string(work.join("r.json")).unwrap();
     assert!(report.contains("\"optlevel\": 6"), "{report}");
     // optlevel 7 takes a fixed assignment: it has no PSUM colorer, so an
-    // unplaced PSUM tensor fails the in-place check (exit 1), nothing written.
+    // unplaced PSUM tensor is refused before any pass (exit 1), naming the
+    // tensor and what to do, nothing written.
     fs::write(
         work.join("p.tusk"),
         "psum %p [128 x 64]\nfunc @f {\nentry:\n  %p = memset 0\n}\n",
@@ -435,15 +436,23 @@ fn run_validates_every_flag_and_allocates() {
     );
     assert_eq!(o.code, 1, "{}", o.stderr);
     assert!(
-        o.stderr
-            .contains("smt allocation fails in-place write checker"),
+        o.stderr.contains(
+            "optlevel 7 keeps the input's placements and runs no PSUM allocator, \
+             so every PSUM location must come placed; %p@PSUM<?>(128 x 64) has none"
+        ) && o.stderr.contains("or use optlevel 2"),
         "{}",
         o.stderr
     );
     assert!(!work.join("seven.tusk").exists());
     for (args, msg) in [
-        (&["--optlevel", "4"][..], "--optlevel 4"),
-        (&["--allocator", "best"][..], "--allocator"),
+        (
+            &["--optlevel", "4"][..],
+            "[possible values: 0, 1, 2, 3, 6, 7, 8]",
+        ),
+        (
+            &["--allocator", "best"][..],
+            "[possible values: coloring, lsa, exact]",
+        ),
         (
             &["--vnc-count", "2", "--allocator", "lsa"][..],
             "--vnc-count 2",
@@ -454,8 +463,14 @@ fn run_validates_every_flag_and_allocates() {
             "optlevel 8",
         ),
         (&["--gca-dma-optlevel", "3"][..], "--gca-dma-optlevel 3"),
-        (&["--target", "trn9"][..], "--target trn9"),
-        (&["--max-regs", "1"][..], "--max-regs 1"),
+        (
+            &["--target", "trn9"][..],
+            "[possible values: trn1, inf2, trn2, trn3]",
+        ),
+        // One range for every out-of-range count, the target's.
+        (&["--max-regs", "1"][..], "1 is not in 2..=4096"),
+        (&["--max-regs", "0"][..], "0 is not in 2..=4096"),
+        (&["--max-regs", "99999"][..], "99999 is not in 2..=4096"),
     ] {
         let mut v = vec!["run", "m.tusk"];
         v.extend_from_slice(args);
@@ -463,6 +478,24 @@ fn run_validates_every_flag_and_allocates() {
         assert_eq!(o.code, 2, "{v:?}: {}", o.stderr);
         assert!(o.stderr.contains(msg), "{v:?}: {}", o.stderr);
     }
+    // The help lists every flag's values.
+    let help = run_in(&work, &["run", "--help"]).stdout;
+    for values in [
+        "[default: 2] [possible values: 0, 1, 2, 3, 6, 7, 8]",
+        "[possible values: coloring, lsa, exact]",
+        "[possible values: trn1, inf2, trn2, trn3]",
+    ] {
+        assert!(help.contains(values), "no `{values}` in {help}");
+    }
+    assert!(!help.contains("[default: \"\"]"), "{help}");
+    // A generated module has at least one instruction.
+    let o = run_in(&work, &["gen", "-n", "0"]);
+    assert_eq!(o.code, 2, "{}", o.stderr);
+    assert!(
+        o.stderr.contains("at least 1 instruction (1..=16000000)"),
+        "{}",
+        o.stderr
+    );
     // Usage errors (clap) are exit 2 too.
     assert_eq!(run_in(&work, &["run"]).code, 2);
     assert_eq!(run_in(&work, &["frobnicate"]).code, 2);
@@ -716,6 +749,133 @@ fn a_closed_standard_output_descriptor_is_not_a_crash() {
 
 // ---------------------------------------------------------------------
 // Inputs refused before any work
+
+/// `tusk dsa --explain`: each buffer with what lies under it while it is
+/// live and what reuses its bytes; over the capacity, the buffers live at
+/// the peak and the bytes missing.
+#[test]
+fn dsa_explain_says_why_and_what_is_missing() {
+    let work = scratch("dsa-explain");
+    fs::write(
+        work.join("b.csv"),
+        "id,lower,upper,size\na,0,10,64\nb,5,20,32\nc,12,30,64\n",
+    )
+    .unwrap();
+    let o = run_in(
+        &work,
+        &[
+            "dsa",
+            "b.csv",
+            "--capacity",
+            "90",
+            "--algo",
+            "greedy-size",
+            "--explain",
+        ],
+    );
+    assert_eq!(o.code, 1, "{}", o.stderr);
+    for line in [
+        "  b at [64, 96), live [5, 20); below it while it is live: c, a\n",
+        "  a at [0, 64), live [0, 10); at offset 0; its bytes are reused at other times by c\n",
+        "  at instant 5, 2 buffers are live with 96 bytes in all: no placement fits there, it needs 6 more bytes\n",
+    ] {
+        assert!(o.stdout.contains(line), "no `{line}` in {}", o.stdout);
+    }
+    let j = run_in(
+        &work,
+        &["dsa", "b.csv", "--capacity", "4096", "--explain", "--json"],
+    );
+    let v: serde_json::Value = serde_json::from_str(&j.stdout).unwrap();
+    assert_eq!(v["explain"][0]["title"], "placements");
+    let _ = fs::remove_dir_all(&work);
+}
+
+/// `tusk color --json`: the summary's figures as one object, exit code as
+/// without it (1: a vertex left uncolored).
+#[test]
+fn color_json_has_the_summarys_figures() {
+    let work = scratch("color-json");
+    fs::write(work.join("tri.col"), "p edge 3 3\ne 1 2\ne 2 3\ne 1 3\n").unwrap();
+    let o = run_in(&work, &["color", "tri.col", "-k", "2", "--json"]);
+    assert_eq!(o.code, 1, "{}", o.stderr);
+    let v: serde_json::Value = serde_json::from_str(&o.stdout).unwrap();
+    assert_eq!(
+        (v["vertices"].as_u64(), v["edges"].as_u64()),
+        (Some(3), Some(3))
+    );
+    assert_eq!(
+        (v["k"].as_u64(), v["uncolored"].as_u64()),
+        (Some(2), Some(1))
+    );
+    let o = run_in(&work, &["color", "tri.col", "-k", "3", "--json", "-o", "-"]);
+    assert_eq!(o.code, 2, "-o - and --json both want standard output");
+    let _ = fs::remove_dir_all(&work);
+}
+
+/// `tusk completions SHELL` prints a script that knows the commands, the
+/// flags and their values.
+#[test]
+fn completions_know_the_flags_and_their_values() {
+    let work = scratch("completions");
+    for shell in ["bash", "zsh", "fish"] {
+        let o = run_in(&work, &["completions", shell]);
+        assert_eq!(o.code, 0, "{shell}: {}", o.stderr);
+        // Fish spells long flags `-l optlevel`.
+        for word in ["optlevel", "svg-window", "regalloc", "coloring"] {
+            assert!(o.stdout.contains(word), "{shell}: no `{word}`");
+        }
+    }
+    let bash = run_in(&work, &["completions", "bash"]).stdout;
+    assert!(bash.contains("0 1 2 3 6 7 8"), "optlevel values");
+    assert_eq!(run_in(&work, &["completions", "tcsh"]).code, 2);
+    let _ = fs::remove_dir_all(&work);
+}
+
+/// `tusk dsa` names its algorithm as `--algo` spells it, not by its Rust
+/// name.
+#[test]
+fn dsa_names_the_algorithm_as_the_flag_does() {
+    let work = scratch("dsa-algo");
+    fs::write(
+        work.join("b.csv"),
+        "id,lower,upper,size\na,0,10,64\nb,5,20,32\n",
+    )
+    .unwrap();
+    for algo in ["exact", "coloring", "lsa", "greedy-size", "best-fit"] {
+        let o = run_in(
+            &work,
+            &["dsa", "b.csv", "--capacity", "4096", "--algo", algo],
+        );
+        assert_eq!(o.code, 0, "{algo}: {}", o.stderr);
+        assert!(
+            o.stdout.contains(&format!("\nalgo: {algo}\n")),
+            "{}",
+            o.stdout
+        );
+        let j = run_in(
+            &work,
+            &[
+                "dsa",
+                "b.csv",
+                "--capacity",
+                "4096",
+                "--algo",
+                algo,
+                "--json",
+            ],
+        );
+        assert_eq!(j.code, 0, "{algo}: {}", j.stderr);
+        let v: serde_json::Value = serde_json::from_str(&j.stdout).unwrap();
+        assert_eq!(v["algo"], algo);
+        assert_eq!(
+            (v["peak"].as_u64(), v["lower_bound"].as_u64()),
+            (Some(96), Some(96))
+        );
+        assert_eq!(v["fits"], true);
+        assert_eq!(v["validated"], true);
+    }
+    let _ = fs::remove_dir_all(&work);
+}
 
 #[test]
 fn dsa_refuses_overlapping_pins_before_placing() {

@@ -110,6 +110,8 @@ fn args(file: PathBuf, capacity: Option<u64>, out: Option<PathBuf>, algo: Algo) 
         budget_nodes: Some(100_000),
         minimize: false,
         max_memory: None,
+        json: false,
+        explain: false,
     }
 }
 

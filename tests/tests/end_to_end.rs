@@ -99,9 +99,21 @@ fn run_checked(m: &mut Module, opts: &Options) -> Result<RunReport, String> {
 
 /// What every successful run must show: the checks ran clean, every
 /// location the program accesses is placed (except DRAM inputs and outputs,
-/// which the runtime places) and every register it uses has a lane.
+/// which the runtime places), every register it uses has a lane, and in
+/// every space the peak is at least the lower bound, both of the result.
 fn assert_complete(what: &str, m: &Module, r: &RunReport) {
     assert!(r.verified, "{what}: the checks did not run");
+    for s in Space::ALL {
+        let x = r.space(s);
+        assert!(
+            x.peak >= x.lower_bound,
+            "{what}: {} peak {} below its lower bound {} (input's bound {})",
+            s.upper(),
+            x.peak,
+            x.lower_bound,
+            x.input_lower_bound
+        );
+    }
     assert_eq!(r.findings, 0, "{what}: verifier findings");
     assert!(r.reg.is_some(), "{what}: the register colorer did not run");
     for i in m.program_order() {

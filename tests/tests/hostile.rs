@@ -123,6 +123,8 @@ fn dsa_writes_atomically_and_never_over_its_input() {
         budget_nodes: None,
         minimize: false,
         max_memory: None,
+        json: false,
+        explain: false,
     };
     assert_eq!(run(&args), 0);
     let out = std::fs::read_to_string(dir.join("out.csv")).unwrap();

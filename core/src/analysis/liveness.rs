@@ -3,7 +3,7 @@
 //! A value is *live at* position `p` when `start <= p <= end`, where, before
 //! the loop rule, `start` is its first access (position 0 for module inputs)
 //! and `end` its last access (the last position for module outputs). The loop
-//! rule of SPEC §3 then widens intervals:
+//! rule of docs/SEMANTICS.md §1 then widens intervals:
 //! - a value accessed inside loop `L` but defined before `L` starts is live
 //!   until `L`'s last position (the next iteration reads it again);
 //! - a value whose first access is a read inside `L` and that `L` also

@@ -1,5 +1,5 @@
 //! Analyses over a module: linear program order, loop spans, liveness of
-//! memory locations and registers (with the loop rule of SPEC §3) and lower
+//! memory locations and registers (with the loop rule of docs/SEMANTICS.md §1) and lower
 //! bounds per space. Each analysis keeps its storage between runs
 //! (`compute(&mut self, ..)`), so a pass that reruns it after a rewrite does
 //! not allocate once the storage has grown to the module's size.

@@ -2217,7 +2217,7 @@ mod tests {
     use alloc::vec;
     use alloc::vec::Vec;
 
-    /// Live ranges in program-order positions with the loop rule of SPEC §3
+    /// Live ranges in program-order positions with the loop rule of docs/SEMANTICS.md §1
     /// (a value accessed in a loop but defined before it is live over the
     /// whole loop), written independently of the generator.
     struct Liveness {

@@ -1,6 +1,7 @@
 //! Typed `u32` indices.
 //!
-//! Every entity of the IR is addressed by a newtype made by [`entity_id!`]:
+//! Every entity of the IR is addressed by a newtype made by
+//! [`entity_id!`](crate::entity_id):
 //! `u32` storage, `u32::MAX` as the invalid sentinel (hot columns hold the
 //! sentinel instead of an `Option`), and a `Display` that is the entity's
 //! spelling in the text format (`block3`, `inst12`).

@@ -655,6 +655,14 @@ fn fill(
             align,
             partitions,
             pin,
+        })
+        .map_err(|e| match e {
+            ProblemError::Full { .. } => ColoringError::Problem(e),
+            // A refused buffer is this tensor: named, not by its index.
+            _ => ColoringError::Unplaceable {
+                tensor: v,
+                why: e.reason(),
+            },
         })?;
         locs.push(v);
     }

@@ -78,7 +78,7 @@ impl LiveRangeManager {
     }
 
     /// Builds the intervals of `space`. With `loop_aware` the intervals are
-    /// the analysis's (SPEC §3 loop rule); without, the straight-line
+    /// the analysis's (docs/SEMANTICS.md §1 loop rule); without, the straight-line
     /// `[first access, last access]` (inputs from 0, outputs to the end).
     pub fn init(
         &mut self,

@@ -5,7 +5,7 @@
 //! uses — their space goes back to the [`BestFitMemoryManager`]; (2) places
 //! the reload copies due before the instruction; (3) when the instruction is
 //! marked in-place, frees the inputs that die at it, so that an output may
-//! take their space (SPEC §3: only then); (4) places every interval that
+//! take their space (docs/SEMANTICS.md §1: only then); (4) places every interval that
 //! starts here (the instruction's outputs, and values the loop rule makes
 //! live from a loop's first position). When nothing fits it logs the
 //! failure and the ranked active set, spills the head of the set
@@ -23,7 +23,7 @@
 //! straight-line `[first access, last access]`, valid only for programs
 //! without loops (loops unrolled), so it refuses a module with loops.
 //! [`run_with_loops`] ("Linear Scan Allocator(LIW)") uses the loop rule of
-//! SPEC §3: a value used in a loop but defined before it, or carried around
+//! docs/SEMANTICS.md §1: a value used in a loop but defined before it, or carried around
 //! the back edge, is live over the whole loop.
 //!
 //! Pinned or already-placed locations are obstacles, never moved: they are
@@ -152,7 +152,7 @@ impl SpaceReport {
     }
 }
 
-/// What the scan did (SPEC §5 figures of the LSA). Timing is left to the
+/// What the scan did (its figures in docs/REPORT.md). Timing is left to the
 /// caller (no clock in no_std).
 #[derive(Clone, Debug, Default)]
 pub struct LsaReport {
@@ -209,12 +209,20 @@ pub struct AllocationFailure {
 
 impl fmt::Display for AllocationFailure {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.write(f, None)
+    }
+}
+
+impl AllocationFailure {
+    /// The text, naming the instruction as `m` spells it when given (else
+    /// by its index).
+    fn write(&self, f: &mut fmt::Formatter<'_>, m: Option<&Module>) -> fmt::Result {
         let sp = self.space.upper();
         write!(
             f,
             "Instruction {} (position {}) couldn't be allocated in {sp}: %{} needs {} but the largest free rectangle is {}. \
              Total Accessed Bytes per partition by instruction: {} / Total {sp} Partition Size: {}. ",
-            self.instruction,
+            InstName(m, self.instruction),
             self.position,
             self.tensor_name,
             self.needed,
@@ -246,6 +254,18 @@ impl fmt::Display for AllocationFailure {
                 self.tensor_name,
                 if self.space == Space::Psum { "psum-banks" } else { "sb-bytes" }
             )
+        }
+    }
+}
+
+/// An instruction as `m` spells it in messages, or by index without one.
+struct InstName<'m>(Option<&'m Module>, Inst);
+
+impl fmt::Display for InstName<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.0 {
+            Some(m) => write!(f, "{}", m.describe_inst(self.1)),
+            None => write!(f, "{}", self.1),
         }
     }
 }
@@ -361,6 +381,7 @@ impl fmt::Display for LsaErrorDisplay<'_> {
             LsaError::Manager { tensor, error } if tensor.is_valid() => {
                 write!(f, "cannot place {}: {error}", name(*tensor))
             }
+            LsaError::AllocationFailed(a) => a.write(f, Some(m)),
             e => e.fmt(f),
         }
     }
@@ -2292,6 +2313,13 @@ mod tests {
              every live tensor is pinned, used by this instruction, not used again, a reload copy \
              written since its reload, or accessed earlier in the enclosing loop. The instruction alone needs more than the space holds: \
              split it into smaller tiles."
+        );
+        // With the module, the instruction is named as the user wrote it.
+        let named = err.display(&m).to_string();
+        assert!(
+            named.starts_with("Instruction `%c = tensor_tensor add %a, %b` (block ")
+                && named.contains(" (position 2) couldn't be allocated in SB: %c needs"),
+            "{named}"
         );
     }
 

@@ -167,6 +167,27 @@ impl fmt::Display for ProblemError {
 
 impl core::error::Error for ProblemError {}
 
+impl ProblemError {
+    /// What is wrong with the buffer, without its index: for a caller that
+    /// names the buffer in its own terms (a tensor of a module).
+    pub const fn reason(&self) -> &'static str {
+        match self {
+            ProblemError::Full { .. } => "the buffer problem is full",
+            ProblemError::ReversedLifetime { .. } => "its lifetime ends before it starts",
+            ProblemError::ZeroAlignment { .. } => "its alignment is 0",
+            ProblemError::BadPartitions { .. } => {
+                "its partition count has no legal start partition in the space"
+            }
+            ProblemError::IllegalPin { .. } => {
+                "it is pinned at an illegal placement (misaligned or at an illegal start partition)"
+            }
+            ProblemError::TooLarge { .. } => {
+                "its sizes are too large (offsets or areas would overflow 64 bits)"
+            }
+        }
+    }
+}
+
 /// Offsets and sizes are kept below this so `offset + size` and sums of
 /// areas never overflow.
 pub const MAX_BYTES: u64 = 1 << 56;

@@ -1,6 +1,6 @@
 //! The pipeline: options and the selection map ([`options`]), the pass list
-//! each selection runs ([`passes`]), and the runner with its reusable
-//! workspace and report ([`run`]).
+//! each selection runs ([`mod@passes`]), and the runner with its reusable
+//! workspace and report ([`mod@run`]).
 
 pub mod options;
 pub mod passes;

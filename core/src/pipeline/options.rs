@@ -1,6 +1,6 @@
 //! Pipeline options and the selection map.
 //!
-//! [`Options`] carries every flag of the driver (SPEC §4). [`Options::normalize`]
+//! [`Options`] carries every flag of the driver (the `tusk run` flags, README). [`Options::normalize`]
 //! reproduces the reference dispatcher's normalize-then-switch ("The Selection
 //! Map" of the seed, `sub_80D9D0`) exactly, with each of its asserts turned
 //! into an [`OptionsError`]:
@@ -94,8 +94,21 @@ impl Selection {
     }
 }
 
-/// Every option of a run (SPEC §4). Build one with [`Options::default`] and
-/// field updates, then call [`Options::normalize`] before use.
+/// Every option of a run (the driver's `tusk run` flags, README). Build one
+/// with [`Options::default`] and field updates, then call
+/// [`Options::normalize`] before use:
+///
+/// ```
+/// use tusk_core::pipeline::{Options, Selection};
+///
+/// let o = Options { loops_in_backend: true, ..Options::default() };
+/// // The selection map: loops in the back end turn optlevel 2 into 6.
+/// let o = o.normalize()?;
+/// assert_eq!((o.optlevel, o.selection()), (6, Some(Selection::ColoringWithLoop)));
+/// // An optlevel outside the map is an error value, not a panic.
+/// assert!(Options { optlevel: 5, ..Options::default() }.normalize().is_err());
+/// # Ok::<(), tusk_core::pipeline::OptionsError>(())
+/// ```
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct Options {

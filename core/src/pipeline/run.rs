@@ -1,4 +1,4 @@
-//! Running a pipeline: the passes of [`super::passes`] over one module, each
+//! Running a pipeline: the passes of [`mod@super::passes`] over one module, each
 //! timed with the caller's clock, then the independent checks.
 //!
 //! [`Workspace::reserve`] sizes every pass's storage from the module and
@@ -28,7 +28,7 @@
 use arrayvec::ArrayVec;
 use core::fmt;
 
-use super::options::{Allocator, Options, OptionsError};
+use super::options::{Allocator, Options, OptionsError, Selection};
 use super::passes::{passes, Pass, MAX_PASSES};
 use crate::analysis::{Bounds, LinearOrder, MemLiveness};
 use crate::dma::pass::{
@@ -63,8 +63,15 @@ pub struct SpaceSummary {
     /// Highest byte used in any partition (PSUM: end of the highest bank
     /// used; DRAM: highest address used).
     pub peak: u64,
-    /// Lower bound of the input program (analysis::Bounds).
+    /// Lower bound of the result: of the module as the passes left it
+    /// (spill code and DMA rewrites included), the same module `peak`
+    /// describes, so `peak >= lower_bound` for every legal placement
+    /// (analysis::Bounds).
     pub lower_bound: u64,
+    /// Lower bound of the input program, before any pass: what the
+    /// passes' rewrites started from (it may lie above `peak` when a spill
+    /// or a DMA rewrite shrank what is live).
+    pub input_lower_bound: u64,
     /// Capacity of the space.
     pub capacity: u64,
     /// Spills inserted by the memory allocator of this space.
@@ -95,7 +102,7 @@ impl SpaceSummary {
     }
 }
 
-/// Everything a run reports (SPEC §5).
+/// Everything a run reports (docs/REPORT.md).
 #[derive(Clone, Debug, Default)]
 pub struct RunReport {
     /// The normalized optlevel that ran.
@@ -166,6 +173,34 @@ pub enum PipelineError {
     },
     /// The dataflow checker could not run.
     DataflowCheck(DataflowError),
+    /// A placement the input fixes breaks a rule of the target on its own
+    /// (out of bounds, misaligned, ...). Every allocator keeps the input's
+    /// placements, so no pass could make it legal: the run stops before
+    /// the first pass, naming it as the verifier does.
+    IllegalInputPlacement {
+        /// Such findings in all.
+        total: u64,
+        /// The first, in declaration order.
+        first: Finding,
+    },
+    /// The rewrite reads other values than the input, and the input's own
+    /// register lanes conflict: the input does not compute what its names
+    /// say, so the comparison is against a broken program.
+    InputRegisterConflict {
+        /// Register findings of the input in all.
+        total: u64,
+        /// The first, as the verifier words it on the input.
+        first: alloc::string::String,
+    },
+    /// Optlevel 7 keeps the input's placements and runs no PSUM allocator
+    /// (as in the reference), so every PSUM location must come placed.
+    UnplacedPsum {
+        /// The first unplaced PSUM location that is accessed, in
+        /// declaration order.
+        first: MemLoc,
+        /// How many there are.
+        count: u32,
+    },
 }
 
 impl PipelineError {
@@ -229,6 +264,17 @@ impl PipelineError {
                 }),
                 _ => None,
             },
+            PipelineError::UnplacedPsum { first, .. } => Some(FailureSite {
+                space: Some(Space::Psum),
+                tensor: Some(*first),
+                ..FailureSite::default()
+            }),
+            PipelineError::IllegalInputPlacement { first, .. } => {
+                first.mems().first().map(|&t| FailureSite {
+                    tensor: Some(t),
+                    ..FailureSite::default()
+                })
+            }
             _ => None,
         }
     }
@@ -249,26 +295,65 @@ impl fmt::Display for PipelineErrorDisplay<'_> {
             PipelineError::Lsa(e) => write!(f, "linear_scan_allocator: {}", e.display(m)),
             PipelineError::Coloring(e) => write!(f, "{}", e.display(m)),
             PipelineError::Dma(e) => write!(f, "dma_optimization: {e}"),
-            PipelineError::Reg(e) => write!(f, "coloring_allocator_reg: {e}"),
+            PipelineError::Reg(e) => write!(f, "coloring_allocator_reg: {}", e.display(m)),
             PipelineError::Verify { pass, total, first } => {
                 if *pass == "check_in_place" {
                     write!(f, "smt allocation fails in-place write checker: ")?;
                 } else {
                     write!(f, "{pass}: the result is not a legal placement: ")?;
                 }
-                write!(f, "{} finding(s), the first: {}", total, first.display(m))
+                match total {
+                    1 => write!(f, "1 finding: {}", first.display(m)),
+                    n => write!(f, "{n} findings, the first: {}", first.display(m)),
+                }
             }
             PipelineError::Dataflow { mismatches, first } => {
                 write!(
                     f,
-                    "dataflow check: {mismatches} read(s) of the rewritten program see a different value than in the input"
+                    "dataflow check: {mismatches} {} of the rewritten program {} a different value than in the input",
+                    if *mismatches == 1 { "read" } else { "reads" },
+                    if *mismatches == 1 { "sees" } else { "see" }
                 )?;
                 if let Some(x) = first {
-                    write!(f, "; the first: {}", x.display(m))?;
+                    let lead = if *mismatches == 1 { ": " } else { "; the first: " };
+                    write!(f, "{lead}{}", x.display(m))?;
                 }
                 Ok(())
             }
-            PipelineError::DataflowCheck(e) => write!(f, "dataflow check could not run: {e}"),
+            PipelineError::DataflowCheck(e) => {
+                write!(f, "dataflow check could not run: {}", e.display(m))
+            }
+            PipelineError::IllegalInputPlacement { total, first } => write!(
+                f,
+                "the input fixes an illegal placement, which no pass can repair (every pass keeps the input's placements): {}{}",
+                first.display(m),
+                match total {
+                    1 => "",
+                    _ => " (and more: `tusk check` lists them all)",
+                }
+            ),
+            PipelineError::InputRegisterConflict { total, first } => write!(
+                f,
+                "the input's register lanes conflict, so the input does not compute what its names say and the dataflow check cannot hold against it: {first}{}; fix the input's lanes (`@ rN`) or drop them (the colorer assigns lanes)",
+                match total {
+                    1 => "",
+                    _ => " (and more: `tusk check` lists them all)",
+                }
+            ),
+            PipelineError::UnplacedPsum { first, count } => {
+                write!(
+                    f,
+                    "optlevel 7 keeps the input's placements and runs no PSUM allocator, so every PSUM location must come placed; {} has none",
+                    m.describe_mem(*first)
+                )?;
+                if *count > 1 {
+                    write!(f, " ({count} PSUM locations are unplaced)")?;
+                }
+                write!(
+                    f,
+                    ": place them in the input (`@ PSUM<p,bank k>`, as the files of examples/placed/ do), or use optlevel 2, which allocates PSUM"
+                )
+            }
         }
     }
 }
@@ -580,9 +665,26 @@ fn run_from(
         ws.order.compute(m);
         ws.live.compute(m, &ws.order);
     }
+    // What no pass can change is refused before the first one runs.
+    if let Some((first, total)) = crate::verify::placement::first_illegal_placement(m) {
+        return Err(PipelineError::IllegalInputPlacement { total, first });
+    }
+    if opts.selection() == Some(Selection::ColoringVerified) {
+        let mut unplaced = m.mems.space.keys().filter(|&v| {
+            m.mems.space[v] == Space::Psum && !m.is_placed(v) && ws.live.interval(v).is_some()
+        });
+        if let Some(first) = unplaced.next() {
+            return Err(PipelineError::UnplacedPsum {
+                first,
+                count: 1 + unplaced.count() as u32,
+            });
+        }
+    }
     ws.bounds.compute(m, &ws.order, &ws.live);
     for s in Space::ALL {
-        report.spaces[s.slot()].lower_bound = ws.bounds.space(s).lower_bound();
+        let b = ws.bounds.space(s).lower_bound();
+        report.spaces[s.slot()].input_lower_bound = b;
+        report.spaces[s.slot()].lower_bound = b;
     }
     // See the module doc: true while ws.order/ws.live describe `m`.
     let mut fresh = true;
@@ -718,7 +820,16 @@ fn run_from(
         }
     }
     summarize(m, &mut report);
-    if !opts.no_verify {
+    if opts.no_verify {
+        // The bounds of the result, from the pipeline's analyses (made
+        // current if a pass changed the program).
+        if !fresh {
+            ws.order.compute(m);
+            ws.live.compute(m, &ws.order);
+        }
+        ws.bounds.compute(m, &ws.order, &ws.live);
+        result_bounds(&ws.bounds, &mut report);
+    } else {
         if ws.release_spent {
             // Spent: the checks bring their own analyses.
             (ws.coloring, ws.order) = (ColoringWorkspace::default(), LinearOrder::default());
@@ -736,6 +847,11 @@ fn run_from(
                 first: *first,
             });
         }
+        // The bounds of the result, from the analyses the verifier just
+        // computed of it.
+        let (order, live) = ws.verifier.analyses();
+        ws.bounds.compute(m, order, live);
+        result_bounds(&ws.bounds, &mut report);
         if ws.release_spent {
             ws.verifier = Verifier::new();
         }
@@ -749,6 +865,22 @@ fn run_from(
                 .check_growing(orig, m, DataflowCapacity::default())
                 .map_err(PipelineError::DataflowCheck)?;
             if !d.is_clean() {
+                // Explain a mismatch the input causes: lanes it colors that
+                // conflict make its own reads see other registers' values.
+                ws.verifier.set_scope(Scope {
+                    psum: false,
+                    sb: false,
+                    dram: false,
+                    registers: true,
+                    uncolored: false,
+                });
+                let r = ws.verifier.verify(orig);
+                if let Some(first) = r.findings.first() {
+                    return Err(PipelineError::InputRegisterConflict {
+                        total: r.total(),
+                        first: alloc::format!("{}", first.display(orig)),
+                    });
+                }
                 return Err(PipelineError::Dataflow {
                     mismatches: d.mismatches.len() as u32 + d.dropped.min(u32::MAX as u64) as u32,
                     first: d.mismatches.first().copied(),
@@ -793,6 +925,13 @@ fn unplace_provisional_dram(m: &mut Module, base: u64) {
         if m.mems.space[v] == Space::Dram && m.is_placed(v) && m.mems.offset[v] >= base {
             m.unplace(v);
         }
+    }
+}
+
+/// The lower bounds `b` (of the result) into the report.
+fn result_bounds(b: &Bounds, report: &mut RunReport) {
+    for s in Space::ALL {
+        report.spaces[s.slot()].lower_bound = b.space(s).lower_bound();
     }
 }
 

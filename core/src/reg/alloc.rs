@@ -15,7 +15,7 @@
 //!
 //! **Live ranges and interference.** A register's range is the
 //! [`RegLiveness`] interval (first access to last access, widened by the
-//! loop rule of SPEC §3). Positions are doubled so that an instruction's
+//! loop rule of docs/SEMANTICS.md §1). Positions are doubled so that an instruction's
 //! reads sit at `2p` and its writes at `2p` too (a def interferes with every
 //! register read by the same instruction), except at an in-place
 //! instruction, whose fresh def starts at `2p + 1`: it may then share a lane
@@ -112,52 +112,97 @@ pub enum RegAllocError {
 }
 
 impl fmt::Display for RegAllocError {
+    /// Without the module: registers and instructions by index. A driver
+    /// prints [`RegAllocError::display`] instead, which names them.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            RegAllocError::RegisterPressure {
-                instruction,
-                live,
-                live_count,
-                live_lanes,
-                capacity,
-            } => {
-                write!(
-                    f,
-                    "cannot allocate registers since spilling candidates are not enough: \
-                     at {instruction}, {live_count} registers needing {live_lanes} lanes are live ("
-                )?;
-                for (k, r) in live.iter().enumerate() {
-                    if k > 0 {
-                        f.write_str(", ")?;
-                    }
-                    write!(f, "{r}")?;
-                }
-                if *live_count as usize > live.len() {
-                    f.write_str(", …")?;
-                }
-                write!(
-                    f,
-                    ") and none of the uncolored ones may be spilled; capacity {capacity} lanes"
-                )
+        write_reg_error(self, f, None)
+    }
+}
+
+impl RegAllocError {
+    /// A printable form that names the registers (`$name`) and the
+    /// instruction of `m`.
+    pub fn display<'m>(&'m self, m: &'m Module) -> RegAllocErrorDisplay<'m> {
+        RegAllocErrorDisplay { e: self, m }
+    }
+}
+
+/// See [`RegAllocError::display`].
+#[derive(Debug)]
+pub struct RegAllocErrorDisplay<'m> {
+    e: &'m RegAllocError,
+    m: &'m Module,
+}
+
+impl fmt::Display for RegAllocErrorDisplay<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write_reg_error(self.e, f, Some(self.m))
+    }
+}
+
+/// The text of `e`, naming registers and instructions of `m` when given.
+fn write_reg_error(
+    e: &RegAllocError,
+    f: &mut fmt::Formatter<'_>,
+    m: Option<&Module>,
+) -> fmt::Result {
+    let reg = |f: &mut fmt::Formatter<'_>, r: Reg| match m {
+        Some(m) if r.index() < m.num_regs() => write!(f, "${}", m.reg_name(r)),
+        _ => write!(f, "{r}"),
+    };
+    match e {
+        RegAllocError::RegisterPressure {
+            instruction,
+            live,
+            live_count,
+            live_lanes,
+            capacity,
+        } => {
+            f.write_str("cannot allocate registers since spilling candidates are not enough: at ")?;
+            match m {
+                Some(m) => write!(f, "{}", m.describe_inst(*instruction))?,
+                None => write!(f, "{instruction}")?,
             }
-            RegAllocError::Malformed { what, reg } => write!(f, "register {reg}: {what}"),
-            RegAllocError::Ir(e) => write!(f, "inserting register spill code: {e}"),
-            RegAllocError::Graph(e) => write!(f, "{e}"),
-            RegAllocError::Color(e) => write!(f, "register colorer: {e}"),
-            RegAllocError::NoConvergence { rounds } => {
-                write!(
-                    f,
-                    "the register spill fixpoint did not converge in {rounds} rounds"
-                )
-            }
-            RegAllocError::SpillHeadroom { limit } => write!(
+            write!(
                 f,
-                "the register spill code needs more than its limit of {limit} temporaries \
-                 (by default one per {SPILL_TEMP_FRACTION} register operands plus {SPILL_TEMP_SLACK}; \
-                 raise RegAllocator::set_max_spill_temporaries, in a pipeline \
-                 Options::reg_max_spill_temporaries)"
-            ),
+                ", {live_count} registers needing {live_lanes} lanes are live ("
+            )?;
+            for (k, &r) in live.iter().enumerate() {
+                if k > 0 {
+                    f.write_str(", ")?;
+                }
+                reg(f, r)?;
+            }
+            if *live_count as usize > live.len() {
+                f.write_str(", …")?;
+            }
+            write!(
+                f,
+                ") and none of the uncolored ones may be spilled; capacity {capacity} lanes: \
+                 give the colorer more lanes (the target's max-regs, `--max-regs`)"
+            )
         }
+        RegAllocError::Malformed { what, reg: r } => {
+            f.write_str("register ")?;
+            reg(f, *r)?;
+            write!(f, ": {what}")
+        }
+        RegAllocError::Ir(e) => write!(f, "inserting register spill code: {e}"),
+        RegAllocError::Graph(e) => write!(f, "{e}"),
+        RegAllocError::Color(e) => write!(f, "register colorer: {e}"),
+        RegAllocError::NoConvergence { rounds } => {
+            write!(
+                f,
+                "the register spill fixpoint did not converge in {rounds} rounds"
+            )
+        }
+        RegAllocError::SpillHeadroom { limit } => write!(
+            f,
+            "the register spill code needs more than its limit of {limit} temporaries \
+             (by default one per {SPILL_TEMP_FRACTION} register operands plus {SPILL_TEMP_SLACK}): \
+             give the colorer more lanes (the target's max-regs, `--max-regs`), or raise the limit \
+             (RegAllocator::set_max_spill_temporaries, in a pipeline Options::reg_max_spill_temporaries)"
+        ),
     }
 }
 
@@ -985,7 +1030,7 @@ pub(crate) mod tests {
 
     /// Independent register check: every live register has a lane inside
     /// the file, pairs are aligned, and no two registers live at a common
-    /// instruction share a lane (except the in-place hand-off of SPEC §3).
+    /// instruction share a lane (except the in-place hand-off of docs/SEMANTICS.md §1).
     pub(crate) fn check_registers(m: &Module) -> Result<(), alloc::string::String> {
         let order = LinearOrder::of(m);
         let live = RegLiveness::of(m, &order);

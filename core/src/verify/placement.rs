@@ -1,6 +1,6 @@
 //! The independent placement verifier (also the optlevel-7 in-place check).
 //!
-//! Given a placed module it checks every rule of SPEC §3 and TARGETS.md,
+//! Given a placed module it checks every rule of docs/SEMANTICS.md §2 and the target model,
 //! sharing no placement code with any allocator (only the liveness analysis):
 //!
 //! - every live location is placed (DRAM locations flagged `input` or
@@ -17,7 +17,7 @@
 //! - registers: every live register is colored, `lane + lanes <= max_regs`,
 //!   a 2-lane register sits on an even lane, and no two interfering registers
 //!   (closed live intervals sharing a position) share a lane, except the
-//!   in-place handoff of SPEC §3 (an in-place instruction defines a register
+//!   in-place handoff of docs/SEMANTICS.md §1 (an in-place instruction defines a register
 //!   on the lanes of a register it reads and that dies there).
 //!
 //! # How overlaps are found in O(n log n + findings)
@@ -779,6 +779,14 @@ impl Verifier {
         v
     }
 
+    /// The program order and memory liveness of the module the last
+    /// [`Verifier::verify`] checked (empty before the first): a caller that
+    /// needs them of the same module (the pipeline's lower bounds of the
+    /// result) reads them instead of walking the module again.
+    pub fn analyses(&self) -> (&LinearOrder, &MemLiveness) {
+        (&self.order, &self.mem_live)
+    }
+
     /// Restricts what is checked.
     pub fn set_scope(&mut self, scope: Scope) {
         self.scope = scope;
@@ -888,7 +896,6 @@ impl Verifier {
     /// Per-location rules; records each swept location (placed, live, in
     /// scope) with its interval start.
     fn check_locations(&mut self, m: &Module) {
-        let t = &m.target;
         self.swept.clear();
         for mem in m.mems.space.keys() {
             let space = m.mems.space[mem];
@@ -909,94 +916,11 @@ impl Verifier {
                 }
                 continue;
             }
-            let parts = m.mems.partitions[mem];
-            let base = m.mems.base_partition[mem];
-            let offset = m.mems.offset[mem];
-            let align = m.mems.align[mem].max(1);
-            let rect = Rect::of(m, mem);
-            match space {
-                Space::Dram => {
-                    if rect.b1 > t.dram_bytes {
-                        self.push(Finding::OutOfBounds {
-                            mem,
-                            axis: Axis::Bytes,
-                            end: rect.b1,
-                            limit: t.dram_bytes,
-                        });
-                    }
-                }
-                Space::Sb | Space::Psum => {
-                    let (space_parts, usable) = if space == Space::Sb {
-                        (t.sb_partitions, t.sb_usable_bytes as u64)
-                    } else {
-                        (t.psum_partitions, t.psum_usable_bytes() as u64)
-                    };
-                    if base == NO_PARTITION || rect.p1 > space_parts as u32 {
-                        self.push(Finding::OutOfBounds {
-                            mem,
-                            axis: Axis::Partitions,
-                            end: rect.p1 as u64,
-                            limit: space_parts as u64,
-                        });
-                    } else if !t.is_legal_start(base, parts) {
-                        self.push(Finding::BadStartPartition {
-                            mem,
-                            base,
-                            partitions: parts,
-                            granularity: t.start_granularity(parts).unwrap_or(0),
-                        });
-                    }
-                    if rect.b1 > usable {
-                        self.push(Finding::OutOfBounds {
-                            mem,
-                            axis: Axis::Bytes,
-                            end: rect.b1,
-                            limit: usable,
-                        });
-                    }
-                    if space == Space::Psum {
-                        self.check_psum_banks(m, mem, offset, rect.b1);
-                    }
-                }
-            }
-            if offset % align as u64 != 0 {
-                self.push(Finding::Misaligned { mem, offset, align });
-            }
+            location_rules(m, mem, &mut |f| self.push(f));
             if let Some(iv) = live {
                 self.swept
                     .push(((iv.start as u64) << 32) | mem.as_u32() as u64);
             }
-        }
-    }
-
-    fn check_psum_banks(&mut self, m: &Module, mem: MemLoc, offset: u64, end: u64) {
-        let t = &m.target;
-        let bank_bytes = t.psum_bank_bytes.max(1);
-        let bb = bank_bytes as u64;
-        if offset % bb != 0 {
-            self.push(Finding::PsumOffBank {
-                mem,
-                offset,
-                bank_bytes,
-            });
-        }
-        let first_bank = offset / bb;
-        let last_bank = end.saturating_sub(1).max(offset) / bb;
-        if last_bank - first_bank + 1 > t.psum_max_banks_per_tensor as u64 {
-            self.push(Finding::PsumBankSpan {
-                mem,
-                first_bank,
-                last_bank,
-                max_banks: t.psum_max_banks_per_tensor,
-            });
-        }
-        let bank = m.mems.bank[mem];
-        if bank as u64 != first_bank {
-            self.push(Finding::PsumBankMismatch {
-                mem,
-                bank,
-                expected: first_bank,
-            });
         }
     }
 
@@ -1392,7 +1316,7 @@ impl Verifier {
         }
     }
 
-    /// The in-place handoff of SPEC §3 for registers: `c` is defined at
+    /// The in-place handoff of docs/SEMANTICS.md §1 for registers: `c` is defined at
     /// `pos` by an in-place instruction that reads `old`, `old` dies there,
     /// and `c` is not also read there (its lanes may then reuse `old`'s).
     fn reg_handoff(&self, m: &Module, old: u32, c: u32, pos: u32) -> bool {
@@ -1477,6 +1401,122 @@ fn lane_table_len(m: &Module) -> usize {
         }
     }
     n
+}
+
+/// The rules one placed location obeys on its own, whatever else is live:
+/// inside its space, a legal start partition, aligned, and in PSUM on bank
+/// boundaries within the banks one tensor may span. Each broken rule is
+/// handed to `push`, in the order [`Verifier::verify`] reports them.
+fn location_rules(m: &Module, mem: MemLoc, push: &mut dyn FnMut(Finding)) {
+    let t = &m.target;
+    let space = m.mems.space[mem];
+    let parts = m.mems.partitions[mem];
+    let base = m.mems.base_partition[mem];
+    let offset = m.mems.offset[mem];
+    let align = m.mems.align[mem].max(1);
+    let rect = Rect::of(m, mem);
+    match space {
+        Space::Dram => {
+            if rect.b1 > t.dram_bytes {
+                push(Finding::OutOfBounds {
+                    mem,
+                    axis: Axis::Bytes,
+                    end: rect.b1,
+                    limit: t.dram_bytes,
+                });
+            }
+        }
+        Space::Sb | Space::Psum => {
+            let (space_parts, usable) = if space == Space::Sb {
+                (t.sb_partitions, t.sb_usable_bytes as u64)
+            } else {
+                (t.psum_partitions, t.psum_usable_bytes() as u64)
+            };
+            if base == NO_PARTITION || rect.p1 > space_parts as u32 {
+                push(Finding::OutOfBounds {
+                    mem,
+                    axis: Axis::Partitions,
+                    end: rect.p1 as u64,
+                    limit: space_parts as u64,
+                });
+            } else if !t.is_legal_start(base, parts) {
+                push(Finding::BadStartPartition {
+                    mem,
+                    base,
+                    partitions: parts,
+                    granularity: t.start_granularity(parts).unwrap_or(0),
+                });
+            }
+            if rect.b1 > usable {
+                push(Finding::OutOfBounds {
+                    mem,
+                    axis: Axis::Bytes,
+                    end: rect.b1,
+                    limit: usable,
+                });
+            }
+            if space == Space::Psum {
+                psum_bank_rules(m, mem, offset, rect.b1, push);
+            }
+        }
+    }
+    if offset % align as u64 != 0 {
+        push(Finding::Misaligned { mem, offset, align });
+    }
+}
+
+fn psum_bank_rules(m: &Module, mem: MemLoc, offset: u64, end: u64, push: &mut dyn FnMut(Finding)) {
+    let t = &m.target;
+    let bank_bytes = t.psum_bank_bytes.max(1);
+    let bb = bank_bytes as u64;
+    if offset % bb != 0 {
+        push(Finding::PsumOffBank {
+            mem,
+            offset,
+            bank_bytes,
+        });
+    }
+    let first_bank = offset / bb;
+    let last_bank = end.saturating_sub(1).max(offset) / bb;
+    if last_bank - first_bank + 1 > t.psum_max_banks_per_tensor as u64 {
+        push(Finding::PsumBankSpan {
+            mem,
+            first_bank,
+            last_bank,
+            max_banks: t.psum_max_banks_per_tensor,
+        });
+    }
+    let bank = m.mems.bank[mem];
+    if bank as u64 != first_bank {
+        push(Finding::PsumBankMismatch {
+            mem,
+            bank,
+            expected: first_bank,
+        });
+    }
+}
+
+/// The first placement of `m` that breaks a rule of a location on its own
+/// (out of bounds, misaligned, an illegal start partition, off a PSUM bank),
+/// with the number of such findings, in the order and with the findings
+/// [`Verifier::verify`] (and so `tusk check`) reports. Needs no analysis
+/// and no storage: a pipeline asks it before any pass, because the
+/// allocators keep every placement the input fixes, so such a placement
+/// can never become legal and an allocator failing around it would blame
+/// another tensor.
+pub fn first_illegal_placement(m: &Module) -> Option<(Finding, u64)> {
+    let mut first = None;
+    let mut total = 0u64;
+    for mem in m.mems.space.keys() {
+        if !m.is_placed(mem) {
+            continue;
+        }
+        location_rules(m, mem, &mut |f| {
+            total += 1;
+            first.get_or_insert(f);
+        });
+    }
+    first.map(|f| (f, total))
 }
 
 #[cfg(test)]
@@ -1702,6 +1742,14 @@ mod tests {
             "{s}"
         );
         assert_eq!(r.findings.len(), 4, "{s}");
+        // The pipeline's up-front check finds the same first finding (and
+        // count) without analyses: these rules do not depend on liveness.
+        assert_eq!(first_illegal_placement(&m), Some((r.findings[0], 4)));
+        m.unplace(big);
+        m.unplace(al);
+        m.unplace(st);
+        m.unplace(tall);
+        assert_eq!(first_illegal_placement(&m), None);
     }
 
     #[test]

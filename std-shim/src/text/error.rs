@@ -53,6 +53,16 @@ pub enum ErrorKind {
         /// The accepted words.
         known: &'static str,
     },
+    /// A word after an opcode that takes sub-operations which is neither
+    /// one of them nor an instruction attribute.
+    UnknownSubop {
+        /// The opcode's mnemonic.
+        opcode: &'static str,
+        /// The word.
+        word: String,
+        /// The opcode's sub-operations, space-separated.
+        known: String,
+    },
     /// A name used but never declared.
     Undefined {
         /// `location`, `register`, …
@@ -126,6 +136,11 @@ impl fmt::Display for ErrorKind {
             ErrorKind::UnknownWord { what, word, known } => {
                 write!(f, "unknown {what} `{word}` (known: {known})")
             }
+            ErrorKind::UnknownSubop {
+                opcode,
+                word,
+                known,
+            } => write!(f, "unknown {opcode} subop `{word}` (known: {known})"),
             ErrorKind::Undefined { what, name } => write!(f, "undefined {what} `{name}`"),
             ErrorKind::Duplicate { what, name } => write!(f, "{what} `{name}` is declared twice"),
             ErrorKind::NameTooLong { len } => write!(

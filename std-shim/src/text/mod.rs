@@ -3,7 +3,7 @@
 //! [`parse`] takes raw bytes (anything at all: it validates UTF-8 and the
 //! size limit first) and returns a [`Module`] or a [`ParseError`] with a
 //! 1-based line and column. It never panics and never recurses on input
-//! structure. [`print`] writes canonical text; `print(&parse(x)?) == x` for
+//! structure. [`print()`] writes canonical text; `print(&parse(x)?) == x` for
 //! every canonical `x`.
 
 pub mod error;
@@ -17,7 +17,7 @@ pub use error::{ErrorKind, ParseError};
 pub use printer::{print, print_into};
 pub use stream::{printer_threads, write_module};
 
-pub(crate) use parser::{check_extent, subop_fits};
+pub(crate) use parser::{check_extent, subop_fits, subops_of};
 
 use tusk_core::ir::Module;
 

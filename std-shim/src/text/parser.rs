@@ -1064,11 +1064,22 @@ impl<'a> Parser<'a> {
                 if !subop_fits(opcode, s) {
                     return Err(self.invalid(
                         self.tok.start,
-                        format!("`{w}` is not a sub-operation of `{mn}`"),
+                        format!(
+                            "`{w}` is not a sub-operation of `{mn}` (its sub-operations: {})",
+                            subops_of(opcode)
+                        ),
                     ));
                 }
                 spec.subop = s;
                 self.bump()?;
+            } else if !is_inst_attr(w) && SubOp::ALL.iter().any(|&s| subop_fits(opcode, s)) {
+                // The word where a sub-operation goes, and not an attribute:
+                // a misspelt sub-operation rather than an unknown attribute.
+                return Err(self.err(ErrorKind::UnknownSubop {
+                    opcode: opcode.mnemonic(),
+                    word: w.into(),
+                    known: subops_of(opcode),
+                }));
             }
         }
         if matches!(self.tok.kind, Tok::Mem | Tok::Reg | Tok::Int | Tok::NegInt) {
@@ -1383,6 +1394,21 @@ fn mem_flag(w: &str) -> Option<MemFlags> {
 /// True when `s` is a sub-operation `op` takes.
 pub(crate) fn subop_fits(op: Opcode, s: SubOp) -> bool {
     s != SubOp::None && s.fits(op)
+}
+
+/// The sub-operations of `op`, space-separated, in [`SubOp::ALL`] order.
+pub(crate) fn subops_of(op: Opcode) -> String {
+    let words: Vec<&str> = SubOp::ALL
+        .iter()
+        .filter(|&&s| subop_fits(op, s))
+        .map(|s| s.keyword())
+        .collect();
+    words.join(" ")
+}
+
+/// Whether `w` is one of the words [`INST_ATTRS`] lists.
+fn is_inst_attr(w: &str) -> bool {
+    INST_ATTRS.split(' ').any(|a| a == w)
 }
 
 /// Checks that an access pattern stays inside its location's bytes and

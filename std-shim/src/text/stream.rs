@@ -10,8 +10,8 @@
 //! complete, dropping each once written.
 //!
 //! Invariant: the bytes written are exactly [`super::print`]'s — the parts
-//! are the same line printers ([`print_header`], [`print_mem`],
-//! [`print_reg`], [`print_event`]) over consecutive ranges that tile the
+//! are the same line printers (`print_header`, `print_mem`,
+//! `print_reg`, `print_event`) over consecutive ranges that tile the
 //! module in the order `print_into` visits it. A failed write stops the
 //! workers before their next part and returns the error.
 

@@ -35,7 +35,7 @@ impl DataflowCapacity {
     /// (a read of many partitions is one group per row when the partitions
     /// hold one tile; when they do not, the scratch grows). Linear in the
     /// modules: the rows of one instruction count once, not per partition,
-    /// and at most [`MAX_ESTIMATED_SCRATCH`] of them.
+    /// and at most `MAX_ESTIMATED_SCRATCH` (2^20) of them.
     pub fn estimate(original: &Module, rewritten: &Module) -> Self {
         let mut cap = DataflowCapacity {
             mismatches: 64,

@@ -255,40 +255,107 @@ pub enum DataflowError {
 }
 
 impl fmt::Display for DataflowError {
+    /// Without the module: instructions by index. A driver prints
+    /// [`DataflowError::display`], which names them.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match *self {
-            DataflowError::Capacity { what, reserved } => write!(
-                f,
-                "dataflow checker: {what} needs more than its {reserved} entries and the \
-                 heap refused to grow it (or, for loop nesting, the reserve is fixed)"
-            ),
-            DataflowError::OverBudget { bytes, limit } => write!(
-                f,
-                "dataflow checker: its storage grew to {bytes} bytes, past its {limit}-byte \
-                 share of the storage budget (raise --max-memory)"
-            ),
-            DataflowError::NotARewrite { what } => {
-                write!(f, "dataflow checker: the rewritten module has fewer {what} than the original")
-            }
-            DataflowError::OperandsChanged {
-                inst,
-                expected,
-                found,
-            } => write!(
-                f,
-                "dataflow checker: {inst} reads {expected} operands in the original but {found} after the rewrite"
-            ),
-            DataflowError::Reordered { expected, found } => {
-                if found.is_valid() {
-                    write!(f, "dataflow checker: the rewrite runs {found} where the original runs {expected} (instructions reordered or moved)")
-                } else {
-                    write!(f, "dataflow checker: {expected} of the original never runs after the rewrite")
+        write_dataflow_error(self, f, None)
+    }
+}
+
+impl DataflowError {
+    /// A printable form that spells instructions as the (rewritten) module
+    /// `m` does; original instructions keep their place in a rewrite.
+    pub fn display<'m>(&'m self, m: &'m Module) -> DataflowErrorDisplay<'m> {
+        DataflowErrorDisplay { e: self, m }
+    }
+}
+
+/// See [`DataflowError::display`].
+#[derive(Debug)]
+pub struct DataflowErrorDisplay<'m> {
+    e: &'m DataflowError,
+    m: &'m Module,
+}
+
+impl fmt::Display for DataflowErrorDisplay<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write_dataflow_error(self.e, f, Some(self.m))
+    }
+}
+
+fn write_dataflow_error(
+    e: &DataflowError,
+    f: &mut fmt::Formatter<'_>,
+    m: Option<&Module>,
+) -> fmt::Result {
+    struct I<'m>(Option<&'m Module>, Inst);
+    impl fmt::Display for I<'_> {
+        fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            match self.0 {
+                Some(m) if self.1.index() < m.num_insts() => {
+                    write!(f, "{}", m.describe_inst(self.1))
                 }
+                _ => write!(f, "{}", self.1),
             }
-            DataflowError::BadAccess { inst, ap } => write!(
+        }
+    }
+    match *e {
+        DataflowError::Capacity { what, reserved } => write!(
+            f,
+            "dataflow checker: {what} needs more than its {reserved} entries and the \
+             heap refused to grow it (or, for loop nesting, the reserve is fixed)"
+        ),
+        DataflowError::OverBudget { bytes, limit } => write!(
+            f,
+            "dataflow checker: its storage grew to {bytes} bytes, past its {limit}-byte \
+             share of the storage budget (raise --max-memory)"
+        ),
+        DataflowError::NotARewrite { what } => {
+            write!(
                 f,
-                "dataflow checker: {ap} of {inst} reaches below byte 0 of its location"
-            ),
+                "dataflow checker: the rewritten module has fewer {what} than the original"
+            )
+        }
+        DataflowError::OperandsChanged {
+            inst,
+            expected,
+            found,
+        } => write!(
+            f,
+            "dataflow checker: {} reads {expected} operands in the original but {found} after the rewrite",
+            I(m, inst)
+        ),
+        DataflowError::Reordered { expected, found } => {
+            if found.is_valid() {
+                write!(
+                    f,
+                    "dataflow checker: the rewrite runs {} where the original runs {} (instructions reordered or moved)",
+                    I(m, found),
+                    I(m, expected)
+                )
+            } else {
+                write!(
+                    f,
+                    "dataflow checker: {} of the original never runs after the rewrite",
+                    I(m, expected)
+                )
+            }
+        }
+        DataflowError::BadAccess { inst, ap } => {
+            let k = m.and_then(|m| m.all_aps(inst).position(|a| a == ap));
+            match (m, k) {
+                (Some(m), Some(k)) => write!(
+                    f,
+                    "dataflow checker: access pattern {k} (on %{}) of {} reaches below byte 0 of its location",
+                    m.mem_name(m.aps.loc[ap]),
+                    I(Some(m), inst)
+                ),
+                _ => write!(
+                    f,
+                    "dataflow checker: {ap} of {} reaches below byte 0 of its location",
+                    I(m, inst)
+                ),
+            }
         }
     }
 }

@@ -469,6 +469,17 @@ fn removed_producer_and_reordering_are_reported_and_the_workspace_is_reused() {
         }
     );
     assert!(format!("{e}").contains("runs inst2 where the original runs inst1"));
+    // With the module, both are named as the user wrote them.
+    let named = format!("{}", e.display(&r));
+    assert!(
+        named.contains(&format!(
+            "the rewrite runs {} where the original runs {}",
+            r.describe_inst(i2),
+            r.describe_inst(i1)
+        )) && named.contains('`')
+            && !named.contains("inst1"),
+        "{named}"
+    );
     let caps = (
         c.orig.state.reserved(),
         c.rw.state.reserved(),
