@@ -336,7 +336,7 @@ fn is_clean_failure(m: &Module, e: &PipelineError) -> bool {
             first: Finding::Unplaced { mem, .. },
             ..
         } => m.mems.space[*mem] == Space::Psum,
-        PipelineError::Options(_) => true,
+        PipelineError::Options(_) | PipelineError::BelowFloor { .. } => true,
         PipelineError::Lsa(e) => matches!(
             **e,
             LsaError::AllocationFailed(_)

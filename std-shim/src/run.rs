@@ -66,11 +66,16 @@ pub fn summary(file: &str, m: &Module, r: &RunReport) -> String {
             continue;
         }
         s.push_str(&format!(
-            "  {:<5} peak {} / bound {} ({:.3}), {:.1}% of {}, {} spills ({} B, ~{} cycles)\n",
+            "  {:<5} peak {} / bound {} ({:.3}){}, {:.1}% of {}, {} spills ({} B, ~{} cycles)\n",
             space.upper(),
             x.peak,
             x.lower_bound,
             x.peak_over_bound(),
+            if space.is_on_chip() {
+                format!(" / floor {}", x.floor)
+            } else {
+                String::new()
+            },
             x.utilization_pct(),
             x.capacity,
             x.spills,
@@ -183,6 +188,12 @@ fn storage_json(st: &tusk_core::storage::StorageReport) -> Value {
 
 /// The JSON report (SPEC §5).
 pub fn report_json(file: &str, m: &Module, r: &RunReport) -> Value {
+    let floor_inst = |sp: Space| {
+        let f = r.floor.space(sp);
+        f.inst
+            .is_valid()
+            .then(|| format!("{}", m.describe_inst(f.inst)))
+    };
     let spaces: Vec<Value> = [Space::Sb, Space::Psum, Space::Dram]
         .iter()
         .map(|&sp| {
@@ -192,6 +203,8 @@ pub fn report_json(file: &str, m: &Module, r: &RunReport) -> Value {
                 "placed": x.placed,
                 "peak": x.peak,
                 "lower_bound": x.lower_bound,
+                "floor": x.floor,
+                "floor_instruction": floor_inst(sp),
                 "peak_over_bound": x.peak_over_bound(),
                 "capacity": x.capacity,
                 "utilization_pct": x.utilization_pct(),

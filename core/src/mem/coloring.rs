@@ -52,7 +52,7 @@ use super::gca::{GcaOptions, GcaOutcome, GcaWorkspace};
 use super::problem::{Buffer, Placement, Problem, ProblemError};
 use super::spill::{finalize, SpillRecord};
 use crate::analysis::{Bounds, LinearOrder, MemLiveness};
-use crate::ir::{Capacity, IrError, MemFlags, MemLoc, Module, Opcode, Space};
+use crate::ir::{Capacity, Inst, IrError, MemFlags, MemLoc, Module, Opcode, Space};
 use crate::storage::{StorageBudget, StorageReport};
 
 /// How the coloring pass is tuned.
@@ -140,6 +140,10 @@ pub enum ColoringError {
         tensor: MemLoc,
         /// Spill rounds run before giving up.
         spill_rounds: u32,
+        /// The instruction at `at` ([`Inst::INVALID`] if none).
+        inst: Inst,
+        /// False when spilling was off (`--gca-dma-optlevel -1`).
+        spilling: bool,
     },
     /// A location cannot be represented (e.g. a PSUM tensor wider than the
     /// banks one tensor may span).
@@ -194,12 +198,20 @@ impl fmt::Display for ColoringErrorDisplay<'_> {
                 live,
                 tensor,
                 spill_rounds,
+                inst,
+                spilling,
             } => {
                 write!(
                     f,
                     "coloring allocation failed in {space}: the best placement needs {peak} bytes per partition, \
-                     the space has {capacity} (lower bound {lower_bound}); at position {at} {live} locations are live"
+                     the space has {capacity} (lower bound {lower_bound}); at "
                 )?;
+                if inst.is_valid() {
+                    write!(f, "{}", m.describe_inst(inst))?;
+                } else {
+                    write!(f, "position {at}")?;
+                }
+                write!(f, " {live} locations are live")?;
                 if tensor.is_valid() {
                     write!(
                         f,
@@ -209,12 +221,20 @@ impl fmt::Display for ColoringErrorDisplay<'_> {
                         m.mems.bytes[tensor]
                     )?;
                 }
-                write!(
-                    f,
-                    "; {spill_rounds} spill rounds found no further tensor that can be split around that point \
-                     (every live tensor is accessed there or used inside the loop around it). \
-                     Reduce the tile sizes live at that point, allow spilling (--gca-dma-optlevel 0..2), or use a larger target"
-                )
+                if spilling {
+                    write!(
+                        f,
+                        "; {spill_rounds} spill rounds found no further tensor that can be split around that point \
+                         (every live tensor is accessed there or used inside the loop around it). \
+                         Reduce the tile sizes live at that point or use a larger target"
+                    )
+                } else {
+                    write!(
+                        f,
+                        "; spilling is off (--gca-dma-optlevel -1): allow it (--gca-dma-optlevel 0..2), \
+                         reduce the tile sizes live at that point or use a larger target"
+                    )
+                }
             }
             ColoringError::Unplaceable { tensor, why } => {
                 write!(f, "%{} cannot be placed: {why}", m.mem_name(tensor))
@@ -753,6 +773,11 @@ fn color_rounds(
         ws.bounds.compute(m, &ws.order, &ws.live);
         let at = ws.bounds.space(space).peak_pos;
         let rounds = report.spill_rounds;
+        let at_inst = if (at as usize) < ws.order.len() {
+            ws.order.inst_at(at)
+        } else {
+            Inst::INVALID
+        };
         let fail = |tensor: MemLoc, live: u32| ColoringError::DoesNotFit {
             space,
             peak: g.peak,
@@ -762,6 +787,8 @@ fn color_rounds(
             live,
             tensor,
             spill_rounds: rounds,
+            inst: at_inst,
+            spilling: opts.dma_optlevel >= 0,
         };
         let (live_here, largest) = live_at(m, space, &ws.live, at);
         // DRAM does not spill: see [`ColoringWorkspace::headroom_for`].

@@ -209,13 +209,25 @@ pub struct AllocationFailure {
 
 impl fmt::Display for AllocationFailure {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.write(f, None)
+    }
+}
+
+impl AllocationFailure {
+    /// The failure as text; with `m`, the instruction by its text and
+    /// block (the module the scan failed on), else by its position.
+    fn write(&self, f: &mut fmt::Formatter<'_>, m: Option<&Module>) -> fmt::Result {
         let sp = self.space.upper();
+        match m {
+            Some(m) if self.instruction.is_valid() => {
+                write!(f, "Instruction {}", m.describe_inst(self.instruction))?
+            }
+            _ => write!(f, "The instruction at position {}", self.position)?,
+        }
         write!(
             f,
-            "Instruction {} (position {}) couldn't be allocated in {sp}: %{} needs {} but the largest free rectangle is {}. \
+            " couldn't be allocated in {sp}: %{} needs {} but the largest free rectangle is {}. \
              Total Accessed Bytes per partition by instruction: {} / Total {sp} Partition Size: {}. ",
-            self.instruction,
-            self.position,
             self.tensor_name,
             self.needed,
             self.largest_free,
@@ -361,6 +373,7 @@ impl fmt::Display for LsaErrorDisplay<'_> {
             LsaError::Manager { tensor, error } if tensor.is_valid() => {
                 write!(f, "cannot place {}: {error}", name(*tensor))
             }
+            LsaError::AllocationFailed(a) => a.write(f, Some(m)),
             e => e.fmt(f),
         }
     }
@@ -1028,15 +1041,9 @@ fn spill_victim(
                 continue;
             }
             // Hulls: a pattern that moves with a loop keeps every
-            // iteration's cells in the copy.
-            let (l, h) = m.ap_byte_span(a).unwrap_or((0, m.mems.bytes[o] as u64));
-            let (r0, mut r1) = m.ap_rows(a);
-            // A partition broadcast touches one partition but names
-            // `part_count` of them: the copy it is re-pointed to must hold
-            // them all.
-            if m.ap_ext(a).is_broadcast(m.mems.space[o]) {
-                r1 = r1.saturating_add((m.aps.part_count[a] as u16).saturating_sub(1));
-            }
+            // iteration's cells in the copy, a broadcast every partition it
+            // names.
+            let (r0, r1, l, h) = m.ap_hull(a);
             plo = plo.min(r0);
             phi = phi.max(r1);
             lo = lo.min(l);
@@ -2283,9 +2290,15 @@ mod tests {
                 bytes: 56
             }
         );
+        let named = alloc::format!("{}", err.display(&m));
+        assert!(
+            named.starts_with("Instruction `%c = tensor_tensor add %a, %b` (block "),
+            "{named}"
+        );
+        assert!(!named.contains("inst2"), "{named}");
         assert_eq!(
             err.to_string(),
-            "Instruction inst2 (position 2) couldn't be allocated in SB: %c needs 128 x 100 bytes \
+            "The instruction at position 2 couldn't be allocated in SB: %c needs 128 x 100 bytes \
              but the largest free rectangle is 128 x 56 bytes. Total Accessed Bytes per partition \
              by instruction: 300 / Total SB Partition Size: 256. 2 tensors are live there (200 \
              bytes per partition): %a 128 x 100 bytes, %b 128 x 100 bytes. Nothing can be spilled: \

@@ -30,7 +30,7 @@ use core::fmt;
 
 use super::options::{Allocator, Options, OptionsError};
 use super::passes::{passes, Pass, MAX_PASSES};
-use crate::analysis::{Bounds, LinearOrder, MemLiveness};
+use crate::analysis::{Bounds, Floor, LinearOrder, MemLiveness, SpaceFloor};
 use crate::dma::pass::{
     DmaError, DmaStats, DmaWorkspace, DMA_OPTIMIZATION_PSUM, DMA_OPTIMIZATION_SB,
 };
@@ -65,6 +65,10 @@ pub struct SpaceSummary {
     pub peak: u64,
     /// Lower bound of the input program (analysis::Bounds).
     pub lower_bound: u64,
+    /// The floor of the input program ([`crate::analysis::Floor`]): the
+    /// least capacity any placement could use, from the largest
+    /// instruction's own operands (0 for DRAM).
+    pub floor: u64,
     /// Capacity of the space.
     pub capacity: u64,
     /// Spills inserted by the memory allocator of this space.
@@ -104,6 +108,9 @@ pub struct RunReport {
     pub passes: ArrayVec<PassRecord, MAX_PASSES>,
     /// Per space, indexed by [`Space::slot`].
     pub spaces: [SpaceSummary; 3],
+    /// The floor of the input program per on-chip space, with the
+    /// instruction that sets it.
+    pub floor: Floor,
     /// The linear scan's report, when it ran.
     pub lsa: Option<LsaReport>,
     /// The coloring passes' reports, by [`Space::slot`].
@@ -166,6 +173,17 @@ pub enum PipelineError {
     },
     /// The dataflow checker could not run.
     DataflowCheck(DataflowError),
+    /// The capacity of a space an allocator must place is below the floor:
+    /// one instruction's own operands need more than the space holds, so
+    /// no placement, spill or rematerialization can fit the program.
+    BelowFloor {
+        /// The space.
+        space: Space,
+        /// Its usable bytes per partition.
+        capacity: u64,
+        /// The floor and the instruction that sets it.
+        floor: SpaceFloor,
+    },
 }
 
 impl PipelineError {
@@ -205,6 +223,12 @@ impl PipelineError {
                 space: Some(*space),
                 position: Some(*at),
                 tensor: (*tensor != MemLoc::INVALID).then_some(*tensor),
+                ..FailureSite::default()
+            }),
+            PipelineError::BelowFloor { space, floor, .. } => Some(FailureSite {
+                space: Some(*space),
+                inst: floor.inst.is_valid().then_some(floor.inst),
+                tensor: floor.operand.is_valid().then_some(floor.operand),
                 ..FailureSite::default()
             }),
             PipelineError::Coloring(ColoringError::Unplaceable { tensor, .. }) => {
@@ -269,6 +293,18 @@ impl fmt::Display for PipelineErrorDisplay<'_> {
                 Ok(())
             }
             PipelineError::DataflowCheck(e) => write!(f, "dataflow check could not run: {e}"),
+            PipelineError::BelowFloor {
+                space,
+                capacity,
+                floor,
+            } => write!(
+                f,
+                "{space} has {capacity} bytes per partition, below the floor of {} that any placement needs: {}; \
+                 no spill or rematerialization helps, split the instruction into smaller tiles or give the space more room (target override {})",
+                floor.bytes,
+                floor.display(m),
+                if *space == Space::Psum { "psum-banks" } else { "sb-bytes" }
+            ),
         }
     }
 }
@@ -584,6 +620,22 @@ fn run_from(
     for s in Space::ALL {
         report.spaces[s.slot()].lower_bound = ws.bounds.space(s).lower_bound();
     }
+    report.floor = Floor::of(m);
+    for s in [Space::Sb, Space::Psum] {
+        let floor = *report.floor.space(s);
+        report.spaces[s.slot()].floor = floor.bytes;
+        let capacity = match s {
+            Space::Psum => m.target.psum_usable_bytes() as u64,
+            _ => m.target.sb_usable_bytes as u64,
+        };
+        if floor.bytes > capacity && allocates(&opts, m, s) {
+            return Err(PipelineError::BelowFloor {
+                space: s,
+                capacity,
+                floor,
+            });
+        }
+    }
     // See the module doc: true while ws.order/ws.live describe `m`.
     let mut fresh = true;
     // True until the first pass: ws.bounds are the input's, from the
@@ -758,6 +810,22 @@ fn run_from(
         report.verify_micros = clock.now_micros().saturating_sub(t0);
     }
     Ok(report)
+}
+
+/// True when the pipeline of `opts` runs an allocator of `space` and `m`
+/// has a location there to place (a module placed by hand is judged by
+/// the verifier, not refused for its floor).
+fn allocates(opts: &Options, m: &Module, space: Space) -> bool {
+    let runs = passes(opts).iter().any(|p| match p {
+        Pass::LinearScan => true,
+        Pass::Coloring(s) | Pass::Exact(s) => *s == space,
+        _ => false,
+    });
+    runs && m
+        .mems
+        .space
+        .keys()
+        .any(|v| m.mems.space[v] == space && !m.is_placed(v))
 }
 
 /// Gives every unplaced DRAM location a provisional address of its own,
