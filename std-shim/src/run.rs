@@ -66,7 +66,7 @@ pub fn summary(file: &str, m: &Module, r: &RunReport) -> String {
             continue;
         }
         s.push_str(&format!(
-            "  {:<5} peak {} / bound {} ({:.3}){}, {:.1}% of {}, {} spills ({} B, ~{} cycles)\n",
+            "  {:<5} peak {} / bound {} ({:.3}){}, {:.1}% of {}, {} spills{} ({} B, ~{} cycles)\n",
             space.upper(),
             x.peak,
             x.lower_bound,
@@ -79,6 +79,11 @@ pub fn summary(file: &str, m: &Module, r: &RunReport) -> String {
             x.utilization_pct(),
             x.capacity,
             x.spills,
+            if x.remats > 0 {
+                format!(" ({} rematerialized)", x.remats)
+            } else {
+                String::new()
+            },
             x.spill_bytes,
             x.spill_cycles
         ));
@@ -209,6 +214,7 @@ pub fn report_json(file: &str, m: &Module, r: &RunReport) -> Value {
                 "capacity": x.capacity,
                 "utilization_pct": x.utilization_pct(),
                 "spills": x.spills,
+                "remats": x.remats,
                 "spill_bytes": x.spill_bytes,
                 "spill_cycles": x.spill_cycles,
             })
@@ -285,6 +291,7 @@ pub fn report_json(file: &str, m: &Module, r: &RunReport) -> Value {
                 "exact_status": c.exact_status.map(|s| s.to_string()),
                 "spill_rounds": c.spill_rounds,
                 "spills": c.spills,
+                "remats": c.remats,
             }))
         })
         .collect();
@@ -295,6 +302,7 @@ pub fn report_json(file: &str, m: &Module, r: &RunReport) -> Value {
                 "peak": x.peak,
                 "lower_bound": x.lower_bound,
                 "spills": x.spills,
+                "remats": x.remats,
                 "spill_bytes": x.spill_bytes,
                 "spill_cycles": x.spill_cycles,
                 "fragmentation": format!("{:?}", x.fragmentation),

@@ -50,9 +50,9 @@ use super::budgeted;
 use super::exact::{Budget, Clock, ExactOptions, ExactWorkspace, Objective, Status};
 use super::gca::{GcaOptions, GcaOutcome, GcaWorkspace};
 use super::problem::{Buffer, Placement, Problem, ProblemError};
-use super::spill::{finalize, SpillRecord};
+use super::spill::{finalize, outer_loop_span, remat_source, SpillRecord};
 use crate::analysis::{Bounds, LinearOrder, MemLiveness};
-use crate::ir::{Capacity, Inst, IrError, MemFlags, MemLoc, Module, Opcode, Space};
+use crate::ir::{Capacity, Inst, IrError, MemFlags, MemLoc, Module, Space};
 use crate::storage::{StorageBudget, StorageReport};
 
 /// How the coloring pass is tuned.
@@ -113,6 +113,9 @@ pub struct ColoringReport {
     pub spill_rounds: u32,
     /// Tensors spilled.
     pub spills: u32,
+    /// Of them, rematerialized: reloaded from the DRAM they were loaded
+    /// from, without a store.
+    pub remats: u32,
     /// Spill traffic in bytes (stores + reloads).
     pub spill_bytes: u64,
     /// Estimated cycles of the spill traffic (`Target::dma_cycles`).
@@ -833,17 +836,6 @@ fn live_at(m: &Module, space: Space, live: &MemLiveness, at: u32) -> (u32, MemLo
     (n, best.1)
 }
 
-/// Outermost loop span containing position `at`.
-fn outer_loop_span(m: &Module, order: &LinearOrder, at: u32) -> Option<(u32, u32)> {
-    let mut l = order.loop_at(at);
-    let mut span = None;
-    while l.is_valid() {
-        span = order.loop_span(l).or(span);
-        l = m.loops.parent[l];
-    }
-    span
-}
-
 /// Splits victims around `at`; returns how many were spilled.
 fn spill_round(
     m: &mut Module,
@@ -854,7 +846,7 @@ fn spill_round(
     overflow: u64,
     report: &mut ColoringReport,
 ) -> Result<u32, ColoringError> {
-    let (lo, hi) = outer_loop_span(m, &ws.order, at).unwrap_or((at, at));
+    let (lo, hi) = outer_loop_span(m, &ws.order, at);
     ws.candidates.clear();
     for v in m.mems.space.keys() {
         if m.mems.space[v] != space || m.is_placed(v) {
@@ -905,11 +897,9 @@ fn spill_round(
         let name = spill_name(m, v, n, "Slot");
         let parts = m.mems.partitions[v];
         let bytes = m.mems.bytes[v];
-        let remat = if opts.dma_optlevel >= 2 {
-            remat_source(m, &ws.live, v)
-        } else {
-            None
-        };
+        // A reload that can read the DRAM the value came from needs no
+        // store and no slot: one DMA instead of two, at every level.
+        let remat = remat_source(m, &ws.order, &ws.live, v, after);
         let slot = match remat {
             Some(src) => src,
             None => {
@@ -935,12 +925,14 @@ fn spill_round(
             part_count: parts,
             byte_lo: 0,
             byte_hi: bytes,
+            remat: remat.is_some(),
             failed: MemLoc::INVALID,
             at,
         });
         let moved = parts as u64 * bytes as u64;
         let dmas = if remat.is_some() { 1 } else { 2 };
         report.spill_bytes += moved * dmas;
+        report.remats += remat.is_some() as u32;
         report.spill_cycles += m.target.dma_cycles(moved) * dmas;
         freed += bytes as u64;
         count += 1;
@@ -950,45 +942,6 @@ fn spill_round(
     finalize(m, &ws.order, &ws.records)?;
     report.spills += count;
     Ok(count)
-}
-
-/// The DRAM tensor `v` is an unmodified full copy of, if any: `v` is written
-/// once, by a full `load` of a DRAM location that no instruction writes.
-fn remat_source(m: &Module, live: &MemLiveness, v: MemLoc) -> Option<MemLoc> {
-    let mut src = None;
-    for _ in live.access_writes(v).filter(|&w| w) {
-        if src.is_some() {
-            return None;
-        }
-        src = Some(());
-    }
-    src?;
-    // Find the writing instruction among the program's loads.
-    for i in m.program_order() {
-        if m.insts.opcode[i] != Opcode::Load {
-            continue;
-        }
-        let mut outs = m.outputs(i);
-        let (Some(o), None) = (outs.next(), outs.next()) else {
-            continue;
-        };
-        if m.aps.loc[o] != v || !m.is_full_access(o) {
-            continue;
-        }
-        let mut ins = m.inputs(i);
-        let (Some(a), None) = (ins.next(), ins.next()) else {
-            return None;
-        };
-        let s = m.aps.loc[a];
-        let written = m
-            .program_order()
-            .any(|j| m.outputs(j).any(|x| m.aps.loc[x] == s));
-        let same_shape = m.is_full_access(a)
-            && m.mems.partitions[s] == m.mems.partitions[v]
-            && m.mems.bytes[s] == m.mems.bytes[v];
-        return (m.mems.space[s] == Space::Dram && !written && same_shape).then_some(s);
-    }
-    None
 }
 
 fn spill_name(m: &Module, v: MemLoc, n: u32, what: &str) -> heapless::String<300> {
@@ -1002,7 +955,7 @@ fn spill_name(m: &Module, v: MemLoc, n: u32, what: &str) -> heapless::String<300
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ir::{Builder, InstFlags, SubOp};
+    use crate::ir::{Builder, InstFlags, Opcode, SubOp};
     use crate::mem::exact::NoClock;
     use crate::verify::dataflow::{DataflowCapacity, DataflowChecker};
     use crate::verify::placement::Verifier;
@@ -1164,7 +1117,7 @@ mod tests {
             // Place the DRAM slots, then everything must check.
             run(&mut m, Space::Dram, &opts, &mut ws, &mut NoClock).unwrap();
             check(&original, &m);
-            if level == 2 {
+            {
                 // a is an unmodified load of x: rematerialized, no store.
                 let stores = m
                     .program_order()

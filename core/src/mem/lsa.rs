@@ -78,7 +78,7 @@ use super::best_fit::{
 };
 use super::live_range::LiveRangeManager;
 use super::quantile::FragmentationSummary;
-use super::spill::{self, FailureEntry, SpillLog, SpillRecord, LOG_CANDIDATES};
+use super::spill::{self, remat_source, FailureEntry, SpillLog, SpillRecord, LOG_CANDIDATES};
 use crate::analysis::{Bounds, LinearOrder, MemLiveness};
 use crate::ir::{Capacity, Inst, InstFlags, IrError, MemFlags, MemLoc, Module, Space};
 
@@ -123,6 +123,9 @@ pub struct SpaceReport {
     pub capacity: u64,
     /// Spills in this space.
     pub spills: u32,
+    /// Of them, rematerialized (reloaded from the DRAM the value was
+    /// loaded from, no store).
+    pub remats: u32,
     /// Bytes moved by the spill stores and reloads.
     pub spill_bytes: u64,
     /// Estimated cycles of those DMAs (`Target::dma_cycles` per DMA: fixed
@@ -819,6 +822,7 @@ fn scan_space(
     for r in ws.records.iter().filter(|r| m.mems.space[r.copy] == space) {
         let dmas = if r.store_after == u32::MAX { 1 } else { 2 };
         rep.spills += 1;
+        rep.remats += r.remat as u32;
         rep.spill_bytes += dmas * r.bytes();
         rep.spill_cycles += dmas * t.dma_cycles(r.bytes());
     }
@@ -919,6 +923,7 @@ fn place(
                 let order = &ws.order;
                 let holder = &ws.holder;
                 let fixed = &ws.fixed;
+                let slot = &ws.slot;
                 lrm.pick_for_spilling(|c| {
                     spillable(
                         m,
@@ -927,6 +932,7 @@ fn place(
                         origin,
                         holder,
                         fixed,
+                        slot,
                         c,
                         lrm.start(c),
                         p,
@@ -956,6 +962,7 @@ fn spillable(
     origin: &[MemLoc],
     holder: &[MemLoc],
     fixed: &[bool],
+    slot: &[MemLoc],
     c: MemLoc,
     c_start: u32,
     p: u32,
@@ -994,6 +1001,15 @@ fn spillable(
         {
             return false;
         }
+    }
+    // A copy's value is in its origin's slot, or (a rematerialized origin
+    // has no slot) in the DRAM it was loaded from, when that is still
+    // unwritten up to the next reload.
+    if c != o
+        && !slot[o.index()].is_valid()
+        && remat_source(m, order, live, o, acc[after]).is_none()
+    {
+        return false;
     }
     // A value that must have been written to be spilled (an input that was
     // never loaded has no definition to store after: skip).
@@ -1066,9 +1082,11 @@ fn spill_victim(
     m.mems.flags[copy] = MemFlags::RELOAD | MemFlags::INTERNAL;
     m.set_dtype(copy, m.mems.dtype[o])?;
     m.set_align(copy, m.mems.align[o])?;
-    // The slot, once per original.
+    // A value loaded from DRAM that stays unwritten is read again from
+    // there; otherwise the slot, once per original.
+    let remat = remat_source(m, &ws.order, &ws.live, o, q);
     let mut store_after = u32::MAX;
-    let mut slot = ws.slot[o.index()];
+    let mut slot = remat.unwrap_or(ws.slot[o.index()]);
     if !slot.is_valid() {
         let mut sname: heapless::String<300> = heapless::String::new();
         let _ = fmt::write(&mut sname, format_args!("{}_SpillSlot", m.mem_name(o)));
@@ -1091,7 +1109,7 @@ fn spill_victim(
         ws.dram_bump = end;
         ws.slot[o.index()] = slot;
     }
-    if victim == o {
+    if victim == o && remat.is_none() {
         // After the last write before p: the value the remaining reads see.
         let writes = ws.live.access_writes(o).take(after);
         let mut w = u32::MAX;
@@ -1113,6 +1131,7 @@ fn spill_victim(
         part_count: phi - plo,
         byte_lo: lo as u32,
         byte_hi: hi as u32,
+        remat: remat.is_some(),
         failed,
         at: p,
     });
@@ -2074,8 +2093,12 @@ mod tests {
         let mut m = Module::new(sb_target(256));
         let mut b = Builder::new(&mut m);
         let dram = |b: &mut Builder<'_>, n: &str, f| b.mem(n, Space::Dram, 128, 100, 1, f).unwrap();
-        let (xa, xb, xc) = (
-            dram(&mut b, "xa", MemFlags::INPUT),
+        // `a` loads half of `xa`: not a full copy of a DRAM location, so it
+        // is stored and reloaded, not rematerialized (see the next test).
+        let xa = b
+            .mem("xa", Space::Dram, 128, 200, 1, MemFlags::INPUT)
+            .unwrap();
+        let (xb, xc) = (
             dram(&mut b, "xb", MemFlags::INPUT),
             dram(&mut b, "xc", MemFlags::INPUT),
         );
@@ -2094,7 +2117,8 @@ mod tests {
             .mem("c", Space::Sb, 128, 100, 1, MemFlags::empty())
             .unwrap();
         b.func("main").unwrap();
-        b.load(a, xa, 0).unwrap(); // 0
+        let (da, sa) = (b.full(a), b.slice(xa, 0, 128, 0, 100));
+        b.op(Opcode::Load, &[da], &[sa]).unwrap(); // 0
         b.load(bb, xb, 0).unwrap(); // 1
         b.load(c, xc, 0).unwrap(); // 2: no room for c: spill a
         b.save(yb, bb, 0).unwrap(); // 3
@@ -2148,6 +2172,44 @@ mod tests {
         broken.aps.loc[ap] = a;
         let mut d = DataflowChecker::new();
         assert!(!d.check(&original, &broken).unwrap().is_clean());
+    }
+
+    #[test]
+    fn an_unmodified_full_load_is_rematerialized_from_its_dram() {
+        let mut m = Module::new(sb_target(256));
+        let mut b = Builder::new(&mut m);
+        let dram = |b: &mut Builder<'_>, n: &str, f| b.mem(n, Space::Dram, 128, 100, 1, f).unwrap();
+        let (xa, xb, xc) = (
+            dram(&mut b, "xa", MemFlags::INPUT),
+            dram(&mut b, "xb", MemFlags::INPUT),
+            dram(&mut b, "xc", MemFlags::INPUT),
+        );
+        let y = dram(&mut b, "y", MemFlags::OUTPUT);
+        let sb = |b: &mut Builder<'_>, n: &str| {
+            b.mem(n, Space::Sb, 128, 100, 1, MemFlags::empty()).unwrap()
+        };
+        let (a, bb, c) = (sb(&mut b, "a"), sb(&mut b, "b"), sb(&mut b, "c"));
+        b.func("main").unwrap();
+        b.load(a, xa, 0).unwrap(); // 0
+        b.load(bb, xb, 0).unwrap(); // 1
+        b.load(c, xc, 0).unwrap(); // 2: no room for c: drop a
+        b.save(y, bb, 0).unwrap(); // 3
+        b.save(y, a, 0).unwrap(); // 4: a loaded from xa again before this
+        b.save(y, c, 0).unwrap(); // 5
+        let original = m.clone();
+        let mut ws = LsaWorkspace::new();
+        let rep = run(&mut m, &mut ws, &LsaOptions::default()).unwrap();
+        assert_eq!((rep.sb.spills, rep.sb.remats), (1, 1));
+        // One DMA, no store, no slot.
+        assert_eq!(rep.sb.spill_bytes, 128 * 100);
+        assert!(m.mem_by_name("a_SpillSlot").is_none());
+        let reloads: Vec<MemLoc> = m
+            .program_order()
+            .filter(|&i| m.insts.flags[i].intersects(InstFlags::SPILL | InstFlags::RELOAD))
+            .map(|i| m.aps.loc[m.inputs(i).next().unwrap()])
+            .collect();
+        assert_eq!(reloads, [xa]);
+        check_output(&original, &m);
     }
 
     #[test]

@@ -16,6 +16,14 @@
 //! program while it runs, and [`finalize`] inserts the instructions and
 //! re-points the readers afterwards, in record order.
 //!
+//! A *rematerialization* is a spill whose value needs no slot: the last
+//! write before the reload is a full `load` of a DRAM location of the same
+//! shape that nothing writes from that load to the reload (loops around
+//! either included), so the reload reads that location again and no store
+//! is inserted ([`remat_source`], shared by both allocators). The dataflow
+//! checker sees the reload as a read of those DRAM bytes: had they been
+//! written in between, the reload's value would differ from the input's.
+//!
 //! Spill slots are created in DRAM and placed by a bump pointer above every
 //! DRAM location placed before the scan (each slot lives for the whole
 //! program, so no two share bytes). A DRAM allocator that runs later (the
@@ -24,7 +32,7 @@
 
 use core::fmt;
 
-use crate::analysis::LinearOrder;
+use crate::analysis::{LinearOrder, MemLiveness};
 use crate::ir::{
     full_ap, slice_ap, Inst, InstFlags, InstSpec, IrError, MemLoc, Module, Opcode, Space,
 };
@@ -58,6 +66,9 @@ pub struct SpillRecord {
     pub byte_lo: u32,
     /// One past the last byte.
     pub byte_hi: u32,
+    /// True when `slot` is the DRAM location the value was loaded from (a
+    /// rematerialization: no store, the reload reads it again).
+    pub remat: bool,
     /// The tensor that found no room.
     pub failed: MemLoc,
     /// Position of the failure.
@@ -142,6 +153,77 @@ impl fmt::Display for SpillLogDisplay<'_> {
         }
         Ok(())
     }
+}
+
+/// The span `[start, end]` of the outermost loop around position `at`, or
+/// `(at, at)` outside loops.
+pub fn outer_loop_span(m: &Module, order: &LinearOrder, at: u32) -> (u32, u32) {
+    let mut l = order.loop_at(at);
+    let mut span = (at, at);
+    while l.is_valid() {
+        if let Some((s, e)) = order.loop_span(l) {
+            span = (s.min(span.0), e.max(span.1));
+        }
+        l = m.loops.parent[l];
+    }
+    span
+}
+
+/// The DRAM location a reload of `v` before position `reload_at` can read
+/// instead of a spill slot, if any: the last write of `v` before
+/// `reload_at` is a `load` that fills all of `v` from all of a DRAM
+/// location of `v`'s shape (plain patterns: no loop or register terms), and
+/// no instruction writes that location from the outermost loop around the
+/// load to the end of the outermost loop around the reload. Then every
+/// execution of the reload reads the bytes the load read, and `v`'s
+/// remaining reads see the same value as in the input.
+pub fn remat_source(
+    m: &Module,
+    order: &LinearOrder,
+    live: &MemLiveness,
+    v: MemLoc,
+    reload_at: u32,
+) -> Option<MemLoc> {
+    let acc = live.accesses(v);
+    let before = acc.partition_point(|&q| q < reload_at);
+    let (k, _) = live
+        .access_writes(v)
+        .take(before)
+        .enumerate()
+        .filter(|&(_, w)| w)
+        .last()?;
+    let def = acc[k];
+    let i = order.inst_at(def);
+    if !i.is_valid() || m.insts.opcode[i] != Opcode::Load {
+        return None;
+    }
+    let mut outs = m.outputs(i);
+    let (Some(o), None) = (outs.next(), outs.next()) else {
+        return None;
+    };
+    let mut ins = m.inputs(i);
+    let (Some(a), None) = (ins.next(), ins.next()) else {
+        return None;
+    };
+    let src = m.aps.loc[a];
+    let same_shape =
+        m.mems.partitions[src] == m.mems.partitions[v] && m.mems.bytes[src] == m.mems.bytes[v];
+    if m.aps.loc[o] != v
+        || !m.is_full_access(o)
+        || m.mems.space[src] != Space::Dram
+        || !m.is_full_access(a)
+        || !same_shape
+    {
+        return None;
+    }
+    let (lo, _) = outer_loop_span(m, order, def);
+    let (_, hi) = outer_loop_span(m, order, reload_at);
+    let written = live
+        .accesses(src)
+        .iter()
+        .zip(live.access_writes(src))
+        .any(|(&q, w)| w && lo <= q && q <= hi);
+    (!written).then_some(src)
 }
 
 /// Inserts the stores and reloads of `records` and re-points the readers

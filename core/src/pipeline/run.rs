@@ -73,6 +73,9 @@ pub struct SpaceSummary {
     pub capacity: u64,
     /// Spills inserted by the memory allocator of this space.
     pub spills: u32,
+    /// Of them, rematerializations (reloads from the DRAM the value was
+    /// loaded from, without a store).
+    pub remats: u32,
     /// Spill traffic in bytes.
     pub spill_bytes: u64,
     /// Estimated spill cycles (`Target::dma_cycles`).
@@ -671,6 +674,7 @@ fn run_from(
                     let sr = r.space(s);
                     let sum = &mut report.spaces[s.slot()];
                     sum.spills += sr.spills;
+                    sum.remats += sr.remats;
                     sum.spill_bytes += sr.spill_bytes;
                     sum.spill_cycles += sr.spill_cycles;
                 }
@@ -690,6 +694,7 @@ fn run_from(
                 fresh = r.spill_rounds == 0;
                 let sum = &mut report.spaces[space.slot()];
                 sum.spills += r.spills;
+                sum.remats += r.remats;
                 sum.spill_bytes += r.spill_bytes;
                 sum.spill_cycles += r.spill_cycles;
                 report.coloring[space.slot()] = Some(r);
