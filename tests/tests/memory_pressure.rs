@@ -278,6 +278,10 @@ fn loop_invariant_case(flags: &str, opts: &Options) {
     let sb = r.space(Space::Sb);
     assert!(sb.peak <= 12288, "{flags}: peak {}", sb.peak);
     assert!(sb.spills >= 1, "{flags}: %a must leave SB inside the loop");
+    assert!(
+        sb.remats >= 1,
+        "{flags}: %a is reloaded from %x, not stored"
+    );
     // The reload sits inside the loop, so it runs in every iteration.
     let reloads = inserted(&m, InstFlags::RELOAD, Opcode::Load);
     assert!(
@@ -287,22 +291,9 @@ fn loop_invariant_case(flags: &str, opts: &Options) {
 }
 
 #[test]
-fn a_loop_invariant_tile_is_reloaded_in_every_iteration_by_the_linear_scan() {
+fn a_loop_invariant_tile_is_reloaded_in_every_iteration() {
     for (flags, opts) in allocators() {
-        if matches!(opts.optlevel, 8) || opts.allocator == Allocator::Lsa {
-            loop_invariant_case(flags, &opts);
-        }
-    }
-}
-
-#[test]
-#[ignore = "the coloring allocator's spill rounds split a tensor only around a whole loop nest it is not used in \
-            (issue 20, item 1): %a is read inside the loop around the peak, so every coloring selection fails here"]
-fn a_loop_invariant_tile_is_reloaded_in_every_iteration_by_the_coloring_allocator() {
-    for (flags, opts) in allocators() {
-        if opts.optlevel != 8 && opts.allocator != Allocator::Lsa {
-            loop_invariant_case(flags, &opts);
-        }
+        loop_invariant_case(flags, &opts);
     }
 }
 

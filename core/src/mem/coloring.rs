@@ -50,7 +50,7 @@ use super::budgeted;
 use super::exact::{Budget, Clock, ExactOptions, ExactWorkspace, Objective, Status};
 use super::gca::{GcaOptions, GcaOutcome, GcaWorkspace};
 use super::problem::{Buffer, Placement, Problem, ProblemError};
-use super::spill::{finalize, outer_loop_span, remat_source, SpillRecord};
+use super::spill::{executions, finalize, loop_split_ok, remat_source, spill_cost, SpillRecord};
 use crate::analysis::{Bounds, LinearOrder, MemLiveness};
 use crate::ir::{Capacity, Inst, IrError, MemFlags, MemLoc, Module, Space};
 use crate::storage::{StorageBudget, StorageReport};
@@ -116,7 +116,8 @@ pub struct ColoringReport {
     /// Of them, rematerialized: reloaded from the DRAM they were loaded
     /// from, without a store.
     pub remats: u32,
-    /// Spill traffic in bytes (stores + reloads).
+    /// Spill traffic in bytes (stores + reloads), each DMA as often as the
+    /// loops around it run it.
     pub spill_bytes: u64,
     /// Estimated cycles of the spill traffic (`Target::dma_cycles`).
     pub spill_cycles: u64,
@@ -846,7 +847,6 @@ fn spill_round(
     overflow: u64,
     report: &mut ColoringReport,
 ) -> Result<u32, ColoringError> {
-    let (lo, hi) = outer_loop_span(m, &ws.order, at);
     ws.candidates.clear();
     for v in m.mems.space.keys() {
         if m.mems.space[v] != space || m.is_placed(v) {
@@ -861,22 +861,35 @@ fn spill_round(
         if !iv.contains(at) {
             continue;
         }
+        // Split around the peak: the last access before it, the next one
+        // after it; not accessed at the peak itself, and no value around
+        // a back edge of the loops there (the rule the linear scan uses).
         let acc = ws.live.accesses(v);
-        let k = acc.partition_point(|&q| q < lo);
+        let k = acc.partition_point(|&q| q <= at);
         let Some(&before) = acc.get(k.wrapping_sub(1)) else {
             continue;
         };
         let Some(&after) = acc.get(k) else { continue };
-        if after <= hi {
-            continue; // accessed inside the loop around the peak (or at it)
+        if before == at || !loop_split_ok(m, &ws.order, &ws.live, v, at) {
+            continue;
         }
-        let area = m.mems.partitions[v] as u64 * m.mems.bytes[v] as u64;
         let bytes = m.mems.bytes[v] as u64;
         let score = match opts.dma_optlevel {
             0 => bytes,
-            _ => bytes.saturating_mul((after - before) as u64),
+            // Belady's furthest next use, times the bytes it frees, per
+            // DMA cycle it costs (the target's model, each DMA as often as
+            // the loops around it run it; a rematerialization has no
+            // store). Scaled so the integer ratio keeps its order.
+            _ => {
+                let moved = m.mems.partitions[v] as u64 * bytes;
+                let store = remat_source(m, &ws.order, &ws.live, v, after)
+                    .is_none()
+                    .then_some(before);
+                let cost = spill_cost(m, &ws.order, moved, store, after);
+                let gain = bytes.saturating_mul((after - at) as u64);
+                gain.saturating_mul(1 << 20) / cost.max(1)
+            }
         };
-        let _ = area;
         ws.candidates.push((score, v, before, after));
     }
     ws.candidates
@@ -930,10 +943,12 @@ fn spill_round(
             at,
         });
         let moved = parts as u64 * bytes as u64;
-        let dmas = if remat.is_some() { 1 } else { 2 };
-        report.spill_bytes += moved * dmas;
+        let store = remat.is_none().then_some(before);
+        let runs =
+            executions(m, &ws.order, after) + store.map_or(0, |p| executions(m, &ws.order, p));
+        report.spill_bytes += moved * runs;
         report.remats += remat.is_some() as u32;
-        report.spill_cycles += m.target.dma_cycles(moved) * dmas;
+        report.spill_cycles += spill_cost(m, &ws.order, moved, store, after);
         freed += bytes as u64;
         count += 1;
     }

@@ -78,7 +78,9 @@ use super::best_fit::{
 };
 use super::live_range::LiveRangeManager;
 use super::quantile::FragmentationSummary;
-use super::spill::{self, remat_source, FailureEntry, SpillLog, SpillRecord, LOG_CANDIDATES};
+use super::spill::{
+    self, loop_split_ok, remat_source, FailureEntry, SpillLog, SpillRecord, LOG_CANDIDATES,
+};
 use crate::analysis::{Bounds, LinearOrder, MemLiveness};
 use crate::ir::{Capacity, Inst, InstFlags, IrError, MemFlags, MemLoc, Module, Space};
 
@@ -126,10 +128,12 @@ pub struct SpaceReport {
     /// Of them, rematerialized (reloaded from the DRAM the value was
     /// loaded from, no store).
     pub remats: u32,
-    /// Bytes moved by the spill stores and reloads.
+    /// Bytes moved by the spill stores and reloads as the program runs
+    /// (each DMA as often as the loops around it run it).
     pub spill_bytes: u64,
     /// Estimated cycles of those DMAs (`Target::dma_cycles` per DMA: fixed
-    /// cost plus bytes over one engine's bandwidth, at the engine clock).
+    /// cost plus bytes over one engine's bandwidth, at the engine clock;
+    /// each as often as it runs).
     pub spill_cycles: u64,
     /// Free-block size quantiles.
     pub fragmentation: FragmentationSummary,
@@ -820,11 +824,14 @@ fn scan_space(
     rep.placed = ws.manager.placed();
     rep.fragmentation = ws.manager.fragmentation();
     for r in ws.records.iter().filter(|r| m.mems.space[r.copy] == space) {
-        let dmas = if r.store_after == u32::MAX { 1 } else { 2 };
+        // Each DMA as often as the loops around it run it.
+        let store = (r.store_after != u32::MAX).then_some(r.store_after);
+        let runs = spill::executions(m, &ws.order, r.reload_before)
+            + store.map_or(0, |p| spill::executions(m, &ws.order, p));
         rep.spills += 1;
         rep.remats += r.remat as u32;
-        rep.spill_bytes += dmas * r.bytes();
-        rep.spill_cycles += dmas * t.dma_cycles(r.bytes());
+        rep.spill_bytes += runs * r.bytes();
+        rep.spill_cycles += spill::spill_cost(m, &ws.order, r.bytes(), store, r.reload_before);
     }
     Ok(rep)
 }
@@ -1016,19 +1023,9 @@ fn spillable(
     if origin[c.index()] == c && !live.access_writes(o).take(after).any(|w| w) {
         return false;
     }
-    // Loop rule: no access of it earlier in a loop that contains p (the
-    // back edge would read the freed space).
-    let mut l = m.inst_loop(inst);
-    while l.is_valid() {
-        if let Some((ls, _)) = order.loop_span(l) {
-            let first_in = acc.partition_point(|&q| q < ls);
-            if first_in < acc.len() && acc[first_in] < p {
-                return false;
-            }
-        }
-        l = m.loops.parent[l];
-    }
-    true
+    // Loop rule: no value of it goes around a back edge in the freed space
+    // (see `spill::loop_split_ok`).
+    loop_split_ok(m, order, live, o, p)
 }
 
 fn spill_victim(

@@ -169,6 +169,90 @@ pub fn outer_loop_span(m: &Module, order: &LinearOrder, at: u32) -> (u32, u32) {
     span
 }
 
+/// May `v` be split around position `at` — freed there, its value kept in
+/// a slot (or its DRAM source) and reloaded before its next access — with
+/// respect to the loops around `at`? Positions are linear, but a loop runs
+/// its body again after its end, so for every loop `L` around `at` one of:
+/// - `v` is not accessed in `L` before `at` and not written anywhere in
+///   `L`: every iteration reaches `at` with `v`'s value unchanged, and a
+///   reload inside `L` (per iteration) reads the same value each time;
+/// - `v` is local to an iteration of `L`: not accessed before `L`, and its
+///   first access in `L` writes all of it without reading it, so no value
+///   of `v` crosses `L`'s back edge; then the store after the last write
+///   before `at` and the reload before the next access run in the same
+///   iteration (or the reload once after `L`, reading the last iteration's
+///   store).
+///
+/// Otherwise a value would go around a back edge in freed space (or a
+/// per-iteration reload would overwrite what an iteration wrote).
+pub fn loop_split_ok(
+    m: &Module,
+    order: &LinearOrder,
+    live: &MemLiveness,
+    v: MemLoc,
+    at: u32,
+) -> bool {
+    let acc = live.accesses(v);
+    let mut l = order.loop_at(at);
+    while l.is_valid() {
+        if let Some((s, e)) = order.loop_span(l) {
+            let first_in = acc.partition_point(|&q| q < s);
+            let accessed_before = first_in < acc.len() && acc[first_in] < at;
+            let ok = if accessed_before {
+                first_in == 0 && fully_defines(m, order, v, acc[first_in])
+            } else {
+                !acc.iter()
+                    .zip(live.access_writes(v))
+                    .any(|(&q, w)| w && s <= q && q <= e)
+            };
+            if !ok {
+                return false;
+            }
+        }
+        l = m.loops.parent[l];
+    }
+    true
+}
+
+/// How many times the instruction at `pos` runs: the product of the trip
+/// counts of the loops around it (saturating).
+pub fn executions(m: &Module, order: &LinearOrder, pos: u32) -> u64 {
+    let mut n = 1u64;
+    let mut l = order.loop_at(pos);
+    while l.is_valid() {
+        n = n.saturating_mul(m.loops.trip[l].max(1) as u64);
+        l = m.loops.parent[l];
+    }
+    n
+}
+
+/// The DMA cycles a spill of `bytes` (partitions × bytes) costs with the
+/// target's model: the reload runs as often as the instruction at
+/// `reload_at`, the store (none for a rematerialization) as often as the
+/// one at `store_after`.
+pub fn spill_cost(
+    m: &Module,
+    order: &LinearOrder,
+    bytes: u64,
+    store_after: Option<u32>,
+    reload_at: u32,
+) -> u64 {
+    let one = m.target.dma_cycles(bytes).max(1);
+    let runs = executions(m, order, reload_at)
+        .saturating_add(store_after.map_or(0, |p| executions(m, order, p)));
+    one.saturating_mul(runs)
+}
+
+/// True when the instruction at `pos` writes all of `v` through one plain
+/// pattern and does not read it.
+fn fully_defines(m: &Module, order: &LinearOrder, v: MemLoc, pos: u32) -> bool {
+    let i = order.inst_at(pos);
+    i.is_valid()
+        && m.outputs(i)
+            .any(|o| m.aps.loc[o] == v && m.is_full_access(o))
+        && !m.inputs(i).any(|a| m.aps.loc[a] == v)
+}
+
 /// The DRAM location a reload of `v` before position `reload_at` can read
 /// instead of a spill slot, if any: the last write of `v` before
 /// `reload_at` is a `load` that fills all of `v` from all of a DRAM
