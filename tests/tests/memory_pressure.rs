@@ -192,6 +192,7 @@ fn the_dataflow_checker_catches_a_rematerialization_across_a_dram_write() {
             copy,
             store_after: u32::MAX,
             reload_before,
+            reload_hoisted: false,
             part_start: 0,
             part_count: 128,
             byte_lo: 0,
@@ -294,6 +295,51 @@ fn loop_invariant_case(flags: &str, opts: &Options) {
 fn a_loop_invariant_tile_is_reloaded_in_every_iteration() {
     for (flags, opts) in allocators() {
         loop_invariant_case(flags, &opts);
+    }
+}
+
+/// `%a` (computed, so it must be stored) does not fit beside the tiles of
+/// `%d`, and is next read inside a later loop that only reads it: its
+/// reload belongs before that loop, once, not in every iteration.
+const RELOAD_BEFORE_LOOP: &str = "\
+target trn2 sb-bytes=12288
+dram %y [128 x 16384] output
+sb %a [128 x 4096]
+sb %b [128 x 4096]
+sb %c [128 x 4096]
+sb %d [128 x 4096]
+sb %e [128 x 4096]
+func @main {
+entry:
+  %a = memset 3
+  %b = memset 0
+  %c = memset 1
+  %d = tensor_tensor add %b, %c
+  loop i in 4 {
+  body:
+    %e = tensor_tensor add %d, %a
+    %y[p0:128, 0:4096 +4096*i] = save %e
+  }
+}
+";
+
+#[test]
+fn a_reload_for_a_later_loop_is_hoisted_out_of_it() {
+    let input = parse(RELOAD_BEFORE_LOOP);
+    for (flags, opts) in allocators() {
+        let mut m = input.clone();
+        let r = run_checked(&mut m, &opts).unwrap_or_else(|e| panic!("{flags}: {}", e.display(&m)));
+        let sb = r.space(Space::Sb);
+        assert!(sb.peak <= 12288, "{flags}: peak {}", sb.peak);
+        assert_eq!((sb.spills, sb.remats), (1, 0), "{flags}");
+        let reloads = inserted(&m, InstFlags::RELOAD, Opcode::Load);
+        assert_eq!(reloads.len(), 1, "{flags}");
+        assert!(
+            !m.inst_loop(reloads[0]).is_valid(),
+            "{flags}: the reload runs once, outside the loop"
+        );
+        // One store and one reload of the tile, each run once.
+        assert_eq!(sb.spill_bytes, 2 * 128 * 4096, "{flags}");
     }
 }
 

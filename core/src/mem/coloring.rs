@@ -50,7 +50,10 @@ use super::budgeted;
 use super::exact::{Budget, Clock, ExactOptions, ExactWorkspace, Objective, Status};
 use super::gca::{GcaOptions, GcaOutcome, GcaWorkspace};
 use super::problem::{Buffer, Placement, Problem, ProblemError};
-use super::spill::{executions, finalize, loop_split_ok, remat_source, spill_cost, SpillRecord};
+use super::spill::{
+    finalize, loop_split_ok, reload_point, remat_source, spill_cost, spill_runs, spill_score,
+    SpillRecord,
+};
 use crate::analysis::{Bounds, LinearOrder, MemLiveness};
 use crate::ir::{Capacity, Inst, IrError, MemFlags, MemLoc, Module, Space};
 use crate::storage::{StorageBudget, StorageReport};
@@ -876,19 +879,17 @@ fn spill_round(
         let bytes = m.mems.bytes[v] as u64;
         let score = match opts.dma_optlevel {
             0 => bytes,
-            // Belady's furthest next use, times the bytes it frees, per
-            // DMA cycle it costs (the target's model, each DMA as often as
-            // the loops around it run it; a rematerialization has no
-            // store). Scaled so the integer ratio keeps its order.
-            _ => {
-                let moved = m.mems.partitions[v] as u64 * bytes;
-                let store = remat_source(m, &ws.order, &ws.live, v, after)
-                    .is_none()
-                    .then_some(before);
-                let cost = spill_cost(m, &ws.order, moved, store, after);
-                let gain = bytes.saturating_mul((after - at) as u64);
-                gain.saturating_mul(1 << 20) / cost.max(1)
-            }
+            _ => spill_score(
+                m,
+                &ws.order,
+                &ws.live,
+                v,
+                bytes,
+                m.mems.partitions[v],
+                before,
+                at,
+                after,
+            ),
         };
         ws.candidates.push((score, v, before, after));
     }
@@ -913,6 +914,7 @@ fn spill_round(
         // A reload that can read the DRAM the value came from needs no
         // store and no slot: one DMA instead of two, at every level.
         let remat = remat_source(m, &ws.order, &ws.live, v, after);
+        let reload = reload_point(m, &ws.order, at, after);
         let slot = match remat {
             Some(src) => src,
             None => {
@@ -933,7 +935,8 @@ fn spill_round(
             slot,
             copy,
             store_after: if remat.is_some() { u32::MAX } else { before },
-            reload_before: after,
+            reload_before: reload.before,
+            reload_hoisted: reload.hoisted,
             part_start: 0,
             part_count: parts,
             byte_lo: 0,
@@ -944,11 +947,10 @@ fn spill_round(
         });
         let moved = parts as u64 * bytes as u64;
         let store = remat.is_none().then_some(before);
-        let runs =
-            executions(m, &ws.order, after) + store.map_or(0, |p| executions(m, &ws.order, p));
+        let runs = spill_runs(m, &ws.order, store, reload.runs_at());
         report.spill_bytes += moved * runs;
         report.remats += remat.is_some() as u32;
-        report.spill_cycles += spill_cost(m, &ws.order, moved, store, after);
+        report.spill_cycles += spill_cost(m, &ws.order, moved, store, reload.runs_at());
         freed += bytes as u64;
         count += 1;
     }

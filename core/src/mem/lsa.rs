@@ -826,12 +826,15 @@ fn scan_space(
     for r in ws.records.iter().filter(|r| m.mems.space[r.copy] == space) {
         // Each DMA as often as the loops around it run it.
         let store = (r.store_after != u32::MAX).then_some(r.store_after);
-        let runs = spill::executions(m, &ws.order, r.reload_before)
-            + store.map_or(0, |p| spill::executions(m, &ws.order, p));
+        let reload = spill::ReloadPoint {
+            before: r.reload_before,
+            hoisted: r.reload_hoisted,
+        };
+        let runs = spill::spill_runs(m, &ws.order, store, reload.runs_at());
         rep.spills += 1;
         rep.remats += r.remat as u32;
         rep.spill_bytes += runs * r.bytes();
-        rep.spill_cycles += spill::spill_cost(m, &ws.order, r.bytes(), store, r.reload_before);
+        rep.spill_cycles += spill::spill_cost(m, &ws.order, r.bytes(), store, reload.runs_at());
     }
     Ok(rep)
 }
@@ -931,8 +934,12 @@ fn place(
                 let holder = &ws.holder;
                 let fixed = &ws.fixed;
                 let slot = &ws.slot;
-                lrm.pick_for_spilling(|c| {
-                    spillable(
+                // The eligible interval of the best rank
+                // (`spill::spill_score`); on a tie the active set's order
+                // (the furthest end first) decides.
+                let mut best: Option<(u64, MemLoc)> = None;
+                for &c in lrm.active() {
+                    let ok = spillable(
                         m,
                         order,
                         live,
@@ -944,8 +951,16 @@ fn place(
                         lrm.start(c),
                         p,
                         inst,
-                    )
-                })
+                    );
+                    if !ok {
+                        continue;
+                    }
+                    let score = victim_score(m, order, live, origin[c.index()], c, p);
+                    if best.is_none_or(|(b, _)| score > b) {
+                        best = Some((score, c));
+                    }
+                }
+                best.map(|(_, c)| c)
             };
             let Some(victim) = victim else {
                 return Err(LsaError::AllocationFailed(failure(
@@ -1028,6 +1043,40 @@ fn spillable(
     loop_split_ok(m, order, live, o, p)
 }
 
+/// [`spill::spill_score`] of spilling `c` (holding origin `o`'s value) at
+/// position `p`: its next access, the last write before `p` to store after.
+fn victim_score(
+    m: &Module,
+    order: &LinearOrder,
+    live: &MemLiveness,
+    o: MemLoc,
+    c: MemLoc,
+    p: u32,
+) -> u64 {
+    let acc = live.accesses(o);
+    let after = acc.partition_point(|&q| q <= p);
+    let Some(&next) = acc.get(after) else {
+        return 0;
+    };
+    let mut store_after = p;
+    for (k, w) in live.access_writes(o).take(after).enumerate() {
+        if w {
+            store_after = acc[k];
+        }
+    }
+    spill::spill_score(
+        m,
+        order,
+        live,
+        o,
+        m.mems.bytes[c] as u64,
+        m.mems.partitions[c],
+        store_after,
+        p,
+        next,
+    )
+}
+
 fn spill_victim(
     m: &mut Module,
     ws: &mut LsaWorkspace,
@@ -1044,6 +1093,8 @@ fn spill_victim(
     let acc = ws.live.accesses(o);
     let after = acc.partition_point(|&q| q <= p);
     let q = acc[after];
+    // Before the next access, or once before the loop that holds it.
+    let reload = spill::reload_point(m, &ws.order, p, q);
     // The bytes and partitions the remaining accesses touch (origin
     // coordinates): later writes move to the copy too.
     let (mut plo, mut phi, mut lo, mut hi) = (u16::MAX, 0u16, u64::MAX, 0u64);
@@ -1123,7 +1174,8 @@ fn spill_victim(
         slot,
         copy,
         store_after,
-        reload_before: q,
+        reload_before: reload.before,
+        reload_hoisted: reload.hoisted,
         part_start: plo,
         part_count: phi - plo,
         byte_lo: lo as u32,
@@ -1145,10 +1197,10 @@ fn spill_victim(
     // last read before p, both earlier than p.
     ws.lrm.cut(victim, p.saturating_sub(1));
     let uses = (acc.len() - after) as u32 + (end > *acc.last().unwrap_or(&0)) as u32;
-    ws.lrm.add_interval(copy, q, end, uses);
+    ws.lrm.add_interval(copy, reload.before, end, uses);
     ws.origin[copy.index()] = o;
     ws.holder[o.index()] = copy;
-    ws.pending.push(Reverse((q, copy.as_u32())));
+    ws.pending.push(Reverse((reload.before, copy.as_u32())));
     Ok(())
 }
 

@@ -56,8 +56,13 @@ pub struct SpillRecord {
     /// Position after which the store goes, or `u32::MAX` when the slot is
     /// already written (a copy was spilled).
     pub store_after: u32,
-    /// Position before which the reload goes (the next access).
+    /// Position before which the reload goes (the next access, or the
+    /// start of the loop that holds it: see [`reload_point`]).
     pub reload_before: u32,
+    /// True when `reload_before` starts a loop the reload is hoisted out
+    /// of: the reload then goes after the instruction before it, outside
+    /// that loop, and runs once rather than in every iteration.
+    pub reload_hoisted: bool,
     /// First partition of the origin the copy covers.
     pub part_start: u16,
     /// Partitions the copy covers.
@@ -195,7 +200,9 @@ pub fn loop_split_ok(
     let acc = live.accesses(v);
     let mut l = order.loop_at(at);
     while l.is_valid() {
-        if let Some((s, e)) = order.loop_span(l) {
+        // A loop that runs once has no back edge.
+        let span = (m.loops.trip[l] > 1).then(|| order.loop_span(l)).flatten();
+        if let Some((s, e)) = span {
             let first_in = acc.partition_point(|&q| q < s);
             let accessed_before = first_in < acc.len() && acc[first_in] < at;
             let ok = if accessed_before {
@@ -214,6 +221,84 @@ pub fn loop_split_ok(
     true
 }
 
+/// Where the reload of a tensor split around `at` goes, given its next
+/// access `next`: at the start of the outermost loop that holds `next` but
+/// not `at`, or at `next` itself when no such loop exists. Nothing accesses
+/// the tensor between `at` and `next`, so the reload may run once before
+/// that loop (after the instruction before it, outside it: see
+/// [`SpillRecord::reload_hoisted`]) instead of in every iteration; and
+/// inside that loop the copy then carries the tensor's value around the
+/// back edge exactly as the tensor did (a reload in every iteration would
+/// overwrite what an iteration wrote).
+pub fn reload_point(m: &Module, order: &LinearOrder, at: u32, next: u32) -> ReloadPoint {
+    let mut point = ReloadPoint {
+        before: next,
+        hoisted: false,
+    };
+    let mut l = order.loop_at(next);
+    while l.is_valid() {
+        match order.loop_span(l) {
+            Some((s, e)) if s <= at && at <= e => break,
+            Some((s, _)) if s > 0 => {
+                point = ReloadPoint {
+                    before: s.min(point.before),
+                    hoisted: true,
+                }
+            }
+            _ => {}
+        }
+        l = m.loops.parent[l];
+    }
+    point
+}
+
+/// See [`reload_point`].
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct ReloadPoint {
+    /// The position the reload precedes ([`SpillRecord::reload_before`]).
+    pub before: u32,
+    /// It starts a loop the reload is hoisted out of
+    /// ([`SpillRecord::reload_hoisted`]).
+    pub hoisted: bool,
+}
+
+impl ReloadPoint {
+    /// The position whose loops run the reload.
+    pub fn runs_at(&self) -> u32 {
+        if self.hoisted {
+            self.before - 1
+        } else {
+            self.before
+        }
+    }
+}
+
+/// The rank of a spill candidate (higher first): Belady's rule — the
+/// furthest next access `next` from the point `at` — times the bytes per
+/// partition it frees, per DMA cycle the spill costs in the target's model
+/// ([`spill_cost`]: loop trip counts included, no store for a
+/// rematerialization). Scaled so the integer ratio keeps its order.
+#[allow(clippy::too_many_arguments)]
+pub fn spill_score(
+    m: &Module,
+    order: &LinearOrder,
+    live: &MemLiveness,
+    v: MemLoc,
+    bytes: u64,
+    partitions: u16,
+    store_after: u32,
+    at: u32,
+    next: u32,
+) -> u64 {
+    let reload = reload_point(m, order, at, next);
+    let store = remat_source(m, order, live, v, next)
+        .is_none()
+        .then_some(store_after);
+    let cost = spill_cost(m, order, partitions as u64 * bytes, store, reload.runs_at());
+    let gain = bytes.saturating_mul(next.saturating_sub(at) as u64);
+    gain.saturating_mul(1 << 20) / cost.max(1)
+}
+
 /// How many times the instruction at `pos` runs: the product of the trip
 /// counts of the loops around it (saturating).
 pub fn executions(m: &Module, order: &LinearOrder, pos: u32) -> u64 {
@@ -228,8 +313,8 @@ pub fn executions(m: &Module, order: &LinearOrder, pos: u32) -> u64 {
 
 /// The DMA cycles a spill of `bytes` (partitions × bytes) costs with the
 /// target's model: the reload runs as often as the instruction at
-/// `reload_at`, the store (none for a rematerialization) as often as the
-/// one at `store_after`.
+/// `reload_at` ([`ReloadPoint::runs_at`]), the store (none for a
+/// rematerialization) as often as the one at `store_after`.
 pub fn spill_cost(
     m: &Module,
     order: &LinearOrder,
@@ -238,9 +323,20 @@ pub fn spill_cost(
     reload_at: u32,
 ) -> u64 {
     let one = m.target.dma_cycles(bytes).max(1);
-    let runs = executions(m, order, reload_at)
-        .saturating_add(store_after.map_or(0, |p| executions(m, order, p)));
-    one.saturating_mul(runs)
+    one.saturating_mul(spill_runs(m, order, store_after, reload_at))
+}
+
+/// How many DMAs a spill issues as the program runs: its reload, run by
+/// the loops around position `reload_at` ([`ReloadPoint::runs_at`]), and
+/// its store after `store_after`, if any.
+pub fn spill_runs(
+    m: &Module,
+    order: &LinearOrder,
+    store_after: Option<u32>,
+    reload_at: u32,
+) -> u64 {
+    executions(m, order, reload_at)
+        .saturating_add(store_after.map_or(0, |p| executions(m, order, p)))
 }
 
 /// True when the instruction at `pos` writes all of `v` through one plain
@@ -339,14 +435,17 @@ pub fn finalize(
             s.inputs = &ins;
             m.insert_after(at, &s)?;
         }
-        let at = order.inst_at(r.reload_before);
         let outs = [full_ap(m, r.copy)];
         let ins = [slot_ap];
         let mut s = InstSpec::new(Opcode::Load);
         s.flags = InstFlags::RELOAD;
         s.outputs = &outs;
         s.inputs = &ins;
-        m.insert_before(at, &s)?;
+        if r.reload_hoisted && r.reload_before > 0 {
+            m.insert_after(order.inst_at(r.reload_before - 1), &s)?;
+        } else {
+            m.insert_before(order.inst_at(r.reload_before), &s)?;
+        }
         // Readers from the reload up to the next reload of the same origin.
         let until = records[k + 1..]
             .iter()
