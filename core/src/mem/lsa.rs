@@ -956,7 +956,7 @@ fn place(
                         continue;
                     }
                     let score = victim_score(m, order, live, origin[c.index()], c, p);
-                    if best.is_none_or(|(b, _)| score > b) {
+                    if best.map_or(true, |(b, _)| score > b) {
                         best = Some((score, c));
                     }
                 }
