@@ -299,8 +299,11 @@ fn a_loop_invariant_tile_is_reloaded_in_every_iteration() {
 }
 
 /// `%a` (computed, so it must be stored) does not fit beside the tiles of
-/// `%d`, and is next read inside a later loop that only reads it: its
-/// reload belongs before that loop, once, not in every iteration.
+/// `%d`, and is next read inside a later loop that also writes it (a value
+/// carried around the loop): its reload belongs before that loop, once; a
+/// reload in every iteration would overwrite what the previous iteration
+/// wrote (the dataflow checker, which walks loop bodies twice, would see
+/// it).
 const RELOAD_BEFORE_LOOP: &str = "\
 target trn2 sb-bytes=12288
 dram %y [128 x 16384] output
@@ -318,13 +321,14 @@ entry:
   loop i in 4 {
   body:
     %e = tensor_tensor add %d, %a
+    %a = tensor_tensor add %a, %e
     %y[p0:128, 0:4096 +4096*i] = save %e
   }
 }
 ";
 
 #[test]
-fn a_reload_for_a_later_loop_is_hoisted_out_of_it() {
+fn a_reload_for_a_later_loop_that_writes_the_tile_is_hoisted_out_of_it() {
     let input = parse(RELOAD_BEFORE_LOOP);
     for (flags, opts) in allocators() {
         let mut m = input.clone();

@@ -914,7 +914,7 @@ fn spill_round(
         // A reload that can read the DRAM the value came from needs no
         // store and no slot: one DMA instead of two, at every level.
         let remat = remat_source(m, &ws.order, &ws.live, v, after);
-        let reload = reload_point(m, &ws.order, at, after);
+        let reload = reload_point(m, &ws.order, &ws.live, v, at, after);
         let slot = match remat {
             Some(src) => src,
             None => {

@@ -1094,7 +1094,7 @@ fn spill_victim(
     let after = acc.partition_point(|&q| q <= p);
     let q = acc[after];
     // Before the next access, or once before the loop that holds it.
-    let reload = spill::reload_point(m, &ws.order, p, q);
+    let reload = spill::reload_point(m, &ws.order, &ws.live, o, p, q);
     // The bytes and partitions the remaining accesses touch (origin
     // coordinates): later writes move to the copy too.
     let (mut plo, mut phi, mut lo, mut hi) = (u16::MAX, 0u16, u64::MAX, 0u64);

@@ -200,9 +200,7 @@ pub fn loop_split_ok(
     let acc = live.accesses(v);
     let mut l = order.loop_at(at);
     while l.is_valid() {
-        // A loop that runs once has no back edge.
-        let span = (m.loops.trip[l] > 1).then(|| order.loop_span(l)).flatten();
-        if let Some((s, e)) = span {
+        if let Some((s, e)) = order.loop_span(l) {
             let first_in = acc.partition_point(|&q| q < s);
             let accessed_before = first_in < acc.len() && acc[first_in] < at;
             let ok = if accessed_before {
@@ -221,28 +219,44 @@ pub fn loop_split_ok(
     true
 }
 
-/// Where the reload of a tensor split around `at` goes, given its next
-/// access `next`: at the start of the outermost loop that holds `next` but
-/// not `at`, or at `next` itself when no such loop exists. Nothing accesses
-/// the tensor between `at` and `next`, so the reload may run once before
-/// that loop (after the instruction before it, outside it: see
-/// [`SpillRecord::reload_hoisted`]) instead of in every iteration; and
-/// inside that loop the copy then carries the tensor's value around the
-/// back edge exactly as the tensor did (a reload in every iteration would
-/// overwrite what an iteration wrote).
-pub fn reload_point(m: &Module, order: &LinearOrder, at: u32, next: u32) -> ReloadPoint {
+/// Where the reload of `v`, split around `at`, goes given its next access
+/// `next`: before `next`, unless a loop that holds `next` but not `at`
+/// writes `v` — a reload in every iteration of that loop would overwrite
+/// what an iteration wrote — and then at the start of the outermost such
+/// loop, hoisted out of it (after the instruction before it: see
+/// [`SpillRecord::reload_hoisted`]), so that inside it the copy carries the
+/// value around the back edge as `v` did. Nothing accesses `v` between
+/// `at` and `next`. A loop that only reads `v` keeps the reload before
+/// `next`: the copy is then live only from there (hoisting it would hold
+/// the copy over the rest of the loop, where the pressure may be higher);
+/// the cost rank counts the reload once per iteration.
+pub fn reload_point(
+    m: &Module,
+    order: &LinearOrder,
+    live: &MemLiveness,
+    v: MemLoc,
+    at: u32,
+    next: u32,
+) -> ReloadPoint {
     let mut point = ReloadPoint {
         before: next,
         hoisted: false,
     };
+    let acc = live.accesses(v);
     let mut l = order.loop_at(next);
     while l.is_valid() {
         match order.loop_span(l) {
             Some((s, e)) if s <= at && at <= e => break,
-            Some((s, _)) if s > 0 => {
-                point = ReloadPoint {
-                    before: s.min(point.before),
-                    hoisted: true,
+            Some((s, e)) if s > 0 => {
+                let written = acc
+                    .iter()
+                    .zip(live.access_writes(v))
+                    .any(|(&q, w)| w && s <= q && q <= e);
+                if written {
+                    point = ReloadPoint {
+                        before: s.min(point.before),
+                        hoisted: true,
+                    };
                 }
             }
             _ => {}
@@ -290,7 +304,7 @@ pub fn spill_score(
     at: u32,
     next: u32,
 ) -> u64 {
-    let reload = reload_point(m, order, at, next);
+    let reload = reload_point(m, order, live, v, at, next);
     let store = remat_source(m, order, live, v, next)
         .is_none()
         .then_some(store_after);
