@@ -221,8 +221,9 @@ pub fn loop_split_ok(
 
 /// Where the reload of `v`, split around `at`, goes given its next access
 /// `next`: before `next`, unless a loop that holds `next` but not `at`
-/// writes `v` — a reload in every iteration of that loop would overwrite
-/// what an iteration wrote — and then at the start of the outermost such
+/// carries `v` around its back edge (writes it, and an iteration does not
+/// start by writing all of it) — a reload in every iteration of that loop
+/// would overwrite what an iteration wrote — and then at the start of the outermost such
 /// loop, hoisted out of it (after the instruction before it: see
 /// [`SpillRecord::reload_hoisted`]), so that inside it the copy carries the
 /// value around the back edge as `v` did. Nothing accesses `v` between
@@ -252,7 +253,10 @@ pub fn reload_point(
                     .iter()
                     .zip(live.access_writes(v))
                     .any(|(&q, w)| w && s <= q && q <= e);
-                if written {
+                // An iteration that starts by writing all of `v` does not
+                // read what the previous one wrote: no value crosses.
+                let first = acc[acc.partition_point(|&q| q < s)];
+                if written && !fully_defines(m, order, v, first) {
                     point = ReloadPoint {
                         before: s.min(point.before),
                         hoisted: true,
