@@ -200,7 +200,7 @@ pub fn loop_split_ok(
     let acc = live.accesses(v);
     let mut l = order.loop_at(at);
     while l.is_valid() {
-        if let Some((s, e)) = order.loop_span(l) {
+        if let Some((s, e)) = order.repeating_span(m, l) {
             let first_in = acc.partition_point(|&q| q < s);
             let accessed_before = first_in < acc.len() && acc[first_in] < at;
             let ok = if accessed_before {
@@ -248,7 +248,7 @@ pub fn reload_point(
     while l.is_valid() {
         match order.loop_span(l) {
             Some((s, e)) if s <= at && at <= e => break,
-            Some((s, e)) if s > 0 => {
+            Some((s, e)) if s > 0 && m.loops.trip[l] != 1 => {
                 let written = acc
                     .iter()
                     .zip(live.access_writes(v))
