@@ -51,8 +51,8 @@ use super::exact::{Budget, Clock, ExactOptions, ExactWorkspace, Objective, Statu
 use super::gca::{GcaOptions, GcaOutcome, GcaWorkspace};
 use super::problem::{Buffer, Placement, Problem, ProblemError};
 use super::spill::{
-    finalize, loop_split_ok, reload_point, remat_source, spill_cost, spill_runs, spill_score,
-    SpillRecord,
+    finalize, invariant_split, loop_split_ok, reload_point, remat_source, spill_cost, spill_runs,
+    spill_score, ReloadPoint, SpillRecord,
 };
 use crate::analysis::{Bounds, LinearOrder, MemLiveness};
 use crate::ir::{Capacity, Inst, IrError, MemFlags, MemLoc, Module, Space};
@@ -267,7 +267,10 @@ pub struct ColoringWorkspace {
     gca: GcaWorkspace,
     exact: ExactWorkspace,
     records: Vec<SpillRecord>,
-    candidates: Vec<(u64, MemLoc, u32, u32)>,
+    /// Spill candidates: rank, tensor, last access before the peak (the
+    /// store goes after it), next access after it, and for a loop-invariant
+    /// split ([`invariant_split`]) its first copy's reload.
+    candidates: Vec<(u64, MemLoc, u32, u32, Option<ReloadPoint>)>,
     /// True when `order` and `live` were handed in as describing the module
     /// the next [`run`] gets ([`ColoringWorkspace::exchange_analyses`]); the
     /// first round of that run then skips recomputing them.
@@ -873,10 +876,31 @@ fn spill_round(
             continue;
         };
         let Some(&after) = acc.get(k) else { continue };
-        if before == at || !loop_split_ok(m, &ws.order, &ws.live, v, at) {
+        if before == at {
             continue;
         }
         let bytes = m.mems.bytes[v] as u64;
+        if !loop_split_ok(m, &ws.order, &ws.live, v, at) {
+            // A tile the loop only reads, read before the peak too: two
+            // copies in the loop (see `spill::invariant_split`).
+            let Some(split) = invariant_split(m, &ws.order, &ws.live, v, at) else {
+                continue;
+            };
+            let moved = m.mems.partitions[v] as u64 * bytes;
+            let reload = reload_point(m, &ws.order, &ws.live, v, at, after);
+            let remat = remat_source(m, &ws.order, &ws.live, v, after).is_some();
+            let store = (!remat).then_some(split.store_after);
+            let cost = spill_cost(m, &ws.order, moved, store, reload.runs_at())
+                .saturating_add(spill_cost(m, &ws.order, moved, None, split.first.runs_at()));
+            let gain = bytes.saturating_mul((after - at) as u64);
+            let score = match opts.dma_optlevel {
+                0 => bytes,
+                _ => gain.saturating_mul(1 << 20) / cost.max(1),
+            };
+            ws.candidates
+                .push((score, v, split.store_after, after, Some(split.first)));
+            continue;
+        }
         let score = match opts.dma_optlevel {
             0 => bytes,
             _ => spill_score(
@@ -891,7 +915,7 @@ fn spill_round(
                 after,
             ),
         };
-        ws.candidates.push((score, v, before, after));
+        ws.candidates.push((score, v, before, after, None));
     }
     ws.candidates
         .sort_unstable_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
@@ -903,7 +927,7 @@ fn spill_round(
     ws.records.clear();
     let mut freed = 0u64;
     let mut count = 0u32;
-    for &(_, v, before, after) in ws.candidates.iter().take(want) {
+    for &(_, v, before, after, first) in ws.candidates.iter().take(want) {
         if freed >= overflow.max(1) && count > 0 {
             break;
         }
@@ -912,7 +936,10 @@ fn spill_round(
         let parts = m.mems.partitions[v];
         let bytes = m.mems.bytes[v];
         // A reload that can read the DRAM the value came from needs no
-        // store and no slot: one DMA instead of two, at every level.
+        // store and no slot: one DMA instead of two, at every level. (For
+        // an invariant split the DRAM is unwritten from the load's loop
+        // nest to the end of the one around `after`, which holds the first
+        // copy's reload too.)
         let remat = remat_source(m, &ws.order, &ws.live, v, after);
         let reload = reload_point(m, &ws.order, &ws.live, v, at, after);
         let slot = match remat {
@@ -929,12 +956,48 @@ fn spill_round(
         m.mems.flags[copy] = MemFlags::RELOAD;
         m.set_elem_size(copy, m.elem_size(v))?;
         m.mems.align[copy] = m.mems.align[v];
+        let store_after = if remat.is_some() { u32::MAX } else { before };
+        let mut moved_runs = 0u64;
+        let mut first_cycles = 0u64;
+        if let Some(first) = first {
+            // The first copy takes the accesses from its reload up to the
+            // peak, the slot's store goes before the loop (below).
+            let name = spill_name(m, v, n, "ReloadInLoop");
+            let c = m.try_add_mem(name.as_str(), space, parts, bytes)?;
+            m.mems.flags[c] = MemFlags::RELOAD;
+            m.set_elem_size(c, m.elem_size(v))?;
+            m.mems.align[c] = m.mems.align[v];
+            ws.records.push(SpillRecord {
+                victim: v,
+                origin: v,
+                slot,
+                copy: c,
+                store_after,
+                reload_before: first.before,
+                reload_hoisted: first.hoisted,
+                part_start: 0,
+                part_count: parts,
+                byte_lo: 0,
+                byte_hi: bytes,
+                remat: remat.is_some(),
+                failed: MemLoc::INVALID,
+                at,
+            });
+            let moved = parts as u64 * bytes as u64;
+            moved_runs = moved * spill_runs(m, &ws.order, None, first.runs_at());
+            first_cycles = spill_cost(m, &ws.order, moved, None, first.runs_at());
+        }
         ws.records.push(SpillRecord {
             victim: v,
             origin: v,
             slot,
             copy,
-            store_after: if remat.is_some() { u32::MAX } else { before },
+            // With a first copy, its record stores.
+            store_after: if first.is_some() {
+                u32::MAX
+            } else {
+                store_after
+            },
             reload_before: reload.before,
             reload_hoisted: reload.hoisted,
             part_start: 0,
@@ -948,9 +1011,10 @@ fn spill_round(
         let moved = parts as u64 * bytes as u64;
         let store = remat.is_none().then_some(before);
         let runs = spill_runs(m, &ws.order, store, reload.runs_at());
-        report.spill_bytes += moved * runs;
+        report.spill_bytes += moved * runs + moved_runs;
         report.remats += remat.is_some() as u32;
-        report.spill_cycles += spill_cost(m, &ws.order, moved, store, reload.runs_at());
+        report.spill_cycles +=
+            spill_cost(m, &ws.order, moved, store, reload.runs_at()) + first_cycles;
         freed += bytes as u64;
         count += 1;
     }

@@ -357,6 +357,102 @@ pub fn spill_runs(
         .saturating_add(store_after.map_or(0, |p| executions(m, order, p)))
 }
 
+/// A split of `v` around `at` inside the outermost loop there, for a `v`
+/// that loop only reads but also reads before `at` in it (a loop-invariant
+/// tile: weights, an identity, a bias column): the rule of
+/// [`loop_split_ok`] refuses it, since the next iteration reads it again
+/// before `at`. Instead `v`'s value goes to its slot once before the loop
+/// (after its last write, or not at all for a rematerialization) and two
+/// copies take its accesses in the loop: the *first* reloaded before its
+/// first access in the loop (hoisted out of any loop there that does not
+/// hold `at`), read up to `at`; the *second* reloaded before its next
+/// access after `at`. Both are written before they are read in every
+/// iteration, so neither crosses the loop's back edge, and neither is live
+/// at `at`. Needs: no write of `v` in the loop; no access of `v` before
+/// `at` in any loop inside it that holds `at` (the first copy would cross
+/// that loop's back edge); a write of `v` before the loop.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct InvariantSplit {
+    /// Where the first copy's reload goes.
+    pub first: ReloadPoint,
+    /// The last write of `v` before the loop (the store goes after it).
+    pub store_after: u32,
+}
+
+/// See [`InvariantSplit`]; `None` when it does not apply.
+pub fn invariant_split(
+    m: &Module,
+    order: &LinearOrder,
+    live: &MemLiveness,
+    v: MemLoc,
+    at: u32,
+) -> Option<InvariantSplit> {
+    let acc = live.accesses(v);
+    let touched_before = |s: u32| {
+        let k = acc.partition_point(|&q| q < s);
+        k < acc.len() && acc[k] < at
+    };
+    // The outermost repeating loop around `at`; every inner one must not
+    // touch `v` before `at`.
+    let mut outer = None;
+    let mut l = order.loop_at(at);
+    while l.is_valid() {
+        if let Some(span) = order.repeating_span(m, l) {
+            if let Some((s, _)) = outer {
+                if touched_before(s) {
+                    return None;
+                }
+            }
+            outer = Some(span);
+        }
+        l = m.loops.parent[l];
+    }
+    let (s, e) = outer?;
+    if !touched_before(s) {
+        return None; // the plain split applies
+    }
+    let written_in = acc
+        .iter()
+        .zip(live.access_writes(v))
+        .any(|(&q, w)| w && s <= q && q <= e);
+    if written_in {
+        return None;
+    }
+    let k = acc.partition_point(|&q| q < s);
+    let (w, _) = live
+        .access_writes(v)
+        .take(k)
+        .enumerate()
+        .filter(|&(_, w)| w)
+        .last()?;
+    let f = acc[k];
+    // Hoist the first reload out of the loops that hold `f` but not `at`.
+    let mut first = ReloadPoint {
+        before: f,
+        hoisted: false,
+    };
+    let mut l = order.loop_at(f);
+    while l.is_valid() {
+        match order.loop_span(l) {
+            Some((ls, le)) if ls <= at && at <= le => break,
+            // Strictly inside the loop: a reload before it would make the
+            // copy live over the whole loop.
+            Some((ls, _)) if ls > s => {
+                first = ReloadPoint {
+                    before: ls,
+                    hoisted: true,
+                }
+            }
+            _ => {}
+        }
+        l = m.loops.parent[l];
+    }
+    Some(InvariantSplit {
+        first,
+        store_after: acc[w],
+    })
+}
+
 /// True when the instruction at `pos` writes all of `v` through one plain
 /// pattern and does not read it.
 fn fully_defines(m: &Module, order: &LinearOrder, v: MemLoc, pos: u32) -> bool {
