@@ -119,6 +119,9 @@ pub struct ColoringReport {
     /// Of them, rematerialized: reloaded from the DRAM they were loaded
     /// from, without a store.
     pub remats: u32,
+    /// Reload copies inserted (a loop-invariant split inserts two for one
+    /// spill); at most [`SPILL_HEADROOM`], the headroom the pass reserved.
+    pub reloads: u32,
     /// Spill traffic in bytes (stores + reloads), each DMA as often as the
     /// loops around it run it.
     pub spill_bytes: u64,
@@ -931,6 +934,14 @@ fn spill_round(
         if freed >= overflow.max(1) && count > 0 {
             break;
         }
+        // Each reload copy takes at most one headroom slot (two
+        // instructions, two locations, four patterns): stop at the end of
+        // what was reserved, whatever the other passes left.
+        let copies = 1 + first.is_some() as u32;
+        if (report.reloads + copies) as usize > SPILL_HEADROOM {
+            break;
+        }
+        report.reloads += copies;
         let n = report.spills + count;
         let name = spill_name(m, v, n, "Slot");
         let parts = m.mems.partitions[v];
@@ -1027,8 +1038,16 @@ fn spill_round(
 
 fn spill_name(m: &Module, v: MemLoc, n: u32, what: &str) -> heapless::String<300> {
     let mut s: heapless::String<300> = heapless::String::new();
+    // A copy spilled again is named after the tensor it copies, not after
+    // the copy (names would grow by a suffix every round: the spill number
+    // keeps them apart).
     let base = m.mem_name(v);
-    let base = &base[..base.len().min(200)];
+    let base = base.split("_Gca").next().unwrap_or(base);
+    let mut end = base.len().min(200);
+    while !base.is_char_boundary(end) {
+        end -= 1;
+    }
+    let base = &base[..end];
     let _ = fmt::write(&mut s, format_args!("{base}_Gca{what}{n}"));
     s
 }
