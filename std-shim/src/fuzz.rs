@@ -338,7 +338,7 @@ fn is_clean_failure(m: &Module, e: &PipelineError) -> bool {
         } => m.mems.space[*mem] == Space::Psum,
         // Optlevel 7 on a module with PSUM tiles: it has no PSUM allocator.
         PipelineError::UnplacedPsum { first, .. } => m.mems.space[*first] == Space::Psum,
-        PipelineError::Options(_) => true,
+        PipelineError::Options(_) | PipelineError::BelowFloor { .. } => true,
         PipelineError::Lsa(e) => matches!(
             **e,
             LsaError::AllocationFailed(_)

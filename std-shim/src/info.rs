@@ -241,6 +241,19 @@ pub fn info_text(m: &Module) -> String {
         }
         s.push('\n');
     }
+    let floor = tusk_core::analysis::Floor::of(m);
+    let _ = writeln!(
+        s,
+        "floor (the most one instruction's own operands need at once; no placement uses less):"
+    );
+    for space in [Space::Sb, Space::Psum] {
+        let f = floor.space(space);
+        let _ = write!(s, "  {:<5} {} {}", space.upper(), f.bytes, unit(space));
+        if f.inst.is_valid() {
+            let _ = write!(s, ": {}", f.display(m));
+        }
+        s.push('\n');
+    }
     s
 }
 

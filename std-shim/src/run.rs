@@ -82,14 +82,24 @@ pub fn summary(file: &str, m: &Module, r: &RunReport) -> String {
             String::new()
         };
         s.push_str(&format!(
-            "  {:<5} peak {} / bound {} ({:.3}{input}), {:.1}% of {}, {} ({} B, ~{} cycles)\n",
+            "  {:<5} peak {} / bound {} ({:.3}{input}){}, {:.1}% of {}, {}{} ({} B, ~{} cycles)\n",
             space.upper(),
             x.peak,
             x.lower_bound,
             x.peak_over_bound(),
+            if space.is_on_chip() {
+                format!(" / floor {}", x.floor)
+            } else {
+                String::new()
+            },
             x.utilization_pct(),
             x.capacity,
             count(x.spills as u64, "spill"),
+            if x.remats > 0 {
+                format!(" ({} rematerialized)", x.remats)
+            } else {
+                String::new()
+            },
             x.spill_bytes,
             x.spill_cycles
         ));
@@ -208,6 +218,12 @@ fn storage_json(st: &tusk_core::storage::StorageReport) -> Value {
 
 /// The JSON report (docs/REPORT.md).
 pub fn report_json(file: &str, m: &Module, r: &RunReport) -> Value {
+    let floor_inst = |sp: Space| {
+        let f = r.floor.space(sp);
+        f.inst
+            .is_valid()
+            .then(|| format!("{}", m.describe_inst(f.inst)))
+    };
     let spaces: Vec<Value> = [Space::Sb, Space::Psum, Space::Dram]
         .iter()
         .map(|&sp| {
@@ -218,10 +234,13 @@ pub fn report_json(file: &str, m: &Module, r: &RunReport) -> Value {
                 "peak": x.peak,
                 "lower_bound": x.lower_bound,
                 "input_lower_bound": x.input_lower_bound,
+                "floor": x.floor,
+                "floor_instruction": floor_inst(sp),
                 "peak_over_bound": x.peak_over_bound(),
                 "capacity": x.capacity,
                 "utilization_pct": x.utilization_pct(),
                 "spills": x.spills,
+                "remats": x.remats,
                 "spill_bytes": x.spill_bytes,
                 "spill_cycles": x.spill_cycles,
             })
@@ -298,6 +317,7 @@ pub fn report_json(file: &str, m: &Module, r: &RunReport) -> Value {
                 "exact_status": c.exact_status.map(|s| s.to_string()),
                 "spill_rounds": c.spill_rounds,
                 "spills": c.spills,
+                "remats": c.remats,
             }))
         })
         .collect();
@@ -308,6 +328,7 @@ pub fn report_json(file: &str, m: &Module, r: &RunReport) -> Value {
                 "peak": x.peak,
                 "lower_bound": x.lower_bound,
                 "spills": x.spills,
+                "remats": x.remats,
                 "spill_bytes": x.spill_bytes,
                 "spill_cycles": x.spill_cycles,
                 "fragmentation": {

@@ -20,6 +20,9 @@
 //!   observes an earlier one's bytes (a one-partition tile loaded and read
 //!   back each iteration, say).
 //!
+//! A loop that runs once (trip count 1) has no back edge and no next
+//! iteration: the rule leaves it out ([`LinearOrder::repeating_span`]).
+//!
 //! Per value the accesses are kept in position order (a CSR), which gives the
 //! remaining-use counts the linear scan needs: `remaining_uses(v, p)` counts
 //! accesses after `p`, plus one pseudo-use at `end` when the loop rule pushed
@@ -271,7 +274,7 @@ impl<K: EntityRef> Liveness<K> {
             let mut l = order.loop_at(p);
             let mut widest = end;
             while l.is_valid() {
-                if let Some((ls, le)) = order.loop_span(l) {
+                if let Some((ls, le)) = order.repeating_span(m, l) {
                     if ls > start {
                         widest = widest.max(le);
                     }
@@ -316,7 +319,7 @@ impl<K: EntityRef> Liveness<K> {
                 let mut l: Loop = order.loop_at(first);
                 let mut carried: Option<(u32, u32)> = None;
                 while l.is_valid() {
-                    if let Some((ls, le)) = order.loop_span(l) {
+                    if let Some((ls, le)) = order.repeating_span(m, l) {
                         if w > first && w <= le {
                             carried = Some((ls, le));
                         }

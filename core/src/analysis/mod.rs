@@ -5,9 +5,11 @@
 //! not allocate once the storage has grown to the module's size.
 
 pub mod bounds;
+pub mod floor;
 pub mod liveness;
 pub mod order;
 
 pub use bounds::{Bounds, SpaceBound};
+pub use floor::{Floor, FloorKind, SpaceFloor};
 pub use liveness::{Interval, Liveness, MemLiveness, RegLiveness, NOT_LIVE};
 pub use order::{LinearOrder, NO_POS};

@@ -145,6 +145,17 @@ impl LinearOrder {
         (self.block_start[b], self.block_end[b])
     }
 
+    /// [`LinearOrder::loop_span`] of a loop that runs its body more than
+    /// once (a known trip count other than 1, or unknown): a loop that
+    /// runs once has no back edge, so the loop rule of liveness and the
+    /// spill rules leave it out.
+    pub fn repeating_span(&self, m: &Module, l: Loop) -> Option<(u32, u32)> {
+        if m.loops.trip[l] == 1 {
+            return None;
+        }
+        self.loop_span(l)
+    }
+
     /// Inclusive position span `[start, end]` of a loop, or `None` when it
     /// holds no instruction.
     pub fn loop_span(&self, l: Loop) -> Option<(u32, u32)> {
@@ -160,11 +171,7 @@ impl LinearOrder {
         let mut l = self.loop_at(pos);
         let mut span: Option<(u32, u32)> = None;
         while l.is_valid() {
-            if m.loops.trip[l] == 1 {
-                l = m.loops.parent[l];
-                continue;
-            }
-            if let Some((ls, le)) = self.loop_span(l) {
+            if let Some((ls, le)) = self.repeating_span(m, l) {
                 span = Some(span.map_or((ls, le), |(s, e)| (s.min(ls), e.max(le))));
             }
             l = m.loops.parent[l];

@@ -1207,6 +1207,24 @@ impl Module {
         (clamp(e.part_lo), clamp(e.part_hi))
     }
 
+    /// The rectangle of its location an access pattern names over every
+    /// iteration: partitions `[r0, r1)` and bytes `[lo, hi)` per partition,
+    /// both hulls ([`Module::ap_rows`], [`Module::ap_byte_span`], the whole
+    /// row when the span is unknown). A partition broadcast touches one
+    /// partition but names `part_count` of them, and a copy it reads from
+    /// must hold them all, so the rows extend over them. Clamped to the
+    /// location.
+    pub fn ap_hull(&self, a: Ap) -> (u16, u16, u64, u64) {
+        let l = self.aps.loc[a];
+        let bytes = self.mems.bytes[l] as u64;
+        let (lo, hi) = self.ap_byte_span(a).unwrap_or((0, bytes));
+        let (r0, mut r1) = self.ap_rows(a);
+        if self.ap_ext(a).is_broadcast(self.mems.space[l]) {
+            r1 = r1.saturating_add((self.aps.part_count[a] as u16).saturating_sub(1));
+        }
+        (r0, r1, lo.min(bytes), hi.min(bytes))
+    }
+
     /// `isFullAccess`: the access pattern covers its whole location — every
     /// partition and every byte, densely.
     pub fn is_full_access(&self, a: Ap) -> bool {

@@ -50,9 +50,12 @@ use super::budgeted;
 use super::exact::{Budget, Clock, ExactOptions, ExactWorkspace, Objective, Status};
 use super::gca::{GcaOptions, GcaOutcome, GcaWorkspace};
 use super::problem::{Buffer, Placement, Problem, ProblemError};
-use super::spill::{finalize, SpillRecord};
+use super::spill::{
+    finalize, invariant_split, loop_split_ok, reload_point, remat_source, spill_cost, spill_runs,
+    spill_score, ReloadPoint, SpillRecord,
+};
 use crate::analysis::{Bounds, LinearOrder, MemLiveness};
-use crate::ir::{Capacity, IrError, MemFlags, MemLoc, Module, Opcode, Space};
+use crate::ir::{Capacity, Inst, IrError, MemFlags, MemLoc, Module, Space};
 use crate::storage::{StorageBudget, StorageReport};
 
 /// How the coloring pass is tuned.
@@ -113,7 +116,14 @@ pub struct ColoringReport {
     pub spill_rounds: u32,
     /// Tensors spilled.
     pub spills: u32,
-    /// Spill traffic in bytes (stores + reloads).
+    /// Of them, rematerialized: reloaded from the DRAM they were loaded
+    /// from, without a store.
+    pub remats: u32,
+    /// Reload copies inserted (a loop-invariant split inserts two for one
+    /// spill); at most [`SPILL_HEADROOM`], the headroom the pass reserved.
+    pub reloads: u32,
+    /// Spill traffic in bytes (stores + reloads), each DMA as often as the
+    /// loops around it run it.
     pub spill_bytes: u64,
     /// Estimated cycles of the spill traffic (`Target::dma_cycles`).
     pub spill_cycles: u64,
@@ -140,6 +150,10 @@ pub enum ColoringError {
         tensor: MemLoc,
         /// Spill rounds run before giving up.
         spill_rounds: u32,
+        /// The instruction at `at` ([`Inst::INVALID`] if none).
+        inst: Inst,
+        /// False when spilling was off (`--gca-dma-optlevel -1`).
+        spilling: bool,
     },
     /// A location cannot be represented (e.g. a PSUM tensor wider than the
     /// banks one tensor may span).
@@ -194,12 +208,20 @@ impl fmt::Display for ColoringErrorDisplay<'_> {
                 live,
                 tensor,
                 spill_rounds,
+                inst,
+                spilling,
             } => {
                 write!(
                     f,
                     "coloring allocation failed in {space}: the best placement needs {peak} bytes per partition, \
-                     the space has {capacity} (lower bound {lower_bound}); at position {at} {live} locations are live"
+                     the space has {capacity} (lower bound {lower_bound}); at "
                 )?;
+                if inst.is_valid() {
+                    write!(f, "{}", m.describe_inst(inst))?;
+                } else {
+                    write!(f, "position {at}")?;
+                }
+                write!(f, " {live} locations are live")?;
                 if tensor.is_valid() {
                     write!(
                         f,
@@ -209,12 +231,20 @@ impl fmt::Display for ColoringErrorDisplay<'_> {
                         m.mems.bytes[tensor]
                     )?;
                 }
-                write!(
-                    f,
-                    "; {spill_rounds} spill rounds found no further tensor that can be split around that point \
-                     (every live tensor is accessed there or used inside the loop around it). \
-                     Reduce the tile sizes live at that point, allow spilling (--gca-dma-optlevel 0..2), or use a larger target"
-                )
+                if spilling {
+                    write!(
+                        f,
+                        "; {spill_rounds} spill rounds found no further tensor that can be split around that point \
+                         (every live tensor is accessed there or used inside the loop around it). \
+                         Reduce the tile sizes live at that point or use a larger target"
+                    )
+                } else {
+                    write!(
+                        f,
+                        "; spilling is off (--gca-dma-optlevel -1): allow it (--gca-dma-optlevel 0..2), \
+                         reduce the tile sizes live at that point or use a larger target"
+                    )
+                }
             }
             ColoringError::Unplaceable { tensor, why } => {
                 write!(f, "%{} cannot be placed: {why}", m.mem_name(tensor))
@@ -240,7 +270,10 @@ pub struct ColoringWorkspace {
     gca: GcaWorkspace,
     exact: ExactWorkspace,
     records: Vec<SpillRecord>,
-    candidates: Vec<(u64, MemLoc, u32, u32)>,
+    /// Spill candidates: rank, tensor, last access before the peak (the
+    /// store goes after it), next access after it, and for a loop-invariant
+    /// split ([`invariant_split`]) its first copy's reload.
+    candidates: Vec<(u64, MemLoc, u32, u32, Option<ReloadPoint>)>,
     /// True when `order` and `live` were handed in as describing the module
     /// the next [`run`] gets ([`ColoringWorkspace::exchange_analyses`]); the
     /// first round of that run then skips recomputing them.
@@ -761,6 +794,11 @@ fn color_rounds(
         ws.bounds.compute(m, &ws.order, &ws.live);
         let at = ws.bounds.space(space).peak_pos;
         let rounds = report.spill_rounds;
+        let at_inst = if (at as usize) < ws.order.len() {
+            ws.order.inst_at(at)
+        } else {
+            Inst::INVALID
+        };
         let fail = |tensor: MemLoc, live: u32| ColoringError::DoesNotFit {
             space,
             peak: g.peak,
@@ -770,6 +808,8 @@ fn color_rounds(
             live,
             tensor,
             spill_rounds: rounds,
+            inst: at_inst,
+            spilling: opts.dma_optlevel >= 0,
         };
         let (live_here, largest) = live_at(m, space, &ws.live, at);
         // DRAM does not spill: see [`ColoringWorkspace::headroom_for`].
@@ -814,17 +854,6 @@ fn live_at(m: &Module, space: Space, live: &MemLiveness, at: u32) -> (u32, MemLo
     (n, best.1)
 }
 
-/// Outermost loop span containing position `at`.
-fn outer_loop_span(m: &Module, order: &LinearOrder, at: u32) -> Option<(u32, u32)> {
-    let mut l = order.loop_at(at);
-    let mut span = None;
-    while l.is_valid() {
-        span = order.loop_span(l).or(span);
-        l = m.loops.parent[l];
-    }
-    span
-}
-
 /// Splits victims around `at`; returns how many were spilled.
 fn spill_round(
     m: &mut Module,
@@ -835,7 +864,6 @@ fn spill_round(
     overflow: u64,
     report: &mut ColoringReport,
 ) -> Result<u32, ColoringError> {
-    let (lo, hi) = outer_loop_span(m, &ws.order, at).unwrap_or((at, at));
     ws.candidates.clear();
     for v in m.mems.space.keys() {
         if m.mems.space[v] != space || m.is_placed(v) {
@@ -850,23 +878,55 @@ fn spill_round(
         if !iv.contains(at) {
             continue;
         }
+        // Split around the peak: the last access before it, the next one
+        // after it; not accessed at the peak itself, and no value around
+        // a back edge of the loops there (the rule the linear scan uses).
         let acc = ws.live.accesses(v);
-        let k = acc.partition_point(|&q| q < lo);
+        let k = acc.partition_point(|&q| q <= at);
         let Some(&before) = acc.get(k.wrapping_sub(1)) else {
             continue;
         };
         let Some(&after) = acc.get(k) else { continue };
-        if after <= hi {
-            continue; // accessed inside the loop around the peak (or at it)
+        if before == at {
+            continue;
         }
-        let area = m.mems.partitions[v] as u64 * m.mems.bytes[v] as u64;
         let bytes = m.mems.bytes[v] as u64;
+        if !loop_split_ok(m, &ws.order, &ws.live, v, at) {
+            // A tile the loop only reads, read before the peak too: two
+            // copies in the loop (see `spill::invariant_split`).
+            let Some(split) = invariant_split(m, &ws.order, &ws.live, v, at) else {
+                continue;
+            };
+            let moved = m.mems.partitions[v] as u64 * bytes;
+            let reload = reload_point(m, &ws.order, &ws.live, v, at, after);
+            let remat = remat_source(m, &ws.order, &ws.live, v, after).is_some();
+            let store = (!remat).then_some(split.store_after);
+            let cost = spill_cost(m, &ws.order, moved, store, reload.runs_at())
+                .saturating_add(spill_cost(m, &ws.order, moved, None, split.first.runs_at()));
+            let gain = bytes.saturating_mul((after - at) as u64);
+            let score = match opts.dma_optlevel {
+                0 => bytes,
+                _ => gain.saturating_mul(1 << 20) / cost.max(1),
+            };
+            ws.candidates
+                .push((score, v, split.store_after, after, Some(split.first)));
+            continue;
+        }
         let score = match opts.dma_optlevel {
             0 => bytes,
-            _ => bytes.saturating_mul((after - before) as u64),
+            _ => spill_score(
+                m,
+                &ws.order,
+                &ws.live,
+                v,
+                bytes,
+                m.mems.partitions[v],
+                before,
+                at,
+                after,
+            ),
         };
-        let _ = area;
-        ws.candidates.push((score, v, before, after));
+        ws.candidates.push((score, v, before, after, None));
     }
     ws.candidates
         .sort_unstable_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
@@ -878,19 +938,29 @@ fn spill_round(
     ws.records.clear();
     let mut freed = 0u64;
     let mut count = 0u32;
-    for &(_, v, before, after) in ws.candidates.iter().take(want) {
+    for &(_, v, before, after, first) in ws.candidates.iter().take(want) {
         if freed >= overflow.max(1) && count > 0 {
             break;
         }
+        // Each reload copy takes at most one headroom slot (two
+        // instructions, two locations, four patterns): stop at the end of
+        // what was reserved, whatever the other passes left.
+        let copies = 1 + first.is_some() as u32;
+        if (report.reloads + copies) as usize > SPILL_HEADROOM {
+            break;
+        }
+        report.reloads += copies;
         let n = report.spills + count;
         let name = spill_name(m, v, n, "Slot");
         let parts = m.mems.partitions[v];
         let bytes = m.mems.bytes[v];
-        let remat = if opts.dma_optlevel >= 2 {
-            remat_source(m, &ws.live, v)
-        } else {
-            None
-        };
+        // A reload that can read the DRAM the value came from needs no
+        // store and no slot: one DMA instead of two, at every level. (For
+        // an invariant split the DRAM is unwritten from the load's loop
+        // nest to the end of the one around `after`, which holds the first
+        // copy's reload too.)
+        let remat = remat_source(m, &ws.order, &ws.live, v, after);
+        let reload = reload_point(m, &ws.order, &ws.live, v, at, after);
         let slot = match remat {
             Some(src) => src,
             None => {
@@ -905,24 +975,65 @@ fn spill_round(
         m.mems.flags[copy] = MemFlags::RELOAD;
         m.set_elem_size(copy, m.elem_size(v))?;
         m.mems.align[copy] = m.mems.align[v];
+        let store_after = if remat.is_some() { u32::MAX } else { before };
+        let mut moved_runs = 0u64;
+        let mut first_cycles = 0u64;
+        if let Some(first) = first {
+            // The first copy takes the accesses from its reload up to the
+            // peak, the slot's store goes before the loop (below).
+            let name = spill_name(m, v, n, "ReloadInLoop");
+            let c = m.try_add_mem(name.as_str(), space, parts, bytes)?;
+            m.mems.flags[c] = MemFlags::RELOAD;
+            m.set_elem_size(c, m.elem_size(v))?;
+            m.mems.align[c] = m.mems.align[v];
+            ws.records.push(SpillRecord {
+                victim: v,
+                origin: v,
+                slot,
+                copy: c,
+                store_after,
+                reload_before: first.before,
+                reload_hoisted: first.hoisted,
+                part_start: 0,
+                part_count: parts,
+                byte_lo: 0,
+                byte_hi: bytes,
+                remat: remat.is_some(),
+                failed: MemLoc::INVALID,
+                at,
+            });
+            let moved = parts as u64 * bytes as u64;
+            moved_runs = moved * spill_runs(m, &ws.order, None, first.runs_at());
+            first_cycles = spill_cost(m, &ws.order, moved, None, first.runs_at());
+        }
         ws.records.push(SpillRecord {
             victim: v,
             origin: v,
             slot,
             copy,
-            store_after: if remat.is_some() { u32::MAX } else { before },
-            reload_before: after,
+            // With a first copy, its record stores.
+            store_after: if first.is_some() {
+                u32::MAX
+            } else {
+                store_after
+            },
+            reload_before: reload.before,
+            reload_hoisted: reload.hoisted,
             part_start: 0,
             part_count: parts,
             byte_lo: 0,
             byte_hi: bytes,
+            remat: remat.is_some(),
             failed: MemLoc::INVALID,
             at,
         });
         let moved = parts as u64 * bytes as u64;
-        let dmas = if remat.is_some() { 1 } else { 2 };
-        report.spill_bytes += moved * dmas;
-        report.spill_cycles += m.target.dma_cycles(moved) * dmas;
+        let store = remat.is_none().then_some(before);
+        let runs = spill_runs(m, &ws.order, store, reload.runs_at());
+        report.spill_bytes += moved * runs + moved_runs;
+        report.remats += remat.is_some() as u32;
+        report.spill_cycles +=
+            spill_cost(m, &ws.order, moved, store, reload.runs_at()) + first_cycles;
         freed += bytes as u64;
         count += 1;
     }
@@ -933,49 +1044,18 @@ fn spill_round(
     Ok(count)
 }
 
-/// The DRAM tensor `v` is an unmodified full copy of, if any: `v` is written
-/// once, by a full `load` of a DRAM location that no instruction writes.
-fn remat_source(m: &Module, live: &MemLiveness, v: MemLoc) -> Option<MemLoc> {
-    let mut src = None;
-    for _ in live.access_writes(v).filter(|&w| w) {
-        if src.is_some() {
-            return None;
-        }
-        src = Some(());
-    }
-    src?;
-    // Find the writing instruction among the program's loads.
-    for i in m.program_order() {
-        if m.insts.opcode[i] != Opcode::Load {
-            continue;
-        }
-        let mut outs = m.outputs(i);
-        let (Some(o), None) = (outs.next(), outs.next()) else {
-            continue;
-        };
-        if m.aps.loc[o] != v || !m.is_full_access(o) {
-            continue;
-        }
-        let mut ins = m.inputs(i);
-        let (Some(a), None) = (ins.next(), ins.next()) else {
-            return None;
-        };
-        let s = m.aps.loc[a];
-        let written = m
-            .program_order()
-            .any(|j| m.outputs(j).any(|x| m.aps.loc[x] == s));
-        let same_shape = m.is_full_access(a)
-            && m.mems.partitions[s] == m.mems.partitions[v]
-            && m.mems.bytes[s] == m.mems.bytes[v];
-        return (m.mems.space[s] == Space::Dram && !written && same_shape).then_some(s);
-    }
-    None
-}
-
 fn spill_name(m: &Module, v: MemLoc, n: u32, what: &str) -> heapless::String<300> {
     let mut s: heapless::String<300> = heapless::String::new();
+    // A copy spilled again is named after the tensor it copies, not after
+    // the copy (names would grow by a suffix every round: the spill number
+    // keeps them apart).
     let base = m.mem_name(v);
-    let base = &base[..base.len().min(200)];
+    let base = base.split("_Gca").next().unwrap_or(base);
+    let mut end = base.len().min(200);
+    while !base.is_char_boundary(end) {
+        end -= 1;
+    }
+    let base = &base[..end];
     let _ = fmt::write(&mut s, format_args!("{base}_Gca{what}{n}"));
     s
 }
@@ -983,7 +1063,7 @@ fn spill_name(m: &Module, v: MemLoc, n: u32, what: &str) -> heapless::String<300
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ir::{Builder, InstFlags, SubOp};
+    use crate::ir::{Builder, InstFlags, Opcode, SubOp};
     use crate::mem::exact::NoClock;
     use crate::verify::dataflow::{DataflowCapacity, DataflowChecker};
     use crate::verify::placement::Verifier;
@@ -1145,7 +1225,7 @@ mod tests {
             // Place the DRAM slots, then everything must check.
             run(&mut m, Space::Dram, &opts, &mut ws, &mut NoClock).unwrap();
             check(&original, &m);
-            if level == 2 {
+            {
                 // a is an unmodified load of x: rematerialized, no store.
                 let stores = m
                     .program_order()

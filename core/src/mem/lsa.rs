@@ -78,7 +78,9 @@ use super::best_fit::{
 };
 use super::live_range::LiveRangeManager;
 use super::quantile::FragmentationSummary;
-use super::spill::{self, FailureEntry, SpillLog, SpillRecord, LOG_CANDIDATES};
+use super::spill::{
+    self, loop_split_ok, remat_source, FailureEntry, SpillLog, SpillRecord, LOG_CANDIDATES,
+};
 use crate::analysis::{Bounds, LinearOrder, MemLiveness};
 use crate::ir::{Capacity, Inst, InstFlags, IrError, MemFlags, MemLoc, Module, Space};
 
@@ -123,10 +125,15 @@ pub struct SpaceReport {
     pub capacity: u64,
     /// Spills in this space.
     pub spills: u32,
-    /// Bytes moved by the spill stores and reloads.
+    /// Of them, rematerialized (reloaded from the DRAM the value was
+    /// loaded from, no store).
+    pub remats: u32,
+    /// Bytes moved by the spill stores and reloads as the program runs
+    /// (each DMA as often as the loops around it run it).
     pub spill_bytes: u64,
     /// Estimated cycles of those DMAs (`Target::dma_cycles` per DMA: fixed
-    /// cost plus bytes over one engine's bandwidth, at the engine clock).
+    /// cost plus bytes over one engine's bandwidth, at the engine clock;
+    /// each as often as it runs).
     pub spill_cycles: u64,
     /// Free-block size quantiles.
     pub fragmentation: FragmentationSummary,
@@ -214,16 +221,20 @@ impl fmt::Display for AllocationFailure {
 }
 
 impl AllocationFailure {
-    /// The text, naming the instruction as `m` spells it when given (else
-    /// by its index).
+    /// The failure as text; with `m`, the instruction by its text and
+    /// block (the module the scan failed on), else by its position.
     fn write(&self, f: &mut fmt::Formatter<'_>, m: Option<&Module>) -> fmt::Result {
         let sp = self.space.upper();
+        match m {
+            Some(m) if self.instruction.is_valid() => {
+                write!(f, "Instruction {}", m.describe_inst(self.instruction))?
+            }
+            _ => write!(f, "The instruction at position {}", self.position)?,
+        }
         write!(
             f,
-            "Instruction {} (position {}) couldn't be allocated in {sp}: %{} needs {} but the largest free rectangle is {}. \
+            " couldn't be allocated in {sp}: %{} needs {} but the largest free rectangle is {}. \
              Total Accessed Bytes per partition by instruction: {} / Total {sp} Partition Size: {}. ",
-            InstName(m, self.instruction),
-            self.position,
             self.tensor_name,
             self.needed,
             self.largest_free,
@@ -254,18 +265,6 @@ impl AllocationFailure {
                 self.tensor_name,
                 if self.space == Space::Psum { "psum-banks" } else { "sb-bytes" }
             )
-        }
-    }
-}
-
-/// An instruction as `m` spells it in messages, or by index without one.
-struct InstName<'m>(Option<&'m Module>, Inst);
-
-impl fmt::Display for InstName<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self.0 {
-            Some(m) => write!(f, "{}", m.describe_inst(self.1)),
-            None => write!(f, "{}", self.1),
         }
     }
 }
@@ -825,10 +824,17 @@ fn scan_space(
     rep.placed = ws.manager.placed();
     rep.fragmentation = ws.manager.fragmentation();
     for r in ws.records.iter().filter(|r| m.mems.space[r.copy] == space) {
-        let dmas = if r.store_after == u32::MAX { 1 } else { 2 };
+        // Each DMA as often as the loops around it run it.
+        let store = (r.store_after != u32::MAX).then_some(r.store_after);
+        let reload = spill::ReloadPoint {
+            before: r.reload_before,
+            hoisted: r.reload_hoisted,
+        };
+        let runs = spill::spill_runs(m, &ws.order, store, reload.runs_at());
         rep.spills += 1;
-        rep.spill_bytes += dmas * r.bytes();
-        rep.spill_cycles += dmas * t.dma_cycles(r.bytes());
+        rep.remats += r.remat as u32;
+        rep.spill_bytes += runs * r.bytes();
+        rep.spill_cycles += spill::spill_cost(m, &ws.order, r.bytes(), store, reload.runs_at());
     }
     Ok(rep)
 }
@@ -927,20 +933,34 @@ fn place(
                 let order = &ws.order;
                 let holder = &ws.holder;
                 let fixed = &ws.fixed;
-                lrm.pick_for_spilling(|c| {
-                    spillable(
+                let slot = &ws.slot;
+                // The eligible interval of the best rank
+                // (`spill::spill_score`); on a tie the active set's order
+                // (the furthest end first) decides.
+                let mut best: Option<(u64, MemLoc)> = None;
+                for &c in lrm.active() {
+                    let ok = spillable(
                         m,
                         order,
                         live,
                         origin,
                         holder,
                         fixed,
+                        slot,
                         c,
                         lrm.start(c),
                         p,
                         inst,
-                    )
-                })
+                    );
+                    if !ok {
+                        continue;
+                    }
+                    let score = victim_score(m, order, live, origin[c.index()], c, p);
+                    if best.map_or(true, |(b, _)| score > b) {
+                        best = Some((score, c));
+                    }
+                }
+                best.map(|(_, c)| c)
             };
             let Some(victim) = victim else {
                 return Err(LsaError::AllocationFailed(failure(
@@ -964,6 +984,7 @@ fn spillable(
     origin: &[MemLoc],
     holder: &[MemLoc],
     fixed: &[bool],
+    slot: &[MemLoc],
     c: MemLoc,
     c_start: u32,
     p: u32,
@@ -1003,24 +1024,57 @@ fn spillable(
             return false;
         }
     }
+    // A copy's value is in its origin's slot, or (a rematerialized origin
+    // has no slot) in the DRAM it was loaded from, when that is still
+    // unwritten up to the next reload.
+    if c != o
+        && !slot[o.index()].is_valid()
+        && remat_source(m, order, live, o, acc[after]).is_none()
+    {
+        return false;
+    }
     // A value that must have been written to be spilled (an input that was
     // never loaded has no definition to store after: skip).
     if origin[c.index()] == c && !live.access_writes(o).take(after).any(|w| w) {
         return false;
     }
-    // Loop rule: no access of it earlier in a loop that contains p (the
-    // back edge would read the freed space).
-    let mut l = m.inst_loop(inst);
-    while l.is_valid() {
-        if let Some((ls, _)) = order.loop_span(l) {
-            let first_in = acc.partition_point(|&q| q < ls);
-            if first_in < acc.len() && acc[first_in] < p {
-                return false;
-            }
+    // Loop rule: no value of it goes around a back edge in the freed space
+    // (see `spill::loop_split_ok`).
+    loop_split_ok(m, order, live, o, p)
+}
+
+/// [`spill::spill_score`] of spilling `c` (holding origin `o`'s value) at
+/// position `p`: its next access, the last write before `p` to store after.
+fn victim_score(
+    m: &Module,
+    order: &LinearOrder,
+    live: &MemLiveness,
+    o: MemLoc,
+    c: MemLoc,
+    p: u32,
+) -> u64 {
+    let acc = live.accesses(o);
+    let after = acc.partition_point(|&q| q <= p);
+    let Some(&next) = acc.get(after) else {
+        return 0;
+    };
+    let mut store_after = p;
+    for (k, w) in live.access_writes(o).take(after).enumerate() {
+        if w {
+            store_after = acc[k];
         }
-        l = m.loops.parent[l];
     }
-    true
+    spill::spill_score(
+        m,
+        order,
+        live,
+        o,
+        m.mems.bytes[c] as u64,
+        m.mems.partitions[c],
+        store_after,
+        p,
+        next,
+    )
 }
 
 fn spill_victim(
@@ -1039,6 +1093,8 @@ fn spill_victim(
     let acc = ws.live.accesses(o);
     let after = acc.partition_point(|&q| q <= p);
     let q = acc[after];
+    // Before the next access, or once before the loop that holds it.
+    let reload = spill::reload_point(m, &ws.order, &ws.live, o, p, q);
     // The bytes and partitions the remaining accesses touch (origin
     // coordinates): later writes move to the copy too.
     let (mut plo, mut phi, mut lo, mut hi) = (u16::MAX, 0u16, u64::MAX, 0u64);
@@ -1049,15 +1105,9 @@ fn spill_victim(
                 continue;
             }
             // Hulls: a pattern that moves with a loop keeps every
-            // iteration's cells in the copy.
-            let (l, h) = m.ap_byte_span(a).unwrap_or((0, m.mems.bytes[o] as u64));
-            let (r0, mut r1) = m.ap_rows(a);
-            // A partition broadcast touches one partition but names
-            // `part_count` of them: the copy it is re-pointed to must hold
-            // them all.
-            if m.ap_ext(a).is_broadcast(m.mems.space[o]) {
-                r1 = r1.saturating_add((m.aps.part_count[a] as u16).saturating_sub(1));
-            }
+            // iteration's cells in the copy, a broadcast every partition it
+            // names.
+            let (r0, r1, l, h) = m.ap_hull(a);
             plo = plo.min(r0);
             phi = phi.max(r1);
             lo = lo.min(l);
@@ -1080,9 +1130,11 @@ fn spill_victim(
     m.mems.flags[copy] = MemFlags::RELOAD | MemFlags::INTERNAL;
     m.set_dtype(copy, m.mems.dtype[o])?;
     m.set_align(copy, m.mems.align[o])?;
-    // The slot, once per original.
+    // A value loaded from DRAM that stays unwritten is read again from
+    // there; otherwise the slot, once per original.
+    let remat = remat_source(m, &ws.order, &ws.live, o, q);
     let mut store_after = u32::MAX;
-    let mut slot = ws.slot[o.index()];
+    let mut slot = remat.unwrap_or(ws.slot[o.index()]);
     if !slot.is_valid() {
         let mut sname: heapless::String<300> = heapless::String::new();
         let _ = fmt::write(&mut sname, format_args!("{}_SpillSlot", m.mem_name(o)));
@@ -1105,7 +1157,7 @@ fn spill_victim(
         ws.dram_bump = end;
         ws.slot[o.index()] = slot;
     }
-    if victim == o {
+    if victim == o && remat.is_none() {
         // After the last write before p: the value the remaining reads see.
         let writes = ws.live.access_writes(o).take(after);
         let mut w = u32::MAX;
@@ -1122,11 +1174,13 @@ fn spill_victim(
         slot,
         copy,
         store_after,
-        reload_before: q,
+        reload_before: reload.before,
+        reload_hoisted: reload.hoisted,
         part_start: plo,
         part_count: phi - plo,
         byte_lo: lo as u32,
         byte_hi: hi as u32,
+        remat: remat.is_some(),
         failed,
         at: p,
     });
@@ -1143,10 +1197,10 @@ fn spill_victim(
     // last read before p, both earlier than p.
     ws.lrm.cut(victim, p.saturating_sub(1));
     let uses = (acc.len() - after) as u32 + (end > *acc.last().unwrap_or(&0)) as u32;
-    ws.lrm.add_interval(copy, q, end, uses);
+    ws.lrm.add_interval(copy, reload.before, end, uses);
     ws.origin[copy.index()] = o;
     ws.holder[o.index()] = copy;
-    ws.pending.push(Reverse((q, copy.as_u32())));
+    ws.pending.push(Reverse((reload.before, copy.as_u32())));
     Ok(())
 }
 
@@ -2088,8 +2142,12 @@ mod tests {
         let mut m = Module::new(sb_target(256));
         let mut b = Builder::new(&mut m);
         let dram = |b: &mut Builder<'_>, n: &str, f| b.mem(n, Space::Dram, 128, 100, 1, f).unwrap();
-        let (xa, xb, xc) = (
-            dram(&mut b, "xa", MemFlags::INPUT),
+        // `a` loads half of `xa`: not a full copy of a DRAM location, so it
+        // is stored and reloaded, not rematerialized (see the next test).
+        let xa = b
+            .mem("xa", Space::Dram, 128, 200, 1, MemFlags::INPUT)
+            .unwrap();
+        let (xb, xc) = (
             dram(&mut b, "xb", MemFlags::INPUT),
             dram(&mut b, "xc", MemFlags::INPUT),
         );
@@ -2108,7 +2166,8 @@ mod tests {
             .mem("c", Space::Sb, 128, 100, 1, MemFlags::empty())
             .unwrap();
         b.func("main").unwrap();
-        b.load(a, xa, 0).unwrap(); // 0
+        let (da, sa) = (b.full(a), b.slice(xa, 0, 128, 0, 100));
+        b.op(Opcode::Load, &[da], &[sa]).unwrap(); // 0
         b.load(bb, xb, 0).unwrap(); // 1
         b.load(c, xc, 0).unwrap(); // 2: no room for c: spill a
         b.save(yb, bb, 0).unwrap(); // 3
@@ -2162,6 +2221,44 @@ mod tests {
         broken.aps.loc[ap] = a;
         let mut d = DataflowChecker::new();
         assert!(!d.check(&original, &broken).unwrap().is_clean());
+    }
+
+    #[test]
+    fn an_unmodified_full_load_is_rematerialized_from_its_dram() {
+        let mut m = Module::new(sb_target(256));
+        let mut b = Builder::new(&mut m);
+        let dram = |b: &mut Builder<'_>, n: &str, f| b.mem(n, Space::Dram, 128, 100, 1, f).unwrap();
+        let (xa, xb, xc) = (
+            dram(&mut b, "xa", MemFlags::INPUT),
+            dram(&mut b, "xb", MemFlags::INPUT),
+            dram(&mut b, "xc", MemFlags::INPUT),
+        );
+        let y = dram(&mut b, "y", MemFlags::OUTPUT);
+        let sb = |b: &mut Builder<'_>, n: &str| {
+            b.mem(n, Space::Sb, 128, 100, 1, MemFlags::empty()).unwrap()
+        };
+        let (a, bb, c) = (sb(&mut b, "a"), sb(&mut b, "b"), sb(&mut b, "c"));
+        b.func("main").unwrap();
+        b.load(a, xa, 0).unwrap(); // 0
+        b.load(bb, xb, 0).unwrap(); // 1
+        b.load(c, xc, 0).unwrap(); // 2: no room for c: drop a
+        b.save(y, bb, 0).unwrap(); // 3
+        b.save(y, a, 0).unwrap(); // 4: a loaded from xa again before this
+        b.save(y, c, 0).unwrap(); // 5
+        let original = m.clone();
+        let mut ws = LsaWorkspace::new();
+        let rep = run(&mut m, &mut ws, &LsaOptions::default()).unwrap();
+        assert_eq!((rep.sb.spills, rep.sb.remats), (1, 1));
+        // One DMA, no store, no slot.
+        assert_eq!(rep.sb.spill_bytes, 128 * 100);
+        assert!(m.mem_by_name("a_SpillSlot").is_none());
+        let reloads: Vec<MemLoc> = m
+            .program_order()
+            .filter(|&i| m.insts.flags[i].intersects(InstFlags::SPILL | InstFlags::RELOAD))
+            .map(|i| m.aps.loc[m.inputs(i).next().unwrap()])
+            .collect();
+        assert_eq!(reloads, [xa]);
+        check_output(&original, &m);
     }
 
     #[test]
@@ -2304,9 +2401,15 @@ mod tests {
                 bytes: 56
             }
         );
+        let named = alloc::format!("{}", err.display(&m));
+        assert!(
+            named.starts_with("Instruction `%c = tensor_tensor add %a, %b` (block "),
+            "{named}"
+        );
+        assert!(!named.contains("inst2"), "{named}");
         assert_eq!(
             err.to_string(),
-            "Instruction inst2 (position 2) couldn't be allocated in SB: %c needs 128 x 100 bytes \
+            "The instruction at position 2 couldn't be allocated in SB: %c needs 128 x 100 bytes \
              but the largest free rectangle is 128 x 56 bytes. Total Accessed Bytes per partition \
              by instruction: 300 / Total SB Partition Size: 256. 2 tensors are live there (200 \
              bytes per partition): %a 128 x 100 bytes, %b 128 x 100 bytes. Nothing can be spilled: \

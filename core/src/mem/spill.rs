@@ -16,6 +16,14 @@
 //! program while it runs, and [`finalize`] inserts the instructions and
 //! re-points the readers afterwards, in record order.
 //!
+//! A *rematerialization* is a spill whose value needs no slot: the last
+//! write before the reload is a full `load` of a DRAM location of the same
+//! shape that nothing writes from that load to the reload (loops around
+//! either included), so the reload reads that location again and no store
+//! is inserted ([`remat_source`], shared by both allocators). The dataflow
+//! checker sees the reload as a read of those DRAM bytes: had they been
+//! written in between, the reload's value would differ from the input's.
+//!
 //! Spill slots are created in DRAM and placed by a bump pointer above every
 //! DRAM location placed before the scan (each slot lives for the whole
 //! program, so no two share bytes). A DRAM allocator that runs later (the
@@ -24,7 +32,7 @@
 
 use core::fmt;
 
-use crate::analysis::LinearOrder;
+use crate::analysis::{LinearOrder, MemLiveness};
 use crate::ir::{
     full_ap, slice_ap, Inst, InstFlags, InstSpec, IrError, MemLoc, Module, Opcode, Space,
 };
@@ -48,8 +56,13 @@ pub struct SpillRecord {
     /// Position after which the store goes, or `u32::MAX` when the slot is
     /// already written (a copy was spilled).
     pub store_after: u32,
-    /// Position before which the reload goes (the next access).
+    /// Position before which the reload goes (the next access, or the
+    /// start of the loop that holds it: see [`reload_point`]).
     pub reload_before: u32,
+    /// True when `reload_before` starts a loop the reload is hoisted out
+    /// of: the reload then goes after the instruction before it, outside
+    /// that loop, and runs once rather than in every iteration.
+    pub reload_hoisted: bool,
     /// First partition of the origin the copy covers.
     pub part_start: u16,
     /// Partitions the copy covers.
@@ -58,6 +71,9 @@ pub struct SpillRecord {
     pub byte_lo: u32,
     /// One past the last byte.
     pub byte_hi: u32,
+    /// True when `slot` is the DRAM location the value was loaded from (a
+    /// rematerialization: no store, the reload reads it again).
+    pub remat: bool,
     /// The tensor that found no room.
     pub failed: MemLoc,
     /// Position of the failure.
@@ -144,6 +160,366 @@ impl fmt::Display for SpillLogDisplay<'_> {
     }
 }
 
+/// The span `[start, end]` of the outermost loop around position `at`, or
+/// `(at, at)` outside loops.
+pub fn outer_loop_span(m: &Module, order: &LinearOrder, at: u32) -> (u32, u32) {
+    let mut l = order.loop_at(at);
+    let mut span = (at, at);
+    while l.is_valid() {
+        if let Some((s, e)) = order.loop_span(l) {
+            span = (s.min(span.0), e.max(span.1));
+        }
+        l = m.loops.parent[l];
+    }
+    span
+}
+
+/// May `v` be split around position `at` — freed there, its value kept in
+/// a slot (or its DRAM source) and reloaded before its next access — with
+/// respect to the loops around `at`? Positions are linear, but a loop runs
+/// its body again after its end, so for every loop `L` around `at` one of:
+/// - `v` is not accessed in `L` before `at` and not written anywhere in
+///   `L`: every iteration reaches `at` with `v`'s value unchanged, and a
+///   reload inside `L` (per iteration) reads the same value each time;
+/// - `v` is local to an iteration of `L`: not accessed before `L`, and its
+///   first access in `L` writes all of it without reading it, so no value
+///   of `v` crosses `L`'s back edge; then the store after the last write
+///   before `at` and the reload before the next access run in the same
+///   iteration (or the reload once after `L`, reading the last iteration's
+///   store).
+///
+/// Otherwise a value would go around a back edge in freed space (or a
+/// per-iteration reload would overwrite what an iteration wrote).
+pub fn loop_split_ok(
+    m: &Module,
+    order: &LinearOrder,
+    live: &MemLiveness,
+    v: MemLoc,
+    at: u32,
+) -> bool {
+    let acc = live.accesses(v);
+    let mut l = order.loop_at(at);
+    while l.is_valid() {
+        if let Some((s, e)) = order.repeating_span(m, l) {
+            let first_in = acc.partition_point(|&q| q < s);
+            let accessed_before = first_in < acc.len() && acc[first_in] < at;
+            let ok = if accessed_before {
+                first_in == 0 && fully_defines(m, order, v, acc[first_in])
+            } else {
+                !acc.iter()
+                    .zip(live.access_writes(v))
+                    .any(|(&q, w)| w && s <= q && q <= e)
+            };
+            if !ok {
+                return false;
+            }
+        }
+        l = m.loops.parent[l];
+    }
+    true
+}
+
+/// Where the reload of `v`, split around `at`, goes given its next access
+/// `next`: before `next`, unless a loop that holds `next` but not `at`
+/// carries `v` around its back edge (writes it, and an iteration does not
+/// start by writing all of it) — a reload in every iteration of that loop
+/// would overwrite what an iteration wrote — and then at the start of the outermost such
+/// loop, hoisted out of it (after the instruction before it: see
+/// [`SpillRecord::reload_hoisted`]), so that inside it the copy carries the
+/// value around the back edge as `v` did. Nothing accesses `v` between
+/// `at` and `next`. A loop that only reads `v` keeps the reload before
+/// `next`: the copy is then live only from there (hoisting it would hold
+/// the copy over the rest of the loop, where the pressure may be higher);
+/// the cost rank counts the reload once per iteration.
+pub fn reload_point(
+    m: &Module,
+    order: &LinearOrder,
+    live: &MemLiveness,
+    v: MemLoc,
+    at: u32,
+    next: u32,
+) -> ReloadPoint {
+    let mut point = ReloadPoint {
+        before: next,
+        hoisted: false,
+    };
+    let acc = live.accesses(v);
+    let mut l = order.loop_at(next);
+    while l.is_valid() {
+        match order.loop_span(l) {
+            Some((s, e)) if s <= at && at <= e => break,
+            Some((s, e)) if s > 0 && m.loops.trip[l] != 1 => {
+                let written = acc
+                    .iter()
+                    .zip(live.access_writes(v))
+                    .any(|(&q, w)| w && s <= q && q <= e);
+                // An iteration that starts by writing all of `v` does not
+                // read what the previous one wrote: no value crosses.
+                let first = acc[acc.partition_point(|&q| q < s)];
+                if written && !fully_defines(m, order, v, first) {
+                    point = ReloadPoint {
+                        before: s.min(point.before),
+                        hoisted: true,
+                    };
+                }
+            }
+            _ => {}
+        }
+        l = m.loops.parent[l];
+    }
+    point
+}
+
+/// See [`reload_point`].
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct ReloadPoint {
+    /// The position the reload precedes ([`SpillRecord::reload_before`]).
+    pub before: u32,
+    /// It starts a loop the reload is hoisted out of
+    /// ([`SpillRecord::reload_hoisted`]).
+    pub hoisted: bool,
+}
+
+impl ReloadPoint {
+    /// The position whose loops run the reload.
+    pub fn runs_at(&self) -> u32 {
+        if self.hoisted {
+            self.before - 1
+        } else {
+            self.before
+        }
+    }
+}
+
+/// The rank of a spill candidate (higher first): Belady's rule — the
+/// furthest next access `next` from the point `at` — times the bytes per
+/// partition it frees, per DMA cycle the spill costs in the target's model
+/// ([`spill_cost`]: loop trip counts included, no store for a
+/// rematerialization). Scaled so the integer ratio keeps its order.
+#[allow(clippy::too_many_arguments)]
+pub fn spill_score(
+    m: &Module,
+    order: &LinearOrder,
+    live: &MemLiveness,
+    v: MemLoc,
+    bytes: u64,
+    partitions: u16,
+    store_after: u32,
+    at: u32,
+    next: u32,
+) -> u64 {
+    let reload = reload_point(m, order, live, v, at, next);
+    let store = remat_source(m, order, live, v, next)
+        .is_none()
+        .then_some(store_after);
+    let cost = spill_cost(m, order, partitions as u64 * bytes, store, reload.runs_at());
+    let gain = bytes.saturating_mul(next.saturating_sub(at) as u64);
+    gain.saturating_mul(1 << 20) / cost.max(1)
+}
+
+/// How many times the instruction at `pos` runs: the product of the trip
+/// counts of the loops around it (saturating).
+pub fn executions(m: &Module, order: &LinearOrder, pos: u32) -> u64 {
+    let mut n = 1u64;
+    let mut l = order.loop_at(pos);
+    while l.is_valid() {
+        n = n.saturating_mul(m.loops.trip[l].max(1) as u64);
+        l = m.loops.parent[l];
+    }
+    n
+}
+
+/// The DMA cycles a spill of `bytes` (partitions × bytes) costs with the
+/// target's model: the reload runs as often as the instruction at
+/// `reload_at` ([`ReloadPoint::runs_at`]), the store (none for a
+/// rematerialization) as often as the one at `store_after`.
+pub fn spill_cost(
+    m: &Module,
+    order: &LinearOrder,
+    bytes: u64,
+    store_after: Option<u32>,
+    reload_at: u32,
+) -> u64 {
+    let one = m.target.dma_cycles(bytes).max(1);
+    one.saturating_mul(spill_runs(m, order, store_after, reload_at))
+}
+
+/// How many DMAs a spill issues as the program runs: its reload, run by
+/// the loops around position `reload_at` ([`ReloadPoint::runs_at`]), and
+/// its store after `store_after`, if any.
+pub fn spill_runs(
+    m: &Module,
+    order: &LinearOrder,
+    store_after: Option<u32>,
+    reload_at: u32,
+) -> u64 {
+    executions(m, order, reload_at)
+        .saturating_add(store_after.map_or(0, |p| executions(m, order, p)))
+}
+
+/// A split of `v` around `at` inside the outermost loop there, for a `v`
+/// that loop only reads but also reads before `at` in it (a loop-invariant
+/// tile: weights, an identity, a bias column): the rule of
+/// [`loop_split_ok`] refuses it, since the next iteration reads it again
+/// before `at`. Instead `v`'s value goes to its slot once before the loop
+/// (after its last write, or not at all for a rematerialization) and two
+/// copies take its accesses in the loop: the *first* reloaded before its
+/// first access in the loop (hoisted out of any loop there that does not
+/// hold `at`), read up to `at`; the *second* reloaded before its next
+/// access after `at`. Both are written before they are read in every
+/// iteration, so neither crosses the loop's back edge, and neither is live
+/// at `at`. Needs: no write of `v` in the loop; no access of `v` before
+/// `at` in any loop inside it that holds `at` (the first copy would cross
+/// that loop's back edge); a write of `v` before the loop.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct InvariantSplit {
+    /// Where the first copy's reload goes.
+    pub first: ReloadPoint,
+    /// The last write of `v` before the loop (the store goes after it).
+    pub store_after: u32,
+}
+
+/// See [`InvariantSplit`]; `None` when it does not apply.
+pub fn invariant_split(
+    m: &Module,
+    order: &LinearOrder,
+    live: &MemLiveness,
+    v: MemLoc,
+    at: u32,
+) -> Option<InvariantSplit> {
+    let acc = live.accesses(v);
+    let touched_before = |s: u32| {
+        let k = acc.partition_point(|&q| q < s);
+        k < acc.len() && acc[k] < at
+    };
+    // The outermost repeating loop around `at`; every inner one must not
+    // touch `v` before `at`.
+    let mut outer = None;
+    let mut l = order.loop_at(at);
+    while l.is_valid() {
+        if let Some(span) = order.repeating_span(m, l) {
+            if let Some((s, _)) = outer {
+                if touched_before(s) {
+                    return None;
+                }
+            }
+            outer = Some(span);
+        }
+        l = m.loops.parent[l];
+    }
+    let (s, e) = outer?;
+    if !touched_before(s) {
+        return None; // the plain split applies
+    }
+    let written_in = acc
+        .iter()
+        .zip(live.access_writes(v))
+        .any(|(&q, w)| w && s <= q && q <= e);
+    if written_in {
+        return None;
+    }
+    let k = acc.partition_point(|&q| q < s);
+    let (w, _) = live
+        .access_writes(v)
+        .take(k)
+        .enumerate()
+        .filter(|&(_, w)| w)
+        .last()?;
+    let f = acc[k];
+    // Hoist the first reload out of the loops that hold `f` but not `at`.
+    let mut first = ReloadPoint {
+        before: f,
+        hoisted: false,
+    };
+    let mut l = order.loop_at(f);
+    while l.is_valid() {
+        match order.loop_span(l) {
+            Some((ls, le)) if ls <= at && at <= le => break,
+            // Strictly inside the loop: a reload before it would make the
+            // copy live over the whole loop.
+            Some((ls, _)) if ls > s => {
+                first = ReloadPoint {
+                    before: ls,
+                    hoisted: true,
+                }
+            }
+            _ => {}
+        }
+        l = m.loops.parent[l];
+    }
+    Some(InvariantSplit {
+        first,
+        store_after: acc[w],
+    })
+}
+
+/// True when the instruction at `pos` writes all of `v` through one plain
+/// pattern and does not read it.
+fn fully_defines(m: &Module, order: &LinearOrder, v: MemLoc, pos: u32) -> bool {
+    let i = order.inst_at(pos);
+    i.is_valid()
+        && m.outputs(i)
+            .any(|o| m.aps.loc[o] == v && m.is_full_access(o))
+        && !m.inputs(i).any(|a| m.aps.loc[a] == v)
+}
+
+/// The DRAM location a reload of `v` before position `reload_at` can read
+/// instead of a spill slot, if any: the last write of `v` before
+/// `reload_at` is a `load` that fills all of `v` from all of a DRAM
+/// location of `v`'s shape (plain patterns: no loop or register terms), and
+/// no instruction writes that location from the outermost loop around the
+/// load to the end of the outermost loop around the reload. Then every
+/// execution of the reload reads the bytes the load read, and `v`'s
+/// remaining reads see the same value as in the input.
+pub fn remat_source(
+    m: &Module,
+    order: &LinearOrder,
+    live: &MemLiveness,
+    v: MemLoc,
+    reload_at: u32,
+) -> Option<MemLoc> {
+    let acc = live.accesses(v);
+    let before = acc.partition_point(|&q| q < reload_at);
+    let (k, _) = live
+        .access_writes(v)
+        .take(before)
+        .enumerate()
+        .filter(|&(_, w)| w)
+        .last()?;
+    let def = acc[k];
+    let i = order.inst_at(def);
+    if !i.is_valid() || m.insts.opcode[i] != Opcode::Load {
+        return None;
+    }
+    let mut outs = m.outputs(i);
+    let (Some(o), None) = (outs.next(), outs.next()) else {
+        return None;
+    };
+    let mut ins = m.inputs(i);
+    let (Some(a), None) = (ins.next(), ins.next()) else {
+        return None;
+    };
+    let src = m.aps.loc[a];
+    let same_shape =
+        m.mems.partitions[src] == m.mems.partitions[v] && m.mems.bytes[src] == m.mems.bytes[v];
+    if m.aps.loc[o] != v
+        || !m.is_full_access(o)
+        || m.mems.space[src] != Space::Dram
+        || !m.is_full_access(a)
+        || !same_shape
+    {
+        return None;
+    }
+    let (lo, _) = outer_loop_span(m, order, def);
+    let (_, hi) = outer_loop_span(m, order, reload_at);
+    let written = live
+        .accesses(src)
+        .iter()
+        .zip(live.access_writes(src))
+        .any(|(&q, w)| w && lo <= q && q <= hi);
+    (!written).then_some(src)
+}
+
 /// Inserts the stores and reloads of `records` and re-points the readers
 /// (`addSpillInstsCanread`). `order` is the order the scan ran on (the
 /// program before any insertion). Needs the headroom reserved before the
@@ -173,14 +549,17 @@ pub fn finalize(
             s.inputs = &ins;
             m.insert_after(at, &s)?;
         }
-        let at = order.inst_at(r.reload_before);
         let outs = [full_ap(m, r.copy)];
         let ins = [slot_ap];
         let mut s = InstSpec::new(Opcode::Load);
         s.flags = InstFlags::RELOAD;
         s.outputs = &outs;
         s.inputs = &ins;
-        m.insert_before(at, &s)?;
+        if r.reload_hoisted && r.reload_before > 0 {
+            m.insert_after(order.inst_at(r.reload_before - 1), &s)?;
+        } else {
+            m.insert_before(order.inst_at(r.reload_before), &s)?;
+        }
         // Readers from the reload up to the next reload of the same origin.
         let until = records[k + 1..]
             .iter()

@@ -30,7 +30,7 @@ use core::fmt;
 
 use super::options::{Allocator, Options, OptionsError, Selection};
 use super::passes::{passes, Pass, MAX_PASSES};
-use crate::analysis::{Bounds, LinearOrder, MemLiveness};
+use crate::analysis::{Bounds, Floor, LinearOrder, MemLiveness, SpaceFloor};
 use crate::dma::pass::{
     DmaError, DmaStats, DmaWorkspace, DMA_OPTIMIZATION_PSUM, DMA_OPTIMIZATION_SB,
 };
@@ -72,10 +72,17 @@ pub struct SpaceSummary {
     /// passes' rewrites started from (it may lie above `peak` when a spill
     /// or a DMA rewrite shrank what is live).
     pub input_lower_bound: u64,
+    /// The floor of the input program ([`crate::analysis::Floor`]): the
+    /// least capacity any placement could use, from the largest
+    /// instruction's own operands (0 for DRAM).
+    pub floor: u64,
     /// Capacity of the space.
     pub capacity: u64,
     /// Spills inserted by the memory allocator of this space.
     pub spills: u32,
+    /// Of them, rematerializations (reloads from the DRAM the value was
+    /// loaded from, without a store).
+    pub remats: u32,
     /// Spill traffic in bytes.
     pub spill_bytes: u64,
     /// Estimated spill cycles (`Target::dma_cycles`).
@@ -111,6 +118,9 @@ pub struct RunReport {
     pub passes: ArrayVec<PassRecord, MAX_PASSES>,
     /// Per space, indexed by [`Space::slot`].
     pub spaces: [SpaceSummary; 3],
+    /// The floor of the input program per on-chip space, with the
+    /// instruction that sets it.
+    pub floor: Floor,
     /// The linear scan's report, when it ran.
     pub lsa: Option<LsaReport>,
     /// The coloring passes' reports, by [`Space::slot`].
@@ -201,6 +211,17 @@ pub enum PipelineError {
         /// How many there are.
         count: u32,
     },
+    /// The capacity of a space an allocator must place is below the floor:
+    /// one instruction's own operands need more than the space holds, so
+    /// no placement, spill or rematerialization can fit the program.
+    BelowFloor {
+        /// The space.
+        space: Space,
+        /// Its usable bytes per partition.
+        capacity: u64,
+        /// The floor and the instruction that sets it.
+        floor: SpaceFloor,
+    },
 }
 
 impl PipelineError {
@@ -240,6 +261,12 @@ impl PipelineError {
                 space: Some(*space),
                 position: Some(*at),
                 tensor: (*tensor != MemLoc::INVALID).then_some(*tensor),
+                ..FailureSite::default()
+            }),
+            PipelineError::BelowFloor { space, floor, .. } => Some(FailureSite {
+                space: Some(*space),
+                inst: floor.inst.is_valid().then_some(floor.inst),
+                tensor: floor.operand.is_valid().then_some(floor.operand),
                 ..FailureSite::default()
             }),
             PipelineError::Coloring(ColoringError::Unplaceable { tensor, .. }) => {
@@ -354,6 +381,18 @@ impl fmt::Display for PipelineErrorDisplay<'_> {
                     ": place them in the input (`@ PSUM<p,bank k>`, as the files of examples/placed/ do), or use optlevel 2, which allocates PSUM"
                 )
             }
+            PipelineError::BelowFloor {
+                space,
+                capacity,
+                floor,
+            } => write!(
+                f,
+                "{space} has {capacity} bytes per partition, below the floor of {} that any placement needs: {}; \
+                 no spill or rematerialization helps, split the instruction into smaller tiles or give the space more room (target override {})",
+                floor.bytes,
+                floor.display(m),
+                if *space == Space::Psum { "psum-banks" } else { "sb-bytes" }
+            ),
         }
     }
 }
@@ -686,6 +725,22 @@ fn run_from(
         report.spaces[s.slot()].input_lower_bound = b;
         report.spaces[s.slot()].lower_bound = b;
     }
+    report.floor = Floor::of(m);
+    for s in [Space::Sb, Space::Psum] {
+        let floor = *report.floor.space(s);
+        report.spaces[s.slot()].floor = floor.bytes;
+        let capacity = match s {
+            Space::Psum => m.target.psum_usable_bytes() as u64,
+            _ => m.target.sb_usable_bytes as u64,
+        };
+        if floor.bytes > capacity && allocates(&opts, m, s) {
+            return Err(PipelineError::BelowFloor {
+                space: s,
+                capacity,
+                floor,
+            });
+        }
+    }
     // See the module doc: true while ws.order/ws.live describe `m`.
     let mut fresh = true;
     // True until the first pass: ws.bounds are the input's, from the
@@ -721,6 +776,7 @@ fn run_from(
                     let sr = r.space(s);
                     let sum = &mut report.spaces[s.slot()];
                     sum.spills += sr.spills;
+                    sum.remats += sr.remats;
                     sum.spill_bytes += sr.spill_bytes;
                     sum.spill_cycles += sr.spill_cycles;
                 }
@@ -740,6 +796,7 @@ fn run_from(
                 fresh = r.spill_rounds == 0;
                 let sum = &mut report.spaces[space.slot()];
                 sum.spills += r.spills;
+                sum.remats += r.remats;
                 sum.spill_bytes += r.spill_bytes;
                 sum.spill_cycles += r.spill_cycles;
                 report.coloring[space.slot()] = Some(r);
@@ -890,6 +947,22 @@ fn run_from(
         report.verify_micros = clock.now_micros().saturating_sub(t0);
     }
     Ok(report)
+}
+
+/// True when the pipeline of `opts` runs an allocator of `space` and `m`
+/// has a location there to place (a module placed by hand is judged by
+/// the verifier, not refused for its floor).
+fn allocates(opts: &Options, m: &Module, space: Space) -> bool {
+    let runs = passes(opts).iter().any(|p| match p {
+        Pass::LinearScan => true,
+        Pass::Coloring(s) | Pass::Exact(s) => *s == space,
+        _ => false,
+    });
+    runs && m
+        .mems
+        .space
+        .keys()
+        .any(|v| m.mems.space[v] == space && !m.is_placed(v))
 }
 
 /// Gives every unplaced DRAM location a provisional address of its own,

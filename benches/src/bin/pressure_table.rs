@@ -1,0 +1,189 @@
+//! The memory-pressure table of issue 20: every example under `examples/`
+//! with its SB capacity lowered to 90%, 75%, 60% and 50% of its
+//! unconstrained peak (the optlevel-2 placement's) and to its floor, at
+//! optlevels 2, 6 and 8. Per cell: whether it fits (a placement the
+//! verifier and the dataflow checker both accept), the SB peak, spills and
+//! of them rematerializations, the bytes the spill DMAs move as the program
+//! runs (each as often as its loops run it), their DMA cycles in the
+//! target's model, and those bytes over the least any optlevel moved in the
+//! same row. A failure shows the first words of its message.
+//!
+//! `cargo run --release -p tusk-benches --bin pressure_table` prints the
+//! Markdown table of BENCHMARKS.md ("Memory pressure on the examples").
+
+use std::path::{Path, PathBuf};
+
+use tusk_core::analysis::Floor;
+use tusk_core::ir::{Module, Space};
+use tusk_core::mem::exact::Clock;
+use tusk_core::pipeline::{self, Options, PipelineError, Workspace};
+use tusk_shim::text;
+
+/// A clock that advances 1 ms per reading: the exact search's budget ends
+/// after the same number of nodes on every machine, so the table does not
+/// depend on the machine's load.
+struct Ticks(u64);
+
+impl Clock for Ticks {
+    fn now_micros(&mut self) -> u64 {
+        self.0 += 1000;
+        self.0
+    }
+}
+
+fn examples() -> Vec<PathBuf> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples");
+    let mut v: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|e| e == "tusk"))
+        .collect();
+    v.sort();
+    v
+}
+
+fn load(path: &Path) -> Module {
+    let src = std::fs::read(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    text::parse(&src).unwrap_or_else(|e| panic!("{}:{e}", path.display()))
+}
+
+/// What one cell shows.
+enum Cell {
+    Fits {
+        peak: u64,
+        spills: u32,
+        remats: u32,
+        bytes: u64,
+        cycles: u64,
+    },
+    Fails(String),
+}
+
+fn run(input: &Module, optlevel: u8, sb_bytes: Option<u64>) -> Cell {
+    let mut m = input.clone();
+    if let Some(b) = sb_bytes {
+        m.target.set("sb-bytes", b).expect("sb-bytes override");
+    }
+    let original = m.clone();
+    let opts = Options {
+        optlevel,
+        ..Options::default()
+    };
+    let mut ws = Workspace::new();
+    ws.reserve(&mut m, &opts, Some(&original));
+    match pipeline::run(&mut m, &opts, &mut ws, &mut Ticks(0), Some(&original)) {
+        Ok(r) => {
+            let sb = r.space(Space::Sb);
+            assert!(r.verified && r.findings == 0);
+            Cell::Fits {
+                peak: sb.peak,
+                spills: sb.spills,
+                remats: sb.remats,
+                bytes: sb.spill_bytes,
+                cycles: sb.spill_cycles,
+            }
+        }
+        Err(PipelineError::BelowFloor { .. }) => Cell::Fails("below the floor".into()),
+        Err(e) => {
+            let text = e.display(&m).to_string();
+            let short = match &e {
+                PipelineError::Coloring(_) => "coloring: no tensor to split at the peak",
+                PipelineError::Lsa(_) if text.contains("Nothing can be spilled") => {
+                    "linear scan: no victim"
+                }
+                PipelineError::Lsa(_) => "linear scan: no room",
+                PipelineError::Dataflow { .. } => "DATAFLOW MISMATCH",
+                PipelineError::Verify { .. } => "VERIFIER FINDING",
+                _ => "other",
+            };
+            Cell::Fails(short.into())
+        }
+    }
+}
+
+fn main() {
+    println!("| example | SB capacity | O2 | O6 | O8 |");
+    println!("|---|---|---|---|---|");
+    // Cells at or above the floor, those of them that fit, and cells below
+    // it (each must be refused with the floor's error).
+    let (mut above, mut fits, mut below) = (0, 0, 0);
+    for path in examples() {
+        let name = path.file_stem().unwrap().to_string_lossy().into_owned();
+        let input = load(&path);
+        let floor = Floor::of(&input).space(Space::Sb).bytes;
+        let peak = match run(&input, 2, None) {
+            Cell::Fits { peak, .. } => peak,
+            Cell::Fails(e) => panic!("{name} unconstrained: {e}"),
+        };
+        let mut caps: Vec<(String, u64)> = [90u64, 75, 60, 50]
+            .iter()
+            .map(|&p| (format!("{p}% ({})", peak * p / 100), peak * p / 100))
+            .collect();
+        caps.push((format!("floor ({floor})"), floor));
+        for (label, cap) in caps {
+            let row: Vec<Cell> = [2u8, 6, 8]
+                .iter()
+                .map(|&o| run(&input, o, Some(cap)))
+                .collect();
+            let least = row
+                .iter()
+                .filter_map(|c| match c {
+                    Cell::Fits { bytes, .. } => Some(*bytes),
+                    Cell::Fails(_) => None,
+                })
+                .min();
+            let shown: Vec<String> = row
+                .iter()
+                .map(|c| match c {
+                    Cell::Fits {
+                        peak,
+                        spills,
+                        remats,
+                        bytes,
+                        cycles,
+                    } => {
+                        let ratio = match least {
+                            Some(0) | None => String::new(),
+                            Some(l) => format!(", {:.2}x least", *bytes as f64 / l as f64),
+                        };
+                        format!(
+                            "fits, peak {peak}, {spills} spills ({remats} remat), {} moved, ~{cycles} cycles{ratio}",
+                            mib(*bytes)
+                        )
+                    }
+                    Cell::Fails(e) => format!("**fails**: {e}"),
+                })
+                .collect();
+            if cap >= floor {
+                above += row.len();
+                fits += row
+                    .iter()
+                    .filter(|c| matches!(c, Cell::Fits { .. }))
+                    .count();
+            } else {
+                below += row.len();
+                assert!(
+                    row.iter()
+                        .all(|c| matches!(c, Cell::Fails(e) if e == "below the floor")),
+                    "{name} at {cap}: below the floor ({floor}) every optlevel must say so"
+                );
+            }
+            println!(
+                "| {name} (peak {peak}) | {label} | {} | {} | {} |",
+                shown[0], shown[1], shown[2]
+            );
+        }
+    }
+    println!();
+    println!(
+        "{fits} of {above} cells at or above the floor fit; {below} cells below it are refused with the floor's message."
+    );
+}
+
+fn mib(bytes: u64) -> String {
+    if bytes >= 1 << 20 {
+        format!("{:.1} MiB", bytes as f64 / (1u64 << 20) as f64)
+    } else {
+        format!("{bytes} B")
+    }
+}

@@ -1,0 +1,361 @@
+//! The floor: the least capacity per partition any placement of the program
+//! could use in an on-chip space, from each instruction's own operands.
+//!
+//! An instruction needs every location it accesses resident while it runs.
+//! What a placement must hold of one location there is the rectangle the
+//! instruction's patterns name over all of its iterations
+//! ([`Module::ap_hull`]): the allocators keep a location (or a reload copy
+//! of it) as one rectangle for the whole loop, never one per iteration, so
+//! no spill, reload or rematerialization can shrink an operand below that
+//! hull. Per instruction, over its operands of one space (each location
+//! once, its hulls joined):
+//! - *stacked bytes*: operands that can only start at partition 0 (the
+//!   start-partition rule leaves them no other start) all cover partition 0
+//!   up to the narrowest of them, so their bytes add up there;
+//! - *area bytes*: the operands' partitions × bytes spread evenly over every
+//!   partition, rounded up;
+//! - *single bytes*: the widest operand's bytes, which some partition holds.
+//!
+//! PSUM operands count whole banks (a PSUM tensor starts on a bank
+//! boundary). The floor of the space is the largest of the three over every
+//! instruction; a capacity below it cannot be met by any allocator, so the
+//! pipeline refuses it before allocating and names the instruction. An
+//! instruction that writes in place may put an output on a dying input: its
+//! inputs and its outputs are counted as two groups and the larger counts.
+
+use crate::ir::{Inst, InstFlags, MemLoc, Module, Space};
+
+/// Which of the three bounds sets a floor.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+pub enum FloorKind {
+    /// No instruction accesses the space.
+    #[default]
+    None,
+    /// Operands that must all start at partition 0, stacked there.
+    Stacked,
+    /// The operands' area over every partition.
+    Area,
+    /// One operand's bytes per partition.
+    Single,
+}
+
+/// The floor of one on-chip space and the instruction that sets it.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct SpaceFloor {
+    /// Bytes per partition no placement can go below.
+    pub bytes: u64,
+    /// The instruction whose operands need them ([`Inst::INVALID`] when no
+    /// instruction accesses the space).
+    pub inst: Inst,
+    /// First partition of the range that needs them.
+    pub part_lo: u16,
+    /// One past the last partition of that range.
+    pub part_hi: u16,
+    /// Which bound it is.
+    pub kind: FloorKind,
+    /// For [`FloorKind::Single`], the operand.
+    pub operand: MemLoc,
+}
+
+impl Default for SpaceFloor {
+    fn default() -> Self {
+        Self {
+            bytes: 0,
+            inst: Inst::INVALID,
+            part_lo: 0,
+            part_hi: 0,
+            kind: FloorKind::None,
+            operand: MemLoc::INVALID,
+        }
+    }
+}
+
+/// Floors of the on-chip spaces, by [`Space::slot`] (DRAM's stays empty).
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+pub struct Floor {
+    /// Per space.
+    pub spaces: [SpaceFloor; 3],
+}
+
+impl Floor {
+    /// The floor of `m` (no allocation: one walk over the instructions,
+    /// each operand compared with the instruction's other operands).
+    pub fn of(m: &Module) -> Self {
+        let mut f = Self::default();
+        for i in m.program_order() {
+            for space in [Space::Sb, Space::Psum] {
+                let in_place = m.insts.flags[i].contains(InstFlags::IN_PLACE);
+                let groups: &[Group] = if in_place {
+                    &[Group::Inputs, Group::Outputs]
+                } else {
+                    &[Group::All]
+                };
+                for &g in groups {
+                    let c = inst_need(m, i, space, g);
+                    let sf = &mut f.spaces[space.slot()];
+                    if c.bytes > sf.bytes {
+                        *sf = c;
+                    }
+                }
+            }
+        }
+        f
+    }
+
+    /// The floor of one space.
+    pub fn space(&self, s: Space) -> &SpaceFloor {
+        &self.spaces[s.slot()]
+    }
+}
+
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+enum Group {
+    All,
+    Inputs,
+    Outputs,
+}
+
+/// The operand hulls of `i` in `space`: calls `f(location, rows, bytes)`
+/// once per location, its patterns' hulls joined.
+fn each_operand(m: &Module, i: Inst, space: Space, g: Group, mut f: impl FnMut(MemLoc, u16, u64)) {
+    let n_in = m.inputs(i).len();
+    let in_group = |k: usize| match g {
+        Group::All => true,
+        Group::Inputs => k < n_in,
+        Group::Outputs => k >= n_in,
+    };
+    // Inputs come first in `all_aps`.
+    for (k, a) in m.all_aps(i).enumerate() {
+        let l = m.aps.loc[a];
+        if !in_group(k) || m.mems.space[l] != space {
+            continue;
+        }
+        if m.all_aps(i)
+            .take(k)
+            .enumerate()
+            .any(|(j, b)| in_group(j) && m.aps.loc[b] == l)
+        {
+            continue; // counted with its first pattern
+        }
+        let (mut r0, mut r1, mut lo, mut hi) = m.ap_hull(a);
+        for (j, b) in m.all_aps(i).enumerate().skip(k + 1) {
+            if in_group(j) && m.aps.loc[b] == l {
+                let (q0, q1, c0, c1) = m.ap_hull(b);
+                r0 = r0.min(q0);
+                r1 = r1.max(q1);
+                lo = lo.min(c0);
+                hi = hi.max(c1);
+            }
+        }
+        if r1 > r0 && hi > lo {
+            f(l, r1 - r0, hi - lo);
+        }
+    }
+}
+
+/// What `i`'s operands of group `g` need in `space` by themselves.
+fn inst_need(m: &Module, i: Inst, space: Space, g: Group) -> SpaceFloor {
+    let t = &m.target;
+    let total = match space {
+        Space::Psum => t.psum_partitions,
+        _ => t.sb_partitions,
+    }
+    .max(1);
+    let bank = t.psum_bank_bytes.max(1) as u64;
+    let (mut stacked, mut narrowest, mut area) = (0u64, u16::MAX, 0u64);
+    let (mut single, mut single_loc, mut single_parts) = (0u64, MemLoc::INVALID, 0u16);
+    each_operand(m, i, space, g, |l, rows, bytes| {
+        let bytes = match space {
+            Space::Psum => bytes.div_ceil(bank) * bank,
+            _ => bytes,
+        };
+        if only_at_zero(m, space, rows, total) {
+            stacked += bytes;
+            narrowest = narrowest.min(rows);
+        }
+        area += rows as u64 * bytes;
+        if bytes > single {
+            (single, single_loc, single_parts) = (bytes, l, rows);
+        }
+    });
+    let area = area.div_ceil(total as u64);
+    // On a tie the more specific bound names the witness: one operand,
+    // then the stack at partition 0, then the area.
+    let mut best = SpaceFloor {
+        inst: i,
+        ..SpaceFloor::default()
+    };
+    if single > 0 {
+        best = SpaceFloor {
+            bytes: single,
+            inst: i,
+            part_lo: 0,
+            part_hi: single_parts,
+            kind: FloorKind::Single,
+            operand: single_loc,
+        };
+    }
+    if stacked > best.bytes {
+        best = SpaceFloor {
+            bytes: stacked,
+            inst: i,
+            part_lo: 0,
+            part_hi: narrowest,
+            kind: FloorKind::Stacked,
+            operand: MemLoc::INVALID,
+        };
+    }
+    if area > best.bytes {
+        best = SpaceFloor {
+            bytes: area,
+            inst: i,
+            part_lo: 0,
+            part_hi: total,
+            kind: FloorKind::Area,
+            operand: MemLoc::INVALID,
+        };
+    }
+    best
+}
+
+/// True when a rectangle of `rows` partitions has no legal start but 0.
+fn only_at_zero(m: &Module, space: Space, rows: u16, total: u16) -> bool {
+    match space {
+        Space::Sb => match m.target.start_granularity(rows) {
+            Some(g) => g as u32 + rows as u32 > total as u32,
+            None => true,
+        },
+        // PSUM follows the rule of the lower bounds: more than half the
+        // partitions start at 0.
+        _ => rows as u32 * 2 > total as u32,
+    }
+}
+
+/// The floor as a sentence: `instruction `…` (block b, 1st) needs N bytes
+/// per partition in partitions P..Q by itself`.
+#[derive(Debug)]
+pub struct FloorDisplay<'a> {
+    m: &'a Module,
+    f: &'a SpaceFloor,
+}
+
+impl SpaceFloor {
+    /// The sentence naming the instruction with `m`'s names.
+    pub fn display<'a>(&'a self, m: &'a Module) -> FloorDisplay<'a> {
+        FloorDisplay { m, f: self }
+    }
+}
+
+impl core::fmt::Display for FloorDisplay<'_> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        let (m, x) = (self.m, self.f);
+        if !x.inst.is_valid() {
+            return write!(f, "no instruction accesses the space");
+        }
+        write!(
+            f,
+            "instruction {} needs {} bytes per partition in partitions {}..{} by itself",
+            m.describe_inst(x.inst),
+            x.bytes,
+            x.part_lo,
+            x.part_hi.saturating_sub(1)
+        )?;
+        match x.kind {
+            FloorKind::Stacked => write!(
+                f,
+                " (its operands that can only start at partition 0, stacked)"
+            ),
+            FloorKind::Area => write!(f, " (its operands' area spread over every partition)"),
+            FloorKind::Single if x.operand.is_valid() => {
+                write!(f, " (its operand %{})", m.mem_name(x.operand))
+            }
+            _ => Ok(()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ir::{Builder, MemFlags, Opcode, SubOp};
+    use crate::target::Target;
+
+    #[test]
+    fn floor_is_the_largest_instruction_by_geometry() {
+        let mut m = Module::new(Target::default());
+        let mut bl = Builder::new(&mut m);
+        let a = bl
+            .mem("a", Space::Sb, 128, 100, 1, MemFlags::empty())
+            .unwrap();
+        let b = bl
+            .mem("b", Space::Sb, 128, 300, 1, MemFlags::empty())
+            .unwrap();
+        let c = bl
+            .mem("c", Space::Sb, 32, 4000, 1, MemFlags::empty())
+            .unwrap();
+        let d = bl
+            .mem("d", Space::Sb, 128, 50, 1, MemFlags::empty())
+            .unwrap();
+        bl.func("f").unwrap();
+        for x in [a, b, c] {
+            bl.op(Opcode::Memset, &[bl.full(x)], &[]).unwrap();
+        }
+        // Full-width a + b + d stack at partition 0: 450; c alone: 4000.
+        bl.compute(
+            Opcode::TensorTensor,
+            SubOp::Add,
+            d,
+            &[a, b],
+            Default::default(),
+        )
+        .unwrap();
+        bl.compute(
+            Opcode::TensorTensor,
+            SubOp::Add,
+            d,
+            &[d, c],
+            Default::default(),
+        )
+        .unwrap();
+        let f = Floor::of(&m);
+        let sb = f.space(Space::Sb);
+        assert_eq!(sb.bytes, 4000);
+        assert_eq!(sb.kind, FloorKind::Single);
+        assert_eq!(sb.operand, c);
+        assert_eq!((sb.part_lo, sb.part_hi), (0, 32));
+        // Without c the stack of the add decides.
+        let mut m2 = Module::new(Target::default());
+        let mut bl = Builder::new(&mut m2);
+        let a = bl
+            .mem("a", Space::Sb, 128, 100, 1, MemFlags::empty())
+            .unwrap();
+        let b = bl
+            .mem("b", Space::Sb, 100, 300, 1, MemFlags::empty())
+            .unwrap();
+        let d = bl
+            .mem("d", Space::Sb, 128, 50, 1, MemFlags::empty())
+            .unwrap();
+        bl.func("f").unwrap();
+        for x in [a, b] {
+            bl.op(Opcode::Memset, &[bl.full(x)], &[]).unwrap();
+        }
+        bl.compute(
+            Opcode::TensorTensor,
+            SubOp::Add,
+            d,
+            &[a, b],
+            Default::default(),
+        )
+        .unwrap();
+        let sb = *Floor::of(&m2).space(Space::Sb);
+        assert_eq!(sb.bytes, 450);
+        assert_eq!(sb.kind, FloorKind::Stacked);
+        assert_eq!((sb.part_lo, sb.part_hi), (0, 100));
+        let text = alloc::format!("{}", sb.display(&m2));
+        assert!(
+            text.starts_with("instruction `%d = tensor_tensor")
+                && text.contains("needs 450 bytes per partition in partitions 0..99 by itself"),
+            "{text}"
+        );
+    }
+}
