@@ -3,7 +3,7 @@
 
 use super::pieces::first_difference;
 use super::report::{DataflowError, Mismatch, Operand};
-use super::shape::{loc_rect, rows, Seg};
+use super::shape::{loc_rect, rows, Layout, Seg};
 use super::side::Side;
 use super::walk::LoopPlan;
 use crate::ir::{Ap, Inst, MemFlags, Module};
@@ -109,8 +109,8 @@ impl DataflowCapacity {
 /// The cells of partition `q` of location `l` in `m`'s state: region,
 /// partition, and the bytes (a flat location holds its partitions one
 /// after the other on one row, in the same traversal order).
-fn output_row(m: &Module, l: crate::ir::MemLoc, q: u64) -> (usize, u32, Seg) {
-    let (r, seg) = loc_rect(m, l);
+fn output_row(m: &Module, layout: &Layout, l: crate::ir::MemLoc, q: u64) -> (usize, u32, Seg) {
+    let (r, seg) = loc_rect(m, layout, l);
     let bytes = m.mems.bytes[l] as u64;
     if r.parts() == 1 {
         let a = seg.a.saturating_add(q.saturating_mul(bytes));
@@ -349,7 +349,7 @@ impl DataflowChecker {
             for q in 0..parts {
                 for (side, m) in [(&mut self.orig, original), (&mut self.rw, rewritten)] {
                     side.reads.clear();
-                    let (region, p, seg) = output_row(m, l, q);
+                    let (region, p, seg) = output_row(m, &side.layout, l, q);
                     side.state.read(region, p, p + 1, &[seg], &mut side.reads)?;
                 }
                 if let Some((byte, expected, found)) =
