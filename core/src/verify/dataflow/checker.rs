@@ -106,17 +106,24 @@ impl DataflowCapacity {
     }
 }
 
-/// The cells of partition `q` of location `l` in `m`'s state: region,
-/// partition, and the bytes (a flat location holds its partitions one
-/// after the other on one row, in the same traversal order).
-fn output_row(m: &Module, layout: &Layout, l: crate::ir::MemLoc, q: u64) -> (usize, u32, Seg) {
+/// The cells of partitions `[q, q + k)` of location `l` in `m`'s state:
+/// region, partitions, and the bytes (a flat location holds its partitions
+/// one after the other on one row, in the same traversal order).
+fn output_rows(
+    m: &Module,
+    layout: &Layout,
+    l: crate::ir::MemLoc,
+    q: u64,
+    k: u64,
+) -> (usize, u32, u32, Seg) {
     let (r, seg) = loc_rect(m, layout, l);
     let bytes = m.mems.bytes[l] as u64;
     if r.parts() == 1 {
         let a = seg.a.saturating_add(q.saturating_mul(bytes));
-        (r.region, r.p0, Seg::once(a, a.saturating_add(bytes)))
+        let b = a.saturating_add(k.saturating_mul(bytes));
+        (r.region, r.p0, r.p0 + 1, Seg::once(a, b))
     } else {
-        (r.region, r.p0 + q as u32, seg)
+        (r.region, r.p0 + q as u32, r.p0 + (q + k) as u32, seg)
     }
 }
 
@@ -334,10 +341,22 @@ impl DataflowChecker {
             self.orig.read(original, e)?;
             self.orig.write(original, e)?;
         }
-        // Final contents of the original's outputs, one partition's bytes
-        // at a time: the runs a read gives are bounded by one row, not by
-        // the whole output (an output written in column slices gives one
-        // run per slice and partition).
+        // Final contents of the original's outputs, in blocks of
+        // partitions sized to the scratch reserved for one instruction's
+        // reads. A read gives one run per slab and band whatever the
+        // partition count when the partitions hold one tile, so an output
+        // is usually one read; one written in pieces on each partition
+        // gives runs per row, and the most runs a row gave so far shrink
+        // the next blocks (down to one row). The storage limit is checked
+        // after every block.
+        let target = self
+            .orig
+            .reads
+            .v
+            .capacity()
+            .min(self.rw.reads.v.capacity())
+            .max(1) as u64;
+        let mut per_row = 1u64;
         for l in original.mems.space.keys() {
             if !original.mems.flags[l].contains(MemFlags::OUTPUT) {
                 continue;
@@ -346,12 +365,15 @@ impl DataflowChecker {
                 original.mems.partitions[l] as u64,
                 original.mems.bytes[l] as u64,
             );
-            for q in 0..parts {
+            let mut q = 0u64;
+            while q < parts {
+                let n = (target / per_row).clamp(1, parts - q);
                 for (side, m) in [(&mut self.orig, original), (&mut self.rw, rewritten)] {
                     side.reads.clear();
-                    let (region, p, seg) = output_row(m, &side.layout, l, q);
-                    side.state.read(region, p, p + 1, &[seg], &mut side.reads)?;
+                    let (region, p0, p1, seg) = output_rows(m, &side.layout, l, q, n);
+                    side.state.read(region, p0, p1, &[seg], &mut side.reads)?;
                 }
+                self.within_budget()?;
                 if let Some((byte, expected, found)) =
                     first_difference(&self.orig.reads.v, &self.rw.reads.v)
                 {
@@ -363,6 +385,9 @@ impl DataflowChecker {
                     });
                     break;
                 }
+                let runs = self.orig.reads.len().max(self.rw.reads.len()) as u64;
+                per_row = per_row.max(runs.div_ceil(n));
+                q += n;
             }
         }
         Ok(())

@@ -1071,3 +1071,69 @@ fn copies_land_byte_for_byte_whatever_the_shapes() {
         assert_eq!(expand(&back.v), expand(&src.v), "step {step}");
     }
 }
+
+#[test]
+fn an_output_written_row_by_row_is_compared_in_blocks_at_the_same_byte() {
+    // y (128 × 64) saved one partition at a time from the rows of a tile in
+    // another order, so that no two rows' runs continue each other: a read
+    // of all of y gives one run per partition. A rewrite whose save of row
+    // 100 reads the tile's next row leaves other values there. However the
+    // compare splits y into blocks of partitions (one read of it all, or
+    // a few rows when the reads' scratch is small), it reports the first
+    // difference at the same byte.
+    let mut m = Module::new(Target::default());
+    let mut b = Builder::new(&mut m);
+    let y = b
+        .mem("y", Space::Dram, 128, 64, 1, MemFlags::OUTPUT)
+        .unwrap();
+    let t = b
+        .mem("t", Space::Sb, 128, 64, 1, MemFlags::empty())
+        .unwrap();
+    b.func("main").unwrap();
+    b.op(Opcode::Memset, &[b.full(t)], &[]).unwrap();
+    let mut saves = alloc::vec::Vec::new();
+    for p in 0..128u16 {
+        let from = (p * 37 + 5) % 127;
+        let src = [b.slice(t, from, 1, 0, 64)];
+        let dst = [b.slice(y, p, 1, 0, 64)];
+        let mut spec = InstSpec::new(Opcode::Save);
+        spec.inputs = &src;
+        spec.outputs = &dst;
+        saves.push(b.inst(&spec).unwrap());
+    }
+    let mut r = m.clone();
+    let a = r.inputs(saves[100]).next().unwrap();
+    r.aps.part_start[a] += 1;
+    let outputs = |rep: &DataflowReport<'_>| {
+        rep.mismatches
+            .iter()
+            .filter(|x| matches!(x, Mismatch::Output { .. }))
+            .copied()
+            .collect::<alloc::vec::Vec<_>>()
+    };
+    let roomy = DataflowCapacity {
+        runs: 4096,
+        scratch: 1 << 16,
+        mismatches: 64,
+    };
+    let tight = DataflowCapacity {
+        runs: 1,
+        scratch: 1,
+        mismatches: 64,
+    };
+    let mut c = DataflowChecker::new();
+    let whole = outputs(&c.check_growing(&m, &r, roomy).unwrap());
+    let mut c = DataflowChecker::new();
+    let blocks = outputs(&c.check_growing(&m, &r, tight).unwrap());
+    assert_eq!(whole, blocks);
+    assert!(
+        matches!(whole.as_slice(), [Mismatch::Output { mem, byte, .. }]
+            if *mem == y && *byte == 100 * 64),
+        "{whole:?}"
+    );
+    // The clean rewrite is clean either way.
+    for cap in [roomy, tight] {
+        let mut c = DataflowChecker::new();
+        assert!(c.check_growing(&m, &m.clone(), cap).unwrap().is_clean());
+    }
+}
