@@ -47,6 +47,9 @@ pub struct JobConfig {
     pub print_pipeline: bool,
     /// Print the JSON report to standard output instead of the summary.
     pub json: bool,
+    /// Threads of the dataflow check, 1 or 2 (`None`: 2 when the machine
+    /// has a second core).
+    pub check_threads: Option<u8>,
 }
 
 /// Where one file's outputs go.
@@ -265,7 +268,7 @@ fn job(path: &Path, cfg: &JobConfig, out: &Outputs, o: &mut FileOutcome) -> u8 {
     }
     let file = &o.file.clone();
     o.row.optlevel = Some(opts.optlevel);
-    let report = match run::allocate(&mut m, opts) {
+    let report = match run::allocate(&mut m, opts, cfg.check_threads) {
         Ok(r) => r,
         Err(e) => {
             let msg = e.display(&m).to_string();

@@ -663,3 +663,44 @@ fn unplaced_dram_held_as_rows_or_as_flat_bytes_gives_the_same_findings() {
         assert_eq!(dirty, plants.len() - 1);
     }
 }
+
+#[test]
+fn placed_dram_that_shares_bytes_still_clobbers() {
+    // A scratch tensor saved between two loads of an input: placed apart,
+    // both are held in planes of their own and the rewrite is clean; placed
+    // on the input's bytes, the save clobbers what the second load reads.
+    let src = |scratch_at: Option<u64>| {
+        let (x, s) = match scratch_at {
+            Some(at) => (" @ DRAM<0>".to_string(), format!(" @ DRAM<{at}>")),
+            None => (String::new(), String::new()),
+        };
+        format!(
+            "target trn2
+dram %x [128 x 4096] input{x}
+dram %s [128 x 1024]{s}
+dram %y [128 x 1024] output
+sb %a [128 x 1024]
+sb %b [128 x 1024]
+func @main {{
+entry:
+  %a = load %x[p0:128, 0:1024]
+  %s = save %a
+  %b = load %x[p0:128, 1024:2048]
+  %y = save %b
+}}
+"
+        )
+    };
+    let orig = parse(&src(None));
+    let apart = parse(&src(Some(1 << 20)));
+    assert_eq!(check(&orig, &apart).unwrap(), vec![]);
+    let shared = parse(&src(Some(1024)));
+    let found = check(&orig, &shared).unwrap();
+    let load = nth_op(&shared, Opcode::Load, 1);
+    assert!(
+        found
+            .iter()
+            .any(|x| matches!(x, Mismatch::Read { inst, .. } if *inst == load)),
+        "{found:?}"
+    );
+}

@@ -60,11 +60,13 @@ mod pieces;
 mod report;
 mod shape;
 mod side;
+mod split;
 mod state;
 mod walk;
 
 pub use checker::{DataflowCapacity, DataflowChecker, DataflowReport};
 pub use report::{DataflowError, Mismatch, MismatchDisplay, Operand, Origin, Value};
+pub use split::{OriginalHalf, ReadBatch, RewriteHalf, SplitRunner, BATCH_RECORDS, BATCH_RUNS};
 
 #[cfg(test)]
 mod tests;

@@ -16,6 +16,29 @@ use super::state::{CellMap, Fill};
 use super::walk::Walker;
 use crate::ir::{Ap, Inst, MemFlags, Module, Opcode};
 
+/// One execution's reads: runs, and where each operand's runs start in
+/// them (plus one end).
+#[derive(Copy, Clone, Debug)]
+pub(super) struct ReadsView<'a> {
+    pub pieces: &'a [Piece],
+    pub ops: &'a [u32],
+}
+
+impl<'a> ReadsView<'a> {
+    /// Read operands.
+    pub fn n_operands(&self) -> usize {
+        self.ops.len().saturating_sub(1)
+    }
+
+    /// The runs read operand `k` produced.
+    pub fn operand(&self, k: usize) -> &'a [Piece] {
+        match (self.ops.get(k), self.ops.get(k + 1)) {
+            (Some(&a), Some(&b)) => self.pieces.get(a as usize..b as usize).unwrap_or(&[]),
+            _ => &[],
+        }
+    }
+}
+
 #[derive(Debug, Default)]
 pub(super) struct Side {
     pub state: CellMap,
@@ -124,17 +147,17 @@ impl Side {
             .read(r.region, r.p0, r.p1, &self.segs, &mut self.reads)
     }
 
-    /// Read operands of the last [`Self::read`].
-    pub fn n_operands(&self) -> usize {
-        self.ops.len().saturating_sub(1)
+    /// The reads of the last [`Self::read`], operand by operand.
+    pub fn view(&self) -> ReadsView<'_> {
+        ReadsView {
+            pieces: &self.reads.v,
+            ops: &self.ops,
+        }
     }
 
     /// The runs read operand `k` produced.
     pub fn operand(&self, k: usize) -> &[Piece] {
-        match (self.ops.get(k), self.ops.get(k + 1)) {
-            (Some(&a), Some(&b)) => self.reads.v.get(a as usize..b as usize).unwrap_or(&[]),
-            _ => &[],
-        }
+        self.view().operand(k)
     }
 
     /// Bytes read operand `k` produced.
