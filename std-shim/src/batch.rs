@@ -56,6 +56,9 @@ pub struct JobConfig {
     pub map: bool,
     /// Positions `[start, end)` the pictures (`--svg`, `--map`) draw.
     pub window: Option<(u64, u64)>,
+    /// Threads of the dataflow check, 1 or 2 (`None`: 2 when the machine
+    /// has a second core).
+    pub check_threads: Option<u8>,
 }
 
 /// Where one file's outputs go.
@@ -326,7 +329,7 @@ fn job(path: &Path, cfg: &JobConfig, out: &Outputs, o: &mut FileOutcome) -> u8 {
     } else {
         Vec::new()
     };
-    let report = match run::allocate(&mut m, opts) {
+    let report = match run::allocate(&mut m, opts, cfg.check_threads) {
         Ok(r) => r,
         Err(e) => {
             let msg = e.display(&m).to_string();

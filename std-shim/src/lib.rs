@@ -16,6 +16,7 @@ pub mod json;
 pub mod memmap;
 pub mod regalloc;
 pub mod run;
+pub mod split;
 pub mod svg;
 pub mod tempfiles;
 pub mod text;

@@ -186,6 +186,11 @@ struct RunArgs {
     /// Skip the independent verifier after allocation.
     #[arg(long)]
     no_verify: bool,
+    /// Threads of the dataflow check: 1, or 2 (the original program's walk
+    /// on a second thread, the same findings). Default: 2 when the machine
+    /// has a second core.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u8).range(1..=2))]
+    check_threads: Option<u8>,
     /// Storage budget of the run: bytes, or with a suffix K, M, G (powers
     /// of 1024). Methods whose storage grows faster than the input (exact
     /// search, dense interference graphs) are skipped when they do not fit
@@ -441,6 +446,7 @@ fn run(a: &RunArgs) -> u8 {
         explain: a.explain,
         map: a.map,
         window: a.svg_window,
+        check_threads: a.check_threads,
     };
     if let [one] = a.files.as_slice() {
         if !one.is_dir() {

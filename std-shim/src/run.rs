@@ -26,12 +26,25 @@ impl Clock for WallClock {
 
 /// Runs the pipeline of `opts` on `m` in place. The input copy for the
 /// dataflow check is taken here unless `opts.no_verify` (without the name
-/// index: it is only read, and it is held through every pass).
-pub fn allocate(m: &mut Module, opts: &Options) -> Result<RunReport, PipelineError> {
+/// index: it is only read, and it is held through every pass). The check
+/// runs on `check_threads` threads (1 or 2; `None`: 2 when the machine has
+/// a second core).
+pub fn allocate(
+    m: &mut Module,
+    opts: &Options,
+    check_threads: Option<u8>,
+) -> Result<RunReport, PipelineError> {
     let original = (!opts.no_verify).then(|| m.read_only_copy());
     let mut ws = Workspace::new();
     // One run per workspace: each pass's storage goes once it is spent.
     ws.set_release_spent(true);
+    // The dataflow check walks the two programs on two cores when it can.
+    let split = match check_threads {
+        None => crate::split::ThreadSplit::if_parallel(),
+        Some(1) => None,
+        Some(_) => Some(Box::new(crate::split::ThreadSplit) as Box<_>),
+    };
+    ws.set_split_runner(split);
     let mut clock = WallClock::default();
     pipeline::reserve_and_run(m, opts, &mut ws, &mut clock, original.as_ref())
 }

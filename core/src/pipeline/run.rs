@@ -43,7 +43,9 @@ use crate::mem::gca::GcaOptions;
 use crate::mem::lsa::{self, LsaError, LsaOptions, LsaReport, LsaWorkspace};
 use crate::reg::alloc::{RegAllocConfig, RegAllocError, RegAllocator, RegReport};
 use crate::storage::{Skipped, StorageBudget, StorageReport};
-use crate::verify::dataflow::{DataflowCapacity, DataflowChecker, DataflowError, Mismatch};
+use crate::verify::dataflow::{
+    DataflowCapacity, DataflowChecker, DataflowError, Mismatch, SplitRunner,
+};
 use crate::verify::placement::{Finding, Scope, Verifier};
 
 /// Time and outcome of one pass.
@@ -414,6 +416,9 @@ pub struct Workspace {
     reg: Option<RegAllocator>,
     verifier: Verifier,
     dataflow: DataflowChecker,
+    /// Runs the dataflow check's original half on another thread, when
+    /// given ([`Workspace::set_split_runner`]).
+    split: Option<alloc::boxed::Box<dyn SplitRunner>>,
     order: LinearOrder,
     live: MemLiveness,
     bounds: Bounds,
@@ -431,6 +436,13 @@ impl Workspace {
     /// [`Workspace::reserve`] again). Off by default.
     pub fn set_release_spent(&mut self, on: bool) {
         self.release_spent = on;
+    }
+
+    /// Gives the dataflow check a runner for its original half (the std
+    /// shim's thread): the check then walks the two programs on two
+    /// threads ([`DataflowChecker::check_split`]), with the same findings.
+    pub fn set_split_runner(&mut self, runner: Option<alloc::boxed::Box<dyn SplitRunner>>) {
+        self.split = runner;
     }
 
     /// Drops the storage of the passes that `done` was the last user of.
@@ -917,10 +929,12 @@ fn run_from(
             // short (this is the check, not a pass).
             // Reserved (within the budget) by `Workspace::reserve`; the
             // walk grows what proves short, up to the storage limit.
-            let d = ws
-                .dataflow
-                .check_growing(orig, m, DataflowCapacity::default())
-                .map_err(PipelineError::DataflowCheck)?;
+            let start = DataflowCapacity::default();
+            let d = match &ws.split {
+                Some(runner) => ws.dataflow.check_split(orig, m, start, runner.as_ref()),
+                None => ws.dataflow.check_growing(orig, m, start),
+            }
+            .map_err(PipelineError::DataflowCheck)?;
             if !d.is_clean() {
                 // Explain a mismatch the input causes: lanes it colors that
                 // conflict make its own reads see other registers' values.

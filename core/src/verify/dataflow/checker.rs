@@ -3,8 +3,8 @@
 
 use super::pieces::first_difference;
 use super::report::{DataflowError, Mismatch, Operand};
-use super::shape::{loc_rect, rows, Seg};
-use super::side::Side;
+use super::shape::{loc_rect, rows, Layout, Seg};
+use super::side::{ReadsView, Side};
 use super::walk::LoopPlan;
 use crate::ir::{Ap, Inst, MemFlags, Module};
 use alloc::vec::Vec;
@@ -106,17 +106,24 @@ impl DataflowCapacity {
     }
 }
 
-/// The cells of partition `q` of location `l` in `m`'s state: region,
-/// partition, and the bytes (a flat location holds its partitions one
-/// after the other on one row, in the same traversal order).
-fn output_row(m: &Module, l: crate::ir::MemLoc, q: u64) -> (usize, u32, Seg) {
-    let (r, seg) = loc_rect(m, l);
+/// The cells of partitions `[q, q + k)` of location `l` in `m`'s state:
+/// region, partitions, and the bytes (a flat location holds its partitions
+/// one after the other on one row, in the same traversal order).
+fn output_rows(
+    m: &Module,
+    layout: &Layout,
+    l: crate::ir::MemLoc,
+    q: u64,
+    k: u64,
+) -> (usize, u32, u32, Seg) {
+    let (r, seg) = loc_rect(m, layout, l);
     let bytes = m.mems.bytes[l] as u64;
     if r.parts() == 1 {
         let a = seg.a.saturating_add(q.saturating_mul(bytes));
-        (r.region, r.p0, Seg::once(a, a.saturating_add(bytes)))
+        let b = a.saturating_add(k.saturating_mul(bytes));
+        (r.region, r.p0, r.p0 + 1, Seg::once(a, b))
     } else {
-        (r.region, r.p0 + q as u32, seg)
+        (r.region, r.p0 + q as u32, r.p0 + (q + k) as u32, seg)
     }
 }
 
@@ -144,15 +151,42 @@ impl DataflowReport<'_> {
     }
 }
 
+/// What the comparisons found: the mismatches kept, the ones counted past
+/// them, the executions compared.
+#[derive(Debug, Default)]
+pub(super) struct Tally {
+    pub mismatches: Vec<Mismatch>,
+    pub max_mismatches: usize,
+    pub dropped: u64,
+    pub compared: u64,
+}
+
+impl Tally {
+    fn report(&mut self, x: Mismatch) {
+        if self.mismatches.len() < self.max_mismatches {
+            self.mismatches.push(x);
+        } else {
+            self.dropped += 1;
+        }
+    }
+
+    fn clear(&mut self) {
+        self.mismatches.clear();
+        self.dropped = 0;
+        self.compared = 0;
+    }
+
+    pub fn heap_bytes(&self) -> u64 {
+        crate::heap_bytes!(self.mismatches)
+    }
+}
+
 /// The reusable workspace of the dataflow checker (see the module doc).
 #[derive(Debug)]
 pub struct DataflowChecker {
     pub(super) orig: Side,
     pub(super) rw: Side,
-    mismatches: Vec<Mismatch>,
-    max_mismatches: usize,
-    dropped: u64,
-    compared: u64,
+    pub(super) tally: Tally,
     /// Heap bytes the checker may grow to ([`DataflowError::OverBudget`]
     /// beyond); `u64::MAX` unless set.
     storage_limit: u64,
@@ -165,10 +199,7 @@ impl Default for DataflowChecker {
         DataflowChecker {
             orig: Side::default(),
             rw: Side::default(),
-            mismatches: Vec::new(),
-            max_mismatches: 0,
-            dropped: 0,
-            compared: 0,
+            tally: Tally::default(),
             storage_limit: u64::MAX,
             plan: LoopPlan::default(),
         }
@@ -178,7 +209,8 @@ impl Default for DataflowChecker {
 impl DataflowChecker {
     /// Heap bytes reserved.
     pub fn heap_bytes(&self) -> u64 {
-        crate::heap_bytes!(self.mismatches)
+        self.tally
+            .heap_bytes()
             .saturating_add(self.orig.heap_bytes())
             .saturating_add(self.rw.heap_bytes())
             .saturating_add(self.plan.heap_bytes())
@@ -212,10 +244,11 @@ impl DataflowChecker {
     pub fn reserve(&mut self, cap: DataflowCapacity) {
         self.orig.reserve(cap.runs, cap.scratch);
         self.rw.reserve(cap.runs, cap.scratch);
-        let _ = self
+        let t = &mut self.tally;
+        let _ = t
             .mismatches
-            .try_reserve(cap.mismatches.saturating_sub(self.mismatches.len()));
-        self.max_mismatches = self.max_mismatches.max(cap.mismatches);
+            .try_reserve(cap.mismatches.saturating_sub(t.mismatches.len()));
+        t.max_mismatches = t.max_mismatches.max(cap.mismatches);
     }
 
     /// Checks that `rewritten` reads, at every surviving original
@@ -240,6 +273,48 @@ impl DataflowChecker {
         rewritten: &Module,
         start: DataflowCapacity,
     ) -> Result<DataflowReport<'_>, DataflowError> {
+        self.prepare(original, rewritten, start)?;
+        self.walk(original, rewritten)?;
+        self.compare_outputs(original, rewritten)?;
+        Ok(self.report())
+    }
+
+    /// [`Self::check_growing`] with the original's half of the lockstep
+    /// walk on another thread: `runner` runs it there and the rewrite's
+    /// half here, joined by a queue of the original's reads
+    /// ([`super::split`]). The same findings and errors as
+    /// [`Self::check_growing`]; the storage limit holds for each half with
+    /// the other's storage as it was when the walk began.
+    pub fn check_split(
+        &mut self,
+        original: &Module,
+        rewritten: &Module,
+        start: DataflowCapacity,
+        runner: &dyn super::split::SplitRunner,
+    ) -> Result<DataflowReport<'_>, DataflowError> {
+        self.prepare(original, rewritten, start)?;
+        self.orig.begin(original)?;
+        self.rw.begin(rewritten)?;
+        let (o, r) = super::split::halves(
+            &mut self.orig,
+            &mut self.rw,
+            &mut self.tally,
+            &self.plan,
+            self.storage_limit,
+        );
+        runner.run(o, r, original, rewritten)?;
+        self.compare_outputs(original, rewritten)?;
+        Ok(self.report())
+    }
+
+    /// Checks the two modules are a rewrite pair, reserves, plans the
+    /// loops and clears the tally.
+    fn prepare(
+        &mut self,
+        original: &Module,
+        rewritten: &Module,
+        start: DataflowCapacity,
+    ) -> Result<(), DataflowError> {
         if rewritten.num_mems() < original.num_mems() {
             return Err(DataflowError::NotARewrite { what: "locations" });
         }
@@ -258,17 +333,18 @@ impl DataflowChecker {
         self.plan.compute(original, rewritten)?;
         self.reserve(start);
         self.cap_state();
-        self.mismatches.clear();
-        self.dropped = 0;
-        self.compared = 0;
-        self.walk(original, rewritten)?;
-        Ok(DataflowReport {
-            mismatches: &self.mismatches,
-            dropped: self.dropped,
-            compared: self.compared,
+        self.tally.clear();
+        Ok(())
+    }
+
+    fn report(&self) -> DataflowReport<'_> {
+        DataflowReport {
+            mismatches: &self.tally.mismatches,
+            dropped: self.tally.dropped,
+            compared: self.tally.compared,
             exact_loops: self.plan.exact_loops,
             sampled: self.plan.sampled,
-        })
+        }
     }
 
     /// How much of each buffer the last check used (high-water marks, for
@@ -277,7 +353,7 @@ impl DataflowChecker {
         DataflowCapacity {
             runs: self.orig.state.used().max(self.rw.state.used()),
             scratch: self.orig.reads_high.max(self.rw.reads_high),
-            mismatches: self.mismatches.len(),
+            mismatches: self.tally.mismatches.len(),
         }
     }
 
@@ -314,7 +390,15 @@ impl DataflowChecker {
                     }
                     self.orig.read(original, e)?;
                     if e == i {
-                        self.compare(original, rewritten, i, walk)?;
+                        compare(
+                            &mut self.tally,
+                            original,
+                            rewritten,
+                            i,
+                            walk,
+                            self.orig.view(),
+                            self.rw.view(),
+                        )?;
                     }
                     self.orig.write(original, e)?;
                     if e == i {
@@ -334,10 +418,31 @@ impl DataflowChecker {
             self.orig.read(original, e)?;
             self.orig.write(original, e)?;
         }
-        // Final contents of the original's outputs, one partition's bytes
-        // at a time: the runs a read gives are bounded by one row, not by
-        // the whole output (an output written in column slices gives one
-        // run per slice and partition).
+        Ok(())
+    }
+
+    /// Compares the final contents of the original's outputs.
+    fn compare_outputs(
+        &mut self,
+        original: &Module,
+        rewritten: &Module,
+    ) -> Result<(), DataflowError> {
+        // Final contents of the original's outputs, in blocks of
+        // partitions sized to the scratch reserved for one instruction's
+        // reads. A read gives one run per slab and band whatever the
+        // partition count when the partitions hold one tile, so an output
+        // is usually one read; one written in pieces on each partition
+        // gives runs per row, and the most runs a row gave so far shrink
+        // the next blocks (down to one row). The storage limit is checked
+        // after every block.
+        let target = self
+            .orig
+            .reads
+            .v
+            .capacity()
+            .min(self.rw.reads.v.capacity())
+            .max(1) as u64;
+        let mut per_row = 1u64;
         for l in original.mems.space.keys() {
             if !original.mems.flags[l].contains(MemFlags::OUTPUT) {
                 continue;
@@ -346,16 +451,19 @@ impl DataflowChecker {
                 original.mems.partitions[l] as u64,
                 original.mems.bytes[l] as u64,
             );
-            for q in 0..parts {
+            let mut q = 0u64;
+            while q < parts {
+                let n = (target / per_row).clamp(1, parts - q);
                 for (side, m) in [(&mut self.orig, original), (&mut self.rw, rewritten)] {
                     side.reads.clear();
-                    let (region, p, seg) = output_row(m, l, q);
-                    side.state.read(region, p, p + 1, &[seg], &mut side.reads)?;
+                    let (region, p0, p1, seg) = output_rows(m, &side.layout, l, q, n);
+                    side.state.read(region, p0, p1, &[seg], &mut side.reads)?;
                 }
+                self.within_budget()?;
                 if let Some((byte, expected, found)) =
                     first_difference(&self.orig.reads.v, &self.rw.reads.v)
                 {
-                    self.report(Mismatch::Output {
+                    self.tally.report(Mismatch::Output {
                         mem: l,
                         byte: q * row + byte,
                         expected,
@@ -363,6 +471,9 @@ impl DataflowChecker {
                     });
                     break;
                 }
+                let runs = self.orig.reads.len().max(self.rw.reads.len()) as u64;
+                per_row = per_row.max(runs.div_ceil(n));
+                q += n;
             }
         }
         Ok(())
@@ -398,87 +509,82 @@ impl DataflowChecker {
         }
         Ok(())
     }
+}
 
-    fn report(&mut self, x: Mismatch) {
-        if self.mismatches.len() < self.max_mismatches {
-            self.mismatches.push(x);
-        } else {
-            self.dropped += 1;
-        }
+/// Compares the reads of `i` in both programs (read, not yet written):
+/// `expected` the original's, `found` the rewrite's.
+pub(super) fn compare(
+    tally: &mut Tally,
+    original: &Module,
+    rewritten: &Module,
+    i: Inst,
+    walk: u8,
+    expected: ReadsView<'_>,
+    found: ReadsView<'_>,
+) -> Result<(), DataflowError> {
+    tally.compared += 1;
+    let ro = rewritten.operands(i);
+    let expected_n = expected.n_operands() as u32;
+    let found_n = found.n_operands() as u32;
+    if expected_n != found_n {
+        return Err(DataflowError::OperandsChanged {
+            inst: i,
+            expected: expected_n,
+            found: found_n,
+        });
     }
-
-    /// Compares the reads of `i` in both programs (read, not yet written).
-    fn compare(
-        &mut self,
-        original: &Module,
-        rewritten: &Module,
-        i: Inst,
-        walk: u8,
-    ) -> Result<(), DataflowError> {
-        self.compared += 1;
-        let ro = rewritten.operands(i);
-        let expected_n = self.orig.n_operands() as u32;
-        let found_n = self.rw.n_operands() as u32;
-        if expected_n != found_n {
-            return Err(DataflowError::OperandsChanged {
+    // The register terms: kept, with the same scale, the same window
+    // size, and the static part at the same place in the window (what
+    // the value of the register selects). Loop terms need no rule of
+    // their own: every iteration's cells are compared.
+    for (k, (a, b)) in original.all_aps(i).zip(rewritten.all_aps(i)).enumerate() {
+        let (x, y) = (original.ap_ext(a).reg, rewritten.ap_ext(b).reg);
+        let same = match (x, y) {
+            (None, None) => true,
+            (Some(x), Some(y)) => {
+                x.scale == y.scale
+                    && x.window_hi - x.window_lo == y.window_hi - y.window_lo
+                    && original.aps.offset[a] as i64 - x.window_lo as i64
+                        == rewritten.aps.offset[b] as i64 - y.window_lo as i64
+            }
+            _ => false,
+        };
+        if !same {
+            tally.report(Mismatch::Term {
                 inst: i,
-                expected: expected_n,
-                found: found_n,
+                operand: k as u8,
+                dropped: y.is_none(),
             });
         }
-        // The register terms: kept, with the same scale, the same window
-        // size, and the static part at the same place in the window (what
-        // the value of the register selects). Loop terms need no rule of
-        // their own: every iteration's cells are compared.
-        for (k, (a, b)) in original.all_aps(i).zip(rewritten.all_aps(i)).enumerate() {
-            let (x, y) = (original.ap_ext(a).reg, rewritten.ap_ext(b).reg);
-            let same = match (x, y) {
-                (None, None) => true,
-                (Some(x), Some(y)) => {
-                    x.scale == y.scale
-                        && x.window_hi - x.window_lo == y.window_hi - y.window_lo
-                        && original.aps.offset[a] as i64 - x.window_lo as i64
-                            == rewritten.aps.offset[b] as i64 - y.window_lo as i64
-                }
-                _ => false,
-            };
-            if !same {
-                self.report(Mismatch::Term {
-                    inst: i,
-                    operand: k as u8,
-                    dropped: y.is_none(),
-                });
-            }
-        }
-        let n_in = ro.n_in as usize;
-        let n_use = ro.n_use as usize;
-        for k in 0..found_n as usize {
-            let diff = first_difference(self.orig.operand(k), self.rw.operand(k));
-            if let Some((byte, expected, found)) = diff {
-                let reads = if k < n_in {
-                    Operand::Mem(rewritten.aps.loc[Ap::from_u32(ro.ap_start + k as u32)])
-                } else if k < n_in + n_use {
-                    Operand::Reg(rewritten.uses(i)[k - n_in])
-                } else {
-                    // A may-written window of an output (after the uses).
-                    let nth = k - n_in - n_use;
-                    let a = rewritten
-                        .outputs(i)
-                        .filter(|&a| rewritten.ap_ext(a).is_dynamic())
-                        .nth(nth);
-                    Operand::Mem(a.map_or(crate::ir::MemLoc::INVALID, |a| rewritten.aps.loc[a]))
-                };
-                self.report(Mismatch::Read {
-                    inst: i,
-                    operand: k as u8,
-                    reads,
-                    walk,
-                    byte,
-                    expected,
-                    found,
-                });
-            }
-        }
-        Ok(())
     }
+    let n_in = ro.n_in as usize;
+    let n_use = ro.n_use as usize;
+    for k in 0..found_n as usize {
+        let diff = first_difference(expected.operand(k), found.operand(k));
+        if let Some((byte, expected, found)) = diff {
+            let reads = if k < n_in {
+                Operand::Mem(rewritten.aps.loc[Ap::from_u32(ro.ap_start + k as u32)])
+            } else if k < n_in + n_use {
+                Operand::Reg(rewritten.uses(i)[k - n_in])
+            } else {
+                // A may-written window of an output (after the uses).
+                let nth = k - n_in - n_use;
+                let a = rewritten
+                    .outputs(i)
+                    .filter(|&a| rewritten.ap_ext(a).is_dynamic())
+                    .nth(nth);
+                Operand::Mem(a.map_or(crate::ir::MemLoc::INVALID, |a| rewritten.aps.loc[a]))
+            };
+            tally.report(Mismatch::Read {
+                inst: i,
+                operand: k as u8,
+                reads,
+                walk,
+                byte,
+                expected,
+                found,
+            });
+        }
+    }
+    Ok(())
 }

@@ -37,7 +37,9 @@
 //! rewrite added are executed but not compared. The final contents of every
 //! `OUTPUT` location are compared at the end. An original read that saw
 //! uninitialized memory matches anything. Nothing is recorded for the whole
-//! program: the memory is the two states plus one instruction's reads.
+//! program: the memory is the two states plus one instruction's reads (and,
+//! when the walk runs as two halves on two threads — `split` — the
+//! original's reads in flight, a few batches).
 //!
 //! Loops: each loop body is walked twice when its trip count is not 1 (the
 //! second walk runs inner loops once), so a value clobbered on its way around
@@ -60,11 +62,13 @@ mod pieces;
 mod report;
 mod shape;
 mod side;
+mod split;
 mod state;
 mod walk;
 
 pub use checker::{DataflowCapacity, DataflowChecker, DataflowReport};
 pub use report::{DataflowError, Mismatch, MismatchDisplay, Operand, Origin, Value};
+pub use split::{OriginalHalf, ReadBatch, RewriteHalf, SplitRunner, BATCH_RECORDS, BATCH_RUNS};
 
 #[cfg(test)]
 mod tests;

@@ -7,7 +7,8 @@
 //! allocator put on the same cells clobber each other exactly as on
 //! hardware. DRAM is one flat byte space (partition 0, address `offset + q ×
 //! bytes + byte`). An unplaced location has a private region of its own
-//! (partition q, address byte). Registers are 4 bytes per 32-bit lane:
+//! (partition q, address byte), except an unplaced DRAM location that some
+//! pattern reaches as flat bytes ([`Layout`]). Registers are 4 bytes per 32-bit lane:
 //! colored ones in the register-file region at `lane × 4`, uncolored ones in
 //! a private region.
 
@@ -25,6 +26,76 @@ pub(super) const LANE_BYTES: u64 = 4;
 const REGISTER_FILE: usize = 3;
 /// Private regions start here: locations, then registers.
 const FIRST_PRIVATE: usize = 4;
+
+/// How a module's unplaced DRAM locations are held: as a plane (partition
+/// q at row q, the form of an unplaced on-chip location) or as flat bytes
+/// (partition q at byte `q × bytes`, the form of placed DRAM).
+///
+/// Both forms hold the same value at the same cell — flat byte `q × bytes +
+/// x` is cell (q, x) of the plane — so the choice changes no finding; it is
+/// what a location's writes cost. A rectangle write is one run in a plane
+/// but one run per partition in flat bytes (a column slice of a DRAM tile
+/// is 128 rows of it), so a location is held flat only when it must be:
+/// when some pattern of the module on it has an explicit partition step
+/// (partition k of the pattern at `k × step` bytes, not a row of the
+/// plane), or may reach past the plane's rows or partitions (the hull over
+/// its iterations and window, [`Module::ap_byte_span`] and
+/// [`Module::ap_rows`]: a plane would refuse such a cell, flat bytes hold
+/// it while it stays inside the location).
+///
+/// Invariant: after [`Layout::compute`] for `m`, bit `l` is set iff the
+/// unplaced DRAM location `l` of `m` is held flat.
+#[derive(Debug, Default)]
+pub(super) struct Layout {
+    flat: Vec<u64>,
+}
+
+impl Layout {
+    /// Heap bytes reserved.
+    pub fn heap_bytes(&self) -> u64 {
+        crate::heap_bytes!(self.flat)
+    }
+
+    /// Decides the form of each of `m`'s unplaced DRAM locations (see the
+    /// type doc), in one pass over its access patterns.
+    pub fn compute(&mut self, m: &Module) -> Result<(), DataflowError> {
+        let words = m.num_mems().div_ceil(64);
+        self.flat.clear();
+        if self.flat.try_reserve(words).is_err() {
+            return Err(DataflowError::Capacity {
+                what: "the DRAM layout",
+                reserved: self.flat.capacity(),
+            });
+        }
+        self.flat.resize(words, 0);
+        for k in 0..m.num_aps() {
+            let a = Ap::new(k);
+            let l = m.aps.loc[a];
+            if !l.is_valid()
+                || l.index() >= m.num_mems()
+                || m.mems.space[l] != Space::Dram
+                || m.is_placed(l)
+            {
+                continue;
+            }
+            let in_plane = m.ap_ext(a).pstep.is_none()
+                && m.ap_rows(a).1 <= m.mems.partitions[l]
+                && m.ap_byte_span(a)
+                    .is_some_and(|(_, hi)| hi <= m.mems.bytes[l] as u64);
+            if !in_plane {
+                self.flat[l.index() / 64] |= 1 << (l.index() % 64);
+            }
+        }
+        Ok(())
+    }
+
+    /// True when unplaced DRAM location `l` is held as flat bytes.
+    fn is_flat(&self, l: MemLoc) -> bool {
+        self.flat
+            .get(l.index() / 64)
+            .is_some_and(|w| w & (1 << (l.index() % 64)) != 0)
+    }
+}
 
 /// Regions a module's cells need.
 pub(super) fn regions(m: &Module) -> usize {
@@ -142,6 +213,7 @@ fn push_seg(segs: &mut Vec<Seg>, a: u64, b: u64, reps: u64) -> Result<(), Datafl
 /// [`DataflowError::BadAccess`].
 pub(super) fn ap_rect(
     m: &Module,
+    layout: &Layout,
     inst: Inst,
     ap: Ap,
     segs: &mut Vec<Seg>,
@@ -149,7 +221,7 @@ pub(super) fn ap_rect(
 ) -> Result<Rect, DataflowError> {
     segs.clear();
     let loc = m.aps.loc[ap];
-    let (region, p_base, addr_base, flat) = place(m, loc);
+    let (region, p_base, addr_base, flat) = place(m, layout, loc);
     let ext = m.ap_ext(ap);
     let bad = DataflowError::BadAccess { inst, ap };
     // The static start, moved by this execution's loop terms.
@@ -279,11 +351,10 @@ pub(super) fn ap_rect(
 }
 
 /// (region, first partition, first address, flat DRAM?) of a location.
-fn place(m: &Module, l: MemLoc) -> (usize, u64, u64, bool) {
+fn place(m: &Module, layout: &Layout, l: MemLoc) -> (usize, u64, u64, bool) {
     if !m.is_placed(l) {
-        // DRAM is flat placed or not (partition q is row q), so that a
-        // pattern with a partition step means the same in both.
-        let flat = m.mems.space[l] == Space::Dram;
+        // Unplaced DRAM is flat when a pattern needs it (`Layout`).
+        let flat = m.mems.space[l] == Space::Dram && layout.is_flat(l);
         return (FIRST_PRIVATE + l.index(), 0, 0, flat);
     }
     let space = m.mems.space[l];
@@ -296,8 +367,8 @@ fn place(m: &Module, l: MemLoc) -> (usize, u64, u64, bool) {
 
 /// The whole of a location: its rectangle, and its one segment per
 /// partition (all partitions' bytes in one segment in flat DRAM).
-pub(super) fn loc_rect(m: &Module, l: MemLoc) -> (Rect, Seg) {
-    let (region, p_base, addr, flat) = place(m, l);
+pub(super) fn loc_rect(m: &Module, layout: &Layout, l: MemLoc) -> (Rect, Seg) {
+    let (region, p_base, addr, flat) = place(m, layout, l);
     let parts = m.mems.partitions[l] as u64;
     let bytes = m.mems.bytes[l] as u64;
     if flat {

@@ -11,15 +11,40 @@ use alloc::vec::Vec;
 
 use super::pieces::{push_grow, Cursor, Piece, Pieces};
 use super::report::{DataflowError, Origin};
-use super::shape::{ap_rect, loc_rect, reg_cells, regions, Rect, Seg, LANE_BYTES};
+use super::shape::{ap_rect, loc_rect, reg_cells, regions, Layout, Rect, Seg, LANE_BYTES};
 use super::state::{CellMap, Fill};
 use super::walk::Walker;
 use crate::ir::{Ap, Inst, MemFlags, Module, Opcode};
+
+/// One execution's reads: runs, and where each operand's runs start in
+/// them (plus one end).
+#[derive(Copy, Clone, Debug)]
+pub(super) struct ReadsView<'a> {
+    pub pieces: &'a [Piece],
+    pub ops: &'a [u32],
+}
+
+impl<'a> ReadsView<'a> {
+    /// Read operands.
+    pub fn n_operands(&self) -> usize {
+        self.ops.len().saturating_sub(1)
+    }
+
+    /// The runs read operand `k` produced.
+    pub fn operand(&self, k: usize) -> &'a [Piece] {
+        match (self.ops.get(k), self.ops.get(k + 1)) {
+            (Some(&a), Some(&b)) => self.pieces.get(a as usize..b as usize).unwrap_or(&[]),
+            _ => &[],
+        }
+    }
+}
 
 #[derive(Debug, Default)]
 pub(super) struct Side {
     pub state: CellMap,
     pub walker: Walker,
+    /// How the program's unplaced DRAM locations are held.
+    pub layout: Layout,
     /// One instruction's reads, operand after operand.
     pub reads: Pieces,
     /// Where each read operand's runs start in `reads` (plus one end).
@@ -37,6 +62,7 @@ impl Side {
         crate::heap_bytes!(self.reads.v, self.ops, self.segs, self.chunk)
             .saturating_add(self.state.heap_bytes())
             .saturating_add(self.walker.heap_bytes())
+            .saturating_add(self.layout.heap_bytes())
     }
 
     pub fn reserve(&mut self, runs: usize, reads: usize) {
@@ -54,10 +80,11 @@ impl Side {
     /// (partition × bytes + byte), everything else is uninitialized.
     pub fn begin(&mut self, m: &Module) -> Result<(), DataflowError> {
         self.state.clear(regions(m));
+        self.layout.compute(m)?;
         self.reads_high = 0;
         for l in m.mems.space.keys() {
             if m.mems.flags[l].contains(MemFlags::INPUT) {
-                let (r, Seg { a, b, .. }) = loc_rect(m, l);
+                let (r, Seg { a, b, .. }) = loc_rect(m, &self.layout, l);
                 let fill = Fill {
                     origin: Origin::Input(l),
                     offset: 0,
@@ -108,7 +135,7 @@ impl Side {
     /// Appends the cells of pattern `a` (this execution's) to `reads`.
     fn read_ap(&mut self, m: &Module, i: Inst, a: Ap) -> Result<(), DataflowError> {
         let w = &self.walker;
-        let r = ap_rect(m, i, a, &mut self.segs, &|l| w.iv(l))?;
+        let r = ap_rect(m, &self.layout, i, a, &mut self.segs, &|l| w.iv(l))?;
         if r.bcast > 0 {
             for _ in 0..r.bcast {
                 self.state
@@ -120,17 +147,17 @@ impl Side {
             .read(r.region, r.p0, r.p1, &self.segs, &mut self.reads)
     }
 
-    /// Read operands of the last [`Self::read`].
-    pub fn n_operands(&self) -> usize {
-        self.ops.len().saturating_sub(1)
+    /// The reads of the last [`Self::read`], operand by operand.
+    pub fn view(&self) -> ReadsView<'_> {
+        ReadsView {
+            pieces: &self.reads.v,
+            ops: &self.ops,
+        }
     }
 
     /// The runs read operand `k` produced.
     pub fn operand(&self, k: usize) -> &[Piece] {
-        match (self.ops.get(k), self.ops.get(k + 1)) {
-            (Some(&a), Some(&b)) => self.reads.v.get(a as usize..b as usize).unwrap_or(&[]),
-            _ => &[],
-        }
+        self.view().operand(k)
     }
 
     /// Bytes read operand `k` produced.
@@ -192,7 +219,7 @@ impl Side {
             let rect = if o.n_out == 1 {
                 let out = Ap::from_u32(o.ap_start + o.n_in as u32);
                 let w = &self.walker;
-                ap_rect(m, i, out, &mut self.segs, &|l| w.iv(l))?
+                ap_rect(m, &self.layout, i, out, &mut self.segs, &|l| w.iv(l))?
             } else {
                 let (region, x, y) = reg_cells(m, m.defs(i)[0]);
                 self.segs.clear();
@@ -217,7 +244,7 @@ impl Side {
                 operand: k as u8,
             };
             let w = &self.walker;
-            let r = ap_rect(m, i, a, &mut self.segs, &|l| w.iv(l))?;
+            let r = ap_rect(m, &self.layout, i, a, &mut self.segs, &|l| w.iv(l))?;
             let mut t: u64 = 0;
             for seg in &self.segs {
                 // A segment written several times keeps its last walk.

@@ -1,0 +1,129 @@
+//! The dataflow check on two threads (`tusk_shim::split::ThreadSplit`, what
+//! `tusk run` uses on a machine with a second core) against the one-thread
+//! walk, on allocated generated modules with planted violations: the same
+//! mismatches, counts and errors. The modules are large enough that the
+//! original's reads cross many batches and the queue fills.
+
+use tusk_core::gen::module::{generate, GenParams};
+use tusk_core::ir::{Module, Opcode};
+use tusk_core::mem::exact::Clock;
+use tusk_core::pipeline::{self, Options, Workspace};
+use tusk_core::verify::dataflow::{
+    DataflowCapacity, DataflowChecker, DataflowError, DataflowReport, BATCH_RECORDS,
+};
+use tusk_shim::split::ThreadSplit;
+
+struct Ticks(u64);
+
+impl Clock for Ticks {
+    fn now_micros(&mut self) -> u64 {
+        self.0 += 1;
+        self.0
+    }
+}
+
+fn allocated(orig: &Module, optlevel: u8) -> Module {
+    let mut m = orig.clone();
+    let opts = Options {
+        optlevel,
+        no_verify: true,
+        ..Options::default()
+    }
+    .normalize()
+    .unwrap();
+    let mut ws = Workspace::new();
+    pipeline::reserve_and_run(&mut m, &opts, &mut ws, &mut Ticks(0), None)
+        .unwrap_or_else(|e| panic!("{}", e.display(&m)));
+    m
+}
+
+fn verdict(r: Result<DataflowReport<'_>, DataflowError>) -> String {
+    match r {
+        Ok(r) => format!(
+            "{:?} dropped {} compared {}",
+            r.mismatches, r.dropped, r.compared
+        ),
+        Err(e) => format!("error {e:?}"),
+    }
+}
+
+/// Both walks' verdicts; asserts they agree.
+fn agree(o: &Module, r: &Module, what: &str) -> String {
+    let seq = verdict(DataflowChecker::new().check(o, r));
+    let cap = DataflowCapacity::estimate(o, r);
+    let split = verdict(DataflowChecker::new().check_split(o, r, cap, &ThreadSplit));
+    assert_eq!(seq, split, "{what}");
+    seq
+}
+
+fn nth_of(m: &Module, op: Opcode, frac: usize) -> tusk_core::ir::Inst {
+    let all: Vec<_> = m
+        .program_order()
+        .filter(|&i| m.insts.opcode[i] == op)
+        .collect();
+    all[(all.len() - 1) * frac / 100]
+}
+
+#[test]
+fn two_threads_find_what_one_finds() {
+    let mut modules = Vec::new();
+    for (preset, n, seed) in [("default", 6_000usize, 1u64), ("constructs", 2_000, 4)] {
+        let base = if preset == "default" {
+            GenParams::default()
+        } else {
+            GenParams::constructs()
+        };
+        let p = GenParams {
+            instructions: n,
+            seed,
+            ..base
+        };
+        modules.push((preset, generate(&p).unwrap()));
+    }
+    let mut seen = [0usize; 3]; // clean, mismatches, errors
+    for (preset, orig) in &modules {
+        for opt in [2u8, 8] {
+            let rw = allocated(orig, opt);
+            let mut cases: Vec<(String, Module)> = vec![("as allocated".into(), rw.clone())];
+            for frac in [5usize, 50, 95] {
+                let mut r = rw.clone();
+                let s = nth_of(&r, Opcode::Save, frac);
+                let a = r.outputs(s).next().unwrap();
+                let l = r.aps.loc[a];
+                r.shift_ap(a, l, 0, 4);
+                cases.push((format!("save at {frac}% writes 4 bytes further"), r));
+                let mut r = rw.clone();
+                let ld = nth_of(&r, Opcode::Load, frac);
+                r.remove_inst(ld);
+                cases.push((format!("load at {frac}% removed"), r));
+                let mut r = rw.clone();
+                let ld = nth_of(&r, Opcode::Load, frac);
+                let a = r.inputs(ld).next().unwrap();
+                r.aps.offset[a] = 1 << 30;
+                cases.push((format!("load at {frac}% reads outside"), r));
+            }
+            for (what, r) in &cases {
+                let ctx = format!("{preset} optlevel {opt}: {what}");
+                let v = agree(orig, r, &ctx);
+                let k = if v.starts_with("error") {
+                    2
+                } else if v.starts_with("[] dropped 0") {
+                    0
+                } else {
+                    1
+                };
+                seen[k] += 1;
+                if what == "as allocated" {
+                    assert_eq!(k, 0, "{ctx}: {v}");
+                    // Enough executions for many batches.
+                    let n = DataflowChecker::new().check(orig, r).unwrap().compared;
+                    assert!(n as usize > 2 * BATCH_RECORDS, "{ctx}: {n}");
+                }
+                // With the roles swapped, the original's half meets the
+                // broken patterns and the removed instructions.
+                agree(r, orig, &format!("{ctx}, swapped"));
+            }
+        }
+    }
+    assert!(seen.iter().all(|&n| n > 0), "{seen:?}");
+}
