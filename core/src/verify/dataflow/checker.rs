@@ -442,7 +442,10 @@ impl DataflowChecker {
             .capacity()
             .min(self.rw.reads.v.capacity())
             .max(1) as u64;
-        let mut per_row = 1u64;
+        // Unknown until a first row was read: the first block is one row,
+        // so that a fragmented output never asks the scratch for all of
+        // its rows at once (a device's heap may not hold them).
+        let mut per_row: Option<u64> = None;
         for l in original.mems.space.keys() {
             if !original.mems.flags[l].contains(MemFlags::OUTPUT) {
                 continue;
@@ -453,7 +456,7 @@ impl DataflowChecker {
             );
             let mut q = 0u64;
             while q < parts {
-                let n = (target / per_row).clamp(1, parts - q);
+                let n = per_row.map_or(1, |r| (target / r).clamp(1, parts - q));
                 for (side, m) in [(&mut self.orig, original), (&mut self.rw, rewritten)] {
                     side.reads.clear();
                     let (region, p0, p1, seg) = output_rows(m, &side.layout, l, q, n);
@@ -472,7 +475,7 @@ impl DataflowChecker {
                     break;
                 }
                 let runs = self.orig.reads.len().max(self.rw.reads.len()) as u64;
-                per_row = per_row.max(runs.div_ceil(n));
+                per_row = Some(per_row.unwrap_or(1).max(runs.div_ceil(n)));
                 q += n;
             }
         }
