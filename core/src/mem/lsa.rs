@@ -2421,7 +2421,7 @@ mod tests {
         let named = err.display(&m).to_string();
         assert!(
             named.starts_with("Instruction `%c = tensor_tensor add %a, %b` (block ")
-                && named.contains(" (position 2) couldn't be allocated in SB: %c needs"),
+                && named.contains(" couldn't be allocated in SB: %c needs"),
             "{named}"
         );
     }
