@@ -33,6 +33,13 @@ use crate::ir::{
     Capacity, Column, EntityRef, Inst, InstFlags, Loop, MemFlags, MemLoc, Module, Reg,
 };
 
+/// The covering-write test `finish_value` is handed: for the access
+/// positions of a value and one partial write's index, `None` when the
+/// write does not cover what its nest reads back (the loop rule carries the
+/// value over the nest), else the span the value is then live over (if
+/// any).
+type CoverTest<'a> = dyn Fn(&[u32], usize) -> Option<Option<(u32, u32)>> + 'a;
+
 /// `start` of a value that is never live.
 pub const NOT_LIVE: u32 = u32::MAX;
 
@@ -251,7 +258,7 @@ impl<K: EntityRef> Liveness<K> {
         v: K,
         live_from_entry: bool,
         live_to_exit: bool,
-        covers: &dyn Fn(&[u32], usize) -> Option<Option<(u32, u32)>>,
+        covers: &CoverTest<'_>,
     ) {
         let n = order.len() as u32;
         let (a, b) = (
@@ -358,9 +365,7 @@ fn covering_write(
     k: usize,
 ) -> Option<Option<(u32, u32)>> {
     let p = acc[k];
-    let Some((outer_start, outer_end)) = order.outermost_loop_span(m, p) else {
-        return None;
-    };
+    let (outer_start, outer_end) = order.outermost_loop_span(m, p)?;
     // The write is the nest's first access of `v`, alone in its
     // instruction.
     if k > 0 && acc[k - 1] >= outer_start {
@@ -388,9 +393,7 @@ fn covering_write(
         if !l.is_valid() {
             return None;
         }
-        let Some(t) = ext.terms.iter().find(|t| t.lp == l) else {
-            return None;
-        };
+        let t = ext.terms.iter().find(|t| t.lp == l)?;
         let trip = m.loops.trip[l];
         if t.parts != 0 || trip == crate::ir::UNKNOWN_TRIP || trip == 0 {
             return None;
@@ -407,9 +410,7 @@ fn covering_write(
         }
         covered = covered.saturating_mul(trip as i64);
     }
-    let Some((lo, hi)) = m.ap_byte_span(w) else {
-        return None;
-    };
+    let (lo, hi) = m.ap_byte_span(w)?;
     if (hi - lo) as i64 != covered {
         return None;
     }
@@ -423,9 +424,7 @@ fn covering_write(
         for _ in 1..d {
             top = m.loops.parent[top];
         }
-        let Some((top_start, top_end)) = order.loop_span(top) else {
-            return None;
-        };
+        let (top_start, top_end) = order.loop_span(top)?;
         (top_end, l, Some((top_start, top_end)))
     };
     let holder_end = if holder.is_valid() {
@@ -450,9 +449,7 @@ fn covering_write(
     // write's static part.
     let w_loop = m.inst_loop(i);
     let inner_end = order.loop_span(w_loop).map_or(p, |(_, e)| e);
-    let Some((w_lo, w_hi)) = static_span(m, w) else {
-        return None;
-    };
+    let (w_lo, w_hi) = static_span(m, w)?;
     let w_rows = (
         m.aps.part_start[w] as u32,
         m.aps.part_start[w] as u32 + m.aps.part_count[w] as u32,

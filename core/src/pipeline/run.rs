@@ -30,7 +30,9 @@ use core::fmt;
 
 use super::options::{Allocator, Options, OptionsError};
 use super::passes::{passes, Pass, MAX_PASSES};
-use crate::analysis::{Bounds, LinearOrder, MemLiveness};
+use crate::analysis::{
+    Bounds, LinearOrder, MemLiveness, Schedule, ScheduleOptions, ScheduleReport,
+};
 use crate::dma::pass::{
     DmaError, DmaStats, DmaWorkspace, DMA_OPTIMIZATION_PSUM, DMA_OPTIMIZATION_SB,
 };
@@ -121,6 +123,9 @@ pub struct RunReport {
     /// What the workspace's reservation is made of, and the methods it
     /// skipped or cut short for the storage budget.
     pub storage: StorageReport,
+    /// The schedule model on the result (makespan, and what the placement
+    /// costs: [`crate::analysis::schedule`]).
+    pub schedule: Option<ScheduleReport>,
 }
 
 impl RunReport {
@@ -293,6 +298,7 @@ pub struct Workspace {
     order: LinearOrder,
     live: MemLiveness,
     bounds: Bounds,
+    schedule: Schedule,
     storage: StorageReport,
 }
 
@@ -477,6 +483,9 @@ impl Workspace {
         if grown > 0 {
             storage.add("pipeline analyses (grown)", grown);
         }
+        self.schedule
+            .reserve(&cap, ScheduleOptions::default().window);
+        storage.add("schedule model", self.schedule.heap_bytes());
         // The checker may grow into what the whole reservation left.
         self.dataflow.set_storage_limit(
             self.dataflow
@@ -718,6 +727,7 @@ fn run_from(
         }
     }
     summarize(m, &mut report);
+    report.schedule = Some(ws.schedule.run(m, &ScheduleOptions::default()));
     if !opts.no_verify {
         if ws.release_spent {
             // Spent: the checks bring their own analyses.
