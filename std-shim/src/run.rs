@@ -130,6 +130,12 @@ pub fn summary(file: &str, m: &Module, r: &RunReport) -> String {
             if g.rounds == 1 { "" } else { "s" }
         ));
     }
+    if let Some(x) = &r.rotation {
+        s.push_str(&format!(
+            "  PSUM  rotation: {} of {} tiles moved, banks used {} -> {}\n",
+            x.moved, x.tiles, x.banks_before, x.banks_after
+        ));
+    }
     if let Some(x) = &r.schedule {
         s.push_str(&schedule_lines(m, x));
     }
@@ -397,5 +403,11 @@ pub fn report_json(file: &str, m: &Module, r: &RunReport) -> Value {
         "verify_micros": r.verify_micros,
         "storage": storage_json(&r.storage),
         "schedule": r.schedule.as_ref().map(|x| schedule_json(m, x)),
+        "rotation": r.rotation.as_ref().map(|x| json!({
+            "tiles": x.tiles,
+            "moved": x.moved,
+            "banks_before": x.banks_before,
+            "banks_after": x.banks_after,
+        })),
     })
 }

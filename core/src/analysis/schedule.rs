@@ -37,15 +37,20 @@
 //!   entry of its own location replaces it (everything after the write is
 //!   after the entry too). When the table is full, the entry that finished
 //!   first leaves it and its finish time is folded into its location's
-//!   floor: later accesses of that location wait for it (a true
+//!   floor (a fixed table by location index; locations that share a slot
+//!   share a floor): later accesses of that location wait for it (a true
 //!   dependency is never lost, at worst over-serialized), and a placement
 //!   dependency on it is lost (the loss is then under-estimated).
 //! - Register-lane sharing (a register allocator's false dependencies) and
 //!   register-term windows beyond their declared window are not modelled:
 //!   a register-term access touches its whole window.
 //!
-//! Storage: [`Schedule::reserve`] sizes every table from a module's
-//! capacity and the window; [`Schedule::run`] then does not allocate.
+//! Storage: fixed tables (the window, the floors, the delays of the most
+//! delayed instructions) plus one entry per register and per loop, so a
+//! module of millions of instructions costs the model well under a
+//! megabyte; [`Schedule::reserve`] sizes them, and [`Schedule::run`] then
+//! does not allocate. Time: at most `max_executions × window` overlap
+//! tests per walk.
 
 use arrayvec::ArrayVec;
 
@@ -83,9 +88,12 @@ pub struct ScheduleOptions {
 impl Default for ScheduleOptions {
     fn default() -> Self {
         ScheduleOptions {
-            max_executions: 1 << 20,
+            // A kernel's tiled loops (the examples: at most a few thousand
+            // executions) run in full; a generated module of millions of
+            // executions is extrapolated after 65536 (a few hundred ms).
+            max_executions: 1 << 16,
             window: 128,
-            what_if_executions: 1 << 22,
+            what_if_executions: 1 << 18,
         }
     }
 }
@@ -161,7 +169,7 @@ impl ScheduleReport {
 /// The cells of a pattern in iteration 0 of its loops, relative to its
 /// location (see [`pattern::Extent`]), and whether a register term fixes
 /// its bytes to the window.
-#[derive(Copy, Clone, Debug, Default)]
+#[derive(Copy, Clone, Debug)]
 struct Base {
     p0: i64,
     p1: i64,
@@ -197,6 +205,7 @@ struct Access {
 /// Per instruction: the placement delay it suffered.
 #[derive(Copy, Clone, Debug)]
 struct Cost {
+    inst: Inst,
     cycles: u64,
     waits: u64,
     worst: u64,
@@ -225,12 +234,14 @@ struct Frame {
 /// The model's storage (see the module doc).
 #[derive(Clone, Debug, Default)]
 pub struct Schedule {
-    base: Vec<Base>,
-    latency: Vec<u64>,
-    resource: Vec<u16>,
+    /// The placement delays of the instructions that suffered one: an
+    /// open-addressing table of [`COST_SLOTS`] slots keyed by instruction
+    /// (when a probe finds no room, the entry with the least delay makes
+    /// way), so its size does not grow with the program.
     cost: Vec<Cost>,
-    /// Per location: evicted finish times (write with, write without,
-    /// any with, any without).
+    /// Evicted finish times (write with, write without, any with, any
+    /// without) per location, in [`FLOOR_SLOTS`] slots by location index:
+    /// locations sharing a slot share a floor (a conservative merge).
     floor: Vec<[u64; 4]>,
     /// Per register: its last definition's finish times.
     reg_def: Vec<[u64; 2]>,
@@ -238,6 +249,15 @@ pub struct Schedule {
     frames: Vec<Frame>,
     entries: Vec<Entry>,
 }
+
+/// Slots of the delay table (a power of two).
+const COST_SLOTS: usize = 4096;
+
+/// Slots probed for one instruction in the delay table.
+const COST_PROBES: usize = 8;
+
+/// Slots of the floor table.
+const FLOOR_SLOTS: usize = 1024;
 
 impl Schedule {
     /// Empty storage.
@@ -248,9 +268,6 @@ impl Schedule {
     /// Heap bytes reserved.
     pub fn heap_bytes(&self) -> u64 {
         crate::heap_bytes!(
-            self.base,
-            self.latency,
-            self.resource,
             self.cost,
             self.floor,
             self.reg_def,
@@ -265,11 +282,8 @@ impl Schedule {
     /// within `cap` with that window does not allocate.
     pub fn reserve(&mut self, cap: &Capacity, window: usize) {
         use super::order::grow;
-        grow(&mut self.base, cap.aps);
-        grow(&mut self.latency, cap.insts);
-        grow(&mut self.resource, cap.insts);
-        grow(&mut self.cost, cap.insts);
-        grow(&mut self.floor, cap.mems);
+        grow(&mut self.cost, COST_SLOTS);
+        grow(&mut self.floor, FLOOR_SLOTS);
         grow(&mut self.reg_def, cap.regs);
         grow(&mut self.iv, cap.loops);
         grow(&mut self.frames, cap.loops + 1);
@@ -282,7 +296,6 @@ impl Schedule {
     pub fn run(&mut self, m: &Module, opts: &ScheduleOptions) -> ScheduleReport {
         let window = opts.window.max(1);
         self.reserve(&m.capacity(), window);
-        self.prepare(m);
         let mut rep = ScheduleReport {
             total_executions: total_executions(m),
             ..ScheduleReport::default()
@@ -306,6 +319,7 @@ impl Schedule {
                 (
                     core::cmp::Reverse(d.makespan_cost),
                     core::cmp::Reverse(d.cycles),
+                    d.inst.as_u32(),
                 )
             });
         }
@@ -390,57 +404,12 @@ impl Schedule {
         clocks.end
     }
 
-    /// Per-pattern bases, per-instruction latencies and resources.
-    fn prepare(&mut self, m: &Module) {
-        self.base.clear();
-        for k in 0..m.num_aps() {
-            let a = Ap::new(k);
-            let ext = m.ap_ext(a);
-            let mut still = ext.clone();
-            still.terms.clear();
-            let e = pattern::extent(
-                m,
-                m.aps.loc[a],
-                m.aps.part_start[a] as u16,
-                m.aps.part_count[a] as u16,
-                m.aps.offset[a],
-                m.aps.elem_size[a],
-                m.ap_dims(a),
-                &still,
-            );
-            self.base.push(Base {
-                p0: e.part_lo,
-                p1: e.part_hi,
-                b0: e.byte_lo,
-                b1: e.byte_hi,
-                flat: e.flat,
-                reg: ext.reg.is_some(),
-            });
-        }
-        self.latency.clear();
-        self.resource.clear();
-        for k in 0..m.num_insts() {
-            let (lat, res) = latency(m, Inst::new(k));
-            self.latency.push(lat);
-            self.resource.push(res);
-        }
-    }
-
     /// Clears the per-walk state.
     fn reset(&mut self, m: &Module) {
         self.cost.clear();
-        for _ in 0..m.num_insts() {
-            self.cost.push(Cost {
-                cycles: 0,
-                waits: 0,
-                worst: 0,
-                waits_for: Inst::INVALID,
-                loc: MemLoc::INVALID,
-                other: MemLoc::INVALID,
-            });
-        }
+        self.cost.resize(COST_SLOTS, Cost::EMPTY);
         self.floor.clear();
-        self.floor.resize(m.num_mems(), [0; 4]);
+        self.floor.resize(FLOOR_SLOTS, [0; 4]);
         self.reg_def.clear();
         self.reg_def.resize(m.num_regs(), [0; 2]);
         self.iv.clear();
@@ -451,7 +420,7 @@ impl Schedule {
     /// The cells pattern `a` touches in the current iteration: physical
     /// when its location is placed, else relative to the location.
     fn access(&self, m: &Module, a: Ap, write: bool) -> Access {
-        let be = self.base[a.index()];
+        let be = base(m, a);
         let (mut dp, mut db) = (0i64, 0i64);
         for t in &m.ap_ext(a).terms {
             let iv = self.iv.get(t.lp.index()).copied().unwrap_or(0) as i64;
@@ -522,8 +491,8 @@ impl Schedule {
         for a in m.outputs(i) {
             let _ = acc.try_push(self.access(m, a, true));
         }
-        let res = self.resource[i.index()] as usize;
-        let lat = self.latency[i.index()];
+        let (lat, res) = latency(m, i);
+        let res = res as usize;
         // ready[mode]: true dependencies and the resource; place: the
         // placement-added dependencies (mode 0 only).
         let mut ready = free.get(res).copied().unwrap_or([0; 2]);
@@ -539,7 +508,7 @@ impl Schedule {
             }
         }
         for x in &acc {
-            if let Some(f) = self.floor.get(x.loc.index()) {
+            if let Some(f) = self.floor.get(x.loc.index() % FLOOR_SLOTS) {
                 let (w, n) = if x.write { (f[2], f[3]) } else { (f[0], f[1]) };
                 ready = [ready[0].max(w), ready[1].max(n)];
             }
@@ -568,11 +537,12 @@ impl Schedule {
         if place > ready[0] {
             rep.placement_waits += 1;
             let d = place - ready[0];
-            let c = &mut self.cost[i.index()];
-            c.cycles = c.cycles.saturating_add(d);
-            c.waits += 1;
-            if let (true, Some((w, l, o))) = (d > c.worst, blocker) {
-                (c.worst, c.waits_for, c.loc, c.other) = (d, w, l, o);
+            if let Some(c) = self.cost_slot(i, d) {
+                c.cycles = c.cycles.saturating_add(d);
+                c.waits += 1;
+                if let (true, Some((w, l, o))) = (d > c.worst, blocker) {
+                    (c.worst, c.waits_for, c.loc, c.other) = (d, w, l, o);
+                }
             }
         }
         let fin = [start[0] + lat, start[1] + lat];
@@ -634,7 +604,7 @@ impl Schedule {
         };
         let e = self.entries.swap_remove(k);
         rep.evicted += 1;
-        if let Some(f) = self.floor.get_mut(e.loc.index()) {
+        if let Some(f) = self.floor.get_mut(e.loc.index() % FLOOR_SLOTS) {
             if e.write {
                 f[0] = f[0].max(e.t[0]);
                 f[1] = f[1].max(e.t[1]);
@@ -644,15 +614,45 @@ impl Schedule {
         }
     }
 
+    /// The delay-table slot of `i`, claimed for it when free; when its
+    /// probes are all taken by others, the one with the least delay makes
+    /// way if that is less than `d` (else the delay is not recorded).
+    fn cost_slot(&mut self, i: Inst, d: u64) -> Option<&mut Cost> {
+        let h = (i.as_u32().wrapping_mul(0x9E37_79B1) >> 12) as usize;
+        let mut weakest: Option<(usize, u64)> = None;
+        for k in 0..COST_PROBES {
+            let at = (h + k) & (COST_SLOTS - 1);
+            let c = self.cost.get(at)?;
+            if c.inst == i || !c.inst.is_valid() {
+                let c = self.cost.get_mut(at)?;
+                c.inst = i;
+                return Some(c);
+            }
+            if weakest.map_or(true, |(_, w)| c.cycles < w) {
+                weakest = Some((at, c.cycles));
+            }
+        }
+        let (at, cycles) = weakest?;
+        if cycles >= d {
+            return None;
+        }
+        let c = self.cost.get_mut(at)?;
+        *c = Cost {
+            inst: i,
+            ..Cost::EMPTY
+        };
+        Some(c)
+    }
+
     /// The instructions that placement-added dependencies delayed most
     /// (summed delay), each with its longest wait's blocker.
     fn candidates(&self, m: &Module) -> ArrayVec<CostlyDep, MAX_CANDIDATES> {
         let mut out: ArrayVec<CostlyDep, MAX_CANDIDATES> = ArrayVec::new();
-        for (k, c) in self.cost.iter().enumerate() {
-            if c.cycles == 0 || !c.waits_for.is_valid() {
+        for c in &self.cost {
+            if c.cycles == 0 || !c.waits_for.is_valid() || !c.inst.is_valid() {
                 continue;
             }
-            let i = Inst::new(k);
+            let i = c.inst;
             let d = CostlyDep {
                 inst: i,
                 engine: m.insts.engine[i],
@@ -664,9 +664,12 @@ impl Schedule {
                 waits: c.waits,
                 makespan_cost: None,
             };
+            // Most delay first; ties by instruction (the table's slot
+            // order must not show).
+            let key = |x: &CostlyDep| (core::cmp::Reverse(x.cycles), x.inst.as_u32());
             let at = out
                 .iter()
-                .position(|x| x.cycles < d.cycles)
+                .position(|x| key(x) > key(&d))
                 .unwrap_or(out.len());
             if at < MAX_CANDIDATES {
                 if out.is_full() {
@@ -676,6 +679,47 @@ impl Schedule {
             }
         }
         out
+    }
+}
+
+impl Cost {
+    const EMPTY: Cost = Cost {
+        inst: Inst::INVALID,
+        cycles: 0,
+        waits: 0,
+        worst: 0,
+        waits_for: Inst::INVALID,
+        loc: MemLoc::INVALID,
+        other: MemLoc::INVALID,
+    };
+}
+
+/// The cells of pattern `a` in iteration 0 of its loops.
+fn base(m: &Module, a: Ap) -> Base {
+    let ext = m.ap_ext(a);
+    let e = if ext.terms.is_empty() {
+        m.ap_extent(a)
+    } else {
+        let mut still = ext.clone();
+        still.terms.clear();
+        pattern::extent(
+            m,
+            m.aps.loc[a],
+            m.aps.part_start[a] as u16,
+            m.aps.part_count[a] as u16,
+            m.aps.offset[a],
+            m.aps.elem_size[a],
+            m.ap_dims(a),
+            &still,
+        )
+    };
+    Base {
+        p0: e.part_lo,
+        p1: e.part_hi,
+        b0: e.byte_lo,
+        b1: e.byte_hi,
+        flat: e.flat,
+        reg: ext.reg.is_some(),
     }
 }
 

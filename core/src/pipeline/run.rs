@@ -43,6 +43,7 @@ use crate::mem::coloring::{
 use crate::mem::exact::{Budget, Clock};
 use crate::mem::gca::GcaOptions;
 use crate::mem::lsa::{self, LsaError, LsaOptions, LsaReport, LsaWorkspace};
+use crate::mem::rotation::{Rotation, RotationReport};
 use crate::reg::alloc::{RegAllocConfig, RegAllocError, RegAllocator, RegReport};
 use crate::storage::{Skipped, StorageBudget, StorageReport};
 use crate::verify::dataflow::{DataflowCapacity, DataflowChecker, DataflowError, Mismatch};
@@ -126,6 +127,8 @@ pub struct RunReport {
     /// The schedule model on the result (makespan, and what the placement
     /// costs: [`crate::analysis::schedule`]).
     pub schedule: Option<ScheduleReport>,
+    /// The PSUM address rotation's report, when it ran.
+    pub rotation: Option<RotationReport>,
 }
 
 impl RunReport {
@@ -299,6 +302,7 @@ pub struct Workspace {
     live: MemLiveness,
     bounds: Bounds,
     schedule: Schedule,
+    rotation: Rotation,
     storage: StorageReport,
 }
 
@@ -377,7 +381,7 @@ impl Workspace {
                     dmas = dmas.max(DmaWorkspace::candidate_bound(m, *s, inserted));
                     DmaWorkspace::headroom_in(m, *s, core::mem::take(&mut spill_insts))
                 }
-                Pass::CheckInPlace | Pass::ColoringReg => Capacity::default(),
+                Pass::CheckInPlace | Pass::ColoringReg | Pass::RotationPsum => Capacity::default(),
             };
             new_dram = new_dram.saturating_add(match p {
                 Pass::LinearScan => LsaWorkspace::spill_slots(m, &lo),
@@ -486,6 +490,10 @@ impl Workspace {
         self.schedule
             .reserve(&cap, ScheduleOptions::default().window);
         storage.add("schedule model", self.schedule.heap_bytes());
+        if list.contains(&Pass::RotationPsum) {
+            self.rotation.reserve(&cap);
+            storage.add("address rotation", self.rotation.heap_bytes());
+        }
         // The checker may grow into what the whole reservation left.
         self.dataflow.set_storage_limit(
             self.dataflow
@@ -671,6 +679,15 @@ fn run_from(
                     }
                     release_abandoned(m, &ws.live, space);
                 }
+            }
+            Pass::RotationPsum => {
+                if !fresh {
+                    ws.order.compute(m);
+                    ws.live.compute(m, &ws.order);
+                    fresh = true;
+                }
+                // Placement only: the analyses stay fresh.
+                report.rotation = Some(ws.rotation.run(m, &ws.live));
             }
             Pass::CheckInPlace => {
                 // Memory, and the registers the input colored: the fixed
