@@ -3,7 +3,8 @@
 //! seed 1) at optlevel 2, with `--rotation off` and `--rotation psum`. Per
 //! run: SB and PSUM peak, DMA descriptors of the result, the schedule
 //! model's makespan, its makespan with unlimited memory and the loss
-//! between them, and what the rotation moved. Both checks run on every row
+//! between them, what the rotation moved, and the executions the model
+//! simulated ("N of M": extrapolated). Both checks run on every row
 //! and must be clean.
 //!
 //! `cargo run --release -p tusk-benches --bin schedule_table` prints the
@@ -65,7 +66,7 @@ fn row(name: &str, input: &Module, rotation: Rotation) {
         .rotation
         .map_or("—".to_string(), |x| format!("{} / {}", x.moved, x.tiles));
     println!(
-        "| {name} | {} | {} | {} | {} | {} | {} | {} ({:.1}%) | {} |",
+        "| {name} | {} | {} | {} | {} | {} | {} | {} ({:.1}%) | {} | {} |",
         match rotation {
             Rotation::Off => "off",
             Rotation::Psum => "psum",
@@ -77,13 +78,18 @@ fn row(name: &str, input: &Module, rotation: Rotation) {
         s.makespan_unlimited,
         s.loss(),
         s.loss_pct(),
-        rot
+        rot,
+        if s.extrapolated {
+            format!("{} of {}", s.executions, s.total_executions)
+        } else {
+            format!("{}", s.executions)
+        }
     );
 }
 
 fn main() {
-    println!("| module | rotation | SB peak | PSUM peak | DMA descriptors after | model makespan | unlimited memory | loss | tiles moved |");
-    println!("|---|---|---|---|---|---|---|---|---|");
+    println!("| module | rotation | SB peak | PSUM peak | DMA descriptors after | model makespan | unlimited memory | loss | tiles moved | executions simulated |");
+    println!("|---|---|---|---|---|---|---|---|---|---|");
     for p in examples() {
         let m = load(&p);
         let name = p
