@@ -59,6 +59,22 @@ pub struct StartRule {
     pub granularity: u16,
 }
 
+/// The throughput assumption of one compute engine in the schedule model
+/// ([`Target::engine_cycles`]): a fixed issue cost per instruction plus the
+/// elements of one partition row it processes (all partitions run in
+/// parallel) over a rate. Estimates, not published figures: the public
+/// documentation gives the clock and the engines' shape, not per-opcode
+/// timings, so these are parameters of the model.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct EngineCost {
+    /// Cycles every instruction costs before its first element (dispatch,
+    /// pipeline fill, semaphore handling).
+    pub fixed_cycles: u32,
+    /// Elements per partition processed per cycle (at least 1 is assumed).
+    pub elems_per_cycle: u32,
+}
+
 /// Geometry, limits and cost figures of one NeuronCore generation.
 ///
 /// Invariant: `sb_usable_bytes <= sb_physical_bytes`,
@@ -151,6 +167,17 @@ pub struct Target {
     /// Bytes per partition an engine copy moves per cycle (all partitions in
     /// parallel). An estimate, not a published figure.
     pub copy_bytes_per_cycle: u32,
+    /// Cost of one descriptor of a DMA transfer in nanoseconds, on top of
+    /// [`Target::dma_fixed_ns`] and the bytes over the bandwidth. TARGETS.md
+    /// says transfers below 256 B per partition are severely overhead-bound
+    /// and 2 KiB is the recommended minimum: an overhead equal to moving
+    /// 256 B at one engine's bandwidth (256 / 27 ≈ 10 ns) gives exactly that
+    /// curve (50% at 256 B, 89% at 2 KiB, 94% at 4 KiB). An estimate.
+    pub dma_descriptor_ns: u32,
+    /// Per compute engine, in the order of [`crate::ir::Engine::ALL`]
+    /// without the DMA entry (PE, ACT, DVE, POOL, SP): the schedule model's
+    /// throughput assumptions ([`EngineCost`]).
+    pub engine_costs: [EngineCost; 5],
 }
 
 /// What an override changed or why it was refused.
@@ -247,6 +274,33 @@ impl Target {
             reg_spill_cycles: 64,
             copy_fixed_cycles: 64,
             copy_bytes_per_cycle: 4,
+            dma_descriptor_ns: 10,
+            // PE streams one column of the moving operand per cycle (its
+            // output's free size); ACT, DVE and POOL one element per
+            // partition per cycle; ACT's issue is costlier (its function
+            // table); SP only moves scalars.
+            engine_costs: [
+                EngineCost {
+                    fixed_cycles: 64,
+                    elems_per_cycle: 1,
+                },
+                EngineCost {
+                    fixed_cycles: 224,
+                    elems_per_cycle: 1,
+                },
+                EngineCost {
+                    fixed_cycles: 64,
+                    elems_per_cycle: 1,
+                },
+                EngineCost {
+                    fixed_cycles: 64,
+                    elems_per_cycle: 1,
+                },
+                EngineCost {
+                    fixed_cycles: 16,
+                    elems_per_cycle: 1,
+                },
+            ],
         }
     }
 
@@ -357,6 +411,42 @@ impl Target {
             self.copy_bytes_per_cycle as u64
         };
         self.copy_fixed_cycles as u64 + bytes_per_partition.div_ceil(rate)
+    }
+}
+
+impl Target {
+    /// Schedule-model cycles of one DMA transfer of `bytes` bytes in
+    /// `descriptors` descriptors on one queue: the fixed cost, each
+    /// descriptor's cost and the bytes over one engine's bandwidth, in
+    /// nanoseconds converted at the engine clock.
+    pub const fn dma_transfer_cycles(&self, bytes: u64, descriptors: u64) -> u64 {
+        let bw = if self.dma_bytes_per_ns == 0 {
+            1
+        } else {
+            self.dma_bytes_per_ns as u64
+        };
+        let ns = self.dma_fixed_ns as u64
+            + descriptors.saturating_mul(self.dma_descriptor_ns as u64)
+            + bytes.div_ceil(bw);
+        ns.saturating_mul(self.clock_mhz as u64) / 1000
+    }
+
+    /// Schedule-model cycles of one compute instruction on `engine` (the
+    /// index into [`Target::engine_costs`]) that processes `elems` elements
+    /// per partition: the engine's fixed cost plus the elements over its
+    /// rate. An engine index past the table costs its last entry's figures.
+    pub fn engine_cycles(&self, engine: usize, elems: u64) -> u64 {
+        let c = match self.engine_costs.get(engine) {
+            Some(c) => *c,
+            None => match self.engine_costs.last() {
+                Some(c) => *c,
+                None => EngineCost {
+                    fixed_cycles: 0,
+                    elems_per_cycle: 1,
+                },
+            },
+        };
+        c.fixed_cycles as u64 + elems.div_ceil(c.elems_per_cycle.max(1) as u64)
     }
 }
 

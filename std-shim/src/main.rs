@@ -16,7 +16,7 @@ use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand};
 use tusk_core::ir::{Module, Space, NO_LANE};
-use tusk_core::pipeline::{Allocator, Options};
+use tusk_core::pipeline::{Allocator, Options, Rotation};
 use tusk_core::target::Generation;
 use tusk_core::verify::placement::{Scope, Verifier};
 use tusk_shim::batch::{self, JobConfig, OutputDirs, Outputs};
@@ -198,6 +198,10 @@ struct RunArgs {
     /// at least 1 GiB.
     #[arg(long, value_name = "BYTES", value_parser = tusk_shim::io::parse_bytes)]
     max_memory: Option<u64>,
+    /// Address rotation after allocation: `off` (the allocators' placements)
+    /// or `psum` (successive PSUM tiles go round the free banks).
+    #[arg(long, default_value = "off", value_name = "off|psum")]
+    rotation: String,
 }
 
 /// `--svg-window START:END`: two positions, START below END.
@@ -417,6 +421,13 @@ fn run(a: &RunArgs) -> u8 {
             }
         },
     };
+    let Some(rotation) = Rotation::from_name(&a.rotation) else {
+        console::error(format_args!(
+            "--rotation {} is not a rotation (known: off psum)",
+            a.rotation
+        ));
+        return EXIT_BAD_INPUT;
+    };
     let opts = Options {
         optlevel: a.optlevel,
         allocator,
@@ -430,6 +441,7 @@ fn run(a: &RunArgs) -> u8 {
         lsa_max_spills: None,
         reg_max_spill_temporaries: None,
         storage_limit: a.max_memory,
+        rotation,
     };
     let opts = match opts.normalize() {
         Ok(o) => o,

@@ -4,7 +4,8 @@
 use std::time::Instant;
 
 use serde_json::{json, Value};
-use tusk_core::ir::{Module, Space};
+use tusk_core::analysis::{CostlyDep, ScheduleReport};
+use tusk_core::ir::{Engine, Module, Space};
 use tusk_core::mem::exact::Clock;
 use tusk_core::pipeline::{self, passes, Options, PipelineError, RunReport, Workspace};
 
@@ -177,6 +178,15 @@ pub fn summary(file: &str, m: &Module, r: &RunReport) -> String {
             if g.rounds == 1 { "" } else { "s" }
         ));
     }
+    if let Some(x) = &r.rotation {
+        s.push_str(&format!(
+            "  PSUM  rotation: {} of {} tiles moved, banks used {} -> {}\n",
+            x.moved, x.tiles, x.banks_before, x.banks_after
+        ));
+    }
+    if let Some(x) = &r.schedule {
+        s.push_str(&schedule_lines(m, x));
+    }
     for k in &r.storage.skipped {
         s.push_str(&format!("  storage: {k}\n"));
     }
@@ -189,6 +199,86 @@ pub fn summary(file: &str, m: &Module, r: &RunReport) -> String {
         s.push_str("  not verified (--no-verify)\n");
     }
     s
+}
+
+/// Where an instruction runs, as the text format spells it.
+fn resource(d: &CostlyDep) -> String {
+    if d.engine == Engine::Dma {
+        format!("dma queue {}", d.queue)
+    } else {
+        d.engine.keyword().to_string()
+    }
+}
+
+/// How many of the costliest placement-added dependencies the summary lists
+/// (the JSON report has them all).
+const SUMMARY_COSTLY: usize = 3;
+
+/// The schedule model's lines of the summary.
+fn schedule_lines(m: &Module, x: &ScheduleReport) -> String {
+    let mut s = format!(
+        "  model makespan {} cycles, {} with unlimited memory: placement loss {} ({:.1}%), {} wait{}{}\n",
+        x.makespan,
+        x.makespan_unlimited,
+        x.loss(),
+        x.loss_pct(),
+        x.placement_waits,
+        if x.placement_waits == 1 { "" } else { "s" },
+        if x.extrapolated {
+            format!(
+                " (extrapolated from {} of {} executions)",
+                x.executions, x.total_executions
+            )
+        } else {
+            String::new()
+        }
+    );
+    // A wait that costs the makespan nothing (its engine had slack) is in
+    // the JSON report only.
+    let costly = x.costliest.iter().filter(|d| d.makespan_cost != Some(0));
+    for d in costly.take(SUMMARY_COSTLY) {
+        let cost = d
+            .makespan_cost
+            .map_or(String::from("not priced"), |c| format!("makespan +{c}"));
+        s.push_str(&format!(
+            "  model wait {} ({} cycles over {} wait{}): {} on {} waits for {}: %{} and %{} share cells\n",
+            cost,
+            d.cycles,
+            d.waits,
+            if d.waits == 1 { "" } else { "s" },
+            m.describe_inst(d.inst),
+            resource(d),
+            m.describe_inst(d.waits_for),
+            m.mem_name(d.loc),
+            m.mem_name(d.other)
+        ));
+    }
+    s
+}
+
+/// The schedule model in the JSON report.
+fn schedule_json(m: &Module, x: &ScheduleReport) -> Value {
+    json!({
+        "makespan_cycles": x.makespan,
+        "makespan_unlimited_memory_cycles": x.makespan_unlimited,
+        "loss_cycles": x.loss(),
+        "loss_pct": x.loss_pct(),
+        "placement_waits": x.placement_waits,
+        "executions": x.executions,
+        "total_executions": x.total_executions,
+        "extrapolated": x.extrapolated,
+        "evicted": x.evicted,
+        "costliest": x.costliest.iter().map(|d| json!({
+            "instruction": m.describe_inst(d.inst).to_string(),
+            "engine": resource(d),
+            "waits_for": m.describe_inst(d.waits_for).to_string(),
+            "location": m.mem_name(d.loc),
+            "shares_cells_with": m.mem_name(d.other),
+            "delay_cycles": d.cycles,
+            "waits": d.waits,
+            "makespan_cost_cycles": d.makespan_cost,
+        })).collect::<Vec<_>>(),
+    })
 }
 
 /// The non-zero coalescing veto counts, by predicate, in the order of
@@ -207,6 +297,7 @@ pub fn vetoes(v: &tusk_core::dma::Vetoes) -> Vec<(&'static str, u32)> {
         ("claim", v.claim),
         ("dynamic_offset", v.dynamic_offset),
         ("loop_indexed", v.loop_indexed),
+        ("not_adjacent", v.not_adjacent),
     ]
     .into_iter()
     .filter(|&(_, n)| n > 0)
@@ -377,5 +468,12 @@ pub fn report_json(file: &str, m: &Module, r: &RunReport) -> Value {
         "verified": r.verified,
         "verify_micros": r.verify_micros,
         "storage": storage_json(&r.storage),
+        "schedule": r.schedule.as_ref().map(|x| schedule_json(m, x)),
+        "rotation": r.rotation.as_ref().map(|x| json!({
+            "tiles": x.tiles,
+            "moved": x.moved,
+            "banks_before": x.banks_before,
+            "banks_after": x.banks_after,
+        })),
     })
 }

@@ -20,7 +20,7 @@ use std::path::{Path, PathBuf};
 use tusk_core::gen::module::{generate, Census, GenParams};
 use tusk_core::ir::{MemFlags, Module, Space, NO_LANE};
 use tusk_core::mem::exact::Clock;
-use tusk_core::pipeline::{self, Allocator, Options, RunReport, Workspace};
+use tusk_core::pipeline::{self, Allocator, Options, Rotation, RunReport, Workspace};
 use tusk_shim::text;
 
 /// A clock that advances 1 ms per reading: the runs are checked, not
@@ -76,6 +76,26 @@ fn selections() -> Vec<(String, Options)> {
             ..Options::default()
         },
     ));
+    // PSUM address rotation re-places after allocation: both checks see
+    // its result like any allocator's.
+    for (flags, optlevel, allocator) in [
+        ("--optlevel 2 --rotation psum", 2, Allocator::Default),
+        (
+            "--optlevel 6 --allocator lsa --rotation psum",
+            6,
+            Allocator::Lsa,
+        ),
+    ] {
+        v.push((
+            flags.into(),
+            Options {
+                optlevel,
+                allocator,
+                rotation: Rotation::Psum,
+                ..Options::default()
+            },
+        ));
+    }
     v.push((
         "--optlevel 2 --allocator exact".into(),
         Options {
@@ -112,6 +132,14 @@ fn assert_complete(what: &str, m: &Module, r: &RunReport) {
             x.peak,
             x.lower_bound,
             x.input_lower_bound
+        );
+    }
+    let s = r.schedule.as_ref().expect("the schedule model ran");
+    assert!(s.makespan >= s.makespan_unlimited, "{what}: model loss < 0");
+    if let Some(x) = r.rotation {
+        assert!(
+            x.banks_after <= m.target.psum_usable_banks as u32,
+            "{what}: rotated past capacity"
         );
     }
     assert_eq!(r.findings, 0, "{what}: verifier findings");

@@ -1,6 +1,7 @@
 //! Analyses over a module: linear program order, loop spans, liveness of
 //! memory locations and registers (with the loop rule of docs/SEMANTICS.md §1) and lower
-//! bounds per space. Each analysis keeps its storage between runs
+//! bounds per space, and the schedule model (makespan and what the
+//! placement costs). Each analysis keeps its storage between runs
 //! (`compute(&mut self, ..)`), so a pass that reruns it after a rewrite does
 //! not allocate once the storage has grown to the module's size.
 
@@ -8,8 +9,10 @@ pub mod bounds;
 pub mod floor;
 pub mod liveness;
 pub mod order;
+pub mod schedule;
 
 pub use bounds::{Bounds, SpaceBound};
 pub use floor::{Floor, FloorKind, SpaceFloor};
 pub use liveness::{Interval, Liveness, MemLiveness, RegLiveness, NOT_LIVE};
 pub use order::{LinearOrder, NO_POS};
+pub use schedule::{CostlyDep, Schedule, ScheduleOptions, ScheduleReport};

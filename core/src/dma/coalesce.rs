@@ -241,7 +241,13 @@ fn propose(pass: &DmaOptimization, m: &Module, ws: &mut DmaWorkspace, st: &mut D
                 }
                 break;
             }
-            if c.dram_off != g.hi_dram || c.chip_lo != g.hi_chip {
+            if c.dram_off != g.hi_dram {
+                break;
+            }
+            if c.chip_lo != g.hi_chip {
+                // Abutting DRAM bytes, same partitions and loop nest, but
+                // the tile does not start where the group's tiles end.
+                st.vetoes.not_adjacent += 1;
                 break;
             }
             match admit(pass, m, ws, (k, j), &g, &c, k as u32 + 1) {

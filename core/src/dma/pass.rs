@@ -72,6 +72,10 @@ pub struct Vetoes {
     /// A side moves with a loop (loop terms) or steps partitions: only
     /// plain DMAs are merged.
     pub loop_indexed: u32,
+    /// The DRAM sides abut but the on-chip tiles were placed apart (other
+    /// bytes, or not right after the group): the placement, not a
+    /// predicate, kept the pair unmerged.
+    pub not_adjacent: u32,
 }
 
 /// What one run of the pass did.

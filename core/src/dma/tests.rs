@@ -300,6 +300,23 @@ fn pair_merges_when_nothing_vetoes() {
 }
 
 #[test]
+fn veto_not_adjacent_when_the_tiles_are_placed_apart() {
+    // The same pair with t1 placed at 2048 instead of right after t0 (512):
+    // every predicate holds but the SB sides do not abut.
+    let mut m = pair(|_, _, _, _| {});
+    let t1 = m.mem_by_name("t1").unwrap();
+    m.place(t1, 0, 2048);
+    let st = run(DMA_OPTIMIZATION_SB, &mut m);
+    assert_eq!(st.coalesced_groups, 0);
+    assert_eq!(st.post.instructions, 2);
+    assert_eq!(st.vetoes.not_adjacent, 1);
+    // The abutting placement of the same pair is not counted.
+    let mut m = pair(|_, _, _, _| {});
+    let st = run(DMA_OPTIMIZATION_SB, &mut m);
+    assert_eq!(st.vetoes.not_adjacent, 0);
+}
+
+#[test]
 fn veto_conflict_other_tensor_in_the_cells() {
     // A scratch tensor lives in t1's cells between the two loads.
     let mut m = pair(|b, _, _, _| {

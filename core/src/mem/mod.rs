@@ -15,5 +15,6 @@ pub mod lsa;
 pub mod overlap;
 pub mod problem;
 pub mod quantile;
+pub mod rotation;
 pub mod size_bins;
 pub mod spill;

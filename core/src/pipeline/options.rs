@@ -143,6 +143,32 @@ pub struct Options {
     /// ([`crate::storage::StorageBudget`]); `None`: the default for the
     /// module ([`crate::storage::StorageBudget::default_for`]).
     pub storage_limit: Option<u64>,
+    /// `--rotation`: the address-rotation pass after allocation
+    /// ([`crate::mem::rotation`]); off keeps the allocators' placements.
+    pub rotation: Rotation,
+}
+
+/// `--rotation {off,psum}`.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum Rotation {
+    /// The allocators' placements as they are.
+    #[default]
+    Off,
+    /// Successive PSUM tiles go round the free banks
+    /// (`address_rotation_psum`).
+    Psum,
+}
+
+impl Rotation {
+    /// Parses the option's value (`off`, `psum`).
+    pub fn from_name(s: &str) -> Option<Rotation> {
+        match s {
+            "off" => Some(Rotation::Off),
+            "psum" => Some(Rotation::Psum),
+            _ => None,
+        }
+    }
 }
 
 impl Default for Options {
@@ -160,6 +186,7 @@ impl Default for Options {
             lsa_max_spills: None,
             reg_max_spill_temporaries: None,
             storage_limit: None,
+            rotation: Rotation::Off,
         }
     }
 }

@@ -8,7 +8,7 @@
 
 use arrayvec::ArrayVec;
 
-use super::options::{Allocator, Options, Selection};
+use super::options::{Allocator, Options, Rotation, Selection};
 use crate::ir::Space;
 
 /// One pass of a pipeline.
@@ -28,6 +28,10 @@ pub enum Pass {
     /// `check_in_place`: re-materializes every location at its fixed
     /// address (the verifier); optlevel 7.
     CheckInPlace,
+    /// `address_rotation_psum`: successive PSUM tiles re-placed round the
+    /// free banks (`--rotation psum`; not at optlevel 7, whose placements
+    /// are the user's fixed assignment).
+    RotationPsum,
     /// `coloring_allocator_reg`: the register colorer (always runs).
     ColoringReg,
     /// `coloring_allocator_dram` of the low-level stage: places the spill
@@ -49,6 +53,7 @@ impl Pass {
             Pass::DmaOptimization(Space::Psum) => "dma_optimization_psum",
             Pass::DmaOptimization(_) => "dma_optimization_sb",
             Pass::CheckInPlace => "check_in_place",
+            Pass::RotationPsum => "address_rotation_psum",
             Pass::ColoringReg => "coloring_allocator_reg",
             Pass::RegSpillSlots => "coloring_allocator_dram(reg spill slots)",
         }
@@ -108,6 +113,9 @@ pub fn passes(opts: &Options) -> ArrayVec<Pass, MAX_PASSES> {
             p.push(Pass::DmaOptimization(Space::Sb));
             p.push(Pass::Coloring(Space::Dram));
         }
+    }
+    if opts.rotation == Rotation::Psum && opts.selection() != Some(Selection::ColoringVerified) {
+        p.push(Pass::RotationPsum);
     }
     p.push(Pass::ColoringReg);
     p.push(Pass::RegSpillSlots);

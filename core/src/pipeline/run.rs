@@ -30,7 +30,9 @@ use core::fmt;
 
 use super::options::{Allocator, Options, OptionsError, Selection};
 use super::passes::{passes, Pass, MAX_PASSES};
-use crate::analysis::{Bounds, Floor, LinearOrder, MemLiveness, SpaceFloor};
+use crate::analysis::{
+    Bounds, Floor, LinearOrder, MemLiveness, Schedule, ScheduleOptions, ScheduleReport, SpaceFloor,
+};
 use crate::dma::pass::{
     DmaError, DmaStats, DmaWorkspace, DMA_OPTIMIZATION_PSUM, DMA_OPTIMIZATION_SB,
 };
@@ -41,6 +43,7 @@ use crate::mem::coloring::{
 use crate::mem::exact::{Budget, Clock};
 use crate::mem::gca::GcaOptions;
 use crate::mem::lsa::{self, LsaError, LsaOptions, LsaReport, LsaWorkspace};
+use crate::mem::rotation::{Rotation, RotationReport};
 use crate::reg::alloc::{RegAllocConfig, RegAllocError, RegAllocator, RegReport};
 use crate::storage::{Skipped, StorageBudget, StorageReport};
 use crate::verify::dataflow::{
@@ -140,6 +143,11 @@ pub struct RunReport {
     /// What the workspace's reservation is made of, and the methods it
     /// skipped or cut short for the storage budget.
     pub storage: StorageReport,
+    /// The schedule model on the result (makespan, and what the placement
+    /// costs: [`crate::analysis::schedule`]).
+    pub schedule: Option<ScheduleReport>,
+    /// The PSUM address rotation's report, when it ran.
+    pub rotation: Option<RotationReport>,
 }
 
 impl RunReport {
@@ -422,6 +430,8 @@ pub struct Workspace {
     order: LinearOrder,
     live: MemLiveness,
     bounds: Bounds,
+    schedule: Schedule,
+    rotation: Rotation,
     storage: StorageReport,
 }
 
@@ -507,7 +517,7 @@ impl Workspace {
                     dmas = dmas.max(DmaWorkspace::candidate_bound(m, *s, inserted));
                     DmaWorkspace::headroom_in(m, *s, core::mem::take(&mut spill_insts))
                 }
-                Pass::CheckInPlace | Pass::ColoringReg => Capacity::default(),
+                Pass::CheckInPlace | Pass::ColoringReg | Pass::RotationPsum => Capacity::default(),
             };
             new_dram = new_dram.saturating_add(match p {
                 Pass::LinearScan => LsaWorkspace::spill_slots(m, &lo),
@@ -612,6 +622,13 @@ impl Workspace {
         let grown = crate::heap_bytes!(self.order, self.live, self.bounds) - analyses;
         if grown > 0 {
             storage.add("pipeline analyses (grown)", grown);
+        }
+        self.schedule
+            .reserve(&cap, ScheduleOptions::default().window);
+        storage.add("schedule model", self.schedule.heap_bytes());
+        if list.contains(&Pass::RotationPsum) {
+            self.rotation.reserve(&cap);
+            storage.add("address rotation", self.rotation.heap_bytes());
         }
         // The checker may grow into what the whole reservation left.
         self.dataflow.set_storage_limit(
@@ -834,6 +851,15 @@ fn run_from(
                     release_abandoned(m, &ws.live, space);
                 }
             }
+            Pass::RotationPsum => {
+                if !fresh {
+                    ws.order.compute(m);
+                    ws.live.compute(m, &ws.order);
+                    fresh = true;
+                }
+                // Placement only: the analyses stay fresh.
+                report.rotation = Some(ws.rotation.run(m, &ws.live));
+            }
             Pass::CheckInPlace => {
                 // Memory, and the registers the input colored: the fixed
                 // assignment. The others are colored by the low-level
@@ -889,6 +915,7 @@ fn run_from(
         }
     }
     summarize(m, &mut report);
+    report.schedule = Some(ws.schedule.run(m, &ScheduleOptions::default()));
     if opts.no_verify {
         // The bounds of the result, from the pipeline's analyses (made
         // current if a pass changed the program).
