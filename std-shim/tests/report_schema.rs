@@ -187,7 +187,11 @@ fn real_reports_match_the_schema_and_use_all_of_it() {
         "--explain".into(),
     ]);
     runs.push(vec![ex("conv1d.tusk"), "--optlevel".into(), "7".into()]);
-    runs.push(vec![ex("rmsnorm_qkv.tusk"), "--rotation".into(), "psum".into()]);
+    runs.push(vec![
+        ex("rmsnorm_qkv.tusk"),
+        "--rotation".into(),
+        "psum".into(),
+    ]);
     // A run that spills: the tight generated module at optlevel 8.
     let g = run_in(
         &work,
