@@ -438,6 +438,7 @@ fn run(a: &RunArgs) -> u8 {
         target,
         max_regs: a.max_regs,
         no_verify: a.no_verify,
+        schedule_model: true,
         lsa_max_spills: None,
         reg_max_spill_temporaries: None,
         storage_limit: a.max_memory,

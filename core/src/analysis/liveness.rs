@@ -16,7 +16,7 @@
 //!   iteration reads back: it is a plain dense write, the location's first
 //!   access in the loop nest, not read by its own instruction, and every
 //!   later access in that nest lies inside the write's innermost loop and
-//!   inside its rows and bytes ([`covering_write`]). Then no iteration
+//!   inside its rows and bytes (`covering_write`). Then no iteration
 //!   observes an earlier one's bytes (a one-partition tile loaded and read
 //!   back each iteration, say).
 //!

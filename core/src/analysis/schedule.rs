@@ -19,8 +19,8 @@
 //!     unlimited memory every location would have cells of its own and
 //!     these would not exist: the model runs the program twice in one walk,
 //!     with and without them, and reports both makespans and the loss.
-//! - **Latencies** come from the target ([`Target::dma_transfer_cycles`],
-//!   [`Target::engine_cycles`]): a DMA costs a fixed cost, a cost per
+//! - **Latencies** come from the target ([`crate::Target::dma_transfer_cycles`],
+//!   [`crate::Target::engine_cycles`]): a DMA costs a fixed cost, a cost per
 //!   descriptor and its bytes over the bandwidth; a compute instruction its
 //!   engine's fixed cost plus its elements per partition over the engine's
 //!   rate (PE: the output's free size, one column per cycle; others: the

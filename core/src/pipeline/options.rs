@@ -132,6 +132,10 @@ pub struct Options {
     pub max_regs: Option<u16>,
     /// `--no-verify`: skip the independent verifier after allocation.
     pub no_verify: bool,
+    /// Run the schedule model on the result (default on). An embedder
+    /// with a tight storage budget (the firmware) turns it off: its tables
+    /// are then not reserved and the report has no `schedule`.
+    pub schedule_model: bool,
     /// Spills the linear scan may insert (`LsaOptions::max_spills`);
     /// `None`: `lsa::default_spill_limit`.
     pub lsa_max_spills: Option<u32>,
@@ -183,6 +187,7 @@ impl Default for Options {
             target: None,
             max_regs: None,
             no_verify: false,
+            schedule_model: true,
             lsa_max_spills: None,
             reg_max_spill_temporaries: None,
             storage_limit: None,

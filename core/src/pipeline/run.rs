@@ -623,9 +623,11 @@ impl Workspace {
         if grown > 0 {
             storage.add("pipeline analyses (grown)", grown);
         }
-        self.schedule
-            .reserve(&cap, ScheduleOptions::default().window);
-        storage.add("schedule model", self.schedule.heap_bytes());
+        if opts.schedule_model {
+            self.schedule
+                .reserve(&cap, ScheduleOptions::default().window);
+            storage.add("schedule model", self.schedule.heap_bytes());
+        }
         if list.contains(&Pass::RotationPsum) {
             self.rotation.reserve(&cap);
             storage.add("address rotation", self.rotation.heap_bytes());
@@ -915,7 +917,9 @@ fn run_from(
         }
     }
     summarize(m, &mut report);
-    report.schedule = Some(ws.schedule.run(m, &ScheduleOptions::default()));
+    if opts.schedule_model {
+        report.schedule = Some(ws.schedule.run(m, &ScheduleOptions::default()));
+    }
     if opts.no_verify {
         // The bounds of the result, from the pipeline's analyses (made
         // current if a pass changed the program).

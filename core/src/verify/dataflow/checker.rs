@@ -282,7 +282,7 @@ impl DataflowChecker {
     /// [`Self::check_growing`] with the original's half of the lockstep
     /// walk on another thread: `runner` runs it there and the rewrite's
     /// half here, joined by a queue of the original's reads
-    /// ([`super::split`]). The same findings and errors as
+    /// (`super::split`). The same findings and errors as
     /// [`Self::check_growing`]; the storage limit holds for each half with
     /// the other's storage as it was when the walk began.
     pub fn check_split(
