@@ -7,7 +7,7 @@
 use criterion::{criterion_group, criterion_main, BatchSize, BenchmarkId, Criterion, Throughput};
 use std::time::Duration;
 use tusk_benches::{dma_module, place_on_chip, sizes_upto};
-use tusk_core::dma::pass::{DmaWorkspace, DMA_OPTIMIZATION_PSUM, DMA_OPTIMIZATION_SB};
+use tusk_core::pass::dma::{DmaWorkspace, DMA_OPTIMIZATION_PSUM, DMA_OPTIMIZATION_SB};
 
 fn dma_passes(c: &mut Criterion) {
     let mut g = c.benchmark_group("dma_optimization");

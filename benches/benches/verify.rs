@@ -6,10 +6,11 @@
 use criterion::{criterion_group, criterion_main, BatchSize, BenchmarkId, Criterion, Throughput};
 use std::time::Duration;
 use tusk_benches::{module, place_on_chip, sizes, sizes_upto};
-use tusk_core::mem::exact::NoClock;
-use tusk_core::pipeline::{self, Options, Workspace};
-use tusk_core::verify::dataflow::DataflowChecker;
-use tusk_core::verify::placement::Verifier;
+use tusk_core::verify::DataflowChecker;
+use tusk_core::verify::Verifier;
+use tusk_core::Checks;
+use tusk_core::NoClock;
+use tusk_core::{Options, Workspace};
 
 fn verifier(c: &mut Criterion) {
     let mut g = c.benchmark_group("verifier");
@@ -57,7 +58,6 @@ fn pipeline_o2(c: &mut Criterion) {
         .measurement_time(Duration::from_secs(3));
     let opts = Options {
         optlevel: 2,
-        no_verify: true,
         ..Options::default()
     };
     for n in sizes() {
@@ -68,11 +68,11 @@ fn pipeline_o2(c: &mut Criterion) {
                 || {
                     let mut m = base.clone();
                     let mut ws = Workspace::new();
-                    ws.reserve(&mut m, &opts, None);
+                    ws.reserve(&mut m, &opts, Checks::None);
                     (m, ws)
                 },
                 |(m, ws)| {
-                    pipeline::run(m, &opts, ws, &mut NoClock, None)
+                    tusk_core::run(m, &opts, ws, &mut NoClock, Checks::None)
                         .expect("generated modules allocate")
                         .pass_micros()
                 },

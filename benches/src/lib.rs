@@ -6,13 +6,13 @@ pub mod ra2;
 
 use std::time::Instant;
 
+use tusk_core::dsa::PortfolioBuffer;
+use tusk_core::dsa::{Placement, Problem};
 use tusk_core::gen::dsa::{perfect_packing, PerfectPacking, SplitMix64};
 use tusk_core::gen::module::{generate, GenParams};
 use tusk_core::ir::{Module, Space};
-use tusk_core::mem::coloring::{self, ColoringOptions, ColoringWorkspace};
-use tusk_core::mem::exact::NoClock;
-use tusk_core::mem::lsa;
-use tusk_core::mem::problem::{Placement, Problem};
+use tusk_core::pass::coloring::{self, ColoringOptions, ColoringWorkspace};
+use tusk_core::NoClock;
 
 /// The sizes of the scaling benchmarks.
 pub const SIZES: [usize; 3] = [1_000, 10_000, 100_000];
@@ -50,10 +50,10 @@ pub fn sizes_upto(max: usize) -> Vec<usize> {
 
 /// `n` interval buffers for the 1-D linear scan: one starts per time unit,
 /// lifetimes up to 2000, sizes up to 4 KiB (the `lsa_throughput` workload).
-pub fn lsa_buffers(n: usize, seed: u64) -> Vec<lsa::Buffer> {
+pub fn lsa_buffers(n: usize, seed: u64) -> Vec<PortfolioBuffer> {
     let mut r = SplitMix64::new(seed);
     (0..n as u64)
-        .map(|t| lsa::Buffer {
+        .map(|t| PortfolioBuffer {
             lower: t,
             upper: t + 1 + r.below(2000),
             size: 1 + r.below(4096),

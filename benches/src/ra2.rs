@@ -14,7 +14,7 @@ use regalloc2::{
     Allocation, Block as RBlock, Edit, Function, Inst, InstRange, MachineEnv, Operand, Output,
     PReg, PRegSet, RegClass, VReg as RVReg,
 };
-use tusk_core::reg::cfg::{Block, CfgFunction, CfgInst, FunctionBuf};
+use tusk_core::regalloc::{Block, CfgFunction, CfgInst, FunctionBuf};
 
 /// The adapter (owns regalloc2-typed copies of the index lists).
 #[derive(Debug)]
@@ -29,7 +29,7 @@ pub struct Ra2Function<'a> {
     block_of: Vec<u32>,
 }
 
-fn vreg(v: tusk_core::reg::cfg::VReg) -> RVReg {
+fn vreg(v: tusk_core::regalloc::VReg) -> RVReg {
     RVReg::new(v.index(), RegClass::Float)
 }
 

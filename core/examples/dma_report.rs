@@ -7,8 +7,9 @@
 
 use std::time::Instant;
 
-use tusk_core::dma::{descriptor_lower_bound, DmaWorkspace, DMA_OPTIMIZATION_SB};
 use tusk_core::gen::dma::{dma_heavy, DmaGenParams};
+use tusk_core::pass::dma::{DmaWorkspace, DMA_OPTIMIZATION_SB};
+use tusk_core::report::descriptor_lower_bound;
 use tusk_core::Target;
 
 fn main() {
@@ -53,17 +54,17 @@ fn main() {
             dt.as_secs_f64() * 1e3 * 100_000.0 / st.pre.instructions.max(1) as f64
         );
         if check {
-            let mut cap = tusk_core::verify::dataflow::DataflowCapacity::estimate(&orig, &m);
+            let mut cap = tusk_core::verify::DataflowCapacity::estimate(&orig, &m);
             cap.runs *= 8;
             cap.scratch *= 8;
-            let mut df = tusk_core::verify::dataflow::DataflowChecker::with_capacity(cap);
+            let mut df = tusk_core::verify::DataflowChecker::with_capacity(cap);
             let r = df.check(&orig, &m).expect("dataflow capacity");
             println!(
                 "dataflow clean: {} ({} executions compared)",
                 r.is_clean(),
                 r.compared
             );
-            let mut v = tusk_core::verify::placement::Verifier::for_module(&m);
+            let mut v = tusk_core::verify::Verifier::for_module(&m);
             let rep = v.verify(&m);
             println!("placement clean: {}", rep.is_clean());
             if let Some(f) = rep.findings.first() {

@@ -2,10 +2,10 @@
 //! on MiniMalloc CSV files and generated perfect-packing instances.
 //! `cargo run --release -p tusk-core --features gen --example gca_quality -- ../shared/data/dsa/*.csv`
 use std::time::Instant;
+use tusk_core::dsa::{Buffer, Placement, Problem};
+use tusk_core::dsa::{GcaOptions, GcaWorkspace};
+use tusk_core::dsa::{GreedyRule, GreedyWorkspace};
 use tusk_core::gen::dsa::{perfect_packing, PerfectPacking};
-use tusk_core::mem::gca::{GcaOptions, GcaWorkspace};
-use tusk_core::mem::greedy::{GreedyRule, GreedyWorkspace};
-use tusk_core::mem::problem::{Buffer, Placement, Problem};
 
 fn load(path: &str) -> Problem {
     let text = std::fs::read_to_string(path).expect("readable csv");

@@ -21,7 +21,7 @@
 //! when it is available, else the median wall time.
 
 use std::time::Instant;
-use tusk_core::mem::lsa::{place_buffers, Buffer, BufferWorkspace};
+use tusk_core::dsa::{place_buffers, BufferWorkspace, PortfolioBuffer as Buffer};
 
 /// Nanoseconds this thread has spent on a CPU (Linux; None elsewhere).
 /// The kernel updates it at scheduler ticks and switches, so it is read

@@ -2,25 +2,23 @@
 //!
 //! `#![no_std]`; uses `alloc` only to reserve storage up front (module columns
 //! and pass workspaces). Data flows one way: [`ir`] → [`analysis`] →
-//! allocators ([`mem`], [`reg`]) → [`dma`] peepholes → [`verify`] → reports.
+//! allocators (`mem`, `reg`) → `dma` peepholes → [`verify`] → reports
+//! (ARCHITECTURE.md at the repository root maps the folders).
 //!
 //! # Quick start
 //!
-//! Build a [`Module`](ir::Module) with the [`Builder`](ir::Builder) (or read
-//! one: the text and JSON readers live in the `tusk-shim` crate,
-//! `tusk_shim::text::parse`), reserve a [`Workspace`](pipeline::Workspace)
-//! for it once, run the pipeline an optimization level selects with a clock
-//! of your own, and read the [`RunReport`](pipeline::RunReport). Given a copy
-//! of the input, the run ends with the independent placement verifier and
-//! the dataflow checker; the [`Verifier`](verify::placement::Verifier) can
-//! also be run on its own.
+//! The front door is this page: build a [`Module`] with the [`Builder`] (or
+//! read one: the text and JSON readers live in the `tusk-shim` crate,
+//! `tusk_shim::text::parse`), pick [`Options`] (an optimization level picks
+//! the pipeline), reserve a [`Workspace`] for the module once, [`run()`] with a
+//! [`Clock`] of your own and the [`Checks`] to end with, and read the
+//! [`RunReport`]. A failure is a [`PipelineError`] that names tensors as the
+//! module does.
 //!
 //! ```
-//! use tusk_core::ir::{Builder, InstFlags, MemFlags, Module, Opcode, Space, SubOp};
-//! use tusk_core::mem::exact::Clock;
-//! use tusk_core::pipeline::{self, Options, Workspace};
-//! use tusk_core::verify::placement::Verifier;
-//! use tusk_core::Target;
+//! use tusk_core::ir::{InstFlags, MemFlags, Opcode, Space, SubOp};
+//! use tusk_core::verify::Verifier;
+//! use tusk_core::{Builder, Checks, Clock, Module, Options, Target, Workspace};
 //!
 //! /// The passes time themselves with the caller's clock (no_std has none):
 //! /// here a counter, on a host `std::time::Instant`, on a device a timer.
@@ -47,10 +45,11 @@
 //!
 //! let opts = Options::default(); // optlevel 2: the coloring pipeline
 //! let input = m.clone(); // what the dataflow checker compares against
+//! let checks = Checks::Full { input: &input };
 //! let mut ws = Workspace::new();
 //! // Reserves every pass's storage for `m`, then runs: the passes do not
-//! // allocate. A failure is a value that names tensors as the module does.
-//! let report = pipeline::reserve_and_run(&mut m, &opts, &mut ws, &mut Ticks(0), Some(&input))
+//! // allocate.
+//! let report = tusk_core::reserve_and_run(&mut m, &opts, &mut ws, &mut Ticks(0), checks)
 //!     .map_err(|err| err.display(&m).to_string())?;
 //!
 //! assert!(report.verified && report.findings == 0);
@@ -65,11 +64,22 @@
 //! ```
 //!
 //! To reserve apart from running (a device that reserves at start-up and
-//! runs later), call [`Workspace::reserve`](pipeline::Workspace::reserve),
-//! then [`pipeline::run()`]: after the reservation no pass touches the heap.
-//! Failures are values
-//! ([`PipelineError`](pipeline::PipelineError)), never panics;
-//! [`PipelineError::site`](pipeline::PipelineError::site) says where.
+//! runs later), call [`Workspace::reserve`], then [`run()`]: after the
+//! reservation no pass touches the heap. Failures are values, never
+//! panics; [`PipelineError::site`] says where.
+//!
+//! Beyond the front door, each a module of its own:
+//! - [`ir`]: the program's vocabulary (tensors, instructions, access
+//!   patterns, loops), what the [`Builder`] speaks;
+//! - [`analysis`]: the analyses the passes share (order, liveness, bounds,
+//!   the floor, the schedule model), for an embedder's own reports;
+//! - [`verify`]: the independent checkers on their own;
+//! - [`dsa`]: one-dimensional buffer placement (`tusk dsa`);
+//! - [`regalloc`]: the register allocators on their own (the CFG allocator
+//!   and the module's register colorer);
+//! - [`pass`]: each pass on its own; [`report`]: the report's parts;
+//! - `gen` (feature `gen`): seeded generators of modules and problems for
+//!   tests, benchmarks and fuzzing.
 //!
 //! Panic policy: no input reaches a panic. Column indexing by an entity id is
 //! the one documented exception: ids are minted by the module that indexes
@@ -104,19 +114,30 @@ extern crate alloc;
 #[allow(clippy::indexing_slicing)] // ids and reserved workspace positions (see above)
 pub mod analysis;
 #[allow(clippy::indexing_slicing)] // ids and reserved workspace positions (see above)
-pub mod dma;
+pub(crate) mod dma;
+pub mod dsa;
 #[cfg(any(test, feature = "gen"))]
 #[allow(clippy::indexing_slicing)] // fixed tables and the module ids they build
 pub mod gen;
 pub mod ir;
 #[allow(clippy::indexing_slicing)] // ids and reserved workspace positions (see above)
-pub mod mem;
-pub mod pipeline;
+pub(crate) mod mem;
+pub mod pass;
+pub(crate) mod pipeline;
 #[allow(clippy::indexing_slicing)] // ids and reserved workspace positions (see above)
-pub mod reg;
-pub mod storage;
-pub mod target;
+pub(crate) mod reg;
+pub mod regalloc;
+pub mod report;
+pub(crate) mod storage;
+pub(crate) mod target;
 #[allow(clippy::indexing_slicing)] // ids and reserved workspace positions (see above)
 pub mod verify;
 
-pub use target::Target;
+pub use ir::{Builder, Module};
+pub use mem::exact::{Clock, NoClock};
+pub use pipeline::{
+    passes, reserve_and_run, run, Allocator, Checks, FailureSite, Options, OptionsError, Pass,
+    PipelineError, Rotation, RunReport, Selection, Workspace, OPTLEVELS,
+};
+pub use storage::{StorageBudget, StorageReport};
+pub use target::{EngineCost, Generation, StartRule, Target, TargetError};

@@ -60,8 +60,8 @@ impl StorageBudget {
     }
 
     /// The default for a module whose own storage is `module_bytes`:
-    /// [`DEFAULT_BUDGET_PER_MODULE_BYTE`] times that, at least
-    /// [`DEFAULT_BUDGET_FLOOR`].
+    /// `DEFAULT_BUDGET_PER_MODULE_BYTE` times that, at least
+    /// `DEFAULT_BUDGET_FLOOR`.
     pub fn default_for(module_bytes: u64) -> StorageBudget {
         StorageBudget {
             limit: module_bytes
@@ -180,7 +180,7 @@ impl StorageReport {
     }
 
     /// Records a component (the last slot sums the components beyond
-    /// [`MAX_PARTS`], so totals stay exact).
+    /// `MAX_PARTS`, so totals stay exact).
     pub fn add(&mut self, what: &'static str, bytes: u64) {
         if self.parts.is_full() {
             if let Some(last) = self.parts.last_mut() {
@@ -192,7 +192,7 @@ impl StorageReport {
         self.parts.push(StoragePart { what, bytes });
     }
 
-    /// Records a skipped method (beyond [`MAX_SKIPPED`] the first ones stay).
+    /// Records a skipped method (beyond `MAX_SKIPPED` the first ones stay).
     pub fn skip(&mut self, s: Skipped) {
         if !self.skipped.contains(&s) {
             let _ = self.skipped.try_push(s);
@@ -212,8 +212,8 @@ impl StorageReport {
     }
 
     /// Bytes the next superlinear method may reserve: what the budget
-    /// leaves, but no more than [`SUPERLINEAR_PER_LINEAR_BYTE`] times what
-    /// is reserved so far (at least [`SUPERLINEAR_FLOOR`]) — so that such
+    /// leaves, but no more than `SUPERLINEAR_PER_LINEAR_BYTE` times what
+    /// is reserved so far (at least `SUPERLINEAR_FLOOR`) — so that such
     /// a method's storage stays a documented factor of the input, however
     /// generous the budget.
     pub fn allowance(&self) -> u64 {

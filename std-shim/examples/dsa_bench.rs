@@ -9,13 +9,13 @@
 
 use std::time::Instant;
 
-use tusk_core::gen::dsa::{perfect_packing, PerfectPacking};
-use tusk_core::mem::exact::{
+use tusk_core::dsa::Validator;
+use tusk_core::dsa::{
     Budget, ExactOptions, ExactWorkspace, Objective, Outcome, Strategy, PREORDERS,
 };
-use tusk_core::mem::greedy::{GreedyRule, GreedyWorkspace};
-use tusk_core::mem::problem::{Placement, Problem, Timeline};
-use tusk_core::verify::buffers::Validator;
+use tusk_core::dsa::{GreedyRule, GreedyWorkspace};
+use tusk_core::dsa::{Placement, Problem, Timeline};
+use tusk_core::gen::dsa::{perfect_packing, PerfectPacking};
 use tusk_shim::dsa::StdClock;
 
 fn exact(problem: &Problem, budget_ms: u64) -> (Outcome, f64) {

@@ -30,7 +30,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use rayon::prelude::*;
 use serde_json::{json, Value};
 use tusk_core::ir::{Module, Space};
-use tusk_core::pipeline::Options;
+use tusk_core::Options;
 
 pub use crate::console::{EXIT_BAD_INPUT, EXIT_FAILED, EXIT_IO, EXIT_OK};
 use crate::{console, explain, io, json, memmap, run, svg, text, textmap};
@@ -59,6 +59,9 @@ pub struct JobConfig {
     /// Threads of the dataflow check, 1 or 2 (`None`: 2 when the machine
     /// has a second core).
     pub check_threads: Option<u8>,
+    /// The placement verifier and the dataflow checker after the passes
+    /// (off with `--no-verify`).
+    pub verify: bool,
 }
 
 /// Where one file's outputs go.
@@ -210,7 +213,7 @@ fn stage(
 }
 
 /// The one-line figures under a picture's title.
-fn figures(r: &tusk_core::pipeline::RunReport) -> String {
+fn figures(r: &tusk_core::RunReport) -> String {
     let mut s = format!("optlevel {}", r.optlevel);
     for sp in [Space::Sb, Space::Psum] {
         let x = r.space(sp);
@@ -329,7 +332,7 @@ fn job(path: &Path, cfg: &JobConfig, out: &Outputs, o: &mut FileOutcome) -> u8 {
     } else {
         Vec::new()
     };
-    let report = match run::allocate(&mut m, opts, cfg.check_threads) {
+    let report = match run::allocate(&mut m, opts, cfg.verify, cfg.check_threads) {
         Ok(r) => r,
         Err(e) => {
             let msg = e.display(&m).to_string();

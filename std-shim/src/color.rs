@@ -6,7 +6,7 @@
 use std::path::PathBuf;
 use std::time::Instant;
 
-use tusk_core::reg::{ColorConfig, Colorer, InterferenceGraph, NO_COLOR};
+use tusk_core::regalloc::{ColorConfig, Colorer, InterferenceGraph, NO_COLOR};
 
 use crate::console::{self, EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK};
 use crate::dimacs;
@@ -40,7 +40,7 @@ pub struct ColorOutcome {
     /// First lane per vertex, [`NO_COLOR`] when uncolored.
     pub colors: Vec<u16>,
     /// The colorer's statistics.
-    pub stats: tusk_core::reg::ColorStats,
+    pub stats: tusk_core::regalloc::ColorStats,
     /// Distinct colors used.
     pub colors_used: u32,
     /// Seconds spent building the graph and coloring.
@@ -98,11 +98,11 @@ pub fn color_graph(g: &dimacs::DimacsGraph, cfg: &ColorConfig) -> Result<ColorOu
 /// vertices left, 2 bad input or options, 3 I/O error).
 pub fn run(args: &ColorArgs) -> u8 {
     let path = args.file.display();
-    if args.k == 0 || args.k > tusk_core::reg::color::MAX_K {
+    if args.k == 0 || args.k > tusk_core::regalloc::MAX_K {
         console::error(format_args!(
             "-k {} is out of range 1..={}",
             args.k,
-            tusk_core::reg::color::MAX_K
+            tusk_core::regalloc::MAX_K
         ));
         return EXIT_BAD_INPUT;
     }

@@ -19,7 +19,7 @@ use std::fmt;
 use std::io::Write;
 use std::path::Path;
 
-use tusk_core::mem::problem::{Buffer, Placement, Problem, ProblemError};
+use tusk_core::dsa::{Buffer, Placement, Problem, ProblemError};
 
 /// A parsed buffer table: the ids and the problem (capacity 0 until set).
 #[derive(Debug)]

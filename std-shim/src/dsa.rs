@@ -8,14 +8,15 @@
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use tusk_core::mem::budgeted;
-use tusk_core::mem::exact::{Budget, Clock, ExactOptions, ExactWorkspace, Objective, Status};
-use tusk_core::mem::gca::{GcaOptions, GcaWorkspace};
-use tusk_core::mem::greedy::{GreedyRule, GreedyWorkspace};
-use tusk_core::mem::lsa::{place_buffers, Buffer as LsaBuffer, BufferWorkspace};
-use tusk_core::mem::problem::{peak, Placement, Timeline};
-use tusk_core::storage::{StorageBudget, StorageReport};
-use tusk_core::verify::buffers::Validator;
+use tusk_core::dsa::budgeted;
+use tusk_core::dsa::Validator;
+use tusk_core::dsa::{peak, Placement, Timeline};
+use tusk_core::dsa::{place_buffers, BufferWorkspace, PortfolioBuffer as LsaBuffer};
+use tusk_core::dsa::{Budget, ExactOptions, ExactWorkspace, Objective, Status};
+use tusk_core::dsa::{GcaOptions, GcaWorkspace};
+use tusk_core::dsa::{GreedyRule, GreedyWorkspace};
+use tusk_core::Clock;
+use tusk_core::{StorageBudget, StorageReport};
 
 use crate::console::{self, EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK};
 use crate::csv;
@@ -399,9 +400,9 @@ pub fn run(args: &DsaArgs) -> u8 {
 /// The linear-scan portfolio on the non-void buffers of `problem` (which has
 /// no pins); void buffers stay at offset 0. Returns the scans run.
 fn lsa_portfolio(
-    problem: &tusk_core::mem::problem::Problem,
+    problem: &tusk_core::dsa::Problem,
     placements: &mut [Placement],
-) -> Result<u32, tusk_core::mem::lsa::BufferError> {
+) -> Result<u32, tusk_core::dsa::BufferError> {
     let n = problem.len();
     let live: Vec<usize> = (0..n)
         .filter(|&i| !problem.buffers()[i].is_void())

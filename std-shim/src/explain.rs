@@ -18,10 +18,10 @@ use std::fmt::Write as _;
 use serde_json::{json, Value};
 use tusk_core::analysis::{LinearOrder, MemLiveness};
 use tusk_core::ir::{InstFlags, MemFlags, MemLoc, Module, Space};
-use tusk_core::mem::coloring::ColoringError;
-use tusk_core::mem::lsa::LsaError;
-use tusk_core::pipeline::{Pass, PipelineError, RunReport};
-use tusk_core::verify::placement::{Axis, Finding};
+use tusk_core::report::ColoringError;
+use tusk_core::report::LsaError;
+use tusk_core::verify::{Axis, Finding};
+use tusk_core::{Pass, PipelineError, RunReport};
 
 /// Tensors explained one by one per space at most (the largest).
 pub const MAX_TENSORS: usize = 40;
@@ -624,9 +624,9 @@ fn pressure(m: &Module, e: &PipelineError) -> Option<Section> {
 /// many more bytes it needs. `ids` names the buffers (the CSV's `id`
 /// column), `placements` are the allocator's offsets.
 pub fn of_buffers(
-    problem: &tusk_core::mem::problem::Problem,
+    problem: &tusk_core::dsa::Problem,
     ids: &[String],
-    placements: &[tusk_core::mem::problem::Placement],
+    placements: &[tusk_core::dsa::Placement],
 ) -> Explanation {
     let b = problem.buffers();
     let name = |i: usize| ids.get(i).cloned().unwrap_or_else(|| format!("#{i}"));

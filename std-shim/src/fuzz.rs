@@ -10,19 +10,20 @@
 //! input found so far, so that `cargo test` covers what the fuzzer found.
 
 use arbitrary::{Arbitrary, Unstructured};
+use tusk_core::dsa::Validator;
+use tusk_core::dsa::{GreedyRule, GreedyWorkspace};
+use tusk_core::dsa::{Placement, Timeline};
 use tusk_core::gen::module::{generate, Census, GenParams};
 use tusk_core::ir::{Module, Space};
-use tusk_core::mem::coloring::ColoringError;
-use tusk_core::mem::exact::Clock;
-use tusk_core::mem::greedy::{GreedyRule, GreedyWorkspace};
-use tusk_core::mem::lsa::LsaError;
-use tusk_core::mem::problem::{Placement, Timeline};
-use tusk_core::pipeline::{self, Allocator, Options, PipelineError, Workspace, OPTLEVELS};
-use tusk_core::reg::alloc::RegAllocError;
-use tusk_core::reg::{ColorConfig, NO_COLOR};
-use tusk_core::target::{Generation, Target};
-use tusk_core::verify::buffers::Validator;
-use tusk_core::verify::placement::{Finding, Verifier};
+use tusk_core::regalloc::RegAllocError;
+use tusk_core::regalloc::{ColorConfig, NO_COLOR};
+use tusk_core::report::ColoringError;
+use tusk_core::report::LsaError;
+use tusk_core::verify::{Finding, Verifier};
+use tusk_core::Checks;
+use tusk_core::Clock;
+use tusk_core::{Allocator, Options, PipelineError, Workspace, OPTLEVELS};
+use tusk_core::{Generation, Target};
 
 use crate::{color, csv, dimacs, info, json, text};
 
@@ -304,7 +305,6 @@ impl PipelineCase {
             gca_dma_optlevel: (self.gca_dma_optlevel % 4) as i8 - 1,
             target: None,
             max_regs: self.max_regs.map(|r| 2 + (r % 63) as u16),
-            no_verify: false,
             ..Options::default()
         }
     }
@@ -394,9 +394,15 @@ pub fn run_case(case: &PipelineCase) -> CaseOutcome {
     check_module_round_trips(&m);
     let original = m.clone();
     let mut ws = Workspace::new();
-    ws.reserve(&mut m, &opts, Some(&original));
+    ws.reserve(&mut m, &opts, Checks::Full { input: &original });
     let mut clock = StepClock::default();
-    match pipeline::run(&mut m, &opts, &mut ws, &mut clock, Some(&original)) {
+    match tusk_core::run(
+        &mut m,
+        &opts,
+        &mut ws,
+        &mut clock,
+        Checks::Full { input: &original },
+    ) {
         Ok(report) => {
             assert_eq!(report.findings, 0);
             check_module_round_trips(&m);

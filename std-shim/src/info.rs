@@ -6,7 +6,7 @@
 //! many locations are live somewhere, the longest interval, the most
 //! locations live at one position, and the lower bound (the larger of the
 //! stacked full-width bytes and the live area over the partitions; see
-//! `tusk_core::analysis::bounds`) with the position where it is reached.
+//! `tusk_core::analysis`) with the position where it is reached.
 
 use std::fmt::Write;
 

@@ -25,7 +25,7 @@ use tusk_core::ir::{
     Loop, MemFlags, Module, Opcode, Reg, RegFlags, RegTerm, Space, SubOp, MAX_DIMS, MAX_IV_TERMS,
     NO_BANK, NO_LANE, NO_PARTITION, UNKNOWN_TRIP,
 };
-use tusk_core::target::Target;
+use tusk_core::Target;
 
 use crate::text::printer::{ap_spec, default_align};
 use crate::text::walk::{walk, Event};

@@ -16,9 +16,9 @@ use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand};
 use tusk_core::ir::{Module, Space, NO_LANE};
-use tusk_core::pipeline::{Allocator, Options, Rotation};
-use tusk_core::target::Generation;
-use tusk_core::verify::placement::{Scope, Verifier};
+use tusk_core::verify::{Scope, Verifier};
+use tusk_core::Generation;
+use tusk_core::{Allocator, Options, Rotation};
 use tusk_shim::batch::{self, JobConfig, OutputDirs, Outputs};
 use tusk_shim::console::{self, EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK};
 use tusk_shim::{io, json, text};
@@ -221,14 +221,14 @@ fn parse_window(s: &str) -> Result<(u64, u64), String> {
     Ok((a, b))
 }
 
-/// `--optlevel`: one of [`tusk_core::pipeline::OPTLEVELS`], listed in
+/// `--optlevel`: one of [`tusk_core::OPTLEVELS`], listed in
 /// `--help` and in the error for any other value.
 fn optlevel_parser() -> impl clap::builder::TypedValueParser<Value = u8> {
     use clap::builder::TypedValueParser;
     const NAMES: [&str; 7] = ["0", "1", "2", "3", "6", "7", "8"];
     clap::builder::PossibleValuesParser::new(NAMES).map(|s| {
         let level = s.parse::<u8>().unwrap_or(u8::MAX);
-        debug_assert!(tusk_core::pipeline::OPTLEVELS.contains(&level));
+        debug_assert!(tusk_core::OPTLEVELS.contains(&level));
         level
     })
 }
@@ -437,7 +437,6 @@ fn run(a: &RunArgs) -> u8 {
         gca_dma_optlevel: a.gca_dma_optlevel,
         target,
         max_regs: a.max_regs,
-        no_verify: a.no_verify,
         schedule_model: true,
         lsa_max_spills: None,
         reg_max_spill_temporaries: None,
@@ -460,6 +459,7 @@ fn run(a: &RunArgs) -> u8 {
         map: a.map,
         window: a.svg_window,
         check_threads: a.check_threads,
+        verify: !a.no_verify,
     };
     if let [one] = a.files.as_slice() {
         if !one.is_dir() {

@@ -20,7 +20,7 @@
 
 use tusk_core::analysis::{LinearOrder, MemLiveness};
 use tusk_core::ir::{InstFlags, MemFlags, MemLoc, Module, Space};
-use tusk_core::pipeline::FailureSite;
+use tusk_core::FailureSite;
 
 use crate::svg::{bytes_label, Chart, Item, Kind, Marker, MarkerKind, Panel};
 

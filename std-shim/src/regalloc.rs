@@ -16,7 +16,7 @@ use serde::Deserialize;
 
 use crate::console::{self, EXIT_BAD_INPUT, EXIT_FAILED, EXIT_IO, EXIT_OK};
 use serde_json::{json, Value};
-use tusk_core::reg::cfg::{
+use tusk_core::regalloc::{
     validate, Block, CfgAllocator, CfgChecker, CfgFunction, CfgInst, CfgStats, EditPoint,
     FunctionBuf, Location, TiedPair, VReg,
 };
@@ -92,7 +92,7 @@ struct InstJson {
 }
 
 /// Largest index accepted from a file (the core's limit).
-const MAX_INDEX: u64 = tusk_core::reg::cfg::validate::MAX_ITEMS as u64;
+const MAX_INDEX: u64 = tusk_core::regalloc::MAX_ITEMS as u64;
 
 fn index(x: u64, what: &str) -> Result<u32, String> {
     if x > MAX_INDEX {
@@ -247,7 +247,7 @@ fn loc(l: Location) -> String {
 }
 
 /// The allocation of `f` as JSON (docs/REGALLOC.md).
-fn allocation_json(file: &Path, f: &FunctionBuf, a: &tusk_core::reg::cfg::CfgAllocation) -> Value {
+fn allocation_json(file: &Path, f: &FunctionBuf, a: &tusk_core::regalloc::CfgAllocation) -> Value {
     let operands: Vec<Value> = (0..f.num_insts())
         .map(|i| {
             let ls: Vec<String> = a
@@ -365,7 +365,7 @@ pub fn report_json(k: u16, outcomes: &[FunctionOutcome]) -> Value {
 
 /// Runs `tusk regalloc`; returns the exit code (see the module doc).
 pub fn run(args: &RegallocArgs) -> u8 {
-    let max_k = tusk_core::reg::color::MAX_K;
+    let max_k = tusk_core::regalloc::MAX_K;
     if args.k == 0 || args.k > max_k {
         console::error(format_args!("-k {} is out of range 1..={max_k}", args.k));
         return EXIT_BAD_INPUT;

@@ -6,8 +6,8 @@ use std::time::Instant;
 use serde_json::{json, Value};
 use tusk_core::analysis::{CostlyDep, ScheduleReport};
 use tusk_core::ir::{Engine, Module, Space};
-use tusk_core::mem::exact::Clock;
-use tusk_core::pipeline::{self, passes, Options, PipelineError, RunReport, Workspace};
+use tusk_core::Clock;
+use tusk_core::{passes, Checks, Options, PipelineError, RunReport, Workspace};
 
 /// A wall clock for pass timing.
 #[derive(Debug)]
@@ -25,17 +25,18 @@ impl Clock for WallClock {
     }
 }
 
-/// Runs the pipeline of `opts` on `m` in place. The input copy for the
-/// dataflow check is taken here unless `opts.no_verify` (without the name
-/// index: it is only read, and it is held through every pass). The check
+/// Runs the pipeline of `opts` on `m` in place, then, if `verify`, both
+/// checks. The input copy for the dataflow check is taken here (without
+/// the name index: it is only read, and it is held through every pass). The check
 /// runs on `check_threads` threads (1 or 2; `None`: 2 when the machine has
 /// a second core).
 pub fn allocate(
     m: &mut Module,
     opts: &Options,
+    verify: bool,
     check_threads: Option<u8>,
 ) -> Result<RunReport, PipelineError> {
-    let original = (!opts.no_verify).then(|| m.read_only_copy());
+    let original = verify.then(|| m.read_only_copy());
     let mut ws = Workspace::new();
     // One run per workspace: each pass's storage goes once it is spent.
     ws.set_release_spent(true);
@@ -47,7 +48,11 @@ pub fn allocate(
     };
     ws.set_split_runner(split);
     let mut clock = WallClock::default();
-    pipeline::reserve_and_run(m, opts, &mut ws, &mut clock, original.as_ref())
+    let checks = match &original {
+        Some(input) => Checks::Full { input },
+        None => Checks::None,
+    };
+    tusk_core::reserve_and_run(m, opts, &mut ws, &mut clock, checks)
 }
 
 /// The pass names `opts` runs, one per line.
@@ -121,10 +126,11 @@ pub fn summary(file: &str, m: &Module, r: &RunReport) -> String {
     // Each DMA pass measures the whole module's DMAs before and after it
     // runs: one line for the module, from before the first pass that ran
     // to after the last, with the rewrites of both passes summed.
-    let ran: Vec<&tusk_core::dma::DmaStats> =
+    let ran: Vec<&tusk_core::report::DmaStats> =
         r.dma.iter().flatten().filter(|d| !d.skipped).collect();
     if let (Some(first), Some(last)) = (ran.first(), ran.last()) {
-        let sum = |f: fn(&tusk_core::dma::DmaStats) -> u32| ran.iter().map(|d| f(d)).sum::<u32>();
+        let sum =
+            |f: fn(&tusk_core::report::DmaStats) -> u32| ran.iter().map(|d| f(d)).sum::<u32>();
         s.push_str(&format!(
             "  DMA   {} DMAs / {} descriptors / {} B -> {} / {} / {} B ({} merged, {} loads dropped, {} stores dropped, {} shrunk)\n",
             first.pre.instructions,
@@ -282,9 +288,9 @@ fn schedule_json(m: &Module, x: &ScheduleReport) -> Value {
 }
 
 /// The non-zero coalescing veto counts, by predicate, in the order of
-/// [`Vetoes`](tusk_core::dma::Vetoes)' fields: a golden or a report shows
+/// [`Vetoes`](tusk_core::report::Vetoes)' fields: a golden or a report shows
 /// which predicate kept a DMA unmerged.
-pub fn vetoes(v: &tusk_core::dma::Vetoes) -> Vec<(&'static str, u32)> {
+pub fn vetoes(v: &tusk_core::report::Vetoes) -> Vec<(&'static str, u32)> {
     [
         ("not_full_access", v.not_full_access),
         ("not_contiguous", v.not_contiguous),
@@ -305,7 +311,7 @@ pub fn vetoes(v: &tusk_core::dma::Vetoes) -> Vec<(&'static str, u32)> {
 }
 
 /// The reservation's make-up and what the budget left out.
-fn storage_json(st: &tusk_core::storage::StorageReport) -> Value {
+fn storage_json(st: &tusk_core::StorageReport) -> Value {
     json!({
         "limit": st.limit,
         "reserved": st.total(),
@@ -360,7 +366,7 @@ pub fn report_json(file: &str, m: &Module, r: &RunReport) -> Value {
         .zip(&r.dma)
         .filter_map(|(name, d)| {
             let d = d.as_ref()?;
-            let rep = |x: &tusk_core::dma::report::DmaReport| {
+            let rep = |x: &tusk_core::report::DmaReport| {
                 json!({
                     "instructions": x.instructions,
                     "bytes": x.bytes,
@@ -409,7 +415,7 @@ pub fn report_json(file: &str, m: &Module, r: &RunReport) -> Value {
         .filter_map(|&sp| {
             let c = r.coloring[sp.slot()].as_ref()?;
             Some(json!({
-                "pass": tusk_core::mem::coloring::pass_name(sp),
+                "pass": tusk_core::report::pass_name(sp),
                 "placed": c.placed,
                 "pins": c.pins,
                 "peak": c.peak,
@@ -426,7 +432,7 @@ pub fn report_json(file: &str, m: &Module, r: &RunReport) -> Value {
         })
         .collect();
     let lsa = r.lsa.as_ref().map(|l| {
-        let one = |x: &tusk_core::mem::lsa::SpaceReport| {
+        let one = |x: &tusk_core::report::SpaceReport| {
             json!({
                 "placed": x.placed,
                 "peak": x.peak,

@@ -8,13 +8,11 @@ use std::sync::mpsc::{channel, sync_channel};
 use std::thread;
 
 use tusk_core::ir::Module;
-use tusk_core::verify::dataflow::{
-    DataflowError, OriginalHalf, ReadBatch, RewriteHalf, SplitRunner,
-};
+use tusk_core::verify::{DataflowError, OriginalHalf, ReadBatch, RewriteHalf, SplitRunner};
 
 /// Batches the worker may run ahead of the comparison: enough to ride out
 /// an uneven stretch of either walk, few enough that the runs in flight
-/// stay a few megabytes ([`tusk_core::verify::dataflow::BATCH_RUNS`] each).
+/// stay a few megabytes ([`tusk_core::verify::BATCH_RUNS`] each).
 pub const QUEUE_BATCHES: usize = 4;
 
 /// The two-thread runner.

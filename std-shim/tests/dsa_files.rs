@@ -2,10 +2,11 @@
 
 use std::path::PathBuf;
 
-use tusk_core::mem::exact::{Budget, ExactOptions, ExactWorkspace, NoClock, Objective, Status};
-use tusk_core::mem::greedy::{GreedyRule, GreedyWorkspace};
-use tusk_core::mem::problem::{Placement, Problem, Timeline};
-use tusk_core::verify::buffers::Validator;
+use tusk_core::dsa::Validator;
+use tusk_core::dsa::{Budget, ExactOptions, ExactWorkspace, Objective, Status};
+use tusk_core::dsa::{GreedyRule, GreedyWorkspace};
+use tusk_core::dsa::{Placement, Problem, Timeline};
+use tusk_core::NoClock;
 use tusk_shim::dsa::{run, Algo, DsaArgs};
 
 /// The public DSA instances: `../shared/data/dsa` beside the checkout (CI
@@ -195,10 +196,10 @@ fn exact_is_never_worse_than_the_heuristics_on_the_eleven_instances() {
         let code = run(&a);
         let got = written_peak(&out);
         assert_eq!(code, if got <= p.capacity { 0 } else { 1 }, "{name}");
-        let mut gws = tusk_core::mem::gca::GcaWorkspace::new();
+        let mut gws = tusk_core::dsa::GcaWorkspace::new();
         gws.reserve_for(&p, 0, 0);
         let mut g = vec![Placement::default(); p.len()];
-        let colored = gws.solve(&p, &tusk_core::mem::gca::GcaOptions::default(), &mut g);
+        let colored = gws.solve(&p, &tusk_core::dsa::GcaOptions::default(), &mut g);
         let mut greedy = GreedyWorkspace::new();
         greedy.reserve(p.len());
         let by_size = greedy.place(&p, GreedyRule::BySize, &mut g);

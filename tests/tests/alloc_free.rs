@@ -36,11 +36,12 @@ use std::time::Instant;
 use tusk_core::gen::dma::{dma_heavy, DmaGenParams};
 use tusk_core::gen::module::{generate, GenParams};
 use tusk_core::ir::Module;
-use tusk_core::mem::exact::Clock;
-use tusk_core::pipeline::{self, Allocator, Options, Workspace};
-use tusk_core::target::Target;
-use tusk_core::verify::dataflow::{DataflowCapacity, DataflowChecker, DataflowError};
-use tusk_core::verify::placement::Verifier;
+use tusk_core::verify::Verifier;
+use tusk_core::verify::{DataflowCapacity, DataflowChecker, DataflowError};
+use tusk_core::Checks;
+use tusk_core::Clock;
+use tusk_core::Target;
+use tusk_core::{Allocator, Options, Workspace};
 
 thread_local! {
     static ARMED: Cell<bool> = const { Cell::new(false) };
@@ -194,7 +195,6 @@ fn pipelines() -> Vec<(&'static str, Options)> {
     let o = |optlevel: u8, allocator: Allocator| Options {
         optlevel,
         allocator,
-        no_verify: true,
         ..Options::default()
     };
     vec![
@@ -262,8 +262,8 @@ fn passes_do_not_allocate_after_reserve() {
                     ..opts
                 };
                 let mut ws = Workspace::new();
-                ws.reserve(&mut m, &first, None);
-                pipeline::run(&mut m, &first, &mut ws, &mut clock, None)
+                ws.reserve(&mut m, &first, Checks::None);
+                tusk_core::run(&mut m, &first, &mut ws, &mut clock, Checks::None)
                     .unwrap_or_else(|e| panic!("opt2 before {what}: {}", e.display(&m)));
             }
             let placed_input = m.clone();
@@ -272,8 +272,8 @@ fn passes_do_not_allocate_after_reserve() {
             // driver's mode): frees are not counted, the results are checked
             // the same.
             ws.set_release_spent(runs % 2 == 1);
-            ws.reserve(&mut m, &opts, None);
-            let (r, n) = count(|| pipeline::run(&mut m, &opts, &mut ws, &mut clock, None));
+            ws.reserve(&mut m, &opts, Checks::None);
+            let (r, n) = count(|| tusk_core::run(&mut m, &opts, &mut ws, &mut clock, Checks::None));
             let r = r.unwrap_or_else(|e| panic!("{what}: {}", e.display(&m)));
             runs += 1;
             // What the passes did, so that the spill and DMA paths are seen
@@ -345,7 +345,7 @@ fn the_counter_counts() {
 #[test]
 fn cfg_colorer_does_not_allocate_after_reserve() {
     use tusk_core::gen::cfg::{cfg_function, CfgParams};
-    use tusk_core::reg::cfg::{CfgAllocator, CfgChecker};
+    use tusk_core::regalloc::{CfgAllocator, CfgChecker};
     let mut checker = CfgChecker::new();
     for (seed, pressure, pairs, k) in [(1u64, 12u32, 0u32, 16u16), (2, 40, 0, 16), (3, 30, 20, 24)]
     {

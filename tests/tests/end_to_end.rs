@@ -19,8 +19,9 @@ use std::path::{Path, PathBuf};
 
 use tusk_core::gen::module::{generate, Census, GenParams};
 use tusk_core::ir::{MemFlags, Module, Space, NO_LANE};
-use tusk_core::mem::exact::Clock;
-use tusk_core::pipeline::{self, Allocator, Options, Rotation, RunReport, Workspace};
+use tusk_core::Checks;
+use tusk_core::Clock;
+use tusk_core::{Allocator, Options, Rotation, RunReport, Workspace};
 use tusk_shim::text;
 
 /// A clock that advances 1 ms per reading: the runs are checked, not
@@ -112,9 +113,15 @@ fn selections() -> Vec<(String, Options)> {
 fn run_checked(m: &mut Module, opts: &Options) -> Result<RunReport, String> {
     let original = m.clone();
     let mut ws = Workspace::new();
-    ws.reserve(m, opts, Some(&original));
-    pipeline::run(m, opts, &mut ws, &mut Ticks(0), Some(&original))
-        .map_err(|e| e.display(m).to_string())
+    ws.reserve(m, opts, Checks::Full { input: &original });
+    tusk_core::run(
+        m,
+        opts,
+        &mut ws,
+        &mut Ticks(0),
+        Checks::Full { input: &original },
+    )
+    .map_err(|e| e.display(m).to_string())
 }
 
 /// What every successful run must show: the checks ran clean, every

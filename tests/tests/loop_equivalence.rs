@@ -23,10 +23,11 @@
 use tusk_core::analysis::{Bounds, LinearOrder, MemLiveness};
 use tusk_core::gen::module::{generate, GenParams};
 use tusk_core::ir::{Inst, Module, Opcode, Space};
-use tusk_core::mem::exact::Clock;
-use tusk_core::pipeline::{self, Options, Workspace};
-use tusk_core::verify::dataflow::DataflowChecker;
-use tusk_core::verify::placement::Verifier;
+use tusk_core::verify::DataflowChecker;
+use tusk_core::verify::Verifier;
+use tusk_core::Checks;
+use tusk_core::Clock;
+use tusk_core::{Options, Workspace};
 use tusk_shim::text;
 use tusk_tests::unroll::{UnrollError, Unroller, MAX_UNROLLED_INSTS};
 
@@ -107,14 +108,13 @@ fn allocate(input: &Module, optlevel: u8) -> Module {
     let mut m = input.clone();
     let opts = Options {
         optlevel,
-        no_verify: true,
         ..Options::default()
     }
     .normalize()
     .unwrap();
     let mut ws = Workspace::new();
-    ws.reserve(&mut m, &opts, None);
-    pipeline::run(&mut m, &opts, &mut ws, &mut Ticks(0), None)
+    ws.reserve(&mut m, &opts, Checks::None);
+    tusk_core::run(&mut m, &opts, &mut ws, &mut Ticks(0), Checks::None)
         .unwrap_or_else(|e| panic!("{}", e.display(&m)));
     m
 }

@@ -8,10 +8,11 @@
 use tusk_core::analysis::{Floor, LinearOrder, MemLiveness};
 use tusk_core::gen::module::{generate, GenParams};
 use tusk_core::ir::{Capacity, InstFlags, MemFlags, MemLoc, Module, Opcode, Space};
-use tusk_core::mem::exact::Clock;
-use tusk_core::mem::spill::{self, SpillRecord};
-use tusk_core::pipeline::{self, Allocator, Options, PipelineError, RunReport, Workspace};
-use tusk_core::verify::dataflow::{DataflowCapacity, DataflowChecker};
+use tusk_core::pass::spill::{self, SpillRecord};
+use tusk_core::verify::{DataflowCapacity, DataflowChecker};
+use tusk_core::Checks;
+use tusk_core::Clock;
+use tusk_core::{Allocator, Options, PipelineError, RunReport, Workspace};
 use tusk_shim::text;
 
 /// A clock that advances 1 ms per reading (runs are checked, not timed).
@@ -51,8 +52,14 @@ fn parse(src: &str) -> Module {
 fn run_checked(m: &mut Module, opts: &Options) -> Result<RunReport, PipelineError> {
     let original = m.clone();
     let mut ws = Workspace::new();
-    ws.reserve(m, opts, Some(&original));
-    pipeline::run(m, opts, &mut ws, &mut Ticks(0), Some(&original))
+    ws.reserve(m, opts, Checks::Full { input: &original });
+    tusk_core::run(
+        m,
+        opts,
+        &mut ws,
+        &mut Ticks(0),
+        Checks::Full { input: &original },
+    )
 }
 
 fn inserted(m: &Module, flag: InstFlags, opcode: Opcode) -> Vec<tusk_core::ir::Inst> {

@@ -6,10 +6,11 @@
 //! copy.
 
 use tusk_core::ir::{full_ap, slice_ap, ApExt, Inst, InstFlags, InstSpec, Module, Opcode, Space};
-use tusk_core::mem::exact::Clock;
-use tusk_core::pipeline::{self, Options, Workspace};
-use tusk_core::verify::dataflow::{DataflowChecker, DataflowError, Mismatch};
-use tusk_core::verify::placement::{Finding, Verifier};
+use tusk_core::verify::{DataflowChecker, DataflowError, Mismatch};
+use tusk_core::verify::{Finding, Verifier};
+use tusk_core::Checks;
+use tusk_core::Clock;
+use tusk_core::{Options, Workspace};
 use tusk_shim::text;
 
 struct Ticks(u64);
@@ -142,8 +143,14 @@ fn the_coalescing_miscompile_is_a_dataflow_finding() {
     .normalize()
     .unwrap();
     let mut ws = Workspace::new();
-    let r = pipeline::reserve_and_run(&mut m, &opts, &mut ws, &mut Ticks(0), Some(&orig))
-        .unwrap_or_else(|e| panic!("{}", e.display(&m)));
+    let r = tusk_core::reserve_and_run(
+        &mut m,
+        &opts,
+        &mut ws,
+        &mut Ticks(0),
+        Checks::Full { input: &orig },
+    )
+    .unwrap_or_else(|e| panic!("{}", e.display(&m)));
     let sb = r.dma[1].expect("the SB DMA pass ran");
     assert_eq!(sb.coalesced_dmas, 0);
     assert_eq!(sb.vetoes.dynamic_offset, 2);
@@ -356,13 +363,12 @@ fn verdict(src: &str, opt: u8, corrupt: Option<i64>) -> (bool, bool) {
     let mut m = orig.clone();
     let opts = Options {
         optlevel: opt,
-        no_verify: true,
         ..Options::default()
     }
     .normalize()
     .unwrap();
     let mut ws = Workspace::new();
-    pipeline::reserve_and_run(&mut m, &opts, &mut ws, &mut Ticks(0), None)
+    tusk_core::reserve_and_run(&mut m, &opts, &mut ws, &mut Ticks(0), Checks::None)
         .unwrap_or_else(|e| panic!("{}", e.display(&m)));
     let mut applied = false;
     if let Some(shift) = corrupt {
@@ -429,12 +435,12 @@ entry:
     let m = parse(src);
     let mut ws = Workspace::new();
     let mut mm = m.clone();
-    let r = pipeline::reserve_and_run(
+    let r = tusk_core::reserve_and_run(
         &mut mm,
         &Options::default(),
         &mut ws,
         &mut Ticks(0),
-        Some(&m),
+        Checks::Full { input: &m },
     );
     assert!(r.is_ok(), "{}", r.err().unwrap().display(&mm));
     // A broadcast write is refused.
@@ -529,8 +535,14 @@ entry:
         .normalize()
         .unwrap();
         let mut ws = Workspace::new();
-        let r = pipeline::reserve_and_run(&mut m, &opts, &mut ws, &mut Ticks(0), Some(&input))
-            .unwrap_or_else(|e| panic!("optlevel {opt}: {}", e.display(&m)));
+        let r = tusk_core::reserve_and_run(
+            &mut m,
+            &opts,
+            &mut ws,
+            &mut Ticks(0),
+            Checks::Full { input: &input },
+        )
+        .unwrap_or_else(|e| panic!("optlevel {opt}: {}", e.display(&m)));
         // %acc + %t + %u are live together: 6144 bytes per partition.
         assert_eq!(r.space(Space::Sb).lower_bound, 6144, "optlevel {opt}");
     }
@@ -584,8 +596,14 @@ fn a_tile_swept_whole_by_its_loop_is_not_carried() {
             .normalize()
             .unwrap();
             let mut ws = Workspace::new();
-            let r = pipeline::reserve_and_run(&mut m, &opts, &mut ws, &mut Ticks(0), Some(&input))
-                .unwrap_or_else(|e| panic!("optlevel {opt}: {}\n{src}", e.display(&m)));
+            let r = tusk_core::reserve_and_run(
+                &mut m,
+                &opts,
+                &mut ws,
+                &mut Ticks(0),
+                Checks::Full { input: &input },
+            )
+            .unwrap_or_else(|e| panic!("optlevel {opt}: {}\n{src}", e.display(&m)));
             assert!(r.verified, "optlevel {opt}: checked");
             assert_eq!(
                 r.space(Space::Sb).lower_bound,
@@ -646,8 +664,14 @@ entry:
             .normalize()
             .unwrap();
             let mut ws = Workspace::new();
-            let r = pipeline::reserve_and_run(&mut m, &opts, &mut ws, &mut Ticks(0), Some(&input))
-                .unwrap_or_else(|e| panic!("optlevel {opt}: {}\n{text}", e.display(&m)));
+            let r = tusk_core::reserve_and_run(
+                &mut m,
+                &opts,
+                &mut ws,
+                &mut Ticks(0),
+                Checks::Full { input: &input },
+            )
+            .unwrap_or_else(|e| panic!("optlevel {opt}: {}\n{text}", e.display(&m)));
             assert!(r.verified, "optlevel {opt}: checked");
             assert_eq!(
                 r.space(Space::Sb).lower_bound,

@@ -6,11 +6,12 @@
 
 use tusk_core::gen::module::{generate, GenParams};
 use tusk_core::ir::{Module, Opcode};
-use tusk_core::mem::exact::Clock;
-use tusk_core::pipeline::{self, Options, Workspace};
-use tusk_core::verify::dataflow::{
+use tusk_core::verify::{
     DataflowCapacity, DataflowChecker, DataflowError, DataflowReport, BATCH_RECORDS,
 };
+use tusk_core::Checks;
+use tusk_core::Clock;
+use tusk_core::{Options, Workspace};
 use tusk_shim::split::ThreadSplit;
 
 struct Ticks(u64);
@@ -26,13 +27,12 @@ fn allocated(orig: &Module, optlevel: u8) -> Module {
     let mut m = orig.clone();
     let opts = Options {
         optlevel,
-        no_verify: true,
         ..Options::default()
     }
     .normalize()
     .unwrap();
     let mut ws = Workspace::new();
-    pipeline::reserve_and_run(&mut m, &opts, &mut ws, &mut Ticks(0), None)
+    tusk_core::reserve_and_run(&mut m, &opts, &mut ws, &mut Ticks(0), Checks::None)
         .unwrap_or_else(|e| panic!("{}", e.display(&m)));
     m
 }

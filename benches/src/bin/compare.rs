@@ -14,10 +14,11 @@ use std::path::Path;
 use std::time::Instant;
 
 use tusk_benches::perfect;
-use tusk_core::mem::exact::{Budget, Clock, ExactOptions, ExactWorkspace, Objective};
-use tusk_core::mem::gca::{GcaOptions, GcaWorkspace};
-use tusk_core::mem::lsa::{self, place_buffers, BufferWorkspace};
-use tusk_core::mem::problem::{Buffer, Placement, Problem};
+use tusk_core::dsa::{place_buffers, BufferWorkspace, PortfolioBuffer};
+use tusk_core::dsa::{Budget, ExactOptions, ExactWorkspace, Objective};
+use tusk_core::dsa::{Buffer, Placement, Problem};
+use tusk_core::dsa::{GcaOptions, GcaWorkspace};
+use tusk_core::Clock;
 
 /// Wall seconds of `f` (the median over repetitions damps the noise of a
 /// shared machine).
@@ -69,9 +70,9 @@ fn run(name: &str, p: &Problem, reps: usize, exact_ms: u64) -> Row {
     let bufs = p.buffers();
     let n = bufs.len();
     // Linear scan: the 1-D `place_buffers` with its default rescans.
-    let lb_bufs: Vec<lsa::Buffer> = bufs
+    let lb_bufs: Vec<PortfolioBuffer> = bufs
         .iter()
-        .map(|b| lsa::Buffer {
+        .map(|b| PortfolioBuffer {
             lower: b.lower,
             upper: b.upper,
             size: b.size,

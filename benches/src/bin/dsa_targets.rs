@@ -20,13 +20,14 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Instant;
 
+use tusk_core::dsa::Validator;
+use tusk_core::dsa::{peak, Placement, Problem, Timeline};
+use tusk_core::dsa::{place_buffers, BufferWorkspace, PortfolioBuffer};
+use tusk_core::dsa::{Budget, ExactOptions, ExactWorkspace, Objective};
+use tusk_core::dsa::{GcaOptions, GcaWorkspace};
+use tusk_core::dsa::{GreedyRule, GreedyWorkspace};
 use tusk_core::gen::dsa::{dress, trace_like, Dress, TraceLike};
-use tusk_core::mem::exact::{Budget, Clock, ExactOptions, ExactWorkspace, Objective};
-use tusk_core::mem::gca::{GcaOptions, GcaWorkspace};
-use tusk_core::mem::greedy::{GreedyRule, GreedyWorkspace};
-use tusk_core::mem::lsa::{self, place_buffers, BufferWorkspace};
-use tusk_core::mem::problem::{peak, Placement, Problem, Timeline};
-use tusk_core::verify::buffers::Validator;
+use tusk_core::Clock;
 
 struct Wall(Instant);
 impl Clock for Wall {
@@ -210,10 +211,10 @@ fn main() {
         );
         legal(&p, &out);
         debug_assert_eq!(o.peak, peak(&p, &out));
-        let bufs: Vec<lsa::Buffer> = p
+        let bufs: Vec<PortfolioBuffer> = p
             .buffers()
             .iter()
-            .map(|b| lsa::Buffer {
+            .map(|b| PortfolioBuffer {
                 lower: b.lower,
                 upper: b.upper,
                 size: b.size,

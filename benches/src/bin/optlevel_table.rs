@@ -15,11 +15,12 @@
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use tusk_core::dma::report::dma_analysis;
 use tusk_core::gen::module::{generate, GenParams};
 use tusk_core::ir::{Module, Space};
-use tusk_core::mem::exact::Clock;
-use tusk_core::pipeline::{self, Allocator, Options, RunReport, Workspace};
+use tusk_core::report::dma_analysis;
+use tusk_core::Checks;
+use tusk_core::Clock;
+use tusk_core::{Allocator, Options, RunReport, Workspace};
 use tusk_shim::text;
 
 struct Wall(Instant);
@@ -52,14 +53,15 @@ fn load(path: &Path) -> Module {
 fn once(input: &Module, opts: &Options, verify: bool) -> Result<(RunReport, Module), String> {
     let mut m = input.clone();
     let original = verify.then(|| input.clone());
-    let o = Options {
-        no_verify: !verify,
-        ..*opts
+    let checks = match &original {
+        Some(input) => Checks::Full { input },
+        None => Checks::None,
     };
+    let o = *opts;
     let mut ws = Workspace::new();
-    ws.reserve(&mut m, &o, original.as_ref());
+    ws.reserve(&mut m, &o, checks);
     let mut clock = Wall(Instant::now());
-    match pipeline::run(&mut m, &o, &mut ws, &mut clock, original.as_ref()) {
+    match tusk_core::run(&mut m, &o, &mut ws, &mut clock, checks) {
         Ok(r) => Ok((r, m)),
         Err(e) => Err(e.display(&m).to_string()),
     }

@@ -15,8 +15,9 @@ use std::path::{Path, PathBuf};
 
 use tusk_core::analysis::Floor;
 use tusk_core::ir::{Module, Space};
-use tusk_core::mem::exact::Clock;
-use tusk_core::pipeline::{self, Options, PipelineError, Workspace};
+use tusk_core::Checks;
+use tusk_core::Clock;
+use tusk_core::{Options, PipelineError, Workspace};
 use tusk_shim::text;
 
 /// A clock that advances 1 ms per reading: the exact search's budget ends
@@ -70,8 +71,14 @@ fn run(input: &Module, optlevel: u8, sb_bytes: Option<u64>) -> Cell {
         ..Options::default()
     };
     let mut ws = Workspace::new();
-    ws.reserve(&mut m, &opts, Some(&original));
-    match pipeline::run(&mut m, &opts, &mut ws, &mut Ticks(0), Some(&original)) {
+    ws.reserve(&mut m, &opts, Checks::Full { input: &original });
+    match tusk_core::run(
+        &mut m,
+        &opts,
+        &mut ws,
+        &mut Ticks(0),
+        Checks::Full { input: &original },
+    ) {
         Ok(r) => {
             let sb = r.space(Space::Sb);
             assert!(r.verified && r.findings == 0);

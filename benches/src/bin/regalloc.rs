@@ -5,7 +5,7 @@
 
 use tusk_benches::CpuClock as Clock;
 use tusk_core::gen::scalar::{scalar_program, ScalarParams};
-use tusk_core::reg::{allocate_registers, ColorConfig, RegAllocConfig, RegAllocator};
+use tusk_core::regalloc::{allocate_registers, ColorConfig, RegAllocConfig, RegAllocator};
 use tusk_core::Target;
 
 fn target(k: u64) -> Target {

@@ -21,7 +21,7 @@ use regalloc2::checker::Checker;
 use regalloc2::{run_with_ctx, Ctx, RegallocOptions};
 use tusk_benches::ra2::{figures, machine, Ra2Figures, Ra2Function};
 use tusk_core::gen::cfg::{cfg_function, CfgParams};
-use tusk_core::reg::cfg::{CfgAllocator, CfgChecker, CfgFunction, FunctionBuf};
+use tusk_core::regalloc::{CfgAllocator, CfgChecker, CfgFunction, FunctionBuf};
 
 #[derive(Default, Debug, Clone, Copy)]
 struct Row {

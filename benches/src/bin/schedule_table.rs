@@ -13,11 +13,12 @@
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use tusk_core::dma::report::dma_analysis;
 use tusk_core::gen::module::{generate, GenParams};
 use tusk_core::ir::{Module, Space};
-use tusk_core::mem::exact::Clock;
-use tusk_core::pipeline::{self, Options, Rotation, Workspace};
+use tusk_core::report::dma_analysis;
+use tusk_core::Checks;
+use tusk_core::Clock;
+use tusk_core::{Options, Rotation, Workspace};
 use tusk_shim::text;
 
 struct Wall(Instant);
@@ -51,9 +52,9 @@ fn row(name: &str, input: &Module, rotation: Rotation) {
         ..Options::default()
     };
     let mut ws = Workspace::new();
-    ws.reserve(&mut m, &opts, Some(input));
+    ws.reserve(&mut m, &opts, Checks::Full { input });
     let mut clock = Wall(Instant::now());
-    let r = match pipeline::run(&mut m, &opts, &mut ws, &mut clock, Some(input)) {
+    let r = match tusk_core::run(&mut m, &opts, &mut ws, &mut clock, Checks::Full { input }) {
         Ok(r) => r,
         Err(e) => {
             println!("| {name} | {rotation:?} | failed: {} |", e.display(&m));

@@ -5,11 +5,11 @@
 //! (`compute(&mut self, ..)`), so a pass that reruns it after a rewrite does
 //! not allocate once the storage has grown to the module's size.
 
-pub mod bounds;
-pub mod floor;
-pub mod liveness;
-pub mod order;
-pub mod schedule;
+pub(crate) mod bounds;
+pub(crate) mod floor;
+pub(crate) mod liveness;
+pub(crate) mod order;
+pub(crate) mod schedule;
 
 pub use bounds::{Bounds, SpaceBound};
 pub use floor::{Floor, FloorKind, SpaceFloor};

@@ -128,11 +128,6 @@ impl LiveIndex {
         }
     }
 
-    /// Storage held, in entries.
-    pub fn capacity(&self) -> usize {
-        self.entries.capacity()
-    }
-
     /// Rebuilds the index over the placed, live locations of `space`
     /// (does not allocate while the location count fits the capacity).
     pub fn build(&mut self, m: &Module, live: &MemLiveness, space: Space) {

@@ -40,10 +40,9 @@ pub mod partial;
 pub mod pass;
 pub mod psum_spill;
 pub mod report;
-#[cfg(any(test, feature = "gen"))]
-pub mod sim;
+#[cfg(test)]
+mod sim;
 
-pub use merge_tracker::MemoryMergeTracker;
 pub use pass::{
     DmaError, DmaOptimization, DmaStats, DmaWorkspace, Vetoes, DMA_OPTIMIZATION_PSUM,
     DMA_OPTIMIZATION_SB,

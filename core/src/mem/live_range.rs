@@ -59,6 +59,7 @@ impl LiveRangeManager {
         )
     }
 
+    #[cfg(test)]
     /// Empty storage.
     pub fn new() -> Self {
         Self::default()
@@ -153,6 +154,7 @@ impl LiveRangeManager {
         self.end.get(v).copied().unwrap_or(NONE)
     }
 
+    #[cfg(test)]
     /// Remaining uses of `v`: accesses the scan has not passed yet.
     pub fn remaining_uses(&self, v: MemLoc) -> u32 {
         self.remaining.get(v).copied().unwrap_or(0)
@@ -223,11 +225,6 @@ impl LiveRangeManager {
         self.active_flag[v] = false;
     }
 
-    /// True when `v` is in the active set.
-    pub fn is_live(&self, v: MemLoc) -> bool {
-        self.active_flag.get(v).copied().unwrap_or(false)
-    }
-
     /// The active set in comparator order (head first).
     pub fn active(&self) -> &[MemLoc] {
         &self.active
@@ -235,6 +232,7 @@ impl LiveRangeManager {
 
     /// `pickForSpilling`: the head of the active set among the intervals
     /// `eligible` accepts.
+    #[cfg(test)]
     pub fn pick_for_spilling(&self, mut eligible: impl FnMut(MemLoc) -> bool) -> Option<MemLoc> {
         self.active.iter().copied().find(|&v| eligible(v))
     }

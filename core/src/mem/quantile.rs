@@ -42,19 +42,9 @@ impl P2Quantile {
         }
     }
 
-    /// The quantile this estimator tracks.
-    pub const fn p(&self) -> f64 {
-        self.p
-    }
-
     /// Observations so far.
     pub const fn count(&self) -> u64 {
         self.count
-    }
-
-    /// Forgets every observation.
-    pub fn clear(&mut self) {
-        *self = P2Quantile::new(self.p);
     }
 
     /// Adds one observation.

@@ -71,6 +71,7 @@ pub struct Rotation {
 }
 
 impl Rotation {
+    #[cfg(test)]
     /// Empty storage.
     pub fn new() -> Self {
         Self::default()

@@ -99,11 +99,13 @@ impl SizeBins {
         self.len = 0;
     }
 
+    #[cfg(test)]
     /// Holes indexed.
     pub fn len(&self) -> usize {
         self.len
     }
 
+    #[cfg(test)]
     /// True when no hole is indexed.
     pub fn is_empty(&self) -> bool {
         self.len == 0

@@ -57,7 +57,7 @@ pub struct SpillRecord {
     /// already written (a copy was spilled).
     pub store_after: u32,
     /// Position before which the reload goes (the next access, or the
-    /// start of the loop that holds it: see [`reload_point`]).
+    /// start of the loop that holds it: see `reload_point`).
     pub reload_before: u32,
     /// True when `reload_before` starts a loop the reload is hoisted out
     /// of: the reload then goes after the instruction before it, outside
@@ -105,7 +105,7 @@ pub struct FailureEntry {
 /// The fixed-capacity log of placement failures ("Failed to allocate …").
 #[derive(Clone, Debug, Default)]
 pub struct SpillLog {
-    /// The first [`LOG_CAPACITY`] failures.
+    /// The first `LOG_CAPACITY` (32) failures.
     pub entries: heapless::Vec<FailureEntry, LOG_CAPACITY>,
     /// Failures not kept because the log was full.
     pub dropped: u32,

@@ -2,11 +2,11 @@
 //! each selection runs ([`mod@passes`]), and the runner with its reusable
 //! workspace and report ([`mod@run`]).
 
-pub mod options;
-pub mod passes;
+pub(crate) mod options;
+pub(crate) mod passes;
 #[allow(clippy::indexing_slicing)] // per-space report arrays by Space::slot (see the crate docs)
-pub mod run;
+pub(crate) mod run;
 
 pub use options::{Allocator, Options, OptionsError, Rotation, Selection, OPTLEVELS};
 pub use passes::{passes, Pass};
-pub use run::{reserve_and_run, run, FailureSite, PipelineError, RunReport, Workspace};
+pub use run::{reserve_and_run, run, Checks, FailureSite, PipelineError, RunReport, Workspace};

@@ -99,7 +99,7 @@ impl Selection {
 /// [`Options::normalize`] before use:
 ///
 /// ```
-/// use tusk_core::pipeline::{Options, Selection};
+/// use tusk_core::{Options, Selection};
 ///
 /// let o = Options { loops_in_backend: true, ..Options::default() };
 /// // The selection map: loops in the back end turn optlevel 2 into 6.
@@ -107,7 +107,7 @@ impl Selection {
 /// assert_eq!((o.optlevel, o.selection()), (6, Some(Selection::ColoringWithLoop)));
 /// // An optlevel outside the map is an error value, not a panic.
 /// assert!(Options { optlevel: 5, ..Options::default() }.normalize().is_err());
-/// # Ok::<(), tusk_core::pipeline::OptionsError>(())
+/// # Ok::<(), tusk_core::OptionsError>(())
 /// ```
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
@@ -130,8 +130,6 @@ pub struct Options {
     pub target: Option<Generation>,
     /// `--max-regs`: overrides the target's `MaxRegNumPerEngine`.
     pub max_regs: Option<u16>,
-    /// `--no-verify`: skip the independent verifier after allocation.
-    pub no_verify: bool,
     /// Run the schedule model on the result (default on). An embedder
     /// with a tight storage budget (the firmware) turns it off: its tables
     /// are then not reserved and the report has no `schedule`.
@@ -148,7 +146,7 @@ pub struct Options {
     /// module ([`crate::storage::StorageBudget::default_for`]).
     pub storage_limit: Option<u64>,
     /// `--rotation`: the address-rotation pass after allocation
-    /// ([`crate::mem::rotation`]); off keeps the allocators' placements.
+    /// (the rotation pass); off keeps the allocators' placements.
     pub rotation: Rotation,
 }
 
@@ -186,7 +184,6 @@ impl Default for Options {
             gca_dma_optlevel: 1,
             target: None,
             max_regs: None,
-            no_verify: false,
             schedule_model: true,
             lsa_max_spills: None,
             reg_max_spill_temporaries: None,
@@ -229,7 +226,7 @@ pub enum OptionsError {
         /// The value given.
         value: i8,
     },
-    /// `--max-regs` outside [`MAX_REGS_RANGE`].
+    /// `--max-regs` outside `MAX_REGS_RANGE` (2..=4096).
     BadMaxRegs {
         /// The value given.
         value: u16,

@@ -144,7 +144,7 @@ pub struct RunReport {
     /// skipped or cut short for the storage budget.
     pub storage: StorageReport,
     /// The schedule model on the result (makespan, and what the placement
-    /// costs: [`crate::analysis::schedule`]).
+    /// costs: the schedule model of `analysis`).
     pub schedule: Option<ScheduleReport>,
     /// The PSUM address rotation's report, when it ran.
     pub rotation: Option<RotationReport>,
@@ -470,8 +470,8 @@ impl Workspace {
         }
     }
 
-    /// Sizes every pass for `m` and reserves `m`'s headroom. `original`,
-    /// when given, sizes the dataflow checker too.
+    /// Sizes every pass for `m` and reserves `m`'s headroom, and the
+    /// storage of the `checks` that [`run`] will be given.
     ///
     /// The headroom is the sum over the pass list (each pass may use all of
     /// its own before the next runs); it is reserved first, so that every
@@ -486,7 +486,8 @@ impl Workspace {
     /// ([`Options::storage_limit`]) leaves, and are skipped or cut short
     /// when it does not suffice. [`Workspace::storage`] says what the
     /// reservation is made of and what it left out.
-    pub fn reserve(&mut self, m: &mut Module, opts: &Options, original: Option<&Module>) {
+    pub fn reserve(&mut self, m: &mut Module, opts: &Options, checks: Checks<'_>) {
+        let original = checks.input();
         let list = passes(opts);
         let lo = LsaOptions {
             vnc_count: opts.vnc_count,
@@ -578,11 +579,11 @@ impl Workspace {
         storage.add("register colorer", reg.heap_bytes());
         // The verifier runs after the passes unless --no-verify, and as the
         // in-place check at optlevel 7.
-        if !opts.no_verify || list.contains(&Pass::CheckInPlace) {
+        if checks.placement() || list.contains(&Pass::CheckInPlace) {
             self.verifier.reserve(m);
             storage.add("placement verifier", self.verifier.heap_bytes());
         }
-        if let (Some(o), false) = (original, opts.no_verify) {
+        if let Some(o) = original {
             let before = self.dataflow.heap_bytes();
             let est = DataflowCapacity::estimate(o, m);
             let cap = est.within(storage.allowance());
@@ -688,17 +689,55 @@ pub fn coloring_options(opts: &Options) -> ColoringOptions {
     }
 }
 
-/// Runs the pipeline `opts` selects on `m`. When `original` is given (a copy
-/// of the input) and `opts.no_verify` is false, the result goes through the
-/// placement verifier and the dataflow checker.
+/// Which independent checks end a [`run`]: the one switch for verification.
+///
+/// The placement verifier needs only the result; the dataflow checker also
+/// needs the program as it was before the passes, so [`Checks::Full`]
+/// carries that copy (the caller takes it, e.g. with
+/// [`Module::read_only_copy`], before the run rewrites `m`). Optlevel 7's
+/// in-place check is a pass of its pipeline and runs under every variant.
+#[derive(Clone, Copy, Debug, Default)]
+pub enum Checks<'a> {
+    /// No check after the passes (`--no-verify`).
+    None,
+    /// The placement verifier on the result.
+    #[default]
+    Placement,
+    /// The placement verifier, then the dataflow checker, which proves that
+    /// every read of the result sees the value the same read of `input`
+    /// sees.
+    Full {
+        /// The module as it was given to [`run`].
+        input: &'a Module,
+    },
+}
+
+impl<'a> Checks<'a> {
+    /// The input copy the dataflow checker compares against, if it runs.
+    pub fn input(self) -> Option<&'a Module> {
+        match self {
+            Checks::Full { input } => Some(input),
+            Checks::None | Checks::Placement => None,
+        }
+    }
+
+    /// Whether the placement verifier runs on the result.
+    pub fn placement(self) -> bool {
+        !matches!(self, Checks::None)
+    }
+}
+
+/// Runs the pipeline `opts` selects on `m`, then the `checks`: the placement
+/// verifier on the result, and the dataflow checker against the input copy
+/// [`Checks::Full`] holds.
 pub fn run(
     m: &mut Module,
     opts: &Options,
     ws: &mut Workspace,
     clock: &mut dyn Clock,
-    original: Option<&Module>,
+    checks: Checks<'_>,
 ) -> Result<RunReport, PipelineError> {
-    run_from(m, opts, ws, clock, original, false)
+    run_from(m, opts, ws, clock, checks, false)
 }
 
 /// [`Workspace::reserve`] then [`run`]: the order and liveness the
@@ -709,10 +748,10 @@ pub fn reserve_and_run(
     opts: &Options,
     ws: &mut Workspace,
     clock: &mut dyn Clock,
-    original: Option<&Module>,
+    checks: Checks<'_>,
 ) -> Result<RunReport, PipelineError> {
-    ws.reserve(m, opts, original);
-    run_from(m, opts, ws, clock, original, true)
+    ws.reserve(m, opts, checks);
+    run_from(m, opts, ws, clock, checks, true)
 }
 
 /// [`run`]; `analyses_current` when `ws.order`/`ws.live` describe `m`.
@@ -721,9 +760,10 @@ fn run_from(
     opts: &Options,
     ws: &mut Workspace,
     clock: &mut dyn Clock,
-    original: Option<&Module>,
+    checks: Checks<'_>,
     analyses_current: bool,
 ) -> Result<RunReport, PipelineError> {
+    let original = checks.input();
     let opts = opts.normalize().map_err(PipelineError::Options)?;
     let mut report = RunReport {
         optlevel: opts.optlevel,
@@ -920,7 +960,7 @@ fn run_from(
     if opts.schedule_model {
         report.schedule = Some(ws.schedule.run(m, &ScheduleOptions::default()));
     }
-    if opts.no_verify {
+    if !checks.placement() {
         // The bounds of the result, from the pipeline's analyses (made
         // current if a pass changed the program).
         if !fresh {

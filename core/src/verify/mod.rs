@@ -1,8 +1,18 @@
 //! Independent checkers: they share no placement code with the allocators,
 //! so a bug in an allocator cannot hide itself.
 
-pub mod buffers;
-pub mod dataflow;
+pub(crate) mod buffers;
+pub(crate) mod dataflow;
 mod patterns;
-pub mod placement;
+pub(crate) mod placement;
 mod treap;
+
+pub use dataflow::{
+    DataflowCapacity, DataflowChecker, DataflowError, DataflowReport, Mismatch, MismatchDisplay,
+    Operand, Origin, OriginalHalf, ReadBatch, RewriteHalf, SplitRunner, Value, BATCH_RECORDS,
+    BATCH_RUNS,
+};
+pub use placement::{
+    first_illegal_placement, Axis, Finding, FindingDisplay, Report, Scope, Verifier,
+    DEFAULT_MAX_FINDINGS,
+};

@@ -14,7 +14,7 @@ use tusk_core::ir::{
     Opcode, Reg, Space, SubOp, MAX_DIMS, NO_BANK, NO_LANE, NO_PARTITION, UNKNOWN_TRIP,
 };
 use tusk_core::ir::{types, ApExt, DType, Engine, IvTerm, MemLoc, RegFlags, RegTerm, MAX_IV_TERMS};
-use tusk_core::target::Target;
+use tusk_core::Target;
 
 use super::error::{ErrorKind, ParseError};
 use super::lexer::{Lexer, Tok, Token};
@@ -431,7 +431,7 @@ impl<'a> Parser<'a> {
             let vt = self.tok;
             let value = self.int_in("override value", 0, u64::MAX)?;
             target.set(key, value).map_err(|e| match e {
-                tusk_core::target::TargetError::UnknownKey => self.err_at(
+                tusk_core::TargetError::UnknownKey => self.err_at(
                     k.start,
                     ErrorKind::UnknownWord {
                         what: "target override",
@@ -440,7 +440,7 @@ impl<'a> Parser<'a> {
                                 coalesce-count coalesce-elements",
                     },
                 ),
-                tusk_core::target::TargetError::BadValue { min, max } => self.err_at(
+                tusk_core::TargetError::BadValue { min, max } => self.err_at(
                     vt.start,
                     ErrorKind::OutOfRange {
                         what: "target override value",

@@ -23,12 +23,9 @@ use embedded_alloc::LlffHeap as Heap;
 use tusk_core::ir::{
     Builder, Capacity, InstFlags, IrError, MemFlags, Module, Opcode, Space, SubOp,
 };
-use tusk_core::mem::exact::Clock;
-use tusk_core::mem::lsa::SPILL_SLACK;
-use tusk_core::pipeline::{self, Options, Workspace};
-use tusk_core::verify::dataflow::{DataflowCapacity, DataflowChecker};
-use tusk_core::verify::placement::Verifier;
-use tusk_core::Target;
+use tusk_core::pass::linear_scan::SPILL_SLACK;
+use tusk_core::verify::{DataflowCapacity, DataflowChecker, Verifier};
+use tusk_core::{Checks, Clock, Options, StorageBudget, StorageReport, Target, Workspace};
 
 /// The heap arena: 512 KiB of the board's PSRAM (QEMU's MPS2 boards map it
 /// at 0x2100_0000), a fixed memory region the global allocator serves, the
@@ -222,12 +219,16 @@ fn run() -> Result<(), IrError> {
     // coloring, register colorer. Checks run after the counted section,
     // against a copy of the input (without the name index it does not use).
     let original = m.read_only_copy();
+    let input_copy_bytes = {
+        let mut r = StorageReport::new(StorageBudget::UNLIMITED);
+        original.storage_parts(&mut r);
+        r.total()
+    };
     let opts = Options {
         optlevel: 8,
-        no_verify: true,
-        // The device's budget: the whole arena holds the reservation (the
-        // input copy included, below).
-        storage_limit: Some(HEAP_BYTES as u64),
+        // The device's budget: the arena holds the input copy the checks
+        // compare against and the reservation.
+        storage_limit: Some((HEAP_BYTES as u64).saturating_sub(input_copy_bytes)),
         // The device's spill limit. The default (one spill per eight on-chip
         // locations, plus SPILL_SLACK) reserves headroom for 71 spills here,
         // about 130 KB across the module and the workspaces; this kernel's
@@ -241,7 +242,8 @@ fn run() -> Result<(), IrError> {
         ..Options::default()
     };
     let mut ws = Workspace::new();
-    ws.reserve(&mut m, &opts, Some(&original));
+    // The checks run after the passes, on their own storage (below).
+    ws.reserve(&mut m, &opts, Checks::None);
     let heap_after_reserve = HEAP.heap.used();
     let storage = ws.storage();
     hprintln!(
@@ -257,7 +259,7 @@ fn run() -> Result<(), IrError> {
     }
     let mut clock = TickClock(0);
     let before = HEAP.allocations.load(Ordering::Relaxed);
-    let report = pipeline::run(&mut m, &opts, &mut ws, &mut clock, None);
+    let report = tusk_core::run(&mut m, &opts, &mut ws, &mut clock, Checks::None);
     let during = HEAP.allocations.load(Ordering::Relaxed) - before;
     let peak_passes = PEAK.load(Ordering::Relaxed);
     let report = match report {

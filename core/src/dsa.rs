@@ -1,0 +1,29 @@
+//! Dynamic storage allocation in one dimension: place buffers of known
+//! sizes and lifetimes in the least memory, so that no two buffers live at
+//! once share a byte. The module allocators reduce each memory space to this
+//! problem; an embedder can also pose it directly (the `tusk dsa` command
+//! reads it from CSV).
+//!
+//! A [`Problem`] is the buffers; every method answers with one
+//! [`Placement`] a buffer, which the independent [`Validator`] checks:
+//! - [`GreedyWorkspace`]: greedy rules (by size, by lifetime, first fit);
+//! - [`GcaWorkspace`]: the interval colorer (best of several orders);
+//! - [`place_buffers`]: the linear-scan portfolio;
+//! - [`ExactWorkspace`]: the exact search, to a [`Budget`];
+//! - [`budgeted`]: the colorer and the search within a storage budget.
+
+pub use crate::mem::budgeted;
+pub use crate::mem::exact::{
+    Budget, ExactOptions, ExactWorkspace, Limit, Objective, Outcome, SearchReservation,
+    SearchStorage, Status, Strategy, MAX_SEARCH_BUFFERS, PREORDERS,
+};
+pub use crate::mem::gca::{GcaOptions, GcaOutcome, GcaWorkspace, GraphReservation, OrderRule};
+pub use crate::mem::greedy::{GreedyRule, GreedyWorkspace};
+pub use crate::mem::lsa::{
+    place_buffers, Buffer as PortfolioBuffer, BufferError, BufferOutcome, BufferWorkspace, OpenEnd,
+    ScanVariant, PORTFOLIO_LEN, PORTFOLIO_ORDER, WORK_BUDGET,
+};
+pub use crate::mem::problem::{
+    peak, Buffer, Geometry, LowerBound, Placement, Problem, ProblemError, Timeline, MAX_BYTES,
+};
+pub use crate::verify::buffers::{BufferCheck, Finding, Validator};
