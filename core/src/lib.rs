@@ -133,11 +133,13 @@ pub(crate) mod target;
 #[allow(clippy::indexing_slicing)] // ids and reserved workspace positions (see above)
 pub mod verify;
 
+pub(crate) use ir::entity::entity_id;
 pub use ir::{Builder, Module};
 pub use mem::exact::{Clock, NoClock};
 pub use pipeline::{
     passes, reserve_and_run, run, Allocator, Checks, FailureSite, Options, OptionsError, Pass,
     PipelineError, Rotation, RunReport, Selection, Workspace, OPTLEVELS,
 };
+pub(crate) use storage::heap_bytes;
 pub use storage::{StorageBudget, StorageReport};
 pub use target::{EngineCost, Generation, StartRule, Target, TargetError};

@@ -96,8 +96,6 @@ impl<T: HeapBytes> HeapBytes for Option<T> {
 }
 
 /// The sum of [`HeapBytes::heap_bytes`] of the listed fields.
-#[macro_export]
-#[doc(hidden)]
 macro_rules! heap_bytes {
     ($($e:expr),* $(,)?) => {{
         #[allow(unused_imports)]
@@ -105,6 +103,7 @@ macro_rules! heap_bytes {
         0u64 $(.saturating_add($e.heap_bytes()))*
     }};
 }
+pub(crate) use heap_bytes;
 
 /// Bytes a vector of `n` items of `T` reserves.
 pub const fn bytes_of<T>(n: usize) -> u64 {

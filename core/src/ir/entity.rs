@@ -1,13 +1,12 @@
 //! Typed `u32` indices.
 //!
 //! Every entity of the IR is addressed by a newtype made by
-//! [`entity_id!`](crate::entity_id):
+//! `entity_id!`:
 //! `u32` storage, `u32::MAX` as the invalid sentinel (hot columns hold the
 //! sentinel instead of an `Option`), and a `Display` that is the entity's
 //! spelling in the text format (`block3`, `inst12`).
 
 /// Defines a `u32` index newtype with an invalid sentinel and a text spelling.
-#[macro_export]
 macro_rules! entity_id {
     ($(#[$meta:meta])* $name:ident, $prefix:expr) => {
         $(#[$meta])*
@@ -69,6 +68,7 @@ macro_rules! entity_id {
         }
     };
 }
+pub(crate) use entity_id;
 
 #[cfg(test)]
 #[allow(dead_code)]

@@ -3,13 +3,13 @@
 
 pub mod ap;
 #[allow(clippy::indexing_slicing)] // column indexing by typed ids (see the crate docs)
-pub mod builder;
+pub(crate) mod builder;
 #[allow(clippy::indexing_slicing)] // column indexing by typed ids (see the crate docs)
-pub mod column;
-pub mod entity;
-pub mod imm;
+pub(crate) mod column;
+pub(crate) mod entity;
+pub(crate) mod imm;
 #[allow(clippy::indexing_slicing)] // column indexing by typed ids (see the crate docs)
-pub mod module;
+pub(crate) mod module;
 #[allow(clippy::indexing_slicing)] // column indexing by typed ids (see the crate docs)
 pub mod names;
 pub mod pattern;
