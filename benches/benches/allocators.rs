@@ -11,7 +11,7 @@ use tusk_core::gen::scalar::{scalar_program, ScalarParams};
 use tusk_core::mem::best_fit::{BestFitMemoryManager, Request};
 use tusk_core::mem::exact::{Budget, ExactOptions, ExactWorkspace, NoClock, Objective};
 use tusk_core::mem::gca::{GcaOptions, GcaWorkspace};
-use tusk_core::mem::lsa::{place_buffers, BufferWorkspace};
+use tusk_core::mem::portfolio::{place_buffers, BufferWorkspace};
 use tusk_core::mem::problem::Placement;
 use tusk_core::reg::{RegAllocConfig, RegAllocator};
 use tusk_core::Target;

@@ -11,8 +11,7 @@ use tusk_core::gen::module::{generate, GenParams};
 use tusk_core::ir::{Module, Space};
 use tusk_core::mem::coloring::{self, ColoringOptions, ColoringWorkspace};
 use tusk_core::mem::exact::NoClock;
-use tusk_core::mem::lsa;
-use tusk_core::mem::problem::{Placement, Problem};
+use tusk_core::mem::problem::{Buffer, Placement, Problem};
 
 /// The sizes of the scaling benchmarks.
 pub const SIZES: [usize; 3] = [1_000, 10_000, 100_000];
@@ -50,14 +49,12 @@ pub fn sizes_upto(max: usize) -> Vec<usize> {
 
 /// `n` interval buffers for the 1-D linear scan: one starts per time unit,
 /// lifetimes up to 2000, sizes up to 4 KiB (the `lsa_throughput` workload).
-pub fn lsa_buffers(n: usize, seed: u64) -> Vec<lsa::Buffer> {
+pub fn lsa_buffers(n: usize, seed: u64) -> Vec<Buffer> {
     let mut r = SplitMix64::new(seed);
     (0..n as u64)
-        .map(|t| lsa::Buffer {
-            lower: t,
-            upper: t + 1 + r.below(2000),
-            size: 1 + r.below(4096),
-            align: 1,
+        .map(|t| {
+            let upper = t + 1 + r.below(2000);
+            Buffer::linear(t, upper, 1 + r.below(4096))
         })
         .collect()
 }

@@ -12,7 +12,7 @@ use tusk_core::mem::budgeted;
 use tusk_core::mem::exact::{Budget, Clock, ExactOptions, ExactWorkspace, Objective, Status};
 use tusk_core::mem::gca::{GcaOptions, GcaWorkspace};
 use tusk_core::mem::greedy::{GreedyRule, GreedyWorkspace};
-use tusk_core::mem::lsa::{place_buffers, Buffer as LsaBuffer, BufferWorkspace};
+use tusk_core::mem::portfolio::{place_buffers, BufferError, BufferWorkspace};
 use tusk_core::mem::problem::{peak, Placement, Timeline};
 use tusk_core::storage::{StorageBudget, StorageReport};
 use tusk_core::verify::buffers::Validator;
@@ -33,7 +33,7 @@ pub enum Algo {
     /// improvement (the pipeline's `coloring_allocator_*`).
     Coloring,
     /// The linear-scan allocator's best-fit manager: a budgeted portfolio
-    /// of start-order scans, best kept (`mem::lsa::place_buffers`; the
+    /// of start-order scans, best kept (`mem::portfolio::place_buffers`; the
     /// pipeline's `linear_scan_allocator` runs one scan).
     Lsa,
 }
@@ -401,23 +401,12 @@ pub fn run(args: &DsaArgs) -> u8 {
 fn lsa_portfolio(
     problem: &tusk_core::mem::problem::Problem,
     placements: &mut [Placement],
-) -> Result<u32, tusk_core::mem::lsa::BufferError> {
+) -> Result<u32, BufferError> {
     let n = problem.len();
     let live: Vec<usize> = (0..n)
         .filter(|&i| !problem.buffers()[i].is_void())
         .collect();
-    let bufs: Vec<LsaBuffer> = live
-        .iter()
-        .map(|&i| {
-            let b = &problem.buffers()[i];
-            LsaBuffer {
-                lower: b.lower,
-                upper: b.upper,
-                size: b.size,
-                align: b.align,
-            }
-        })
-        .collect();
+    let bufs: Vec<_> = live.iter().map(|&i| problem.buffers()[i]).collect();
     let mut ws = BufferWorkspace::with_capacity(bufs.len());
     let mut offsets = vec![0u64; bufs.len()];
     let o = place_buffers(&bufs, problem.capacity, &mut ws, &mut offsets)?;

@@ -16,7 +16,7 @@ use std::time::Instant;
 use tusk_benches::perfect;
 use tusk_core::mem::exact::{Budget, Clock, ExactOptions, ExactWorkspace, Objective};
 use tusk_core::mem::gca::{GcaOptions, GcaWorkspace};
-use tusk_core::mem::lsa::{self, place_buffers, BufferWorkspace};
+use tusk_core::mem::portfolio::{place_buffers, BufferWorkspace};
 use tusk_core::mem::problem::{Buffer, Placement, Problem};
 
 /// Wall seconds of `f` (the median over repetitions damps the noise of a
@@ -69,15 +69,6 @@ fn run(name: &str, p: &Problem, reps: usize, exact_ms: u64) -> Row {
     let bufs = p.buffers();
     let n = bufs.len();
     // Linear scan: the 1-D `place_buffers` with its default rescans.
-    let lb_bufs: Vec<lsa::Buffer> = bufs
-        .iter()
-        .map(|b| lsa::Buffer {
-            lower: b.lower,
-            upper: b.upper,
-            size: b.size,
-            align: 1,
-        })
-        .collect();
     let mut lws = BufferWorkspace::with_capacity(n);
     let mut off = vec![0u64; n];
     let mut lsa_peak = 0;
@@ -85,7 +76,7 @@ fn run(name: &str, p: &Problem, reps: usize, exact_ms: u64) -> Row {
     let lsa_t = median(
         (0..reps)
             .map(|_| {
-                let (o, s) = timed(|| place_buffers(&lb_bufs, u64::MAX / 4, &mut lws, &mut off));
+                let (o, s) = timed(|| place_buffers(bufs, u64::MAX / 4, &mut lws, &mut off));
                 let o = o.expect("unbounded capacity fits");
                 lsa_peak = o.peak;
                 lb = o.lower_bound;

@@ -24,7 +24,7 @@ use tusk_core::gen::dsa::{dress, trace_like, Dress, TraceLike};
 use tusk_core::mem::exact::{Budget, Clock, ExactOptions, ExactWorkspace, Objective};
 use tusk_core::mem::gca::{GcaOptions, GcaWorkspace};
 use tusk_core::mem::greedy::{GreedyRule, GreedyWorkspace};
-use tusk_core::mem::lsa::{self, place_buffers, BufferWorkspace};
+use tusk_core::mem::portfolio::{place_buffers, BufferWorkspace};
 use tusk_core::mem::problem::{peak, Placement, Problem, Timeline};
 use tusk_core::verify::buffers::Validator;
 
@@ -210,20 +210,10 @@ fn main() {
         );
         legal(&p, &out);
         debug_assert_eq!(o.peak, peak(&p, &out));
-        let bufs: Vec<lsa::Buffer> = p
-            .buffers()
-            .iter()
-            .map(|b| lsa::Buffer {
-                lower: b.lower,
-                upper: b.upper,
-                size: b.size,
-                align: b.align,
-            })
-            .collect();
         let mut l = BufferWorkspace::with_capacity(n);
         let mut off = vec![0u64; n];
         let t = Instant::now();
-        let r = place_buffers(&bufs, p.capacity, &mut l, &mut off).expect("placed");
+        let r = place_buffers(p.buffers(), p.capacity, &mut l, &mut off).expect("placed");
         row(
             "linear-scan portfolio",
             t.elapsed().as_secs_f64() * 1e3,
