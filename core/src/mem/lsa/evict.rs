@@ -17,7 +17,7 @@ use core::cmp::Reverse;
 use core::fmt;
 
 use super::{LsaError, LsaWorkspace};
-use crate::ir::{MemFlags, MemLoc, Module, Space};
+use crate::ir::{MemLoc, Module};
 use crate::mem::best_fit::ManagerError;
 use crate::mem::spill::{self, remat_source, SpillRecord};
 
@@ -70,11 +70,7 @@ pub(super) fn spill_victim(
         &mut name,
         format_args!("{}_ReloadStore{}_ShrinkedCopy", m.mem_name(o), nth),
     );
-    let space = m.mems.space[o];
-    let copy = m.try_add_mem(&name, space, phi - plo, (hi - lo) as u32)?;
-    m.mems.flags[copy] = MemFlags::RELOAD | MemFlags::INTERNAL;
-    m.set_dtype(copy, m.mems.dtype[o])?;
-    m.set_align(copy, m.mems.align[o])?;
+    let copy = spill::add_reload_copy(m, o, &name, phi - plo, (hi - lo) as u32)?;
     // A value loaded from DRAM that stays unwritten is read again from
     // there; otherwise the slot, once per original.
     let remat = remat_source(m, &ws.order, &ws.live, o, q);
@@ -83,8 +79,7 @@ pub(super) fn spill_victim(
     if !slot.is_valid() {
         let mut sname: heapless::String<300> = heapless::String::new();
         let _ = fmt::write(&mut sname, format_args!("{}_SpillSlot", m.mem_name(o)));
-        slot = m.try_add_mem(&sname, Space::Dram, m.mems.partitions[o], m.mems.bytes[o])?;
-        m.mems.flags[slot] = MemFlags::SPILL | MemFlags::INTERNAL;
+        slot = spill::add_slot(m, o, &sname)?;
         let align = m.mems.align[slot].max(1) as u64;
         let at = ws.dram_bump.div_ceil(align) * align;
         let end = at + m.mem_footprint(slot);
