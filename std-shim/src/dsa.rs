@@ -8,6 +8,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
+use tusk_core::analysis::peak_over_bound;
 use tusk_core::mem::budgeted;
 use tusk_core::mem::exact::{Budget, Clock, ExactOptions, ExactWorkspace, Objective, Status};
 use tusk_core::mem::gca::{GcaOptions, GcaWorkspace};
@@ -300,7 +301,7 @@ pub fn run(args: &DsaArgs) -> u8 {
         &mut summary,
         format!(
             "peak: {p}  lower bound: {lb}  peak/LB: {:.4}",
-            if lb == 0 { 1.0 } else { p as f64 / lb as f64 }
+            peak_over_bound(p, lb)
         ),
     );
     let fits = p <= capacity;
@@ -343,7 +344,7 @@ pub fn run(args: &DsaArgs) -> u8 {
             "algo": algo,
             "peak": p,
             "lower_bound": lb,
-            "peak_over_bound": if lb == 0 { 1.0 } else { p as f64 / lb as f64 },
+            "peak_over_bound": peak_over_bound(p, lb),
             "fits": p <= capacity,
             "search": status_line.lines().collect::<Vec<_>>(),
             "storage_skipped": storage.skipped.iter().map(|k| k.to_string()).collect::<Vec<_>>(),

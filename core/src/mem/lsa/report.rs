@@ -1,6 +1,7 @@
 //! The scan's figures per space (docs/REPORT.md): placed tensors, peak,
 //! lower bound, capacity, spills and their DMA traffic, fragmentation.
 
+use crate::analysis;
 use crate::ir::Space;
 use crate::mem::quantile::FragmentationSummary;
 use crate::mem::spill::SpillLog;
@@ -42,13 +43,9 @@ impl SpaceReport {
         }
     }
 
-    /// Peak over lower bound (1.0 is optimal; 0 when nothing was placed).
+    /// Peak over lower bound ([`analysis::peak_over_bound`]).
     pub fn peak_over_bound(&self) -> f64 {
-        if self.lower_bound == 0 {
-            0.0
-        } else {
-            self.peak as f64 / self.lower_bound as f64
-        }
+        analysis::peak_over_bound(self.peak, self.lower_bound)
     }
 }
 
