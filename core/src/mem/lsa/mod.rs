@@ -84,8 +84,9 @@ pub struct LsaOptions {
     /// Spills the scan may insert (headroom reserved in the module).
     /// `None`: [`default_spill_limit`] — one per eight on-chip locations
     /// plus 16, since a scan that spills more than that has a memory
-    /// problem the headroom should not hide (and reserving one spill per
-    /// location costs megabytes on a 1,000-instruction module).
+    /// problem the headroom should not hide (and headroom for one spill
+    /// per location would reserve two instructions, four access patterns
+    /// and two named locations per location on every module).
     pub max_spills: Option<u32>,
 }
 

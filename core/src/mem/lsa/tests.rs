@@ -18,6 +18,45 @@ fn sb_target(bytes: u32) -> Target {
     }
 }
 
+/// Declares a location of 128 partitions × `bytes` in `space`.
+fn mem(b: &mut Builder<'_>, name: &str, space: Space, bytes: u32, flags: MemFlags) -> MemLoc {
+    b.mem(name, space, 128, bytes, 1, flags).unwrap()
+}
+
+/// Declares SB tiles of 128 partitions × 100 bytes, one per name.
+fn tiles<const N: usize>(b: &mut Builder<'_>, names: [&str; N]) -> [MemLoc; N] {
+    names.map(|n| mem(b, n, Space::Sb, 100, MemFlags::empty()))
+}
+
+/// Declares DRAM tensors of 128 partitions × 100 bytes with `flags`, one
+/// per name.
+fn drams<const N: usize>(b: &mut Builder<'_>, flags: MemFlags, names: [&str; N]) -> [MemLoc; N] {
+    names.map(|n| mem(b, n, Space::Dram, 100, flags))
+}
+
+/// `load`s of whole tiles, `(tile, from)` in program order.
+fn loads(b: &mut Builder<'_>, copies: &[(MemLoc, MemLoc)]) {
+    for &(tile, from) in copies {
+        b.load(tile, from, 0).unwrap();
+    }
+}
+
+/// `save`s of whole tiles, `(to, tile)` in program order.
+fn saves(b: &mut Builder<'_>, copies: &[(MemLoc, MemLoc)]) {
+    for &(to, tile) in copies {
+        b.save(to, tile, 0).unwrap();
+    }
+}
+
+/// The straight-line scan of `m` with the default options, which must
+/// succeed: the module before the scan, the workspace and the report.
+fn scan_ok(m: &mut Module) -> (Module, LsaWorkspace, LsaReport) {
+    let original = m.clone();
+    let mut ws = LsaWorkspace::new();
+    let rep = run(m, &mut ws, &LsaOptions::default()).unwrap();
+    (original, ws, rep)
+}
+
 /// Placement verifier (registers are not the LSA's) and, when spills
 /// were inserted, the dataflow checker against the original.
 fn check_output(original: &Module, m: &Module) {
@@ -57,41 +96,20 @@ fn check_output_scoped(original: &Module, m: &Module, dram: bool) {
 fn forced_spill_inserts_store_after_def_and_reload_before_next_use() {
     let mut m = Module::new(sb_target(256));
     let mut b = Builder::new(&mut m);
-    let dram = |b: &mut Builder<'_>, n: &str, f| b.mem(n, Space::Dram, 128, 100, 1, f).unwrap();
     // `a` loads half of `xa`: not a full copy of a DRAM location, so it
     // is stored and reloaded, not rematerialized (see the next test).
-    let xa = b
-        .mem("xa", Space::Dram, 128, 200, 1, MemFlags::INPUT)
-        .unwrap();
-    let (xb, xc) = (
-        dram(&mut b, "xb", MemFlags::INPUT),
-        dram(&mut b, "xc", MemFlags::INPUT),
-    );
-    let (ya, yb, yc) = (
-        dram(&mut b, "ya", MemFlags::OUTPUT),
-        dram(&mut b, "yb", MemFlags::OUTPUT),
-        dram(&mut b, "yc", MemFlags::OUTPUT),
-    );
-    let a = b
-        .mem("a", Space::Sb, 128, 100, 1, MemFlags::empty())
-        .unwrap();
-    let bb = b
-        .mem("b", Space::Sb, 128, 100, 1, MemFlags::empty())
-        .unwrap();
-    let c = b
-        .mem("c", Space::Sb, 128, 100, 1, MemFlags::empty())
-        .unwrap();
+    let xa = mem(&mut b, "xa", Space::Dram, 200, MemFlags::INPUT);
+    let [xb, xc] = drams(&mut b, MemFlags::INPUT, ["xb", "xc"]);
+    let [ya, yb, yc] = drams(&mut b, MemFlags::OUTPUT, ["ya", "yb", "yc"]);
+    let [a, bb, c] = tiles(&mut b, ["a", "b", "c"]);
     b.func("main").unwrap();
     let (da, sa) = (b.full(a), b.slice(xa, 0, 128, 0, 100));
     b.op(Opcode::Load, &[da], &[sa]).unwrap(); // 0
-    b.load(bb, xb, 0).unwrap(); // 1
-    b.load(c, xc, 0).unwrap(); // 2: no room for c: spill a
-    b.save(yb, bb, 0).unwrap(); // 3
-    b.save(ya, a, 0).unwrap(); // 4: a reloaded before this
-    b.save(yc, c, 0).unwrap(); // 5
-    let original = m.clone();
-    let mut ws = LsaWorkspace::new();
-    let rep = run(&mut m, &mut ws, &LsaOptions::default()).unwrap();
+                                               // 1, 2: no room for c at 2: spill a.
+    loads(&mut b, &[(bb, xb), (c, xc)]);
+    // 3, 4 (a reloaded before it), 5.
+    saves(&mut b, &[(yb, bb), (ya, a), (yc, c)]);
+    let (original, _, rep) = scan_ok(&mut m);
     assert_eq!(rep.sb.spills, 1);
     assert_eq!(rep.sb.spill_bytes, 2 * 128 * 100);
     assert_eq!(rep.sb.spill_cycles, 2 * m.target.dma_cycles(128 * 100));
@@ -101,9 +119,10 @@ fn forced_spill_inserts_store_after_def_and_reload_before_next_use() {
     let text = rep.log.display(&m).to_string();
     assert!(text.contains("Failed to allocate %c in SB"), "{text}");
     let copy = m.mem_by_name("a_ReloadStore0_ShrinkedCopy").unwrap();
-    assert!(m.mems.flags[copy].contains(MemFlags::RELOAD));
+    assert_eq!(m.mems.flags[copy], MemFlags::RELOAD | MemFlags::INTERNAL);
     let slot = m.mem_by_name("a_SpillSlot").unwrap();
     assert_eq!(m.mems.space[slot], Space::Dram);
+    assert_eq!(m.mems.flags[slot], MemFlags::SPILL | MemFlags::INTERNAL);
     // Program order: load a, SPILL save a, load b, load c, save yb,
     // RELOAD load copy, save ya (from the copy), save yc.
     let order: Vec<(Opcode, InstFlags, MemLoc)> = m
@@ -143,26 +162,15 @@ fn forced_spill_inserts_store_after_def_and_reload_before_next_use() {
 fn an_unmodified_full_load_is_rematerialized_from_its_dram() {
     let mut m = Module::new(sb_target(256));
     let mut b = Builder::new(&mut m);
-    let dram = |b: &mut Builder<'_>, n: &str, f| b.mem(n, Space::Dram, 128, 100, 1, f).unwrap();
-    let (xa, xb, xc) = (
-        dram(&mut b, "xa", MemFlags::INPUT),
-        dram(&mut b, "xb", MemFlags::INPUT),
-        dram(&mut b, "xc", MemFlags::INPUT),
-    );
-    let y = dram(&mut b, "y", MemFlags::OUTPUT);
-    let sb =
-        |b: &mut Builder<'_>, n: &str| b.mem(n, Space::Sb, 128, 100, 1, MemFlags::empty()).unwrap();
-    let (a, bb, c) = (sb(&mut b, "a"), sb(&mut b, "b"), sb(&mut b, "c"));
+    let [xa, xb, xc] = drams(&mut b, MemFlags::INPUT, ["xa", "xb", "xc"]);
+    let y = mem(&mut b, "y", Space::Dram, 100, MemFlags::OUTPUT);
+    let [a, bb, c] = tiles(&mut b, ["a", "b", "c"]);
     b.func("main").unwrap();
-    b.load(a, xa, 0).unwrap(); // 0
-    b.load(bb, xb, 0).unwrap(); // 1
-    b.load(c, xc, 0).unwrap(); // 2: no room for c: drop a
-    b.save(y, bb, 0).unwrap(); // 3
-    b.save(y, a, 0).unwrap(); // 4: a loaded from xa again before this
-    b.save(y, c, 0).unwrap(); // 5
-    let original = m.clone();
-    let mut ws = LsaWorkspace::new();
-    let rep = run(&mut m, &mut ws, &LsaOptions::default()).unwrap();
+    // 0, 1, 2: no room for c at 2: drop a.
+    loads(&mut b, &[(a, xa), (bb, xb), (c, xc)]);
+    // 3, 4 (a loaded from xa again before it), 5.
+    saves(&mut b, &[(y, bb), (y, a), (y, c)]);
+    let (original, _, rep) = scan_ok(&mut m);
     assert_eq!((rep.sb.spills, rep.sb.remats), (1, 1));
     // One DMA, no store, no slot.
     assert_eq!(rep.sb.spill_bytes, 128 * 100);
@@ -180,31 +188,14 @@ fn an_unmodified_full_load_is_rematerialized_from_its_dram() {
 fn a_tensor_written_again_later_is_spilled_and_its_writes_move_to_the_copy() {
     let mut m = Module::new(sb_target(256));
     let mut b = Builder::new(&mut m);
-    let x = b
-        .mem("x", Space::Dram, 128, 100, 1, MemFlags::INPUT)
-        .unwrap();
-    let (ya, yc) = (
-        b.mem("ya", Space::Dram, 128, 100, 1, MemFlags::OUTPUT)
-            .unwrap(),
-        b.mem("yc", Space::Dram, 128, 100, 1, MemFlags::OUTPUT)
-            .unwrap(),
-    );
-    let a = b
-        .mem("a", Space::Sb, 128, 100, 1, MemFlags::empty())
-        .unwrap();
-    let c = b
-        .mem("c", Space::Sb, 128, 100, 1, MemFlags::empty())
-        .unwrap();
-    let d = b
-        .mem("d", Space::Sb, 128, 100, 1, MemFlags::empty())
-        .unwrap();
+    let x = mem(&mut b, "x", Space::Dram, 100, MemFlags::INPUT);
+    let [ya, yc] = drams(&mut b, MemFlags::OUTPUT, ["ya", "yc"]);
+    let [a, c, d] = tiles(&mut b, ["a", "c", "d"]);
     b.func("main").unwrap();
-    b.load(a, x, 0).unwrap(); // 0
-    b.load(c, x, 0).unwrap(); // 1
-    b.load(d, x, 0).unwrap(); // 2: no room: spill a (it ends last)
-    b.save(yc, d, 0).unwrap(); // 3
-    b.save(yc, c, 0).unwrap(); // 4
-                               // 5: a read and written again (accumulate), then saved.
+    // 0, 1, 2: no room at 2: spill a (it ends last).
+    loads(&mut b, &[(a, x), (c, x), (d, x)]);
+    saves(&mut b, &[(yc, d), (yc, c)]); // 3, 4
+                                        // 5: a read and written again (accumulate), then saved.
     b.compute(
         Opcode::TensorTensor,
         SubOp::Add,
@@ -214,9 +205,7 @@ fn a_tensor_written_again_later_is_spilled_and_its_writes_move_to_the_copy() {
     )
     .unwrap();
     b.save(ya, a, 0).unwrap(); // 6
-    let original = m.clone();
-    let mut ws = LsaWorkspace::new();
-    let rep = run(&mut m, &mut ws, &LsaOptions::default()).unwrap();
+    let (original, ws, rep) = scan_ok(&mut m);
     assert_eq!(rep.sb.spills, 1);
     assert_eq!(ws.spills()[0].victim, a);
     let copy = m.mem_by_name("a_ReloadStore0_ShrinkedCopy").unwrap();
@@ -233,37 +222,21 @@ fn a_tensor_written_again_later_is_spilled_and_its_writes_move_to_the_copy() {
 fn shrinked_copy_covers_only_the_bytes_still_read() {
     let mut m = Module::new(sb_target(256));
     let mut b = Builder::new(&mut m);
-    let x = b
-        .mem("x", Space::Dram, 128, 100, 1, MemFlags::INPUT)
-        .unwrap();
+    let x = mem(&mut b, "x", Space::Dram, 100, MemFlags::INPUT);
     let y = b
         .mem("y", Space::Dram, 32, 40, 1, MemFlags::OUTPUT)
         .unwrap();
-    let z = b
-        .mem("z", Space::Dram, 128, 100, 1, MemFlags::OUTPUT)
-        .unwrap();
-    let a = b
-        .mem("a", Space::Sb, 128, 100, 1, MemFlags::empty())
-        .unwrap();
-    let bb = b
-        .mem("b", Space::Sb, 128, 100, 1, MemFlags::empty())
-        .unwrap();
-    let c = b
-        .mem("c", Space::Sb, 128, 100, 1, MemFlags::empty())
-        .unwrap();
+    let z = mem(&mut b, "z", Space::Dram, 100, MemFlags::OUTPUT);
+    let [a, bb, c] = tiles(&mut b, ["a", "b", "c"]);
     b.func("main").unwrap();
-    b.load(a, x, 0).unwrap();
-    b.load(bb, x, 0).unwrap();
-    b.load(c, x, 0).unwrap();
+    loads(&mut b, &[(a, x), (bb, x), (c, x)]);
     b.save(z, bb, 0).unwrap();
     // Read only partitions 32..64, bytes 50..90 of a.
     let src = b.slice(a, 32, 32, 50, 90);
     let dst = b.full(y);
     b.op(Opcode::Save, &[dst], &[src]).unwrap();
     b.save(z, c, 0).unwrap();
-    let original = m.clone();
-    let mut ws = LsaWorkspace::new();
-    run(&mut m, &mut ws, &LsaOptions::default()).unwrap();
+    let (original, ws, _) = scan_ok(&mut m);
     let copy = m.mem_by_name("a_ReloadStore0_ShrinkedCopy").unwrap();
     assert_eq!((m.mems.partitions[copy], m.mems.bytes[copy]), (32, 40));
     assert_eq!(ws.spills()[0].bytes(), 32 * 40);
@@ -274,21 +247,10 @@ fn shrinked_copy_covers_only_the_bytes_still_read() {
 fn capacity_exceeded_error_text() {
     let mut m = Module::new(sb_target(256));
     let mut b = Builder::new(&mut m);
-    let x = b
-        .mem("x", Space::Dram, 128, 100, 1, MemFlags::INPUT)
-        .unwrap();
-    let a = b
-        .mem("a", Space::Sb, 128, 100, 1, MemFlags::empty())
-        .unwrap();
-    let bb = b
-        .mem("b", Space::Sb, 128, 100, 1, MemFlags::empty())
-        .unwrap();
-    let c = b
-        .mem("c", Space::Sb, 128, 100, 1, MemFlags::empty())
-        .unwrap();
+    let x = mem(&mut b, "x", Space::Dram, 100, MemFlags::INPUT);
+    let [a, bb, c] = tiles(&mut b, ["a", "b", "c"]);
     b.func("main").unwrap();
-    b.load(a, x, 0).unwrap();
-    b.load(bb, x, 0).unwrap();
+    loads(&mut b, &[(a, x), (bb, x)]);
     b.compute(
         Opcode::TensorTensor,
         SubOp::Add,
@@ -345,9 +307,7 @@ fn capacity_exceeded_error_text() {
 fn multi_core_and_loops_are_refused_clearly() {
     let mut m = Module::new(Target::default());
     let mut b = Builder::new(&mut m);
-    let t = b
-        .mem("t", Space::Sb, 128, 64, 1, MemFlags::empty())
-        .unwrap();
+    let t = mem(&mut b, "t", Space::Sb, 64, MemFlags::empty());
     b.func("f").unwrap();
     b.begin_loop(2).unwrap();
     b.op(Opcode::Memset, &[b.full(t)], &[]).unwrap();
@@ -371,26 +331,16 @@ fn in_place_reuses_a_dying_input_only_when_marked() {
     for (flags, same) in [(InstFlags::IN_PLACE, true), (InstFlags::empty(), false)] {
         let mut m = Module::new(Target::default());
         let mut b = Builder::new(&mut m);
-        let x = b
-            .mem("x", Space::Dram, 128, 64, 1, MemFlags::INPUT)
-            .unwrap();
-        let y = b
-            .mem("y", Space::Dram, 128, 64, 1, MemFlags::OUTPUT)
-            .unwrap();
-        let a = b
-            .mem("a", Space::Sb, 128, 64, 1, MemFlags::empty())
-            .unwrap();
-        let c = b
-            .mem("c", Space::Sb, 128, 64, 1, MemFlags::empty())
-            .unwrap();
+        let x = mem(&mut b, "x", Space::Dram, 64, MemFlags::INPUT);
+        let y = mem(&mut b, "y", Space::Dram, 64, MemFlags::OUTPUT);
+        let a = mem(&mut b, "a", Space::Sb, 64, MemFlags::empty());
+        let c = mem(&mut b, "c", Space::Sb, 64, MemFlags::empty());
         b.func("f").unwrap();
         b.load(a, x, 0).unwrap();
         b.compute(Opcode::Activation, SubOp::Exp, c, &[a], flags)
             .unwrap();
         b.save(y, c, 0).unwrap();
-        let original = m.clone();
-        let mut ws = LsaWorkspace::new();
-        run(&mut m, &mut ws, &LsaOptions::default()).unwrap();
+        let (original, _, _) = scan_ok(&mut m);
         assert_eq!(m.mems.offset[a] == m.mems.offset[c], same);
         check_output(&original, &m);
     }
@@ -400,27 +350,17 @@ fn in_place_reuses_a_dying_input_only_when_marked() {
 fn pinned_locations_are_obstacles() {
     let mut m = Module::new(sb_target(300));
     let mut b = Builder::new(&mut m);
-    let x = b
-        .mem("x", Space::Dram, 128, 100, 1, MemFlags::INPUT)
-        .unwrap();
-    let y = b
-        .mem("y", Space::Dram, 128, 100, 1, MemFlags::OUTPUT)
-        .unwrap();
-    let a = b
-        .mem("a", Space::Sb, 128, 100, 1, MemFlags::empty())
-        .unwrap();
-    let p = b
-        .mem("p", Space::Sb, 128, 100, 1, MemFlags::PINNED)
-        .unwrap();
+    let x = mem(&mut b, "x", Space::Dram, 100, MemFlags::INPUT);
+    let y = mem(&mut b, "y", Space::Dram, 100, MemFlags::OUTPUT);
+    let a = mem(&mut b, "a", Space::Sb, 100, MemFlags::empty());
+    let p = mem(&mut b, "p", Space::Sb, 100, MemFlags::PINNED);
     b.func("f").unwrap();
     b.load(a, x, 0).unwrap();
     b.save(y, a, 0).unwrap();
     b.load(p, x, 0).unwrap();
     b.save(y, p, 0).unwrap();
     m.place(p, 0, 0);
-    let original = m.clone();
-    let mut ws = LsaWorkspace::new();
-    run(&mut m, &mut ws, &LsaOptions::default()).unwrap();
+    let (original, _, _) = scan_ok(&mut m);
     // `a` is dead before `p` is born, but p's rectangle is still avoided
     // only while their lifetimes meet: here they do not, so a may take 0.
     assert_eq!(m.mems.offset[p], 0);
