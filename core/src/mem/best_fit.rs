@@ -734,7 +734,7 @@ pub struct Policy {
     /// [`super::portfolio::place_buffers`] turns it on per variant; the
     /// pipeline's default stays false: on generated modules the SB scan is
     /// at peak = lower bound with either score (survey
-    /// `pipeline_policy_survey` in `lsa.rs`), so there is nothing to gain
+    /// `pipeline_policy_survey` in `lsa/tests.rs`), so there is nothing to gain
     /// and the golden outputs stay as they are.
     pub outliving_first: bool,
 }
