@@ -6,8 +6,7 @@ pub mod ra2;
 
 use std::time::Instant;
 
-use tusk_core::dsa::PortfolioBuffer;
-use tusk_core::dsa::{Placement, Problem};
+use tusk_core::dsa::{Buffer, Placement, Problem};
 use tusk_core::gen::dsa::{perfect_packing, PerfectPacking, SplitMix64};
 use tusk_core::gen::module::{generate, GenParams};
 use tusk_core::ir::{Module, Space};
@@ -50,14 +49,12 @@ pub fn sizes_upto(max: usize) -> Vec<usize> {
 
 /// `n` interval buffers for the 1-D linear scan: one starts per time unit,
 /// lifetimes up to 2000, sizes up to 4 KiB (the `lsa_throughput` workload).
-pub fn lsa_buffers(n: usize, seed: u64) -> Vec<PortfolioBuffer> {
+pub fn lsa_buffers(n: usize, seed: u64) -> Vec<Buffer> {
     let mut r = SplitMix64::new(seed);
     (0..n as u64)
-        .map(|t| PortfolioBuffer {
-            lower: t,
-            upper: t + 1 + r.below(2000),
-            size: 1 + r.below(4096),
-            align: 1,
+        .map(|t| {
+            let upper = t + 1 + r.below(2000);
+            Buffer::linear(t, upper, 1 + r.below(4096))
         })
         .collect()
 }

@@ -1,5 +1,5 @@
 //! Intervals per second of the linear scan's best-fit manager on the 1-D
-//! buffer problem, at 1k, 10k, 100k and 1M intervals: ONE scan (variant 0
+//! buffer problem, at 1k, 10k, 100k and 1M intervals: ONE scan (code 3, the first
 //! of the portfolio, `tighten_rounds = 0`, which also turns the portfolio
 //! off). Run in release:
 //! `cargo run -p tusk-core --release --example lsa_throughput`.
@@ -21,7 +21,8 @@
 //! when it is available, else the median wall time.
 
 use std::time::Instant;
-use tusk_core::dsa::{place_buffers, BufferWorkspace, PortfolioBuffer as Buffer};
+use tusk_core::dsa::Buffer;
+use tusk_core::dsa::{place_buffers, BufferWorkspace};
 
 /// Nanoseconds this thread has spent on a CPU (Linux; None elsewhere).
 /// The kernel updates it at scheduler ticks and switches, so it is read
@@ -60,11 +61,9 @@ fn main() {
         .unwrap_or(2000);
     for n in sizes {
         let bufs: Vec<Buffer> = (0..n as u64)
-            .map(|t| Buffer {
-                lower: t,
-                upper: t + 1 + rnd(max_life),
-                size: 1 + rnd(4096),
-                align: 1,
+            .map(|t| {
+                let upper = t + 1 + rnd(max_life);
+                Buffer::linear(t, upper, 1 + rnd(4096))
             })
             .collect();
         let mut ws = BufferWorkspace::with_capacity(n);

@@ -19,9 +19,9 @@ pub use crate::mem::exact::{
 };
 pub use crate::mem::gca::{GcaOptions, GcaOutcome, GcaWorkspace, GraphReservation, OrderRule};
 pub use crate::mem::greedy::{GreedyRule, GreedyWorkspace};
-pub use crate::mem::lsa::{
-    place_buffers, Buffer as PortfolioBuffer, BufferError, BufferOutcome, BufferWorkspace, OpenEnd,
-    ScanVariant, PORTFOLIO_LEN, PORTFOLIO_ORDER, WORK_BUDGET,
+pub use crate::mem::portfolio::{
+    place_buffers, BufferError, BufferOutcome, BufferWorkspace, OpenEnd, ScanVariant,
+    PORTFOLIO_LEN, PORTFOLIO_ORDER, WORK_BUDGET,
 };
 pub use crate::mem::problem::{
     peak, Buffer, Geometry, LowerBound, Placement, Problem, ProblemError, Timeline, MAX_BYTES,

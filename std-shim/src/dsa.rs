@@ -8,10 +8,11 @@
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
+use tusk_core::analysis::peak_over_bound;
 use tusk_core::dsa::budgeted;
 use tusk_core::dsa::Validator;
 use tusk_core::dsa::{peak, Placement, Timeline};
-use tusk_core::dsa::{place_buffers, BufferWorkspace, PortfolioBuffer as LsaBuffer};
+use tusk_core::dsa::{place_buffers, BufferError, BufferWorkspace};
 use tusk_core::dsa::{Budget, ExactOptions, ExactWorkspace, Objective, Status};
 use tusk_core::dsa::{GcaOptions, GcaWorkspace};
 use tusk_core::dsa::{GreedyRule, GreedyWorkspace};
@@ -34,7 +35,7 @@ pub enum Algo {
     /// improvement (the pipeline's `coloring_allocator_*`).
     Coloring,
     /// The linear-scan allocator's best-fit manager: a budgeted portfolio
-    /// of start-order scans, best kept (`mem::lsa::place_buffers`; the
+    /// of start-order scans, best kept (`mem::portfolio::place_buffers`; the
     /// pipeline's `linear_scan_allocator` runs one scan).
     Lsa,
 }
@@ -301,7 +302,7 @@ pub fn run(args: &DsaArgs) -> u8 {
         &mut summary,
         format!(
             "peak: {p}  lower bound: {lb}  peak/LB: {:.4}",
-            if lb == 0 { 1.0 } else { p as f64 / lb as f64 }
+            peak_over_bound(p, lb)
         ),
     );
     let fits = p <= capacity;
@@ -344,7 +345,7 @@ pub fn run(args: &DsaArgs) -> u8 {
             "algo": algo,
             "peak": p,
             "lower_bound": lb,
-            "peak_over_bound": if lb == 0 { 1.0 } else { p as f64 / lb as f64 },
+            "peak_over_bound": peak_over_bound(p, lb),
             "fits": p <= capacity,
             "search": status_line.lines().collect::<Vec<_>>(),
             "storage_skipped": storage.skipped.iter().map(|k| k.to_string()).collect::<Vec<_>>(),
@@ -402,23 +403,12 @@ pub fn run(args: &DsaArgs) -> u8 {
 fn lsa_portfolio(
     problem: &tusk_core::dsa::Problem,
     placements: &mut [Placement],
-) -> Result<u32, tusk_core::dsa::BufferError> {
+) -> Result<u32, BufferError> {
     let n = problem.len();
     let live: Vec<usize> = (0..n)
         .filter(|&i| !problem.buffers()[i].is_void())
         .collect();
-    let bufs: Vec<LsaBuffer> = live
-        .iter()
-        .map(|&i| {
-            let b = &problem.buffers()[i];
-            LsaBuffer {
-                lower: b.lower,
-                upper: b.upper,
-                size: b.size,
-                align: b.align,
-            }
-        })
-        .collect();
+    let bufs: Vec<_> = live.iter().map(|&i| problem.buffers()[i]).collect();
     let mut ws = BufferWorkspace::with_capacity(bufs.len());
     let mut offsets = vec![0u64; bufs.len()];
     let o = place_buffers(&bufs, problem.capacity, &mut ws, &mut offsets)?;

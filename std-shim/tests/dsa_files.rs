@@ -3,9 +3,12 @@
 use std::path::PathBuf;
 
 use tusk_core::dsa::Validator;
+use tusk_core::dsa::{peak, Placement, Problem, Timeline};
+use tusk_core::dsa::{place_buffers, BufferOutcome, BufferWorkspace};
 use tusk_core::dsa::{Budget, ExactOptions, ExactWorkspace, Objective, Status};
 use tusk_core::dsa::{GreedyRule, GreedyWorkspace};
-use tusk_core::dsa::{Placement, Problem, Timeline};
+use tusk_core::gen::dsa::{perfect_packing, PerfectPacking};
+use tusk_core::pass::best_fit::Policy;
 use tusk_core::NoClock;
 use tusk_shim::dsa::{run, Algo, DsaArgs};
 
@@ -210,4 +213,130 @@ fn exact_is_never_worse_than_the_heuristics_on_the_eleven_instances() {
         );
     }
     std::fs::remove_dir_all(&tmp).unwrap();
+}
+
+/// The linear-scan portfolio on `p` with `capacity` bytes, configured by
+/// `cfg`: its placement passes the independent validator and its reported
+/// peak is the placement's.
+fn portfolio(p: &Problem, capacity: u64, cfg: &dyn Fn(&mut BufferWorkspace)) -> BufferOutcome {
+    let mut ws = BufferWorkspace::with_capacity(p.len());
+    cfg(&mut ws);
+    let mut off = vec![0u64; p.len()];
+    let r = place_buffers(p.buffers(), capacity, &mut ws, &mut off).expect("placed");
+    let out: Vec<Placement> = off
+        .iter()
+        .map(|&offset| Placement { offset, base: 0 })
+        .collect();
+    let mut v = Validator::with_capacity(p.len(), 4);
+    assert_eq!(v.check(p, &out, u64::MAX).total, 0, "{:?}", v.findings());
+    assert_eq!(peak(p, &out), r.peak);
+    r
+}
+
+#[test]
+fn portfolio_places_the_shipped_files_legally() {
+    let dir = data_dir().expect("data_dir fails when the data is absent");
+    for name in ["C.1048576.csv", "G.1048576.csv", "K.1048576.csv"] {
+        let p = load(&dir, name).expect("shipped file");
+        let r = portfolio(&p, p.capacity, &|_| {});
+        assert!(r.peak >= r.lower_bound, "{name}");
+        assert_eq!(r.lower_bound, p.lower_bound(&mut Timeline::default()).bytes);
+        println!(
+            "{name}: peak {} lb {} ratio {:.3} rounds {}",
+            r.peak,
+            r.lower_bound,
+            r.peak as f64 / r.lower_bound as f64,
+            r.rounds
+        );
+    }
+    // `input.12.csv`: the portfolio reaches its lower bound, which fits.
+    let small = load(&dir, "input.12.csv").expect("shipped file");
+    let r = portfolio(&small, small.capacity, &|_| {});
+    assert_eq!(r.peak, r.lower_bound);
+    assert!(r.fits);
+}
+
+/// A perfect packing of `n` buffers (its lower bound is its optimum).
+fn perfect(n: usize, seed: u64) -> Problem {
+    let mut p = Problem::linear(0, n);
+    let mut sol = Vec::new();
+    perfect_packing(&PerfectPacking::new(n), seed, &mut p, &mut sol).expect("generated");
+    p
+}
+
+#[test]
+#[ignore = "quality survey, needs ../shared/data/dsa: cargo test -p tusk-shim --release --test dsa_files -- --ignored dsa_policy_survey --nocapture"]
+fn dsa_policy_survey() {
+    let dir = data_dir().expect("data_dir fails when the data is absent");
+    let files: Vec<(&str, Problem)> = ["C", "G", "K"]
+        .into_iter()
+        .map(|n| {
+            (
+                n,
+                load(&dir, &format!("{n}.1048576.csv")).expect("shipped file"),
+            )
+        })
+        .collect();
+    let mut packings = Vec::new();
+    for n in [100, 300, 1000] {
+        for seed in 0..6u64 {
+            packings.push(perfect(n, seed));
+        }
+    }
+    let ratio = |p: &Problem, cfg: &dyn Fn(&mut BufferWorkspace)| -> f64 {
+        let r = portfolio(p, 1 << 20, cfg);
+        r.peak as f64 / r.lower_bound as f64
+    };
+    type Cfg = (&'static str, fn(&mut BufferWorkspace));
+    let configs: [Cfg; 7] = [
+        ("plain best fit, 1 scan", |w| {
+            w.tighten_rounds = 0;
+            w.policy = Policy {
+                candidates: 1,
+                lifetime_aware: false,
+                outliving_first: false,
+            };
+        }),
+        ("code 0 (closest death), 1 scan + 12 rescans", |w| {
+            w.portfolio = &[0]
+        }),
+        ("code 3 (outliving first), 1 scan", |w| w.tighten_rounds = 0),
+        ("code 3 + 12 rescans", |w| w.variants = 1),
+        ("portfolio, 3 variants", |w| w.variants = 3),
+        ("portfolio, 9 variants", |w| w.variants = 9),
+        ("portfolio, 36 variants (default)", |_| {}),
+    ];
+    for (label, cfg) in configs {
+        let mut line = String::new();
+        let (mut f, mut p, mut held) = (0.0, 0.0, 0.0);
+        for (name, bufs) in &files {
+            let r = ratio(bufs, &cfg);
+            f += r / 3.0;
+            line += &format!(" {name}={r:.3}");
+        }
+        for (k, bufs) in packings.iter().enumerate() {
+            let r = ratio(bufs, &cfg);
+            if k % 6 < 3 {
+                p += r / 9.0;
+            } else {
+                held += r / 9.0;
+            }
+        }
+        println!("{label:<48} C/G/K mean {f:.3}{line} | perfect seeds 0-2 {p:.3}, 3-5 {held:.3}");
+    }
+    // Larger perfect packings, where the budget cuts the portfolio.
+    for n in [3000, 10_000, 30_000] {
+        let bufs = perfect(n, 0);
+        let mut line = format!("perfect n={n} seed 0:");
+        for (label, codes) in [("code 0", &[0u8][..]), ("portfolio", &[][..])] {
+            let r = portfolio(&bufs, 1 << 20, &|w| w.portfolio = codes);
+            line += &format!(
+                " {label} {:.3} ({} variants, {} scans)",
+                r.peak as f64 / r.lower_bound as f64,
+                r.variants,
+                r.rounds
+            );
+        }
+        println!("{line}");
+    }
 }

@@ -14,7 +14,7 @@ use std::path::Path;
 use std::time::Instant;
 
 use tusk_benches::perfect;
-use tusk_core::dsa::{place_buffers, BufferWorkspace, PortfolioBuffer};
+use tusk_core::dsa::{place_buffers, BufferWorkspace};
 use tusk_core::dsa::{Budget, ExactOptions, ExactWorkspace, Objective};
 use tusk_core::dsa::{Buffer, Placement, Problem};
 use tusk_core::dsa::{GcaOptions, GcaWorkspace};
@@ -70,15 +70,6 @@ fn run(name: &str, p: &Problem, reps: usize, exact_ms: u64) -> Row {
     let bufs = p.buffers();
     let n = bufs.len();
     // Linear scan: the 1-D `place_buffers` with its default rescans.
-    let lb_bufs: Vec<PortfolioBuffer> = bufs
-        .iter()
-        .map(|b| PortfolioBuffer {
-            lower: b.lower,
-            upper: b.upper,
-            size: b.size,
-            align: 1,
-        })
-        .collect();
     let mut lws = BufferWorkspace::with_capacity(n);
     let mut off = vec![0u64; n];
     let mut lsa_peak = 0;
@@ -86,7 +77,7 @@ fn run(name: &str, p: &Problem, reps: usize, exact_ms: u64) -> Row {
     let lsa_t = median(
         (0..reps)
             .map(|_| {
-                let (o, s) = timed(|| place_buffers(&lb_bufs, u64::MAX / 4, &mut lws, &mut off));
+                let (o, s) = timed(|| place_buffers(bufs, u64::MAX / 4, &mut lws, &mut off));
                 let o = o.expect("unbounded capacity fits");
                 lsa_peak = o.peak;
                 lb = o.lower_bound;

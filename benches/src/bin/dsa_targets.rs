@@ -22,7 +22,7 @@ use std::time::Instant;
 
 use tusk_core::dsa::Validator;
 use tusk_core::dsa::{peak, Placement, Problem, Timeline};
-use tusk_core::dsa::{place_buffers, BufferWorkspace, PortfolioBuffer};
+use tusk_core::dsa::{place_buffers, BufferWorkspace};
 use tusk_core::dsa::{Budget, ExactOptions, ExactWorkspace, Objective};
 use tusk_core::dsa::{GcaOptions, GcaWorkspace};
 use tusk_core::dsa::{GreedyRule, GreedyWorkspace};
@@ -211,20 +211,10 @@ fn main() {
         );
         legal(&p, &out);
         debug_assert_eq!(o.peak, peak(&p, &out));
-        let bufs: Vec<PortfolioBuffer> = p
-            .buffers()
-            .iter()
-            .map(|b| PortfolioBuffer {
-                lower: b.lower,
-                upper: b.upper,
-                size: b.size,
-                align: b.align,
-            })
-            .collect();
         let mut l = BufferWorkspace::with_capacity(n);
         let mut off = vec![0u64; n];
         let t = Instant::now();
-        let r = place_buffers(&bufs, p.capacity, &mut l, &mut off).expect("placed");
+        let r = place_buffers(p.buffers(), p.capacity, &mut l, &mut off).expect("placed");
         row(
             "linear-scan portfolio",
             t.elapsed().as_secs_f64() * 1e3,

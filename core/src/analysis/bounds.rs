@@ -22,6 +22,17 @@ use super::liveness::MemLiveness;
 use super::order::LinearOrder;
 use crate::ir::{MemFlags, Module, Space};
 
+/// A peak over its lower bound, the figure of every report (docs/REPORT.md
+/// `peak_over_bound`): 1.0 is optimal. A bound of 0 means nothing needed
+/// room, which no placement can beat, so the ratio is 1.0 there too.
+pub fn peak_over_bound(peak: u64, lower_bound: u64) -> f64 {
+    if lower_bound == 0 {
+        1.0
+    } else {
+        peak as f64 / lower_bound as f64
+    }
+}
+
 /// Lower bounds of one space.
 #[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
 pub struct SpaceBound {

@@ -11,7 +11,7 @@ pub(crate) mod liveness;
 pub(crate) mod order;
 pub(crate) mod schedule;
 
-pub use bounds::{Bounds, SpaceBound};
+pub use bounds::{peak_over_bound, Bounds, SpaceBound};
 pub use floor::{Floor, FloorKind, SpaceFloor};
 pub use liveness::{Interval, Liveness, MemLiveness, RegLiveness, NOT_LIVE};
 pub use order::{LinearOrder, NO_POS};

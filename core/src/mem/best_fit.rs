@@ -59,7 +59,7 @@
 //! [`Policy::outliving_first`] ranks a side whose neighbour outlives the
 //! tensor before one whose neighbour dies first. On the flat line the 1-D
 //! scan may also pass a [`FlatHint`] (a minimum offset, the open end's
-//! side): see [`super::lsa::place_buffers`].
+//! side): see [`super::portfolio::place_buffers`].
 //!
 //! # Fragmentation
 //! Every hole produced by a free (after merging) is fed to P² estimators
@@ -731,10 +731,10 @@ pub struct Policy {
     /// comes back as the same hole; one that dies first leaves the block as
     /// an island in a larger hole. Both geometries honour it (flat search
     /// and the SB corner strategies). The 1-D portfolio of
-    /// [`super::lsa::place_buffers`] turns it on per variant; the
+    /// [`super::portfolio::place_buffers`] turns it on per variant; the
     /// pipeline's default stays false: on generated modules the SB scan is
     /// at peak = lower bound with either score (survey
-    /// `pipeline_policy_survey` in `lsa.rs`), so there is nothing to gain
+    /// `pipeline_policy_survey` in `lsa/tests.rs`), so there is nothing to gain
     /// and the golden outputs stay as they are.
     pub outliving_first: bool,
 }

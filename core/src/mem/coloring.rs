@@ -51,8 +51,8 @@ use super::exact::{Budget, Clock, ExactOptions, ExactWorkspace, Objective, Statu
 use super::gca::{GcaOptions, GcaOutcome, GcaWorkspace};
 use super::problem::{Buffer, Placement, Problem, ProblemError};
 use super::spill::{
-    finalize, invariant_split, loop_split_ok, reload_point, remat_source, spill_cost, spill_runs,
-    spill_score, ReloadPoint, SpillRecord,
+    add_reload_copy, add_slot, finalize, invariant_split, loop_split_ok, reload_point,
+    remat_source, spill_cost, spill_runs, spill_score, ReloadPoint, SpillRecord,
 };
 use crate::analysis::{Bounds, LinearOrder, MemLiveness};
 use crate::ir::{Capacity, Inst, IrError, MemFlags, MemLoc, Module, Space};
@@ -963,18 +963,10 @@ fn spill_round(
         let reload = reload_point(m, &ws.order, &ws.live, v, at, after);
         let slot = match remat {
             Some(src) => src,
-            None => {
-                let s = m.try_add_mem(name.as_str(), Space::Dram, parts, bytes)?;
-                m.mems.flags[s] = MemFlags::SPILL | MemFlags::INTERNAL;
-                m.set_elem_size(s, m.elem_size(v))?;
-                s
-            }
+            None => add_slot(m, v, name.as_str())?,
         };
         let copy_name = spill_name(m, v, n, "Reload");
-        let copy = m.try_add_mem(copy_name.as_str(), space, parts, bytes)?;
-        m.mems.flags[copy] = MemFlags::RELOAD;
-        m.set_elem_size(copy, m.elem_size(v))?;
-        m.mems.align[copy] = m.mems.align[v];
+        let copy = add_reload_copy(m, v, copy_name.as_str(), parts, bytes)?;
         let store_after = if remat.is_some() { u32::MAX } else { before };
         let mut moved_runs = 0u64;
         let mut first_cycles = 0u64;
@@ -982,10 +974,7 @@ fn spill_round(
             // The first copy takes the accesses from its reload up to the
             // peak, the slot's store goes before the loop (below).
             let name = spill_name(m, v, n, "ReloadInLoop");
-            let c = m.try_add_mem(name.as_str(), space, parts, bytes)?;
-            m.mems.flags[c] = MemFlags::RELOAD;
-            m.set_elem_size(c, m.elem_size(v))?;
-            m.mems.align[c] = m.mems.align[v];
+            let c = add_reload_copy(m, v, name.as_str(), parts, bytes)?;
             ws.records.push(SpillRecord {
                 victim: v,
                 origin: v,

@@ -1,8 +1,8 @@
 //! Memory placement. The linear-scan allocator (LSA) scans the module with
 //! its live-range manager and places through the best-fit manager, spilling
-//! at interval; the graph-coloring allocator (GCA), the greedy baselines and
-//! the exact branch-and-bound search work on the shared buffer-placement
-//! problem.
+//! at interval; the graph-coloring allocator (GCA), the greedy baselines,
+//! the linear-scan portfolio of the 1-D problem and the exact
+//! branch-and-bound search work on the shared buffer-placement problem.
 
 pub mod best_fit;
 pub mod budgeted;
@@ -13,6 +13,7 @@ pub mod greedy;
 pub mod live_range;
 pub mod lsa;
 pub mod overlap;
+pub mod portfolio;
 pub mod problem;
 pub mod quantile;
 pub mod rotation;

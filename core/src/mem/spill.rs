@@ -34,7 +34,7 @@ use core::fmt;
 
 use crate::analysis::{LinearOrder, MemLiveness};
 use crate::ir::{
-    full_ap, slice_ap, Inst, InstFlags, InstSpec, IrError, MemLoc, Module, Opcode, Space,
+    full_ap, slice_ap, Inst, InstFlags, InstSpec, IrError, MemFlags, MemLoc, Module, Opcode, Space,
 };
 
 /// Entries kept in the failure log; further failures are only counted.
@@ -518,6 +518,37 @@ pub fn remat_source(
         .zip(live.access_writes(src))
         .any(|(&q, w)| w && lo <= q && q <= hi);
     (!written).then_some(src)
+}
+
+/// The DRAM spill slot of `of`, named `name`: shaped like `of`, flagged
+/// `SPILL | INTERNAL` (made by an allocator, not by the user), with an
+/// untyped element of `of`'s element size: a slot only holds bytes that the
+/// store and the reload copy, never convert. Left unplaced (each allocator
+/// places its slots its own way).
+pub fn add_slot(m: &mut Module, of: MemLoc, name: &str) -> Result<MemLoc, IrError> {
+    let s = m.try_add_mem(name, Space::Dram, m.mems.partitions[of], m.mems.bytes[of])?;
+    m.mems.flags[s] = MemFlags::SPILL | MemFlags::INTERNAL;
+    m.set_elem_size(s, m.elem_size(of))?;
+    Ok(s)
+}
+
+/// A reload copy of `of`, named `name`, in `of`'s space, of `partitions ×
+/// bytes` (the cells still accessed after the spill): flagged
+/// `RELOAD | INTERNAL` (made by an allocator, like its slot), with `of`'s
+/// element type and alignment, since every later access of `of` moves to it
+/// unchanged.
+pub fn add_reload_copy(
+    m: &mut Module,
+    of: MemLoc,
+    name: &str,
+    partitions: u16,
+    bytes: u32,
+) -> Result<MemLoc, IrError> {
+    let copy = m.try_add_mem(name, m.mems.space[of], partitions, bytes)?;
+    m.mems.flags[copy] = MemFlags::RELOAD | MemFlags::INTERNAL;
+    m.set_dtype(copy, m.mems.dtype[of])?;
+    m.set_align(copy, m.mems.align[of])?;
+    Ok(copy)
 }
 
 /// Inserts the stores and reloads of `records` and re-points the readers

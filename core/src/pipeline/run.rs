@@ -95,13 +95,9 @@ pub struct SpaceSummary {
 }
 
 impl SpaceSummary {
-    /// Peak over lower bound (1.0 when the bound is 0).
+    /// Peak over lower bound ([`crate::analysis::peak_over_bound`]).
     pub fn peak_over_bound(&self) -> f64 {
-        if self.lower_bound == 0 {
-            1.0
-        } else {
-            self.peak as f64 / self.lower_bound as f64
-        }
+        crate::analysis::peak_over_bound(self.peak, self.lower_bound)
     }
 
     /// Peak over capacity, in percent.

@@ -1,0 +1,351 @@
+//! The linear-scan memory allocator (the reference's `linear_scan_allocator`,
+//! LSA): one scan per on-chip space in program order, PSUM first, then SB.
+//!
+//! At each instruction the scan (1) expires the intervals with no remaining
+//! uses — their space goes back to the [`BestFitMemoryManager`]; (2) places
+//! the reload copies due before the instruction; (3) when the instruction is
+//! marked in-place, frees the inputs that die at it, so that an output may
+//! take their space (docs/SEMANTICS.md §1: only then); (4) places every interval that
+//! starts here (the instruction's outputs, and values the loop rule makes
+//! live from a loop's first position). When nothing fits it logs the
+//! failure and the ranked active set, spills the head of the set
+//! ([`super::live_range`]) and retries, until the tensor fits or no
+//! candidate is left, which is an [`LsaError::AllocationFailed`].
+//!
+//! Spillable: not fixed, not accessed by the failing instruction, accessed
+//! again later, defined before the failure, not accessed earlier in a loop
+//! that contains the failure (the back edge would reach the freed space),
+//! and — for a reload copy — not written since its reload (its slot would be
+//! stale). A tensor written again later is spillable: every later access,
+//! read or write, moves to the reload copy.
+//!
+//! [`run`] is the reference's non-loop variant: intervals are the
+//! straight-line `[first access, last access]`, valid only for programs
+//! without loops (loops unrolled), so it refuses a module with loops.
+//! [`run_with_loops`] ("Linear Scan Allocator(LIW)") uses the loop rule of
+//! docs/SEMANTICS.md §1: a value used in a loop but defined before it, or carried around
+//! the back edge, is live over the whole loop.
+//!
+//! Pinned or already-placed locations are obstacles, never moved: they are
+//! announced to the manager before the scan (no other tensor whose lifetime
+//! meets theirs may take their rectangle) and placed at their address when
+//! the scan reaches them. The LSA is single-core (the reference asserts
+//! `vncNcCount == 1` for it); a larger vnc count is an error.
+//!
+//! Storage: [`LsaWorkspace`] holds every table; [`LsaWorkspace::reserve`]
+//! sizes it and the module's spill headroom before the scan, after which
+//! the scan allocates nothing.
+//!
+//! The files: `scan` is the pass over the program, `victim`
+//! picks which live tensor to spill, `evict` spills it (its record, copy and
+//! slot), `failure` is the error and its text, `report` the figures.
+//!
+//! The 1-D buffer problem (`tusk dsa --algo lsa`) runs the same manager as a
+//! portfolio of scans in [`super::portfolio`]. The pipeline's scan cannot be
+//! a portfolio: it runs once, in program order, inserting spill code into
+//! the module as it goes, so it cannot be rerun per variant or mirrored in
+//! time. Its hole score can take [`Policy::outliving_first`] (SB and flat
+//! honour it), but its default keeps the closest-death score: on generated
+//! modules the outliving-first score does not lower the peak (measured by
+//! the `pipeline_policy_survey` test).
+
+// The failure carries its whole story (names, live set) inline so that the
+// failure path of a no_std pass allocates nothing; errors are rare and the
+// size only costs a copy on that path.
+#![allow(clippy::result_large_err)]
+
+use alloc::vec::Vec;
+
+use alloc::collections::BinaryHeap;
+use core::cmp::Reverse;
+
+use super::best_fit::{BestFitMemoryManager, Policy};
+use super::live_range::LiveRangeManager;
+use super::spill::SpillRecord;
+use crate::analysis::{Bounds, LinearOrder, MemLiveness};
+use crate::ir::{Capacity, MemLoc, Module, Space};
+
+mod evict;
+mod failure;
+mod report;
+mod scan;
+mod victim;
+
+pub use failure::{AllocationFailure, LsaError, LsaErrorDisplay};
+pub use report::{LsaReport, SpaceReport};
+
+/// Options of the scan.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct LsaOptions {
+    /// Virtual NeuronCores sharing the allocation; the LSA needs 1.
+    pub vnc_count: u32,
+    /// Placement policy of the best-fit manager.
+    pub policy: Policy,
+    /// Spills the scan may insert (headroom reserved in the module).
+    /// `None`: [`default_spill_limit`] — one per eight on-chip locations
+    /// plus 16, since a scan that spills more than that has a memory
+    /// problem the headroom should not hide (and headroom for one spill
+    /// per location would reserve two instructions, four access patterns
+    /// and two named locations per location on every module).
+    pub max_spills: Option<u32>,
+}
+
+impl Default for LsaOptions {
+    fn default() -> Self {
+        LsaOptions {
+            vnc_count: 1,
+            policy: Policy::default(),
+            max_spills: None,
+        }
+    }
+}
+
+/// The default spill limit is one per this many on-chip locations...
+pub const SPILL_FRACTION: u32 = 8;
+/// ...plus this many.
+pub const SPILL_SLACK: u32 = 16;
+/// Bytes a copy's name adds to its original's:
+/// `_ReloadStore<N>_ShrinkedCopy` with N up to 10 digits.
+const COPY_NAME_EXTRA: usize = "_ReloadStore".len() + 10 + "_ShrinkedCopy".len();
+/// Bytes a spill slot's name adds: `_SpillSlot`.
+const SLOT_NAME_EXTRA: usize = "_SpillSlot".len();
+
+/// The spill limit of a scan of `m` when [`LsaOptions::max_spills`] is
+/// `None`: one per [`SPILL_FRACTION`] on-chip locations plus
+/// [`SPILL_SLACK`]. A scan needing more fails with
+/// [`LsaError::SpillHeadroom`], which names the limit and how to raise it.
+pub fn default_spill_limit(m: &Module) -> u32 {
+    let on_chip = m.mems.space.values().filter(|s| s.is_on_chip()).count() as u32;
+    on_chip / SPILL_FRACTION + SPILL_SLACK
+}
+
+/// Every table of the scan, reusable across modules.
+#[derive(Debug, Default)]
+pub struct LsaWorkspace {
+    order: LinearOrder,
+    live: MemLiveness,
+    bounds: Bounds,
+    lrm: LiveRangeManager,
+    manager: BestFitMemoryManager,
+    /// Copies waiting for their reload position: (position, copy).
+    pending: BinaryHeap<Reverse<(u32, u32)>>,
+    /// Placed intervals by end: (end, loc).
+    ends: BinaryHeap<Reverse<(u32, u32)>>,
+    /// Per location: the original tensor a copy holds (itself for originals).
+    origin: Vec<MemLoc>,
+    /// Per original: its DRAM spill slot.
+    slot: Vec<MemLoc>,
+    /// Per original: the location holding its value now.
+    holder: Vec<MemLoc>,
+    records: Vec<SpillRecord>,
+    max_spills: u32,
+    /// Per location: pinned or placed before the scan (an obstacle).
+    fixed: Vec<bool>,
+    /// Next free DRAM byte for spill slots.
+    dram_bump: u64,
+    /// Location ids the tables are reserved for (0: not reserved).
+    reserved_ids: usize,
+    /// `order` and `live` describe the module of the next scan (handed in
+    /// by [`LsaWorkspace::exchange_analyses`]); a scan clears it.
+    current: bool,
+    /// `bounds` too (computed from those `order` and `live`).
+    bounds_current: bool,
+}
+
+impl LsaWorkspace {
+    /// Heap bytes reserved.
+    pub fn heap_bytes(&self) -> u64 {
+        crate::heap_bytes!(
+            self.order,
+            self.live,
+            self.pending,
+            self.ends,
+            self.origin,
+            self.slot,
+            self.holder,
+            self.records,
+            self.fixed
+        )
+        .saturating_add(self.bounds.heap_bytes())
+        .saturating_add(self.lrm.heap_bytes())
+        .saturating_add(self.manager.heap_bytes())
+    }
+
+    /// Empty storage.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Most spills a scan of `m` may insert.
+    fn spill_limit(m: &Module, opts: &LsaOptions) -> usize {
+        opts.max_spills.unwrap_or_else(|| default_spill_limit(m)) as usize
+    }
+
+    /// Most DRAM locations a scan of `m` may add: a spill slot per spill at
+    /// most (its other new locations, the reload copies, are on-chip).
+    pub fn spill_slots(m: &Module, opts: &LsaOptions) -> usize {
+        Self::spill_limit(m, opts)
+    }
+
+    /// The module headroom the scan needs. Per spill: a copy, maybe a slot,
+    /// a store and a reload (1 input + 1 output each), and the two names,
+    /// budgeted by the longest on-chip name of `m` (a copy is named after
+    /// its original, which is always an input location of the scan). The
+    /// store and reload access contiguous slices (one dim, kept inline), so
+    /// they take no pooled dims.
+    pub fn headroom(m: &Module, opts: &LsaOptions) -> Capacity {
+        let spills = Self::spill_limit(m, opts);
+        let longest = m
+            .mems
+            .space
+            .keys()
+            .filter(|&v| m.mems.space[v].is_on_chip())
+            .map(|v| m.mem_name(v).len())
+            .max()
+            .unwrap_or(0);
+        Capacity {
+            insts: 2 * spills,
+            aps: 4 * spills,
+            dims: 0,
+            mems: 2 * spills,
+            names: 2 * spills,
+            name_bytes: spills * (2 * longest + COPY_NAME_EXTRA + SLOT_NAME_EXTRA),
+            ..Default::default()
+        }
+    }
+
+    /// Sizes the workspace for `m` and reserves `m`'s spill headroom. The
+    /// analyses are sized to the module's whole reserved capacity
+    /// ([`Module::capacity`]), so the scan never grows them.
+    pub fn reserve(&mut self, m: &mut Module, opts: &LsaOptions) {
+        self.reserve_tables(m, opts, None);
+        // Sized to the capacity, the scan's computes do not allocate; the
+        // scan computes (or is handed) them, so nothing is computed here.
+        let cap = m.capacity();
+        self.order.reserve(&cap);
+        self.live.reserve(&cap);
+        self.bounds.reserve(&cap);
+    }
+
+    /// [`Self::reserve`] without the order, liveness and bounds, for a
+    /// caller that lends its own, reserved to the module's capacity, by
+    /// [`Self::exchange_analyses`] around every scan (the pipeline: one copy
+    /// of each serves every pass). With `live` (the liveness of `m` as the
+    /// scan will see it), the manager's lines are sized for the locations
+    /// live at once instead of for every location: the scan places a
+    /// location at the start of its interval and frees it at the end, and a
+    /// spilled value's copy is placed only after the value was freed (one
+    /// holder per value at a time), so what is placed at once is at most
+    /// what [`most_live`] counts.
+    pub fn reserve_tables(
+        &mut self,
+        m: &mut Module,
+        opts: &LsaOptions,
+        live: Option<&MemLiveness>,
+    ) {
+        let spills = Self::spill_limit(m, opts);
+        self.max_spills = spills as u32;
+        m.reserve(Self::headroom(m, opts));
+        let ids = m.num_mems() + 2 * spills;
+        self.reserved_ids = ids;
+        self.lrm.reserve(ids);
+        let blocks = live.map_or(ids, |l| {
+            most_live(m, l, Space::Sb).max(most_live(m, l, Space::Psum))
+        });
+        self.manager.reserve_rows_for(
+            BestFitMemoryManager::sb_rows(&m.target),
+            ids,
+            blocks,
+            m.num_mems(),
+        );
+        self.pending
+            .reserve(spills.saturating_sub(self.pending.len()));
+        self.ends.reserve(ids.saturating_sub(self.ends.len()));
+        for v in [&mut self.origin, &mut self.slot, &mut self.holder] {
+            v.reserve(ids.saturating_sub(v.len()));
+        }
+        self.fixed.reserve(ids.saturating_sub(self.fixed.len()));
+        self.records
+            .reserve(spills.saturating_sub(self.records.len()));
+    }
+
+    /// Swaps the order, liveness and bounds with the caller's (the
+    /// pipeline's, which computed them already), like the coloring and DMA
+    /// workspaces: with `current` the next scan starts from them instead
+    /// of walking the program again (`bounds_current`: the bounds too).
+    /// The side that computes during the scan (the workspace's after the
+    /// swap) must be reserved to the module's capacity, so the swap keeps
+    /// every computation allocation-free; the other may be empty (a swap
+    /// moves three pointers, whatever the sizes). The caller swaps back
+    /// after the scan (with `false`): what it gets back is stale.
+    pub fn exchange_analyses(
+        &mut self,
+        order: &mut LinearOrder,
+        live: &mut MemLiveness,
+        bounds: &mut Bounds,
+        current: bool,
+        bounds_current: bool,
+    ) {
+        core::mem::swap(&mut self.order, order);
+        core::mem::swap(&mut self.live, live);
+        core::mem::swap(&mut self.bounds, bounds);
+        self.current = current;
+        self.bounds_current = current && bounds_current;
+    }
+
+    /// The spills of the last run, in the order they were decided.
+    pub fn spills(&self) -> &[SpillRecord] {
+        &self.records
+    }
+}
+
+/// The most locations of `space` live at one position by `live` (their
+/// intervals, inclusive).
+pub fn most_live(m: &Module, live: &MemLiveness, space: Space) -> usize {
+    let mut events: Vec<(u32, i8)> = Vec::new();
+    for v in m.mems.space.keys() {
+        if m.mems.space[v] != space {
+            continue;
+        }
+        if let Some(iv) = live.interval(v) {
+            events.push((iv.start, 1));
+            if let Some(after) = iv.end.checked_add(1) {
+                events.push((after, -1));
+            }
+        }
+    }
+    // At one position the intervals that ended before it leave first.
+    events.sort_unstable();
+    let (mut now, mut most) = (0i64, 0i64);
+    for &(_, d) in &events {
+        now += d as i64;
+        most = most.max(now);
+    }
+    most as usize
+}
+
+/// The straight-line scan: refuses modules with loops (see the module doc).
+pub fn run(
+    m: &mut Module,
+    ws: &mut LsaWorkspace,
+    opts: &LsaOptions,
+) -> Result<LsaReport, LsaError> {
+    if m.num_loops() > 0 {
+        return Err(LsaError::LoopsNeedLoopAwareScan {
+            loops: m.num_loops(),
+        });
+    }
+    scan::scan(m, ws, opts, false)
+}
+
+/// The loop-aware scan.
+pub fn run_with_loops(
+    m: &mut Module,
+    ws: &mut LsaWorkspace,
+    opts: &LsaOptions,
+) -> Result<LsaReport, LsaError> {
+    scan::scan(m, ws, opts, true)
+}
+
+#[cfg(test)]
+mod tests;
