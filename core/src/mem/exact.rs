@@ -65,7 +65,7 @@ mod canonical;
 pub use canonical::{Preorder, PREORDERS};
 
 use super::greedy::{GreedyRule, GreedyWorkspace};
-use super::problem::{align_up, peak, Placement, Problem, Timeline};
+use super::problem::{align_offset, peak, Placement, Problem, Timeline};
 
 /// A monotonic clock supplied by the caller.
 pub trait Clock {
@@ -1485,7 +1485,7 @@ impl ExactWorkspace {
     fn lowest(&self, problem: &Problem, o: &Opt, from: u64) -> u64 {
         let bufs = problem.buffers();
         let b = &bufs[o.buffer as usize];
-        let mut off = align_up(from, b.align);
+        let mut off = align_offset(from, b.align);
         let end = o.base + b.partitions;
         loop {
             let mut moved = false;
@@ -1498,7 +1498,7 @@ impl ExactWorkspace {
                     && pp.offset < off + b.size
                     && off < pp.offset + pb.size
                 {
-                    off = align_up(pp.offset + pb.size, b.align);
+                    off = align_offset(pp.offset + pb.size, b.align);
                     moved = true;
                 }
             }

@@ -39,7 +39,7 @@ use alloc::vec::Vec;
 
 use super::greedy::{GreedyRule, GreedyWorkspace};
 use super::overlap::OverlapIndex;
-use super::problem::{align_up, peak, Buffer, Placement, Problem, Timeline};
+use super::problem::{align_offset, peak, Buffer, Placement, Problem, Timeline};
 
 /// Tuning of the colorer.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -500,7 +500,7 @@ impl GcaWorkspace {
                 if off + b.size <= o.offset {
                     break;
                 }
-                off = off.max(align_up(o.top, b.align));
+                off = off.max(align_offset(o.top, b.align));
             }
             if best.map_or(true, |p| off < p.offset) {
                 best = Some(Placement { offset: off, base });

@@ -24,7 +24,7 @@
 use alloc::vec::Vec;
 
 use super::overlap::OverlapIndex;
-use super::problem::{align_up, Buffer, Placement, Problem};
+use super::problem::{align_offset, Buffer, Placement, Problem};
 
 /// Which greedy rule to run.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -190,7 +190,7 @@ fn lowest_fit(sorted: &[Obstacle], buf: &Buffer) -> u64 {
             break;
         }
         if o.top > off {
-            off = align_up(o.top, buf.align);
+            off = align_offset(o.top, buf.align);
         }
     }
     off
@@ -204,7 +204,7 @@ fn best_fit(sorted: &[Obstacle], buf: &Buffer) -> (u64, u64) {
     let mut free_from = 0u64;
     for o in sorted {
         if o.offset > free_from {
-            let start = align_up(free_from, buf.align);
+            let start = align_offset(free_from, buf.align);
             if start + buf.size <= o.offset {
                 let gap = o.offset - free_from;
                 if gap < best.0 {
@@ -215,7 +215,7 @@ fn best_fit(sorted: &[Obstacle], buf: &Buffer) -> (u64, u64) {
         free_from = free_from.max(o.top);
     }
     if best.0 == u64::MAX {
-        best.1 = align_up(free_from, buf.align);
+        best.1 = align_offset(free_from, buf.align);
     }
     best
 }

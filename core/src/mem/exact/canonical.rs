@@ -59,7 +59,7 @@
 //! [`ExactWorkspace::reserve_within`](super::ExactWorkspace::reserve_within).
 
 use super::{Clock, ExactOptions, ExactWorkspace, Limit, Outcome, Stop, NONE, NO_LEVEL};
-use crate::mem::problem::{align_up, Placement, Problem};
+use crate::mem::problem::{align_offset, Placement, Problem};
 
 /// A static preorder: the priority of three structural keys (all compared
 /// larger first).
@@ -309,7 +309,7 @@ impl ExactWorkspace {
                     self.nb_left[c] -= 1;
                 }
                 if copt.st_lo < opt.st_hi && opt.st_lo < copt.st_hi {
-                    let need = align_up(top, bufs[c].align);
+                    let need = align_offset(top, bufs[c].align);
                     if self.minoff[oc] < need {
                         if self.mtrail.len() == self.mtrail.capacity() {
                             full = true;
