@@ -46,7 +46,7 @@ use alloc::vec::Vec;
 use super::pieces::{push_grow, Pieces};
 use super::report::{DataflowError, Origin};
 use super::shape::Seg;
-use crate::verify::treap::{self, TreapPool, NIL};
+use crate::collections::treap::{self, TreapPool, NIL};
 
 #[derive(Copy, Clone, Debug)]
 struct Slab {

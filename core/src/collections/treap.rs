@@ -1,7 +1,7 @@
-//! Split and merge of treaps kept in a node pool, shared by the two
-//! checkers that keep ordered sets: the dataflow checker's slab trees (one
-//! per region, keyed by first byte) and the placement verifier's active
-//! sets (one per slab, keyed by first byte and location).
+//! Split and merge of treaps kept in a node pool, for the crate's ordered
+//! sets: the dataflow checker's slab trees (one per region, keyed by first
+//! byte) and the placement verifier's active sets (one per slab, keyed by
+//! first byte and location).
 //!
 //! Both operations are loops, not recursion: a treap is O(log n) deep only
 //! in expectation, and the priorities are not secret (on firmware they are
