@@ -74,6 +74,41 @@ impl Buffer {
     }
 }
 
+/// A placed buffer as a buffer being placed sees it: a range of bytes in
+/// a range of partitions. The greedy rules and the colorer
+/// collect these from the placed neighbours of a buffer, then search the
+/// lowest or best-fitting gap among them.
+#[derive(Copy, Clone, Debug)]
+pub(crate) struct Obstacle {
+    bytes: (u64, u64),
+    partitions: (u16, u16),
+}
+
+impl Obstacle {
+    /// `buffer` placed at `at`.
+    pub(crate) const fn of(buffer: &Buffer, at: Placement) -> Obstacle {
+        Obstacle {
+            bytes: (at.offset, at.offset + buffer.size),
+            partitions: (at.base, at.base + buffer.partitions),
+        }
+    }
+
+    /// Its first byte.
+    pub(crate) const fn offset(&self) -> u64 {
+        self.bytes.0
+    }
+
+    /// One past its last byte.
+    pub(crate) const fn top(&self) -> u64 {
+        self.bytes.1
+    }
+
+    /// True when it holds some of the partitions `[base, end)`.
+    pub(crate) const fn meets_partitions(&self, base: u16, end: u16) -> bool {
+        self.partitions.0 < end && base < self.partitions.1
+    }
+}
+
 /// Which kind of memory the problem describes.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Geometry {
