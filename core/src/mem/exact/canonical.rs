@@ -668,19 +668,8 @@ impl ExactWorkspace {
             let Some(fi) = self.cframes.len().checked_sub(1) else {
                 return (Stop::Done, found);
             };
-            outcome.nodes += 1;
-            if outcome.nodes > self.attempt_end {
-                return (Stop::Restart, found);
-            }
-            if let Some(max) = options.budget.nodes {
-                if outcome.nodes > max {
-                    return (Stop::Limit(Limit::Nodes), found);
-                }
-            }
-            if let Some(max) = options.budget.micros {
-                if outcome.nodes & 255 == 0 && clock.now_micros().saturating_sub(t0) > max {
-                    return (Stop::Limit(Limit::Time), found);
-                }
+            if let Some(stop) = self.count_node(options, clock, t0, outcome) {
+                return (stop, found);
             }
             let mut f = self.cframes[fi];
             if f.placed != NONE {
