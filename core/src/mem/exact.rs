@@ -311,28 +311,8 @@ pub struct ExactWorkspace {
     noise: u64,
     /// Node count at which this attempt restarts.
     attempt_end: u64,
-    // The canonical strategy (see `canonical`).
-    /// Per cell: the least offset any unplaced option covering it reaches.
-    eff: Vec<u64>,
-    /// Per option: its minimum offset over the placed buffers.
-    minoff: Vec<u64>,
-    /// Undo trail of `minoff`.
-    mtrail: Vec<(u32, u64)>,
-    /// Per buffer: unplaced buffers overlapping it in time.
-    nb_left: Vec<u32>,
-    cframes: Vec<canonical::CanonFrame>,
-    /// Per buffer: its place in the attempt's preorder.
-    rank: Vec<u32>,
-    keys: Vec<canonical::RankKey>,
-    /// The preorder of the canonical attempt.
-    preorder: Preorder,
-    /// Scratch of a piece's re-ranking, and the rank undo trail.
-    piece_bufs: Vec<u32>,
-    piece_ranks: Vec<u32>,
-    rtrail: Vec<(u32, u32)>,
-    /// Per section boundary s: unplaced buffers live in both s - 1 and s.
-    cross: Vec<u32>,
-    scopes: Vec<canonical::Scope>,
+    /// The canonical strategy's own tables.
+    canon: canonical::Canon,
     /// Distinct end times (the coarse sections of the canonical search).
     ends: Vec<u64>,
 }
@@ -533,20 +513,9 @@ impl ExactWorkspace {
             self.forbid_trail,
             self.frames,
             self.cands,
-            self.eff,
-            self.minoff,
-            self.mtrail,
-            self.nb_left,
-            self.cframes,
-            self.rank,
-            self.keys,
-            self.piece_bufs,
-            self.piece_ranks,
-            self.rtrail,
-            self.cross,
-            self.scopes,
             self.ends
         )
+        .saturating_add(self.canon.heap_bytes())
         .saturating_add(self.greedy.heap_bytes())
         .saturating_add(self.timeline.heap_bytes())
     }
@@ -1845,6 +1814,23 @@ mod tests {
         best
     }
 
+    /// The minimizing search's answer agrees with the exhaustive `truth`:
+    /// infeasible when there is none, else optimal at its peak.
+    fn assert_minimized_to(o: &Outcome, truth: Option<u64>, strategy: Strategy, p: &Problem) {
+        match truth {
+            None => assert_eq!(
+                o.status,
+                Status::Infeasible,
+                "{strategy:?} {:?}",
+                p.buffers()
+            ),
+            Some(best) => {
+                assert_eq!(o.status, Status::Optimal, "{strategy:?} {:?}", p.buffers());
+                assert_eq!(o.peak, best, "{strategy:?} {:?}", p.buffers());
+            }
+        }
+    }
+
     fn random_linear(rng: &mut SplitMix64, n: usize, cap: u64) -> Problem {
         let mut p = Problem::linear(cap, n);
         for _ in 0..n {
@@ -1871,20 +1857,7 @@ mod tests {
             let truth = brute_min_peak(&p, cap);
             for strategy in STRATEGIES {
                 let (o, _) = solve_with(&p, Objective::MinimizePeak, Budget::default(), strategy);
-                match truth {
-                    None => {
-                        assert_eq!(
-                            o.status,
-                            Status::Infeasible,
-                            "{strategy:?} {:?}",
-                            p.buffers()
-                        );
-                    }
-                    Some(best) => {
-                        assert_eq!(o.status, Status::Optimal, "{strategy:?} {:?}", p.buffers());
-                        assert_eq!(o.peak, best, "{strategy:?} {:?}", p.buffers());
-                    }
-                }
+                assert_minimized_to(&o, truth, strategy, &p);
                 let (f, _) = solve_with(&p, Objective::Fit, Budget::default(), strategy);
                 assert_eq!(f.status.fits(), truth.is_some(), "{strategy:?}");
                 if strategy == Strategy::Portfolio {
@@ -1926,20 +1899,7 @@ mod tests {
                 for (b, q) in p.buffers().iter().zip(&out) {
                     assert!(t.is_legal_start(q.base, b.partitions));
                 }
-                match truth {
-                    None => {
-                        assert_eq!(
-                            o.status,
-                            Status::Infeasible,
-                            "{strategy:?} {:?}",
-                            p.buffers()
-                        );
-                    }
-                    Some(best) => {
-                        assert_eq!(o.status, Status::Optimal, "{strategy:?} {:?}", p.buffers());
-                        assert_eq!(o.peak, best, "{strategy:?} {:?}", p.buffers());
-                    }
-                }
+                assert_minimized_to(&o, truth, strategy, &p);
             }
             infeasible += truth.is_none() as u32;
             optimal += truth.is_some() as u32;
