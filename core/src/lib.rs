@@ -113,6 +113,8 @@ extern crate alloc;
 
 #[allow(clippy::indexing_slicing)] // ids and reserved workspace positions (see above)
 pub mod analysis;
+#[allow(clippy::indexing_slicing)] // node ids minted by the pool they index
+pub(crate) mod collections;
 #[allow(clippy::indexing_slicing)] // ids and reserved workspace positions (see above)
 pub(crate) mod dma;
 pub mod dsa;

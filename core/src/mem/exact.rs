@@ -65,7 +65,7 @@ mod canonical;
 pub use canonical::{Preorder, PREORDERS};
 
 use super::greedy::{GreedyRule, GreedyWorkspace};
-use super::problem::{align_up, peak, Placement, Problem, Timeline};
+use super::problem::{align_offset, peak, Placement, Problem, Timeline};
 
 /// A monotonic clock supplied by the caller.
 pub trait Clock {
@@ -311,28 +311,8 @@ pub struct ExactWorkspace {
     noise: u64,
     /// Node count at which this attempt restarts.
     attempt_end: u64,
-    // The canonical strategy (see `canonical`).
-    /// Per cell: the least offset any unplaced option covering it reaches.
-    eff: Vec<u64>,
-    /// Per option: its minimum offset over the placed buffers.
-    minoff: Vec<u64>,
-    /// Undo trail of `minoff`.
-    mtrail: Vec<(u32, u64)>,
-    /// Per buffer: unplaced buffers overlapping it in time.
-    nb_left: Vec<u32>,
-    cframes: Vec<canonical::CanonFrame>,
-    /// Per buffer: its place in the attempt's preorder.
-    rank: Vec<u32>,
-    keys: Vec<canonical::RankKey>,
-    /// The preorder of the canonical attempt.
-    preorder: Preorder,
-    /// Scratch of a piece's re-ranking, and the rank undo trail.
-    piece_bufs: Vec<u32>,
-    piece_ranks: Vec<u32>,
-    rtrail: Vec<(u32, u32)>,
-    /// Per section boundary s: unplaced buffers live in both s - 1 and s.
-    cross: Vec<u32>,
-    scopes: Vec<canonical::Scope>,
+    /// The canonical strategy's own tables.
+    canon: canonical::Canon,
     /// Distinct end times (the coarse sections of the canonical search).
     ends: Vec<u64>,
 }
@@ -369,15 +349,28 @@ pub struct SearchReservation {
     pub refused: bool,
 }
 
+/// The element counts of the search's fixed storage: its cell grid,
+/// options and live lists.
+#[derive(Copy, Clone, Debug)]
+struct Grid {
+    /// Buffers.
+    n: usize,
+    /// Sections (at most two per buffer, plus one).
+    nsec: usize,
+    /// Stripes.
+    nst: usize,
+    /// Stripes × sections.
+    cells: usize,
+    /// Options: (buffer, legal base) pairs.
+    opts: usize,
+    /// Live-list entries: (option, section) pairs.
+    spans: usize,
+}
+
 /// The element counts of the search's storage.
 #[derive(Copy, Clone, Debug)]
 struct SearchSizes {
-    n: usize,
-    nsec: usize,
-    nst: usize,
-    cells: usize,
-    opts: usize,
-    spans: usize,
+    grid: Grid,
     trail: usize,
     branches: usize,
     /// Changes of minimum offsets on one path of the canonical search: each
@@ -388,35 +381,36 @@ struct SearchSizes {
 impl SearchSizes {
     fn fixed_bytes(&self) -> u64 {
         use crate::storage::bytes_of;
-        let n = self.n;
+        let g = &self.grid;
+        let n = g.n;
         let per_buffer = bytes_of::<u32>(7 * n + 1)
             + bytes_of::<u64>(2 * n)
             + bytes_of::<bool>(n)
             + bytes_of::<Placement>(2 * n);
-        let per_opt = bytes_of::<Opt>(self.opts)
-            + bytes_of::<u64>(self.opts)
-            + bytes_of::<u32>(self.opts)
-            + bytes_of::<u16>(2 * self.opts + 2);
-        let per_section = bytes_of::<u32>(2 * self.nsec + 4)
-            + bytes_of::<bool>(self.nsec + 1)
-            + bytes_of::<u64>(2 * self.nsec)
-            + bytes_of::<u64>(self.nst);
-        let per_cell = bytes_of::<u64>(self.cells)
-            + bytes_of::<u32>(self.cells)
-            + bytes_of::<u64>(2 * self.cells.next_power_of_two())
-            + bytes_of::<u64>(self.cells);
+        let per_opt = bytes_of::<Opt>(g.opts)
+            + bytes_of::<u64>(g.opts)
+            + bytes_of::<u32>(g.opts)
+            + bytes_of::<u16>(2 * g.opts + 2);
+        let per_section = bytes_of::<u32>(2 * g.nsec + 4)
+            + bytes_of::<bool>(g.nsec + 1)
+            + bytes_of::<u64>(2 * g.nsec)
+            + bytes_of::<u64>(g.nst);
+        let per_cell = bytes_of::<u64>(g.cells)
+            + bytes_of::<u32>(g.cells)
+            + bytes_of::<u64>(2 * g.cells.next_power_of_two())
+            + bytes_of::<u64>(g.cells);
         let canonical = bytes_of::<u32>(4 * n + 2)
             + bytes_of::<canonical::RankKey>(n)
             + bytes_of::<u32>(2 * n)
             + bytes_of::<(u32, u32)>(8 * n + 64)
             + bytes_of::<canonical::Scope>(n + 2)
             + bytes_of::<canonical::CanonFrame>(n + 2)
-            + bytes_of::<u64>(self.opts);
+            + bytes_of::<u64>(g.opts);
         per_buffer
             .saturating_add(per_opt)
             .saturating_add(per_section)
             .saturating_add(per_cell)
-            .saturating_add(bytes_of::<u32>(self.spans))
+            .saturating_add(bytes_of::<u32>(g.spans))
             .saturating_add(canonical)
     }
 
@@ -474,12 +468,9 @@ pub(crate) const fn mix(x: u64) -> u64 {
     z ^ (z >> 31)
 }
 
-/// Most legal base partitions one buffer has under the presets (quadrants).
-const MAX_BASES: usize = 4;
-
 /// Most buffers the branch and bound takes on. Its cell grid, undo trail and
-/// branch stack grow with buffers × sections (quadratically), which at a
-/// 5-million-instruction module would be tens of GB; a search that large
+/// branch stack grow with buffers × sections (quadratically), so beyond
+/// this they outgrow any storage a run affords, and a search that large
 /// would not finish within any budget anyway. Larger problems get the
 /// greedy answer with [`Limit::Size`].
 pub const MAX_SEARCH_BUFFERS: usize = 20_000;
@@ -522,20 +513,9 @@ impl ExactWorkspace {
             self.forbid_trail,
             self.frames,
             self.cands,
-            self.eff,
-            self.minoff,
-            self.mtrail,
-            self.nb_left,
-            self.cframes,
-            self.rank,
-            self.keys,
-            self.piece_bufs,
-            self.piece_ranks,
-            self.rtrail,
-            self.cross,
-            self.scopes,
             self.ends
         )
+        .saturating_add(self.canon.heap_bytes())
         .saturating_add(self.greedy.heap_bytes())
         .saturating_add(self.timeline.heap_bytes())
     }
@@ -619,27 +599,27 @@ impl ExactWorkspace {
         at_least(&mut self.min_neighbour, n);
         at_least(&mut self.opt_at, n + 1);
         at_least(&mut self.placed, n);
-        at_least(&mut self.opts, s.opts);
-        at_least(&mut self.forbid, s.opts);
-        at_least(&mut self.live_at, s.nsec + 2);
-        at_least(&mut self.live, s.spans);
-        at_least(&mut self.start_at, s.nsec + 2);
-        at_least(&mut self.starting, s.opts);
-        at_least(&mut self.fin, s.nsec + 1);
+        at_least(&mut self.opts, s.grid.opts);
+        at_least(&mut self.forbid, s.grid.opts);
+        at_least(&mut self.live_at, s.grid.nsec + 2);
+        at_least(&mut self.live, s.grid.spans);
+        at_least(&mut self.start_at, s.grid.nsec + 2);
+        at_least(&mut self.starting, s.grid.opts);
+        at_least(&mut self.fin, s.grid.nsec + 1);
         at_least(&mut self.ends, n);
-        at_least(&mut self.cuts, 2 * s.opts + 2);
-        at_least(&mut self.width, s.nst);
+        at_least(&mut self.cuts, 2 * s.grid.opts + 2);
+        at_least(&mut self.width, s.grid.nst);
         for v in [&mut self.floor_area, &mut self.remaining] {
-            at_least(v, s.nsec);
+            at_least(v, s.grid.nsec);
         }
-        at_least(&mut self.floor, s.cells);
-        at_least(&mut self.count, s.cells);
-        at_least(&mut self.tree, 2 * s.cells.next_power_of_two());
+        at_least(&mut self.floor, s.grid.cells);
+        at_least(&mut self.count, s.grid.cells);
+        at_least(&mut self.tree, 2 * s.grid.cells.next_power_of_two());
         at_least(&mut self.trail, scale(s.trail));
         at_least(&mut self.forbid_trail, scale(s.branches));
         at_least(&mut self.frames, scale(s.trail + 1));
         at_least(&mut self.cands, scale(s.branches));
-        self.reserve_canonical(n, s.cells, s.opts, scale(s.raises));
+        self.reserve_canonical(n, s.grid.cells, s.grid.opts, scale(s.raises));
         SearchReservation {
             needed: need,
             granted: need.fixed.saturating_add(need.stacks.min(room)),
@@ -652,45 +632,55 @@ impl ExactWorkspace {
     /// and a problem the budget refused finds it short.
     /// Allocates nothing (unlike [`Self::sizes`]).
     fn reserved_for(&mut self, problem: &Problem) -> bool {
+        let g = self.grid(problem);
+        g.cells <= self.floor.capacity()
+            && g.cells <= self.count.capacity()
+            && 2 * g.cells.next_power_of_two() <= self.tree.capacity()
+            && g.spans <= self.live.capacity()
+            && g.opts <= self.opts.capacity()
+            && g.nsec + 2 <= self.live_at.capacity()
+            && g.n <= self.ends.capacity()
+    }
+
+    /// The counts of the search's cell grid and live lists for `problem`
+    /// (builds the timeline: linear, allocation-free).
+    fn grid(&mut self, problem: &Problem) -> Grid {
         let n = problem.len();
         let parts = problem.partitions() as usize;
-        let nsec = 2 * n + 1;
-        let nst = (parts + 1).min(2 * MAX_BASES * n + 2).max(1);
-        let cells = nsec.saturating_mul(nst);
-        let opts = if parts > 1 { MAX_BASES * n } else { n };
         self.timeline.build(problem);
         let t = &self.timeline;
-        let spans = problem
-            .buffers()
-            .iter()
-            .filter(|b| !b.is_void())
-            .fold(0usize, |acc, b| {
+        // Options: one per legal base of each buffer; live-list entries:
+        // one per option and section it is live in.
+        let (mut opts, mut spans) = (0usize, 0usize);
+        for b in problem.buffers() {
+            let bases = problem.legal_bases(b.partitions).count();
+            opts = opts.saturating_add(bases);
+            if !b.is_void() {
                 let (lo, hi) = (t.section_of(b.lower), t.section_of(b.upper));
-                let bases = problem.legal_bases(b.partitions).count();
-                acc.saturating_add((hi - lo) * bases)
-            });
-        cells <= self.floor.capacity()
-            && cells <= self.count.capacity()
-            && 2 * cells.next_power_of_two() <= self.tree.capacity()
-            && spans <= self.live.capacity()
-            && opts <= self.opts.capacity()
-            && nsec + 2 <= self.live_at.capacity()
-            && n <= self.ends.capacity()
+                spans = spans.saturating_add((hi - lo) * bases);
+            }
+        }
+        let nsec = 2 * n + 1;
+        // Stripes are cut at both ends of every option's partitions.
+        let nst = (parts + 1).min(2 * opts + 2).max(1);
+        Grid {
+            n,
+            nsec,
+            nst,
+            cells: nsec.saturating_mul(nst),
+            opts,
+            spans,
+        }
     }
 
     /// The counts the search's storage follows for `problem` (builds the
     /// timeline: linear).
     fn sizes(&mut self, problem: &Problem) -> SearchSizes {
-        let n = problem.len();
+        let grid = self.grid(problem);
+        let Grid { n, nst, cells, .. } = grid;
         let parts = problem.partitions() as usize;
-        let nsec = 2 * n + 1;
-        let nst = (parts + 1).min(2 * MAX_BASES * n + 2).max(1);
-        let cells = nsec.saturating_mul(nst);
-        let opts = if parts > 1 { MAX_BASES * n } else { n };
-        self.timeline.build(problem);
         // The sum of the cells of every option bounds the trail of the
         // placements on any path and the live lists.
-        let mut spans = 0usize;
         let mut max_live = 0usize;
         let mut raises = 0usize;
         {
@@ -702,7 +692,6 @@ impl ExactWorkspace {
             for b in problem.buffers().iter().filter(|b| !b.is_void()) {
                 let (lo, hi) = (t.section_of(b.lower), t.section_of(b.upper));
                 let bases = problem.legal_bases(b.partitions).count();
-                spans = spans.saturating_add((hi - lo) * bases);
                 delta[lo].0 += bases as i64;
                 delta[hi].0 -= bases as i64;
                 delta[lo].1 += 1;
@@ -728,18 +717,14 @@ impl ExactWorkspace {
         let stripes_per_opt = nst.min(parts.max(1));
         // Every frame below the root adds at least one trail entry (a
         // placement its cells, a raise one), so the trail bounds the depth.
-        let trail = spans
+        let trail = grid
+            .spans
             .saturating_mul(stripes_per_opt)
             .saturating_add(2 * cells + 4 * n + 64);
         // Each frame forbids at most its own branches.
         let branches = max_live.saturating_mul(2 * n + 16).saturating_add(64);
         SearchSizes {
-            n,
-            nsec,
-            nst,
-            cells,
-            opts,
-            spans,
+            grid,
             trail,
             branches,
             raises: raises.saturating_add(64),
@@ -1239,19 +1224,8 @@ impl ExactWorkspace {
             let Some(fi) = self.frames.len().checked_sub(1) else {
                 return (Stop::Done, found);
             };
-            outcome.nodes += 1;
-            if outcome.nodes > self.attempt_end {
-                return (Stop::Restart, found);
-            }
-            if let Some(max) = options.budget.nodes {
-                if outcome.nodes > max {
-                    return (Stop::Limit(Limit::Nodes), found);
-                }
-            }
-            if let Some(max) = options.budget.micros {
-                if outcome.nodes & 255 == 0 && clock.now_micros().saturating_sub(t0) > max {
-                    return (Stop::Limit(Limit::Time), found);
-                }
+            if let Some(stop) = self.count_node(options, clock, t0, outcome) {
+                return (stop, found);
             }
             // Undo the branch tried last; a placement subtree that is
             // exhausted is forbidden in the siblings.
@@ -1331,6 +1305,32 @@ impl ExactWorkspace {
                 Err(l) => return (Stop::Limit(l), found),
             }
         }
+    }
+
+    /// Counts one node of the current attempt (either strategy); returns
+    /// why to stop when that spends the attempt's share (a restart) or the
+    /// caller's node or time budget. The clock is read every 256 nodes: a
+    /// node costs far less than a clock read on some devices.
+    fn count_node(
+        &self,
+        options: &ExactOptions,
+        clock: &mut dyn Clock,
+        t0: u64,
+        outcome: &mut Outcome,
+    ) -> Option<Stop> {
+        outcome.nodes += 1;
+        if outcome.nodes > self.attempt_end {
+            return Some(Stop::Restart);
+        }
+        if options.budget.nodes.is_some_and(|max| outcome.nodes > max) {
+            return Some(Stop::Limit(Limit::Nodes));
+        }
+        if let Some(max) = options.budget.micros {
+            if outcome.nodes & 255 == 0 && clock.now_micros().saturating_sub(t0) > max {
+                return Some(Stop::Limit(Limit::Time));
+            }
+        }
+        None
     }
 
     /// Records the current complete placement; returns its peak.
@@ -1485,7 +1485,7 @@ impl ExactWorkspace {
     fn lowest(&self, problem: &Problem, o: &Opt, from: u64) -> u64 {
         let bufs = problem.buffers();
         let b = &bufs[o.buffer as usize];
-        let mut off = align_up(from, b.align);
+        let mut off = align_offset(from, b.align);
         let end = o.base + b.partitions;
         loop {
             let mut moved = false;
@@ -1498,7 +1498,7 @@ impl ExactWorkspace {
                     && pp.offset < off + b.size
                     && off < pp.offset + pb.size
                 {
-                    off = align_up(pp.offset + pb.size, b.align);
+                    off = align_offset(pp.offset + pb.size, b.align);
                     moved = true;
                 }
             }
@@ -1814,6 +1814,23 @@ mod tests {
         best
     }
 
+    /// The minimizing search's answer agrees with the exhaustive `truth`:
+    /// infeasible when there is none, else optimal at its peak.
+    fn assert_minimized_to(o: &Outcome, truth: Option<u64>, strategy: Strategy, p: &Problem) {
+        match truth {
+            None => assert_eq!(
+                o.status,
+                Status::Infeasible,
+                "{strategy:?} {:?}",
+                p.buffers()
+            ),
+            Some(best) => {
+                assert_eq!(o.status, Status::Optimal, "{strategy:?} {:?}", p.buffers());
+                assert_eq!(o.peak, best, "{strategy:?} {:?}", p.buffers());
+            }
+        }
+    }
+
     fn random_linear(rng: &mut SplitMix64, n: usize, cap: u64) -> Problem {
         let mut p = Problem::linear(cap, n);
         for _ in 0..n {
@@ -1840,20 +1857,7 @@ mod tests {
             let truth = brute_min_peak(&p, cap);
             for strategy in STRATEGIES {
                 let (o, _) = solve_with(&p, Objective::MinimizePeak, Budget::default(), strategy);
-                match truth {
-                    None => {
-                        assert_eq!(
-                            o.status,
-                            Status::Infeasible,
-                            "{strategy:?} {:?}",
-                            p.buffers()
-                        );
-                    }
-                    Some(best) => {
-                        assert_eq!(o.status, Status::Optimal, "{strategy:?} {:?}", p.buffers());
-                        assert_eq!(o.peak, best, "{strategy:?} {:?}", p.buffers());
-                    }
-                }
+                assert_minimized_to(&o, truth, strategy, &p);
                 let (f, _) = solve_with(&p, Objective::Fit, Budget::default(), strategy);
                 assert_eq!(f.status.fits(), truth.is_some(), "{strategy:?}");
                 if strategy == Strategy::Portfolio {
@@ -1895,20 +1899,7 @@ mod tests {
                 for (b, q) in p.buffers().iter().zip(&out) {
                     assert!(t.is_legal_start(q.base, b.partitions));
                 }
-                match truth {
-                    None => {
-                        assert_eq!(
-                            o.status,
-                            Status::Infeasible,
-                            "{strategy:?} {:?}",
-                            p.buffers()
-                        );
-                    }
-                    Some(best) => {
-                        assert_eq!(o.status, Status::Optimal, "{strategy:?} {:?}", p.buffers());
-                        assert_eq!(o.peak, best, "{strategy:?} {:?}", p.buffers());
-                    }
-                }
+                assert_minimized_to(&o, truth, strategy, &p);
             }
             infeasible += truth.is_none() as u32;
             optimal += truth.is_some() as u32;

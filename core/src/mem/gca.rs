@@ -39,7 +39,7 @@ use alloc::vec::Vec;
 
 use super::greedy::{GreedyRule, GreedyWorkspace};
 use super::overlap::OverlapIndex;
-use super::problem::{align_up, peak, Buffer, Placement, Problem, Timeline};
+use super::problem::{align_offset, peak, Buffer, Obstacle, Placement, Problem, Timeline};
 
 /// Tuning of the colorer.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -126,14 +126,6 @@ impl GcaOutcome {
     pub fn fits(&self, capacity: u64) -> bool {
         self.peak <= capacity
     }
-}
-
-#[derive(Copy, Clone, Debug)]
-struct Obstacle {
-    offset: u64,
-    top: u64,
-    base: u16,
-    end: u16,
 }
 
 /// Reusable storage of the colorer.
@@ -481,26 +473,19 @@ impl GcaWorkspace {
         self.index.for_each_overlapping(b, |u| {
             let u = u as usize;
             if u != v && placed[u] {
-                let pl = current[u];
-                let ub = &bufs[u];
-                near.push(Obstacle {
-                    offset: pl.offset,
-                    top: pl.offset + ub.size,
-                    base: pl.base,
-                    end: pl.base + ub.partitions,
-                });
+                near.push(Obstacle::of(&bufs[u], current[u]));
             }
         });
-        self.near.sort_unstable_by_key(|o| o.offset);
+        self.near.sort_unstable_by_key(|o| o.offset());
         let mut best: Option<Placement> = None;
         for base in p.legal_bases(b.partitions) {
             let end = base + b.partitions;
             let mut off = 0u64;
-            for o in self.near.iter().filter(|o| o.base < end && base < o.end) {
-                if off + b.size <= o.offset {
+            for o in self.near.iter().filter(|o| o.meets_partitions(base, end)) {
+                if off + b.size <= o.offset() {
                     break;
                 }
-                off = off.max(align_up(o.top, b.align));
+                off = off.max(align_offset(o.top(), b.align));
             }
             if best.map_or(true, |p| off < p.offset) {
                 best = Some(Placement { offset: off, base });

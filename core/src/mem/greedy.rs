@@ -24,7 +24,7 @@
 use alloc::vec::Vec;
 
 use super::overlap::OverlapIndex;
-use super::problem::{align_up, Buffer, Placement, Problem};
+use super::problem::{align_offset, Buffer, Obstacle, Placement, Problem};
 
 /// Which greedy rule to run.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -44,15 +44,6 @@ impl GreedyRule {
             GreedyRule::StartBestFit => "best-fit",
         }
     }
-}
-
-/// An occupied byte range in some partitions, seen by the buffer being placed.
-#[derive(Copy, Clone, Debug)]
-struct Obstacle {
-    offset: u64,
-    top: u64,
-    base: u16,
-    end: u16,
 }
 
 /// Reusable storage of the greedy rules.
@@ -138,10 +129,10 @@ impl GreedyWorkspace {
                 self.scratch.extend(
                     self.near
                         .iter()
-                        .filter(|o| o.base < end && base < o.end)
+                        .filter(|o| o.meets_partitions(base, end))
                         .copied(),
                 );
-                self.scratch.sort_unstable_by_key(|o| o.offset);
+                self.scratch.sort_unstable_by_key(|o| o.offset());
                 let (key, offset) = match rule {
                     GreedyRule::BySize => {
                         let off = lowest_fit(&self.scratch, &buf);
@@ -170,12 +161,7 @@ impl GreedyWorkspace {
         self.index.for_each_overlapping(buf, |j| {
             let j = j as usize;
             if placed[j] {
-                near.push(Obstacle {
-                    offset: out[j].offset,
-                    top: out[j].offset + bufs[j].size,
-                    base: out[j].base,
-                    end: out[j].base + bufs[j].partitions,
-                });
+                near.push(Obstacle::of(&bufs[j], out[j]));
             }
         });
     }
@@ -186,11 +172,11 @@ impl GreedyWorkspace {
 fn lowest_fit(sorted: &[Obstacle], buf: &Buffer) -> u64 {
     let mut off = 0;
     for o in sorted {
-        if o.offset >= off + buf.size {
+        if o.offset() >= off + buf.size {
             break;
         }
-        if o.top > off {
-            off = align_up(o.top, buf.align);
+        if o.top() > off {
+            off = align_offset(o.top(), buf.align);
         }
     }
     off
@@ -203,19 +189,19 @@ fn best_fit(sorted: &[Obstacle], buf: &Buffer) -> (u64, u64) {
     let mut best = (u64::MAX, 0u64);
     let mut free_from = 0u64;
     for o in sorted {
-        if o.offset > free_from {
-            let start = align_up(free_from, buf.align);
-            if start + buf.size <= o.offset {
-                let gap = o.offset - free_from;
+        if o.offset() > free_from {
+            let start = align_offset(free_from, buf.align);
+            if start + buf.size <= o.offset() {
+                let gap = o.offset() - free_from;
                 if gap < best.0 {
                     best = (gap, start);
                 }
             }
         }
-        free_from = free_from.max(o.top);
+        free_from = free_from.max(o.top());
     }
     if best.0 == u64::MAX {
-        best.1 = align_up(free_from, buf.align);
+        best.1 = align_offset(free_from, buf.align);
     }
     best
 }

@@ -13,8 +13,9 @@
 //!
 //! Invariants kept by [`Problem::push`]: `lower <= upper`, `align >= 1`,
 //! `1 <= partitions <= partitions()` with at least one legal base, a pin is
-//! aligned and legal, and every sum of `size * partitions` over the buffers
-//! fits in a `u64` (so lower bounds and areas never overflow).
+//! aligned and legal, and the sums of `size * partitions` and of `size +
+//! align` over the buffers stay below `u64::MAX / 4` (so lower bounds,
+//! areas and the offsets the allocators compute never overflow).
 
 use alloc::vec::Vec;
 use core::fmt;
@@ -70,6 +71,41 @@ impl Buffer {
     /// True when the two lifetimes share an instant.
     pub const fn overlaps_in_time(&self, other: &Buffer) -> bool {
         self.lower < other.upper && other.lower < self.upper
+    }
+}
+
+/// A placed buffer as a buffer being placed sees it: a range of bytes in
+/// a range of partitions. The greedy rules and the colorer
+/// collect these from the placed neighbours of a buffer, then search the
+/// lowest or best-fitting gap among them.
+#[derive(Copy, Clone, Debug)]
+pub(crate) struct Obstacle {
+    bytes: (u64, u64),
+    partitions: (u16, u16),
+}
+
+impl Obstacle {
+    /// `buffer` placed at `at`.
+    pub(crate) const fn of(buffer: &Buffer, at: Placement) -> Obstacle {
+        Obstacle {
+            bytes: (at.offset, at.offset + buffer.size),
+            partitions: (at.base, at.base + buffer.partitions),
+        }
+    }
+
+    /// Its first byte.
+    pub(crate) const fn offset(&self) -> u64 {
+        self.bytes.0
+    }
+
+    /// One past its last byte.
+    pub(crate) const fn top(&self) -> u64 {
+        self.bytes.1
+    }
+
+    /// True when it holds some of the partitions `[base, end)`.
+    pub(crate) const fn meets_partitions(&self, base: u16, end: u16) -> bool {
+        self.partitions.0 < end && base < self.partitions.1
     }
 }
 
@@ -201,6 +237,9 @@ pub struct Problem {
     pub capacity: u64,
     buffers: Vec<Buffer>,
     total_area: u64,
+    /// Sum of `size + align` over the buffers: bounds every offset an
+    /// allocator computes ([`align_offset`]).
+    total_extent: u64,
 }
 
 impl Problem {
@@ -216,6 +255,7 @@ impl Problem {
             capacity,
             buffers: Vec::with_capacity(reserve),
             total_area: 0,
+            total_extent: 0,
         }
     }
 
@@ -227,6 +267,7 @@ impl Problem {
             capacity,
             buffers: Vec::with_capacity(reserve),
             total_area: 0,
+            total_extent: 0,
         }
     }
 
@@ -234,6 +275,7 @@ impl Problem {
     pub fn clear(&mut self) {
         self.buffers.clear();
         self.total_area = 0;
+        self.total_extent = 0;
     }
 
     /// The geometry.
@@ -348,7 +390,12 @@ impl Problem {
             .and_then(|a| a.checked_add(self.total_area))
             .filter(|&t| t <= u64::MAX / 4)
             .ok_or(ProblemError::TooLarge { index })?;
+        let extent = (buffer.size + buffer.align)
+            .checked_add(self.total_extent)
+            .filter(|&t| t <= u64::MAX / 4)
+            .ok_or(ProblemError::TooLarge { index })?;
         self.total_area = area;
+        self.total_extent = extent;
         self.buffers.push(buffer);
         Ok(index)
     }
@@ -499,14 +546,34 @@ impl Timeline {
     }
 }
 
-/// Rounds `x` up to a multiple of `align` (`align >= 1`).
+/// Rounds `x` up to a multiple of `align` (0 counts as 1); `None` when the
+/// multiple is beyond `u64`.
 #[inline]
-pub const fn align_up(x: u64, align: u64) -> u64 {
-    let r = x % align;
+pub const fn align_up(x: u64, align: u64) -> Option<u64> {
+    let a = if align == 0 { 1 } else { align };
+    let r = x % a;
     if r == 0 {
-        x
+        Some(x)
     } else {
-        x + (align - r)
+        x.checked_add(a - r)
+    }
+}
+
+/// [`align_up`] for the offsets the allocators of a [`Problem`] compute
+/// (the greedy rules, the colorer, the exact search): each is the top of
+/// a stack of the problem's buffers, each at its alignment, on a pin, or a
+/// level of the exact search (at most its capacity, clamped to
+/// `u64::MAX / 4`, plus one buffer). [`Problem::push`] keeps every sum of
+/// `size + align` below `u64::MAX / 4` and pins and sizes below
+/// [`MAX_BYTES`], so no such offset reaches `u64::MAX / 2` and the
+/// rounding cannot overflow; were it to, the offset saturates (a
+/// placement off the top, which the peak and the verifier report) rather
+/// than wrapping.
+#[inline]
+pub(crate) const fn align_offset(x: u64, align: u64) -> u64 {
+    match align_up(x, align) {
+        Some(v) => v,
+        None => u64::MAX,
     }
 }
 
@@ -546,6 +613,27 @@ mod tests {
         p.push(b(65, 100)).unwrap();
         p.push(b(65, 100)).unwrap();
         assert_eq!(p.lower_bound(&mut Timeline::default()).bytes, 200);
+    }
+
+    #[test]
+    fn push_refuses_alignments_whose_stack_could_overflow_offsets() {
+        // Each buffer alone is within MAX_BYTES, but a stack of them all
+        // at their alignment would pass u64: the sum of size + align is
+        // bounded instead, so every offset the allocators round stays far
+        // below u64::MAX.
+        let mut p = Problem::linear(u64::MAX, 300);
+        let b = Buffer {
+            align: MAX_BYTES,
+            ..Buffer::linear(0, 1, 1)
+        };
+        let refused = (0..300).find(|_| p.push(b).is_err());
+        assert_eq!(refused, Some(63));
+        assert_eq!(p.len(), 63);
+        assert_eq!(p.push(b), Err(ProblemError::TooLarge { index: 63 }));
+        assert_eq!(align_up(u64::MAX - 1, 4), None);
+        assert_eq!(align_up(u64::MAX - 3, 4), Some(u64::MAX - 3));
+        assert_eq!(align_up(5, 0), Some(5));
+        assert_eq!(align_offset(u64::MAX - 1, 4), u64::MAX);
     }
 
     #[test]

@@ -58,8 +58,10 @@
 //! over options of their time-overlapping buffers; all reserved by
 //! [`ExactWorkspace::reserve_within`](super::ExactWorkspace::reserve_within).
 
+use alloc::vec::Vec;
+
 use super::{Clock, ExactOptions, ExactWorkspace, Limit, Outcome, Stop, NONE, NO_LEVEL};
-use crate::mem::problem::{align_up, Placement, Problem};
+use crate::mem::problem::{align_offset, Placement, Problem};
 
 /// A static preorder: the priority of three structural keys (all compared
 /// larger first).
@@ -81,6 +83,53 @@ pub const PREORDERS: [Preorder; 3] = [
     Preorder::ContentionAreaLifetime,
     Preorder::ContentionLifetimeArea,
 ];
+
+/// The canonical strategy's own tables in the workspace (the model's
+/// tables it shares with the skyline search stay there).
+#[derive(Debug, Default)]
+pub(super) struct Canon {
+    /// Per cell: the least offset any unplaced option covering it reaches.
+    eff: Vec<u64>,
+    /// Per option: its minimum offset over the placed buffers.
+    minoff: Vec<u64>,
+    /// Undo trail of `minoff`.
+    mtrail: Vec<(u32, u64)>,
+    /// Per buffer: unplaced buffers overlapping it in time.
+    nb_left: Vec<u32>,
+    cframes: Vec<CanonFrame>,
+    /// Per buffer: its place in the attempt's preorder.
+    rank: Vec<u32>,
+    keys: Vec<RankKey>,
+    /// The preorder of the canonical attempt.
+    preorder: Preorder,
+    /// Scratch of a piece's re-ranking, and the rank undo trail.
+    piece_bufs: Vec<u32>,
+    piece_ranks: Vec<u32>,
+    rtrail: Vec<(u32, u32)>,
+    /// Per section boundary s: unplaced buffers live in both s - 1 and s.
+    cross: Vec<u32>,
+    scopes: Vec<Scope>,
+}
+
+impl Canon {
+    /// Heap bytes reserved.
+    pub(super) fn heap_bytes(&self) -> u64 {
+        crate::heap_bytes!(
+            self.eff,
+            self.minoff,
+            self.mtrail,
+            self.nb_left,
+            self.cframes,
+            self.rank,
+            self.keys,
+            self.piece_bufs,
+            self.piece_ranks,
+            self.rtrail,
+            self.cross,
+            self.scopes
+        )
+    }
+}
 
 /// Total order of the branches of a node: offset, rank, option.
 pub(super) type Key = (u64, u32, u32);
@@ -143,21 +192,21 @@ enum Open {
 impl ExactWorkspace {
     /// Reserves this strategy's storage (called by `reserve_within`).
     pub(super) fn reserve_canonical(&mut self, n: usize, cells: usize, opts: usize, trail: usize) {
-        fn at_least<T>(v: &mut alloc::vec::Vec<T>, n: usize) {
+        fn at_least<T>(v: &mut Vec<T>, n: usize) {
             v.reserve(n.saturating_sub(v.len()));
         }
-        at_least(&mut self.rank, n);
-        at_least(&mut self.nb_left, n);
-        at_least(&mut self.cross, 2 * n + 2);
-        at_least(&mut self.scopes, n + 2);
-        at_least(&mut self.cframes, n + 2);
-        at_least(&mut self.eff, cells);
-        at_least(&mut self.minoff, opts);
-        at_least(&mut self.keys, n);
-        at_least(&mut self.piece_bufs, n);
-        at_least(&mut self.piece_ranks, n);
-        at_least(&mut self.rtrail, 8 * n + 64);
-        at_least(&mut self.mtrail, trail);
+        at_least(&mut self.canon.rank, n);
+        at_least(&mut self.canon.nb_left, n);
+        at_least(&mut self.canon.cross, 2 * n + 2);
+        at_least(&mut self.canon.scopes, n + 2);
+        at_least(&mut self.canon.cframes, n + 2);
+        at_least(&mut self.canon.eff, cells);
+        at_least(&mut self.canon.minoff, opts);
+        at_least(&mut self.canon.keys, n);
+        at_least(&mut self.canon.piece_bufs, n);
+        at_least(&mut self.canon.piece_ranks, n);
+        at_least(&mut self.canon.rtrail, 8 * n + 64);
+        at_least(&mut self.canon.mtrail, trail);
     }
 
     /// Ranks the buffers of the piece `[lo, hi)` by the attempt's
@@ -172,16 +221,16 @@ impl ExactWorkspace {
     /// order is complete).
     fn rank_piece(&mut self, problem: &Problem, lo: usize, hi: usize) {
         let bufs = problem.buffers();
-        self.piece_bufs.clear();
+        self.canon.piece_bufs.clear();
         for i in self.start_at[lo] as usize..self.start_at[hi] as usize {
             let o = self.starting[i] as usize;
             let b = self.opts[o].buffer as usize;
             if !self.placed[b] && o == self.opt_at[b] as usize {
-                self.piece_bufs.push(b as u32);
+                self.canon.piece_bufs.push(b as u32);
             }
         }
-        let m = self.piece_bufs.len();
-        if self.rtrail.len() + m > self.rtrail.capacity() {
+        let m = self.canon.piece_bufs.len();
+        if self.canon.rtrail.len() + m > self.canon.rtrail.capacity() {
             return;
         }
         let times = self.timeline.times();
@@ -189,8 +238,8 @@ impl ExactWorkspace {
             times.first().copied().unwrap_or(0),
             times.last().copied().unwrap_or(0),
         );
-        self.piece_ranks.clear();
-        for &b in &self.piece_bufs {
+        self.canon.piece_ranks.clear();
+        for &b in &self.canon.piece_bufs {
             let b = b as usize;
             let buf = &bufs[b];
             let life = buf.upper.saturating_sub(buf.lower) as u128;
@@ -201,12 +250,12 @@ impl ExactWorkspace {
             }
             let contention = contention as u128;
             let life_area = area.saturating_mul(life);
-            let (k1, k2, k3) = match self.preorder {
+            let (k1, k2, k3) = match self.canon.preorder {
                 Preorder::LifetimeAreaContention => (life, life_area, contention),
                 Preorder::ContentionAreaLifetime => (contention, life_area, life),
                 Preorder::ContentionLifetimeArea => (contention, life, life_area),
             };
-            self.keys[b] = RankKey {
+            self.canon.keys[b] = RankKey {
                 k1,
                 k2,
                 k3,
@@ -217,28 +266,28 @@ impl ExactWorkspace {
                     .saturating_sub(t0)
                     .min(t1.saturating_sub(buf.upper)),
             };
-            self.rtrail.push((b as u32, self.rank[b]));
-            self.piece_ranks.push(self.rank[b]);
+            self.canon.rtrail.push((b as u32, self.canon.rank[b]));
+            self.canon.piece_ranks.push(self.canon.rank[b]);
         }
-        self.piece_ranks.sort_unstable();
-        let keys = &self.keys;
-        self.piece_bufs.sort_unstable_by(|&x, &y| {
+        self.canon.piece_ranks.sort_unstable();
+        let keys = &self.canon.keys;
+        self.canon.piece_bufs.sort_unstable_by(|&x, &y| {
             let (a, b) = (&keys[x as usize], &keys[y as usize]);
             (b.k1, b.k2, b.k3, b.size, b.parts)
                 .cmp(&(a.k1, a.k2, a.k3, a.size, a.parts))
                 .then(a.edge.cmp(&b.edge))
                 .then(x.cmp(&y))
         });
-        for (i, &b) in self.piece_bufs.iter().enumerate() {
-            self.rank[b as usize] = self.piece_ranks[i];
+        for (i, &b) in self.canon.piece_bufs.iter().enumerate() {
+            self.canon.rank[b as usize] = self.canon.piece_ranks[i];
         }
     }
 
     /// Restores the ranks to `mark`.
     fn restore_ranks(&mut self, mark: u32) {
-        while self.rtrail.len() > mark as usize {
-            if let Some((b, r)) = self.rtrail.pop() {
-                self.rank[b as usize] = r;
+        while self.canon.rtrail.len() > mark as usize {
+            if let Some((b, r)) = self.canon.rtrail.pop() {
+                self.canon.rank[b as usize] = r;
             }
         }
     }
@@ -306,17 +355,17 @@ impl ExactWorkspace {
                 }
                 hat = true;
                 if oc == self.opt_at[c] as usize {
-                    self.nb_left[c] -= 1;
+                    self.canon.nb_left[c] -= 1;
                 }
                 if copt.st_lo < opt.st_hi && opt.st_lo < copt.st_hi {
-                    let need = align_up(top, bufs[c].align);
-                    if self.minoff[oc] < need {
-                        if self.mtrail.len() == self.mtrail.capacity() {
+                    let need = align_offset(top, bufs[c].align);
+                    if self.canon.minoff[oc] < need {
+                        if self.canon.mtrail.len() == self.canon.mtrail.capacity() {
                             full = true;
                             continue;
                         }
-                        self.mtrail.push((oc as u32, self.minoff[oc]));
-                        self.minoff[oc] = if pinned {
+                        self.canon.mtrail.push((oc as u32, self.canon.minoff[oc]));
+                        self.canon.minoff[oc] = if pinned {
                             self.lowest(problem, &copt, need)
                         } else {
                             need
@@ -330,8 +379,8 @@ impl ExactWorkspace {
         }
         let mut cut = false;
         for s in lo + 1..hi {
-            self.cross[s] -= 1;
-            cut |= self.cross[s] == 0;
+            self.canon.cross[s] -= 1;
+            cut |= self.canon.cross[s] == 0;
         }
         if full {
             return Err(Limit::Storage);
@@ -350,23 +399,23 @@ impl ExactWorkspace {
             self.remaining[s] += self.area[b];
         }
         for s in lo + 1..hi {
-            self.cross[s] += 1;
+            self.canon.cross[s] += 1;
         }
-        let mut nb = core::mem::take(&mut self.nb_left);
+        let mut nb = core::mem::take(&mut self.canon.nb_left);
         self.for_neighbour_options(b, |ws, oc| {
             let c = ws.opts[oc].buffer as usize;
             if !ws.placed[c] && oc == ws.opt_at[c] as usize {
                 nb[c] += 1;
             }
         });
-        self.nb_left = nb;
+        self.canon.nb_left = nb;
     }
 
     /// Restores the minimum offsets to `mark`.
     fn restore_minoff(&mut self, mark: u32) {
-        while self.mtrail.len() > mark as usize {
-            if let Some((o, old)) = self.mtrail.pop() {
-                self.minoff[o as usize] = old;
+        while self.canon.mtrail.len() > mark as usize {
+            if let Some((o, old)) = self.canon.mtrail.pop() {
+                self.canon.minoff[o as usize] = old;
             }
         }
     }
@@ -388,7 +437,7 @@ impl ExactWorkspace {
         let k = self.k;
         if infer {
             for st in 0..self.nst {
-                self.eff[st * nsec + lo..st * nsec + hi].fill(NO_LEVEL);
+                self.canon.eff[st * nsec + lo..st * nsec + hi].fill(NO_LEVEL);
             }
         }
         let mut min_height = if infer { NO_LEVEL } else { f.min_height };
@@ -409,15 +458,15 @@ impl ExactWorkspace {
                 cur = b as u32;
                 cur_ok = false;
             }
-            let m = self.minoff[o];
+            let m = self.canon.minoff[o];
             let size = bufs[b].size;
-            let r = self.rank[b];
+            let r = self.canon.rank[b];
             let canonical = m > level || (m == level && (f.last == NONE || r > f.last));
             if infer {
                 min_height = min_height.min(m.saturating_add(size));
                 let reach = if canonical {
                     m
-                } else if self.nb_left[b] > 0 && self.min_neighbour[b] != NO_LEVEL {
+                } else if self.canon.nb_left[b] > 0 && self.min_neighbour[b] != NO_LEVEL {
                     self.lowest(problem, &opt, level.saturating_add(self.min_neighbour[b]))
                 } else {
                     NO_LEVEL
@@ -426,7 +475,7 @@ impl ExactWorkspace {
                     cur_ok = true;
                     let (blo, bhi) = (self.sec_lo[b] as usize, self.sec_hi[b] as usize);
                     for st in opt.st_lo as usize..opt.st_hi as usize {
-                        for e in &mut self.eff[st * nsec + blo..st * nsec + bhi] {
+                        for e in &mut self.canon.eff[st * nsec + blo..st * nsec + bhi] {
                             *e = (*e).min(reach);
                         }
                     }
@@ -462,7 +511,7 @@ impl ExactWorkspace {
             }
             let mut room = 0u64;
             for st in 0..self.nst {
-                let e = self.eff[st * nsec + s];
+                let e = self.canon.eff[st * nsec + s];
                 if e < k {
                     room += (k - e) * self.width[st];
                 }
@@ -486,13 +535,13 @@ impl ExactWorkspace {
         left: u32,
         root: Option<u32>,
     ) -> Result<Open, Limit> {
-        let rmark = self.rtrail.len() as u32;
+        let rmark = self.canon.rtrail.len() as u32;
         if root.is_some() {
             self.rank_piece(problem, lo as usize, hi as usize);
         }
         let mut f = CanonFrame {
             rmark,
-            mark: self.mtrail.len() as u32,
+            mark: self.canon.mtrail.len() as u32,
             level,
             last,
             lo,
@@ -502,18 +551,18 @@ impl ExactWorkspace {
             tried: None,
             pending: None,
             placed: NONE,
-            scopes: self.scopes.len() as u32,
+            scopes: self.canon.scopes.len() as u32,
             root: root.is_some(),
             fail_to: root.unwrap_or(NONE),
             done: false,
         };
         match self.scan_canonical(problem, &mut f, None, true) {
             Ok(Some(first)) => {
-                if self.cframes.len() == self.cframes.capacity() {
+                if self.canon.cframes.len() == self.canon.cframes.capacity() {
                     return Err(Limit::Storage);
                 }
                 f.pending = Some(first);
-                self.cframes.push(f);
+                self.canon.cframes.push(f);
                 Ok(Open::Pushed)
             }
             _ => {
@@ -539,7 +588,7 @@ impl ExactWorkspace {
     fn piece(&self, from: usize, hi: usize) -> Option<(usize, usize)> {
         let start = (from..hi).find(|&s| self.remaining[s] > 0)?;
         let mut end = start + 1;
-        while end < hi && self.cross[end] > 0 {
+        while end < hi && self.canon.cross[end] > 0 {
             end += 1;
         }
         Some((start, end))
@@ -548,9 +597,9 @@ impl ExactWorkspace {
     /// After a piece is complete: opens the next one, leaving finished
     /// scopes. `Ok(None)`: every piece is placed.
     fn next_piece(&mut self, problem: &Problem) -> Result<Option<Open>, Limit> {
-        while let Some(sc) = self.scopes.last().copied() {
+        while let Some(sc) = self.canon.scopes.last().copied() {
             if let Some((a, b)) = self.piece(sc.cursor as usize, sc.hi as usize) {
-                if let Some(top) = self.scopes.last_mut() {
+                if let Some(top) = self.canon.scopes.last_mut() {
                     top.cursor = b as u32;
                 }
                 let left = self.unplaced_in(a, b);
@@ -559,15 +608,15 @@ impl ExactWorkspace {
                     .open_canonical(problem, part, sc.level, NONE, left, Some(sc.fail_to))
                     .map(Some);
             }
-            self.scopes.pop();
+            self.canon.scopes.pop();
         }
         Ok(None)
     }
 
     /// Leaves the frames above `to`, undoing their placements.
     fn jump_canonical(&mut self, to: usize) {
-        while self.cframes.len() > to + 1 {
-            if let Some(f) = self.cframes.pop() {
+        while self.canon.cframes.len() > to + 1 {
+            if let Some(f) = self.canon.cframes.pop() {
                 if f.placed != NONE {
                     self.unplace_canonical(f.placed as usize);
                 }
@@ -581,7 +630,7 @@ impl ExactWorkspace {
     /// state `setup` built.
     fn init_canonical(&mut self, problem: &Problem) {
         let nopt = self.opts.len();
-        self.minoff.clear();
+        self.canon.minoff.clear();
         for o in 0..nopt {
             let opt = self.opts[o];
             let m = if self.pins.is_empty() {
@@ -589,12 +638,12 @@ impl ExactWorkspace {
             } else {
                 self.lowest(problem, &opt, 0)
             };
-            self.minoff.push(m);
+            self.canon.minoff.push(m);
         }
         let n = problem.len();
-        self.nb_left.clear();
-        self.nb_left.resize(n, 0);
-        let mut nb = core::mem::take(&mut self.nb_left);
+        self.canon.nb_left.clear();
+        self.canon.nb_left.resize(n, 0);
+        let mut nb = core::mem::take(&mut self.canon.nb_left);
         for (b, slot) in nb.iter_mut().enumerate() {
             if self.placed[b] {
                 continue;
@@ -606,21 +655,21 @@ impl ExactWorkspace {
             });
             *slot = count;
         }
-        self.nb_left = nb;
-        self.cross.clear();
-        self.cross.resize(self.nsec + 1, 0);
+        self.canon.nb_left = nb;
+        self.canon.cross.clear();
+        self.canon.cross.resize(self.nsec + 1, 0);
         for b in 0..n {
             if !self.placed[b] {
                 for s in self.sec_lo[b] as usize + 1..self.sec_hi[b] as usize {
-                    self.cross[s] += 1;
+                    self.canon.cross[s] += 1;
                 }
             }
         }
-        self.eff.clear();
-        self.eff.resize(self.nst * self.nsec, NO_LEVEL);
-        self.mtrail.clear();
-        self.cframes.clear();
-        self.scopes.clear();
+        self.canon.eff.clear();
+        self.canon.eff.resize(self.nst * self.nsec, NO_LEVEL);
+        self.canon.mtrail.clear();
+        self.canon.cframes.clear();
+        self.canon.scopes.clear();
     }
 
     /// One attempt of the canonical search at the capacity `self.k` that
@@ -638,18 +687,18 @@ impl ExactWorkspace {
     ) -> (Stop, bool) {
         let mut found = false;
         self.init_canonical(problem);
-        self.preorder = pre;
+        self.canon.preorder = pre;
         let n = problem.len();
-        self.rank.clear();
-        self.rank.extend(0..n as u32);
-        self.keys.clear();
-        self.keys.resize(n, RankKey::default());
-        self.rtrail.clear();
+        self.canon.rank.clear();
+        self.canon.rank.extend(0..n as u32);
+        self.canon.keys.clear();
+        self.canon.keys.resize(n, RankKey::default());
+        self.canon.rtrail.clear();
         if self.unplaced == 0 {
             self.record(problem, clock, t0, cap, outcome, &mut found);
             return (Stop::Done, true);
         }
-        self.scopes.push(Scope {
+        self.canon.scopes.push(Scope {
             hi: self.nsec as u32,
             level: 0,
             cursor: 0,
@@ -665,28 +714,17 @@ impl ExactWorkspace {
             ws.opt_at[b + 1] - ws.opt_at[b] == 1
         };
         loop {
-            let Some(fi) = self.cframes.len().checked_sub(1) else {
+            let Some(fi) = self.canon.cframes.len().checked_sub(1) else {
                 return (Stop::Done, found);
             };
-            outcome.nodes += 1;
-            if outcome.nodes > self.attempt_end {
-                return (Stop::Restart, found);
+            if let Some(stop) = self.count_node(options, clock, t0, outcome) {
+                return (stop, found);
             }
-            if let Some(max) = options.budget.nodes {
-                if outcome.nodes > max {
-                    return (Stop::Limit(Limit::Nodes), found);
-                }
-            }
-            if let Some(max) = options.budget.micros {
-                if outcome.nodes & 255 == 0 && clock.now_micros().saturating_sub(t0) > max {
-                    return (Stop::Limit(Limit::Time), found);
-                }
-            }
-            let mut f = self.cframes[fi];
+            let mut f = self.canon.cframes[fi];
             if f.placed != NONE {
                 self.unplace_canonical(f.placed as usize);
                 self.restore_minoff(f.mark);
-                self.scopes.truncate(f.scopes as usize);
+                self.canon.scopes.truncate(f.scopes as usize);
                 f.placed = NONE;
             }
             let next = if f.done {
@@ -703,14 +741,14 @@ impl ExactWorkspace {
                 }
             };
             let Some(key) = next else {
-                self.cframes[fi] = f;
+                self.canon.cframes[fi] = f;
                 if f.root {
                     if f.fail_to == NONE {
                         return (Stop::Done, found);
                     }
                     self.jump_canonical(f.fail_to as usize);
                 } else {
-                    self.cframes.pop();
+                    self.canon.cframes.pop();
                     self.restore_ranks(f.rmark);
                 }
                 continue;
@@ -719,16 +757,16 @@ impl ExactWorkspace {
             f.tried = Some(key);
             f.placed = o as u32;
             let placed = self.place_canonical(problem, o, key.0);
-            self.cframes[fi] = f;
+            self.canon.cframes[fi] = f;
             let (hatless, cut) = match placed {
                 Ok(x) => x,
                 Err(l) => return (Stop::Limit(l), found),
             };
             if hatless && single(self, o) {
-                self.cframes[fi].done = true;
+                self.canon.cframes[fi].done = true;
             }
             let b = self.opts[o].buffer as usize;
-            let rank = self.rank[b];
+            let rank = self.canon.rank[b];
             let opened = if f.left == 1 {
                 match self.next_piece(problem) {
                     Ok(Some(open)) => open,
@@ -767,10 +805,10 @@ impl ExactWorkspace {
                             .is_err()
                         {
                             Ok(Open::Dead(None))
-                        } else if self.scopes.len() == self.scopes.capacity() {
+                        } else if self.canon.scopes.len() == self.canon.scopes.capacity() {
                             return (Stop::Limit(Limit::Storage), found);
                         } else {
-                            self.scopes.push(Scope {
+                            self.canon.scopes.push(Scope {
                                 hi: hi as u32,
                                 level: key.0,
                                 cursor: part.1,

@@ -46,7 +46,7 @@ use alloc::vec::Vec;
 use super::pieces::{push_grow, Pieces};
 use super::report::{DataflowError, Origin};
 use super::shape::Seg;
-use crate::verify::treap::{self, TreapPool, NIL};
+use crate::collections::treap::{self, NIL};
 
 #[derive(Copy, Clone, Debug)]
 struct Slab {
@@ -59,23 +59,7 @@ struct Slab {
     prio: u32,
 }
 
-impl TreapPool for [Slab] {
-    fn left(&self, n: u32) -> u32 {
-        self[n as usize].left
-    }
-    fn right(&self, n: u32) -> u32 {
-        self[n as usize].right
-    }
-    fn set_left(&mut self, n: u32, child: u32) {
-        self[n as usize].left = child;
-    }
-    fn set_right(&mut self, n: u32, child: u32) {
-        self[n as usize].right = child;
-    }
-    fn prio(&self, n: u32) -> u32 {
-        self[n as usize].prio
-    }
-}
+treap::treap_pool!(Slab, left, right, prio);
 
 #[derive(Copy, Clone, Debug)]
 struct Band {
