@@ -125,6 +125,10 @@ pub struct Target {
     // --- scalar registers -----------------------------------------------
     /// `MaxRegNumPerEngine`: 32-bit lanes the register colorer may use.
     pub max_regs: u16,
+    /// Bytes of one scalar register lane (4: TARGETS.md gives the sequencer
+    /// 64 × 32-bit registers). A spilled register's DRAM slot holds its
+    /// lanes at this width.
+    pub reg_lane_bytes: u8,
 
     // --- DMA ------------------------------------------------------------
     /// Bytes one descriptor moves at most (64 KiB).
@@ -258,6 +262,7 @@ impl Target {
             dram_bytes: 16 << 30,
             dram_min_align: 64,
             max_regs: 64,
+            reg_lane_bytes: 4,
             dma_descriptor_max_bytes: 64 * 1024,
             dma_descriptor_size: 16,
             dma_coalesce_budget: 64 * 1024,
