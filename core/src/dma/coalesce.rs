@@ -1,8 +1,9 @@
 //! Coalescing (`internal_dma_coalescing`): merge DMAs whose bytes abut on
 //! both sides at real addresses into one wider DMA.
 //!
-//! Candidates are bucketed by the on-chip base partition (128 partitions +
-//! one sentinel bucket for the rest, as the reference's `addCandidate`) and
+//! Candidates are bucketed by the on-chip base partition (one bucket per
+//! partition of the pass's space, plus one sentinel bucket for the rest, as
+//! the reference's `addCandidate`) and
 //! sorted by (kind, queue, DRAM tensor, partition range, loop, DRAM offset),
 //! so that abutting neighbours are adjacent. A group grows from a DMA to its
 //! right neighbour while every predicate of the seed holds:
@@ -43,6 +44,7 @@ use super::pass::{
 };
 use crate::analysis::Interval;
 use crate::ir::{ApSpec, Dim, Inst, InstFlags, InstSpec, MemFlags, MemLoc, Module, Space};
+use crate::target::Target;
 
 /// One coalescing candidate.
 #[derive(Copy, Clone, Debug)]
@@ -63,9 +65,16 @@ pub struct Cand {
     live: Interval,
 }
 
-/// The sentinel bucket: candidates whose on-chip base partition is out of
-/// the 128-partition range.
-const SENTINEL_BUCKET: u16 = 128;
+/// The bucket of a candidate whose on-chip base partition is `base`: the
+/// partition itself, or the sentinel bucket (one past the last partition of
+/// `space` on the target) for a base out of that range.
+fn bucket(t: &Target, space: Space, base: u16) -> u16 {
+    let partitions = match space {
+        Space::Psum => t.psum_partitions,
+        _ => t.sb_partitions,
+    };
+    base.min(partitions)
+}
 
 /// Why a DMA of the pass's space moves (see [`moving`]).
 enum Moving {
@@ -171,7 +180,6 @@ fn collect(pass: &DmaOptimization, m: &Module, ws: &mut DmaWorkspace, st: &mut D
             continue;
         };
         let base = m.mems.base_partition[chip_loc];
-        let bucket = if base < 128 { base } else { SENTINEL_BUCKET };
         if ws.cands.len() == ws.cands.capacity() {
             break;
         }
@@ -180,7 +188,7 @@ fn collect(pass: &DmaOptimization, m: &Module, ws: &mut DmaWorkspace, st: &mut D
             pos: pos as u32,
             load: v.load,
             key: (
-                bucket,
+                bucket(t, pass.space, base),
                 m.insts.opcode[i] as u8,
                 m.insts.queue[i],
                 m.insts.flags[i].bits(),
