@@ -16,3 +16,14 @@ pub use color::{
     Colorer, SpillChoice, NO_COLOR,
 };
 pub use graph::{GraphError, InterferenceGraph};
+
+use ::alloc::vec::Vec;
+
+/// Grows `v`'s capacity to `n` items in all (never shrinks it): the
+/// register allocators size every table once, before a run, so that the run
+/// does not allocate.
+pub(crate) fn reserve_total<T>(v: &mut Vec<T>, n: usize) {
+    if v.capacity() < n {
+        v.reserve_exact(n - v.len());
+    }
+}
