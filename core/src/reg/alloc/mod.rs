@@ -618,7 +618,12 @@ impl RegAllocator {
                 if iv.contains(pos) {
                     count += 1;
                     lanes += m.regs.lanes[r] as u32;
-                    let _ = live.try_push(r);
+                    // The error lists the first PRESSURE_LIST registers;
+                    // `live_count` counts them all and the message marks
+                    // the rest.
+                    if !live.is_full() {
+                        live.push(r);
+                    }
                 }
             }
         }
