@@ -72,8 +72,9 @@ pub fn sweep(
     ws: &mut DmaWorkspace,
     st: &mut DmaStats,
 ) -> Result<u32, DmaError> {
-    // Keys are computed once per load and packed (the sort compared tuples
-    // rebuilt from the module on every comparison before).
+    // Keys are computed once per load and packed into one integer, so the
+    // sort compares integers rather than reading the module again on every
+    // comparison.
     ws.load_keys.clear();
     for (pos, i, v) in space_dmas(m, &ws.order, pass.space) {
         if v.load

@@ -39,6 +39,13 @@
 //!
 //! Storage: [`Colorer::reserve`] sizes every array from (nodes, K); a
 //! coloring run does not allocate.
+//!
+//! Which allocator: both. The module allocator (`reg/alloc/`, the pipeline's
+//! REG_Allocator over a module's linear order) and the CFG allocator
+//! (`reg/cfg/`, over a client's control-flow graph) each build an
+//! [`InterferenceGraph`] and run this colorer on it; `tusk color` runs it on
+//! DIMACS graphs. Nothing here knows a module or a CFG. (Not `mem/gca.rs`,
+//! which colors memory locations.)
 
 // Node ids index several parallel columns at once; index loops read best.
 #![allow(clippy::needless_range_loop)]

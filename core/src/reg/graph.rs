@@ -10,6 +10,11 @@
 //!
 //! Invariants after a build: no self loops, no duplicate neighbours, and the
 //! relation is symmetric (`u ∈ nbrs(v) ⇔ v ∈ nbrs(u)`).
+//!
+//! Which allocator: both. The module allocator (`reg/alloc/`) builds it from
+//! live intervals ([`InterferenceGraph::build_from_intervals`]); the CFG
+//! allocator (`reg/cfg/`) from the edge list of its dataflow walk and from
+//! its coalesced classes' rows.
 
 use crate::reg::reserve_total;
 use alloc::vec::Vec;
@@ -357,8 +362,8 @@ impl InterferenceGraph {
     ) -> Result<(), GraphError> {
         self.layout_edge_rows(lanes, edges)?;
         let n = self.n;
-        // The fill with the rows split-borrowed, so the loop keeps them in
-        // registers (this loop is most of a build).
+        // The fill with the rows split-borrowed, so the loop, which touches
+        // every edge twice, keeps them in registers.
         let (row_start, row_len, adj) = (&self.row_start, &mut self.row_len, &mut self.adj);
         for &(u, v) in edges {
             if u != v {

@@ -18,9 +18,8 @@
 //! are the class representatives; `gstart`/`gend` of a root hold the class's
 //! doubled-position range.
 //!
-//! The CFG allocator has its own coalescer (`reg::cfg::coalesce`): it works
-//! on a client's control-flow graph and its dataflow liveness, not on the
-//! module's linear order.
+//! Part of the module allocator (`reg/alloc/`), not of the CFG allocator
+//! (`reg/cfg/`), which has its own coalescing and splitting spill code.
 
 use super::RegAllocator;
 use crate::ir::{Module, Opcode, Reg, RegFlags};

@@ -24,6 +24,9 @@
 //! spill temporaries, so it stays within the headroom [`spill_headroom`]
 //! reserved; past the limit the run fails with
 //! [`RegAllocError::SpillHeadroom`].
+//!
+//! Part of the module allocator (`reg/alloc/`), not of the CFG allocator
+//! (`reg/cfg/`), which has its own coalescing and splitting spill code.
 
 use core::fmt::Write as _;
 
@@ -43,8 +46,9 @@ pub const SPILL_TEMP_SLACK: usize = 64;
 /// Spill temporaries (each one reload or one store) a run on `m` may
 /// insert by default: one per [`SPILL_TEMP_FRACTION`] register operands
 /// plus [`SPILL_TEMP_SLACK`], at most one per operand (what spilling every
-/// register would take). Reserving for every operand costs megabytes on a
-/// 1,000-instruction module; a run needing more fails with
+/// register would take). Reserving for every operand would make the
+/// reservation grow with the operands times the spill code's size, most of
+/// it never used; a run needing more fails with
 /// [`RegAllocError::SpillHeadroom`], which says how to raise the limit.
 ///
 /// None when no register can ever be spilled ([`never_spills`]).

@@ -1,5 +1,8 @@
 //! Tests of the module register allocator, and the checks other tests reuse
 //! on its output (`check_registers`, `shared_checks`, `allocate_checked`).
+//!
+//! Part of the module allocator (`reg/alloc/`), not of the CFG allocator
+//! (`reg/cfg/`), which has its own coalescing and splitting spill code.
 
 use super::*;
 use crate::analysis::{LinearOrder, RegLiveness};

@@ -27,6 +27,11 @@
 //! edges are only known once the liveness ran); [`CfgAllocator::allocate_growing`]
 //! grows the table that ran out and retries, so a reused allocator settles
 //! at the size of the largest function it has seen.
+//!
+//! Part of the CFG allocator (`reg/cfg/`): it allocates a client's
+//! control-flow graph. The module allocator (`reg/alloc/`) is the other
+//! register allocator; the two share only the colorer (`reg/color.rs`) and
+//! its graph (`reg/graph.rs`).
 
 use crate::reg::reserve_total;
 use alloc::vec::Vec;
@@ -129,10 +134,10 @@ impl Default for CfgConfig {
     fn default() -> Self {
         CfgConfig {
             // Cost/degree spill choice; select by copy affinity, else the
-            // lowest free register (the saturation rule and the tabu repair
-            // cost a fifth and four fifths of a spilling function's time
-            // for the same spills within 1%: the affinity decides most
-            // choices and the spill rounds repair what select leaves).
+            // lowest free register. The saturation rule and the tabu repair
+            // cost a large share of a spilling function's time without
+            // saving spills here: the affinity decides most choices and the
+            // spill rounds repair what select leaves.
             color: ColorConfig {
                 repair_moves: 0,
                 color_choice: ColorChoice::FirstFit,

@@ -31,6 +31,11 @@
 //! register. A class-interference test walks the smaller class's rows and
 //! gives up (refuses the merge) past [`TEST_BUDGET`] neighbours, which
 //! bounds the time on giant classes.
+//!
+//! Part of the CFG allocator (`reg/cfg/`): it allocates a client's
+//! control-flow graph. The module allocator (`reg/alloc/`) is the other
+//! register allocator; the two share only the colorer (`reg/color.rs`) and
+//! its graph (`reg/graph.rs`).
 
 use crate::reg::reserve_total;
 use alloc::vec::Vec;

@@ -13,6 +13,11 @@
 //! The same walk measures the lane-weighted pressure at every point (its
 //! maximum is MaxLive), finds the tied uses that outlive their instruction
 //! (they need a copy) and records which block parameters are live at entry.
+//!
+//! Part of the CFG allocator (`reg/cfg/`): it allocates a client's
+//! control-flow graph. The module allocator (`reg/alloc/`) is the other
+//! register allocator; the two share only the colorer (`reg/color.rs`) and
+//! its graph (`reg/graph.rs`).
 
 use crate::reg::reserve_total;
 use alloc::vec::Vec;

@@ -17,6 +17,11 @@
 //! others: precise at joins.
 //!
 //! Vregs in slots are not tracked (they hold no register).
+//!
+//! Part of the CFG allocator (`reg/cfg/`): it allocates a client's
+//! control-flow graph. The module allocator (`reg/alloc/`) is the other
+//! register allocator; the two share only the colorer (`reg/color.rs`) and
+//! its graph (`reg/graph.rs`).
 
 use crate::reg::reserve_total;
 use alloc::vec::Vec;

@@ -24,6 +24,11 @@
 //! else the distance to its block's end or start) is what spilling it
 //! frees — the same trade as Chaitin's cost per degree, with the range
 //! standing for the degree.
+//!
+//! Part of the CFG allocator (`reg/cfg/`): it allocates a client's
+//! control-flow graph. The module allocator (`reg/alloc/`) is the other
+//! register allocator; the two share only the colorer (`reg/color.rs`) and
+//! its graph (`reg/graph.rs`).
 
 use alloc::vec::Vec;
 

@@ -15,6 +15,11 @@
 //! are stored, its uses read reloaded temporaries) except as a block
 //! parameter or edge argument, which the edge copies read or write in the
 //! slot directly.
+//!
+//! Part of the CFG allocator (`reg/cfg/`): it allocates a client's
+//! control-flow graph. The module allocator (`reg/alloc/`) is the other
+//! register allocator; the two share only the colorer (`reg/color.rs`) and
+//! its graph (`reg/graph.rs`).
 
 use crate::reg::reserve_total;
 use alloc::vec::Vec;
