@@ -125,12 +125,14 @@ pub struct Target {
     // --- scalar registers -----------------------------------------------
     /// `MaxRegNumPerEngine`: 32-bit lanes the register colorer may use.
     pub max_regs: u16,
+    /// Bytes of one scalar register lane (4: TARGETS.md gives the sequencer
+    /// 64 × 32-bit registers). A spilled register's DRAM slot holds its
+    /// lanes at this width.
+    pub reg_lane_bytes: u8,
 
     // --- DMA ------------------------------------------------------------
     /// Bytes one descriptor moves at most (64 KiB).
     pub dma_descriptor_max_bytes: u32,
-    /// Size of one descriptor in bytes (16).
-    pub dma_descriptor_size: u32,
     /// Per-partition byte budget of a coalesced DMA (`tooLargeForCoalescing`).
     /// The reference keeps it in a per-arch constructor; this value is the
     /// 4 KiB at which TARGETS.md says a per-partition transfer saturates,
@@ -142,8 +144,6 @@ pub struct Target {
     pub dma_coalesce_count_limit: u32,
     /// Coalescing only merges accesses whose alignment is at most this (8).
     pub dma_coalesce_align_gate: u32,
-    /// DMA engines per core (16).
-    pub dma_engines: u8,
     /// Queues per DMA engine (16).
     pub dma_queues_per_engine: u8,
     /// Dimensions of a DMA access pattern (5).
@@ -258,13 +258,12 @@ impl Target {
             dram_bytes: 16 << 30,
             dram_min_align: 64,
             max_regs: 64,
+            reg_lane_bytes: 4,
             dma_descriptor_max_bytes: 64 * 1024,
-            dma_descriptor_size: 16,
             dma_coalesce_budget: 64 * 1024,
             dma_coalesce_max_elements: 1000,
             dma_coalesce_count_limit: 2999,
             dma_coalesce_align_gate: 8,
-            dma_engines: 16,
             dma_queues_per_engine: 16,
             dma_max_dims: 5,
             compute_max_dims: 4,

@@ -67,8 +67,10 @@ pub const MAX_COSTLY: usize = 5;
 /// more are priced than reported.
 const MAX_CANDIDATES: usize = 12;
 
-/// Resources: the five compute engines, then the 256 DMA queues.
-const RESOURCES: usize = 5 + 256;
+/// Resources: the five compute engines, then one DMA queue per queue id an
+/// instruction can name (the IR's queue column is a `u8`), each its own
+/// resource at one engine's bandwidth.
+const RESOURCES: usize = 5 + (u8::MAX as usize + 1);
 
 /// Accesses one instruction makes at most (16 patterns each way).
 const MAX_ACCESSES: usize = 32;

@@ -1,8 +1,9 @@
 //! Coalescing (`internal_dma_coalescing`): merge DMAs whose bytes abut on
 //! both sides at real addresses into one wider DMA.
 //!
-//! Candidates are bucketed by the on-chip base partition (128 partitions +
-//! one sentinel bucket for the rest, as the reference's `addCandidate`) and
+//! Candidates are bucketed by the on-chip base partition (one bucket per
+//! partition of the pass's space, plus one sentinel bucket for the rest, as
+//! the reference's `addCandidate`) and
 //! sorted by (kind, queue, DRAM tensor, partition range, loop, DRAM offset),
 //! so that abutting neighbours are adjacent. A group grows from a DMA to its
 //! right neighbour while every predicate of the seed holds:
@@ -34,15 +35,15 @@
 //! the merged location in the [`MemoryMergeTracker`](super::MemoryMergeTracker)
 //! and every consumer is re-pointed (location and offset columns).
 
-use arrayvec::ArrayVec;
-
-use super::conflict::{ap_rect, sweep_claims, Claim, Rect};
+use super::conflict::{ap_rect, Claim, Rect};
 use super::pass::{
-    dma_view, has_room, reserve_err, write_count, write_span, DmaError, DmaOptimization, DmaStats,
-    DmaWorkspace, Proposal,
+    dma_view, has_room, write_count, write_span, DmaError, DmaOptimization, DmaStats, DmaWorkspace,
+    Proposal,
 };
+use super::rewrite::{insert_like, run_like, whole};
 use crate::analysis::Interval;
-use crate::ir::{ApSpec, Dim, Inst, InstFlags, InstSpec, MemFlags, MemLoc, Module, Space};
+use crate::ir::{Inst, InstFlags, MemFlags, MemLoc, Module, Space};
+use crate::target::Target;
 
 /// One coalescing candidate.
 #[derive(Copy, Clone, Debug)]
@@ -63,9 +64,16 @@ pub struct Cand {
     live: Interval,
 }
 
-/// The sentinel bucket: candidates whose on-chip base partition is out of
-/// the 128-partition range.
-const SENTINEL_BUCKET: u16 = 128;
+/// The bucket of a candidate whose on-chip base partition is `base`: the
+/// partition itself, or the sentinel bucket (one past the last partition of
+/// `space` on the target) for a base out of that range.
+fn bucket(t: &Target, space: Space, base: u16) -> u16 {
+    let partitions = match space {
+        Space::Psum => t.psum_partitions,
+        _ => t.sb_partitions,
+    };
+    base.min(partitions)
+}
 
 /// Why a DMA of the pass's space moves (see [`moving`]).
 enum Moving {
@@ -105,15 +113,13 @@ pub fn round(
 ) -> Result<u32, DmaError> {
     collect(pass, m, ws, st);
     propose(pass, m, ws, st);
-    sweep_claims(&mut ws.claims, &mut ws.active);
+    ws.proposals.settle();
     let mut made = 0;
-    for k in 0..ws.claims.len() {
-        let c = ws.claims[k];
-        if !c.ok {
+    for k in 0..ws.proposals.len() {
+        let Some(p) = ws.proposals.accepted(k) else {
             st.vetoes.claim += 1;
             continue;
-        }
-        let p = ws.props[c.id as usize];
+        };
         if !has_room(m, 0, true) {
             st.headroom_skipped += 1;
             continue;
@@ -171,7 +177,6 @@ fn collect(pass: &DmaOptimization, m: &Module, ws: &mut DmaWorkspace, st: &mut D
             continue;
         };
         let base = m.mems.base_partition[chip_loc];
-        let bucket = if base < 128 { base } else { SENTINEL_BUCKET };
         if ws.cands.len() == ws.cands.capacity() {
             break;
         }
@@ -180,7 +185,7 @@ fn collect(pass: &DmaOptimization, m: &Module, ws: &mut DmaWorkspace, st: &mut D
             pos: pos as u32,
             load: v.load,
             key: (
-                bucket,
+                bucket(t, pass.space, base),
                 m.insts.opcode[i] as u8,
                 m.insts.queue[i],
                 m.insts.flags[i].bits(),
@@ -213,8 +218,7 @@ struct Group {
 }
 
 fn propose(pass: &DmaOptimization, m: &Module, ws: &mut DmaWorkspace, st: &mut DmaStats) {
-    ws.claims.clear();
-    ws.props.clear();
+    ws.proposals.clear();
     let n = ws.cands.len();
     let mut k = 0;
     while k < n {
@@ -267,14 +271,13 @@ fn propose(pass: &DmaOptimization, m: &Module, ws: &mut DmaWorkspace, st: &mut D
             let base = m.mems.base_partition[fl] as u32;
             let parts = m.mems.partitions[fl] as u32;
             let dram_ap_parts = (first.key.5 as u32, first.key.5 as u32 + first.key.6 as u32);
-            let id = ws.props.len() as u32;
-            ws.props.push(Proposal {
+            let p = Proposal {
                 inst: first.inst,
                 other: Inst::INVALID,
                 a: k as u32,
                 b: g.members,
-            });
-            ws.claims.push(Claim {
+            };
+            let claim = Claim {
                 win: g.hull,
                 rect: Rect {
                     p0: base,
@@ -291,9 +294,10 @@ fn propose(pass: &DmaOptimization, m: &Module, ws: &mut DmaWorkspace, st: &mut D
                 },
                 dram_loc: MemLoc::from_u32(first.key.4),
                 dram_write: !first.load,
-                id,
+                id: 0,
                 ok: false,
-            });
+            };
+            ws.proposals.propose(p, claim);
         }
         for q in k..j {
             mark(ws, ws.cands[q].chip_loc, 0);
@@ -520,47 +524,9 @@ fn apply(
     let total: u64 = ws.cands[k..k + n].iter().map(|c| c.bytes).sum();
     let elem = m.aps.elem_size[v.chip].max(1);
     let parts = m.mems.partitions[fl];
-    let new_loc = ws.add_loc(
-        m,
-        pass.name,
-        "c",
-        fl,
-        parts,
-        total as u32,
-        m.mems.base_partition[fl],
-        first.chip_lo,
-    )?;
-    let mut dims = ArrayVec::<Dim, { crate::ir::MAX_DIMS }>::new();
-    dims.push(Dim::new(1, (total / elem as u64) as u32));
-    let dram = ApSpec {
-        loc: m.aps.loc[v.dram],
-        part_start: m.aps.part_start[v.dram].into(),
-        part_count: m.aps.part_count[v.dram].into(),
-        offset: first.dram_off as u32,
-        elem_size: elem,
-        dims: dims.clone(),
-        ext: Default::default(),
-    };
-    let chip = ApSpec {
-        loc: new_loc,
-        part_start: 0,
-        part_count: parts,
-        offset: 0,
-        elem_size: elem,
-        dims,
-        ext: Default::default(),
-    };
-    let mut spec = InstSpec::new(m.insts.opcode[first.inst]);
-    spec.engine = m.insts.engine[first.inst];
-    spec.queue = m.insts.queue[first.inst];
-    spec.flags = m.insts.flags[first.inst] | InstFlags::SYNTHETIC;
-    let (ins, outs) = if first.load {
-        ([dram.clone()], [chip.clone()])
-    } else {
-        ([chip], [dram])
-    };
-    spec.inputs = &ins;
-    spec.outputs = &outs;
+    let new_loc = ws.add_loc(m, pass.name, "c", fl, total as u32, first.chip_lo)?;
+    let dram = run_like(m, v.dram, first.dram_off as u32, elem, total);
+    let chip = whole(new_loc, parts, elem, total);
     let members = &ws.cands[k..k + n];
     let at = if first.load {
         members.iter().min_by_key(|c| c.pos).map(|c| c.inst)
@@ -568,12 +534,7 @@ fn apply(
         members.iter().max_by_key(|c| c.pos).map(|c| c.inst)
     };
     let at = at.unwrap_or(first.inst);
-    let made = if first.load {
-        m.insert_before(at, &spec)
-    } else {
-        m.insert_after(at, &spec)
-    };
-    made.map_err(|e| reserve_err(pass.name, e))?;
+    insert_like(pass.name, m, first.inst, at, first.load, dram, chip)?;
     for q in k..k + n {
         let c = ws.cands[q];
         m.remove_inst(c.inst);

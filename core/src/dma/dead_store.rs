@@ -10,7 +10,8 @@
 //! in `S`'s loop could see it on the next iteration.
 
 use super::conflict::ap_rect;
-use super::pass::{dma_view, DmaError, DmaOptimization, DmaStats, DmaWorkspace};
+use super::pass::{DmaError, DmaOptimization, DmaStats, DmaWorkspace};
+use super::rewrite::space_dmas;
 use crate::analysis::Interval;
 use crate::ir::{Ap, Inst, MemFlags, MemLoc, Module};
 
@@ -22,15 +23,9 @@ pub fn sweep(
     st: &mut DmaStats,
 ) -> Result<u32, DmaError> {
     ws.members.clear();
-    for (pos, &i) in ws.order.insts().iter().enumerate() {
-        let Some(v) = dma_view(m, i, pass.space) else {
-            continue;
-        };
-        if !v.load
-            && is_dead(m, ws, i, pos as u32, v.dram)
-            && ws.members.len() < ws.members.capacity()
-        {
-            ws.members.push(pos as u32);
+    for (pos, i, v) in space_dmas(m, &ws.order, pass.space) {
+        if !v.load && is_dead(m, ws, i, pos, v.dram) && ws.members.len() < ws.members.capacity() {
+            ws.members.push(pos);
         }
     }
     for k in 0..ws.members.len() {

@@ -23,10 +23,11 @@
 use arrayvec::ArrayVec;
 
 use super::coalesce::touched_between;
-use super::conflict::{accessed_between, ap_rect, loc_rect, sweep_claims, Claim, Rect};
+use super::conflict::{accessed_between, ap_rect, loc_rect, Claim, Rect};
 use super::pass::{
     dma_view, has_room, reserve_err, DmaError, DmaOptimization, DmaStats, DmaWorkspace, Proposal,
 };
+use super::rewrite::{run_like, space_dmas};
 use crate::analysis::Interval;
 use crate::ir::{ApSpec, Dim, Inst, InstFlags, InstSpec, MemFlags, MemLoc, Module, Opcode};
 
@@ -71,27 +72,24 @@ pub fn sweep(
     ws: &mut DmaWorkspace,
     st: &mut DmaStats,
 ) -> Result<u32, DmaError> {
-    // Keys are computed once per load and packed (the sort compared tuples
-    // rebuilt from the module on every comparison before).
+    // Keys are computed once per load and packed into one integer, so the
+    // sort compares integers rather than reading the module again on every
+    // comparison.
     ws.load_keys.clear();
-    for (pos, &i) in ws.order.insts().iter().enumerate() {
-        let Some(v) = dma_view(m, i, pass.space) else {
-            continue;
-        };
+    for (pos, i, v) in space_dmas(m, &ws.order, pass.space) {
         if v.load
             && m.is_contiguous(v.dram)
             && m.is_contiguous(v.chip)
             && m.aps.elem_size[v.dram] == m.aps.elem_size[v.chip]
             && ws.load_keys.len() < ws.load_keys.capacity().min(ws.members.capacity())
         {
-            ws.load_keys.push((packed(key(m, i, v.dram)), pos as u32));
+            ws.load_keys.push((packed(key(m, i, v.dram)), pos));
         }
     }
     ws.load_keys.sort_unstable();
     ws.members.clear();
     ws.members.extend(ws.load_keys.iter().map(|&(_, p)| p));
-    ws.props.clear();
-    ws.claims.clear();
+    ws.proposals.clear();
     let mut anchors: ArrayVec<u32, ANCHORS> = ArrayVec::new();
     let mut run_key: Option<Key> = None;
     for k in 0..ws.members.len() {
@@ -108,14 +106,13 @@ pub fn sweep(
         let mut done = false;
         for &pa in anchors.iter().rev() {
             if let Some((kind, claim)) = judge(pass, m, ws, pa, pb) {
-                let id = ws.props.len() as u32;
-                ws.props.push(Proposal {
+                let p = Proposal {
                     inst: b,
                     other: ws.order.inst_at(pa),
                     a: kind,
                     b: 0,
-                });
-                ws.claims.push(Claim { id, ..claim });
+                };
+                ws.proposals.propose(p, claim);
                 done = true;
                 break;
             }
@@ -127,14 +124,12 @@ pub fn sweep(
             anchors.push(pb);
         }
     }
-    sweep_claims(&mut ws.claims, &mut ws.active);
+    ws.proposals.settle();
     let mut n = 0;
-    for k in 0..ws.claims.len() {
-        let c = ws.claims[k];
-        if !c.ok {
+    for k in 0..ws.proposals.len() {
+        let Some(p) = ws.proposals.accepted(k) else {
             continue;
-        }
-        let p = ws.props[c.id as usize];
+        };
         if p.a == MERGE {
             merge_load(pass, m, ws, p.other, p.inst);
             st.loads_merged += 1;
@@ -281,17 +276,8 @@ fn transform_load(
     };
     let elem = m.aps.elem_size[vb.chip].max(1);
     let bytes = m.ap_bytes_per_partition(vb.dram);
-    let mut dims = ArrayVec::<Dim, { crate::ir::MAX_DIMS }>::new();
-    dims.push(Dim::new(1, (bytes / elem as u64) as u32));
-    let src = ApSpec {
-        loc: m.aps.loc[va.chip],
-        part_start: m.aps.part_start[va.chip].into(),
-        part_count: m.aps.part_count[va.chip].into(),
-        offset: m.aps.offset[va.chip] + (sb.0 - sa.0) as u32,
-        elem_size: elem,
-        dims,
-        ext: Default::default(),
-    };
+    let offset = m.aps.offset[va.chip] + (sb.0 - sa.0) as u32;
+    let src = run_like(m, va.chip, offset, elem, bytes);
     let mut dd = ArrayVec::<Dim, { crate::ir::MAX_DIMS }>::new();
     for &d in m.ap_dims(vb.chip) {
         dd.push(d);

@@ -17,7 +17,8 @@
 //! 5. [`psum_spill`]: PSUM instance only, remove a spill/reload pair whose
 //!    bank is not reused in between (`PSUM_spill_optimization`).
 //!
-//! [`report`] takes the Pre/Post snapshots (`DMA_analysis`).
+//! [`report`] takes the Pre/Post snapshots (`DMA_analysis`); `rewrite` holds
+//! the pieces the peepholes build their rewrites from.
 //!
 //! Invariants every rewrite keeps: the bytes every instruction reads are the
 //! bytes it read before (data flow), and every location stays inside cells
@@ -40,6 +41,7 @@ pub mod partial;
 pub mod pass;
 pub mod psum_spill;
 pub mod report;
+mod rewrite;
 #[cfg(test)]
 mod sim;
 

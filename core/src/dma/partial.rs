@@ -9,12 +9,11 @@
 //! readers re-pointed (location and offset), the wide DMA removed; the
 //! oversized location is left without any access.
 
-use arrayvec::ArrayVec;
-
 use super::pass::{
-    dma_view, has_room, reserve_err, write_count, DmaError, DmaOptimization, DmaStats, DmaWorkspace,
+    dma_view, has_room, write_count, DmaError, DmaOptimization, DmaStats, DmaWorkspace,
 };
-use crate::ir::{Ap, ApSpec, Dim, InstFlags, InstSpec, MemFlags, Module};
+use super::rewrite::{insert_like, run_like, space_dmas, whole};
+use crate::ir::{Ap, MemFlags, Module};
 
 /// One sweep; returns the number of DMAs shrunk.
 pub fn sweep(
@@ -25,10 +24,7 @@ pub fn sweep(
 ) -> Result<u32, DmaError> {
     ws.members.clear();
     ws.keys.clear();
-    for (pos, &i) in ws.order.insts().iter().enumerate() {
-        let Some(v) = dma_view(m, i, pass.space) else {
-            continue;
-        };
+    for (pos, _, v) in space_dmas(m, &ws.order, pass.space) {
         if !v.load || !m.is_full_access(v.chip) || !m.is_contiguous(v.dram) {
             continue;
         }
@@ -44,7 +40,7 @@ pub fn sweep(
         let (mut lo, mut hi) = (u64::MAX, 0u64);
         let mut readers = 0;
         for &p in ws.live.accesses(t) {
-            if p == pos as u32 {
+            if p == pos {
                 continue;
             }
             let j = ws.order.inst_at(p);
@@ -74,7 +70,7 @@ pub fn sweep(
             continue;
         }
         if ws.members.len() < ws.members.capacity() {
-            ws.members.push(pos as u32);
+            ws.members.push(pos);
             ws.keys.push((lo, hi as u32));
         }
     }
@@ -93,46 +89,10 @@ pub fn sweep(
         let len = hi as u64 - lo;
         let elem = m.aps.elem_size[v.chip].max(1);
         let parts = m.mems.partitions[t];
-        let new = ws.add_loc(
-            m,
-            pass.name,
-            "p",
-            t,
-            parts,
-            len as u32,
-            m.mems.base_partition[t],
-            m.mems.offset[t] + lo,
-        )?;
-        let mut dims = ArrayVec::<Dim, { crate::ir::MAX_DIMS }>::new();
-        dims.push(Dim::new(1, (len / elem as u64) as u32));
-        let dram = ApSpec {
-            loc: m.aps.loc[v.dram],
-            part_start: m.aps.part_start[v.dram].into(),
-            part_count: m.aps.part_count[v.dram].into(),
-            offset: m.aps.offset[v.dram] + lo as u32,
-            elem_size: elem,
-            dims: dims.clone(),
-            ext: Default::default(),
-        };
-        let chip = ApSpec {
-            loc: new,
-            part_start: 0,
-            part_count: parts,
-            offset: 0,
-            elem_size: elem,
-            dims,
-            ext: Default::default(),
-        };
-        let mut spec = InstSpec::new(m.insts.opcode[i]);
-        spec.engine = m.insts.engine[i];
-        spec.queue = m.insts.queue[i];
-        spec.flags = m.insts.flags[i] | InstFlags::SYNTHETIC;
-        let ins = [dram];
-        let outs = [chip];
-        spec.inputs = &ins;
-        spec.outputs = &outs;
-        m.insert_before(i, &spec)
-            .map_err(|e| reserve_err(pass.name, e))?;
+        let new = ws.add_loc(m, pass.name, "p", t, len as u32, m.mems.offset[t] + lo)?;
+        let dram = run_like(m, v.dram, m.aps.offset[v.dram] + lo as u32, elem, len);
+        let chip = whole(new, parts, elem, len);
+        insert_like(pass.name, m, i, i, true, dram, chip)?;
         m.remove_inst(i);
         // Re-point the readers: same cells, new location, offset - lo.
         for &p in ws.live.accesses(t) {

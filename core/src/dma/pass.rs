@@ -6,9 +6,10 @@
 use alloc::vec::Vec;
 use core::fmt;
 
-use super::conflict::{Claim, LiveIndex};
+use super::conflict::LiveIndex;
 use super::merge_tracker::MemoryMergeTracker;
 use super::report::{dma_analysis, DmaReport};
+use super::rewrite::Proposals;
 use super::{coalesce, dead_store, load_merge, partial, psum_spill};
 use crate::analysis::{LinearOrder, MemLiveness};
 use crate::ir::{Capacity, Inst, IrError, MemFlags, MemLoc, Module, Space, MAX_DIMS};
@@ -202,9 +203,7 @@ pub struct DmaWorkspace {
     pub(crate) keys: Vec<(u64, u32)>,
     /// Sort keys of the load-merging sweep: packed key, position.
     pub(crate) load_keys: Vec<(u128, u32)>,
-    pub(crate) claims: Vec<Claim>,
-    pub(crate) props: Vec<Proposal>,
-    pub(crate) active: Vec<u32>,
+    pub(crate) proposals: Proposals,
     pub(crate) members: Vec<u32>,
     pub(crate) mark: Vec<u32>,
     pub(crate) name_seq: u32,
@@ -241,9 +240,7 @@ impl DmaWorkspace {
             self.cands,
             self.keys,
             self.load_keys,
-            self.claims,
-            self.props,
-            self.active,
+            self.proposals,
             self.members,
             self.mark
         )
@@ -339,9 +336,7 @@ impl DmaWorkspace {
         self.keys = Vec::with_capacity(dmas);
         // Only touched for the loads (pages beyond are never faulted in).
         self.load_keys = Vec::with_capacity(dmas);
-        self.claims = Vec::with_capacity(dmas);
-        self.props = Vec::with_capacity(dmas);
-        self.active = Vec::with_capacity(dmas);
+        self.proposals = Proposals::with_capacity(dmas);
         self.members = Vec::with_capacity(dmas);
         self.mark = Vec::with_capacity(mems);
     }
@@ -433,21 +428,20 @@ impl DmaWorkspace {
         self.tracker.reset(m.num_mems());
     }
 
-    /// Creates and places a location shaped like `like` (element size,
-    /// alignment, flags) with a fresh name.
-    #[allow(clippy::too_many_arguments)]
+    /// Creates a location shaped like `like` (space, partitions, element
+    /// size, alignment, flags) of `bytes` bytes per partition with a fresh
+    /// name, and places it on `like`'s partitions at byte `offset`.
     pub(crate) fn add_loc(
         &mut self,
         m: &mut Module,
         pass: &'static str,
         prefix: &str,
         like: MemLoc,
-        partitions: u16,
         bytes: u32,
-        base: u16,
         offset: u64,
     ) -> Result<MemLoc, DmaError> {
         let space = m.mems.space[like];
+        let (partitions, base) = (m.mems.partitions[like], m.mems.base_partition[like]);
         let mut last = IrError::Full {
             what: "names",
             limit: 0,
@@ -633,7 +627,38 @@ pub(crate) fn reserve_err(pass: &'static str, e: IrError) -> DmaError {
     }
 }
 
+/// One sweep of a peephole: returns how many rewrites it made.
+type Sweep =
+    fn(&DmaOptimization, &mut Module, &mut DmaWorkspace, &mut DmaStats) -> Result<u32, DmaError>;
+
 impl DmaOptimization {
+    /// Runs `sweep` until a sweep rewrites nothing or `most` sweeps ran,
+    /// each on current analyses (and, with `with_index`, the live indexes),
+    /// re-pointing what it merged, counting its headroom skips as one
+    /// peephole's ([`SkipCount`]).
+    fn repeat(
+        &self,
+        m: &mut Module,
+        ws: &mut DmaWorkspace,
+        st: &mut DmaStats,
+        most: u32,
+        with_index: bool,
+        sweep: Sweep,
+    ) -> Result<(), DmaError> {
+        let mut skips = SkipCount::default();
+        for _ in 0..most {
+            ws.sync(m, self.space, with_index);
+            let n = skips.sweep(st, |st| sweep(self, m, ws, st))?;
+            ws.apply_remaps(m);
+            ws.after_sweep(n);
+            if n == 0 {
+                break;
+            }
+        }
+        skips.next(st);
+        Ok(())
+    }
+
     /// Runs the peepholes on a placed module. `ws` must have been reserved
     /// for this module ([`DmaWorkspace::reserve`]).
     pub fn run(&self, m: &mut Module, ws: &mut DmaWorkspace) -> Result<DmaStats, DmaError> {
@@ -650,56 +675,15 @@ impl DmaOptimization {
         // A rewrite skipped for headroom stays possible, and the next sweep
         // proposes it again: each peephole counts the most it skipped in
         // one sweep, not every proposal.
-        let mut skips = SkipCount::default();
-        for _ in 0..MAX_SWEEPS {
-            ws.sync(m, self.space, true);
-            let n = skips.sweep(&mut st, |st| load_merge::sweep(self, m, ws, st))?;
-            ws.apply_remaps(m);
-            ws.after_sweep(n);
-            if n == 0 {
-                break;
-            }
-        }
-        skips.next(&mut st);
-        for _ in 0..MAX_SWEEPS {
-            ws.sync(m, self.space, true);
-            let n = dead_store::sweep(self, m, ws, &mut st)?;
-            ws.after_sweep(n);
-            if n == 0 {
-                break;
-            }
-        }
-        for _ in 0..MAX_ROUNDS {
-            ws.sync(m, self.space, true);
+        self.repeat(m, ws, &mut st, MAX_SWEEPS, true, load_merge::sweep)?;
+        self.repeat(m, ws, &mut st, MAX_SWEEPS, true, dead_store::sweep)?;
+        self.repeat(m, ws, &mut st, MAX_ROUNDS, true, |pass, m, ws, st| {
             st.rounds += 1;
-            let n = skips.sweep(&mut st, |st| coalesce::round(self, m, ws, st))?;
-            ws.apply_remaps(m);
-            ws.after_sweep(n);
-            if n == 0 {
-                break;
-            }
-        }
-        skips.next(&mut st);
-        for _ in 0..MAX_SWEEPS {
-            ws.sync(m, self.space, false);
-            let n = skips.sweep(&mut st, |st| partial::sweep(self, m, ws, st))?;
-            ws.apply_remaps(m);
-            ws.after_sweep(n);
-            if n == 0 {
-                break;
-            }
-        }
-        skips.next(&mut st);
+            coalesce::round(pass, m, ws, st)
+        })?;
+        self.repeat(m, ws, &mut st, MAX_SWEEPS, false, partial::sweep)?;
         if self.space == Space::Psum {
-            for _ in 0..MAX_SWEEPS {
-                ws.sync(m, self.space, true);
-                let n = psum_spill::sweep(self, m, ws, &mut st)?;
-                ws.apply_remaps(m);
-                ws.after_sweep(n);
-                if n == 0 {
-                    break;
-                }
-            }
+            self.repeat(m, ws, &mut st, MAX_SWEEPS, true, psum_spill::sweep)?;
         }
         st.post = dma_analysis(m);
         Ok(st)

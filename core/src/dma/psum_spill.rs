@@ -10,8 +10,9 @@
 //! dropped and `t'`'s accesses move onto `t`. `S` goes too when nothing else
 //! reads the slot.
 
-use super::conflict::{accessed_between, loc_rect, sweep_claims, Claim, Rect};
-use super::pass::{dma_view, DmaError, DmaOptimization, DmaStats, DmaWorkspace, Proposal};
+use super::conflict::{accessed_between, loc_rect, Claim, Rect};
+use super::pass::{dma_view, DmaError, DmaOptimization, DmaStats, DmaView, DmaWorkspace, Proposal};
+use super::rewrite::space_dmas;
 use crate::analysis::Interval;
 use crate::ir::{Inst, InstFlags, MemFlags, MemLoc, Module};
 
@@ -22,28 +23,24 @@ pub fn sweep(
     ws: &mut DmaWorkspace,
     st: &mut DmaStats,
 ) -> Result<u32, DmaError> {
-    ws.props.clear();
-    ws.claims.clear();
-    for (pos, &s) in ws.order.insts().iter().enumerate() {
-        if let Some((r, drop_store, claim)) = judge(pass, m, ws, s, pos as u32) {
-            let id = ws.props.len() as u32;
-            ws.props.push(Proposal {
+    ws.proposals.clear();
+    for (pos, s, vs) in space_dmas(m, &ws.order, pass.space) {
+        if let Some((r, drop_store, claim)) = judge(pass, m, ws, s, vs, pos) {
+            let p = Proposal {
                 inst: r,
                 other: s,
                 a: drop_store as u32,
                 b: 0,
-            });
-            ws.claims.push(Claim { id, ..claim });
+            };
+            ws.proposals.propose(p, claim);
         }
     }
-    sweep_claims(&mut ws.claims, &mut ws.active);
+    ws.proposals.settle();
     let mut n = 0;
-    for k in 0..ws.claims.len() {
-        let c = ws.claims[k];
-        if !c.ok {
+    for k in 0..ws.proposals.len() {
+        let Some(p) = ws.proposals.accepted(k) else {
             continue;
-        }
-        let p = ws.props[c.id as usize];
+        };
         let (Some(vs), Some(vr)) = (
             dma_view(m, p.other, pass.space),
             dma_view(m, p.inst, pass.space),
@@ -67,9 +64,9 @@ fn judge(
     m: &Module,
     ws: &DmaWorkspace,
     s: Inst,
+    vs: DmaView,
     ps: u32,
 ) -> Option<(Inst, bool, Claim)> {
-    let vs = dma_view(m, s, pass.space)?;
     if vs.load {
         return None;
     }

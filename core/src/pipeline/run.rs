@@ -61,6 +61,14 @@ pub struct PassRecord {
 }
 
 /// Figures of one space after the pipeline.
+///
+/// Not the linear scan's `mem::lsa::SpaceReport`, though the two share
+/// fields: that one is what one allocator did in a space (the tensors *it*
+/// placed, its free-block fragmentation, the bound of the program it was
+/// given); this one describes the run's result whatever allocators ran
+/// (every location placed, the bounds of the final module and of the input,
+/// the floor), and sums the spill figures of every pass that spilled into
+/// the space.
 #[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
 pub struct SpaceSummary {
     /// Locations placed in the space.
@@ -227,6 +235,14 @@ pub enum PipelineError {
         capacity: u64,
         /// The floor and the instruction that sets it.
         floor: SpaceFloor,
+    },
+    /// The pipeline ran more passes than [`RunReport::passes`] records
+    /// ([`MAX_PASSES`]): a pass list was made longer than the report's
+    /// table. The list of every option set fits, so this names a defect of
+    /// the pipeline, not of the input.
+    PassTableFull {
+        /// The table's capacity.
+        limit: usize,
     },
 }
 
@@ -398,6 +414,10 @@ impl fmt::Display for PipelineErrorDisplay<'_> {
                 floor.bytes,
                 floor.display(m),
                 if *space == Space::Psum { "psum-banks" } else { "sb-bytes" }
+            ),
+            PipelineError::PassTableFull { limit } => write!(
+                f,
+                "internal error: the pipeline ran more than {limit} passes, more than its report records"
             ),
         }
     }
@@ -946,7 +966,10 @@ fn run_from(
         }
         bounds_fresh = false;
         let micros = clock.now_micros().saturating_sub(t0);
-        let _ = report.passes.try_push(PassRecord { pass, micros });
+        report
+            .passes
+            .try_push(PassRecord { pass, micros })
+            .map_err(|_| PipelineError::PassTableFull { limit: MAX_PASSES })?;
         if ws.release_spent {
             let k = report.passes.len().saturating_sub(1);
             ws.release_after(pass, &passes(&opts), k);

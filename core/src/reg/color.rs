@@ -39,10 +39,18 @@
 //!
 //! Storage: [`Colorer::reserve`] sizes every array from (nodes, K); a
 //! coloring run does not allocate.
+//!
+//! Which allocator: both. The module allocator (`reg/alloc/`, the pipeline's
+//! REG_Allocator over a module's linear order) and the CFG allocator
+//! (`reg/cfg/`, over a client's control-flow graph) each build an
+//! [`InterferenceGraph`] and run this colorer on it; `tusk color` runs it on
+//! DIMACS graphs. Nothing here knows a module or a CFG. (Not `mem/gca.rs`,
+//! which colors memory locations.)
 
 // Node ids index several parallel columns at once; index loops read best.
 #![allow(clippy::needless_range_loop)]
 
+use crate::reg::reserve_total;
 use alloc::collections::BinaryHeap;
 use alloc::vec::Vec;
 use core::cmp::Reverse;
@@ -382,34 +390,29 @@ impl Colorer {
         self.k_cap = self.k_cap.max(k);
         let n = self.nodes_cap;
         let w = words_for(self.k_cap);
-        fn up<T>(v: &mut Vec<T>, n: usize) {
-            if v.capacity() < n {
-                v.reserve_exact(n - v.len());
-            }
-        }
-        up(&mut self.counts, n);
-        up(&mut self.state, n);
-        up(&mut self.code, n);
-        up(&mut self.optimistic, n);
-        up(&mut self.low, n);
-        up(&mut self.stack, n);
+        reserve_total(&mut self.counts, n);
+        reserve_total(&mut self.state, n);
+        reserve_total(&mut self.code, n);
+        reserve_total(&mut self.optimistic, n);
+        reserve_total(&mut self.low, n);
+        reserve_total(&mut self.stack, n);
         if self.heap.capacity() < n {
             self.heap.reserve(n - self.heap.len());
         }
-        up(&mut self.forbid, n * w);
-        up(&mut self.slices, 33 * w);
-        up(&mut self.cand, w);
-        up(&mut self.mbuf, w);
-        up(&mut self.uncol, n);
-        up(&mut self.upos, n);
-        up(&mut self.tabu_color, n);
-        up(&mut self.tabu_until, n);
-        up(
+        reserve_total(&mut self.forbid, n * w);
+        reserve_total(&mut self.slices, 33 * w);
+        reserve_total(&mut self.cand, w);
+        reserve_total(&mut self.mbuf, w);
+        reserve_total(&mut self.uncol, n);
+        reserve_total(&mut self.upos, n);
+        reserve_total(&mut self.tabu_color, n);
+        reserve_total(&mut self.tabu_until, n);
+        reserve_total(
             &mut self.journal,
             (JOURNAL_PER_NODE * n + JOURNAL_BASE).min(REPAIR_JOURNAL),
         );
-        up(&mut self.lane_cost, self.k_cap as usize);
-        up(&mut self.pair_cost, self.k_cap as usize);
+        reserve_total(&mut self.lane_cost, self.k_cap as usize);
+        reserve_total(&mut self.pair_cost, self.k_cap as usize);
     }
 
     fn check(

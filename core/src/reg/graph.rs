@@ -10,7 +10,13 @@
 //!
 //! Invariants after a build: no self loops, no duplicate neighbours, and the
 //! relation is symmetric (`u ∈ nbrs(v) ⇔ v ∈ nbrs(u)`).
+//!
+//! Which allocator: both. The module allocator (`reg/alloc/`) builds it from
+//! live intervals ([`InterferenceGraph::build_from_intervals`]); the CFG
+//! allocator (`reg/cfg/`) from the edge list of its dataflow walk and from
+//! its coalesced classes' rows.
 
+use crate::reg::reserve_total;
 use alloc::vec::Vec;
 use core::fmt;
 
@@ -101,19 +107,14 @@ impl InterferenceGraph {
     /// `positions` program positions (for [`Self::build_from_intervals`]).
     /// May allocate; call before the pass runs.
     pub fn reserve(&mut self, nodes: usize, adjacency: usize, positions: usize) {
-        fn up<T>(v: &mut Vec<T>, n: usize) {
-            if v.capacity() < n {
-                v.reserve_exact(n - v.len());
-            }
-        }
-        up(&mut self.lanes, nodes);
-        up(&mut self.row_start, nodes + 1);
-        up(&mut self.row_len, nodes);
-        up(&mut self.deg2, nodes);
-        up(&mut self.adj, adjacency);
-        up(&mut self.order, nodes);
-        up(&mut self.active, nodes);
-        up(&mut self.bucket, positions + 2);
+        reserve_total(&mut self.lanes, nodes);
+        reserve_total(&mut self.row_start, nodes + 1);
+        reserve_total(&mut self.row_len, nodes);
+        reserve_total(&mut self.deg2, nodes);
+        reserve_total(&mut self.adj, adjacency);
+        reserve_total(&mut self.order, nodes);
+        reserve_total(&mut self.active, nodes);
+        reserve_total(&mut self.bucket, positions + 2);
     }
 
     /// Number of nodes.
@@ -275,13 +276,10 @@ impl InterferenceGraph {
         self.row_len[v] += 1;
     }
 
-    /// Builds the graph from an edge list (0-based node pairs). Self loops
-    /// and repeated edges are dropped.
-    pub fn build_from_edges(
-        &mut self,
-        lanes: &[u8],
-        edges: &[(u32, u32)],
-    ) -> Result<(), GraphError> {
+    /// Resets the graph to the nodes of `lanes` and lays out one row per
+    /// node with room for its end of every edge of `edges` that is not a
+    /// self loop. Fails on an edge naming a node past the last.
+    fn layout_edge_rows(&mut self, lanes: &[u8], edges: &[(u32, u32)]) -> Result<(), GraphError> {
         self.reset(lanes)?;
         let n = self.n;
         for &(u, v) in edges {
@@ -298,7 +296,34 @@ impl InterferenceGraph {
                 self.row_len[v as usize] += 1;
             }
         }
-        self.layout_rows()?;
+        self.layout_rows()
+    }
+
+    /// `deg2[v]` = the 2-lane neighbours in `v`'s row, once the rows are
+    /// final. Left at the reset's zeros when no node has two lanes.
+    fn count_pair_neighbours(&mut self) {
+        if !self.lanes.contains(&2) {
+            return;
+        }
+        for v in 0..self.n {
+            let s = self.row_start[v] as usize;
+            let mut two = 0;
+            for &u in &self.adj[s..s + self.row_len[v] as usize] {
+                two += (self.lanes[u as usize] == 2) as u32;
+            }
+            self.deg2[v] = two;
+        }
+    }
+
+    /// Builds the graph from an edge list (0-based node pairs). Self loops
+    /// and repeated edges are dropped.
+    pub fn build_from_edges(
+        &mut self,
+        lanes: &[u8],
+        edges: &[(u32, u32)],
+    ) -> Result<(), GraphError> {
+        self.layout_edge_rows(lanes, edges)?;
+        let n = self.n;
         for &(u, v) in edges {
             if u != v {
                 self.push_edge(u as usize, v as usize);
@@ -318,12 +343,8 @@ impl InterferenceGraph {
                 }
             }
             self.row_len[v] = w as u32;
-            let mut two = 0;
-            for &u in &self.adj[s..s + w] {
-                two += (self.lanes[u as usize] == 2) as u32;
-            }
-            self.deg2[v] = two;
         }
+        self.count_pair_neighbours();
         Ok(())
     }
 
@@ -339,25 +360,10 @@ impl InterferenceGraph {
         edges: &[(u32, u32)],
         repeats: bool,
     ) -> Result<(), GraphError> {
-        self.reset(lanes)?;
+        self.layout_edge_rows(lanes, edges)?;
         let n = self.n;
-        for &(u, v) in edges {
-            for x in [u, v] {
-                if x as usize >= n {
-                    return Err(GraphError::BadNode {
-                        node: x as u64,
-                        nodes: n as u64,
-                    });
-                }
-            }
-            if u != v {
-                self.row_len[u as usize] += 1;
-                self.row_len[v as usize] += 1;
-            }
-        }
-        self.layout_rows()?;
-        // The fill with the rows split-borrowed, so the loop keeps them in
-        // registers (this loop is most of a build).
+        // The fill with the rows split-borrowed, so the loop, which touches
+        // every edge twice, keeps them in registers.
         let (row_start, row_len, adj) = (&self.row_start, &mut self.row_len, &mut self.adj);
         for &(u, v) in edges {
             if u != v {
@@ -388,16 +394,7 @@ impl InterferenceGraph {
                 self.row_len[v] = w as u32;
             }
         }
-        if self.lanes.contains(&2) {
-            for v in 0..n {
-                let s = self.row_start[v] as usize;
-                let mut two = 0;
-                for &u in &self.adj[s..s + self.row_len[v] as usize] {
-                    two += (self.lanes[u as usize] == 2) as u32;
-                }
-                self.deg2[v] = two;
-            }
-        }
+        self.count_pair_neighbours();
         Ok(())
     }
 
@@ -431,16 +428,7 @@ impl InterferenceGraph {
             let len = row(v, &mut self.adj[s..s + cap]).min(cap);
             self.row_len[v] = len as u32;
         }
-        if self.lanes.contains(&2) {
-            for v in 0..n {
-                let s = self.row_start[v] as usize;
-                let mut two = 0;
-                for &u in &self.adj[s..s + self.row_len[v] as usize] {
-                    two += (self.lanes[u as usize] == 2) as u32;
-                }
-                self.deg2[v] = two;
-            }
-        }
+        self.count_pair_neighbours();
         Ok(())
     }
 

@@ -1,9 +1,17 @@
-//! The scalar register colorer (REG_Allocator): Chaitin–Briggs over the
-//! sequencer's scalar registers, with lane pairs and a spill-to-memory
-//! fixpoint. `graph` holds the interference graph, `color` the
-//! simplify/select/repair core (also run on DIMACS graphs by `tusk color`),
-//! `alloc` the allocator over a module, `cfg` the colorer on a client's
-//! control-flow graph (liveness by dataflow, coalescing, splitting).
+//! Scalar register allocation: two allocators over one colorer.
+//!
+//! - `alloc`, the **module allocator** (REG_Allocator, the pipeline's
+//!   register pass): colors a module's scalar registers in its linear order,
+//!   where every live range is one interval, and spills to DRAM slots until
+//!   everything is colored.
+//! - `cfg`, the **CFG allocator**: allocates a client's control-flow graph
+//!   (liveness by dataflow, coalescing of copies and block-parameter edges,
+//!   spilling that splits live ranges at block boundaries), with its own
+//!   symbolic checker.
+//!
+//! Both build a `graph` (the lane-weighted interference graph) and run
+//! `color` on it (Chaitin–Briggs simplify/select/repair with lane pairs,
+//! also run on DIMACS graphs by `tusk color`).
 
 pub mod alloc;
 pub mod cfg;
@@ -16,3 +24,14 @@ pub use color::{
     Colorer, SpillChoice, NO_COLOR,
 };
 pub use graph::{GraphError, InterferenceGraph};
+
+use ::alloc::vec::Vec;
+
+/// Grows `v`'s capacity to `n` items in all (never shrinks it): the
+/// register allocators size every table once, before a run, so that the run
+/// does not allocate.
+pub(crate) fn reserve_total<T>(v: &mut Vec<T>, n: usize) {
+    if v.capacity() < n {
+        v.reserve_exact(n - v.len());
+    }
+}

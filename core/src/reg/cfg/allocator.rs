@@ -27,7 +27,13 @@
 //! edges are only known once the liveness ran); [`CfgAllocator::allocate_growing`]
 //! grows the table that ran out and retries, so a reused allocator settles
 //! at the size of the largest function it has seen.
+//!
+//! Part of the CFG allocator (`reg/cfg/`): it allocates a client's
+//! control-flow graph. The module allocator (`reg/alloc/`) is the other
+//! register allocator; the two share only the colorer (`reg/color.rs`) and
+//! its graph (`reg/graph.rs`).
 
+use crate::reg::reserve_total;
 use alloc::vec::Vec;
 use core::fmt;
 
@@ -39,7 +45,7 @@ use super::liveness::Liveness;
 use super::output::{CfgAllocation, CfgStats, Edit, EditKind, EditPoint, Location};
 use super::parallel_copy::{ParallelCopy, ScratchSlots};
 use super::pressure::PressureSpiller;
-use super::program::{Full, Program, PseudoKind, BLOCK_RELOAD, DEAD, NONE, ORIG, TEMP};
+use super::program::{Counts, Full, Program, PseudoKind, BLOCK_RELOAD, DEAD, NONE, ORIG, TEMP};
 use super::split::Splitter;
 use super::validate::{CfgError, DefSite, Validator};
 use crate::reg::color::{Affinity, ColorChoice, ColorConfig, ColorError, Colorer, MAX_K, NO_COLOR};
@@ -128,10 +134,10 @@ impl Default for CfgConfig {
     fn default() -> Self {
         CfgConfig {
             // Cost/degree spill choice; select by copy affinity, else the
-            // lowest free register (the saturation rule and the tabu repair
-            // cost a fifth and four fifths of a spilling function's time
-            // for the same spills within 1%: the affinity decides most
-            // choices and the spill rounds repair what select leaves).
+            // lowest free register. The saturation rule and the tabu repair
+            // cost a large share of a spilling function's time without
+            // saving spills here: the affinity decides most choices and the
+            // spill rounds repair what select leaves.
             color: ColorConfig {
                 repair_moves: 0,
                 color_choice: ColorChoice::FirstFit,
@@ -172,25 +178,22 @@ pub struct CfgAllocator {
     pub config: CfgConfig,
 }
 
-fn up<T>(v: &mut Vec<T>, n: usize) {
-    if v.capacity() < n {
-        v.reserve_exact(n - v.len());
+/// Adds the parameters, edges and edge arguments of block `blk` to `c`.
+fn count_block<F: CfgFunction + ?Sized>(f: &F, blk: Block, c: &mut Counts) {
+    c.params += f.params(blk).len();
+    let succs = f.succs(blk).len();
+    c.edges += succs;
+    for k in 0..succs {
+        let n = f.edge_args(blk, k).len();
+        c.args += n;
+        c.max_args = c.max_args.max(n);
     }
 }
 
-/// Counts of a function that size the tables.
-#[derive(Copy, Clone, Debug, Default)]
-struct Counts {
-    blocks: usize,
-    insts: usize,
-    edges: usize,
-    params: usize,
-    args: usize,
-    operands: usize,
-    tied: usize,
-    vregs: usize,
-    globals: usize,
-    max_args: usize,
+/// Adds the operands and tied pairs of instruction `inst` to `c`.
+fn count_inst<F: CfgFunction + ?Sized>(f: &F, inst: CfgInst, c: &mut Counts) {
+    c.operands += f.uses(inst).len() + f.defs(inst).len();
+    c.tied += f.tied(inst).len();
 }
 
 /// The counts of `f`; the global vregs only when `globals` (a second pass
@@ -204,20 +207,10 @@ fn counts<F: CfgFunction + ?Sized>(f: &F, def_block: &mut Vec<u32>, globals: boo
     };
     if !globals {
         for b in 0..c.blocks {
-            let blk = Block(b as u32);
-            c.params += f.params(blk).len();
-            let succs = f.succs(blk).len();
-            c.edges += succs;
-            for k in 0..succs {
-                let n = f.edge_args(blk, k).len();
-                c.args += n;
-                c.max_args = c.max_args.max(n);
-            }
+            count_block(f, Block(b as u32), &mut c);
         }
         for i in 0..c.insts {
-            let inst = CfgInst(i as u32);
-            c.operands += f.uses(inst).len() + f.defs(inst).len();
-            c.tied += f.tied(inst).len();
+            count_inst(f, CfgInst(i as u32), &mut c);
         }
         return c;
     }
@@ -225,24 +218,16 @@ fn counts<F: CfgFunction + ?Sized>(f: &F, def_block: &mut Vec<u32>, globals: boo
     def_block.resize(c.vregs, NONE);
     for b in 0..c.blocks {
         let blk = Block(b as u32);
-        c.params += f.params(blk).len();
+        count_block(f, blk, &mut c);
         for &p in f.params(blk) {
             if let Some(d) = def_block.get_mut(p.index()) {
                 *d = b as u32;
             }
         }
-        let succs = f.succs(blk).len();
-        c.edges += succs;
-        for k in 0..succs {
-            let n = f.edge_args(blk, k).len();
-            c.args += n;
-            c.max_args = c.max_args.max(n);
-        }
         let (s, e) = f.block_insts(blk);
         for i in s..e.min(c.insts as u32) {
             let inst = CfgInst(i);
-            c.operands += f.uses(inst).len() + f.defs(inst).len();
-            c.tied += f.tied(inst).len();
+            count_inst(f, inst, &mut c);
             for &d in f.defs(inst) {
                 if let Some(x) = def_block.get_mut(d.index()) {
                     *x = b as u32;
@@ -301,9 +286,7 @@ impl CfgAllocator {
 
     fn reserve_counts(&mut self, c: &Counts, k: u16) {
         self.validator.reserve(c.blocks, c.vregs);
-        self.prog.reserve(
-            c.blocks, c.insts, c.edges, c.params, c.args, c.operands, c.tied, c.vregs,
-        );
+        self.prog.reserve(c);
         let vmax = c.vregs + 2 * c.operands + c.tied + 16;
         self.global_hint = self.global_hint.max(c.globals);
         self.live_reads = self.live_reads.max(3 * c.operands + c.tied + 16);
@@ -320,21 +303,21 @@ impl CfgAllocator {
         self.coal
             .reserve(vmax, cands, self.edge_hint, c.tied.max(1));
         self.colorer.reserve(vmax, k.clamp(1, MAX_K));
-        up(&mut self.colors, vmax);
-        up(&mut self.chosen, vmax);
+        reserve_total(&mut self.colors, vmax);
+        reserve_total(&mut self.chosen, vmax);
         self.split.reserve(c.vregs);
         self.pressure.reserve(vmax);
         self.pcopy.reserve(2 * c.max_args + 4);
-        up(&mut self.free, (k as usize).div_ceil(64) + 1);
+        reserve_total(&mut self.free, (k as usize).div_ceil(64) + 1);
         let o = &mut self.out;
-        up(&mut o.op_start, c.insts + 1);
-        up(&mut o.n_use, c.insts);
-        up(&mut o.op_locs, c.operands);
-        up(&mut o.param_start, c.blocks + 1);
-        up(&mut o.param_locs, c.params);
+        reserve_total(&mut o.op_start, c.insts + 1);
+        reserve_total(&mut o.n_use, c.insts);
+        reserve_total(&mut o.op_locs, c.operands);
+        reserve_total(&mut o.param_start, c.blocks + 1);
+        reserve_total(&mut o.param_locs, c.params);
         // Edits: one per temporary, plus edge copies (two lanes per
         // argument, doubled for cycle breaks and slot-to-slot moves).
-        up(&mut o.edits, 2 * c.operands + c.tied + 8 * c.args + 16);
+        reserve_total(&mut o.edits, 2 * c.operands + c.tied + 8 * c.args + 16);
     }
 
     /// [`Self::allocate`], growing the table that ran out and retrying
@@ -386,8 +369,8 @@ impl CfgAllocator {
         self.coal.reserve(n, 0, self.edge_hint, 0);
         self.pressure.reserve(n);
         self.colorer.reserve(n, k.clamp(1, MAX_K));
-        up(&mut self.colors, n);
-        up(&mut self.chosen, n);
+        reserve_total(&mut self.colors, n);
+        reserve_total(&mut self.chosen, n);
     }
 
     /// Allocates `f` with `k` registers; afterwards [`Self::allocation`]

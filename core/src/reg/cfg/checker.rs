@@ -19,6 +19,11 @@
 //! even lane, the defs of an instruction on disjoint lanes, tied defs on
 //! their use's register, edit locations inside the register file and the
 //! slot area, and edits in program order.
+//!
+//! Part of the CFG allocator (`reg/cfg/`): it allocates a client's
+//! control-flow graph. The module allocator (`reg/alloc/`) is the other
+//! register allocator; the two share only the colorer (`reg/color.rs`) and
+//! its graph (`reg/graph.rs`).
 
 use alloc::vec::Vec;
 use core::fmt;

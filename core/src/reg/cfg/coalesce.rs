@@ -31,7 +31,13 @@
 //! register. A class-interference test walks the smaller class's rows and
 //! gives up (refuses the merge) past [`TEST_BUDGET`] neighbours, which
 //! bounds the time on giant classes.
+//!
+//! Part of the CFG allocator (`reg/cfg/`): it allocates a client's
+//! control-flow graph. The module allocator (`reg/alloc/`) is the other
+//! register allocator; the two share only the colorer (`reg/color.rs`) and
+//! its graph (`reg/graph.rs`).
 
+use crate::reg::reserve_total;
 use alloc::vec::Vec;
 
 use super::program::{Program, BLOCK_RELOAD, NONE, TEMP};
@@ -96,12 +102,6 @@ pub(crate) struct Coalescer {
     pub merged_conservative: u32,
 }
 
-fn up<T>(v: &mut Vec<T>, n: usize) {
-    if v.capacity() < n {
-        v.reserve_exact(n - v.len());
-    }
-}
-
 impl Coalescer {
     /// Reserves for `vregs` vregs, `cands` candidates, `edges` graph edges
     /// and `tied` tied pairs.
@@ -116,19 +116,19 @@ impl Coalescer {
             &mut self.node_root,
             &mut self.vuses,
         ] {
-            up(v, vregs);
+            reserve_total(v, vregs);
         }
-        up(&mut self.hint_start, vregs + 1);
-        up(&mut self.node_lanes, vregs);
-        up(&mut self.node_cost, vregs);
-        up(&mut self.vcost, vregs);
-        up(&mut self.node_fixed, vregs);
-        up(&mut self.cands, cands);
-        up(&mut self.hint_pairs, cands);
-        up(&mut self.hint, 2 * cands);
-        up(&mut self.node_bound, vregs);
+        reserve_total(&mut self.hint_start, vregs + 1);
+        reserve_total(&mut self.node_lanes, vregs);
+        reserve_total(&mut self.node_cost, vregs);
+        reserve_total(&mut self.vcost, vregs);
+        reserve_total(&mut self.node_fixed, vregs);
+        reserve_total(&mut self.cands, cands);
+        reserve_total(&mut self.hint_pairs, cands);
+        reserve_total(&mut self.hint, 2 * cands);
+        reserve_total(&mut self.node_bound, vregs);
         let _ = edges;
-        up(&mut self.tied_conflicts, tied);
+        reserve_total(&mut self.tied_conflicts, tied);
     }
 
     #[inline]
@@ -149,21 +149,38 @@ impl Coalescer {
         } else {
             (rb, ra)
         };
-        let mut m = small;
+        // Out of budget counts as interfering.
+        self.walk_class(g, small, &mut budget, |c, n| c.find(n) == other)
+            .unwrap_or(true)
+    }
+
+    /// Calls `visit` on every neighbour of every member of the class of
+    /// root `root`, member by member, charging each member's row to
+    /// `budget` before visiting it. Stops when `visit` returns true
+    /// (`Some(true)`) or a row costs more than the budget has left (`None`);
+    /// `Some(false)` when every row was visited.
+    fn walk_class(
+        &mut self,
+        g: &InterferenceGraph,
+        root: u32,
+        budget: &mut u32,
+        mut visit: impl FnMut(&mut Self, u32) -> bool,
+    ) -> Option<bool> {
+        let mut m = root;
         loop {
             let row = g.neighbors(m as usize);
-            if row.len() as u32 > budget {
-                return true;
+            if row.len() as u32 > *budget {
+                return None;
             }
-            budget -= row.len() as u32;
+            *budget -= row.len() as u32;
             for &n in row {
-                if self.find(n) == other {
-                    return true;
+                if visit(self, n) {
+                    return Some(true);
                 }
             }
             m = self.next[m as usize];
-            if m == small {
-                return false;
+            if m == root {
+                return Some(false);
             }
         }
     }
@@ -186,30 +203,23 @@ impl Coalescer {
         let mut significant = 0u32;
         let mut budget = BRIGGS_BUDGET;
         for root in [ra, rb] {
-            let mut m = root;
-            loop {
-                let row = g.neighbors(m as usize);
-                if row.len() as u32 > budget {
-                    return false;
-                }
-                budget -= row.len() as u32;
-                for &n in row {
-                    let r = self.find(n);
-                    if self.stamp[r as usize] != self.now {
-                        self.stamp[r as usize] = self.now;
-                        if self.cdeg[r as usize] >= k {
-                            significant += if lanes == 2 {
-                                1
-                            } else {
-                                p.lanes[r as usize] as u32
-                            };
-                        }
+            let walked = self.walk_class(g, root, &mut budget, |c, n| {
+                let r = c.find(n);
+                if c.stamp[r as usize] != c.now {
+                    c.stamp[r as usize] = c.now;
+                    if c.cdeg[r as usize] >= k {
+                        significant += if lanes == 2 {
+                            1
+                        } else {
+                            p.lanes[r as usize] as u32
+                        };
                     }
                 }
-                m = self.next[m as usize];
-                if m == root {
-                    break;
-                }
+                false
+            });
+            // Out of budget: refuse the merge.
+            if walked.is_none() {
+                return false;
             }
         }
         if lanes == 2 {

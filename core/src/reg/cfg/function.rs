@@ -16,6 +16,11 @@
 //! every edge has a block of its own to hold its copies: the successor when
 //! it has one predecessor, else the predecessor (which then has one
 //! successor).
+//!
+//! Part of the CFG allocator (`reg/cfg/`): it allocates a client's
+//! control-flow graph. The module allocator (`reg/alloc/`) is the other
+//! register allocator; the two share only the colorer (`reg/color.rs`) and
+//! its graph (`reg/graph.rs`).
 
 use alloc::vec::Vec;
 

@@ -13,7 +13,13 @@
 //! The same walk measures the lane-weighted pressure at every point (its
 //! maximum is MaxLive), finds the tied uses that outlive their instruction
 //! (they need a copy) and records which block parameters are live at entry.
+//!
+//! Part of the CFG allocator (`reg/cfg/`): it allocates a client's
+//! control-flow graph. The module allocator (`reg/alloc/`) is the other
+//! register allocator; the two share only the colorer (`reg/color.rs`) and
+//! its graph (`reg/graph.rs`).
 
+use crate::reg::reserve_total;
 use alloc::vec::Vec;
 
 use super::liveness::Liveness;
@@ -73,9 +79,43 @@ impl SparseSet {
 }
 
 /// What one walk over the program collects.
+/// The vregs live at a point of a walk and the lanes they hold (the
+/// lane-weighted pressure there). Invariant: `lanes` is the sum of the lanes
+/// of the vregs in `set`.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct LiveLanes {
+    pub set: SparseSet,
+    pub lanes: u32,
+}
+
+impl LiveLanes {
+    /// Makes `v` live (no change when it is).
+    #[inline]
+    pub fn add(&mut self, p: &Program, v: u32) {
+        if self.set.insert(v) {
+            self.lanes += p.lanes[v as usize] as u32;
+        }
+    }
+
+    /// Makes `v` dead (no change when it is).
+    #[inline]
+    pub fn kill(&mut self, p: &Program, v: u32) {
+        if self.set.contains(v) {
+            self.set.remove(v);
+            self.lanes -= p.lanes[v as usize] as u32;
+        }
+    }
+
+    /// Nothing live (the set's positions stay reserved).
+    pub fn clear(&mut self) {
+        self.set.dense.clear();
+        self.lanes = 0;
+    }
+}
+
 #[derive(Clone, Debug, Default)]
 pub(crate) struct Walk {
-    live: SparseSet,
+    live: LiveLanes,
     /// Interference edges (vreg pairs; repeats allowed).
     pub edges: Vec<(u32, u32)>,
     /// Per block parameter (pool index): live at its block's entry.
@@ -85,28 +125,22 @@ pub(crate) struct Walk {
     pub tied_live: Vec<(u32, u16)>,
     /// Largest lane-weighted pressure at any point.
     pub max_live: u32,
-    pressure: u32,
 }
 
 impl Walk {
     /// Reserves for `vregs` vregs, `edges` edges, `params` parameters and
     /// `tied` tied pairs.
     pub fn reserve(&mut self, vregs: usize, edges: usize, params: usize, tied: usize) {
-        self.live.reserve(vregs);
-        fn up<T>(v: &mut Vec<T>, n: usize) {
-            if v.capacity() < n {
-                v.reserve_exact(n - v.len());
-            }
-        }
-        up(&mut self.edges, edges);
-        up(&mut self.param_live, params);
-        up(&mut self.tied_live, tied);
+        self.live.set.reserve(vregs);
+        reserve_total(&mut self.edges, edges);
+        reserve_total(&mut self.param_live, params);
+        reserve_total(&mut self.tied_live, tied);
     }
 
     /// Walks every block of `p`; with `edges` false only the pressure, the
     /// live tied uses and the live parameters are collected.
     pub fn run(&mut self, p: &Program, lv: &Liveness, edges: bool) -> Result<(), Full> {
-        self.live.reset(p.nv());
+        self.live.set.reset(p.nv());
         self.edges.clear();
         self.param_live.clear();
         self.param_live.resize(p.param.len(), false);
@@ -118,36 +152,21 @@ impl Walk {
         Ok(())
     }
 
-    #[inline]
-    fn add(&mut self, p: &Program, v: u32) {
-        if self.live.insert(v) {
-            self.pressure += p.lanes[v as usize] as u32;
-        }
-    }
-
-    #[inline]
-    fn kill(&mut self, p: &Program, v: u32) {
-        if self.live.contains(v) {
-            self.live.remove(v);
-            self.pressure -= p.lanes[v as usize] as u32;
-        }
-    }
-
     /// The vregs `defs` written together at one point (`exempt`: a move's
     /// source, which they do not interfere with).
     fn define(&mut self, p: &Program, defs: &[u32], exempt: u32, edges: bool) -> Result<(), Full> {
         for &d in defs {
             if p.in_reg(d) {
-                self.add(p, d);
+                self.live.add(p, d);
             }
         }
-        self.max_live = self.max_live.max(self.pressure);
+        self.max_live = self.max_live.max(self.live.lanes);
         if edges {
             for (j, &d) in defs.iter().enumerate() {
                 if !p.in_reg(d) {
                     continue;
                 }
-                let need = self.edges.len() + self.live.dense.len();
+                let need = self.edges.len() + self.live.set.dense.len();
                 if need > self.edges.capacity() {
                     return Err(Full {
                         what: "interference edges",
@@ -158,7 +177,7 @@ impl Walk {
                 // Once per pair: a vreg is defined at one point only, and
                 // within the point's group the earlier defs already paired
                 // with the later ones.
-                for &x in &self.live.dense {
+                for &x in &self.live.set.dense {
                     if x != d && x != exempt && !defs[..j].contains(&x) {
                         self.edges.push((d, x));
                     }
@@ -166,7 +185,7 @@ impl Walk {
             }
         }
         for &d in defs {
-            self.kill(p, d);
+            self.live.kill(p, d);
         }
         Ok(())
     }
@@ -175,27 +194,26 @@ impl Walk {
         let q = p.pseudo[k];
         match q.kind {
             PseudoKind::Reload => self.define(p, &[q.dst], NONE, edges)?,
-            PseudoKind::Store => self.add(p, q.src),
+            PseudoKind::Store => self.live.add(p, q.src),
             PseudoKind::Copy => {
                 self.define(p, &[q.dst], q.src, edges)?;
-                self.add(p, q.src);
+                self.live.add(p, q.src);
             }
         }
-        self.max_live = self.max_live.max(self.pressure);
+        self.max_live = self.max_live.max(self.live.lanes);
         Ok(())
     }
 
     fn block(&mut self, p: &Program, lv: &Liveness, b: usize, edges: bool) -> Result<(), Full> {
-        self.live.dense.clear();
-        self.pressure = 0;
+        self.live.clear();
         for g in lv.live_out_of(b) {
             let v = lv.globals[g as usize];
             // Spilled since the liveness ran: in its slot, not live here.
             if p.in_reg(v) {
-                self.add(p, v);
+                self.live.add(p, v);
             }
         }
-        self.max_live = self.max_live.max(self.pressure);
+        self.max_live = self.max_live.max(self.live.lanes);
         let (ps, pe) = p.pseudo_range(b);
         let mut cur = pe;
         let (s, e) = (p.block_start[b], p.block_end[b]);
@@ -209,14 +227,14 @@ impl Walk {
             self.define(p, p.defs(iu), exempt, edges)?;
             for (t, pair) in p.tied_of(iu).iter().enumerate() {
                 let u = p.uses(iu)[pair.use_ as usize];
-                if self.live.contains(u) && self.tied_live.len() < self.tied_live.capacity() {
+                if self.live.set.contains(u) && self.tied_live.len() < self.tied_live.capacity() {
                     self.tied_live.push((i, t as u16));
                 }
             }
             for &u in p.uses(iu) {
-                self.add(p, u);
+                self.live.add(p, u);
             }
-            self.max_live = self.max_live.max(self.pressure);
+            self.max_live = self.max_live.max(self.live.lanes);
             while cur > ps && p.pseudo[cur - 1].key == 2 * i {
                 cur -= 1;
                 self.pseudo(p, cur, edges)?;
@@ -225,7 +243,7 @@ impl Walk {
         let (a, z) = (p.param_start[b] as usize, p.param_start[b + 1] as usize);
         for j in a..z {
             let v = p.param[j];
-            self.param_live[j] = p.in_reg(v) && self.live.contains(v);
+            self.param_live[j] = p.in_reg(v) && self.live.set.contains(v);
         }
         self.define(p, &p.param[a..z], NONE, edges)?;
         Ok(())

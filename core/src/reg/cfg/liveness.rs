@@ -17,7 +17,13 @@
 //! others: precise at joins.
 //!
 //! Vregs in slots are not tracked (they hold no register).
+//!
+//! Part of the CFG allocator (`reg/cfg/`): it allocates a client's
+//! control-flow graph. The module allocator (`reg/alloc/`) is the other
+//! register allocator; the two share only the colorer (`reg/color.rs`) and
+//! its graph (`reg/graph.rs`).
 
+use crate::reg::reserve_total;
 use alloc::vec::Vec;
 
 use super::program::{Full, Program, PseudoKind, NONE};
@@ -48,12 +54,6 @@ pub(crate) struct Liveness {
     pub sweeps: u32,
 }
 
-fn up<T>(v: &mut Vec<T>, n: usize) {
-    if v.capacity() < n {
-        v.reserve_exact(n - v.len());
-    }
-}
-
 #[inline]
 fn set(row: &mut [u64], g: u32) {
     row[g as usize / 64] |= 1u64 << (g % 64);
@@ -64,18 +64,18 @@ impl Liveness {
     /// `globals` are global, and `reads` register reads.
     pub fn reserve(&mut self, blocks: usize, vregs: usize, globals: usize, reads: usize) {
         let words = globals.div_ceil(64).max(1);
-        up(&mut self.global_of, vregs);
-        up(&mut self.globals, vregs);
-        up(&mut self.def_block, vregs);
+        reserve_total(&mut self.global_of, vregs);
+        reserve_total(&mut self.globals, vregs);
+        reserve_total(&mut self.def_block, vregs);
         for v in [&mut self.live_in, &mut self.live_out] {
-            up(v, blocks * words);
+            reserve_total(v, blocks * words);
         }
-        up(&mut self.gen_start, blocks + 1);
-        up(&mut self.kill_start, blocks + 1);
-        up(&mut self.gen, reads);
-        up(&mut self.kill, vregs);
-        up(&mut self.row, words);
-        up(&mut self.dirty, blocks);
+        reserve_total(&mut self.gen_start, blocks + 1);
+        reserve_total(&mut self.kill_start, blocks + 1);
+        reserve_total(&mut self.gen, reads);
+        reserve_total(&mut self.kill, vregs);
+        reserve_total(&mut self.row, words);
+        reserve_total(&mut self.dirty, blocks);
     }
 
     fn push_gen(&mut self, g: u32) -> Result<(), Full> {

@@ -13,6 +13,11 @@
 //! Locations count lanes: a register is a lane `0..K` (a pair is its even
 //! first lane); a slot location is a lane of the spill area, a 2-lane
 //! value's slot being two consecutive slot lanes.
+//!
+//! Part of the CFG allocator (`reg/cfg/`): it allocates a client's
+//! control-flow graph. The module allocator (`reg/alloc/`) is the other
+//! register allocator; the two share only the colorer (`reg/color.rs`) and
+//! its graph (`reg/graph.rs`).
 
 use alloc::vec::Vec;
 use core::fmt;

@@ -9,6 +9,11 @@
 //! cycle slot — so only a cycle ever costs a scratch. A slot-to-slot move
 //! goes through a free register lane; without one, lane 0 is saved to the
 //! function's save slot around it (the only case with four edits).
+//!
+//! Part of the CFG allocator (`reg/cfg/`): it allocates a client's
+//! control-flow graph. The module allocator (`reg/alloc/`) is the other
+//! register allocator; the two share only the colorer (`reg/color.rs`) and
+//! its graph (`reg/graph.rs`).
 
 use alloc::vec::Vec;
 

@@ -24,10 +24,15 @@
 //! else the distance to its block's end or start) is what spilling it
 //! frees — the same trade as Chaitin's cost per degree, with the range
 //! standing for the degree.
+//!
+//! Part of the CFG allocator (`reg/cfg/`): it allocates a client's
+//! control-flow graph. The module allocator (`reg/alloc/`) is the other
+//! register allocator; the two share only the colorer (`reg/color.rs`) and
+//! its graph (`reg/graph.rs`).
 
 use alloc::vec::Vec;
 
-use super::interference::SparseSet;
+use super::interference::LiveLanes;
 use super::liveness::Liveness;
 use super::program::{Program, PseudoKind, NONE, ORIG};
 
@@ -42,13 +47,12 @@ enum Keep {
 /// The pass's workspace.
 #[derive(Clone, Debug, Default)]
 pub(crate) struct PressureSpiller {
-    live: SparseSet,
+    live: LiveLanes,
     cost: Vec<f64>,
     reads: Vec<u32>,
     /// Per vreg the instructions its range covers (the benefit of spilling
     /// it: a long range read rarely frees a register over many points).
     span: Vec<u32>,
-    pressure: u32,
     /// Values marked in the last run.
     pub spilled: u32,
 }
@@ -56,7 +60,7 @@ pub(crate) struct PressureSpiller {
 impl PressureSpiller {
     /// Reserves for `vregs` vregs.
     pub fn reserve(&mut self, vregs: usize) {
-        self.live.reserve(vregs);
+        self.live.set.reserve(vregs);
         if self.reads.capacity() < vregs {
             self.reads.reserve_exact(vregs - self.reads.len());
         }
@@ -74,7 +78,7 @@ impl PressureSpiller {
     pub fn run(&mut self, p: &mut Program, lv: &Liveness, k: u32) {
         p.access_costs(&mut self.cost, &mut self.reads);
         self.spans(p, lv);
-        self.live.reset(p.nv());
+        self.live.set.reset(p.nv());
         self.spilled = 0;
         for b in 0..p.nb {
             self.block(p, lv, b, k);
@@ -111,27 +115,21 @@ impl PressureSpiller {
         }
     }
 
+    /// Makes `v` live when it lives in a register (a spilled vreg holds no
+    /// lane).
     #[inline]
     fn add(&mut self, p: &Program, v: u32) {
-        if p.in_reg(v) && self.live.insert(v) {
-            self.pressure += p.lanes[v as usize] as u32;
-        }
-    }
-
-    #[inline]
-    fn kill(&mut self, p: &Program, v: u32) {
-        if self.live.contains(v) {
-            self.live.remove(v);
-            self.pressure -= p.lanes[v as usize] as u32;
+        if p.in_reg(v) {
+            self.live.add(p, v);
         }
     }
 
     /// Brings the pressure at this point to `k` by spilling live values
     /// other than `keep`; `extra` lanes of temporaries are also live here.
     fn relieve(&mut self, p: &mut Program, k: u32, keep: Keep, extra: u32) {
-        while self.pressure + extra > k {
+        while self.live.lanes + extra > k {
             let mut best: Option<(f64, u32)> = None;
-            for &v in &self.live.dense {
+            for &v in &self.live.set.dense {
                 let kept = match keep {
                     Keep::Ops(lo, hi) => p.ops[lo..hi].contains(&v),
                     Keep::These(a) => a.contains(&v),
@@ -151,7 +149,7 @@ impl PressureSpiller {
             let lanes = p.lanes[v as usize];
             p.slot[v as usize] = p.new_slot(lanes);
             self.spilled += 1;
-            self.kill(p, v);
+            self.live.kill(p, v);
         }
     }
 
@@ -165,8 +163,7 @@ impl PressureSpiller {
     }
 
     fn block(&mut self, p: &mut Program, lv: &Liveness, b: usize, k: u32) {
-        self.live.dense.clear();
-        self.pressure = 0;
+        self.live.clear();
         for g in lv.live_out_of(b) {
             let v = lv.globals[g as usize];
             self.add(p, v);
@@ -195,7 +192,7 @@ impl PressureSpiller {
             self.relieve(p, k, Keep::Ops(o0 + nu, o1), extra);
             for j in o0 + nu..o1 {
                 let d = p.ops[j];
-                self.kill(p, d);
+                self.live.kill(p, d);
             }
             // Early point: the live values and the uses.
             for j in o0..o0 + nu {
@@ -223,13 +220,13 @@ impl PressureSpiller {
             PseudoKind::Reload => {
                 self.add(p, q.dst);
                 self.relieve(p, k, Keep::These([q.dst, NONE]), 0);
-                self.kill(p, q.dst);
+                self.live.kill(p, q.dst);
             }
             PseudoKind::Store => self.add(p, q.src),
             PseudoKind::Copy => {
                 self.add(p, q.dst);
                 self.relieve(p, k, Keep::These([q.dst, q.src]), 0);
-                self.kill(p, q.dst);
+                self.live.kill(p, q.dst);
                 self.add(p, q.src);
             }
         }

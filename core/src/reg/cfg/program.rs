@@ -15,7 +15,13 @@
 //! are stored, its uses read reloaded temporaries) except as a block
 //! parameter or edge argument, which the edge copies read or write in the
 //! slot directly.
+//!
+//! Part of the CFG allocator (`reg/cfg/`): it allocates a client's
+//! control-flow graph. The module allocator (`reg/alloc/`) is the other
+//! register allocator; the two share only the colorer (`reg/color.rs`) and
+//! its graph (`reg/graph.rs`).
 
+use crate::reg::reserve_total;
 use alloc::vec::Vec;
 
 use super::function::{Block, CfgFunction, CfgInst, TiedPair, VReg};
@@ -122,54 +128,75 @@ pub(crate) struct Program {
     seen: Vec<bool>,
 }
 
-fn up<T>(v: &mut Vec<T>, n: usize) {
-    if v.capacity() < n {
-        v.reserve_exact(n - v.len());
-    }
+/// Counts of a function that size the tables.
+#[derive(Copy, Clone, Debug, Default)]
+pub struct Counts {
+    /// Blocks.
+    pub blocks: usize,
+    /// Instructions.
+    pub insts: usize,
+    /// CFG edges (successor entries).
+    pub edges: usize,
+    /// Block parameters.
+    pub params: usize,
+    /// Edge arguments.
+    pub args: usize,
+    /// Register operands (uses and defs).
+    pub operands: usize,
+    /// Tied pairs.
+    pub tied: usize,
+    /// Virtual registers.
+    pub vregs: usize,
+    /// Vregs used outside the block that defines them (counted only when
+    /// asked for).
+    pub globals: usize,
+    /// Most arguments on one edge.
+    pub max_args: usize,
 }
 
 impl Program {
-    /// Reserves for a function of these counts and `temps` temporaries.
-    #[allow(clippy::too_many_arguments)]
-    pub fn reserve(
-        &mut self,
-        blocks: usize,
-        insts: usize,
-        edges: usize,
-        params: usize,
-        args: usize,
-        operands: usize,
-        tied: usize,
-        vregs: usize,
-    ) {
+    /// Reserves for a function of counts `c` and the temporaries its spill
+    /// code may add.
+    pub fn reserve(&mut self, c: &Counts) {
+        let Counts {
+            blocks,
+            insts,
+            edges,
+            params,
+            args,
+            operands,
+            tied,
+            vregs,
+            ..
+        } = *c;
         let temps = 2 * operands + tied + 16;
-        up(&mut self.block_start, blocks);
-        up(&mut self.block_end, blocks);
-        up(&mut self.block_of, insts);
-        up(&mut self.depth, blocks);
-        up(&mut self.succ_start, blocks + 1);
-        up(&mut self.succ, edges);
-        up(&mut self.pred_start, blocks + 1);
-        up(&mut self.pred, edges);
-        up(&mut self.param_start, blocks + 1);
-        up(&mut self.param, params);
-        up(&mut self.arg_start, edges + 1);
-        up(&mut self.arg, args);
-        up(&mut self.op_start, insts + 1);
-        up(&mut self.n_use, insts);
-        up(&mut self.ops, operands);
-        up(&mut self.tied_start, insts + 1);
-        up(&mut self.tied, tied);
-        up(&mut self.is_move, insts);
+        reserve_total(&mut self.block_start, blocks);
+        reserve_total(&mut self.block_end, blocks);
+        reserve_total(&mut self.block_of, insts);
+        reserve_total(&mut self.depth, blocks);
+        reserve_total(&mut self.succ_start, blocks + 1);
+        reserve_total(&mut self.succ, edges);
+        reserve_total(&mut self.pred_start, blocks + 1);
+        reserve_total(&mut self.pred, edges);
+        reserve_total(&mut self.param_start, blocks + 1);
+        reserve_total(&mut self.param, params);
+        reserve_total(&mut self.arg_start, edges + 1);
+        reserve_total(&mut self.arg, args);
+        reserve_total(&mut self.op_start, insts + 1);
+        reserve_total(&mut self.n_use, insts);
+        reserve_total(&mut self.ops, operands);
+        reserve_total(&mut self.tied_start, insts + 1);
+        reserve_total(&mut self.tied, tied);
+        reserve_total(&mut self.is_move, insts);
         for v in [&mut self.origin, &mut self.slot] {
-            up(v, vregs + temps);
+            reserve_total(v, vregs + temps);
         }
-        up(&mut self.lanes, vregs + temps);
-        up(&mut self.kind, vregs + temps);
-        up(&mut self.pseudo, temps);
-        up(&mut self.postorder, blocks);
-        up(&mut self.stack, blocks);
-        up(&mut self.seen, blocks);
+        reserve_total(&mut self.lanes, vregs + temps);
+        reserve_total(&mut self.kind, vregs + temps);
+        reserve_total(&mut self.pseudo, temps);
+        reserve_total(&mut self.postorder, blocks);
+        reserve_total(&mut self.stack, blocks);
+        reserve_total(&mut self.seen, blocks);
     }
 
     /// Copies `f` (already validated) into the columns.

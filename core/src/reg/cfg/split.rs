@@ -18,6 +18,11 @@
 //! overwritten while the value lives). Rematerialization is not done: the
 //! `regalloc-vregs-only-v1` format says nothing of which values are
 //! constants, and [`super::CfgFunction`] has no such query.
+//!
+//! Part of the CFG allocator (`reg/cfg/`): it allocates a client's
+//! control-flow graph. The module allocator (`reg/alloc/`) is the other
+//! register allocator; the two share only the colorer (`reg/color.rs`) and
+//! its graph (`reg/graph.rs`).
 
 use super::program::{Full, Program, PseudoKind, BLOCK_RELOAD, DEAD, NONE, ORIG, TEMP};
 

@@ -1,6 +1,11 @@
 //! Hand-made CFGs with hand-checked results, planted corruptions the
 //! checker must catch, validation errors, and property runs over
 //! generated CFGs.
+//!
+//! Part of the CFG allocator (`reg/cfg/`): it allocates a client's
+//! control-flow graph. The module allocator (`reg/alloc/`) is the other
+//! register allocator; the two share only the colorer (`reg/color.rs`) and
+//! its graph (`reg/graph.rs`).
 
 use alloc::vec;
 use alloc::vec::Vec;

@@ -8,6 +8,11 @@
 //!
 //! The errors name blocks, instructions and vregs by their indices in the
 //! client's function, which are the user's names in the JSON format.
+//!
+//! Part of the CFG allocator (`reg/cfg/`): it allocates a client's
+//! control-flow graph. The module allocator (`reg/alloc/`) is the other
+//! register allocator; the two share only the colorer (`reg/color.rs`) and
+//! its graph (`reg/graph.rs`).
 
 use core::fmt;
 
