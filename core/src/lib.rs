@@ -114,6 +114,7 @@ pub mod mem;
 pub mod pipeline;
 #[allow(clippy::indexing_slicing)] // ids and reserved workspace positions (see above)
 pub mod reg;
+mod rng;
 pub mod storage;
 pub mod target;
 #[allow(clippy::indexing_slicing)] // ids and reserved workspace positions (see above)

@@ -140,12 +140,7 @@ impl Treap {
     }
 
     fn rand(&mut self) -> u32 {
-        let mut x = self.seed;
-        x ^= x << 13;
-        x ^= x >> 17;
-        x ^= x << 5;
-        self.seed = x;
-        x
+        crate::rng::xorshift32(&mut self.seed)
     }
 
     fn insert(&mut self, key: u128, val: u32) -> Result<(), ManagerError> {

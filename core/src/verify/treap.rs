@@ -172,12 +172,7 @@ mod tests {
                 let mut p = Pool {
                     key: (0..n).collect(),
                     prio: (0..n)
-                        .map(|_| {
-                            x ^= x << 13;
-                            x ^= x >> 17;
-                            x ^= x << 5;
-                            x % 8 // ties on purpose
-                        })
+                        .map(|_| crate::rng::xorshift32(&mut x) % 8) // ties on purpose
                         .collect(),
                     left: alloc::vec![NIL; n as usize],
                     right: alloc::vec![NIL; n as usize],

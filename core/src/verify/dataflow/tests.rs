@@ -910,12 +910,7 @@ fn cell_map_agrees_with_a_byte_by_byte_model_on_random_writes_and_reads() {
     const PARTS: usize = 9;
     const BYTES: usize = 48;
     let mut seed: u64 = 0x2545_F491_4F6C_DD1D;
-    let mut rnd = |n: u64| {
-        seed ^= seed << 13;
-        seed ^= seed >> 7;
-        seed ^= seed << 17;
-        seed % n
-    };
+    let mut rnd = |n: u64| crate::rng::xorshift64(&mut seed) % n;
     let mut model = alloc::vec![Value::UNINIT; REGIONS * PARTS * BYTES];
     let at = |r: usize, p: usize, x: usize| (r * PARTS + p) * BYTES + x;
     let mut s = CellMap::default();
@@ -1025,12 +1020,7 @@ fn copies_land_byte_for_byte_whatever_the_shapes() {
     use super::side::put_copy;
     use super::state::{CellMap, Fill};
     let mut seed: u64 = 0x9E37_79B9_7F4A_7C15;
-    let mut rnd = |n: u64| {
-        seed ^= seed << 13;
-        seed ^= seed >> 7;
-        seed ^= seed << 17;
-        seed % n
-    };
+    let mut rnd = |n: u64| crate::rng::xorshift64(&mut seed) % n;
     let mut s = CellMap::default();
     s.clear(2);
     let (mut src, mut back) = (Pieces::default(), Pieces::default());
