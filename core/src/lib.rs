@@ -117,6 +117,8 @@ pub mod reg;
 mod rng;
 pub mod storage;
 pub mod target;
+#[cfg(test)]
+mod testing;
 #[allow(clippy::indexing_slicing)] // ids and reserved workspace positions (see above)
 pub mod verify;
 

@@ -1023,7 +1023,7 @@ pub(crate) mod tests {
     use crate::analysis::{LinearOrder, RegLiveness};
     use crate::ir::{Builder, MemLoc, SubOp};
     use crate::target::Target;
-    use crate::verify::dataflow::DataflowChecker;
+    use crate::testing::assert_same_dataflow;
     use crate::verify::placement::{Scope, Verifier};
     use alloc::collections::BTreeMap;
     use alloc::vec;
@@ -1157,15 +1157,8 @@ pub(crate) mod tests {
                 f.display(m)
             );
         }
-        let mut d = DataflowChecker::new();
-        let rep = d.check(original, m).expect("the dataflow checker runs");
-        assert!(
-            rep.is_clean(),
-            "dataflow: {} mismatch(es), the first: {:?}",
-            rep.mismatches.len() as u64 + rep.dropped,
-            rep.mismatches.first()
-        );
-        assert!(rep.compared > 0 || original.num_live_insts() == 0);
+        let compared = assert_same_dataflow(original, m);
+        assert!(compared > 0 || original.num_live_insts() == 0);
     }
 
     /// Allocates, runs the lane check, the value trace and the shared
