@@ -9,7 +9,8 @@
 
 use crate::ir::{Builder, Inst, InstFlags, MemFlags, MemLoc, Module, Opcode, Space, SubOp};
 use crate::verify::dataflow::{DataflowCapacity, DataflowChecker};
-use crate::verify::placement::Verifier;
+use crate::verify::placement::{Scope, Verifier};
+use alloc::format;
 
 /// A tensor `name` in `space`: `parts` partitions of `bytes` bytes, of
 /// `elem`-byte elements.
@@ -72,15 +73,24 @@ pub(crate) fn add(b: &mut Builder<'_>, dst: MemLoc, srcs: &[MemLoc]) -> Inst {
 /// Asserts that the placement verifier finds nothing in `m`; `what` names
 /// the module in the message, which shows the first finding.
 pub(crate) fn assert_placed_legally(what: &str, m: &Module) {
+    assert_verified_in(what, m, None);
+}
+
+/// [`assert_placed_legally`] with the verifier's `scope` (the spaces and
+/// the registers it checks) when given.
+pub(crate) fn assert_verified_in(what: &str, m: &Module, scope: Option<Scope>) {
     let mut v = Verifier::for_module(m);
-    let r = v.verify(m);
-    if let Some(f) = r.findings.first() {
-        panic!(
-            "placement of {what}: {} finding(s), the first: {}",
-            r.total(),
-            f.display(m)
-        );
+    if let Some(scope) = scope {
+        v.set_scope(scope);
     }
+    let r = v.verify(m);
+    let first = r.findings.first().map(|f| format!("{}", f.display(m)));
+    assert!(
+        first.is_none(),
+        "verifier on {what}: {} finding(s), the first: {}",
+        r.total(),
+        first.unwrap_or_default()
+    );
 }
 
 /// Asserts that `rewritten` computes what `original` computes (the

@@ -1023,8 +1023,8 @@ pub(crate) mod tests {
     use crate::analysis::{LinearOrder, RegLiveness};
     use crate::ir::{Builder, MemLoc, SubOp};
     use crate::target::Target;
-    use crate::testing::assert_same_dataflow;
-    use crate::verify::placement::{Scope, Verifier};
+    use crate::testing::{assert_same_dataflow, assert_verified_in};
+    use crate::verify::placement::Scope;
     use alloc::collections::BTreeMap;
     use alloc::vec;
 
@@ -1141,22 +1141,14 @@ pub(crate) mod tests {
     /// through their memory slots; colored registers share one physical
     /// register file, so a lane clobber is a mismatch).
     pub(crate) fn shared_checks(original: &Module, m: &Module) {
-        let mut v = Verifier::for_module(m);
-        v.set_scope(Scope {
+        let registers = Scope {
             psum: false,
             sb: false,
             dram: false,
             registers: true,
             uncolored: true,
-        });
-        let r = v.verify(m);
-        if let Some(f) = r.findings.first() {
-            panic!(
-                "verifier (registers): {} finding(s), the first: {}",
-                r.total(),
-                f.display(m)
-            );
-        }
+        };
+        assert_verified_in("the registers", m, Some(registers));
         let compared = assert_same_dataflow(original, m);
         assert!(compared > 0 || original.num_live_insts() == 0);
     }
