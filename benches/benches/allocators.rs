@@ -6,16 +6,15 @@
 use criterion::{criterion_group, criterion_main, BatchSize, BenchmarkId, Criterion, Throughput};
 use std::time::Duration;
 use tusk_benches::{lsa_buffers, perfect, sizes, sizes_upto};
-use tusk_core::dsa::Placement;
-use tusk_core::dsa::{place_buffers, BufferWorkspace};
-use tusk_core::dsa::{Budget, ExactOptions, ExactWorkspace, Objective};
-use tusk_core::dsa::{GcaOptions, GcaWorkspace};
+use tusk_core::dsa::{
+    place_buffers, Budget, BufferWorkspace, ExactOptions, ExactWorkspace, GcaOptions, GcaWorkspace,
+    Objective, Placement,
+};
 use tusk_core::gen::dsa::SplitMix64;
 use tusk_core::gen::scalar::{scalar_program, ScalarParams};
 use tusk_core::pass::best_fit::{BestFitMemoryManager, Request};
 use tusk_core::regalloc::{RegAllocConfig, RegAllocator};
-use tusk_core::NoClock;
-use tusk_core::Target;
+use tusk_core::{NoClock, Target};
 
 /// One start-order scan of the 1-D linear scan (`place_buffers`, no
 /// capacity-tightening rescans).

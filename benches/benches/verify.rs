@@ -6,11 +6,8 @@
 use criterion::{criterion_group, criterion_main, BatchSize, BenchmarkId, Criterion, Throughput};
 use std::time::Duration;
 use tusk_benches::{module, place_on_chip, sizes, sizes_upto};
-use tusk_core::verify::DataflowChecker;
-use tusk_core::verify::Verifier;
-use tusk_core::Checks;
-use tusk_core::NoClock;
-use tusk_core::{Options, Workspace};
+use tusk_core::verify::{DataflowChecker, Verifier};
+use tusk_core::{Checks, NoClock, Options, Workspace};
 
 fn verifier(c: &mut Criterion) {
     let mut g = c.benchmark_group("verifier");

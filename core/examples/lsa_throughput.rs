@@ -21,8 +21,7 @@
 //! when it is available, else the median wall time.
 
 use std::time::Instant;
-use tusk_core::dsa::Buffer;
-use tusk_core::dsa::{place_buffers, BufferWorkspace};
+use tusk_core::dsa::{place_buffers, Buffer, BufferWorkspace};
 
 /// Nanoseconds this thread has spent on a CPU (Linux; None elsewhere).
 /// The kernel updates it at scheduler ticks and switches, so it is read

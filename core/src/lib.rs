@@ -130,8 +130,11 @@ pub(crate) mod pipeline;
 pub(crate) mod reg;
 pub mod regalloc;
 pub mod report;
+mod rng;
 pub(crate) mod storage;
 pub(crate) mod target;
+#[cfg(test)]
+mod testing;
 #[allow(clippy::indexing_slicing)] // ids and reserved workspace positions (see above)
 pub mod verify;
 

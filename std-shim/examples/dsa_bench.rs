@@ -9,12 +9,10 @@
 
 use std::time::Instant;
 
-use tusk_core::dsa::Validator;
 use tusk_core::dsa::{
-    Budget, ExactOptions, ExactWorkspace, Objective, Outcome, Strategy, PREORDERS,
+    Budget, ExactOptions, ExactWorkspace, GreedyRule, GreedyWorkspace, Objective, Outcome,
+    Placement, Problem, Strategy, Timeline, Validator, PREORDERS,
 };
-use tusk_core::dsa::{GreedyRule, GreedyWorkspace};
-use tusk_core::dsa::{Placement, Problem, Timeline};
 use tusk_core::gen::dsa::{perfect_packing, PerfectPacking};
 use tusk_shim::dsa::StdClock;
 

@@ -9,15 +9,12 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use tusk_core::analysis::peak_over_bound;
-use tusk_core::dsa::budgeted;
-use tusk_core::dsa::Validator;
-use tusk_core::dsa::{peak, Placement, Timeline};
-use tusk_core::dsa::{place_buffers, BufferError, BufferWorkspace};
-use tusk_core::dsa::{Budget, ExactOptions, ExactWorkspace, Objective, Status};
-use tusk_core::dsa::{GcaOptions, GcaWorkspace};
-use tusk_core::dsa::{GreedyRule, GreedyWorkspace};
-use tusk_core::Clock;
-use tusk_core::{StorageBudget, StorageReport};
+use tusk_core::dsa::{
+    budgeted, peak, place_buffers, Budget, BufferError, BufferWorkspace, ExactOptions,
+    ExactWorkspace, GcaOptions, GcaWorkspace, GreedyRule, GreedyWorkspace, Objective, Placement,
+    Status, Timeline, Validator,
+};
+use tusk_core::{Clock, StorageBudget, StorageReport};
 
 use crate::console::{self, EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK};
 use crate::csv;

@@ -18,8 +18,7 @@ use std::fmt::Write as _;
 use serde_json::{json, Value};
 use tusk_core::analysis::{LinearOrder, MemLiveness};
 use tusk_core::ir::{InstFlags, MemFlags, MemLoc, Module, Space};
-use tusk_core::report::ColoringError;
-use tusk_core::report::LsaError;
+use tusk_core::report::{ColoringError, LsaError};
 use tusk_core::verify::{Axis, Finding};
 use tusk_core::{Pass, PipelineError, RunReport};
 

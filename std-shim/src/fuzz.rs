@@ -10,20 +10,15 @@
 //! input found so far, so that `cargo test` covers what the fuzzer found.
 
 use arbitrary::{Arbitrary, Unstructured};
-use tusk_core::dsa::Validator;
-use tusk_core::dsa::{GreedyRule, GreedyWorkspace};
-use tusk_core::dsa::{Placement, Timeline};
+use tusk_core::dsa::{GreedyRule, GreedyWorkspace, Placement, Timeline, Validator};
 use tusk_core::gen::module::{generate, Census, GenParams};
 use tusk_core::ir::{Module, Space};
-use tusk_core::regalloc::RegAllocError;
-use tusk_core::regalloc::{ColorConfig, NO_COLOR};
-use tusk_core::report::ColoringError;
-use tusk_core::report::LsaError;
+use tusk_core::regalloc::{ColorConfig, RegAllocError, NO_COLOR};
+use tusk_core::report::{ColoringError, LsaError};
 use tusk_core::verify::{Finding, Verifier};
-use tusk_core::Checks;
-use tusk_core::Clock;
-use tusk_core::{Allocator, Options, PipelineError, Workspace, OPTLEVELS};
-use tusk_core::{Generation, Target};
+use tusk_core::{
+    Allocator, Checks, Clock, Generation, Options, PipelineError, Target, Workspace, OPTLEVELS,
+};
 
 use crate::{color, csv, dimacs, info, json, text};
 

@@ -6,8 +6,7 @@ use std::time::Instant;
 use serde_json::{json, Value};
 use tusk_core::analysis::{CostlyDep, ScheduleReport};
 use tusk_core::ir::{Engine, Module, Space};
-use tusk_core::Clock;
-use tusk_core::{passes, Checks, Options, PipelineError, RunReport, Workspace};
+use tusk_core::{passes, Checks, Clock, Options, PipelineError, RunReport, Workspace};
 
 /// A wall clock for pass timing.
 #[derive(Debug)]

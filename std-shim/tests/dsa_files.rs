@@ -1,39 +1,54 @@
 //! `tusk dsa` end to end, and the shipped MiniMalloc files.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
-use tusk_core::dsa::Validator;
-use tusk_core::dsa::{peak, Placement, Problem, Timeline};
-use tusk_core::dsa::{place_buffers, BufferOutcome, BufferWorkspace};
-use tusk_core::dsa::{Budget, ExactOptions, ExactWorkspace, Objective, Status};
-use tusk_core::dsa::{GreedyRule, GreedyWorkspace};
+use tusk_core::dsa::{
+    peak, place_buffers, Budget, BufferOutcome, BufferWorkspace, ExactOptions, ExactWorkspace,
+    GreedyRule, GreedyWorkspace, Objective, Placement, Problem, Status, Timeline, Validator,
+};
 use tusk_core::gen::dsa::{perfect_packing, PerfectPacking};
 use tusk_core::pass::best_fit::Policy;
 use tusk_core::NoClock;
 use tusk_shim::dsa::{run, Algo, DsaArgs};
 
-/// The public DSA instances: `../shared/data/dsa` beside the checkout (CI
-/// has it), or `TUSK_DATA_DIR/dsa`. Missing data fails the test loudly: a
+/// The public DSA instances: `TUSK_DATA_DIR/dsa` (or `TUSK_DATA/dsa`), else `../shared/data/dsa`
+/// beside the checkout (CI has it). Missing data fails the test loudly: a
 /// test that needs it never passes on nothing.
-fn data_dir() -> Option<PathBuf> {
-    let dir = match std::env::var_os("TUSK_DATA_DIR") {
+fn data_dir() -> PathBuf {
+    let dir = match std::env::var_os("TUSK_DATA_DIR").or_else(|| std::env::var_os("TUSK_DATA")) {
         Some(d) => PathBuf::from(d).join("dsa"),
         None => PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/data/dsa"),
     };
     assert!(
         dir.is_dir(),
-        "{} is absent: these tests need the public DSA instances (set TUSK_DATA_DIR to the data folder)",
+        "{} is absent: these tests need the public DSA instances (set TUSK_DATA_DIR or TUSK_DATA to the data folder)",
         dir.display()
     );
-    Some(dir)
+    dir
 }
 
-fn load(dir: &std::path::Path, name: &str) -> Option<Problem> {
+fn load(dir: &Path, name: &str) -> Problem {
     let path = dir.join(name);
     let bytes = std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     let mut t = tusk_shim::csv::parse(&bytes).expect("shipped file parses");
     t.problem.capacity = tusk_shim::csv::capacity_from_name(&path).expect("capacity in name");
-    Some(t.problem)
+    t.problem
+}
+
+/// The lower bound (max live bytes) that the data's own README
+/// (`dir/../README.md`, the table of the dsa instances) gives for `name`.
+fn documented_lower_bound(dir: &Path, name: &str) -> u64 {
+    let readme = dir.join("../README.md");
+    let text =
+        std::fs::read_to_string(&readme).unwrap_or_else(|e| panic!("{}: {e}", readme.display()));
+    let row = text
+        .lines()
+        .find(|l| l.starts_with(&format!("| {name} |")))
+        .unwrap_or_else(|| panic!("{} has no row for {name}", readme.display()));
+    // | file | buffers | lower bound (max live bytes) | ... |
+    let cell = row.split('|').nth(3).unwrap_or_default().trim();
+    cell.parse()
+        .unwrap_or_else(|e| panic!("{}: lower bound of {name} `{cell}`: {e}", readme.display()))
 }
 
 fn exact(p: &Problem, nodes: u64) -> (Status, Vec<Placement>) {
@@ -56,52 +71,6 @@ fn assert_fits(p: &Problem, out: &[Placement]) {
     let mut v = Validator::with_capacity(p.len(), 4);
     let r = v.check(p, out, p.capacity);
     assert_eq!(r.total, 0, "{:?}", v.findings());
-}
-
-#[test]
-fn greedy_rules_are_legal_on_the_shipped_files() {
-    let Some(dir) = data_dir() else { return };
-    for name in [
-        "C.1048576.csv",
-        "G.1048576.csv",
-        "K.1048576.csv",
-        "input.12.csv",
-    ] {
-        let Some(p) = load(&dir, name) else { continue };
-        let lb = p.lower_bound(&mut Timeline::default()).bytes;
-        assert!(lb <= p.capacity, "{name}");
-        for rule in [GreedyRule::BySize, GreedyRule::StartBestFit] {
-            let mut ws = GreedyWorkspace::new();
-            ws.reserve(p.len());
-            let mut out = vec![Placement::default(); p.len()];
-            let peak = ws.place(&p, rule, &mut out);
-            assert!(peak >= lb);
-            let mut v = Validator::with_capacity(p.len(), 4);
-            assert_eq!(v.check(&p, &out, u64::MAX).total, 0, "{name} {rule:?}");
-        }
-    }
-}
-
-#[test]
-fn exact_fits_c_at_its_lower_bound_and_g_at_capacity() {
-    let Some(dir) = data_dir() else { return };
-    if let Some(mut c) = load(&dir, "C.1048576.csv") {
-        c.capacity = c.lower_bound(&mut Timeline::default()).bytes;
-        assert_eq!(c.capacity, 1_039_360);
-        let (status, out) = exact(&c, 1_000_000);
-        assert_eq!(status, Status::Optimal);
-        assert_fits(&c, &out);
-    }
-    if let Some(g) = load(&dir, "G.1048576.csv") {
-        let (status, out) = exact(&g, 5_000_000);
-        assert_eq!(status, Status::Optimal);
-        assert_fits(&g, &out);
-    }
-    if let Some(small) = load(&dir, "input.12.csv") {
-        let (status, out) = exact(&small, 1000);
-        assert_eq!(status, Status::Optimal);
-        assert_fits(&small, &out);
-    }
 }
 
 fn args(file: PathBuf, capacity: Option<u64>, out: Option<PathBuf>, algo: Algo) -> DsaArgs {
@@ -183,36 +152,126 @@ fn written_peak(out: &std::path::Path) -> u64 {
         .unwrap_or(0)
 }
 
-#[test]
-fn exact_is_never_worse_than_the_heuristics_on_the_eleven_instances() {
-    // A short budget: where the search does not fit, the answer written is
-    // still the best of the search, the colorer and the linear scan.
-    let Some(dir) = data_dir() else { return };
-    let tmp = std::env::temp_dir().join(format!("tusk-dsa-eleven-{}", std::process::id()));
-    std::fs::create_dir_all(&tmp).unwrap();
-    for name in ["A", "B", "C", "D", "E", "F", "G", "H", "I", "J", "K"] {
-        let file = dir.join(format!("{name}.1048576.csv"));
-        let p = load(&dir, &format!("{name}.1048576.csv")).unwrap();
-        let out = tmp.join(format!("{name}.out.csv"));
-        let mut a = args(file, None, Some(out.clone()), Algo::Exact);
-        a.budget_nodes = Some(20_000);
-        let code = run(&a);
-        let got = written_peak(&out);
-        assert_eq!(code, if got <= p.capacity { 0 } else { 1 }, "{name}");
-        let mut gws = tusk_core::dsa::GcaWorkspace::new();
-        gws.reserve_for(&p, 0, 0);
-        let mut g = vec![Placement::default(); p.len()];
-        let colored = gws.solve(&p, &tusk_core::dsa::GcaOptions::default(), &mut g);
-        let mut greedy = GreedyWorkspace::new();
-        greedy.reserve(p.len());
-        let by_size = greedy.place(&p, GreedyRule::BySize, &mut g);
-        assert!(
-            got <= colored.peak && got <= by_size,
-            "{name}: {got} > colorer {} or greedy {by_size}",
-            colored.peak
-        );
+/// The tests that read the shipped instances: ignored by a plain `cargo
+/// test`, run by CI where `../shared/data` is (`cargo test --workspace --
+/// --ignored shared_data::`); without the data they fail, naming the path.
+mod shared_data {
+    use super::*;
+
+    #[test]
+    #[ignore = "needs ../shared/data/dsa (or TUSK_DATA_DIR/dsa); CI runs it"]
+    fn portfolio_places_the_shipped_files_legally() {
+        let dir = data_dir();
+        for name in ["C.1048576.csv", "G.1048576.csv", "K.1048576.csv"] {
+            let p = load(&dir, name);
+            let r = portfolio(&p, p.capacity, &|_| {});
+            assert!(r.peak >= r.lower_bound, "{name}");
+            assert_eq!(r.lower_bound, p.lower_bound(&mut Timeline::default()).bytes);
+            println!(
+                "{name}: peak {} lb {} ratio {:.3} rounds {}",
+                r.peak,
+                r.lower_bound,
+                r.peak as f64 / r.lower_bound as f64,
+                r.rounds
+            );
+        }
+        // `input.12.csv`: the portfolio reaches its lower bound, which fits.
+        let small = load(&dir, "input.12.csv");
+        let r = portfolio(&small, small.capacity, &|_| {});
+        assert_eq!(r.peak, r.lower_bound);
+        assert!(r.fits);
     }
-    std::fs::remove_dir_all(&tmp).unwrap();
+
+    #[test]
+    #[ignore = "needs ../shared/data/dsa (or TUSK_DATA_DIR/dsa); CI runs it"]
+    fn greedy_rules_are_legal_on_the_shipped_files() {
+        let dir = data_dir();
+        for name in [
+            "C.1048576.csv",
+            "G.1048576.csv",
+            "K.1048576.csv",
+            "input.12.csv",
+        ] {
+            let p = load(&dir, name);
+            let lb = p.lower_bound(&mut Timeline::default()).bytes;
+            assert!(lb <= p.capacity, "{name}");
+            for rule in [GreedyRule::BySize, GreedyRule::StartBestFit] {
+                let mut ws = GreedyWorkspace::new();
+                ws.reserve(p.len());
+                let mut out = vec![Placement::default(); p.len()];
+                let peak = ws.place(&p, rule, &mut out);
+                assert!(peak >= lb);
+                let mut v = Validator::with_capacity(p.len(), 4);
+                assert_eq!(v.check(&p, &out, u64::MAX).total, 0, "{name} {rule:?}");
+            }
+        }
+    }
+
+    #[test]
+    #[ignore = "needs ../shared/data/dsa (or TUSK_DATA_DIR/dsa); CI runs it"]
+    fn exact_fits_c_at_its_lower_bound_and_g_at_capacity() {
+        let dir = data_dir();
+        let mut c = load(&dir, "C.1048576.csv");
+        // C's lower bound is below its capacity: the search must fit it there.
+        c.capacity = c.lower_bound(&mut Timeline::default()).bytes;
+        assert_eq!(c.capacity, documented_lower_bound(&dir, "C.1048576.csv"));
+        let (status, out) = exact(&c, 1_000_000);
+        assert_eq!(status, Status::Optimal);
+        assert_fits(&c, &out);
+        let g = load(&dir, "G.1048576.csv");
+        let (status, out) = exact(&g, 5_000_000);
+        assert_eq!(status, Status::Optimal);
+        assert_fits(&g, &out);
+        let small = load(&dir, "input.12.csv");
+        let (status, out) = exact(&small, 1000);
+        assert_eq!(status, Status::Optimal);
+        assert_fits(&small, &out);
+    }
+
+    #[test]
+    #[ignore = "needs ../shared/data/dsa (or TUSK_DATA_DIR/dsa); CI runs it"]
+    fn lower_bounds_are_the_documented_ones() {
+        let dir = data_dir();
+        for name in ["A", "B", "C", "D", "E", "F", "G", "H", "I", "J", "K"] {
+            let file = format!("{name}.1048576.csv");
+            let p = load(&dir, &file);
+            let lb = p.lower_bound(&mut Timeline::default()).bytes;
+            assert_eq!(lb, documented_lower_bound(&dir, &file), "{file}");
+        }
+    }
+
+    #[test]
+    #[ignore = "needs ../shared/data/dsa (or TUSK_DATA_DIR/dsa); CI runs it"]
+    fn exact_is_never_worse_than_the_heuristics_on_the_eleven_instances() {
+        // A short budget: where the search does not fit, the answer written is
+        // still the best of the search, the colorer and the linear scan.
+        let dir = data_dir();
+        let tmp = std::env::temp_dir().join(format!("tusk-dsa-eleven-{}", std::process::id()));
+        std::fs::create_dir_all(&tmp).unwrap();
+        for name in ["A", "B", "C", "D", "E", "F", "G", "H", "I", "J", "K"] {
+            let file = dir.join(format!("{name}.1048576.csv"));
+            let p = load(&dir, &format!("{name}.1048576.csv"));
+            let out = tmp.join(format!("{name}.out.csv"));
+            let mut a = args(file, None, Some(out.clone()), Algo::Exact);
+            a.budget_nodes = Some(20_000);
+            let code = run(&a);
+            let got = written_peak(&out);
+            assert_eq!(code, if got <= p.capacity { 0 } else { 1 }, "{name}");
+            let mut gws = tusk_core::dsa::GcaWorkspace::new();
+            gws.reserve_for(&p, 0, 0);
+            let mut g = vec![Placement::default(); p.len()];
+            let colored = gws.solve(&p, &tusk_core::dsa::GcaOptions::default(), &mut g);
+            let mut greedy = GreedyWorkspace::new();
+            greedy.reserve(p.len());
+            let by_size = greedy.place(&p, GreedyRule::BySize, &mut g);
+            assert!(
+                got <= colored.peak && got <= by_size,
+                "{name}: {got} > colorer {} or greedy {by_size}",
+                colored.peak
+            );
+        }
+        std::fs::remove_dir_all(&tmp).unwrap();
+    }
 }
 
 /// The linear-scan portfolio on `p` with `capacity` bytes, configured by
@@ -233,29 +292,6 @@ fn portfolio(p: &Problem, capacity: u64, cfg: &dyn Fn(&mut BufferWorkspace)) -> 
     r
 }
 
-#[test]
-fn portfolio_places_the_shipped_files_legally() {
-    let dir = data_dir().expect("data_dir fails when the data is absent");
-    for name in ["C.1048576.csv", "G.1048576.csv", "K.1048576.csv"] {
-        let p = load(&dir, name).expect("shipped file");
-        let r = portfolio(&p, p.capacity, &|_| {});
-        assert!(r.peak >= r.lower_bound, "{name}");
-        assert_eq!(r.lower_bound, p.lower_bound(&mut Timeline::default()).bytes);
-        println!(
-            "{name}: peak {} lb {} ratio {:.3} rounds {}",
-            r.peak,
-            r.lower_bound,
-            r.peak as f64 / r.lower_bound as f64,
-            r.rounds
-        );
-    }
-    // `input.12.csv`: the portfolio reaches its lower bound, which fits.
-    let small = load(&dir, "input.12.csv").expect("shipped file");
-    let r = portfolio(&small, small.capacity, &|_| {});
-    assert_eq!(r.peak, r.lower_bound);
-    assert!(r.fits);
-}
-
 /// A perfect packing of `n` buffers (its lower bound is its optimum).
 fn perfect(n: usize, seed: u64) -> Problem {
     let mut p = Problem::linear(0, n);
@@ -267,15 +303,10 @@ fn perfect(n: usize, seed: u64) -> Problem {
 #[test]
 #[ignore = "quality survey, needs ../shared/data/dsa: cargo test -p tusk-shim --release --test dsa_files -- --ignored dsa_policy_survey --nocapture"]
 fn dsa_policy_survey() {
-    let dir = data_dir().expect("data_dir fails when the data is absent");
+    let dir = data_dir();
     let files: Vec<(&str, Problem)> = ["C", "G", "K"]
         .into_iter()
-        .map(|n| {
-            (
-                n,
-                load(&dir, &format!("{n}.1048576.csv")).expect("shipped file"),
-            )
-        })
+        .map(|n| (n, load(&dir, &format!("{n}.1048576.csv"))))
         .collect();
     let mut packings = Vec::new();
     for n in [100, 300, 1000] {

@@ -36,12 +36,8 @@ use std::time::Instant;
 use tusk_core::gen::dma::{dma_heavy, DmaGenParams};
 use tusk_core::gen::module::{generate, GenParams};
 use tusk_core::ir::Module;
-use tusk_core::verify::Verifier;
-use tusk_core::verify::{DataflowCapacity, DataflowChecker, DataflowError};
-use tusk_core::Checks;
-use tusk_core::Clock;
-use tusk_core::Target;
-use tusk_core::{Allocator, Options, Workspace};
+use tusk_core::verify::{DataflowCapacity, DataflowChecker, DataflowError, Verifier};
+use tusk_core::{Allocator, Checks, Clock, Options, Target, Workspace};
 
 thread_local! {
     static ARMED: Cell<bool> = const { Cell::new(false) };

@@ -19,9 +19,7 @@ use std::path::{Path, PathBuf};
 
 use tusk_core::gen::module::{generate, Census, GenParams};
 use tusk_core::ir::{MemFlags, Module, Space, NO_LANE};
-use tusk_core::Checks;
-use tusk_core::Clock;
-use tusk_core::{Allocator, Options, Rotation, RunReport, Workspace};
+use tusk_core::{Allocator, Checks, Clock, Options, Rotation, RunReport, Workspace};
 use tusk_shim::text;
 
 /// A clock that advances 1 ms per reading: the runs are checked, not

@@ -23,11 +23,8 @@
 use tusk_core::analysis::{Bounds, LinearOrder, MemLiveness};
 use tusk_core::gen::module::{generate, GenParams};
 use tusk_core::ir::{Inst, Module, Opcode, Space};
-use tusk_core::verify::DataflowChecker;
-use tusk_core::verify::Verifier;
-use tusk_core::Checks;
-use tusk_core::Clock;
-use tusk_core::{Options, Workspace};
+use tusk_core::verify::{DataflowChecker, Verifier};
+use tusk_core::{Checks, Clock, Options, Workspace};
 use tusk_shim::text;
 use tusk_tests::unroll::{UnrollError, Unroller, MAX_UNROLLED_INSTS};
 

@@ -10,9 +10,7 @@ use tusk_core::gen::module::{generate, GenParams};
 use tusk_core::ir::{Capacity, InstFlags, MemFlags, MemLoc, Module, Opcode, Space};
 use tusk_core::pass::spill::{self, SpillRecord};
 use tusk_core::verify::{DataflowCapacity, DataflowChecker};
-use tusk_core::Checks;
-use tusk_core::Clock;
-use tusk_core::{Allocator, Options, PipelineError, RunReport, Workspace};
+use tusk_core::{Allocator, Checks, Clock, Options, PipelineError, RunReport, Workspace};
 use tusk_shim::text;
 
 /// A clock that advances 1 ms per reading (runs are checked, not timed).

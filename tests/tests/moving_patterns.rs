@@ -6,11 +6,8 @@
 //! copy.
 
 use tusk_core::ir::{full_ap, slice_ap, ApExt, Inst, InstFlags, InstSpec, Module, Opcode, Space};
-use tusk_core::verify::{DataflowChecker, DataflowError, Mismatch};
-use tusk_core::verify::{Finding, Verifier};
-use tusk_core::Checks;
-use tusk_core::Clock;
-use tusk_core::{Options, Workspace};
+use tusk_core::verify::{DataflowChecker, DataflowError, Finding, Mismatch, Verifier};
+use tusk_core::{Checks, Clock, Options, Workspace};
 use tusk_shim::text;
 
 struct Ticks(u64);

@@ -9,9 +9,7 @@ use tusk_core::ir::{Module, Opcode};
 use tusk_core::verify::{
     DataflowCapacity, DataflowChecker, DataflowError, DataflowReport, BATCH_RECORDS,
 };
-use tusk_core::Checks;
-use tusk_core::Clock;
-use tusk_core::{Options, Workspace};
+use tusk_core::{Checks, Clock, Options, Workspace};
 use tusk_shim::split::ThreadSplit;
 
 struct Ticks(u64);

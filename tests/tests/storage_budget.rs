@@ -29,19 +29,16 @@
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
 
-use tusk_core::dsa::budgeted;
-use tusk_core::dsa::{Budget, ExactOptions, ExactWorkspace};
-use tusk_core::dsa::{GcaOptions, GcaWorkspace};
-use tusk_core::dsa::{Placement, Problem};
+use tusk_core::dsa::{
+    budgeted, Budget, ExactOptions, ExactWorkspace, GcaOptions, GcaWorkspace, Placement, Problem,
+};
 use tusk_core::gen::dma::{dma_heavy, DmaGenParams};
 use tusk_core::gen::dsa::{perfect_packing, PerfectPacking};
 use tusk_core::gen::module::{generate, GenParams, MAX_RESIDENTS};
 use tusk_core::ir::Module;
-use tusk_core::Checks;
-use tusk_core::Clock;
-use tusk_core::Target;
-use tusk_core::{Allocator, Options, Workspace};
-use tusk_core::{StorageBudget, StorageReport};
+use tusk_core::{
+    Allocator, Checks, Clock, Options, StorageBudget, StorageReport, Target, Workspace,
+};
 
 thread_local! {
     static ARMED: Cell<bool> = const { Cell::new(false) };

@@ -14,10 +14,10 @@ use std::path::Path;
 use std::time::Instant;
 
 use tusk_benches::perfect;
-use tusk_core::dsa::{place_buffers, BufferWorkspace};
-use tusk_core::dsa::{Budget, ExactOptions, ExactWorkspace, Objective};
-use tusk_core::dsa::{Buffer, Placement, Problem};
-use tusk_core::dsa::{GcaOptions, GcaWorkspace};
+use tusk_core::dsa::{
+    place_buffers, Budget, Buffer, BufferWorkspace, ExactOptions, ExactWorkspace, GcaOptions,
+    GcaWorkspace, Objective, Placement, Problem,
+};
 use tusk_core::Clock;
 
 /// Wall seconds of `f` (the median over repetitions damps the noise of a

@@ -20,12 +20,10 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Instant;
 
-use tusk_core::dsa::Validator;
-use tusk_core::dsa::{peak, Placement, Problem, Timeline};
-use tusk_core::dsa::{place_buffers, BufferWorkspace};
-use tusk_core::dsa::{Budget, ExactOptions, ExactWorkspace, Objective};
-use tusk_core::dsa::{GcaOptions, GcaWorkspace};
-use tusk_core::dsa::{GreedyRule, GreedyWorkspace};
+use tusk_core::dsa::{
+    peak, place_buffers, Budget, BufferWorkspace, ExactOptions, ExactWorkspace, GcaOptions,
+    GcaWorkspace, GreedyRule, GreedyWorkspace, Objective, Placement, Problem, Timeline, Validator,
+};
 use tusk_core::gen::dsa::{dress, trace_like, Dress, TraceLike};
 use tusk_core::Clock;
 

@@ -18,9 +18,7 @@ use std::time::Instant;
 use tusk_core::gen::module::{generate, GenParams};
 use tusk_core::ir::{Module, Space};
 use tusk_core::report::dma_analysis;
-use tusk_core::Checks;
-use tusk_core::Clock;
-use tusk_core::{Allocator, Options, RunReport, Workspace};
+use tusk_core::{Allocator, Checks, Clock, Options, RunReport, Workspace};
 use tusk_shim::text;
 
 struct Wall(Instant);

@@ -15,9 +15,7 @@ use std::path::{Path, PathBuf};
 
 use tusk_core::analysis::Floor;
 use tusk_core::ir::{Module, Space};
-use tusk_core::Checks;
-use tusk_core::Clock;
-use tusk_core::{Options, PipelineError, Workspace};
+use tusk_core::{Checks, Clock, Options, PipelineError, Workspace};
 use tusk_shim::text;
 
 /// A clock that advances 1 ms per reading: the exact search's budget ends

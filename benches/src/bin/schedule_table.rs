@@ -16,9 +16,7 @@ use std::time::Instant;
 use tusk_core::gen::module::{generate, GenParams};
 use tusk_core::ir::{Module, Space};
 use tusk_core::report::dma_analysis;
-use tusk_core::Checks;
-use tusk_core::Clock;
-use tusk_core::{Options, Rotation, Workspace};
+use tusk_core::{Checks, Clock, Options, Rotation, Workspace};
 use tusk_shim::text;
 
 struct Wall(Instant);

@@ -175,39 +175,22 @@ mod tests {
     use super::*;
     use crate::ir::{Builder, Opcode, SubOp};
     use crate::target::Target;
+    use crate::testing::{add, mem, tiles};
 
     #[test]
     fn hand_computed_bounds() {
         // a(128x100) b(32x400) c(32x400) d(128x50) live together at one point.
         let mut m = Module::new(Target::default());
         let mut bl = Builder::new(&mut m);
-        let a = bl
-            .mem("a", Space::Sb, 128, 100, 1, MemFlags::empty())
-            .unwrap();
-        let b = bl
-            .mem("b", Space::Sb, 32, 400, 1, MemFlags::empty())
-            .unwrap();
-        let c = bl
-            .mem("c", Space::Sb, 32, 400, 1, MemFlags::empty())
-            .unwrap();
-        let d = bl
-            .mem("d", Space::Sb, 128, 50, 1, MemFlags::empty())
-            .unwrap();
-        let p = bl
-            .mem("p", Space::Psum, 128, 100, 4, MemFlags::empty())
-            .unwrap();
+        let a = mem(&mut bl, "a", Space::Sb, 128, 100, 1, MemFlags::empty());
+        let [b, c] = tiles(&mut bl, Space::Sb, ["b", "c"], 32, 400, 1);
+        let d = mem(&mut bl, "d", Space::Sb, 128, 50, 1, MemFlags::empty());
+        let p = mem(&mut bl, "p", Space::Psum, 128, 100, 4, MemFlags::empty());
         bl.func("f").unwrap();
         for x in [a, b, c] {
             bl.op(Opcode::Memset, &[bl.full(x)], &[]).unwrap();
         }
-        bl.compute(
-            Opcode::TensorTensor,
-            SubOp::Add,
-            d,
-            &[a, b, c],
-            Default::default(),
-        )
-        .unwrap();
+        add(&mut bl, d, &[a, b, c]);
         bl.compute(Opcode::Matmul, SubOp::None, p, &[d], Default::default())
             .unwrap();
         let o = LinearOrder::of(&m);

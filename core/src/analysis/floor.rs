@@ -277,46 +277,25 @@ impl core::fmt::Display for FloorDisplay<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ir::{Builder, MemFlags, Opcode, SubOp};
+    use crate::ir::{Builder, MemFlags, Opcode};
     use crate::target::Target;
+    use crate::testing::{add, mem};
 
     #[test]
     fn floor_is_the_largest_instruction_by_geometry() {
         let mut m = Module::new(Target::default());
         let mut bl = Builder::new(&mut m);
-        let a = bl
-            .mem("a", Space::Sb, 128, 100, 1, MemFlags::empty())
-            .unwrap();
-        let b = bl
-            .mem("b", Space::Sb, 128, 300, 1, MemFlags::empty())
-            .unwrap();
-        let c = bl
-            .mem("c", Space::Sb, 32, 4000, 1, MemFlags::empty())
-            .unwrap();
-        let d = bl
-            .mem("d", Space::Sb, 128, 50, 1, MemFlags::empty())
-            .unwrap();
+        let a = mem(&mut bl, "a", Space::Sb, 128, 100, 1, MemFlags::empty());
+        let b = mem(&mut bl, "b", Space::Sb, 128, 300, 1, MemFlags::empty());
+        let c = mem(&mut bl, "c", Space::Sb, 32, 4000, 1, MemFlags::empty());
+        let d = mem(&mut bl, "d", Space::Sb, 128, 50, 1, MemFlags::empty());
         bl.func("f").unwrap();
         for x in [a, b, c] {
             bl.op(Opcode::Memset, &[bl.full(x)], &[]).unwrap();
         }
         // Full-width a + b + d stack at partition 0: 450; c alone: 4000.
-        bl.compute(
-            Opcode::TensorTensor,
-            SubOp::Add,
-            d,
-            &[a, b],
-            Default::default(),
-        )
-        .unwrap();
-        bl.compute(
-            Opcode::TensorTensor,
-            SubOp::Add,
-            d,
-            &[d, c],
-            Default::default(),
-        )
-        .unwrap();
+        add(&mut bl, d, &[a, b]);
+        add(&mut bl, d, &[d, c]);
         let f = Floor::of(&m);
         let sb = f.space(Space::Sb);
         assert_eq!(sb.bytes, 4000);
@@ -326,27 +305,14 @@ mod tests {
         // Without c the stack of the add decides.
         let mut m2 = Module::new(Target::default());
         let mut bl = Builder::new(&mut m2);
-        let a = bl
-            .mem("a", Space::Sb, 128, 100, 1, MemFlags::empty())
-            .unwrap();
-        let b = bl
-            .mem("b", Space::Sb, 100, 300, 1, MemFlags::empty())
-            .unwrap();
-        let d = bl
-            .mem("d", Space::Sb, 128, 50, 1, MemFlags::empty())
-            .unwrap();
+        let a = mem(&mut bl, "a", Space::Sb, 128, 100, 1, MemFlags::empty());
+        let b = mem(&mut bl, "b", Space::Sb, 100, 300, 1, MemFlags::empty());
+        let d = mem(&mut bl, "d", Space::Sb, 128, 50, 1, MemFlags::empty());
         bl.func("f").unwrap();
         for x in [a, b] {
             bl.op(Opcode::Memset, &[bl.full(x)], &[]).unwrap();
         }
-        bl.compute(
-            Opcode::TensorTensor,
-            SubOp::Add,
-            d,
-            &[a, b],
-            Default::default(),
-        )
-        .unwrap();
+        add(&mut bl, d, &[a, b]);
         let sb = *Floor::of(&m2).space(Space::Sb);
         assert_eq!(sb.bytes, 450);
         assert_eq!(sb.kind, FloorKind::Stacked);

@@ -638,35 +638,21 @@ impl Liveness<Reg> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ir::{Builder, MemFlags, Opcode, Space, SubOp};
+    use crate::ir::{Builder, Opcode, Space, SubOp};
     use crate::target::Target;
+    use crate::testing::{dram_io, exp, tiles};
 
     /// x(in) → t = load x; loop 3 { u = exp t; v = exp u }; y = save v.
     fn loop_module() -> (Module, [MemLoc; 5]) {
         let mut m = Module::new(Target::default());
         let mut b = Builder::new(&mut m);
-        let x = b
-            .mem("x", Space::Dram, 128, 64, 1, MemFlags::INPUT)
-            .unwrap();
-        let y = b
-            .mem("y", Space::Dram, 128, 64, 1, MemFlags::OUTPUT)
-            .unwrap();
-        let t = b
-            .mem("t", Space::Sb, 128, 64, 1, MemFlags::empty())
-            .unwrap();
-        let u = b
-            .mem("u", Space::Sb, 128, 64, 1, MemFlags::empty())
-            .unwrap();
-        let v = b
-            .mem("v", Space::Sb, 128, 64, 1, MemFlags::empty())
-            .unwrap();
+        let [x, y] = dram_io(&mut b, 128, 64, 1);
+        let [t, u, v] = tiles(&mut b, Space::Sb, ["t", "u", "v"], 128, 64, 1);
         b.func("main").unwrap();
         b.load(t, x, 0).unwrap(); // 0
         b.begin_loop(3).unwrap();
-        b.compute(Opcode::Activation, SubOp::Exp, u, &[t], Default::default())
-            .unwrap(); // 1
-        b.compute(Opcode::Activation, SubOp::Exp, v, &[u], Default::default())
-            .unwrap(); // 2
+        exp(&mut b, u, t); // 1
+        exp(&mut b, v, u); // 2
         b.end_loop().unwrap();
         b.save(y, v, 0).unwrap(); // 3
         (m, [x, y, t, u, v])
@@ -699,15 +685,7 @@ mod tests {
         // loop 2 { o = exp acc; acc = exp o } : acc is read before it is written.
         let mut m = Module::new(Target::default());
         let mut b = Builder::new(&mut m);
-        let pre = b
-            .mem("pre", Space::Sb, 128, 64, 1, MemFlags::empty())
-            .unwrap();
-        let acc = b
-            .mem("acc", Space::Sb, 128, 64, 1, MemFlags::empty())
-            .unwrap();
-        let o = b
-            .mem("o", Space::Sb, 128, 64, 1, MemFlags::empty())
-            .unwrap();
+        let [pre, acc, o] = tiles(&mut b, Space::Sb, ["pre", "acc", "o"], 128, 64, 1);
         b.func("f").unwrap();
         b.op(Opcode::Memset, &[b.full(pre)], &[]).unwrap(); // 0
         b.begin_loop(2).unwrap();
@@ -719,14 +697,7 @@ mod tests {
             Default::default(),
         )
         .unwrap(); // 1
-        b.compute(
-            Opcode::Activation,
-            SubOp::Exp,
-            acc,
-            &[o],
-            Default::default(),
-        )
-        .unwrap(); // 2
+        exp(&mut b, acc, o); // 2
         b.end_loop().unwrap();
         let ord = LinearOrder::of(&m);
         let l = MemLiveness::of(&m, &ord);
@@ -739,21 +710,12 @@ mod tests {
     fn in_place_handoff_does_not_interfere() {
         let mut m = Module::new(Target::default());
         let mut b = Builder::new(&mut m);
-        let a = b
-            .mem("a", Space::Sb, 128, 64, 1, MemFlags::empty())
-            .unwrap();
-        let c = b
-            .mem("c", Space::Sb, 128, 64, 1, MemFlags::empty())
-            .unwrap();
-        let d = b
-            .mem("d", Space::Sb, 128, 64, 1, MemFlags::empty())
-            .unwrap();
+        let [a, c, d] = tiles(&mut b, Space::Sb, ["a", "c", "d"], 128, 64, 1);
         b.func("f").unwrap();
         b.op(Opcode::Memset, &[b.full(a)], &[]).unwrap();
         b.compute(Opcode::Activation, SubOp::Exp, c, &[a], InstFlags::IN_PLACE)
             .unwrap();
-        b.compute(Opcode::Activation, SubOp::Exp, d, &[c], InstFlags::empty())
-            .unwrap();
+        exp(&mut b, d, c);
         let o = LinearOrder::of(&m);
         let l = MemLiveness::of(&m, &o);
         assert!(!l.interferes(&m, &o, a, c));

@@ -811,6 +811,7 @@ mod tests {
     use super::*;
     use crate::ir::{Builder, InstFlags, MemFlags, SubOp};
     use crate::target::Target;
+    use crate::testing::mem;
     use crate::verify::placement::Verifier;
 
     /// `[128 x 1024]` fp32-sized tiles: 256 elements per partition.
@@ -907,9 +908,7 @@ mod tests {
         let mut m = Module::new(Target::default());
         let mut bl = Builder::new(&mut m);
         let x = tile(&mut bl, "x", Space::Sb, MemFlags::empty());
-        let p = bl
-            .mem("p", Space::Psum, 128, 1024, 4, MemFlags::empty())
-            .unwrap();
+        let p = mem(&mut bl, "p", Space::Psum, 128, 1024, 4, MemFlags::empty());
         let o = tile(&mut bl, "o", Space::Sb, MemFlags::empty());
         bl.func("f").unwrap();
         let fx = bl.full(x);

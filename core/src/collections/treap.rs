@@ -320,12 +320,7 @@ impl TreapMap {
     }
 
     fn next_prio(&mut self) -> u32 {
-        let mut x = self.seed;
-        x ^= x << 13;
-        x ^= x >> 17;
-        x ^= x << 5;
-        self.seed = x;
-        x
+        crate::rng::xorshift32(&mut self.seed)
     }
 
     /// Adds `key → val`; `key` must not be in the map.
@@ -441,12 +436,7 @@ mod tests {
                 let mut p = Pool {
                     key: (0..n).collect(),
                     prio: (0..n)
-                        .map(|_| {
-                            x ^= x << 13;
-                            x ^= x >> 17;
-                            x ^= x << 5;
-                            x % 8 // ties on purpose
-                        })
+                        .map(|_| crate::rng::xorshift32(&mut x) % 8) // ties on purpose
                         .collect(),
                     left: alloc::vec![NIL; n as usize],
                     right: alloc::vec![NIL; n as usize],
@@ -486,9 +476,7 @@ mod tests {
         let mut model: Vec<(u128, u32)> = Vec::new();
         let mut x = 0x2545_F491u32;
         for step in 0..2000u32 {
-            x ^= x << 13;
-            x ^= x >> 17;
-            x ^= x << 5;
+            crate::rng::xorshift32(&mut x);
             let key = (x % 97) as u128;
             match model.binary_search_by_key(&key, |e| e.0) {
                 Ok(i) => {

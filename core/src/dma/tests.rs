@@ -14,6 +14,7 @@ use crate::ir::{
     Space, SubOp,
 };
 use crate::target::Target;
+use crate::testing::{assert_placed_legally, assert_same_dataflow, exp, mem};
 
 fn run(pass: DmaOptimization, m: &mut Module) -> DmaStats {
     let before = m.clone();
@@ -30,25 +31,9 @@ fn run(pass: DmaOptimization, m: &mut Module) -> DmaStats {
 /// The shared checkers: the dataflow checker (original vs optimized) and the
 /// placement verifier (before and after).
 fn verified(before: &Module, after: &Module) {
-    // Strided patterns read more value runs than the checker's estimate
-    // plans for (one per row); reserve with room to spare.
-    let mut cap = crate::verify::dataflow::DataflowCapacity::estimate(before, after);
-    cap.scratch *= 16;
-    cap.runs *= 64;
-    let mut df = crate::verify::dataflow::DataflowChecker::with_capacity(cap);
-    let r = df.check(before, after).unwrap();
-    if !r.is_clean() {
-        if let Some(x) = r.mismatches.first() {
-            panic!("dataflow: {}", x.display(after));
-        }
-    }
-    for (what, m) in [("before", before), ("after", after)] {
-        let mut v = crate::verify::placement::Verifier::for_module(m);
-        let rep = v.verify(m);
-        if let Some(f) = rep.findings.first() {
-            panic!("placement {what}: {}", f.display(m));
-        }
-    }
+    assert_same_dataflow(before, after);
+    assert_placed_legally("before", before);
+    assert_placed_legally("after", after);
 }
 
 /// Independent placement check: interfering on-chip locations never share a cell.
@@ -80,10 +65,6 @@ fn placement_ok(m: &Module) {
     }
 }
 
-fn mem(b: &mut Builder<'_>, n: &str, s: Space, p: u16, bytes: u32, f: MemFlags) -> MemLoc {
-    b.mem(n, s, p, bytes, 1, f).unwrap()
-}
-
 fn dma(b: &mut Builder<'_>, op: Opcode, src: ApSpec, dst: ApSpec, flags: InstFlags) {
     let mut s = InstSpec::new(op);
     s.flags = flags;
@@ -93,24 +74,13 @@ fn dma(b: &mut Builder<'_>, op: Opcode, src: ApSpec, dst: ApSpec, flags: InstFla
     b.inst(&s).unwrap();
 }
 
-fn act(b: &mut Builder<'_>, dst: MemLoc, src: MemLoc) {
-    b.compute(
-        Opcode::Activation,
-        SubOp::Exp,
-        dst,
-        &[src],
-        InstFlags::empty(),
-    )
-    .unwrap();
-}
-
 /// `n` abutting tiles of `w` bytes loaded from slices of `x`, each
 /// activated into an abutting output tile, each saved to a slice of `y`.
 fn tiled(n: u32, w: u32, t: Target) -> Module {
     let mut m = Module::new(t);
     let mut b = Builder::new(&mut m);
-    let x = mem(&mut b, "x", Space::Dram, 128, n * w, MemFlags::INPUT);
-    let y = mem(&mut b, "y", Space::Dram, 128, n * w, MemFlags::OUTPUT);
+    let x = mem(&mut b, "x", Space::Dram, 128, n * w, 1, MemFlags::INPUT);
+    let y = mem(&mut b, "y", Space::Dram, 128, n * w, 1, MemFlags::OUTPUT);
     let mut tiles = Vec::new();
     for k in 0..n {
         let ti = mem(
@@ -119,6 +89,7 @@ fn tiled(n: u32, w: u32, t: Target) -> Module {
             Space::Sb,
             128,
             w,
+            1,
             MemFlags::empty(),
         );
         let ui = mem(
@@ -127,6 +98,7 @@ fn tiled(n: u32, w: u32, t: Target) -> Module {
             Space::Sb,
             128,
             w,
+            1,
             MemFlags::empty(),
         );
         tiles.push((ti, ui));
@@ -139,7 +111,7 @@ fn tiled(n: u32, w: u32, t: Target) -> Module {
         dma(&mut b, Opcode::Load, s, d, InstFlags::empty());
     }
     for &(ti, ui) in &tiles {
-        act(&mut b, ui, ti);
+        exp(&mut b, ui, ti);
     }
     for (k, &(_, ui)) in tiles.iter().enumerate() {
         let k = k as u32;
@@ -160,10 +132,10 @@ fn tiled(n: u32, w: u32, t: Target) -> Module {
 fn skip_pass_without_dma() {
     let mut m = Module::new(Target::default());
     let mut b = Builder::new(&mut m);
-    let t = mem(&mut b, "t", Space::Sb, 128, 64, MemFlags::empty());
-    let u = mem(&mut b, "u", Space::Sb, 128, 64, MemFlags::OUTPUT);
+    let t = mem(&mut b, "t", Space::Sb, 128, 64, 1, MemFlags::empty());
+    let u = mem(&mut b, "u", Space::Sb, 128, 64, 1, MemFlags::OUTPUT);
     b.func("f").unwrap();
-    act(&mut b, u, t);
+    exp(&mut b, u, t);
     m.place(t, 0, 0);
     m.place(u, 0, 64);
     let st = run(DMA_OPTIMIZATION_SB, &mut m);
@@ -184,8 +156,8 @@ fn report_numbers_by_hand() {
     assert_eq!(r.dram_bytes_saved, 2 * 128 * 1024);
     // A strided load: 4 runs of 64 B per partition over 32 partitions.
     let mut b = Builder::new(&mut m);
-    let z = mem(&mut b, "z", Space::Dram, 32, 1024, MemFlags::INPUT);
-    let s = mem(&mut b, "s", Space::Sb, 32, 256, MemFlags::empty());
+    let z = mem(&mut b, "z", Space::Dram, 32, 1024, 1, MemFlags::INPUT);
+    let s = mem(&mut b, "s", Space::Sb, 32, 256, 1, MemFlags::empty());
     let mut src = b.full(z);
     src.dims.clear();
     src.dims.push(Dim::new(256, 4));
@@ -197,8 +169,8 @@ fn report_numbers_by_hand() {
     assert_eq!(r2.bytes - r.bytes, 32 * 256);
     // A run longer than 64 KiB splits: 1 partition x 200 000 B = 4 descriptors.
     let mut b = Builder::new(&mut m);
-    let big = mem(&mut b, "big", Space::Dram, 1, 200_000, MemFlags::INPUT);
-    let bt = mem(&mut b, "bt", Space::Sb, 1, 200_000, MemFlags::empty());
+    let big = mem(&mut b, "big", Space::Dram, 1, 200_000, 1, MemFlags::INPUT);
+    let bt = mem(&mut b, "bt", Space::Sb, 1, 200_000, 1, MemFlags::empty());
     b.load(bt, big, 0).unwrap();
     assert_eq!(dma_analysis(&m).descriptors - r2.descriptors, 4);
 }
@@ -269,10 +241,10 @@ fn sb_instance_ignores_psum_and_psum_ignores_sb() {
 fn pair(hook: impl FnOnce(&mut Builder<'_>, MemLoc, MemLoc, MemLoc)) -> Module {
     let mut m = Module::new(Target::default());
     let mut b = Builder::new(&mut m);
-    let x = mem(&mut b, "x", Space::Dram, 128, 1024, MemFlags::INPUT);
-    let t0 = mem(&mut b, "t0", Space::Sb, 128, 512, MemFlags::empty());
-    let t1 = mem(&mut b, "t1", Space::Sb, 128, 512, MemFlags::empty());
-    let o = mem(&mut b, "o", Space::Sb, 128, 1024, MemFlags::OUTPUT);
+    let x = mem(&mut b, "x", Space::Dram, 128, 1024, 1, MemFlags::INPUT);
+    let t0 = mem(&mut b, "t0", Space::Sb, 128, 512, 1, MemFlags::empty());
+    let t1 = mem(&mut b, "t1", Space::Sb, 128, 512, 1, MemFlags::empty());
+    let o = mem(&mut b, "o", Space::Sb, 128, 1024, 1, MemFlags::OUTPUT);
     b.func("f").unwrap();
     let (s, d) = (b.slice(x, 0, 128, 0, 512), b.full(t0));
     dma(&mut b, Opcode::Load, s, d, InstFlags::empty());
@@ -320,15 +292,15 @@ fn veto_not_adjacent_when_the_tiles_are_placed_apart() {
 fn veto_conflict_other_tensor_in_the_cells() {
     // A scratch tensor lives in t1's cells between the two loads.
     let mut m = pair(|b, _, _, _| {
-        let s = mem(b, "scratch", Space::Sb, 128, 512, MemFlags::empty());
-        let k = mem(b, "keep", Space::Sb, 128, 512, MemFlags::OUTPUT);
+        let s = mem(b, "scratch", Space::Sb, 128, 512, 1, MemFlags::empty());
+        let k = mem(b, "keep", Space::Sb, 128, 512, 1, MemFlags::OUTPUT);
         let z = b.full(s);
         let mut ms = InstSpec::new(Opcode::Memset);
         ms.imm = 7;
         let o = [z];
         ms.outputs = &o;
         b.inst(&ms).unwrap();
-        act(b, k, s);
+        exp(b, k, s);
     });
     let s = m.mem_by_name("scratch").unwrap();
     let k = m.mem_by_name("keep").unwrap();
@@ -370,10 +342,10 @@ fn veto_loop_boundary() {
 fn veto_not_full_access_and_not_contiguous() {
     let mut m = Module::new(Target::default());
     let mut b = Builder::new(&mut m);
-    let x = mem(&mut b, "x", Space::Dram, 128, 2048, MemFlags::INPUT);
-    let t0 = mem(&mut b, "t0", Space::Sb, 128, 1024, MemFlags::empty());
-    let t1 = mem(&mut b, "t1", Space::Sb, 128, 512, MemFlags::empty());
-    let o = mem(&mut b, "o", Space::Sb, 128, 2048, MemFlags::OUTPUT);
+    let x = mem(&mut b, "x", Space::Dram, 128, 2048, 1, MemFlags::INPUT);
+    let t0 = mem(&mut b, "t0", Space::Sb, 128, 1024, 1, MemFlags::empty());
+    let t1 = mem(&mut b, "t1", Space::Sb, 128, 512, 1, MemFlags::empty());
+    let o = mem(&mut b, "o", Space::Sb, 128, 2048, 1, MemFlags::OUTPUT);
     b.func("f").unwrap();
     // Partial destination: fills half of t0.
     let (s, d) = (b.slice(x, 0, 128, 0, 512), b.slice(t0, 0, 128, 0, 512));
@@ -416,10 +388,10 @@ fn psum_coalescing_respects_the_bank_span() {
     for (gen, merges) in [("trn2", false), ("trn3", true)] {
         let mut m = Module::new(Target::by_name(gen).unwrap());
         let mut b = Builder::new(&mut m);
-        let x = mem(&mut b, "x", Space::Dram, 128, 4096, MemFlags::INPUT);
-        let p0 = mem(&mut b, "p0", Space::Psum, 128, 2048, MemFlags::empty());
-        let p1 = mem(&mut b, "p1", Space::Psum, 128, 2048, MemFlags::empty());
-        let o = mem(&mut b, "o", Space::Sb, 128, 4096, MemFlags::OUTPUT);
+        let x = mem(&mut b, "x", Space::Dram, 128, 4096, 1, MemFlags::INPUT);
+        let p0 = mem(&mut b, "p0", Space::Psum, 128, 2048, 1, MemFlags::empty());
+        let p1 = mem(&mut b, "p1", Space::Psum, 128, 2048, 1, MemFlags::empty());
+        let o = mem(&mut b, "o", Space::Sb, 128, 4096, 1, MemFlags::OUTPUT);
         b.func("f").unwrap();
         let (s, d) = (b.slice(x, 0, 128, 0, 2048), b.full(p0));
         dma(&mut b, Opcode::Load, s, d, InstFlags::empty());
@@ -450,9 +422,9 @@ fn psum_coalescing_respects_the_bank_span() {
 fn partial_dma_shrinks_to_the_used_range() {
     let mut m = Module::new(Target::default());
     let mut b = Builder::new(&mut m);
-    let x = mem(&mut b, "x", Space::Dram, 128, 4096, MemFlags::INPUT);
-    let t = mem(&mut b, "t", Space::Sb, 128, 4096, MemFlags::empty());
-    let o = mem(&mut b, "o", Space::Sb, 128, 1024, MemFlags::OUTPUT);
+    let x = mem(&mut b, "x", Space::Dram, 128, 4096, 1, MemFlags::INPUT);
+    let t = mem(&mut b, "t", Space::Sb, 128, 4096, 1, MemFlags::empty());
+    let o = mem(&mut b, "o", Space::Sb, 128, 1024, 1, MemFlags::OUTPUT);
     b.func("f").unwrap();
     b.load(t, x, 0).unwrap();
     let (i, d) = (b.slice(t, 0, 128, 1024, 2048), b.full(o));
@@ -476,7 +448,7 @@ fn rewrites_beyond_the_headroom_are_skipped_not_failed() {
     let n = 48u32;
     let mut m = Module::new(Target::default());
     let mut b = Builder::new(&mut m);
-    let x = mem(&mut b, "x", Space::Dram, 128, 1024 * n, MemFlags::INPUT);
+    let x = mem(&mut b, "x", Space::Dram, 128, 1024 * n, 1, MemFlags::INPUT);
     b.func("f").unwrap();
     let mut locs = Vec::new();
     for k in 0..n {
@@ -486,6 +458,7 @@ fn rewrites_beyond_the_headroom_are_skipped_not_failed() {
             Space::Sb,
             128,
             1024,
+            1,
             MemFlags::empty(),
         );
         let o = mem(
@@ -494,6 +467,7 @@ fn rewrites_beyond_the_headroom_are_skipped_not_failed() {
             Space::Sb,
             128,
             256,
+            1,
             MemFlags::OUTPUT,
         );
         let (src, dst) = (b.slice(x, 0, 128, 1024 * k, 1024 * (k + 1)), b.full(t));
@@ -522,13 +496,13 @@ fn twice(
 ) -> Module {
     let mut m = Module::new(Target::default());
     let mut b = Builder::new(&mut m);
-    let x = mem(&mut b, "x", Space::Dram, parts, bytes, MemFlags::INPUT);
-    let a = mem(&mut b, "a", Space::Sb, parts, bytes, MemFlags::empty());
-    let o1 = mem(&mut b, "o1", Space::Sb, parts, bytes, MemFlags::OUTPUT);
-    let o2 = mem(&mut b, "o2", Space::Sb, parts, bytes, MemFlags::OUTPUT);
+    let x = mem(&mut b, "x", Space::Dram, parts, bytes, 1, MemFlags::INPUT);
+    let a = mem(&mut b, "a", Space::Sb, parts, bytes, 1, MemFlags::empty());
+    let o1 = mem(&mut b, "o1", Space::Sb, parts, bytes, 1, MemFlags::OUTPUT);
+    let o2 = mem(&mut b, "o2", Space::Sb, parts, bytes, 1, MemFlags::OUTPUT);
     b.func("f").unwrap();
     b.load(a, x, 0).unwrap();
-    act(&mut b, o1, a);
+    exp(&mut b, o1, a);
     let (s, d) = second(&mut b, x);
     let reader = d.clone();
     dma(&mut b, Opcode::Load, s, d, InstFlags::empty());
@@ -560,7 +534,7 @@ fn merge_load_drops_a_resident_reload() {
 fn merge_load_repoints_a_second_tile_at_the_same_cells() {
     let mut m = twice(
         |b, x| {
-            let t = mem(b, "b", Space::Sb, 128, 1024, MemFlags::empty());
+            let t = mem(b, "b", Space::Sb, 128, 1024, 1, MemFlags::empty());
             (b.full(x), b.full(t))
         },
         128,
@@ -595,7 +569,7 @@ fn merge_load_veto_destination_written_between() {
 fn transform_load_copies_a_sub_range_when_cheaper() {
     let mut m = twice(
         |b, x| {
-            let t = mem(b, "b", Space::Sb, 128, 256, MemFlags::empty());
+            let t = mem(b, "b", Space::Sb, 128, 256, 1, MemFlags::empty());
             (b.slice(x, 0, 128, 256, 512), b.full(t))
         },
         128,
@@ -614,7 +588,7 @@ fn transform_load_veto_by_cost_model() {
     // than the DMA ((1300 + 1517) ns at 1.4 GHz = 3943 cycles).
     let mut m = twice(
         |b, x| {
-            let t = mem(b, "b", Space::Sb, 1, 40960, MemFlags::empty());
+            let t = mem(b, "b", Space::Sb, 1, 40960, 1, MemFlags::empty());
             (b.slice(x, 0, 1, 1024, 41984), b.full(t))
         },
         1,
@@ -629,23 +603,24 @@ fn transform_load_veto_by_cost_model() {
 fn stores(read_between: bool, output: bool) -> Module {
     let mut m = Module::new(Target::default());
     let mut b = Builder::new(&mut m);
-    let x = mem(&mut b, "x", Space::Dram, 128, 512, MemFlags::INPUT);
+    let x = mem(&mut b, "x", Space::Dram, 128, 512, 1, MemFlags::INPUT);
     let d = mem(
         &mut b,
         "d",
         Space::Dram,
         128,
         512,
+        1,
         if output {
             MemFlags::OUTPUT
         } else {
             MemFlags::INTERNAL
         },
     );
-    let y = mem(&mut b, "y", Space::Dram, 128, 512, MemFlags::OUTPUT);
-    let t = mem(&mut b, "t", Space::Sb, 128, 512, MemFlags::empty());
-    let u = mem(&mut b, "u", Space::Sb, 128, 512, MemFlags::empty());
-    let r = mem(&mut b, "r", Space::Sb, 128, 512, MemFlags::empty());
+    let y = mem(&mut b, "y", Space::Dram, 128, 512, 1, MemFlags::OUTPUT);
+    let t = mem(&mut b, "t", Space::Sb, 128, 512, 1, MemFlags::empty());
+    let u = mem(&mut b, "u", Space::Sb, 128, 512, 1, MemFlags::empty());
+    let r = mem(&mut b, "r", Space::Sb, 128, 512, 1, MemFlags::empty());
     b.func("f").unwrap();
     b.load(t, x, 0).unwrap();
     b.save(d, t, 0).unwrap();
@@ -653,7 +628,7 @@ fn stores(read_between: bool, output: bool) -> Module {
         b.load(r, d, 0).unwrap();
         b.save(y, r, 0).unwrap();
     }
-    act(&mut b, u, t);
+    exp(&mut b, u, t);
     b.save(d, u, 0).unwrap();
     b.load(r, d, 0).unwrap();
     b.save(y, r, 0).unwrap();
@@ -686,11 +661,11 @@ fn dead_store_veto_read_between_and_output() {
 fn spill(hook: impl FnOnce(&mut Builder<'_>)) -> Module {
     let mut m = Module::new(Target::default());
     let mut b = Builder::new(&mut m);
-    let w = mem(&mut b, "w", Space::Sb, 128, 512, MemFlags::INPUT);
-    let p = mem(&mut b, "p", Space::Psum, 128, 2048, MemFlags::empty());
-    let q = mem(&mut b, "q", Space::Psum, 128, 2048, MemFlags::empty());
-    let slot = mem(&mut b, "slot", Space::Dram, 128, 2048, MemFlags::SPILL);
-    let o = mem(&mut b, "o", Space::Sb, 128, 2048, MemFlags::OUTPUT);
+    let w = mem(&mut b, "w", Space::Sb, 128, 512, 1, MemFlags::INPUT);
+    let p = mem(&mut b, "p", Space::Psum, 128, 2048, 1, MemFlags::empty());
+    let q = mem(&mut b, "q", Space::Psum, 128, 2048, 1, MemFlags::empty());
+    let slot = mem(&mut b, "slot", Space::Dram, 128, 2048, 1, MemFlags::SPILL);
+    let o = mem(&mut b, "o", Space::Sb, 128, 2048, 1, MemFlags::OUTPUT);
     b.func("f").unwrap();
     b.compute(Opcode::Matmul, SubOp::None, p, &[w], InstFlags::empty())
         .unwrap();
@@ -699,7 +674,7 @@ fn spill(hook: impl FnOnce(&mut Builder<'_>)) -> Module {
     hook(&mut b);
     let (s, d) = (b.full(slot), b.full(q));
     dma(&mut b, Opcode::Load, s, d, InstFlags::RELOAD);
-    act(&mut b, o, q);
+    exp(&mut b, o, q);
     m.place(w, 0, 0);
     m.place(p, 0, 0);
     m.place(q, 0, 2048);
@@ -722,11 +697,11 @@ fn psum_spill_pair_removed_by_the_psum_instance_only() {
 fn psum_spill_veto_bank_reused() {
     let mut m = spill(|b| {
         let w = b.module().mem_by_name("w").unwrap();
-        let r = mem(b, "r", Space::Psum, 128, 2048, MemFlags::empty());
-        let k = mem(b, "k", Space::Sb, 128, 2048, MemFlags::OUTPUT);
+        let r = mem(b, "r", Space::Psum, 128, 2048, 1, MemFlags::empty());
+        let k = mem(b, "k", Space::Sb, 128, 2048, 1, MemFlags::OUTPUT);
         b.compute(Opcode::Matmul, SubOp::None, r, &[w], InstFlags::empty())
             .unwrap();
-        act(b, k, r);
+        exp(b, k, r);
     });
     let r = m.mem_by_name("r").unwrap();
     let k = m.mem_by_name("k").unwrap();

@@ -84,6 +84,28 @@ impl Gen<'_, '_> {
         self.dmas += 1;
         Ok(())
     }
+    /// A DMA of all of `from` to all of `to`.
+    fn dma_full(&mut self, op: Opcode, from: MemLoc, to: MemLoc) -> Result<(), IrError> {
+        let (s, d) = (self.b.full(from), self.b.full(to));
+        self.dma(op, s, d)
+    }
+    /// A chunk that loads a DRAM input `x` of `in_bytes` per partition
+    /// whole into a tile `t`, runs `body(x, t, o)`, and saves the tile `o`
+    /// of `out_bytes` whole to a DRAM output (declared `x`, `y`, `t`, `o`).
+    fn staged(
+        &mut self,
+        in_bytes: u32,
+        out_bytes: u32,
+        body: impl FnOnce(&mut Self, MemLoc, MemLoc, MemLoc) -> Result<(), IrError>,
+    ) -> Result<(), IrError> {
+        let x = self.dram(in_bytes, MemFlags::INPUT)?;
+        let y = self.dram(out_bytes, MemFlags::OUTPUT)?;
+        let t = self.sb(128, in_bytes)?;
+        let o = self.sb(128, out_bytes)?;
+        self.dma_full(Opcode::Load, x, t)?;
+        body(self, x, t, o)?;
+        self.dma_full(Opcode::Save, o, y)
+    }
     fn act(&mut self, o: ApSpec, i: ApSpec) -> Result<(), IrError> {
         let mut spec = InstSpec::new(Opcode::Activation);
         spec.subop = SubOp::Exp;
@@ -156,33 +178,20 @@ pub fn dma_heavy(target: Target, p: DmaGenParams) -> Result<Module, IrError> {
             }
             1 => {
                 // Duplicated load of the same bytes into the same tile.
-                let x = g.dram(1024, MemFlags::INPUT)?;
-                let y = g.dram(2048, MemFlags::OUTPUT)?;
-                let a = g.sb(128, 1024)?;
-                let o = g.sb(128, 2048)?;
-                let (s, d) = (g.b.full(x), g.b.full(a));
-                g.dma(Opcode::Load, s, d)?;
-                let (oo, i) = (g.b.slice(o, 0, 128, 0, 1024), g.b.full(a));
-                g.act(oo, i)?;
-                let (s, d) = (g.b.full(x), g.b.full(a));
-                g.dma(Opcode::Load, s, d)?;
-                let (oo, i) = (g.b.slice(o, 0, 128, 1024, 2048), g.b.full(a));
-                g.act(oo, i)?;
-                let (s, d) = (g.b.full(o), g.b.full(y));
-                g.dma(Opcode::Save, s, d)?;
+                g.staged(1024, 2048, |g, x, a, o| {
+                    let (oo, i) = (g.b.slice(o, 0, 128, 0, 1024), g.b.full(a));
+                    g.act(oo, i)?;
+                    g.dma_full(Opcode::Load, x, a)?;
+                    let (oo, i) = (g.b.slice(o, 0, 128, 1024, 2048), g.b.full(a));
+                    g.act(oo, i)
+                })?;
             }
             2 => {
                 // Over-broad load: only a quarter is read.
-                let x = g.dram(4096, MemFlags::INPUT)?;
-                let y = g.dram(1024, MemFlags::OUTPUT)?;
-                let t = g.sb(128, 4096)?;
-                let o = g.sb(128, 1024)?;
-                let (s, d) = (g.b.full(x), g.b.full(t));
-                g.dma(Opcode::Load, s, d)?;
-                let (oo, i) = (g.b.full(o), g.b.slice(t, 0, 128, 1024, 2048));
-                g.act(oo, i)?;
-                let (s, d) = (g.b.full(o), g.b.full(y));
-                g.dma(Opcode::Save, s, d)?;
+                g.staged(4096, 1024, |g, _, t, o| {
+                    let (oo, i) = (g.b.full(o), g.b.slice(t, 0, 128, 1024, 2048));
+                    g.act(oo, i)
+                })?;
             }
             _ => {
                 // Dead save: overwritten before it is read back.
@@ -192,18 +201,13 @@ pub fn dma_heavy(target: Target, p: DmaGenParams) -> Result<Module, IrError> {
                 let t = g.sb(128, 512)?;
                 let u = g.sb(128, 512)?;
                 let r = g.sb(128, 512)?;
-                let (s, dd) = (g.b.full(x), g.b.full(t));
-                g.dma(Opcode::Load, s, dd)?;
-                let (s, dd) = (g.b.full(t), g.b.full(d));
-                g.dma(Opcode::Save, s, dd)?;
+                g.dma_full(Opcode::Load, x, t)?;
+                g.dma_full(Opcode::Save, t, d)?;
                 let (o, i) = (g.b.full(u), g.b.full(t));
                 g.act(o, i)?;
-                let (s, dd) = (g.b.full(u), g.b.full(d));
-                g.dma(Opcode::Save, s, dd)?;
-                let (s, dd) = (g.b.full(d), g.b.full(r));
-                g.dma(Opcode::Load, s, dd)?;
-                let (s, dd) = (g.b.full(r), g.b.full(y));
-                g.dma(Opcode::Save, s, dd)?;
+                g.dma_full(Opcode::Save, u, d)?;
+                g.dma_full(Opcode::Load, d, r)?;
+                g.dma_full(Opcode::Save, r, y)?;
             }
         }
     }

@@ -17,30 +17,7 @@ use alloc::vec::Vec;
 
 use crate::mem::problem::{Buffer, Placement, Problem, ProblemError};
 
-/// The splitmix64 generator: small, fast, and good enough for workloads.
-#[derive(Copy, Clone, Debug)]
-pub struct SplitMix64(u64);
-
-impl SplitMix64 {
-    /// A generator seeded with `seed`.
-    pub const fn new(seed: u64) -> SplitMix64 {
-        SplitMix64(seed)
-    }
-
-    /// The next 64 random bits.
-    pub fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    /// A number in `0..n` (`n > 0`), by multiply-shift.
-    pub fn below(&mut self, n: u64) -> u64 {
-        ((self.next_u64() as u128 * n as u128) >> 64) as u64
-    }
-}
+pub use crate::rng::SplitMix64;
 
 /// Parameters of a perfect-packing instance.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]

@@ -1057,6 +1057,17 @@ fn compute<S: Sink>(
     s.inst(&spec)
 }
 
+/// [`compute`] with no register operand and no flag: the common case.
+fn compute_plain<S: Sink>(
+    s: &mut S,
+    op: Opcode,
+    sub: SubOp,
+    dst: View,
+    srcs: &[View],
+) -> Result<(), IrError> {
+    compute(s, op, sub, dst, srcs, &[], InstFlags::empty())
+}
+
 /// How the first unit of a region gathers a piece of its result, one slice
 /// per iteration of the loops around it, into a tile saved after them.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -1306,14 +1317,12 @@ fn region<S: Sink>(
     if let Some((mut g, space)) = ctx.gathered {
         if space == Space::Psum {
             let o = tile(s, st, Space::Sb, g.parts, g.bytes, g.ty)?;
-            compute(
+            compute_plain(
                 s,
                 Opcode::Activation,
                 SubOp::Identity,
                 o.full(),
                 &[g.full()],
-                &[],
-                InstFlags::empty(),
             )?;
             g = o;
         }
@@ -1395,7 +1404,7 @@ fn accumulate<S: Sink>(
             }
         };
         dma(s, Opcode::Load, x.full(), src, None, ctx.queue)?;
-        compute(
+        compute_plain(
             s,
             Opcode::Matmul,
             SubOp::None,
@@ -1405,21 +1414,17 @@ fn accumulate<S: Sink>(
                 x.full(),
                 a.full(),
             ],
-            &[],
-            InstFlags::empty(),
         )?;
     }
     close_loop(s, st, k)?;
     for (j, &a) in accs.iter().enumerate() {
         let o = tile(s, st, Space::Sb, parts, n * 4, plan.acc_ty())?;
-        compute(
+        compute_plain(
             s,
             Opcode::Activation,
             SubOp::Identity,
             o.full(),
             &[a.full()],
-            &[],
-            InstFlags::empty(),
         )?;
         let o = convert(s, st, plan, o.full(), ty)?;
         let out = ctx
@@ -1445,15 +1450,7 @@ fn convert<S: Sink>(
     }
     let n = v.elems();
     let t = tile(s, st, Space::Sb, plan.parts, n * to.size() as u32, to)?;
-    compute(
-        s,
-        Opcode::TensorCopy,
-        SubOp::None,
-        t.full(),
-        &[v],
-        &[],
-        InstFlags::empty(),
-    )?;
+    compute_plain(s, Opcode::TensorCopy, SubOp::None, t.full(), &[v])?;
     Ok(t.full())
 }
 
@@ -1509,14 +1506,12 @@ fn reduced_column<S: Sink>(
     cur: View,
 ) -> Result<View, IrError> {
     let col = fresh(s, st, &cur, 1, cur.tile.ty)?;
-    compute(
+    compute_plain(
         s,
         Opcode::TensorReduce,
         rng.pick(&REDUCTIONS, SubOp::Max),
         col.full(),
         &[cur],
-        &[],
-        InstFlags::empty(),
     )?;
     Ok(col.full())
 }
@@ -1592,26 +1587,14 @@ fn matmul_step<S: Sink>(
     let n = rhs.elems().min(c.bank / 4);
     let acc = c.plan.acc_ty();
     let ps = tile(s, st, Space::Psum, cur.tile.parts, n * 4, acc)?;
-    compute(
+    compute_plain(
         s,
         Opcode::Matmul,
         SubOp::None,
         ps.full(),
         &[cur.first(parts), rhs.first(n)],
-        &[],
-        InstFlags::empty(),
     )?;
-    let nx = tile(s, st, Space::Sb, cur.tile.parts, n * 4, acc)?;
-    compute(
-        s,
-        Opcode::Activation,
-        rng.pick(&ACTIVATIONS, SubOp::Identity),
-        nx.full(),
-        &[ps.full()],
-        &[],
-        InstFlags::empty(),
-    )?;
-    Ok(nx.full())
+    evacuated(s, st, rng, ps)
 }
 
 /// `transpose` of the first `F <= 128` elements of `cur` (`[P x F]` to
@@ -1636,45 +1619,36 @@ fn transpose_step<S: Sink>(
     let acc = c.plan.acc_ty();
     let pb = parts as u32 * 4;
     let tt = tile(s, st, Space::Psum, f, pb, acc)?;
-    let none = InstFlags::empty();
-    compute(
+    compute_plain(
         s,
         Opcode::Transpose,
         SubOp::None,
         tt.full(),
         &[cur.first(f as u32)],
-        &[],
-        none,
     )?;
     let sb = tile(s, st, Space::Sb, f, pb, acc)?;
-    compute(
-        s,
-        Opcode::TensorCopy,
-        SubOp::None,
-        sb.full(),
-        &[tt.full()],
-        &[],
-        none,
-    )?;
+    compute_plain(s, Opcode::TensorCopy, SubOp::None, sb.full(), &[tt.full()])?;
     let g = tile(s, st, Space::Psum, parts, pb, acc)?;
-    compute(
+    compute_plain(
         s,
         Opcode::Matmul,
         SubOp::None,
         g.full(),
         &[sb.full(), sb.full()],
-        &[],
-        none,
     )?;
-    let nx = tile(s, st, Space::Sb, parts, pb, acc)?;
-    compute(
+    evacuated(s, st, rng, g)
+}
+
+/// The PSUM result `ps` evacuated to a fresh SB tile of its shape by an
+/// activation: the chain continues in SB.
+fn evacuated<S: Sink>(s: &mut S, st: &mut State, rng: &mut Rng, ps: Tile) -> Result<View, IrError> {
+    let nx = tile(s, st, Space::Sb, ps.parts, ps.bytes, ps.ty)?;
+    compute_plain(
         s,
         Opcode::Activation,
         rng.pick(&ACTIVATIONS, SubOp::Identity),
         nx.full(),
-        &[g.full()],
-        &[],
-        none,
+        &[ps.full()],
     )?;
     Ok(nx.full())
 }
@@ -1748,14 +1722,12 @@ fn unit<S: Sink>(
         cur = tiles[0].full();
         for t in tiles.iter().skip(1) {
             let nx = tile(s, st, Space::Sb, parts, bytes, ty)?;
-            compute(
+            compute_plain(
                 s,
                 Opcode::TensorTensor,
                 SubOp::Add,
                 nx.full(),
                 &[cur, t.full()],
-                &[],
-                InstFlags::empty(),
             )?;
             cur = nx.full();
         }
@@ -1833,14 +1805,12 @@ fn unit<S: Sink>(
                 .find(|&d| n % d == 0 && n > d)
                 .unwrap_or(n.max(1));
             let nx = fresh(s, st, &cur, n / d, cur.tile.ty)?;
-            compute(
+            compute_plain(
                 s,
                 Opcode::TensorReduce,
                 rng.pick(&REDUCTIONS, SubOp::Add),
                 nx.full(),
                 &[cur],
-                &[],
-                InstFlags::empty(),
             )?;
             cur = nx.full();
         } else if rng.percent(p.column_pct) {
@@ -1863,27 +1833,17 @@ fn unit<S: Sink>(
                 let other = operand(s, st, &c, ctx, rng)?;
                 let n = cur.elems().min(other.elems());
                 let nx = fresh(s, st, &cur, n, cur.tile.ty)?;
-                compute(
+                compute_plain(
                     s,
                     Opcode::TensorScan,
                     SubOp::MulAdd,
                     nx.full(),
                     &[cur.first(n), other.first(n)],
-                    &[],
-                    InstFlags::empty(),
                 )?;
                 cur = nx.full();
             } else {
                 let nx = fresh(s, st, &cur, cur.elems(), cur.tile.ty)?;
-                compute(
-                    s,
-                    Opcode::TensorScan,
-                    SubOp::Add,
-                    nx.full(),
-                    &[cur],
-                    &[],
-                    InstFlags::empty(),
-                )?;
+                compute_plain(s, Opcode::TensorScan, SubOp::Add, nx.full(), &[cur])?;
                 cur = nx.full();
             }
         } else {
@@ -1902,14 +1862,12 @@ fn unit<S: Sink>(
                         b.motion.pstep = Some(0);
                     }
                     let nx = fresh(s, st, &cur, n, cur.tile.ty)?;
-                    compute(
+                    compute_plain(
                         s,
                         Opcode::TensorTensor,
                         rng.pick(&BINARY, SubOp::Add),
                         nx.full(),
                         &[cur.first(n), b],
-                        &[],
-                        InstFlags::empty(),
                     )?;
                     cur = nx.full();
                 }
@@ -1936,14 +1894,12 @@ fn unit<S: Sink>(
             dma(s, Opcode::Load, a.full(), src, offset, q)?;
             let n = cur.elems().min(a.full().elems());
             let nx = fresh(s, st, &cur, n, cur.tile.ty)?;
-            compute(
+            compute_plain(
                 s,
                 Opcode::TensorTensor,
                 SubOp::Add,
                 nx.full(),
                 &[cur.first(n), a.full().first(n)],
-                &[],
-                InstFlags::empty(),
             )?;
             cur = nx.full();
         }
@@ -2021,7 +1977,6 @@ fn gather<S: Sink>(
 ) -> Result<(), IrError> {
     let parts = cur.parts;
     let acc = c.plan.acc_ty();
-    let none = InstFlags::empty();
     let pe = c.p.target.sb_partitions as u32;
     let mut kind = ctx.gather;
     if kind == Gather::Psum
@@ -2037,14 +1992,12 @@ fn gather<S: Sink>(
             return Ok(());
         }
         let gp = tile(s, st, Space::Psum, parts, t * g * 4, acc)?;
-        compute(
+        compute_plain(
             s,
             Opcode::Matmul,
             SubOp::None,
             gp.range(0, g * 4).moving(motion),
             &[cur.first(parts as u32), rhs.first(g)],
-            &[],
-            none,
         )?;
         ctx.gathered = Some((gp, Space::Psum));
         return Ok(());
@@ -2061,14 +2014,12 @@ fn gather<S: Sink>(
                 bytes: 0,
             };
             motion.n_terms = 1;
-            compute(
+            compute_plain(
                 s,
                 Opcode::TensorCopy,
                 SubOp::None,
                 gt.full().rows(parts).moving(motion),
                 &[cur.first(g)],
-                &[],
-                none,
             )?;
             ctx.gathered = Some((gt, Space::Sb));
             return Ok(());
@@ -2077,14 +2028,12 @@ fn gather<S: Sink>(
     let (motion, t) = slots(&ctx.known, g * 4, 1, GATHER_CAP);
     if motion.n_terms > 0 {
         let gt = tile(s, st, Space::Sb, parts, t * g * 4, acc)?;
-        compute(
+        compute_plain(
             s,
             Opcode::TensorCopy,
             SubOp::None,
             gt.range(0, g * 4).moving(motion),
             &[cur.first(g)],
-            &[],
-            none,
         )?;
         ctx.gathered = Some((gt, Space::Sb));
     }

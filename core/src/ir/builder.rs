@@ -257,29 +257,18 @@ mod tests {
     use super::*;
     use crate::ir::types::MemFlags;
     use crate::target::Target;
+    use crate::testing::{dram_io, exp, mem, tiles};
 
     #[test]
     fn builds_blocks_loops_and_lists() {
         let mut m = Module::new(Target::default());
         let mut b = Builder::new(&mut m);
-        let x = b
-            .mem("x", Space::Dram, 128, 4096, 4, MemFlags::INPUT)
-            .unwrap();
-        let y = b
-            .mem("y", Space::Dram, 128, 4096, 4, MemFlags::OUTPUT)
-            .unwrap();
-        let t = b
-            .mem("t", Space::Sb, 128, 4096, 4, MemFlags::empty())
-            .unwrap();
-        let u = b
-            .mem("u", Space::Sb, 128, 4096, 4, MemFlags::empty())
-            .unwrap();
+        let [x, y] = dram_io(&mut b, 128, 4096, 4);
+        let [t, u] = tiles(&mut b, Space::Sb, ["t", "u"], 128, 4096, 4);
         b.func("main").unwrap();
         let i0 = b.load(t, x, 0).unwrap();
         b.begin_loop(4).unwrap();
-        let i1 = b
-            .compute(Opcode::Activation, SubOp::Exp, u, &[t], InstFlags::empty())
-            .unwrap();
+        let i1 = exp(&mut b, u, t);
         b.end_loop().unwrap();
         let i2 = b.save(y, u, 1).unwrap();
         b.finish().unwrap();
@@ -305,9 +294,7 @@ mod tests {
     fn pass_insertion_respects_the_reserve() {
         let mut m = Module::new(Target::default());
         let mut b = Builder::new(&mut m);
-        let t = b
-            .mem("t", Space::Sb, 128, 64, 1, MemFlags::empty())
-            .unwrap();
+        let t = mem(&mut b, "t", Space::Sb, 128, 64, 1, MemFlags::empty());
         b.func("f").unwrap();
         let i0 = b.op(Opcode::Memset, &[full_ap(b.module, t)], &[]).unwrap();
         // Fill the reserve exactly, then insertion must fail without growing.
@@ -339,9 +326,7 @@ mod tests {
             ..Default::default()
         });
         let mut b = Builder::new(&mut m);
-        let t = b
-            .mem("t", Space::Sb, 128, 64, 1, MemFlags::empty())
-            .unwrap();
+        let t = mem(&mut b, "t", Space::Sb, 128, 64, 1, MemFlags::empty());
         b.func("f").unwrap();
         let mk = |b: &mut Builder<'_>| {
             let o = [full_ap(b.module, t)];

@@ -1054,24 +1054,11 @@ mod tests {
     use super::*;
     use crate::ir::{Builder, InstFlags, Opcode, SubOp};
     use crate::mem::exact::NoClock;
-    use crate::verify::dataflow::{DataflowCapacity, DataflowChecker};
-    use crate::verify::placement::Verifier;
+    use crate::testing::{add, assert_sound, dram_io, mem, tiles};
     use crate::Target;
 
     fn check(original: &Module, m: &Module) {
-        let mut v = Verifier::for_module(m);
-        let r = v.verify(m);
-        assert!(
-            r.is_clean(),
-            "verifier: {}",
-            r.findings
-                .first()
-                .map(|f| alloc::format!("{}", f.display(m)))
-                .unwrap_or_default()
-        );
-        let mut d = DataflowChecker::with_capacity(DataflowCapacity::estimate(original, m));
-        let r = d.check(original, m).expect("dataflow check runs");
-        assert!(r.is_clean(), "dataflow mismatch");
+        assert_sound(original, m);
     }
 
     /// A chain of tiles where each tile lives for two steps, plus a long-lived
@@ -1079,15 +1066,8 @@ mod tests {
     fn chain(target: Target, tiles: u32, bytes: u32) -> Module {
         let mut m = Module::new(target);
         let mut b = Builder::new(&mut m);
-        let x = b
-            .mem("x", Space::Dram, 128, bytes, 4, MemFlags::INPUT)
-            .unwrap();
-        let y = b
-            .mem("y", Space::Dram, 128, bytes, 4, MemFlags::OUTPUT)
-            .unwrap();
-        let w = b
-            .mem("w", Space::Sb, 128, bytes, 4, MemFlags::empty())
-            .unwrap();
+        let [x, y] = dram_io(&mut b, 128, bytes, 4);
+        let w = mem(&mut b, "w", Space::Sb, 128, bytes, 4, MemFlags::empty());
         let mut ts = Vec::new();
         for k in 0..tiles {
             ts.push(
@@ -1155,48 +1135,15 @@ mod tests {
         t.set("sb-bytes", 3 * 4096).unwrap();
         let mut m = Module::new(t);
         let mut b = Builder::new(&mut m);
-        let x = b
-            .mem("x", Space::Dram, 128, 4096, 4, MemFlags::INPUT)
-            .unwrap();
-        let y = b
-            .mem("y", Space::Dram, 128, 4096, 4, MemFlags::OUTPUT)
-            .unwrap();
-        let a = b
-            .mem("a", Space::Sb, 128, 4096, 4, MemFlags::empty())
-            .unwrap();
-        let c = b
-            .mem("c", Space::Sb, 128, 4096, 4, MemFlags::empty())
-            .unwrap();
-        let d = b
-            .mem("d", Space::Sb, 128, 4096, 4, MemFlags::empty())
-            .unwrap();
-        let e = b
-            .mem("e", Space::Sb, 128, 4096, 4, MemFlags::empty())
-            .unwrap();
-        let f = b
-            .mem("f", Space::Sb, 128, 4096, 4, MemFlags::empty())
-            .unwrap();
+        let [x, y] = dram_io(&mut b, 128, 4096, 4);
+        let [a, c, d, e, f] = tiles(&mut b, Space::Sb, ["a", "c", "d", "e", "f"], 128, 4096, 4);
         b.func("main").unwrap();
         b.load(a, x, 0).unwrap(); // 0
         b.op(Opcode::Memset, &[b.full(c)], &[]).unwrap(); // 1
         b.op(Opcode::Memset, &[b.full(d)], &[]).unwrap(); // 2
                                                           // a, c, d, e live here: four tiles in a space of three.
-        b.compute(
-            Opcode::TensorTensor,
-            SubOp::Add,
-            e,
-            &[c, d],
-            InstFlags::empty(),
-        )
-        .unwrap(); // 3
-        b.compute(
-            Opcode::TensorTensor,
-            SubOp::Add,
-            f,
-            &[e, a],
-            InstFlags::empty(),
-        )
-        .unwrap(); // 4
+        add(&mut b, e, &[c, d]); // 3
+        add(&mut b, f, &[e, a]); // 4
         b.save(y, f, 0).unwrap(); // 5
         let original = m.clone();
         for level in [0i8, 1, 2] {
@@ -1244,32 +1191,16 @@ mod tests {
     fn psum_is_bank_granular() {
         let mut m = Module::new(Target::default());
         let mut b = Builder::new(&mut m);
-        let s = b
-            .mem("s", Space::Sb, 128, 512, 4, MemFlags::empty())
-            .unwrap();
-        let p0 = b
-            .mem("p0", Space::Psum, 128, 512, 4, MemFlags::empty())
-            .unwrap();
-        let p1 = b
-            .mem("p1", Space::Psum, 128, 512, 4, MemFlags::empty())
-            .unwrap();
-        let o = b
-            .mem("o", Space::Sb, 128, 512, 4, MemFlags::empty())
-            .unwrap();
+        let s = mem(&mut b, "s", Space::Sb, 128, 512, 4, MemFlags::empty());
+        let [p0, p1] = tiles(&mut b, Space::Psum, ["p0", "p1"], 128, 512, 4);
+        let o = mem(&mut b, "o", Space::Sb, 128, 512, 4, MemFlags::empty());
         b.func("f").unwrap();
         b.op(Opcode::Memset, &[b.full(s)], &[]).unwrap();
         b.compute(Opcode::Matmul, SubOp::None, p0, &[s], InstFlags::empty())
             .unwrap();
         b.compute(Opcode::Matmul, SubOp::None, p1, &[s], InstFlags::empty())
             .unwrap();
-        b.compute(
-            Opcode::TensorTensor,
-            SubOp::Add,
-            o,
-            &[p0, p1],
-            InstFlags::empty(),
-        )
-        .unwrap();
+        add(&mut b, o, &[p0, p1]);
         let original = m.clone();
         let mut ws = ColoringWorkspace::new();
         ws.reserve(&mut m);

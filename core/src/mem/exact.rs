@@ -66,6 +66,8 @@ pub use canonical::{Preorder, PREORDERS};
 
 use super::greedy::{GreedyRule, GreedyWorkspace};
 use super::problem::{align_offset, peak, Placement, Problem, Timeline};
+/// splitmix64 as a one-shot hash: the branch-order noise of an attempt.
+use crate::rng::mix64 as mix;
 
 /// A monotonic clock supplied by the caller.
 pub trait Clock {
@@ -458,14 +460,6 @@ fn luby(i: u64) -> u64 {
         }
         i -= (1u64 << (k - 1)) - 1;
     }
-}
-
-/// A 64-bit mix (splitmix64's finalizer) for the branch-order noise.
-pub(crate) const fn mix(x: u64) -> u64 {
-    let mut z = x.wrapping_add(0x9E37_79B9_7F4A_7C15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^ (z >> 31)
 }
 
 /// Most buffers the branch and bound takes on. Its cell grid, undo trail and

@@ -158,14 +158,6 @@ pub struct GraphReservation {
     pub refused: bool,
 }
 
-/// splitmix64: the random tie-breaks only need to be reproducible.
-fn mix(mut z: u64) -> u64 {
-    z = z.wrapping_add(0x9e37_79b9_7f4a_7c15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    z ^ (z >> 31)
-}
-
 impl GcaWorkspace {
     /// Empty storage.
     pub fn new() -> Self {
@@ -369,7 +361,7 @@ impl GcaWorkspace {
                 OrderRule::Random(k) => {
                     // Size, blurred by up to ±25% so that equal and near-equal
                     // sizes come in many orders.
-                    let r = mix(seed ^ (k as u64) << 32 ^ i as u64) % 512;
+                    let r = crate::rng::mix64(seed ^ (k as u64) << 32 ^ i as u64) % 512;
                     (b.size.saturating_mul(b.partitions as u64) / 256).saturating_mul(256 + r) / 4
                 }
             };

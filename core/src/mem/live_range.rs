@@ -241,45 +241,22 @@ impl LiveRangeManager {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ir::{Builder, Opcode, SubOp};
+    use crate::ir::Builder;
     use crate::target::Target;
+    use crate::testing::{add, mem, tiles};
 
     #[test]
     fn comparator_puts_the_furthest_end_first_then_names() {
         let mut m = Module::new(Target::default());
         let mut b = Builder::new(&mut m);
-        let x = b
-            .mem("x", Space::Dram, 128, 64, 1, MemFlags::INPUT)
-            .unwrap();
-        let t = b
-            .mem("t", Space::Sb, 128, 64, 1, MemFlags::empty())
-            .unwrap();
-        let a = b
-            .mem("a", Space::Sb, 128, 64, 1, MemFlags::empty())
-            .unwrap();
-        let c = b
-            .mem("c", Space::Sb, 128, 64, 1, MemFlags::empty())
-            .unwrap();
+        let x = mem(&mut b, "x", Space::Dram, 128, 64, 1, MemFlags::INPUT);
+        let [t, a, c] = tiles(&mut b, Space::Sb, ["t", "a", "c"], 128, 64, 1);
         b.func("f").unwrap();
         b.load(t, x, 0).unwrap(); // 0
         b.load(a, x, 0).unwrap(); // 1
         b.load(c, x, 0).unwrap(); // 2
-        b.compute(
-            Opcode::TensorTensor,
-            SubOp::Add,
-            c,
-            &[a, c],
-            Default::default(),
-        )
-        .unwrap(); // 3
-        b.compute(
-            Opcode::TensorTensor,
-            SubOp::Add,
-            c,
-            &[t, c],
-            Default::default(),
-        )
-        .unwrap(); // 4
+        add(&mut b, c, &[a, c]); // 3
+        add(&mut b, c, &[t, c]); // 4
         let o = LinearOrder::of(&m);
         let l = MemLiveness::of(&m, &o);
         let mut r = LiveRangeManager::new();

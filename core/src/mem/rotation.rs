@@ -213,7 +213,7 @@ mod tests {
     use crate::analysis::LinearOrder;
     use crate::ir::{Builder, InstFlags, Opcode, SubOp};
     use crate::target::Target;
-    use crate::verify::dataflow::DataflowChecker;
+    use crate::testing::{assert_same_dataflow, assert_sound, mem, tiles};
     use crate::verify::placement::Verifier;
 
     /// Four transposes into PSUM tiles all in bank 0, each drained by ACT
@@ -221,9 +221,7 @@ mod tests {
     fn transposes() -> Module {
         let mut m = Module::new(Target::default());
         let mut bl = Builder::new(&mut m);
-        let x = bl
-            .mem("x", Space::Sb, 128, 512, 4, MemFlags::empty())
-            .unwrap();
+        let x = mem(&mut bl, "x", Space::Sb, 128, 512, 4, MemFlags::empty());
         let mut ps = [MemLoc::INVALID; 4];
         let mut outs = [MemLoc::INVALID; 4];
         for k in 0..4 {
@@ -274,12 +272,7 @@ mod tests {
             .map(|k| m.mems.bank[m.mem_by_name(&alloc::format!("ps{k}")).unwrap()])
             .collect();
         assert_eq!(banks, [0, 1, 2, 3]);
-        assert!(Verifier::new().verify(&m).is_clean());
-        let df = DataflowChecker::new()
-            .check(&before, &m)
-            .unwrap()
-            .is_clean();
-        assert!(df);
+        assert_sound(&before, &m);
         // The transposes no longer wait for the previous tile's reader.
         let s1 = Schedule::new().run(&m, &ScheduleOptions::default());
         assert!(s0.loss() > 0);
@@ -295,11 +288,7 @@ mod tests {
         m.target.set("psum-banks", 2).unwrap();
         let rep = rotate(&mut m);
         assert_eq!(rep.banks_after, 2);
-        let df = DataflowChecker::new()
-            .check(&before, &m)
-            .unwrap()
-            .is_clean();
-        assert!(df);
+        assert_same_dataflow(&before, &m);
         let banks: alloc::vec::Vec<u8> = (0..4)
             .map(|k| m.mems.bank[m.mem_by_name(&alloc::format!("ps{k}")).unwrap()])
             .collect();
@@ -312,18 +301,9 @@ mod tests {
         // Two tiles read by one instruction: live together, already apart.
         let mut m = Module::new(Target::default());
         let mut bl = Builder::new(&mut m);
-        let x = bl
-            .mem("x", Space::Sb, 128, 512, 4, MemFlags::empty())
-            .unwrap();
-        let a = bl
-            .mem("a", Space::Psum, 128, 512, 4, MemFlags::empty())
-            .unwrap();
-        let b = bl
-            .mem("b", Space::Psum, 128, 512, 4, MemFlags::empty())
-            .unwrap();
-        let o = bl
-            .mem("o", Space::Sb, 128, 512, 4, MemFlags::OUTPUT)
-            .unwrap();
+        let x = mem(&mut bl, "x", Space::Sb, 128, 512, 4, MemFlags::empty());
+        let [a, b] = tiles(&mut bl, Space::Psum, ["a", "b"], 128, 512, 4);
+        let o = mem(&mut bl, "o", Space::Sb, 128, 512, 4, MemFlags::OUTPUT);
         bl.func("f").unwrap();
         let fx = bl.full(x);
         bl.op(Opcode::Memset, &[fx], &[]).unwrap();
@@ -340,12 +320,7 @@ mod tests {
         m.place(b, 0, 0);
         let before = m.clone();
         let rep = rotate(&mut m);
-        assert!(Verifier::new().verify(&m).is_clean());
-        let df = DataflowChecker::new()
-            .check(&before, &m)
-            .unwrap()
-            .is_clean();
-        assert!(df);
+        assert_sound(&before, &m);
         assert_ne!(m.mems.bank[a], m.mems.bank[b]);
         assert_eq!(rep.banks_after, 2);
     }

@@ -332,12 +332,7 @@ fn partner(m: u64) -> u64 {
 struct Rng(u64);
 impl Rng {
     fn next(&mut self) -> u64 {
-        let mut x = self.0;
-        x ^= x >> 12;
-        x ^= x << 25;
-        x ^= x >> 27;
-        self.0 = x;
-        x.wrapping_mul(0x2545_F491_4F6C_DD1D)
+        crate::rng::xorshift64_star(&mut self.0)
     }
 }
 

@@ -968,9 +968,7 @@ impl Verifier {
         // Treap priorities from a generator seeded per sweep (see `seed`),
         // independent of the keys and of the location ids: the expected
         // depth is O(log n) whatever the placement.
-        self.rng ^= self.rng << 13;
-        self.rng ^= self.rng >> 7;
-        self.rng ^= self.rng << 17;
+        crate::rng::xorshift64(&mut self.rng);
         let prio = (self.rng >> 32) as u32;
         let node = Node {
             start: r.b0,
@@ -1356,11 +1354,7 @@ impl Verifier {
 /// firmware, the sequence is fixed). The priorities only shape the treaps:
 /// the findings, their order included, do not depend on them.
 fn seed(salt: usize) -> u64 {
-    // splitmix64's finalizer.
-    let mut z = (salt as u64).wrapping_add(0x9E37_79B9_7F4A_7C15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    (z ^ (z >> 31)) | 1
+    crate::rng::mix64(salt as u64) | 1
 }
 
 /// Slab width: the finest start-partition granularity of the target.
@@ -2041,12 +2035,7 @@ mod tests {
         seed: u64,
     ) -> (usize, usize) {
         let mut seed = seed;
-        let mut rnd = |n: u64| {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            seed % n
-        };
+        let mut rnd = |n: u64| crate::rng::xorshift64(&mut seed) % n;
         let mut ver = Verifier::new();
         let (mut pairs, mut clean) = (0usize, 0usize);
         for _case in 0..cases {

@@ -8,8 +8,8 @@ use super::*;
 use crate::analysis::{LinearOrder, RegLiveness};
 use crate::ir::{Builder, MemLoc, Opcode, SubOp};
 use crate::target::Target;
-use crate::verify::dataflow::DataflowChecker;
-use crate::verify::placement::{Scope, Verifier};
+use crate::testing::{assert_same_dataflow, assert_verified_in};
+use crate::verify::placement::Scope;
 use alloc::collections::BTreeMap;
 use alloc::vec;
 
@@ -126,31 +126,16 @@ pub(crate) fn trace(m: &Module, physical: bool) -> BTreeMap<u32, Vec<u32>> {
 /// through their memory slots; colored registers share one physical
 /// register file, so a lane clobber is a mismatch).
 pub(crate) fn shared_checks(original: &Module, m: &Module) {
-    let mut v = Verifier::for_module(m);
-    v.set_scope(Scope {
+    let registers = Scope {
         psum: false,
         sb: false,
         dram: false,
         registers: true,
         uncolored: true,
-    });
-    let r = v.verify(m);
-    if let Some(f) = r.findings.first() {
-        panic!(
-            "verifier (registers): {} finding(s), the first: {}",
-            r.total(),
-            f.display(m)
-        );
-    }
-    let mut d = DataflowChecker::new();
-    let rep = d.check(original, m).expect("the dataflow checker runs");
-    assert!(
-        rep.is_clean(),
-        "dataflow: {} mismatch(es), the first: {:?}",
-        rep.mismatches.len() as u64 + rep.dropped,
-        rep.mismatches.first()
-    );
-    assert!(rep.compared > 0 || original.num_live_insts() == 0);
+    };
+    assert_verified_in("the registers", m, Some(registers));
+    let compared = assert_same_dataflow(original, m);
+    assert!(compared > 0 || original.num_live_insts() == 0);
 }
 
 /// Allocates, runs the lane check, the value trace and the shared

@@ -278,10 +278,10 @@ fn swap_cycle_on_an_edge_uses_a_scratch_only_for_the_cycle() {
     );
 }
 
-#[test]
-fn pressure_above_k_spills_and_checks() {
-    // Three values live at once with K = 2: one class spills.
-    let f = build(
+/// One block: three values defined, then read (two together, then one,
+/// then the first again): three live at once.
+fn three_live() -> FunctionBuf {
+    build(
         3,
         vec![blk(
             vec![
@@ -295,7 +295,13 @@ fn pressure_above_k_spills_and_checks() {
             &[],
             vec![],
         )],
-    );
+    )
+}
+
+#[test]
+fn pressure_above_k_spills_and_checks() {
+    // Three values live at once with K = 2: one class spills.
+    let f = three_live();
     let out = run(&f, 2);
     assert_eq!(out.stats.max_live, 3);
     assert!(out.stats.spilled >= 1);
@@ -322,21 +328,7 @@ fn the_checker_catches_a_wrong_register_on_one_path() {
 
 #[test]
 fn the_checker_catches_a_missing_reload() {
-    let f = build(
-        3,
-        vec![blk(
-            vec![
-                op(&[], &[0]),
-                op(&[], &[1]),
-                op(&[], &[2]),
-                op(&[0, 1], &[]),
-                op(&[2], &[]),
-                op(&[0], &[]),
-            ],
-            &[],
-            vec![],
-        )],
-    );
+    let f = three_live();
     let mut out = run(&f, 2);
     let r = out
         .edits()

@@ -201,10 +201,8 @@ impl CellMap {
     }
 
     fn new_slab(&mut self, start: u64, end: u64, band: u32) -> Result<u32, DataflowError> {
-        // xorshift32: deterministic priorities.
-        self.seed ^= self.seed << 13;
-        self.seed ^= self.seed >> 17;
-        self.seed ^= self.seed << 5;
+        // Deterministic priorities.
+        crate::rng::xorshift32(&mut self.seed);
         let s = Slab {
             start,
             end,

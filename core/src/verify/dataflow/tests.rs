@@ -8,6 +8,7 @@ use crate::ir::{
     Opcode, Space, SubOp,
 };
 use crate::target::Target;
+use crate::testing::{add, dram_io, exp, mem, tiles};
 use crate::verify::placement::Verifier;
 use alloc::format;
 use alloc::string::String;
@@ -28,27 +29,12 @@ struct Prog {
 fn prog() -> Prog {
     let mut m = Module::new(Target::default());
     let mut b = Builder::new(&mut m);
-    let x = b.mem("x", Space::Dram, 128, B, 1, MemFlags::INPUT).unwrap();
-    let y = b
-        .mem("y", Space::Dram, 128, B, 1, MemFlags::OUTPUT)
-        .unwrap();
-    let t = b.mem("t", Space::Sb, 128, B, 1, MemFlags::empty()).unwrap();
-    let u = b.mem("u", Space::Sb, 128, B, 1, MemFlags::empty()).unwrap();
-    let v = b.mem("v", Space::Sb, 128, B, 1, MemFlags::empty()).unwrap();
+    let [x, y] = dram_io(&mut b, 128, B, 1);
+    let [t, u, v] = tiles(&mut b, Space::Sb, ["t", "u", "v"], 128, B, 1);
     b.func("main").unwrap();
     let i0 = b.load(t, x, 0).unwrap();
-    let i1 = b
-        .compute(Opcode::Activation, SubOp::Exp, u, &[t], InstFlags::empty())
-        .unwrap();
-    let i2 = b
-        .compute(
-            Opcode::TensorTensor,
-            SubOp::Add,
-            v,
-            &[u, t],
-            InstFlags::empty(),
-        )
-        .unwrap();
+    let i1 = exp(&mut b, u, t);
+    let i2 = add(&mut b, v, &[u, t]);
     let i3 = b.save(y, v, 1).unwrap();
     Prog {
         m,
@@ -81,6 +67,16 @@ fn texts(m: &Module, r: &DataflowReport<'_>) -> String {
         s.push_str(&format!("{}\n", x.display(m)));
     }
     s
+}
+
+/// The checker's one mismatch between the original `o` and the rewrite
+/// `r`, and the text of all it found (asserted to be one).
+fn one_mismatch(o: &Module, r: &Module) -> (Mismatch, String) {
+    let mut c = DataflowChecker::new();
+    let rep = c.check(o, r).unwrap();
+    let s = texts(r, &rep);
+    assert_eq!(rep.mismatches.len(), 1, "{s}");
+    (rep.mismatches[0], s)
 }
 
 /// The LSA-style spill of `t`: a store to a DRAM slot after its
@@ -144,12 +140,9 @@ fn correct_spill_with_placement_is_accepted() {
 fn reload_before_the_store_is_caught() {
     let p = prog();
     let (r, _, rl, _, _) = spill_t(&p, true);
-    let mut c = DataflowChecker::new();
-    let rep = c.check(&p.m, &r).unwrap();
-    let s = texts(&r, &rep);
-    assert_eq!(rep.mismatches.len(), 1, "{s}");
+    let (found, s) = one_mismatch(&p.m, &r);
     assert_eq!(
-        rep.mismatches[0],
+        found,
         Mismatch::Read {
             inst: p.insts[2],
             operand: 1,
@@ -182,12 +175,9 @@ fn consumer_repointed_to_the_wrong_location_is_caught() {
     let mut r = p.m.clone();
     let t_in = r.inputs(p.insts[2]).nth(1).unwrap();
     r.aps.loc[t_in] = p.u;
-    let mut c = DataflowChecker::new();
-    let rep = c.check(&p.m, &r).unwrap();
-    let s = texts(&r, &rep);
-    assert_eq!(rep.mismatches.len(), 1, "{s}");
+    let (found, s) = one_mismatch(&p.m, &r);
     assert!(
-        matches!(rep.mismatches[0], Mismatch::Read { inst, operand: 1, reads: Operand::Mem(l),
+        matches!(found, Mismatch::Read { inst, operand: 1, reads: Operand::Mem(l),
         found: Value { origin: Origin::Def { inst: w, operand: 0 }, .. }, .. }
         if inst == p.insts[2] && l == p.u && w == p.insts[1]),
         "{s}"
@@ -206,12 +196,9 @@ fn clobbering_placement_is_caught() {
     r.place(p.t, 0, 0);
     r.place(p.u, 0, 0);
     r.place(p.v, 0, 2 * B as u64);
-    let mut c = DataflowChecker::new();
-    let rep = c.check(&p.m, &r).unwrap();
-    let s = texts(&r, &rep);
-    assert_eq!(rep.mismatches.len(), 1, "{s}");
+    let (found, s) = one_mismatch(&p.m, &r);
     assert!(
-        matches!(rep.mismatches[0], Mismatch::Read { inst, operand: 1, reads: Operand::Mem(l),
+        matches!(found, Mismatch::Read { inst, operand: 1, reads: Operand::Mem(l),
         expected: Value { origin: Origin::Input(xx), offset: 0 },
         found: Value { origin: Origin::Def { inst: w, .. }, offset: 0 }, .. }
         if inst == p.insts[2] && l == p.t && xx == p.x && w == p.insts[1]),
@@ -258,19 +245,9 @@ fn dropped_save_of_an_output_is_caught() {
 fn merge_of_two_abutting_loads_is_accepted_and_a_wrong_half_is_not() {
     let mut o = Module::new(Target::default());
     let mut b = Builder::new(&mut o);
-    let x = b
-        .mem("x", Space::Dram, 128, 2 * B, 1, MemFlags::INPUT)
-        .unwrap();
-    let y = b
-        .mem("y", Space::Dram, 128, B, 1, MemFlags::OUTPUT)
-        .unwrap();
-    let lo = b
-        .mem("lo", Space::Sb, 128, B, 1, MemFlags::empty())
-        .unwrap();
-    let hi = b
-        .mem("hi", Space::Sb, 128, B, 1, MemFlags::empty())
-        .unwrap();
-    let s = b.mem("s", Space::Sb, 128, B, 1, MemFlags::empty()).unwrap();
+    let x = mem(&mut b, "x", Space::Dram, 128, 2 * B, 1, MemFlags::INPUT);
+    let y = mem(&mut b, "y", Space::Dram, 128, B, 1, MemFlags::OUTPUT);
+    let [lo, hi, s] = tiles(&mut b, Space::Sb, ["lo", "hi", "s"], 128, B, 1);
     b.func("main").unwrap();
     let ld = |b: &mut Builder<'_>, dst: MemLoc, from: u32| {
         let src = [b.slice(x, 0, 128, from, from + B)];
@@ -282,15 +259,7 @@ fn merge_of_two_abutting_loads_is_accepted_and_a_wrong_half_is_not() {
     };
     let l0 = ld(&mut b, lo, 0);
     let l1 = ld(&mut b, hi, B);
-    let add = b
-        .compute(
-            Opcode::TensorTensor,
-            SubOp::Add,
-            s,
-            &[lo, hi],
-            InstFlags::empty(),
-        )
-        .unwrap();
+    let add = add(&mut b, s, &[lo, hi]);
     b.save(y, s, 0).unwrap();
 
     let merged = |swap: bool| {
@@ -405,24 +374,12 @@ fn a_clobber_around_the_back_edge_is_caught_on_the_second_walk() {
     // iteration, so b may not take a's cells.
     let mut o = Module::new(Target::default());
     let mut bl = Builder::new(&mut o);
-    let x = bl
-        .mem("x", Space::Dram, 128, B, 1, MemFlags::INPUT)
-        .unwrap();
-    let y = bl
-        .mem("y", Space::Dram, 128, B, 1, MemFlags::OUTPUT)
-        .unwrap();
-    let a = bl
-        .mem("a", Space::Sb, 128, B, 1, MemFlags::empty())
-        .unwrap();
-    let b = bl
-        .mem("b", Space::Sb, 128, B, 1, MemFlags::empty())
-        .unwrap();
+    let [x, y] = dram_io(&mut bl, 128, B, 1);
+    let [a, b] = tiles(&mut bl, Space::Sb, ["a", "b"], 128, B, 1);
     bl.func("main").unwrap();
     bl.load(a, x, 0).unwrap();
     bl.begin_loop(4).unwrap();
-    let e = bl
-        .compute(Opcode::Activation, SubOp::Exp, b, &[a], InstFlags::empty())
-        .unwrap();
+    let e = exp(&mut bl, b, a);
     bl.save(y, b, 0).unwrap();
     bl.end_loop().unwrap();
     let mut r = o.clone();
@@ -621,15 +578,11 @@ struct Sliced {
 fn sliced() -> Sliced {
     let mut m = Module::new(Target::default());
     let mut b = Builder::new(&mut m);
-    let x = b.mem("x", Space::Dram, 128, B, 1, MemFlags::INPUT).unwrap();
-    let y = b
-        .mem("y", Space::Dram, 128, B / 2, 1, MemFlags::OUTPUT)
-        .unwrap();
-    let t = b.mem("t", Space::Sb, 128, B, 1, MemFlags::empty()).unwrap();
-    let k = b.mem("k", Space::Sb, 16, B, 1, MemFlags::empty()).unwrap();
-    let s = b
-        .mem("s", Space::Sb, 128, B / 2, 1, MemFlags::empty())
-        .unwrap();
+    let x = mem(&mut b, "x", Space::Dram, 128, B, 1, MemFlags::INPUT);
+    let y = mem(&mut b, "y", Space::Dram, 128, B / 2, 1, MemFlags::OUTPUT);
+    let t = mem(&mut b, "t", Space::Sb, 128, B, 1, MemFlags::empty());
+    let k = mem(&mut b, "k", Space::Sb, 16, B, 1, MemFlags::empty());
+    let s = mem(&mut b, "s", Space::Sb, 128, B / 2, 1, MemFlags::empty());
     b.func("main").unwrap();
     let i0 = b.load(t, x, 0).unwrap();
     let i1 = b.op(Opcode::Memset, &[b.full(k)], &[]).unwrap();
@@ -674,13 +627,10 @@ fn a_small_tile_clobbering_some_partitions_of_a_live_one_is_caught_at_the_first_
     r.place(p.t, 0, 0);
     r.place(p.k, 32, 0);
     r.place(p.s, 0, 2 * B as u64);
-    let mut c = DataflowChecker::new();
-    let rep = c.check(&p.m, &r).unwrap();
-    let s = texts(&r, &rep);
-    assert_eq!(rep.mismatches.len(), 1, "{s}");
+    let (found, s) = one_mismatch(&p.m, &r);
     let half = (B / 2) as u64;
     assert_eq!(
-        rep.mismatches[0],
+        found,
         Mismatch::Read {
             inst: p.insts[2],
             operand: 0,
@@ -714,12 +664,9 @@ fn a_consumer_reading_the_wrong_columns_is_caught() {
     let mut r = p.m.clone();
     let a = r.inputs(p.insts[2]).next().unwrap();
     r.aps.offset[a] = 0;
-    let mut c = DataflowChecker::new();
-    let rep = c.check(&p.m, &r).unwrap();
-    let s = texts(&r, &rep);
-    assert_eq!(rep.mismatches.len(), 1, "{s}");
+    let (found, s) = one_mismatch(&p.m, &r);
     assert!(
-        matches!(rep.mismatches[0], Mismatch::Read { inst, byte: 0,
+        matches!(found, Mismatch::Read { inst, byte: 0,
         expected: Value { origin: Origin::Input(_), offset: e },
         found: Value { origin: Origin::Input(_), offset: 0 }, .. }
         if inst == p.insts[2] && e == (B / 2) as u64),
@@ -807,12 +754,9 @@ fn a_removed_spill_store_leaves_the_reload_reading_an_empty_slot() {
     let p = prog();
     let (mut r, _, rl, store, _) = spill_t(&p, false);
     r.remove_inst(store);
-    let mut c = DataflowChecker::new();
-    let rep = c.check(&p.m, &r).unwrap();
-    let s = texts(&r, &rep);
-    assert_eq!(rep.mismatches.len(), 1, "{s}");
+    let (found, s) = one_mismatch(&p.m, &r);
     assert!(
-        matches!(rep.mismatches[0], Mismatch::Read { inst, operand: 1, reads: Operand::Mem(l),
+        matches!(found, Mismatch::Read { inst, operand: 1, reads: Operand::Mem(l),
         found: Value { origin: Origin::Uninit, .. }, .. }
         if inst == p.insts[2] && l == rl),
         "{s}"
@@ -910,12 +854,7 @@ fn cell_map_agrees_with_a_byte_by_byte_model_on_random_writes_and_reads() {
     const PARTS: usize = 9;
     const BYTES: usize = 48;
     let mut seed: u64 = 0x2545_F491_4F6C_DD1D;
-    let mut rnd = |n: u64| {
-        seed ^= seed << 13;
-        seed ^= seed >> 7;
-        seed ^= seed << 17;
-        seed % n
-    };
+    let mut rnd = |n: u64| crate::rng::xorshift64(&mut seed) % n;
     let mut model = alloc::vec![Value::UNINIT; REGIONS * PARTS * BYTES];
     let at = |r: usize, p: usize, x: usize| (r * PARTS + p) * BYTES + x;
     let mut s = CellMap::default();
@@ -1025,12 +964,7 @@ fn copies_land_byte_for_byte_whatever_the_shapes() {
     use super::side::put_copy;
     use super::state::{CellMap, Fill};
     let mut seed: u64 = 0x9E37_79B9_7F4A_7C15;
-    let mut rnd = |n: u64| {
-        seed ^= seed << 13;
-        seed ^= seed >> 7;
-        seed ^= seed << 17;
-        seed % n
-    };
+    let mut rnd = |n: u64| crate::rng::xorshift64(&mut seed) % n;
     let mut s = CellMap::default();
     s.clear(2);
     let (mut src, mut back) = (Pieces::default(), Pieces::default());
@@ -1095,12 +1029,8 @@ fn an_output_written_row_by_row_is_compared_in_blocks_at_the_same_byte() {
     // difference at the same byte.
     let mut m = Module::new(Target::default());
     let mut b = Builder::new(&mut m);
-    let y = b
-        .mem("y", Space::Dram, 128, 64, 1, MemFlags::OUTPUT)
-        .unwrap();
-    let t = b
-        .mem("t", Space::Sb, 128, 64, 1, MemFlags::empty())
-        .unwrap();
+    let y = mem(&mut b, "y", Space::Dram, 128, 64, 1, MemFlags::OUTPUT);
+    let t = mem(&mut b, "t", Space::Sb, 128, 64, 1, MemFlags::empty());
     b.func("main").unwrap();
     b.op(Opcode::Memset, &[b.full(t)], &[]).unwrap();
     let mut saves = alloc::vec::Vec::new();
@@ -1263,23 +1193,12 @@ fn the_split_walk_agrees_with_the_sequential_one_on_planted_violations() {
     // made to run once: the original's second walk is left at the end.
     let mut lo = Module::new(Target::default());
     let mut bl = Builder::new(&mut lo);
-    let x = bl
-        .mem("x", Space::Dram, 128, B, 1, MemFlags::INPUT)
-        .unwrap();
-    let y = bl
-        .mem("y", Space::Dram, 128, B, 1, MemFlags::OUTPUT)
-        .unwrap();
-    let a = bl
-        .mem("a", Space::Sb, 128, B, 1, MemFlags::empty())
-        .unwrap();
-    let b = bl
-        .mem("b", Space::Sb, 128, B, 1, MemFlags::empty())
-        .unwrap();
+    let [x, y] = dram_io(&mut bl, 128, B, 1);
+    let [a, b] = tiles(&mut bl, Space::Sb, ["a", "b"], 128, B, 1);
     bl.func("main").unwrap();
     bl.load(a, x, 0).unwrap();
     bl.begin_loop(4).unwrap();
-    bl.compute(Opcode::Activation, SubOp::Exp, b, &[a], InstFlags::empty())
-        .unwrap();
+    exp(&mut bl, b, a);
     bl.save(y, b, 0).unwrap();
     bl.end_loop().unwrap();
     let mut r = lo.clone();

@@ -1,26 +1,16 @@
 //! Peak / lower bound of the coloring allocator (and the greedy baselines)
 //! on MiniMalloc CSV files and generated perfect-packing instances.
-//! `cargo run --release -p tusk-core --features gen --example gca_quality -- ../shared/data/dsa/*.csv`
+//! `cargo run --release -p tusk-benches --bin gca_quality -- ../shared/data/dsa/*.csv`
+//! (the files are read by the shim's CSV reader, as `tusk dsa` reads them).
 use std::time::Instant;
-use tusk_core::dsa::{Buffer, Placement, Problem};
-use tusk_core::dsa::{GcaOptions, GcaWorkspace};
-use tusk_core::dsa::{GreedyRule, GreedyWorkspace};
+use tusk_core::dsa::{GcaOptions, GcaWorkspace, GreedyRule, GreedyWorkspace, Placement, Problem};
 use tusk_core::gen::dsa::{perfect_packing, PerfectPacking};
 
 fn load(path: &str) -> Problem {
-    let text = std::fs::read_to_string(path).expect("readable csv");
-    let mut p = Problem::linear(0, 4096);
-    for line in text.lines().skip(1) {
-        let f: Vec<u64> = line
-            .split(',')
-            .skip(1)
-            .map(|x| x.trim().parse().expect("number"))
-            .collect();
-        let f = [0, f[0], f[1], f[2]];
-        p.push(Buffer::linear(f[1], f[2], f[3]))
-            .expect("valid buffer");
-    }
-    p
+    let bytes = std::fs::read(path).unwrap_or_else(|e| panic!("{path}: {e}"));
+    tusk_shim::csv::parse(&bytes)
+        .unwrap_or_else(|e| panic!("{path}:{e}"))
+        .problem
 }
 
 fn report(name: &str, p: &Problem) -> f64 {
