@@ -17,8 +17,10 @@ pub use crate::mem::exact::{
     Budget, ExactOptions, ExactWorkspace, Limit, Objective, Outcome, SearchReservation,
     SearchStorage, Status, Strategy, MAX_SEARCH_BUFFERS, PREORDERS,
 };
-pub use crate::mem::gca::{GcaOptions, GcaOutcome, GcaWorkspace, GraphReservation, OrderRule};
 pub use crate::mem::greedy::{GreedyRule, GreedyWorkspace};
+pub use crate::mem::interval_coloring::{
+    GcaOptions, GcaOutcome, GcaWorkspace, GraphReservation, OrderRule,
+};
 pub use crate::mem::portfolio::{
     place_buffers, BufferError, BufferOutcome, BufferWorkspace, OpenEnd, ScanVariant,
     PORTFOLIO_LEN, PORTFOLIO_ORDER, WORK_BUDGET,

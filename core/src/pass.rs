@@ -7,7 +7,9 @@
 /// The graph-coloring tensor allocator of one memory space
 /// (`TensorColoringAllocator` in the reference).
 pub mod coloring {
-    pub use crate::mem::coloring::{run, ColoringOptions, ColoringWorkspace, SPILL_HEADROOM};
+    pub use crate::mem::tensor_coloring::{
+        run, ColoringOptions, ColoringWorkspace, SPILL_HEADROOM,
+    };
 }
 
 /// The linear-scan tensor allocator over the whole module.

@@ -15,7 +15,7 @@ pub use crate::reg::cfg::{
     CfgFunction, CfgInst, CfgStats, CheckError, CheckErrorKind, CheckedError, DefSite, Edit,
     EditKind, EditPoint, Full, FunctionBuf, Location, TiedPair, VReg, Validator,
 };
-pub use crate::reg::color::MAX_K;
+pub use crate::reg::chaitin_briggs::MAX_K;
 pub use crate::reg::{
     allocate_registers, check_coloring, is_trivially_colorable, ColorChoice, ColorConfig,
     ColorError, ColorStats, Colorer, GraphError, InterferenceGraph, RegAllocConfig, RegAllocError,

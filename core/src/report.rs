@@ -5,10 +5,12 @@
 
 pub use crate::analysis::{CostlyDep, Floor, FloorKind, ScheduleReport, SpaceFloor};
 pub use crate::dma::{descriptor_lower_bound, dma_analysis, DmaError, DmaReport, DmaStats, Vetoes};
-pub use crate::mem::coloring::{pass_name, ColoringError, ColoringErrorDisplay, ColoringReport};
 pub use crate::mem::lsa::{AllocationFailure, LsaError, LsaErrorDisplay, LsaReport, SpaceReport};
 pub use crate::mem::rotation::RotationReport;
 pub use crate::mem::spill::{FailureEntry, SpillLog, SpillLogDisplay, SpillRecord};
+pub use crate::mem::tensor_coloring::{
+    pass_name, ColoringError, ColoringErrorDisplay, ColoringReport,
+};
 pub use crate::pipeline::passes::MAX_PASSES;
 pub use crate::pipeline::run::{PassRecord, PipelineErrorDisplay, SpaceSummary};
 pub use crate::reg::RegReport;

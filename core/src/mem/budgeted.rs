@@ -12,7 +12,7 @@
 //! before the first superlinear one.
 
 use super::exact::ExactWorkspace;
-use super::gca::GcaWorkspace;
+use super::interval_coloring::GcaWorkspace;
 use super::problem::Problem;
 use crate::storage::{Skipped, StorageReport};
 

@@ -6,10 +6,9 @@
 
 pub mod best_fit;
 pub mod budgeted;
-pub mod coloring;
 pub mod exact;
-pub mod gca;
 pub mod greedy;
+pub mod interval_coloring;
 pub mod live_range;
 pub mod lsa;
 pub mod overlap;
@@ -19,3 +18,4 @@ pub mod quantile;
 pub mod rotation;
 pub mod size_bins;
 pub mod spill;
+pub mod tensor_coloring;

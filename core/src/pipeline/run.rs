@@ -37,13 +37,13 @@ use crate::dma::pass::{
     DmaError, DmaStats, DmaWorkspace, DMA_OPTIMIZATION_PSUM, DMA_OPTIMIZATION_SB,
 };
 use crate::ir::{Capacity, Inst, MemFlags, MemLoc, Module, Space};
-use crate::mem::coloring::{
-    self, ColoringError, ColoringOptions, ColoringReport, ColoringWorkspace,
-};
 use crate::mem::exact::{Budget, Clock};
-use crate::mem::gca::GcaOptions;
+use crate::mem::interval_coloring::GcaOptions;
 use crate::mem::lsa::{self, LsaError, LsaOptions, LsaReport, LsaWorkspace};
 use crate::mem::rotation::{Rotation, RotationReport};
+use crate::mem::tensor_coloring::{
+    self, ColoringError, ColoringOptions, ColoringReport, ColoringWorkspace,
+};
 use crate::reg::alloc::{RegAllocConfig, RegAllocError, RegAllocator, RegReport};
 use crate::storage::{Skipped, StorageBudget, StorageReport};
 use crate::verify::dataflow::{
@@ -874,7 +874,7 @@ fn run_from(
                 o.prefer_exact = matches!(pass, Pass::Exact(_));
                 ws.coloring
                     .exchange_analyses(&mut ws.order, &mut ws.live, fresh);
-                let r = coloring::run(m, space, &o, &mut ws.coloring, clock);
+                let r = tensor_coloring::run(m, space, &o, &mut ws.coloring, clock);
                 ws.coloring
                     .exchange_analyses(&mut ws.order, &mut ws.live, false);
                 let r = r.map_err(PipelineError::Coloring)?;
@@ -957,7 +957,7 @@ fn run_from(
                 if needs {
                     ws.coloring
                         .exchange_analyses(&mut ws.order, &mut ws.live, fresh);
-                    let r = coloring::run(m, Space::Dram, &copts, &mut ws.coloring, clock);
+                    let r = tensor_coloring::run(m, Space::Dram, &copts, &mut ws.coloring, clock);
                     ws.coloring
                         .exchange_analyses(&mut ws.order, &mut ws.live, false);
                     fresh = r.map_err(PipelineError::Coloring)?.spill_rounds == 0;

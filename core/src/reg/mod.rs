@@ -15,11 +15,11 @@
 
 pub mod alloc;
 pub mod cfg;
-pub mod color;
+pub mod chaitin_briggs;
 pub mod graph;
 
 pub use self::alloc::{allocate_registers, RegAllocConfig, RegAllocError, RegAllocator, RegReport};
-pub use color::{
+pub use chaitin_briggs::{
     check_coloring, is_trivially_colorable, ColorChoice, ColorConfig, ColorError, ColorStats,
     Colorer, SpillChoice, NO_COLOR,
 };

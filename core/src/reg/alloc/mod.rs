@@ -2,7 +2,7 @@
 //! registers of a [`Module`] with `target.max_regs` lanes, spilling to memory
 //! until everything is colored. This file is its driver (the spill fixpoint,
 //! live ranges, renumbering, the final write-back); the colorer it runs each
-//! round is `reg/color.rs` over the graph of `reg/graph.rs`.
+//! round is `reg/chaitin_briggs.rs` over the graph of `reg/graph.rs`.
 //!
 //! Not to be confused with `reg/cfg/` (the CFG allocator): that one allocates
 //! a client's control-flow graph with liveness by dataflow and splits live
@@ -39,7 +39,7 @@
 //! store after each def) and the headroom it may need.
 //!
 //! **Report.** Spill cycles: see `spill.rs`. Lane utilization: distinct lanes used / K. Score: the REG score of the last
-//! round's select (see `color.rs`).
+//! round's select (see `chaitin_briggs.rs`).
 
 mod coalesce;
 mod spill;
@@ -50,7 +50,7 @@ use alloc::vec::Vec;
 use arrayvec::ArrayVec;
 use core::fmt;
 
-use super::color::{ColorConfig, ColorError, ColorStats, Colorer, NO_COLOR};
+use super::chaitin_briggs::{ColorConfig, ColorError, ColorStats, Colorer, NO_COLOR};
 use super::graph::{GraphError, InterferenceGraph};
 use crate::analysis::{LinearOrder, RegLiveness};
 use crate::ir::{Capacity, Inst, InstFlags, IrError, Module, Reg, RegFlags, NO_LANE};

@@ -30,7 +30,7 @@
 
 use core::fmt::Write as _;
 
-use super::super::color::NO_COLOR;
+use super::super::chaitin_briggs::NO_COLOR;
 use super::{RegAllocError, RegAllocator, RegReport, NONE};
 use crate::ir::{
     full_ap, Capacity, InstFlags, InstSpec, MemFlags, Module, Opcode, Reg, RegFlags, Space,

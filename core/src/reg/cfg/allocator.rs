@@ -30,7 +30,7 @@
 //!
 //! Part of the CFG allocator (`reg/cfg/`): it allocates a client's
 //! control-flow graph. The module allocator (`reg/alloc/`) is the other
-//! register allocator; the two share only the colorer (`reg/color.rs`) and
+//! register allocator; the two share only the colorer (`reg/chaitin_briggs.rs`) and
 //! its graph (`reg/graph.rs`).
 
 use crate::reg::reserve_total;
@@ -48,7 +48,9 @@ use super::pressure::PressureSpiller;
 use super::program::{Counts, Full, Program, PseudoKind, BLOCK_RELOAD, DEAD, NONE, ORIG, TEMP};
 use super::split::Splitter;
 use super::validate::{CfgError, DefSite, Validator};
-use crate::reg::color::{Affinity, ColorChoice, ColorConfig, ColorError, Colorer, MAX_K, NO_COLOR};
+use crate::reg::chaitin_briggs::{
+    Affinity, ColorChoice, ColorConfig, ColorError, Colorer, MAX_K, NO_COLOR,
+};
 use crate::reg::graph::{GraphError, InterferenceGraph};
 
 /// Why an allocation failed.

@@ -34,7 +34,7 @@
 //!
 //! Part of the CFG allocator (`reg/cfg/`): it allocates a client's
 //! control-flow graph. The module allocator (`reg/alloc/`) is the other
-//! register allocator; the two share only the colorer (`reg/color.rs`) and
+//! register allocator; the two share only the colorer (`reg/chaitin_briggs.rs`) and
 //! its graph (`reg/graph.rs`).
 
 use crate::reg::reserve_total;
@@ -413,7 +413,8 @@ impl Coalescer {
         self.node_cost.clear();
         self.node_cost.resize(n, 0.0);
         self.node_fixed.clear();
-        self.node_fixed.resize(n, crate::reg::color::NO_COLOR);
+        self.node_fixed
+            .resize(n, crate::reg::chaitin_briggs::NO_COLOR);
         // Which nodes have a spillable member.
         for s in self.stamp.iter_mut() {
             *s = 0;

@@ -20,7 +20,7 @@
 //!
 //! Part of the CFG allocator (`reg/cfg/`): it allocates a client's
 //! control-flow graph. The module allocator (`reg/alloc/`) is the other
-//! register allocator; the two share only the colorer (`reg/color.rs`) and
+//! register allocator; the two share only the colorer (`reg/chaitin_briggs.rs`) and
 //! its graph (`reg/graph.rs`).
 
 use crate::reg::reserve_total;

@@ -8,14 +8,14 @@
 //! by an independent symbolic checker.
 //!
 //! Data flows `function` → `validate` → `program` (the rewritable copy) →
-//! `liveness` → `pressure` (spills before coloring above K) → `interference` → `coalesce` → colorer (`reg::color`) →
+//! `liveness` → `pressure` (spills before coloring above K) → `interference` → `coalesce` → colorer (`reg::chaitin_briggs`) →
 //! `split` (spill rounds) → `parallel_copy` + `output` → `checker`.
 //!
 //! This is the CFG allocator, one of the two register allocators. The other,
 //! the module allocator (`reg/alloc/`), is the pipeline's REG_Allocator: it
 //! works on a module in its linear order, where every range is one interval,
 //! and neither splits nor sees a CFG. The two share the colorer
-//! (`reg/color.rs`) and its graph (`reg/graph.rs`), nothing else.
+//! (`reg/chaitin_briggs.rs`) and its graph (`reg/graph.rs`), nothing else.
 
 pub mod allocator;
 pub mod checker;

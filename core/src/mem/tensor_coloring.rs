@@ -1,5 +1,5 @@
 //! The coloring allocator passes `coloring_allocator_{sb,psum,dram}`: one
-//! space of a module placed by the graph colorer ([`super::gca`]), with the
+//! space of a module placed by the graph colorer ([`super::interval_coloring`]), with the
 //! exact search as the fallback before spilling, and spill rounds governed
 //! by `--gca-dma-optlevel` when nothing fits.
 //!
@@ -48,7 +48,7 @@ use core::fmt;
 
 use super::budgeted;
 use super::exact::{Budget, Clock, ExactOptions, ExactWorkspace, Objective, Status};
-use super::gca::{GcaOptions, GcaOutcome, GcaWorkspace};
+use super::interval_coloring::{GcaOptions, GcaOutcome, GcaWorkspace};
 use super::problem::{Buffer, Placement, Problem, ProblemError};
 use super::spill::{
     add_reload_copy, add_slot, finalize, invariant_split, loop_split_ok, reload_point,

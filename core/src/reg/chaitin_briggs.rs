@@ -44,7 +44,7 @@
 //! REG_Allocator over a module's linear order) and the CFG allocator
 //! (`reg/cfg/`, over a client's control-flow graph) each build an
 //! [`InterferenceGraph`] and run this colorer on it; `tusk color` runs it on
-//! DIMACS graphs. Nothing here knows a module or a CFG. (Not `mem/gca.rs`,
+//! DIMACS graphs. Nothing here knows a module or a CFG. (Not `mem/interval_coloring.rs`,
 //! which colors memory locations.)
 
 // Node ids index several parallel columns at once; index loops read best.
