@@ -29,7 +29,8 @@
 //! hull ([`LiveIndex`](super::conflict::LiveIndex) query), and the DRAM bytes
 //! whose access moves (a load moves earlier, a save later) must not be
 //! written (load) or touched (save) in between. Groups of one round are then
-//! checked against each other with [`sweep_claims`].
+//! checked against each other with
+//! [`sweep_claims`](super::conflict::sweep_claims).
 //!
 //! The merged DMA sits where the first load (last save) was; the tiles join
 //! the merged location in the [`MemoryMergeTracker`](super::MemoryMergeTracker)

@@ -67,7 +67,7 @@ pub enum RegAllocError {
     RegisterPressure {
         /// Where the pressure peaks inside an uncolorable range.
         instruction: Inst,
-        /// Registers live there (the first [`PRESSURE_LIST`]).
+        /// Registers live there (the first `PRESSURE_LIST`).
         live: ArrayVec<Reg, PRESSURE_LIST>,
         /// Number of registers live there.
         live_count: u32,
@@ -326,7 +326,7 @@ impl RegAllocator {
     }
 
     /// [`Self::headroom`] with `limit` spill temporaries (`None`: the
-    /// default, [`default_spill_temporaries`]).
+    /// default, `default_spill_temporaries`).
     pub fn headroom_with(m: &Module, limit: Option<u32>) -> Capacity {
         spill_headroom(m, limit)
     }
