@@ -25,8 +25,9 @@ pub mod linear_scan {
 pub mod best_fit {
     pub use crate::mem::best_fit::{
         BestFitMemoryManager, Corner, FlatHint, Geometry, ManagerError, Placement, Policy, Rect,
-        Request,
+        Request, FLAT_FRAGMENTATION_SAMPLING, MAX_ROWS,
     };
+    pub use crate::mem::quantile::FragmentationSummary;
 }
 
 /// The post-allocation DMA peepholes of one space

@@ -113,7 +113,7 @@ pub enum Strategy {
     #[default]
     Portfolio,
     /// The canonical search with one preorder, no restarts
-    /// ([`canonical`](self) strategy: offset order, dominance, section
+    /// (`canonical` strategy: offset order, dominance, section
     /// inference, decomposition).
     Canonical(Preorder),
     /// Lowest live (stripe, section) cell first: place a covering buffer at

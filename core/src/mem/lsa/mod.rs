@@ -236,7 +236,7 @@ impl LsaWorkspace {
     /// location at the start of its interval and frees it at the end, and a
     /// spilled value's copy is placed only after the value was freed (one
     /// holder per value at a time), so what is placed at once is at most
-    /// what [`most_live`] counts.
+    /// what `most_live` counts.
     pub fn reserve_tables(
         &mut self,
         m: &mut Module,
