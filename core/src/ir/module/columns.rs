@@ -81,6 +81,15 @@ macro_rules! tables {
             }
 
             $(
+                $(#[$tm])*
+                ///
+                /// Read only: changes go through the module's mutators, which
+                /// keep the invariants of the module doc.
+                #[inline]
+                pub fn $table(&self) -> &$name {
+                    &self.$table
+                }
+
                 #[doc = $num_doc]
                 pub fn $num(&self) -> usize {
                     self.$table.len()

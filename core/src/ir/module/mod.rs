@@ -64,28 +64,28 @@ pub struct Module {
     /// Hostile-input limits.
     pub limits: Limits,
     /// Interned names.
-    pub names: NamePool,
+    pub(crate) names: NamePool,
     /// Functions.
-    pub funcs: Funcs,
+    pub(crate) funcs: Funcs,
     /// Blocks (index order = layout order).
-    pub blocks: Blocks,
+    pub(crate) blocks: Blocks,
     /// Loops.
-    pub loops: Loops,
+    pub(crate) loops: Loops,
     /// Instructions.
-    pub insts: Insts,
+    pub(crate) insts: Insts,
     /// Access patterns.
-    pub aps: Aps,
+    pub(crate) aps: Aps,
     /// Memory locations.
-    pub mems: Mems,
+    pub(crate) mems: Mems,
     /// Registers.
-    pub regs: Regs,
+    pub(crate) regs: Regs,
     /// Dims of the access patterns with two or more (single dims are
     /// inline in the `Aps` columns).
-    pub dims: Vec<Dim>,
+    pub(crate) dims: Vec<Dim>,
     /// Extensions of the access patterns that have one (`Aps::ext`).
     ap_ext: Vec<ApExt>,
     /// Register operands of all instructions.
-    pub reg_pool: Vec<Reg>,
+    pub(crate) reg_pool: Vec<Reg>,
     /// Location by name index ([`MemLoc::INVALID`] where none).
     mem_by_name: Column<Name, MemLoc>,
     /// Register by name index.
@@ -118,6 +118,27 @@ impl Module {
             func_by_name: Column::new(),
             live_insts: 0,
         }
+    }
+
+    /// The interned names (read only: names are interned by the mutators
+    /// that declare entities, and by [`Module::intern_name`]).
+    #[inline]
+    pub fn names(&self) -> &NamePool {
+        &self.names
+    }
+
+    /// The pool of the dims of access patterns with two or more (read
+    /// them per pattern with [`Module::ap_dims`]).
+    #[inline]
+    pub fn dim_pool(&self) -> &[Dim] {
+        &self.dims
+    }
+
+    /// The register operands of all instructions (read them per
+    /// instruction with [`Module::uses`] and [`Module::defs`]).
+    #[inline]
+    pub fn reg_pool(&self) -> &[Reg] {
+        &self.reg_pool
     }
 
     /// An empty module with every column reserved for `cap`.

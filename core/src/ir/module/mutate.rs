@@ -71,6 +71,23 @@ impl Module {
         self.mems.bank[m] = NO_BANK;
     }
 
+    /// Sets a location's flags (no other column depends on them).
+    pub fn set_mem_flags(&mut self, m: MemLoc, flags: MemFlags) {
+        self.mems.flags[m] = flags;
+    }
+
+    /// Sets a register's flags (no other column depends on them).
+    pub fn set_reg_flags(&mut self, r: Reg, flags: RegFlags) {
+        self.regs.flags[r] = flags;
+    }
+
+    /// Colors a register: its first physical lane, or [`NO_LANE`] to
+    /// uncolor it (no checks, as for [`Module::place`]: the verifier judges
+    /// colorings).
+    pub fn set_reg_lane(&mut self, r: Reg, lane: u16) {
+        self.regs.lane[r] = lane;
+    }
+
     /// Mutable registers of an instruction (uses then defs), for renaming.
     pub fn regs_mut(&mut self, i: Inst) -> &mut [Reg] {
         let o = self.insts.operands[i];
@@ -99,6 +116,38 @@ impl Module {
                 r.window_hi = shift(r.window_hi as i64, dbyte, u32::MAX as i64) as u32;
             }
         }
+    }
+
+    /// Sets the byte offset of an access pattern in place (a rewrite that
+    /// moves its static part but not its register window; as for
+    /// [`Module::shift_ap`], the caller guarantees that its cells lie inside
+    /// the location, which the verifier checks).
+    pub fn set_ap_offset(&mut self, a: Ap, offset: u32) {
+        self.aps.offset[a] = offset;
+    }
+
+    /// Replaces the partition range of an access pattern in place (a
+    /// rewrite that narrows or widens the rows it moves). Refuses an empty
+    /// range and one the `u8` columns cannot hold; as for
+    /// [`Module::shift_ap`], the caller guarantees that the rows lie inside
+    /// the location (the verifier checks it).
+    pub fn set_ap_partitions(&mut self, a: Ap, start: u16, count: u16) -> Result<(), IrError> {
+        let end = start as u64 + count as u64;
+        let (what, value) = if count == 0 {
+            ("access-pattern partition count", 0)
+        } else {
+            ("access-pattern partition range end", end)
+        };
+        if count == 0 || end > MAX_AP_PARTITIONS as u64 {
+            return Err(IrError::BadShape {
+                what,
+                value,
+                max: MAX_AP_PARTITIONS as u64,
+            });
+        }
+        self.aps.part_start[a] = start as u8;
+        self.aps.part_count[a] = count as u8;
+        Ok(())
     }
 
     /// Replaces the extension of input-then-output operand `k` of
