@@ -328,7 +328,7 @@ fn job(path: &Path, cfg: &JobConfig, out: &Outputs, o: &mut FileOutcome) -> u8 {
     let file = &o.file.clone();
     o.row.optlevel = Some(opts.optlevel);
     let input_placed: Vec<bool> = if cfg.explain {
-        m.mems.space.keys().map(|v| m.is_placed(v)).collect()
+        m.mems().space.keys().map(|v| m.is_placed(v)).collect()
     } else {
         Vec::new()
     };

@@ -137,11 +137,11 @@ fn placer(report: &RunReport, space: Space) -> &'static str {
 /// Partitions `[base, base + partitions)` of a placed on-chip location
 /// (DRAM: the one row).
 fn parts(m: &Module, v: MemLoc) -> (u32, u32) {
-    if m.mems.space[v] == Space::Dram {
+    if m.mems().space[v] == Space::Dram {
         return (0, 1);
     }
-    let b = m.mems.base_partition[v] as u32;
-    (b, b + m.mems.partitions[v] as u32)
+    let b = m.mems().base_partition[v] as u32;
+    (b, b + m.mems().partitions[v] as u32)
 }
 
 /// Why each placed tensor sits where it does: who placed it, what lies
@@ -152,10 +152,10 @@ fn placements(f: &RunFacts<'_>) -> Option<Section> {
     let mut lines = Vec::new();
     for space in [Space::Sb, Space::Psum, Space::Dram] {
         let mut placed: Vec<MemLoc> = m
-            .mems
+            .mems()
             .space
             .keys()
-            .filter(|&v| m.mems.space[v] == space && m.is_placed(v))
+            .filter(|&v| m.mems().space[v] == space && m.is_placed(v))
             .filter(|&v| f.live.interval(v).is_some())
             .collect();
         if placed.is_empty() {
@@ -180,7 +180,7 @@ fn placements(f: &RunFacts<'_>) -> Option<Section> {
                 continue;
             };
             let (p0, p1) = parts(m, v);
-            let (o0, o1) = (m.mems.offset[v], m.mems.offset[v] + m.mem_footprint(v));
+            let (o0, o1) = (m.mems().offset[v], m.mems().offset[v] + m.mem_footprint(v));
             let mut under = Vec::new();
             let mut reuse = Vec::new();
             for w in placed.iter().copied().filter(|&w| w != v) {
@@ -191,7 +191,7 @@ fn placements(f: &RunFacts<'_>) -> Option<Section> {
                 let Some(jv) = f.live.interval(w) else {
                     continue;
                 };
-                let (w0, w1) = (m.mems.offset[w], m.mems.offset[w] + m.mem_footprint(w));
+                let (w0, w1) = (m.mems().offset[w], m.mems().offset[w] + m.mem_footprint(w));
                 if iv.overlaps(jv) {
                     if w0 < o0 {
                         under.push(w);
@@ -200,7 +200,7 @@ fn placements(f: &RunFacts<'_>) -> Option<Section> {
                     reuse.push(w);
                 }
             }
-            under.sort_by_key(|&w| m.mems.offset[w]);
+            under.sort_by_key(|&w| m.mems().offset[w]);
             let who = if f.input_placed.get(v.index()).copied().unwrap_or(false) {
                 "kept where the input placed it".to_string()
             } else {
@@ -249,7 +249,7 @@ fn spills(f: &RunFacts<'_>) -> Option<Section> {
     let mut n = 0usize;
     for pos in 0..f.order.len() as u32 {
         let i = f.order.inst_at(pos);
-        let fl = m.insts.flags[i];
+        let fl = m.insts().flags[i];
         let what = if fl.contains(InstFlags::SPILL) {
             "spill store"
         } else if fl.contains(InstFlags::RELOAD) {
@@ -378,7 +378,7 @@ fn illegal_input(m: &Module, e: &PipelineError) -> Option<Section> {
             end,
             limit,
         } => {
-            let size = end - m.mems.offset[mem];
+            let size = end - m.mems().offset[mem];
             lines.push(format!(
                 "%{} ends {} B beyond the {limit} its space has per partition; it fits at offsets 0..={} (it is {size} B)",
                 m.mem_name(mem),
@@ -394,7 +394,7 @@ fn illegal_input(m: &Module, e: &PipelineError) -> Option<Section> {
         } => lines.push(format!(
             "%{} reaches partition {end} of {limit}: start it at a partition at most {}",
             m.mem_name(mem),
-            limit.saturating_sub(m.mems.partitions[mem] as u64)
+            limit.saturating_sub(m.mems().partitions[mem] as u64)
         )),
         Finding::Misaligned { mem, offset, align } => {
             let a = align as u64;
@@ -449,17 +449,17 @@ fn unplaced_psum(m: &Module) -> Section {
     let bank = m.target.psum_bank_bytes.max(1) as u64;
     let mut lines = Vec::new();
     let mut banks = 0u64;
-    for v in m.mems.space.keys() {
-        if m.mems.space[v] != Space::Psum || m.is_placed(v) {
+    for v in m.mems().space.keys() {
+        if m.mems().space[v] != Space::Psum || m.is_placed(v) {
             continue;
         }
-        let b = (m.mems.bytes[v] as u64).div_ceil(bank);
+        let b = (m.mems().bytes[v] as u64).div_ceil(bank);
         banks += b;
         lines.push(format!(
             "%{} ({} x {} B): {b} bank{}",
             m.mem_name(v),
-            m.mems.partitions[v],
-            m.mems.bytes[v],
+            m.mems().partitions[v],
+            m.mems().bytes[v],
             if b == 1 { "" } else { "s" }
         ));
     }
@@ -488,7 +488,7 @@ fn pressure(m: &Module, e: &PipelineError) -> Option<Section> {
         .filter(|&p| p < n)?;
     let space = site
         .space
-        .or_else(|| site.tensor.map(|t| m.mems.space[t]))?;
+        .or_else(|| site.tensor.map(|t| m.mems().space[t]))?;
     let capacity = match space {
         Space::Sb => m.target.sb_usable_bytes as u64,
         Space::Psum => m.target.psum_usable_bytes() as u64,
@@ -496,17 +496,17 @@ fn pressure(m: &Module, e: &PipelineError) -> Option<Section> {
     };
     let bank = m.target.psum_bank_bytes.max(1) as u64;
     let bytes_of = |v: MemLoc| match space {
-        Space::Psum => (m.mems.bytes[v] as u64).div_ceil(bank) * bank,
-        _ => m.mems.bytes[v] as u64,
+        Space::Psum => (m.mems().bytes[v] as u64).div_ceil(bank) * bank,
+        _ => m.mems().bytes[v] as u64,
     };
     let mut here: Vec<MemLoc> = m
-        .mems
+        .mems()
         .space
         .keys()
-        .filter(|&v| m.mems.space[v] == space)
+        .filter(|&v| m.mems().space[v] == space)
         .filter(|&v| live.interval(v).is_some_and(|iv| iv.contains(pos)) || site.tensor == Some(v))
         .collect();
-    here.sort_by_key(|&v| std::cmp::Reverse(bytes_of(v) * m.mems.partitions[v] as u64));
+    here.sort_by_key(|&v| std::cmp::Reverse(bytes_of(v) * m.mems().partitions[v] as u64));
     let mut lines = vec![format!(
         "at position {pos}, {}: {} {} location{} live",
         m.describe_inst(order.inst_at(pos)),
@@ -527,14 +527,14 @@ fn pressure(m: &Module, e: &PipelineError) -> Option<Section> {
         let (b, e) = if m.is_placed(v) {
             parts(m, v)
         } else {
-            (0, m.mems.partitions[v] as u32)
+            (0, m.mems().partitions[v] as u32)
         };
         for p in per.iter_mut().take((e as usize).min(np)).skip(b as usize) {
             *p += bytes_of(v);
         }
         let accessed = live.accesses(v).binary_search(&pos).is_ok();
         let pinned =
-            m.mems.flags[v].intersects(MemFlags::PINNED | MemFlags::INPUT | MemFlags::OUTPUT);
+            m.mems().flags[v].intersects(MemFlags::PINNED | MemFlags::INPUT | MemFlags::OUTPUT);
         let note = if site.tensor == Some(v) {
             " — the one that did not fit"
         } else if accessed {
@@ -592,7 +592,7 @@ fn pressure(m: &Module, e: &PipelineError) -> Option<Section> {
         .filter(|&v| site.tensor != Some(v))
         .filter(|&v| live.accesses(v).binary_search(&pos).is_err())
         .filter(|&v| {
-            !m.mems.flags[v].intersects(MemFlags::PINNED | MemFlags::INPUT | MemFlags::OUTPUT)
+            !m.mems().flags[v].intersects(MemFlags::PINNED | MemFlags::INPUT | MemFlags::OUTPUT)
         })
         .map(|v| (v, bytes_of(v)))
         .collect();
@@ -605,8 +605,8 @@ fn pressure(m: &Module, e: &PipelineError) -> Option<Section> {
             lines.push(format!(
                 "  %{}: frees {b} B per partition in {} partition{}",
                 m.mem_name(v),
-                m.mems.partitions[v],
-                if m.mems.partitions[v] == 1 { "" } else { "s" }
+                m.mems().partitions[v],
+                if m.mems().partitions[v] == 1 { "" } else { "s" }
             ));
         }
     }

@@ -330,9 +330,9 @@ fn is_clean_failure(m: &Module, e: &PipelineError) -> bool {
             pass: "check_in_place",
             first: Finding::Unplaced { mem, .. },
             ..
-        } => m.mems.space[*mem] == Space::Psum,
+        } => m.mems().space[*mem] == Space::Psum,
         // Optlevel 7 on a module with PSUM tiles: it has no PSUM allocator.
-        PipelineError::UnplacedPsum { first, .. } => m.mems.space[*first] == Space::Psum,
+        PipelineError::UnplacedPsum { first, .. } => m.mems().space[*first] == Space::Psum,
         PipelineError::Options(_) | PipelineError::BelowFloor { .. } => true,
         PipelineError::Lsa(e) => matches!(
             **e,

@@ -81,7 +81,7 @@ fn facts(m: &Module) -> Facts {
     }
     let (mut dma, mut scalar, mut compute) = (0usize, 0usize, 0usize);
     for i in m.program_order() {
-        let op: Opcode = m.insts.opcode[i];
+        let op: Opcode = m.insts().opcode[i];
         if op.is_dma() {
             dma += 1;
         } else if op.is_scalar() {
@@ -99,25 +99,25 @@ fn facts(m: &Module) -> Facts {
         .iter()
         .map(|&space| {
             let (mut declared, mut placed, mut declared_bytes) = (0usize, 0usize, 0u64);
-            for x in m.mems.space.keys() {
-                if m.mems.space[x] == space {
+            for x in m.mems().space.keys() {
+                if m.mems().space[x] == space {
                     declared += 1;
                     placed += m.is_placed(x) as usize;
                     declared_bytes += m.mem_footprint(x);
                 }
             }
             let ivs = || {
-                m.mems
+                m.mems()
                     .space
                     .keys()
-                    .filter(move |&x| m.mems.space[x] == space)
+                    .filter(move |&x| m.mems().space[x] == space)
                     .filter_map(|x| live.interval(x))
             };
             let b = bounds.space(space);
             let at = (b.lower_bound() > 0)
                 .then(|| order.inst_at(b.peak_pos))
                 .filter(|i| i.is_valid())
-                .map(|i| (b.peak_pos, m.insts.opcode[i]));
+                .map(|i| (b.peak_pos, m.insts().opcode[i]));
             SpaceFacts {
                 space,
                 declared,
@@ -139,17 +139,17 @@ fn facts(m: &Module) -> Facts {
         })
         .collect();
     let reg_ivs = || {
-        m.regs
+        m.regs()
             .lanes
             .keys()
-            .filter_map(|r| regs.interval(r).map(|iv| (iv, m.regs.lanes[r] as u64)))
+            .filter_map(|r| regs.interval(r).map(|iv| (iv, m.regs().lanes[r] as u64)))
     };
     Facts {
         target,
         functions: m.num_funcs(),
         blocks: m.num_blocks(),
         loops: m.num_loops(),
-        max_depth: m.loops.depth.values().copied().max().unwrap_or(0) as u32,
+        max_depth: m.loops().depth.values().copied().max().unwrap_or(0) as u32,
         instructions: m.num_live_insts(),
         dma,
         compute,
@@ -157,8 +157,8 @@ fn facts(m: &Module) -> Facts {
         access_patterns: m.num_aps(),
         locations: m.num_mems(),
         registers: m.num_regs(),
-        lanes: m.regs.lanes.values().map(|&l| l as u64).sum(),
-        colored: m.regs.lane.values().filter(|&&l| l != NO_LANE).count(),
+        lanes: m.regs().lanes.values().map(|&l| l as u64).sum(),
+        colored: m.regs().lane.values().filter(|&&l| l != NO_LANE).count(),
         target_lanes: t.max_regs as u64,
         positions: n,
         reg_live: reg_ivs().count(),

@@ -306,37 +306,37 @@ pub fn to_json(m: &Module) -> JsonModule {
             .collect(),
     };
     let mems = m
-        .mems
+        .mems()
         .space
         .keys()
         .map(|x| JsonMem {
             name: m.mem_name(x).into(),
-            space: m.mems.space[x].keyword().into(),
-            partitions: m.mems.partitions[x],
-            bytes: m.mems.bytes[x],
+            space: m.mems().space[x].keyword().into(),
+            partitions: m.mems().partitions[x],
+            bytes: m.mems().bytes[x],
             elem_size: m.elem_size(x),
-            dtype: m.mems.dtype[x].keyword().map(String::from),
-            align: Some(m.mems.align[x]),
+            dtype: m.mems().dtype[x].keyword().map(String::from),
+            align: Some(m.mems().align[x]),
             flags: words(types::MEM_FLAG_WORDS.iter(), |f| {
-                m.mems.flags[x].contains(*f)
+                m.mems().flags[x].contains(*f)
             }),
             placement: m.is_placed(x).then(|| JsonPlacement {
-                partition: m.mems.base_partition[x],
-                offset: m.mems.offset[x],
+                partition: m.mems().base_partition[x],
+                offset: m.mems().offset[x],
             }),
         })
         .collect();
     let regs = m
-        .regs
+        .regs()
         .lanes
         .keys()
         .map(|r| JsonReg {
             name: m.reg_name(r).into(),
-            lanes: m.regs.lanes[r],
+            lanes: m.regs().lanes[r],
             flags: words(types::REG_FLAG_WORDS.iter(), |f| {
-                m.regs.flags[r].contains(*f)
+                m.regs().flags[r].contains(*f)
             }),
-            lane: (m.regs.lane[r] != NO_LANE).then_some(m.regs.lane[r]),
+            lane: (m.regs().lane[r] != NO_LANE).then_some(m.regs().lane[r]),
         })
         .collect();
     let mut funcs = Vec::new();
@@ -354,7 +354,7 @@ pub fn to_json(m: &Module) -> JsonModule {
             stack.push(((Loop::INVALID, None), Vec::new()));
         }
         Event::LoopOpen(l, _) => {
-            let trip = m.loops.trip[l];
+            let trip = m.loops().trip[l];
             stack.push(((l, (trip != UNKNOWN_TRIP).then_some(trip)), Vec::new()));
         }
         Event::Block(b, _) => {
@@ -406,10 +406,10 @@ fn words<'a, F: 'a>(
 }
 
 fn inst_json(m: &Module, i: Inst) -> JsonInst {
-    let op = m.insts.opcode[i];
+    let op = m.insts().opcode[i];
     let imm = m.imm(i);
-    let engine = m.insts.engine[i];
-    let sub = m.insts.subop[i];
+    let engine = m.insts().engine[i];
+    let sub = m.insts().subop[i];
     let ap = |a| {
         let s = ap_spec(m, a);
         JsonAp {
@@ -441,10 +441,10 @@ fn inst_json(m: &Module, i: Inst) -> JsonInst {
         op: op.mnemonic().into(),
         subop: (sub != SubOp::None).then(|| sub.keyword().into()),
         engine: (engine != op.default_engine()).then(|| engine.keyword().into()),
-        queue: m.insts.queue[i],
+        queue: m.insts().queue[i],
         imm: (imm != 0 || matches!(op, Opcode::ScalarImm | Opcode::Memset)).then_some(imm),
         flags: words(types::INST_FLAG_WORDS.iter(), |f| {
-            m.insts.flags[i].contains(*f)
+            m.insts().flags[i].contains(*f)
         }),
         outputs: m.outputs(i).map(ap).collect(),
         defs: m.defs(i).iter().map(|&r| m.reg_name(r).into()).collect(),
@@ -687,7 +687,7 @@ pub fn from_json(doc: &JsonModule) -> Result<Module, JsonError> {
                 "input output pinned spill internal reload",
             )?;
         }
-        m.mems.flags[x] = flags;
+        m.set_mem_flags(x, flags);
         if let Some(p) = &j.placement {
             if p.partition == NO_PARTITION || p.offset == u64::MAX {
                 return Err(model(&path, "placement out of range"));
@@ -723,12 +723,12 @@ pub fn from_json(doc: &JsonModule) -> Result<Module, JsonError> {
         for w in &j.flags {
             flags |= flag(&path, &types::REG_FLAG_WORDS, w, "pinned spilltemp")?;
         }
-        m.regs.flags[r] = flags;
+        m.set_reg_flags(r, flags);
         if let Some(l) = j.lane {
             if l == NO_LANE {
                 return Err(model(&path, "lane out of range"));
             }
-            m.regs.lane[r] = l;
+            m.set_reg_lane(r, l);
         }
     }
     let mut b = BodyBuilder::default();
@@ -779,7 +779,7 @@ impl BodyBuilder {
                 let Some((_, _, l, p)) = stack.pop() else {
                     break;
                 };
-                if l.is_valid() && m.loops.first_block[l] == m.loops.end_block[l] {
+                if l.is_valid() && m.loops().first_block[l] == m.loops().end_block[l] {
                     return Err(model(p, "empty loop: a loop must hold at least one block"));
                 }
                 continue;
@@ -827,7 +827,7 @@ impl BodyBuilder {
     ) -> Result<(), JsonError> {
         check_name(path, &jb.label)?;
         let stamp = f.as_u32() + 1;
-        if let Some(n) = m.names.lookup(&jb.label) {
+        if let Some(n) = m.names().lookup(&jb.label) {
             if self.label_stamp.get(n.index()) == Some(&stamp) {
                 return Err(model(
                     path,
@@ -838,9 +838,9 @@ impl BodyBuilder {
         let b = m
             .add_block(&jb.label, lp)
             .map_err(|e| model(path, e.to_string()))?;
-        let n = m.blocks.name[b].index();
+        let n = m.blocks().name[b].index();
         if self.label_stamp.len() <= n {
-            self.label_stamp.resize(m.names.len().max(n + 1), 0);
+            self.label_stamp.resize(m.names().len().max(n + 1), 0);
         }
         self.label_stamp[n] = stamp;
         for (k, ji) in jb.insts.iter().enumerate() {
@@ -943,10 +943,10 @@ fn ap(m: &Module, open: &[Loop], path: &str, j: &JsonAp) -> Result<ApSpec, JsonE
     let loc = m
         .mem_by_name(&j.loc)
         .ok_or_else(|| model(path, format!("undefined location `%{}`", j.loc)))?;
-    let parts = m.mems.partitions[loc] as u32;
+    let parts = m.mems().partitions[loc] as u32;
     let end = j.part_start as u32 + j.part_count as u32;
     // A DRAM pattern with a partition step is checked by its flat extent.
-    let max_end = if j.pstep.is_some() && m.mems.space[loc] == Space::Dram {
+    let max_end = if j.pstep.is_some() && m.mems().space[loc] == Space::Dram {
         tusk_core::ir::MAX_AP_PARTITIONS as u32
     } else {
         parts
@@ -1160,7 +1160,7 @@ block2:
         let m = text::parse_str(&deepest_module()).unwrap();
         let src = text::print(&m);
         assert_eq!(
-            m.loops.depth.values().copied().max(),
+            m.loops().depth.values().copied().max(),
             Some(Limits::default().loop_depth)
         );
         let js = to_json_string(&m);

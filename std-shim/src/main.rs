@@ -295,16 +295,16 @@ fn check_text(file: &str, m: &Module) -> (u8, String, serde_json::Value) {
     // checked, so an unallocated module checks clean and a partly placed
     // space reports its unplaced locations.
     let placed = |space: Space| {
-        m.mems
+        m.mems()
             .space
             .keys()
-            .any(|x| m.mems.space[x] == space && m.is_placed(x))
+            .any(|x| m.mems().space[x] == space && m.is_placed(x))
     };
     let scope = Scope {
         psum: placed(Space::Psum),
         sb: placed(Space::Sb),
         dram: placed(Space::Dram),
-        registers: m.regs.lane.values().any(|&l| l != NO_LANE),
+        registers: m.regs().lane.values().any(|&l| l != NO_LANE),
         uncolored: true,
     };
     let mut verifier = Verifier::for_module(m);

@@ -65,7 +65,7 @@ pub fn memory_map_window(
             .or_else(|| f.inst.map(|i| order.pos(i)))
             .filter(|&p| (p as u64) < n && in_window(p as u64))
     });
-    let fail_space = failure.and_then(|f| f.space.or_else(|| f.tensor.map(|t| m.mems.space[t])));
+    let fail_space = failure.and_then(|f| f.space.or_else(|| f.tensor.map(|t| m.mems().space[t])));
     let mut panels = Vec::new();
     let mut dropped = 0usize;
     let ticks: Vec<Marker> = order
@@ -73,7 +73,7 @@ pub fn memory_map_window(
         .iter()
         .enumerate()
         .filter_map(|(p, &i)| {
-            let f = m.insts.flags[i];
+            let f = m.insts().flags[i];
             let kind = if f.contains(InstFlags::SPILL) {
                 MarkerKind::SpillInst
             } else if f.contains(InstFlags::RELOAD) {
@@ -92,8 +92,8 @@ pub fn memory_map_window(
     for space in [Space::Sb, Space::Psum, Space::Dram] {
         // (location, item) of the placed locations of this space.
         let mut placed: Vec<(MemLoc, Item)> = Vec::new();
-        for v in m.mems.space.keys() {
-            if m.mems.space[v] != space || !m.is_placed(v) {
+        for v in m.mems().space.keys() {
+            if m.mems().space[v] != space || !m.is_placed(v) {
                 continue;
             }
             let Some(iv) = live.interval(v) else { continue };
@@ -103,7 +103,7 @@ pub fn memory_map_window(
                 Item {
                     lower: iv.start as u64,
                     upper: iv.end as u64 + 1,
-                    offset: m.mems.offset[v],
+                    offset: m.mems().offset[v],
                     size: m.mem_footprint(v),
                     label: m.mem_name(v).to_string(),
                     detail: format!("{} live [{}, {}]", m.describe_mem(v), iv.start, iv.end),
@@ -180,11 +180,11 @@ pub fn memory_map_window(
                 .unwrap_or(0);
             let failing = failure.and_then(|f| f.tensor);
             let mut unplaced: Vec<MemLoc> = m
-                .mems
+                .mems()
                 .space
                 .keys()
                 .filter(|&v| {
-                    m.mems.space[v] == space
+                    m.mems().space[v] == space
                         && !m.is_placed(v)
                         && (Some(v) == failing || live.interval(v).is_some_and(|iv| iv.contains(p)))
                 })
@@ -212,7 +212,8 @@ pub fn memory_map_window(
                         label: m.mem_name(v).to_string(),
                         detail: format!(
                             "unplaced {} x {} B, needed at {p}",
-                            m.mems.partitions[v], size
+                            m.mems().partitions[v],
+                            size
                         ),
                         kind: if is_failing {
                             Kind::Failed
@@ -241,7 +242,7 @@ pub fn memory_map_window(
                 let any_partial = placed
                     .iter()
                     .chain(&demand)
-                    .any(|(v, _)| m.mems.partitions[*v] < parts);
+                    .any(|(v, _)| m.mems().partitions[*v] < parts);
                 let group = match t.start_rules[0].granularity {
                     g if g > 0 && g < parts && parts % g == 0 => g,
                     _ => parts.div_ceil(4).max(1),
@@ -268,11 +269,11 @@ pub fn memory_map_window(
                             .chain(&demand)
                             .filter_map(|(v, it)| {
                                 let b = if m.is_placed(*v) {
-                                    m.mems.base_partition[*v]
+                                    m.mems().base_partition[*v]
                                 } else {
                                     0
                                 };
-                                let e = b.saturating_add(m.mems.partitions[*v]);
+                                let e = b.saturating_add(m.mems().partitions[*v]);
                                 (b < q1 && q0 < e).then(|| Item {
                                     partial: b > q0 || e < q1,
                                     ..it.clone()
@@ -344,7 +345,7 @@ pub fn memory_map_window(
 
 /// Colour class of a location.
 fn kind_of(m: &Module, v: MemLoc) -> Kind {
-    let f = m.mems.flags[v];
+    let f = m.mems().flags[v];
     if f.contains(MemFlags::SPILL) {
         Kind::Spill
     } else if f.contains(MemFlags::RELOAD) {
@@ -352,7 +353,7 @@ fn kind_of(m: &Module, v: MemLoc) -> Kind {
     } else if f.contains(MemFlags::PINNED) {
         Kind::Pinned
     } else {
-        match m.mems.space[v] {
+        match m.mems().space[v] {
             Space::Sb => Kind::Sb,
             Space::Psum => Kind::Psum,
             Space::Dram => Kind::Dram,

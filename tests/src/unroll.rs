@@ -150,16 +150,16 @@ struct Plan {
 /// Instructions of `m`'s unrolled form, saturating.
 fn unrolled_count(m: &Module) -> u64 {
     let mut total = 0u64;
-    for b in m.blocks.name.keys() {
+    for b in m.blocks().name.keys() {
         let n = m.block_insts(b).count() as u64;
         let mut mult = 1u64;
-        let mut l = m.blocks.loop_[b];
+        let mut l = m.blocks().loop_[b];
         while l.is_valid() {
-            let trip = m.loops.trip[l];
+            let trip = m.loops().trip[l];
             if trip != UNKNOWN_TRIP {
                 mult = mult.saturating_mul(trip as u64);
             }
-            l = m.loops.parent[l];
+            l = m.loops().parent[l];
         }
         total = total.saturating_add(n.saturating_mul(mult));
     }
@@ -169,12 +169,12 @@ fn unrolled_count(m: &Module) -> u64 {
 /// The child loop of `cur` (or an outermost loop when `cur` is invalid)
 /// that starts at block `b`, if any.
 fn loop_starting_at(m: &Module, b: Block, cur: Loop) -> Option<Loop> {
-    let mut l = m.blocks.loop_[b];
+    let mut l = m.blocks().loop_[b];
     while l.is_valid() && l != cur {
-        if m.loops.parent[l] == cur {
-            return (m.loops.first_block[l] == b).then_some(l);
+        if m.loops().parent[l] == cur {
+            return (m.loops().first_block[l] == b).then_some(l);
         }
-        l = m.loops.parent[l];
+        l = m.loops().parent[l];
     }
     None
 }
@@ -189,10 +189,10 @@ impl Plan {
         let mut dst = Module::new(src.target.clone());
         dst.limits = src.limits;
         dst.limits.instructions = dst.limits.instructions.max(n as u32 + 1);
-        for v in src.mems.space.keys() {
+        for v in src.mems().space.keys() {
             copy_mem(&mut dst, src, v, src.mem_name(v))?;
         }
-        for r in src.regs.lanes.keys() {
+        for r in src.regs().lanes.keys() {
             copy_reg(&mut dst, src, r, src.reg_name(r))?;
         }
         let mut plan = Plan {
@@ -204,12 +204,12 @@ impl Plan {
             reg_copy: HashMap::new(),
             groups: Vec::new(),
         };
-        for f in src.funcs.name.keys() {
+        for f in src.funcs().name.keys() {
             plan.dst.add_func(src.func_name(f))?;
             let mut labels = HashSet::new();
             let (s, e) = (
-                src.funcs.first_block[f].index(),
-                src.funcs.end_block[f].index(),
+                src.funcs().first_block[f].index(),
+                src.funcs().end_block[f].index(),
             );
             let mut iters = Vec::new();
             plan.emit(
@@ -243,8 +243,8 @@ impl Plan {
         while b < e {
             let blk = Block::new(b);
             if let Some(l) = loop_starting_at(src, blk, cur) {
-                let end = src.loops.end_block[l].index().max(b + 1);
-                let trip = src.loops.trip[l];
+                let end = src.loops().end_block[l].index().max(b + 1);
+                let trip = src.loops().trip[l];
                 if trip == UNKNOWN_TRIP {
                     let kept = self.dst.add_loop(dst_loop, UNKNOWN_TRIP)?;
                     if let Some(name) = src.loop_name(l) {
@@ -357,17 +357,17 @@ fn covered(written: &[Rect], r: Rect) -> bool {
 /// The innermost loop enclosing both `a` and `b` (either may be
 /// [`Loop::INVALID`], the function level).
 fn common_loop(m: &Module, a: Loop, b: Loop) -> Loop {
-    let depth = |l: Loop| if l.is_valid() { m.loops.depth[l] } else { 0 };
+    let depth = |l: Loop| if l.is_valid() { m.loops().depth[l] } else { 0 };
     let (mut a, mut b) = (a, b);
     while depth(a) > depth(b) {
-        a = m.loops.parent[a];
+        a = m.loops().parent[a];
     }
     while depth(b) > depth(a) {
-        b = m.loops.parent[b];
+        b = m.loops().parent[b];
     }
     while a != b {
-        a = m.loops.parent[a];
-        b = m.loops.parent[b];
+        a = m.loops().parent[a];
+        b = m.loops().parent[b];
     }
     a
 }
@@ -377,10 +377,10 @@ fn common_loop(m: &Module, a: Loop, b: Loop) -> Loop {
 fn unknown_between(m: &Module, inner: Loop, outer: Loop) -> bool {
     let mut l = inner;
     while l.is_valid() && l != outer {
-        if m.loops.trip[l] == UNKNOWN_TRIP {
+        if m.loops().trip[l] == UNKNOWN_TRIP {
             return true;
         }
-        l = m.loops.parent[l];
+        l = m.loops().parent[l];
     }
     false
 }
@@ -424,7 +424,7 @@ impl Plan {
                     .or_insert(l);
             };
             for a in src.all_aps(i) {
-                note(Item::Mem(src.aps.loc[a].index() as u32));
+                note(Item::Mem(src.aps().loc[a].index() as u32));
             }
             for &r in src.uses(i).iter().chain(src.defs(i)) {
                 note(Item::Reg(r.index() as u32));
@@ -436,15 +436,15 @@ impl Plan {
             let fixed = match x {
                 Item::Mem(v) => {
                     let v = MemLoc::new(v as usize);
-                    !src.mems.space[v].is_on_chip()
-                        || src.mems.flags[v]
+                    !src.mems().space[v].is_on_chip()
+                        || src.mems().flags[v]
                             .intersects(MemFlags::INPUT | MemFlags::OUTPUT | MemFlags::PINNED)
                 }
-                Item::Reg(r) => src.regs.flags[Reg::new(r as usize)].contains(RegFlags::PINNED),
+                Item::Reg(r) => src.regs().flags[Reg::new(r as usize)].contains(RegFlags::PINNED),
             };
             let mut k = l;
-            while k.is_valid() && src.loops.trip[k] == UNKNOWN_TRIP {
-                k = src.loops.parent[k];
+            while k.is_valid() && src.loops().trip[k] == UNKNOWN_TRIP {
+                k = src.loops().parent[k];
             }
             if !fixed && k.is_valid() {
                 candidates.insert(x, (k, l));
@@ -587,25 +587,25 @@ impl Plan {
 fn copy_mem(dst: &mut Module, src: &Module, v: MemLoc, name: &str) -> Result<MemLoc, UnrollError> {
     let w = dst.add_mem(
         name,
-        src.mems.space[v],
-        src.mems.partitions[v],
-        src.mems.bytes[v],
+        src.mems().space[v],
+        src.mems().partitions[v],
+        src.mems().bytes[v],
     )?;
-    dst.set_dtype(w, src.mems.dtype[v])?;
-    dst.mems.align[w] = src.mems.align[v];
-    dst.mems.flags[w] = src.mems.flags[v];
-    dst.mems.base_partition[w] = src.mems.base_partition[v];
-    dst.mems.offset[w] = src.mems.offset[v];
-    dst.mems.bank[w] = src.mems.bank[v];
+    dst.set_dtype(w, src.mems().dtype[v])?;
+    dst.set_align(w, src.mems().align[v])?;
+    dst.set_mem_flags(w, src.mems().flags[v]);
+    if src.is_placed(v) {
+        dst.place(w, src.mems().base_partition[v], src.mems().offset[v]);
+    }
     Ok(w)
 }
 
 /// Declares register `r` of `src` in `dst` as `name`, with its lanes,
 /// flags and lane.
 fn copy_reg(dst: &mut Module, src: &Module, r: Reg, name: &str) -> Result<Reg, UnrollError> {
-    let s = dst.add_reg(name, src.regs.lanes[r])?;
-    dst.regs.flags[s] = src.regs.flags[r];
-    dst.regs.lane[s] = src.regs.lane[r];
+    let s = dst.add_reg(name, src.regs().lanes[r])?;
+    dst.set_reg_flags(s, src.regs().flags[r]);
+    dst.set_reg_lane(s, src.regs().lane[r]);
     Ok(s)
 }
 
@@ -674,7 +674,7 @@ impl Unroller {
             originals: plan.copies.len() as u32,
             source_insts: original.num_insts(),
             linked: (0..original.num_insts())
-                .map(|i| original.insts.block[Inst::new(i)].is_valid())
+                .map(|i| original.insts().block[Inst::new(i)].is_valid())
                 .collect(),
             mems: plan.dst.num_mems(),
             regs: plan.dst.num_regs(),
@@ -750,11 +750,11 @@ impl Unroller {
             }
             let uses: Vec<Reg> = m.uses(c.inst).iter().map(|&r| plan.reg_of(k, r)).collect();
             let defs: Vec<Reg> = m.defs(c.inst).iter().map(|&r| plan.reg_of(k, r)).collect();
-            let mut spec = InstSpec::new(m.insts.opcode[c.inst]);
-            spec.subop = m.insts.subop[c.inst];
-            spec.engine = m.insts.engine[c.inst];
-            spec.queue = m.insts.queue[c.inst];
-            spec.flags = m.insts.flags[c.inst];
+            let mut spec = InstSpec::new(m.insts().opcode[c.inst]);
+            spec.subop = m.insts().subop[c.inst];
+            spec.engine = m.insts().engine[c.inst];
+            spec.queue = m.insts().queue[c.inst];
+            spec.flags = m.insts().flags[c.inst];
             spec.imm = m.imm(c.inst);
             spec.inputs = &inputs;
             spec.outputs = &outputs;

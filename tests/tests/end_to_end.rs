@@ -151,9 +151,9 @@ fn assert_complete(what: &str, m: &Module, r: &RunReport) {
     assert!(r.reg.is_some(), "{what}: the register colorer did not run");
     for i in m.program_order() {
         for a in m.all_aps(i) {
-            let v = m.aps.loc[a];
-            let external = m.mems.space[v] == Space::Dram
-                && m.mems.flags[v].intersects(MemFlags::INPUT | MemFlags::OUTPUT);
+            let v = m.aps().loc[a];
+            let external = m.mems().space[v] == Space::Dram
+                && m.mems().flags[v].intersects(MemFlags::INPUT | MemFlags::OUTPUT);
             assert!(
                 external || m.is_placed(v),
                 "{what}: location {} left unplaced",
@@ -162,7 +162,7 @@ fn assert_complete(what: &str, m: &Module, r: &RunReport) {
         }
         for &x in m.uses(i).iter().chain(m.defs(i)) {
             assert_ne!(
-                m.regs.lane[x],
+                m.regs().lane[x],
                 NO_LANE,
                 "{what}: register {} left without a lane",
                 m.reg_name(x)
@@ -206,11 +206,11 @@ fn every_placed_example_at_optlevel_7() {
         let r = run_checked(&mut m, &opts).unwrap_or_else(|e| panic!("{what}: {e}"));
         assert_complete(&what, &m, &r);
         // Every location the input placed stays where the input put it.
-        for v in input.mems.space.keys() {
+        for v in input.mems().space.keys() {
             if input.is_placed(v) {
                 assert_eq!(
-                    (m.mems.space[v], m.mems.offset[v]),
-                    (input.mems.space[v], input.mems.offset[v]),
+                    (m.mems().space[v], m.mems().offset[v]),
+                    (input.mems().space[v], input.mems().offset[v]),
                     "{what}: location {v:?} moved"
                 );
             }

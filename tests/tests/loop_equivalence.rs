@@ -120,11 +120,11 @@ fn allocate(input: &Module, optlevel: u8) -> Module {
 fn dram_sides(m: &Module) -> Vec<(Inst, usize)> {
     let mut v = Vec::new();
     for i in m.program_order() {
-        if !m.insts.opcode[i].is_dma() {
+        if !m.insts().opcode[i].is_dma() {
             continue;
         }
         for (k, a) in m.all_aps(i).enumerate() {
-            if m.mems.space[m.aps.loc[a]] == Space::Dram {
+            if m.mems().space[m.aps().loc[a]] == Space::Dram {
                 v.push((i, k));
             }
         }
@@ -141,25 +141,25 @@ fn corruptions(m: &Module) -> Vec<(String, Module)> {
         let mut seen = vec![false; m.num_mems()];
         for i in m.program_order() {
             for a in m.all_aps(i) {
-                seen[m.aps.loc[a].index()] = true;
+                seen[m.aps().loc[a].index()] = true;
             }
         }
-        m.mems
+        m.mems()
             .space
             .keys()
-            .filter(|&v| seen[v.index()] && m.mems.space[v] == Space::Sb && m.is_placed(v))
+            .filter(|&v| seen[v.index()] && m.mems().space[v] == Space::Sb && m.is_placed(v))
             .collect()
     };
     for w in accessed.windows(2).take(3) {
         let (a, b) = (w[0], w[1]);
-        if m.mems.offset[a] == m.mems.offset[b]
-            && m.mems.base_partition[a] == m.mems.base_partition[b]
+        if m.mems().offset[a] == m.mems().offset[b]
+            && m.mems().base_partition[a] == m.mems().base_partition[b]
         {
             continue;
         }
         let mut c = m.clone();
-        c.mems.offset[a] = m.mems.offset[b];
-        c.mems.base_partition[a] = m.mems.base_partition[b];
+        // Both are SB locations: no bank to keep.
+        c.place(a, m.mems().base_partition[b], m.mems().offset[b]);
         out.push((
             format!("%{} moved onto %{}", m.mem_name(a), m.mem_name(b)),
             c,
@@ -179,13 +179,14 @@ fn corruptions(m: &Module) -> Vec<(String, Module)> {
         if (looped && in_loop == 2) || (!looped && outside == 1) {
             continue;
         }
-        let es = m.aps.elem_size[a] as u32;
+        let es = m.aps().elem_size[a] as u32;
         let mut c = m.clone();
-        c.aps.offset[a] += es;
+        let moved = c.aps().offset[a] + es;
+        c.set_ap_offset(a, moved);
         let e = c.ap_extent(a);
-        let row = c.mems.bytes[c.aps.loc[a]] as i64;
+        let row = c.mems().bytes[c.aps().loc[a]] as i64;
         let inside = if e.flat {
-            e.byte_hi <= row * c.mems.partitions[c.aps.loc[a]] as i64
+            e.byte_hi <= row * c.mems().partitions[c.aps().loc[a]] as i64
         } else {
             e.byte_hi <= row
         };
@@ -228,10 +229,10 @@ fn corruptions(m: &Module) -> Vec<(String, Module)> {
     for i in m.program_order() {
         for (k, a) in m.all_aps(i).enumerate() {
             let ext = m.ap_ext(a);
-            if halved == 2 || !m.mems.space[m.aps.loc[a]].is_on_chip() || ext.terms.is_empty() {
+            if halved == 2 || !m.mems().space[m.aps().loc[a]].is_on_chip() || ext.terms.is_empty() {
                 continue;
             }
-            let es = m.aps.elem_size[a] as i64;
+            let es = m.aps().elem_size[a] as i64;
             let mut e = ext.clone();
             let t = &mut e.terms[0];
             t.parts /= 2;
@@ -499,7 +500,7 @@ entry:
     let flat = u.unroll(&orig).unwrap();
     assert_eq!(flat.num_loops(), 1);
     assert_eq!(
-        flat.loops.trip[tusk_core::ir::Loop::new(0)],
+        flat.loops().trip[tusk_core::ir::Loop::new(0)],
         tusk_core::ir::UNKNOWN_TRIP
     );
     assert_eq!(flat.num_live_insts(), 6);
@@ -516,7 +517,7 @@ entry:
     });
     let act = rw
         .program_order()
-        .find(|&i| rw.insts.opcode[i] == Opcode::Activation)
+        .find(|&i| rw.insts().opcode[i] == Opcode::Activation)
         .unwrap();
     let t = rw.mem_by_name("t").unwrap();
     let c = rw.try_add_mem("c", Space::Sb, 128, 512).unwrap();
@@ -536,7 +537,7 @@ entry:
     let mut gone = rw.clone();
     let save = gone
         .program_order()
-        .find(|&i| gone.insts.opcode[i] == Opcode::Save)
+        .find(|&i| gone.insts().opcode[i] == Opcode::Save)
         .unwrap();
     gone.remove_inst(save);
     let gflat = u.unroll(&gone).unwrap();

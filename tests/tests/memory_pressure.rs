@@ -62,7 +62,7 @@ fn run_checked(m: &mut Module, opts: &Options) -> Result<RunReport, PipelineErro
 
 fn inserted(m: &Module, flag: InstFlags, opcode: Opcode) -> Vec<tusk_core::ir::Inst> {
     m.program_order()
-        .filter(|&i| m.insts.flags[i].contains(flag) && m.insts.opcode[i] == opcode)
+        .filter(|&i| m.insts().flags[i].contains(flag) && m.insts().opcode[i] == opcode)
         .collect()
 }
 
@@ -108,7 +108,7 @@ fn a_dram_backed_tile_is_rematerialized_not_spilled() {
         );
         let reloads = inserted(&m, InstFlags::RELOAD, Opcode::Load);
         assert_eq!(reloads.len(), 1, "{flags}");
-        let src = m.aps.loc[m.inputs(reloads[0]).next().unwrap()];
+        let src = m.aps().loc[m.inputs(reloads[0]).next().unwrap()];
         assert_eq!(m.mem_name(src), "x", "{flags}: the reload reads %x");
         // One DMA of the tile, not two.
         assert_eq!(sb.spill_bytes, 128 * 4096, "{flags}");
@@ -178,7 +178,7 @@ fn the_dataflow_checker_catches_a_rematerialization_across_a_dram_write() {
         });
         let order = LinearOrder::of(&m);
         let find = |name: &str| -> MemLoc {
-            m.mems
+            m.mems()
                 .space
                 .keys()
                 .find(|&v| m.mem_name(v) == name)
@@ -189,7 +189,7 @@ fn the_dataflow_checker_catches_a_rematerialization_across_a_dram_write() {
         let live = MemLiveness::of(&m, &order);
         let reload_before = *live.accesses(a).last().unwrap();
         let copy = m.add_mem("a_copy", Space::Sb, 128, 4096).unwrap();
-        m.mems.flags[copy] = MemFlags::RELOAD | MemFlags::INTERNAL;
+        m.set_mem_flags(copy, MemFlags::RELOAD | MemFlags::INTERNAL);
         let rec = SpillRecord {
             victim: a,
             origin: a,

@@ -52,7 +52,7 @@ entry:
 
 fn nth_op(m: &Module, op: Opcode, n: usize) -> Inst {
     m.program_order()
-        .filter(|&i| m.insts.opcode[i] == op)
+        .filter(|&i| m.insts().opcode[i] == op)
         .nth(n)
         .expect("the instruction")
 }
@@ -290,7 +290,7 @@ entry:
     let mut rw = orig.clone();
     let load = nth_op(&rw, Opcode::Load, 0);
     let a = rw.inputs(load).next().unwrap();
-    rw.aps.offset[a] = 512;
+    rw.set_ap_offset(a, 512);
     let mut v = Verifier::for_module(&rw);
     let r = v.verify(&rw);
     assert!(
@@ -311,7 +311,7 @@ entry:
     let mut rw = orig.clone();
     let load = nth_op(&rw, Opcode::Load, 0);
     let a = rw.inputs(load).next().unwrap();
-    let x = rw.aps.loc[a];
+    let x = rw.aps().loc[a];
     rw.shift_ap(a, x, 0, 1024);
     let mut v = Verifier::for_module(&rw);
     let r = v.verify(&rw);
@@ -373,12 +373,12 @@ fn verdict(src: &str, opt: u8, corrupt: Option<i64>) -> (bool, bool) {
         // instruction, unrolled every copy.
         let saves: Vec<Inst> = m
             .program_order()
-            .filter(|&i| m.insts.opcode[i] == Opcode::Save)
+            .filter(|&i| m.insts().opcode[i] == Opcode::Save)
             .collect();
         for s in saves {
             let a = m.outputs(s).next().unwrap();
-            let l = m.aps.loc[a];
-            if m.aps.offset[a] as i64 + shift >= 0 {
+            let l = m.aps().loc[a];
+            if m.aps().offset[a] as i64 + shift >= 0 {
                 m.shift_ap(a, l, 0, shift);
                 applied = true;
             }
@@ -740,7 +740,7 @@ fn unplaced_dram_held_as_rows_or_as_flat_bytes_gives_the_same_findings() {
         } else {
             m.inputs(i).next().unwrap()
         };
-        let l = m.aps.loc[a];
+        let l = m.aps().loc[a];
         m.shift_ap(a, l, dpart, dbyte);
     }
     let plants: [(&str, Plant); 5] = [
@@ -751,11 +751,13 @@ fn unplaced_dram_held_as_rows_or_as_flat_bytes_gives_the_same_findings() {
         ("a load reads one partition further", |m| {
             let i = nth_op(m, Opcode::Load, 1);
             let a = m.inputs(i).next().unwrap();
-            m.aps.part_count[a] = 64;
-            let l = m.aps.loc[a];
+            let start = m.aps().part_start[a] as u16;
+            m.set_ap_partitions(a, start, 64).unwrap();
+            let l = m.aps().loc[a];
             m.shift_ap(a, l, 1, 0);
             let o = m.outputs(i).next().unwrap();
-            m.aps.part_count[o] = 64;
+            let start = m.aps().part_start[o] as u16;
+            m.set_ap_partitions(o, start, 64).unwrap();
         }),
         ("a save writes other columns", |m| {
             shift(m, Opcode::Save, 1, true, 0, 1024)
@@ -764,8 +766,8 @@ fn unplaced_dram_held_as_rows_or_as_flat_bytes_gives_the_same_findings() {
             let i = nth_op(m, Opcode::Save, 0);
             let a = m.inputs(i).next().unwrap();
             let b = nth_op(m, Opcode::Load, 1);
-            let t = m.aps.loc[m.outputs(b).next().unwrap()];
-            m.aps.loc[a] = t;
+            let t = m.aps().loc[m.outputs(b).next().unwrap()];
+            m.shift_ap(a, t, 0, 0);
         }),
     ];
     for looped in [false, true] {

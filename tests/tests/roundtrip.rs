@@ -138,7 +138,7 @@ impl Gen {
                 flags |= f;
             }
         }
-        m.mems.flags[x] = flags;
+        m.set_mem_flags(x, flags);
         if self.r.chance(50) {
             let (p, off) = match space {
                 Space::Dram => (0, self.r.below(1 << 40)),
@@ -169,9 +169,9 @@ impl Gen {
         if self.r.chance(20) {
             flags |= RegFlags::SPILL_TEMP;
         }
-        m.regs.flags[r] = flags;
+        m.set_reg_flags(r, flags);
         if self.r.chance(40) {
-            m.regs.lane[r] = self.r.below(64) as u16;
+            m.set_reg_lane(r, self.r.below(64) as u16);
         }
         self.regs.push(r);
     }
@@ -208,8 +208,8 @@ impl Gen {
     /// Any pattern of any location (the shape is what it is).
     fn ap(&mut self, m: &Module) -> ApSpec {
         let x = self.r.pick(&self.mems);
-        let parts = m.mems.partitions[x];
-        let bytes = m.mems.bytes[x];
+        let parts = m.mems().partitions[x];
+        let bytes = m.mems().bytes[x];
         match self.r.below(3) {
             0 => tusk_core::ir::full_ap(m, x),
             1 => {
@@ -287,8 +287,8 @@ impl Gen {
         let first = self.r.below(n as u64) as usize;
         for k in 0..n {
             let x = self.mems[(first + k) % n];
-            let (parts, bytes, ty) = (m.mems.partitions[x], m.mems.bytes[x], m.mems.dtype[x]);
-            if space.is_some_and(|s| s != m.mems.space[x]) || parts < sh.parts || !fits(ty) {
+            let (parts, bytes, ty) = (m.mems().partitions[x], m.mems().bytes[x], m.mems().dtype[x]);
+            if space.is_some_and(|s| s != m.mems().space[x]) || parts < sh.parts || !fits(ty) {
                 continue;
             }
             let elem = match elem {
@@ -371,7 +371,7 @@ impl Gen {
                 let src = self.ap(m);
                 let sh = Self::shape_of(&src);
                 let bytes = sh.elems * src.elem_size as u32;
-                let ty = m.mems.dtype[src.loc];
+                let ty = m.mems().dtype[src.loc];
                 // The other side: the same bytes per partition, in bytes
                 // or in elements of a compatible type.
                 let same = move |t: DType| t == ty || t.is_raw() || ty.is_raw();
@@ -477,7 +477,7 @@ impl Gen {
                     elems: self.r.pick(&[1u32, 16, 128]),
                 };
                 let src = self.shaped(m, Some(Space::Sb), sh, any)?;
-                let ty = m.mems.dtype[src.loc];
+                let ty = m.mems().dtype[src.loc];
                 let out = self.shaped(
                     m,
                     Some(Space::Psum),
@@ -510,10 +510,10 @@ impl Gen {
         let mut named = Vec::new();
         let mut l = inner;
         while l.is_valid() {
-            if m.loop_name(l).is_some() && m.loops.trip[l] != UNKNOWN_TRIP {
+            if m.loop_name(l).is_some() && m.loops().trip[l] != UNKNOWN_TRIP {
                 named.push(l);
             }
-            l = m.loops.parent[l];
+            l = m.loops().parent[l];
         }
         if !named.is_empty() && self.r.chance(30) {
             let lp = self.r.pick(&named);
@@ -528,7 +528,7 @@ impl Gen {
         // term would make its column a second input beside a register.
         let column = op == Opcode::TensorScalar && n_use == 0;
         if n_use > 0 && !column && self.r.chance(20) {
-            let row = m.mems.bytes[s.loc];
+            let row = m.mems().bytes[s.loc];
             let lo = self.r.below(row as u64) as u32;
             ext.reg = Some(RegTerm {
                 use_index: self.r.below(n_use as u64) as u8,
@@ -538,7 +538,7 @@ impl Gen {
             });
         }
         if self.r.chance(15) {
-            ext.pstep = Some(match m.mems.space[s.loc] {
+            ext.pstep = Some(match m.mems().space[s.loc] {
                 Space::Dram => self.r.pick(&[0u32, 1, 4, 64]).max(1),
                 _ if read => self.r.pick(&[0u32, 1]),
                 _ => 1,
@@ -620,7 +620,7 @@ impl Gen {
                 (Vec::new(), Vec::new())
             }
         };
-        let inner = m.blocks.loop_[b];
+        let inner = m.blocks().loop_[b];
         let n_use = uses.len();
         let n_in = ins.len();
         for (k, s) in ins.iter_mut().chain(outs.iter_mut()).enumerate() {
@@ -666,12 +666,12 @@ fn generated_modules_round_trip() {
         let m = Gen::module(seed);
         insts += m.num_live_insts();
         loops += m.num_loops();
-        seen[0] += m.mems.dtype.values().filter(|t| !t.is_raw()).count();
+        seen[0] += m.mems().dtype.values().filter(|t| !t.is_raw()).count();
         seen[1] += (0..m.num_loops())
             .filter(|&l| m.loop_name(Loop::new(l)).is_some())
             .count();
         for i in m.program_order() {
-            ops[m.insts.opcode[i] as usize] += 1;
+            ops[m.insts().opcode[i] as usize] += 1;
             for a in m.all_aps(i) {
                 let x = m.ap_ext(a);
                 seen[2] += usize::from(!x.terms.is_empty());

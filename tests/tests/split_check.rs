@@ -57,7 +57,7 @@ fn agree(o: &Module, r: &Module, what: &str) -> String {
 fn nth_of(m: &Module, op: Opcode, frac: usize) -> tusk_core::ir::Inst {
     let all: Vec<_> = m
         .program_order()
-        .filter(|&i| m.insts.opcode[i] == op)
+        .filter(|&i| m.insts().opcode[i] == op)
         .collect();
     all[(all.len() - 1) * frac / 100]
 }
@@ -87,7 +87,7 @@ fn two_threads_find_what_one_finds() {
                 let mut r = rw.clone();
                 let s = nth_of(&r, Opcode::Save, frac);
                 let a = r.outputs(s).next().unwrap();
-                let l = r.aps.loc[a];
+                let l = r.aps().loc[a];
                 r.shift_ap(a, l, 0, 4);
                 cases.push((format!("save at {frac}% writes 4 bytes further"), r));
                 let mut r = rw.clone();
@@ -97,7 +97,7 @@ fn two_threads_find_what_one_finds() {
                 let mut r = rw.clone();
                 let ld = nth_of(&r, Opcode::Load, frac);
                 let a = r.inputs(ld).next().unwrap();
-                r.aps.offset[a] = 1 << 30;
+                r.set_ap_offset(a, 1 << 30);
                 cases.push((format!("load at {frac}% reads outside"), r));
             }
             for (what, r) in &cases {

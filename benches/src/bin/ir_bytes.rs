@@ -20,9 +20,9 @@ fn main() {
     println!(
         "instructions {n}, access patterns {}, pooled dims {}, immediates {}, register operands {}",
         m.num_aps(),
-        m.dims.len(),
-        m.insts.imms.len(),
-        m.reg_pool.len()
+        m.dim_pool().len(),
+        m.insts().imms.len(),
+        m.reg_pool().len()
     );
     let cols = [
         ("opcode, subop, engine, queue, flags", u.inst_kind),

@@ -184,10 +184,10 @@ impl NameCache {
 
     fn mem(&mut self, m: &Module, name: &str) -> Option<MemLoc> {
         let is = |v: u32| {
-            m.mems
+            m.mems()
                 .name
                 .get(MemLoc::from_u32(v))
-                .is_some_and(|&n| m.names.bytes(n) == name.as_bytes())
+                .is_some_and(|&n| m.names().bytes(n) == name.as_bytes())
         };
         let lookup = || m.mem_by_name(name).map(MemLoc::as_u32);
         self.mems.resolve(name, is, lookup).map(MemLoc::from_u32)
@@ -195,10 +195,10 @@ impl NameCache {
 
     fn reg(&mut self, m: &Module, name: &str) -> Option<Reg> {
         let is = |v: u32| {
-            m.regs
+            m.regs()
                 .name
                 .get(Reg::from_u32(v))
-                .is_some_and(|&n| m.names.bytes(n) == name.as_bytes())
+                .is_some_and(|&n| m.names().bytes(n) == name.as_bytes())
         };
         let lookup = || m.reg_by_name(name).map(Reg::as_u32);
         self.regs.resolve(name, is, lookup).map(Reg::from_u32)
@@ -577,7 +577,7 @@ impl<'a> Parser<'a> {
         if let Some(a) = align {
             self.m.set_align(mem, a).map_err(|e| ir(self, e))?;
         }
-        self.m.mems.flags[mem] = flags;
+        self.m.set_mem_flags(mem, flags);
         if let Some((p, off)) = addr {
             self.m.place(mem, p, off);
         }
@@ -705,8 +705,8 @@ impl<'a> Parser<'a> {
             }
             Err(e) => return Err(self.err_at(nt.start, ErrorKind::Ir(e))),
         };
-        self.m.regs.flags[r] = flags;
-        self.m.regs.lane[r] = lane;
+        self.m.set_reg_flags(r, flags);
+        self.m.set_reg_lane(r, lane);
         self.eol()
     }
 
@@ -744,7 +744,7 @@ impl<'a> Parser<'a> {
                     let Some(l) = self.loops.pop() else {
                         return self.eol();
                     };
-                    if self.m.loops.first_block[l] == self.m.loops.end_block[l] {
+                    if self.m.loops().first_block[l] == self.m.loops().end_block[l] {
                         return Err(self.invalid(
                             at,
                             "empty loop: a loop must hold at least one block".into(),
@@ -802,7 +802,7 @@ impl<'a> Parser<'a> {
 
     fn add_block(&mut self, f: Func, label: &str, at: u32) -> Result<Block> {
         let stamp = f.as_u32() + 1;
-        if let Some(n) = self.m.names.lookup(label) {
+        if let Some(n) = self.m.names().lookup(label) {
             if self.label_stamp.get(n.index()) == Some(&stamp) {
                 return Err(self.err_at(
                     at,
@@ -818,9 +818,9 @@ impl<'a> Parser<'a> {
             .m
             .add_block(label, lp)
             .map_err(|e| self.err_at(at, ErrorKind::Ir(e)))?;
-        let n = self.m.blocks.name[b].index();
+        let n = self.m.blocks().name[b].index();
         if self.label_stamp.len() <= n {
-            self.label_stamp.resize(self.m.names.len().max(n + 1), 0);
+            self.label_stamp.resize(self.m.names().len().max(n + 1), 0);
         }
         self.label_stamp[n] = stamp;
         Ok(b)
@@ -835,7 +835,7 @@ impl<'a> Parser<'a> {
             let label = format!("block{n}");
             let taken = self
                 .m
-                .names
+                .names()
                 .lookup(&label)
                 .is_some_and(|nm| self.label_stamp.get(nm.index()) == Some(&stamp));
             if !taken {
@@ -1232,7 +1232,7 @@ impl<'a> Parser<'a> {
             return Ok(full_ap(&self.m, loc));
         }
         self.bump()?;
-        let parts = self.m.mems.partitions[loc];
+        let parts = self.m.mems().partitions[loc];
         let pt = self.expect(Tok::Word, "a partition range `p<start>:<end>`")?;
         let p0 = self.word_num(&pt, b'p', "first partition", NO_PARTITION as u64 - 1)?;
         self.expect(Tok::Colon, "`:` in the partition range")?;
@@ -1245,7 +1245,7 @@ impl<'a> Parser<'a> {
         }
         // A DRAM pattern with a partition step addresses rows by the step,
         // not by the location's partitions: its flat extent is checked.
-        let pitched = ext.pstep.is_some() && self.m.mems.space[loc] == Space::Dram;
+        let pitched = ext.pstep.is_some() && self.m.mems().space[loc] == Space::Dram;
         let max_end = if pitched {
             tusk_core::ir::MAX_AP_PARTITIONS as u64
         } else {
@@ -1261,7 +1261,7 @@ impl<'a> Parser<'a> {
         }
         let (p0, pn) = (p0 as u16, (p1 - p0) as u16);
         self.expect(Tok::Comma, "`,` after the partition range")?;
-        let bytes = self.m.mems.bytes[loc];
+        let bytes = self.m.mems().bytes[loc];
         let mut spec = if self.tok.kind == Tok::Int {
             let lt = self.tok.start;
             let lo = self.int_in("first byte", 0, u32::MAX as u64)?;
@@ -1416,7 +1416,7 @@ fn is_inst_attr(w: &str) -> bool {
 /// overflow it; passing it guarantees that the core's `i64` / `u64` span and
 /// size arithmetic cannot overflow either.
 pub(crate) fn check_extent(m: &Module, s: &ApSpec) -> std::result::Result<(), String> {
-    let bytes = m.mems.bytes[s.loc] as i128;
+    let bytes = m.mems().bytes[s.loc] as i128;
     let name = m.mem_name(s.loc);
     let es = s.elem_size as i128;
     let mut lo: i128 = 0;

@@ -30,10 +30,10 @@ pub fn print(m: &Module) -> String {
 /// Appends the canonical text of a module to `out`.
 pub fn print_into(m: &Module, out: &mut String) {
     print_header(m, out);
-    for mem in m.mems.space.keys() {
+    for mem in m.mems().space.keys() {
         print_mem(m, mem, out);
     }
-    for r in m.regs.lanes.keys() {
+    for r in m.regs().lanes.keys() {
         print_reg(m, r, out);
     }
     walk(m, |e| print_event(m, e, out));
@@ -57,16 +57,16 @@ pub(crate) fn print_reg(m: &Module, r: tusk_core::ir::Reg, out: &mut String) {
     out.push_str("reg $");
     out.push_str(m.reg_name(r));
     out.push(' ');
-    num(out, m.regs.lanes[r]);
+    num(out, m.regs().lanes[r]);
     for (f, w) in types::REG_FLAG_WORDS {
-        if m.regs.flags[r].contains(f) {
+        if m.regs().flags[r].contains(f) {
             out.push(' ');
             out.push_str(w);
         }
     }
-    if m.regs.lane[r] != NO_LANE {
+    if m.regs().lane[r] != NO_LANE {
         out.push_str(" @ r");
-        num(out, m.regs.lane[r]);
+        num(out, m.regs().lane[r]);
     }
     out.push('\n');
 }
@@ -80,7 +80,7 @@ pub(crate) fn print_event(m: &Module, e: Event, out: &mut String) {
         }
         Event::LoopOpen(l, depth) => {
             indent(out, depth + 1);
-            let trip = m.loops.trip[l];
+            let trip = m.loops().trip[l];
             out.push_str("loop ");
             if let Some(name) = m.loop_name(l) {
                 out.push_str(name);
@@ -118,17 +118,17 @@ fn indent(out: &mut String, depth: usize) {
 }
 
 pub(crate) fn print_mem(m: &Module, mem: tusk_core::ir::MemLoc, out: &mut String) {
-    let space = m.mems.space[mem];
+    let space = m.mems().space[mem];
     out.push_str(space.keyword());
     out.push_str(" %");
     out.push_str(m.mem_name(mem));
     out.push_str(" [");
-    num(out, m.mems.partitions[mem]);
+    num(out, m.mems().partitions[mem]);
     out.push_str(" x ");
-    num(out, m.mems.bytes[mem]);
+    num(out, m.mems().bytes[mem]);
     out.push(']');
     let elem = m.elem_size(mem);
-    match m.mems.dtype[mem].keyword() {
+    match m.mems().dtype[mem].keyword() {
         Some(k) => {
             out.push(' ');
             out.push_str(k);
@@ -139,12 +139,12 @@ pub(crate) fn print_mem(m: &Module, mem: tusk_core::ir::MemLoc, out: &mut String
         }
         None => {}
     }
-    if m.mems.align[mem] != default_align(m, space, elem) {
+    if m.mems().align[mem] != default_align(m, space, elem) {
         out.push_str(" align ");
-        num(out, m.mems.align[mem]);
+        num(out, m.mems().align[mem]);
     }
     for (f, w) in types::MEM_FLAG_WORDS {
-        if m.mems.flags[mem].contains(f) {
+        if m.mems().flags[mem].contains(f) {
             out.push(' ');
             out.push_str(w);
         }
@@ -195,7 +195,7 @@ pub(crate) fn default_align(m: &Module, space: Space, elem: u8) -> u32 {
 }
 
 fn print_inst(m: &Module, i: Inst, out: &mut String) {
-    let op = m.insts.opcode[i];
+    let op = m.insts().opcode[i];
     let mut first = true;
     let mut sep = |out: &mut String| {
         if !first {
@@ -219,7 +219,7 @@ fn print_inst(m: &Module, i: Inst, out: &mut String) {
         out.push_str(" = ");
     }
     out.push_str(op.mnemonic());
-    let sub = m.insts.subop[i];
+    let sub = m.insts().subop[i];
     if sub != SubOp::None {
         out.push(' ');
         out.push_str(sub.keyword());
@@ -251,18 +251,18 @@ fn print_inst(m: &Module, i: Inst, out: &mut String) {
         sep(out);
         num(out, imm);
     }
-    let q = m.insts.queue[i];
+    let q = m.insts().queue[i];
     if q != 0 {
         out.push_str(" queue ");
         num(out, q);
     }
-    let e = m.insts.engine[i];
+    let e = m.insts().engine[i];
     if e != op.default_engine() {
         out.push_str(" engine ");
         out.push_str(e.keyword());
     }
     for (f, w) in types::INST_FLAG_WORDS {
-        if m.insts.flags[i].contains(f) {
+        if m.insts().flags[i].contains(f) {
             out.push(' ');
             out.push_str(w);
         }
@@ -276,11 +276,11 @@ pub(crate) fn ap_spec(m: &Module, a: Ap) -> ApSpec {
         dims.push(*d);
     }
     ApSpec {
-        loc: m.aps.loc[a],
-        part_start: m.aps.part_start[a].into(),
-        part_count: m.aps.part_count[a].into(),
-        offset: m.aps.offset[a],
-        elem_size: m.aps.elem_size[a],
+        loc: m.aps().loc[a],
+        part_start: m.aps().part_start[a].into(),
+        part_count: m.aps().part_count[a].into(),
+        offset: m.aps().offset[a],
+        elem_size: m.aps().elem_size[a],
         dims,
         ext: m.ap_ext(a).clone(),
     }

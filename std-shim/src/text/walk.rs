@@ -30,28 +30,28 @@ pub fn walk(m: &Module, mut visit: impl FnMut(Event)) {
     let n_loops = m.num_loops();
     let mut next_loop = 0usize;
     let mut stack: Vec<Loop> = Vec::with_capacity(m.limits.loop_depth as usize);
-    let funcs: Vec<Func> = m.funcs.name.keys().collect();
+    let funcs: Vec<Func> = m.funcs().name.keys().collect();
     for (fi, &f) in funcs.iter().enumerate() {
         let last_func = fi + 1 == funcs.len();
         visit(Event::FuncStart(f));
         stack.clear();
-        let fb = m.funcs.first_block[f].index();
-        let eb = m.funcs.end_block[f].index().min(m.num_blocks());
+        let fb = m.funcs().first_block[f].index();
+        let eb = m.funcs().end_block[f].index().min(m.num_blocks());
         for b in fb..eb {
-            while next_loop < n_loops && m.loops.first_block[Loop::new(next_loop)].index() <= b {
+            while next_loop < n_loops && m.loops().first_block[Loop::new(next_loop)].index() <= b {
                 open(m, Loop::new(next_loop), &mut stack, &mut visit);
                 next_loop += 1;
             }
             let bl = Block::new(b);
-            close_until(m.blocks.loop_[bl], &mut stack, &mut visit);
+            close_until(m.blocks().loop_[bl], &mut stack, &mut visit);
             visit(Event::Block(bl, stack.len()));
         }
         // Empty loops at the very end (API-built modules only: the parser
         // rejects empty loops). Loops that start a later function stay there.
         while next_loop < n_loops {
             let l = Loop::new(next_loop);
-            let fb_l = m.loops.first_block[l].index();
-            let empty = m.loops.end_block[l].index() <= fb_l;
+            let fb_l = m.loops().first_block[l].index();
+            let empty = m.loops().end_block[l].index() <= fb_l;
             if !(fb_l < eb || (fb_l == eb && (empty || last_func))) {
                 break;
             }
@@ -64,7 +64,7 @@ pub fn walk(m: &Module, mut visit: impl FnMut(Event)) {
 }
 
 fn open(m: &Module, l: Loop, stack: &mut Vec<Loop>, visit: &mut impl FnMut(Event)) {
-    close_until(m.loops.parent[l], stack, visit);
+    close_until(m.loops().parent[l], stack, visit);
     visit(Event::LoopOpen(l, stack.len()));
     stack.push(l);
 }

@@ -1,24 +1,6 @@
-//! The independent placement verifier (also the optlevel-7 in-place check).
-//!
-//! Given a placed module it checks every rule of docs/SEMANTICS.md §2 and the target model,
-//! sharing no placement code with any allocator (only the liveness analysis):
-//!
-//! - every live location is placed (DRAM locations flagged `input` or
-//!   `output` are external, bound by the runtime, and may stay unplaced);
-//! - every placed location lies inside its space: SB partitions and usable
-//!   bytes per partition, PSUM partitions and usable banks, the DRAM size;
-//! - its offset is a multiple of its `align`;
-//! - on chip, its base partition obeys the start-partition rule
-//!   ([`crate::Target::is_legal_start`]);
-//! - PSUM: it starts on a bank boundary, its `bank` agrees with its offset,
-//!   and it spans at most `psum_max_banks_per_tensor` consecutive banks;
-//! - no two interfering locations ([`MemLiveness::interferes`], which honours
-//!   the in-place handoff) share a (partition, byte) cell (DRAM: a byte);
-//! - registers: every live register is colored, `lane + lanes <= max_regs`,
-//!   a 2-lane register sits on an even lane, and no two interfering registers
-//!   (closed live intervals sharing a position) share a lane, except the
-//!   in-place handoff of docs/SEMANTICS.md §1 (an in-place instruction defines a register
-//!   on the lanes of a register it reads and that dies there).
+//! The memory half of the verifier: the rules one placed location obeys on
+//! its own, the pattern rule on every operand, and the sweep that finds
+//! interfering locations sharing a cell.
 //!
 //! # How overlaps are found in O(n log n + findings)
 //!
@@ -46,10 +28,7 @@
 //! Only the active set is ever stored in the treaps: their nodes come from a
 //! pool with a free list, so the memory written is proportional to the
 //! largest active set (the locations live together, times the slabs each
-//! touches), not to the module, and the treaps stay in cache. (A static segment tree over every
-//! leaf of the module, its predecessor, cost ~1.8 µs and ~200 B per
-//! instruction at 5M instructions, mostly cache misses on root-to-leaf
-//! paths.)
+//! touches), not to the module, and the treaps stay in cache.
 //!
 //! Why the candidates are few: every rectangle that obeys the start rule and
 //! touches slab `s` covers the slab's first partition (it either starts there,
@@ -62,516 +41,13 @@
 //! candidates ≤ slabs per rectangle × (findings + in-place handoffs +
 //! start-rule breakers) — a pair sharing several slabs is met once per slab.
 //! [`Report::candidates`] counts them so tests can check the bound.
-//!
-//! Registers are swept the same way with an intrusive list of active
-//! registers per lane: in a legal coloring each list holds at most one
-//! register, so each insertion costs O(lanes) plus the conflicts it finds.
-//!
-//! All scratch lives in [`Verifier`], sized by [`Verifier::reserve`] from the
-//! module's capacity (address space only: the pool and the heap are written
-//! up to the largest active set); a second `verify` on a module of the same
-//! size does not allocate. At most `max_findings` findings are kept; the
-//! rest are counted.
 
-use alloc::collections::BinaryHeap;
-use alloc::vec::Vec;
-use arrayvec::ArrayVec;
 use core::cmp::Reverse;
-use core::fmt;
 
-use super::treap::{self, TreapPool, NIL};
-use crate::analysis::{LinearOrder, MemLiveness, RegLiveness};
-use crate::ir::{
-    Capacity, Inst, InstFlags, MemFlags, MemLoc, Module, Reg, Space, NO_LANE, NO_PARTITION,
-};
-
-/// How many findings a [`Verifier`] keeps by default; the rest are counted.
-pub const DEFAULT_MAX_FINDINGS: usize = 10_000;
-
-/// Which coordinate of a location left its space.
-#[derive(Copy, Clone, Debug, PartialEq, Eq)]
-#[cfg_attr(feature = "defmt", derive(defmt::Format))]
-pub enum Axis {
-    /// The partition range (`base + partitions`).
-    Partitions,
-    /// The byte range (`offset + bytes`; DRAM: `offset + partitions × bytes`).
-    Bytes,
-}
-
-/// One broken rule. Every variant names the location(s) or register(s) it is
-/// about; conflicts also name an instruction where both are live (its id and
-/// its position in program order). Print with [`Finding::display`].
-#[derive(Copy, Clone, Debug, PartialEq, Eq)]
-#[cfg_attr(feature = "defmt", derive(defmt::Format))]
-pub enum Finding {
-    /// A live location has no placement.
-    Unplaced {
-        /// The location.
-        mem: MemLoc,
-        /// The first instruction where it is live.
-        inst: Inst,
-        /// Its position.
-        pos: u32,
-    },
-    /// A location reaches beyond its space.
-    OutOfBounds {
-        /// The location.
-        mem: MemLoc,
-        /// Which coordinate.
-        axis: Axis,
-        /// One past its last partition or byte.
-        end: u64,
-        /// The space's limit on that coordinate.
-        limit: u64,
-    },
-    /// A location's offset is not a multiple of its alignment.
-    Misaligned {
-        /// The location.
-        mem: MemLoc,
-        /// Its offset.
-        offset: u64,
-        /// Its alignment.
-        align: u32,
-    },
-    /// An on-chip location starts on a partition the start rule forbids.
-    BadStartPartition {
-        /// The location.
-        mem: MemLoc,
-        /// Its base partition.
-        base: u16,
-        /// Its partition count.
-        partitions: u16,
-        /// The required multiple for that count.
-        granularity: u16,
-    },
-    /// A PSUM location does not start on a bank boundary.
-    PsumOffBank {
-        /// The location.
-        mem: MemLoc,
-        /// Its offset.
-        offset: u64,
-        /// Bytes per bank.
-        bank_bytes: u32,
-    },
-    /// A PSUM location spans more consecutive banks than the target allows.
-    PsumBankSpan {
-        /// The location.
-        mem: MemLoc,
-        /// First bank touched.
-        first_bank: u64,
-        /// Last bank touched.
-        last_bank: u64,
-        /// Banks one tensor may span.
-        max_banks: u8,
-    },
-    /// A PSUM location's bank disagrees with its offset.
-    PsumBankMismatch {
-        /// The location.
-        mem: MemLoc,
-        /// The bank recorded.
-        bank: u8,
-        /// The bank its offset lies in.
-        expected: u64,
-    },
-    /// Two interfering locations share a cell.
-    Overlap {
-        /// The location that became live first (or entered the sweep first).
-        a: MemLoc,
-        /// The other location.
-        b: MemLoc,
-        /// An instruction where both are live.
-        inst: Inst,
-        /// Its position.
-        pos: u32,
-        /// The first shared partition (DRAM: 0).
-        partition: u32,
-        /// The first shared byte (PSUM: offset in the partition; DRAM: address).
-        byte: u64,
-    },
-    /// A live register has no lane.
-    Uncolored {
-        /// The register.
-        reg: Reg,
-        /// The first instruction where it is live.
-        inst: Inst,
-        /// Its position.
-        pos: u32,
-    },
-    /// A register's lanes reach beyond `max_regs`.
-    LaneOutOfRange {
-        /// The register.
-        reg: Reg,
-        /// Its first lane.
-        lane: u16,
-        /// Its lane count.
-        lanes: u8,
-        /// Lanes of the register file.
-        max_regs: u16,
-    },
-    /// A 2-lane register starts on an odd lane.
-    OddPairLane {
-        /// The register.
-        reg: Reg,
-        /// Its first lane.
-        lane: u16,
-    },
-    /// An access pattern reaches, at some iteration of its loops (or
-    /// anywhere in its register window), cells outside its location.
-    PatternOutside {
-        /// The instruction.
-        inst: Inst,
-        /// Its position.
-        pos: u32,
-        /// The pattern's operand index (inputs, then outputs).
-        operand: u8,
-        /// The location.
-        mem: MemLoc,
-        /// Where the pattern reaches.
-        reach: super::patterns::Reach,
-    },
-    /// Two interfering registers share a lane.
-    LaneConflict {
-        /// The register that became live first.
-        a: Reg,
-        /// The other register.
-        b: Reg,
-        /// An instruction where both are live.
-        inst: Inst,
-        /// Its position.
-        pos: u32,
-        /// The first shared lane.
-        lane: u16,
-    },
-}
-
-impl Finding {
-    /// A short kind name (`overlap`, `out-of-bounds`, ...), the word used by
-    /// `; expect:` lines of the broken examples.
-    pub const fn kind(&self) -> &'static str {
-        match self {
-            Finding::Unplaced { .. } => "unplaced",
-            Finding::OutOfBounds { .. } => "out-of-bounds",
-            Finding::Misaligned { .. } => "misaligned",
-            Finding::BadStartPartition { .. } => "bad-start-partition",
-            Finding::PsumOffBank { .. } => "psum-off-bank-boundary",
-            Finding::PsumBankSpan { .. } => "psum-bank-crossing",
-            Finding::PsumBankMismatch { .. } => "psum-bank-mismatch",
-            Finding::Overlap { .. } => "overlap",
-            Finding::Uncolored { .. } => "uncolored",
-            Finding::LaneOutOfRange { .. } => "lane-out-of-range",
-            Finding::OddPairLane { .. } => "odd-lane-pair",
-            Finding::LaneConflict { .. } => "register-overlap",
-            Finding::PatternOutside { .. } => "pattern-outside",
-        }
-    }
-
-    /// The locations the finding is about (one or two).
-    pub fn mems(&self) -> ArrayVec<MemLoc, 2> {
-        let mut v = ArrayVec::new();
-        match *self {
-            Finding::Unplaced { mem, .. }
-            | Finding::OutOfBounds { mem, .. }
-            | Finding::Misaligned { mem, .. }
-            | Finding::BadStartPartition { mem, .. }
-            | Finding::PsumOffBank { mem, .. }
-            | Finding::PsumBankSpan { mem, .. }
-            | Finding::PsumBankMismatch { mem, .. }
-            | Finding::PatternOutside { mem, .. } => v.push(mem),
-            Finding::Overlap { a, b, .. } => {
-                v.push(a);
-                v.push(b);
-            }
-            _ => {}
-        }
-        v
-    }
-
-    /// The registers the finding is about (one or two).
-    pub fn regs(&self) -> ArrayVec<Reg, 2> {
-        let mut v = ArrayVec::new();
-        match *self {
-            Finding::Uncolored { reg, .. }
-            | Finding::LaneOutOfRange { reg, .. }
-            | Finding::OddPairLane { reg, .. } => v.push(reg),
-            Finding::LaneConflict { a, b, .. } => {
-                v.push(a);
-                v.push(b);
-            }
-            _ => {}
-        }
-        v
-    }
-
-    /// The instruction the finding names, if any.
-    pub fn inst(&self) -> Option<Inst> {
-        match *self {
-            Finding::Unplaced { inst, .. }
-            | Finding::Overlap { inst, .. }
-            | Finding::Uncolored { inst, .. }
-            | Finding::LaneConflict { inst, .. }
-            | Finding::PatternOutside { inst, .. } => Some(inst),
-            _ => None,
-        }
-    }
-
-    /// A printable form that spells locations as `%name@SB<p,b>(P x B)`.
-    pub fn display<'m>(&'m self, module: &'m Module) -> FindingDisplay<'m> {
-        FindingDisplay {
-            finding: self,
-            module,
-        }
-    }
-}
-
-/// A [`Finding`] with the module it refers to, for printing.
-#[derive(Copy, Clone, Debug)]
-pub struct FindingDisplay<'m> {
-    finding: &'m Finding,
-    module: &'m Module,
-}
-
-/// `$name@r5(2 lanes)` or `$name@r?(1 lane)`.
-struct RegDescription<'m>(&'m Module, Reg);
-
-impl fmt::Display for RegDescription<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let (m, r) = (self.0, self.1);
-        let lanes = m.regs.lanes[r];
-        let plural = if lanes == 1 { "lane" } else { "lanes" };
-        match m.regs.lane[r] {
-            NO_LANE => write!(f, "${}@r?({lanes} {plural})", m.reg_name(r)),
-            l => write!(f, "${}@r{l}({lanes} {plural})", m.reg_name(r)),
-        }
-    }
-}
-
-impl fmt::Display for FindingDisplay<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let m = self.module;
-        let d = |x: MemLoc| m.describe_mem(x);
-        let r = |x: Reg| RegDescription(m, x);
-        let i = |x: Inst| m.describe_inst(x);
-        match *self.finding {
-            Finding::Unplaced { mem, inst, pos } => write!(
-                f,
-                "{} is live at {} (position {pos}) but has no placement",
-                d(mem),
-                i(inst)
-            ),
-            Finding::OutOfBounds {
-                mem,
-                axis,
-                end,
-                limit,
-            } => {
-                let space = m.mems.space[mem];
-                let what = match (axis, space) {
-                    (Axis::Partitions, _) => "partitions",
-                    (Axis::Bytes, Space::Sb) => "usable bytes per partition",
-                    (Axis::Bytes, Space::Psum) => "usable PSUM bytes per partition (usable banks)",
-                    (Axis::Bytes, Space::Dram) => "DRAM bytes",
-                };
-                write!(
-                    f,
-                    "Allocated memory out of bound {}: ends at {end}, beyond the {limit} {what} of {space}",
-                    d(mem)
-                )
-            }
-            Finding::Misaligned { mem, offset, align } => write!(
-                f,
-                "{} is misaligned: offset {offset} is not a multiple of its alignment {align}",
-                d(mem)
-            ),
-            Finding::BadStartPartition {
-                mem,
-                base,
-                partitions,
-                granularity,
-            } => write!(
-                f,
-                "{} starts at partition {base}, but a tensor of {partitions} partitions must start at a multiple of {granularity}",
-                d(mem)
-            ),
-            Finding::PsumOffBank {
-                mem,
-                offset,
-                bank_bytes,
-            } => write!(
-                f,
-                "{} does not start on a PSUM bank boundary: offset {offset} is not a multiple of the {bank_bytes}-byte bank",
-                d(mem)
-            ),
-            Finding::PsumBankSpan {
-                mem,
-                first_bank,
-                last_bank,
-                max_banks,
-            } => write!(
-                f,
-                "{} spans PSUM banks {first_bank}..={last_bank}, but one tensor may span at most {max_banks} bank(s)",
-                d(mem)
-            ),
-            Finding::PsumBankMismatch {
-                mem,
-                bank,
-                expected,
-            } => write!(
-                f,
-                "{} records bank {bank} but its offset lies in bank {expected}",
-                d(mem)
-            ),
-            Finding::Overlap {
-                a,
-                b,
-                inst,
-                pos,
-                partition,
-                byte,
-            } => {
-                let space = m.mems.space[a];
-                write!(f, "{} and {} overlap ", d(a), d(b))?;
-                if space.is_on_chip() {
-                    write!(f, "at cell {space}<{partition},{byte}>")?;
-                } else {
-                    write!(f, "at byte {space}<{byte}>")?;
-                }
-                write!(f, " while both are live at {} (position {pos})", i(inst))
-            }
-            Finding::Uncolored { reg, inst, pos } => write!(
-                f,
-                "{} is live at {} (position {pos}) but has no lane",
-                r(reg),
-                i(inst)
-            ),
-            Finding::LaneOutOfRange {
-                reg,
-                lane,
-                lanes,
-                max_regs,
-            } => write!(
-                f,
-                "{} uses lanes {lane}..{} beyond the {max_regs} lanes of the register file",
-                r(reg),
-                lane as u32 + lanes as u32
-            ),
-            Finding::OddPairLane { reg, lane } => write!(
-                f,
-                "{} is a 64-bit register on odd lane {lane}; a lane pair must start on an even lane",
-                r(reg)
-            ),
-            Finding::PatternOutside {
-                inst,
-                pos,
-                operand,
-                mem,
-                reach,
-            } => {
-                let (parts, bytes) = (m.mems.partitions[mem], m.mems.bytes[mem]);
-                write!(
-                    f,
-                    "access pattern {} of {} (position {pos}) on {} ",
-                    operand as u32 + 1,
-                    i(inst),
-                    d(mem)
-                )?;
-                if reach.flat {
-                    write!(
-                        f,
-                        "reaches flat bytes [{}, {}) over its iterations, outside the location's {}",
-                        reach.b0,
-                        reach.b1,
-                        parts as u64 * bytes as u64
-                    )
-                } else {
-                    write!(
-                        f,
-                        "reaches partitions [{}, {}) and bytes [{}, {}) over its iterations or register window, outside the location's {parts} partitions x {bytes} bytes",
-                        reach.p0, reach.p1, reach.b0, reach.b1
-                    )
-                }
-            }
-            Finding::LaneConflict {
-                a,
-                b,
-                inst,
-                pos,
-                lane,
-            } => write!(
-                f,
-                "{} and {} share lane {lane} while both are live at {} (position {pos})",
-                r(a),
-                r(b),
-                i(inst)
-            ),
-        }
-    }
-}
-
-/// Which parts of a module a [`Verifier`] checks. Everything by default; a
-/// pipeline stage that has not placed a space yet turns it off.
-#[derive(Copy, Clone, Debug, PartialEq, Eq)]
-#[cfg_attr(feature = "defmt", derive(defmt::Format))]
-pub struct Scope {
-    /// Check PSUM locations.
-    pub psum: bool,
-    /// Check SB locations.
-    pub sb: bool,
-    /// Check DRAM locations.
-    pub dram: bool,
-    /// Check registers.
-    pub registers: bool,
-    /// Report live registers without a lane (off: check only the colored
-    /// ones, as the optlevel-7 in-place check does before the colorer).
-    pub uncolored: bool,
-}
-
-impl Default for Scope {
-    fn default() -> Self {
-        Scope {
-            psum: true,
-            sb: true,
-            dram: true,
-            registers: true,
-            uncolored: true,
-        }
-    }
-}
-
-impl Scope {
-    fn space(&self, s: Space) -> bool {
-        match s {
-            Space::Psum => self.psum,
-            Space::Sb => self.sb,
-            Space::Dram => self.dram,
-        }
-    }
-}
-
-/// What one [`Verifier::verify`] found.
-#[derive(Copy, Clone, Debug)]
-pub struct Report<'v> {
-    /// The findings kept, in discovery order: per-location and per-register
-    /// rules first, then conflicts in sweep order.
-    pub findings: &'v [Finding],
-    /// Findings beyond the cap, counted but not kept.
-    pub dropped: u64,
-    /// Active leaves and lane holders examined by the sweeps: at most the
-    /// slabs a rectangle covers (4 on the presets) times (findings + in-place
-    /// handoffs + start-rule breakers); see the module doc.
-    pub candidates: u64,
-}
-
-impl Report<'_> {
-    /// True when the placement breaks no rule.
-    pub fn is_clean(&self) -> bool {
-        self.findings.is_empty() && self.dropped == 0
-    }
-
-    /// Every finding, kept and dropped.
-    pub fn total(&self) -> u64 {
-        self.findings.len() as u64 + self.dropped
-    }
-}
+use super::finding::Axis;
+use super::{Finding, Verifier};
+use crate::ir::{MemFlags, MemLoc, Module, Space, NO_PARTITION};
+use crate::verify::treap::{self, TreapPool, NIL};
 
 /// A placed rectangle in cell coordinates: partitions `[p0, p1)`, bytes
 /// `[b0, b1)`. DRAM is one partition of flat bytes.
@@ -613,14 +89,14 @@ impl Rect {
 /// The slab geometry of a target: slab width and, per space (indexed by
 /// [`Space::slot`]), the number of slabs and the global id of the first.
 #[derive(Copy, Clone, Debug, Default)]
-struct Slabs {
+pub(super) struct Slabs {
     width: u64,
     count: [u32; 3],
     first: [u32; 3],
 }
 
 impl Slabs {
-    fn of(m: &Module) -> Slabs {
+    pub(super) fn of(m: &Module) -> Slabs {
         let count = slabs_per_space(m);
         Slabs {
             width: slab_width(m) as u64,
@@ -629,7 +105,7 @@ impl Slabs {
         }
     }
 
-    fn total(&self) -> usize {
+    pub(super) fn total(&self) -> usize {
         self.count.iter().map(|&s| s as usize).sum()
     }
 
@@ -673,7 +149,7 @@ impl TreapPool for [Node] {
 /// slab, a node of that slab's treap (keyed by `(start, mem)`, heap-ordered
 /// by `prio`, `max_end` the largest `end` in its subtree).
 #[derive(Copy, Clone, Debug, Default)]
-struct Node {
+pub(super) struct Node {
     start: u64,
     end: u64,
     max_end: u64,
@@ -683,196 +159,11 @@ struct Node {
     right: u32,
 }
 
-/// The reusable workspace of the verifier. See the module doc for the rules
-/// and the complexity.
-#[derive(Debug)]
-pub struct Verifier {
-    scope: Scope,
-    max_findings: usize,
-    order: LinearOrder,
-    mem_live: MemLiveness,
-    reg_live: RegLiveness,
-    findings: Vec<Finding>,
-    dropped: u64,
-    candidates: u64,
-    // --- memory sweep -------------------------------------------------
-    /// Swept locations as `(start << 32) | location`, sorted before the sweep.
-    swept: Vec<u64>,
-    /// Active locations as `(end << 32) | location`, the earliest end on top.
-    ending: BinaryHeap<Reverse<u64>>,
-    /// The active leaves (treap nodes); freed nodes are chained through
-    /// `left` from `free`. Only the active set is ever touched.
-    nodes: Vec<Node>,
-    free: u32,
-    /// State of the treap priorities' generator (xorshift64).
-    rng: u64,
-    /// Treap root of each global slab.
-    roots: Vec<u32>,
-    /// Nodes a treap operation or query passed (split, merge, query).
-    path: Vec<u32>,
-    /// Nodes above the one `remove` takes out (it merges on the way).
-    rpath: Vec<u32>,
-    // --- register sweep -----------------------------------------------
-    /// Head of the active list of each lane.
-    lane_head: Vec<u32>,
-    /// List links of node `2 × reg + k` (the register's k-th lane).
-    node_next: Vec<u32>,
-    node_prev: Vec<u32>,
-}
-
-impl Default for Verifier {
-    fn default() -> Self {
-        Self::new()
-    }
-}
-
 impl Verifier {
-    /// Heap bytes reserved.
-    pub fn heap_bytes(&self) -> u64 {
-        crate::heap_bytes!(
-            self.order,
-            self.mem_live,
-            self.reg_live,
-            self.findings,
-            self.swept,
-            self.ending,
-            self.nodes,
-            self.roots,
-            self.path,
-            self.rpath,
-            self.lane_head,
-            self.node_next,
-            self.node_prev
-        )
-    }
-
-    /// An empty workspace checking everything, keeping
-    /// [`DEFAULT_MAX_FINDINGS`] findings.
-    pub fn new() -> Self {
-        Verifier {
-            scope: Scope::default(),
-            max_findings: DEFAULT_MAX_FINDINGS,
-            order: LinearOrder::new(),
-            mem_live: MemLiveness::new(),
-            reg_live: RegLiveness::new(),
-            findings: Vec::new(),
-            dropped: 0,
-            candidates: 0,
-            swept: Vec::new(),
-            ending: BinaryHeap::new(),
-            nodes: Vec::new(),
-            free: NIL,
-            rng: 1,
-            roots: Vec::new(),
-            path: Vec::new(),
-            rpath: Vec::new(),
-            lane_head: Vec::new(),
-            node_next: Vec::new(),
-            node_prev: Vec::new(),
-        }
-    }
-
-    /// A workspace reserved for `m`.
-    pub fn for_module(m: &Module) -> Self {
-        let mut v = Self::new();
-        v.reserve(m);
-        v
-    }
-
-    /// The program order and memory liveness of the module the last
-    /// [`Verifier::verify`] checked (empty before the first): a caller that
-    /// needs them of the same module (the pipeline's lower bounds of the
-    /// result) reads them instead of walking the module again.
-    pub fn analyses(&self) -> (&LinearOrder, &MemLiveness) {
-        (&self.order, &self.mem_live)
-    }
-
-    /// Restricts what is checked.
-    pub fn set_scope(&mut self, scope: Scope) {
-        self.scope = scope;
-    }
-
-    /// Sets how many findings are kept (the rest are counted).
-    pub fn set_max_findings(&mut self, n: usize) {
-        self.max_findings = n;
-        self.findings.reserve(n.saturating_sub(self.findings.len()));
-    }
-
-    /// Sizes every buffer for `m` and anything it may grow to while passes
-    /// run ([`Module::capacity`]): afterwards `verify(m)` (or any module
-    /// within that capacity) runs without allocating. Only address space is
-    /// reserved here; the analyses run, and the pages are written, when
-    /// `verify` runs.
-    pub fn reserve(&mut self, m: &Module) {
-        let cap = m.capacity();
-        self.order.reserve(&cap);
-        self.mem_live.reserve(&cap);
-        self.reg_live.reserve(&cap);
-        self.reserve_buffers(m, &cap);
-    }
-
-    fn compute_analyses(&mut self, m: &Module) {
-        self.order.compute(m);
-        self.mem_live.compute(m, &self.order);
-        self.reg_live.compute(m, &self.order);
-    }
-
-    fn reserve_buffers(&mut self, m: &Module, cap: &Capacity) {
-        let (mems, regs) = (cap.mems, cap.regs);
-        fn grow<T>(v: &mut Vec<T>, n: usize) {
-            v.reserve(n.saturating_sub(v.len()));
-        }
-        grow(&mut self.findings, self.max_findings);
-        grow(&mut self.swept, mems.max(regs));
-        // The active set: at most every swept location, in every slab it
-        // touches. Reserved (address space), but only the high-water mark
-        // of the active set is ever written.
-        self.ending
-            .reserve(mems.max(regs).saturating_sub(self.ending.len()));
-        grow(&mut self.nodes, mems * max_slabs_per_rect(m));
-        grow(&mut self.roots, Slabs::of(m).total());
-        // Treap paths: about 2 log2(active) deep; deeper ones grow them.
-        grow(&mut self.path, 128);
-        grow(&mut self.rpath, 128);
-        grow(&mut self.lane_head, lane_table_len(m));
-        grow(&mut self.node_next, 2 * regs);
-        grow(&mut self.node_prev, 2 * regs);
-    }
-
-    /// Checks every rule on `m` and returns what broke. Reserves first (a
-    /// no-op when the workspace is already large enough).
-    pub fn verify(&mut self, m: &Module) -> Report<'_> {
-        self.compute_analyses(m);
-        self.reserve_buffers(m, &m.counts());
-        self.findings.clear();
-        self.dropped = 0;
-        self.candidates = 0;
-        self.check_locations(m);
-        self.check_patterns(m);
-        self.sweep_locations(m);
-        if self.scope.registers {
-            self.check_registers(m);
-            self.sweep_registers(m);
-        }
-        Report {
-            findings: &self.findings,
-            dropped: self.dropped,
-            candidates: self.candidates,
-        }
-    }
-
-    fn push(&mut self, f: Finding) {
-        if self.findings.len() < self.max_findings {
-            self.findings.push(f);
-        } else {
-            self.dropped += 1;
-        }
-    }
-
     /// The pattern rule ([`super::patterns`]) on every pattern of every
     /// linked instruction: the IR checks patterns where they are made, but
     /// a pass that rewrites columns in place would bypass it.
-    fn check_patterns(&mut self, m: &Module) {
+    pub(super) fn check_patterns(&mut self, m: &Module) {
         for pos in 0..self.order.len() as u32 {
             let i = self.order.inst_at(pos);
             for (k, a) in m.all_aps(i).enumerate() {
@@ -880,7 +171,7 @@ impl Verifier {
                 if !self.scope.space(m.mems.space[l]) {
                     continue;
                 }
-                if let Some(reach) = super::patterns::outside(m, i, a) {
+                if let Some(reach) = crate::verify::patterns::outside(m, i, a) {
                     self.push(Finding::PatternOutside {
                         inst: i,
                         pos,
@@ -895,7 +186,7 @@ impl Verifier {
 
     /// Per-location rules; records each swept location (placed, live, in
     /// scope) with its interval start.
-    fn check_locations(&mut self, m: &Module) {
+    pub(super) fn check_locations(&mut self, m: &Module) {
         self.swept.clear();
         for mem in m.mems.space.keys() {
             let space = m.mems.space[mem];
@@ -925,7 +216,7 @@ impl Verifier {
     }
 
     /// The sweep over placed live locations (see the module doc).
-    fn sweep_locations(&mut self, m: &Module) {
+    pub(super) fn sweep_locations(&mut self, m: &Module) {
         let slabs = Slabs::of(m);
         self.roots.clear();
         self.roots.resize(slabs.total(), NIL);
@@ -1199,154 +490,10 @@ impl Verifier {
             byte: ro.b0.max(rc.b0),
         });
     }
-
-    fn check_registers(&mut self, m: &Module) {
-        let max = m.target.max_regs;
-        for r in m.regs.lanes.keys() {
-            let lane = m.regs.lane[r];
-            let lanes = m.regs.lanes[r];
-            if lane == NO_LANE {
-                if !self.scope.uncolored {
-                    continue;
-                }
-                if let Some(iv) = self.reg_live.interval(r) {
-                    let inst = self.order.inst_at(iv.start);
-                    self.push(Finding::Uncolored {
-                        reg: r,
-                        inst,
-                        pos: iv.start,
-                    });
-                }
-                continue;
-            }
-            if lane as u32 + lanes as u32 > max as u32 {
-                self.push(Finding::LaneOutOfRange {
-                    reg: r,
-                    lane,
-                    lanes,
-                    max_regs: max,
-                });
-            }
-            if lanes == 2 && lane % 2 != 0 {
-                self.push(Finding::OddPairLane { reg: r, lane });
-            }
-        }
-    }
-
-    fn sweep_registers(&mut self, m: &Module) {
-        let n = m.num_regs();
-        self.lane_head.clear();
-        self.lane_head.resize(lane_table_len(m), NIL);
-        self.node_next.clear();
-        self.node_next.resize(2 * n, NIL);
-        self.node_prev.clear();
-        self.node_prev.resize(2 * n, NIL);
-        // The same sweep as for locations: registers by start, the active
-        // ones in a heap by end.
-        self.swept.clear();
-        for r in m.regs.lanes.keys() {
-            if m.regs.lane[r] == NO_LANE {
-                continue;
-            }
-            if let Some(iv) = self.reg_live.interval(r) {
-                self.swept
-                    .push(((iv.start as u64) << 32) | r.as_u32() as u64);
-            }
-        }
-        self.swept.sort_unstable();
-        self.ending.clear();
-        for si in 0..self.swept.len() {
-            let key = self.swept[si];
-            let (p, c) = ((key >> 32) as u32, key as u32);
-            while let Some(&Reverse(top)) = self.ending.peek() {
-                if (top >> 32) as u32 >= p {
-                    break;
-                }
-                self.ending.pop();
-                self.unlink_reg(m, top as u32);
-            }
-            let Some(civ) = self.reg_live.interval(Reg::from_u32(c)) else {
-                continue;
-            };
-            self.link_reg(m, c, p);
-            self.ending
-                .push(Reverse(((civ.end as u64) << 32) | c as u64));
-        }
-    }
-
-    /// The lanes `[first, first + n)` of a register, clipped to the table.
-    fn reg_lanes(&self, m: &Module, r: u32) -> (usize, usize) {
-        let reg = Reg::from_u32(r);
-        let first = m.regs.lane[reg] as usize;
-        let n = m.regs.lanes[reg] as usize;
-        let len = self.lane_head.len();
-        (first.min(len), (first + n).min(len))
-    }
-
-    fn link_reg(&mut self, m: &Module, c: u32, pos: u32) {
-        let (l0, l1) = self.reg_lanes(m, c);
-        for lane in l0..l1 {
-            // Every register already on this lane is live at `pos`.
-            let mut node = self.lane_head[lane];
-            while node != NIL {
-                self.candidates += 1;
-                let other = node / 2;
-                let (o0, _) = self.reg_lanes(m, other);
-                if lane == o0.max(l0) && !self.reg_handoff(m, other, c, pos) {
-                    self.push(Finding::LaneConflict {
-                        a: Reg::from_u32(other),
-                        b: Reg::from_u32(c),
-                        inst: self.order.inst_at(pos),
-                        pos,
-                        lane: lane as u16,
-                    });
-                }
-                node = self.node_next[node as usize];
-            }
-            let me = 2 * c + (lane - l0) as u32;
-            let head = self.lane_head[lane];
-            self.node_next[me as usize] = head;
-            self.node_prev[me as usize] = NIL;
-            if head != NIL {
-                self.node_prev[head as usize] = me;
-            }
-            self.lane_head[lane] = me;
-        }
-    }
-
-    /// The in-place handoff of docs/SEMANTICS.md §1 for registers: `c` is defined at
-    /// `pos` by an in-place instruction that reads `old`, `old` dies there,
-    /// and `c` is not also read there (its lanes may then reuse `old`'s).
-    fn reg_handoff(&self, m: &Module, old: u32, c: u32, pos: u32) -> bool {
-        let (old, c) = (Reg::from_u32(old), Reg::from_u32(c));
-        let dies_here = self.reg_live.interval(old).is_some_and(|iv| iv.end == pos);
-        let born_here = self.reg_live.interval(c).is_some_and(|iv| iv.start == pos);
-        if !(dies_here && born_here) {
-            return false;
-        }
-        let i = self.order.inst_at(pos);
-        m.insts.flags[i].contains(InstFlags::IN_PLACE)
-            && m.uses(i).contains(&old)
-            && m.defs(i).contains(&c)
-            && !m.uses(i).contains(&c)
-    }
-
-    fn unlink_reg(&mut self, m: &Module, x: u32) {
-        let (l0, l1) = self.reg_lanes(m, x);
-        for lane in l0..l1 {
-            let me = (2 * x + (lane - l0) as u32) as usize;
-            let (p, n) = (self.node_prev[me], self.node_next[me]);
-            if p != NIL {
-                self.node_next[p as usize] = n;
-            } else {
-                self.lane_head[lane] = n;
-            }
-            if n != NIL {
-                self.node_prev[n as usize] = p;
-            }
-        }
-    }
 }
+
+// Treap priorities: the verifier's only random numbers, generated here and
+// nowhere else in this folder.
 
 /// A non-zero xorshift64 seed from `salt` (the address of the node pool:
 /// with address-space randomization it differs from run to run, so an input
@@ -1379,22 +526,9 @@ fn slabs_per_space(m: &Module) -> [u32; 3] {
     ]
 }
 
-fn max_slabs_per_rect(m: &Module) -> usize {
+pub(super) fn max_slabs_per_rect(m: &Module) -> usize {
     let s = slabs_per_space(m);
     s[0].max(s[1]) as usize
-}
-
-/// Lanes the register sweep tracks: the register file, or further when a
-/// register sits beyond it (already a finding, but still checked).
-fn lane_table_len(m: &Module) -> usize {
-    let mut n = m.target.max_regs as usize;
-    for r in m.regs.lanes.keys() {
-        let l = m.regs.lane[r];
-        if l != NO_LANE {
-            n = n.max(l as usize + m.regs.lanes[r] as usize);
-        }
-    }
-    n
 }
 
 /// The rules one placed location obeys on its own, whatever else is live:
@@ -1515,49 +649,12 @@ pub fn first_illegal_placement(m: &Module) -> Option<(Finding, u64)> {
 
 #[cfg(test)]
 mod tests {
+    use super::super::tests::{chain, sb, texts};
     use super::*;
+    use crate::analysis::{LinearOrder, MemLiveness};
     use crate::ir::{Builder, InstFlags, Opcode, SubOp};
     use crate::target::Target;
     use alloc::format;
-    use alloc::string::String;
-
-    fn sb(b: &mut Builder<'_>, name: &str, parts: u16, bytes: u32) -> MemLoc {
-        b.mem(name, Space::Sb, parts, bytes, 1, MemFlags::empty())
-            .unwrap()
-    }
-
-    /// x(in) → t = load x; u = exp t; v = exp u; y = save v. Positions 0..=3.
-    fn chain() -> (Module, [MemLoc; 5], [Inst; 4]) {
-        let mut m = Module::new(Target::default());
-        let mut b = Builder::new(&mut m);
-        let x = b
-            .mem("x", Space::Dram, 128, 4096, 1, MemFlags::INPUT)
-            .unwrap();
-        let y = b
-            .mem("y", Space::Dram, 128, 4096, 1, MemFlags::OUTPUT)
-            .unwrap();
-        let t = sb(&mut b, "t", 128, 4096);
-        let u = sb(&mut b, "u", 128, 4096);
-        let v = sb(&mut b, "v", 128, 4096);
-        b.func("main").unwrap();
-        let i0 = b.load(t, x, 0).unwrap();
-        let i1 = b
-            .compute(Opcode::Activation, SubOp::Exp, u, &[t], InstFlags::empty())
-            .unwrap();
-        let i2 = b
-            .compute(Opcode::Activation, SubOp::Exp, v, &[u], InstFlags::empty())
-            .unwrap();
-        let i3 = b.save(y, v, 1).unwrap();
-        (m, [x, y, t, u, v], [i0, i1, i2, i3])
-    }
-
-    fn texts(m: &Module, r: &Report<'_>) -> String {
-        let mut s = String::new();
-        for f in r.findings {
-            s.push_str(&format!("{}\n", f.display(m)));
-        }
-        s
-    }
 
     #[test]
     fn legal_placement_with_disjoint_lifetimes_sharing_space_passes() {
@@ -1861,149 +958,6 @@ mod tests {
         assert!(s.contains("byte DRAM<8128>"), "{s}");
         assert!(ov.inst().is_some() && ov.inst() != Some(w));
         assert_eq!(r.findings.len(), 2, "{s}");
-    }
-
-    fn reg_module() -> (Module, [Reg; 4]) {
-        let mut m = Module::new(Target::default());
-        let mut b = Builder::new(&mut m);
-        let i = b.reg("i", 1).unwrap();
-        let one = b.reg("one", 1).unwrap();
-        let k = b.reg("k", 2).unwrap();
-        let z = b.reg("z", 1).unwrap();
-        b.func("f").unwrap();
-        b.scalar(Opcode::ScalarImm, SubOp::None, &[i], &[], 0)
-            .unwrap(); // 0
-        b.scalar(Opcode::ScalarImm, SubOp::None, &[one], &[], 1)
-            .unwrap(); // 1
-        b.begin_loop(8).unwrap();
-        b.scalar(Opcode::ScalarAlu, SubOp::Add, &[i], &[i, one], 0)
-            .unwrap(); // 2
-        b.scalar(Opcode::ScalarImm, SubOp::None, &[k], &[], 7)
-            .unwrap(); // 3
-        b.scalar(Opcode::Branch, SubOp::None, &[], &[i], 0).unwrap(); // 4
-        b.end_loop().unwrap();
-        b.scalar(Opcode::ScalarMov, SubOp::None, &[z], &[k], 0)
-            .unwrap(); // 5
-        b.scalar(Opcode::Branch, SubOp::None, &[], &[z], 0).unwrap(); // 6
-        (m, [i, one, k, z])
-    }
-
-    #[test]
-    fn registers_legal_coloring_passes() {
-        let (mut m, [i, one, k, z]) = reg_module();
-        m.regs.lane[i] = 0;
-        m.regs.lane[one] = 1;
-        m.regs.lane[k] = 2;
-        m.regs.lane[z] = 0; // i and one are dead by 5
-        let mut ver = Verifier::new();
-        let r = ver.verify(&m);
-        assert!(r.is_clean(), "{}", texts(&m, &r));
-    }
-
-    #[test]
-    fn register_violations_are_found() {
-        let (mut m, [i, one, k, z]) = reg_module();
-        m.regs.lane[i] = 2;
-        m.regs.lane[one] = 0;
-        m.regs.lane[k] = 3; // odd pair, and shares lane 3? no: lanes 3,4; conflicts with i at 2? no
-        m.target.max_regs = 4;
-        let mut ver = Verifier::new();
-        let r = ver.verify(&m);
-        let s = texts(&m, &r);
-        assert!(
-            r.findings
-                .contains(&Finding::OddPairLane { reg: k, lane: 3 }),
-            "{s}"
-        );
-        assert!(r.findings.contains(&Finding::LaneOutOfRange {
-            reg: k,
-            lane: 3,
-            lanes: 2,
-            max_regs: 4
-        }));
-        assert!(r.findings.contains(&Finding::Uncolored {
-            reg: z,
-            inst: m.program_order().nth(5).unwrap(),
-            pos: 5
-        }));
-        assert_eq!(r.findings.len(), 3, "{s}");
-        // Now two interfering registers on one lane: i (0..=4) and k (3..=5).
-        m.target.max_regs = 64;
-        m.regs.lane[k] = 2;
-        m.regs.lane[z] = 4;
-        let r = ver.verify(&m);
-        let s = texts(&m, &r);
-        let i3 = m.program_order().nth(3).unwrap();
-        assert_eq!(
-            r.findings,
-            &[Finding::LaneConflict {
-                a: i,
-                b: k,
-                inst: i3,
-                pos: 3,
-                lane: 2
-            }],
-            "{s}"
-        );
-        assert!(
-            s.contains("$i@r2(1 lane) and $k@r2(2 lanes) share lane 2"),
-            "{s}"
-        );
-    }
-
-    #[test]
-    fn findings_are_capped_and_counted() {
-        let mut m = Module::new(Target::default());
-        let mut b = Builder::new(&mut m);
-        let xs: alloc::vec::Vec<_> = (0..20)
-            .map(|k| sb(&mut b, &format!("x{k}"), 128, 64))
-            .collect();
-        b.func("f").unwrap();
-        for &x in &xs {
-            b.op(Opcode::Memset, &[b.full(x)], &[]).unwrap();
-        }
-        let ins: alloc::vec::Vec<_> = xs.iter().take(15).map(|&x| b.full(x)).collect();
-        let outs = [b.full(xs[19])];
-        let mut spec = crate::ir::InstSpec::new(Opcode::TensorTensor);
-        spec.inputs = &ins[..14];
-        spec.outputs = &outs;
-        b.inst(&spec).unwrap();
-        for &x in &xs {
-            m.place(x, 0, 0);
-        }
-        let mut ver = Verifier::new();
-        ver.set_max_findings(5);
-        let r = ver.verify(&m);
-        assert_eq!(r.findings.len(), 5);
-        assert!(r.dropped > 0);
-        // x0..x13 are live from their memsets to the read at 20, each of
-        // x14..x18 at its one memset, x19 from 19: all placed on one cell,
-        // C(14,2) + 5 × 14 + 14 = 175 overlapping pairs.
-        assert_eq!(r.total(), 175);
-    }
-
-    #[test]
-    fn a_second_run_reuses_the_workspace() {
-        let (mut m, [_, _, t, u, v], _) = chain();
-        m.place(t, 0, 0);
-        m.place(u, 0, 4096);
-        m.place(v, 0, 0);
-        let mut ver = Verifier::for_module(&m);
-        let caps = (
-            ver.nodes.capacity(),
-            ver.swept.capacity(),
-            ver.findings.capacity(),
-        );
-        assert!(ver.verify(&m).is_clean());
-        assert!(ver.verify(&m).is_clean());
-        assert_eq!(
-            caps,
-            (
-                ver.nodes.capacity(),
-                ver.swept.capacity(),
-                ver.findings.capacity()
-            )
-        );
     }
 
     /// The sweep against an all-pairs check on random modules and placements.

@@ -1,0 +1,295 @@
+//! The entity tables: one struct of columns per kind of entity, every
+//! column of a table indexed by the same id and always of the same length.
+//!
+//! Each table's columns are declared once, in [`tables!`]: the struct and
+//! every method that must touch all of its columns (reserving, shrinking,
+//! counting reserved bytes) are generated from that one list, so a column
+//! added there cannot be forgotten by any of them.
+
+use arrayvec::ArrayVec;
+
+use super::{Block, Capacity, Func, Inst, Loop, MemLoc, Module, Reg};
+#[allow(unused_imports)] // doc links
+use super::{MAX_AP_PARTITIONS, NO_BANK, NO_LANE, NO_PARTITION, UNKNOWN_TRIP, UNPLACED};
+use crate::ir::ap::Dim;
+use crate::ir::column::Column;
+use crate::ir::imm::ImmTable;
+use crate::ir::names::Name;
+use crate::ir::pattern::ApExt;
+use crate::ir::types::{DType, Engine, InstFlags, MemFlags, Opcode, RegFlags, Space, SubOp};
+
+/// Declares the tables. Each table names the [`Capacity`] field that
+/// counts its entities (which is also its field in [`Module`]), the column
+/// whose length is the table's, and the module's count of it; a column
+/// reserved by another count says so after `=>`. Generates the struct, its
+/// `reserve_exact`, `shrink_to_fit`, `reserved_bytes`, `len` and
+/// `capacity`, and the module's counts (`num_*`), `reserve_tables`,
+/// `count_tables` and `capacity_tables`.
+macro_rules! tables {
+    (@count $extra:ident, $table:ident) => { $extra.$table };
+    (@count $extra:ident, $table:ident, $column:ident) => { $extra.$column };
+    ($(
+        $(#[$tm:meta])*
+        pub struct $name:ident in $table:ident, length of $key:ident,
+            counted by $num:ident = $num_doc:literal {
+            $(
+                $(#[$fm:meta])*
+                $fv:vis $field:ident : $ty:ty $(=> $count:ident)?
+            ),* $(,)?
+        }
+    )*) => {
+        $(
+            $(#[$tm])*
+            #[derive(Clone, Debug, Default)]
+            pub struct $name {
+                $( $(#[$fm])* $fv $field: $ty, )*
+            }
+
+            impl $name {
+                /// Reserves room for `extra` more entities in every column.
+                pub(super) fn reserve_exact(&mut self, extra: &Capacity) {
+                    $( self.$field.reserve_exact(tables!(@count extra, $table $(, $count)?)); )*
+                }
+
+                /// Drops the reserved room of every column beyond what it holds.
+                #[allow(dead_code)] // the module shrinks only its instruction side
+                pub(super) fn shrink_to_fit(&mut self) {
+                    $( self.$field.shrink_to_fit(); )*
+                }
+
+                /// Heap bytes reserved by every column.
+                pub(super) fn reserved_bytes(&self) -> usize {
+                    0 $( + self.$field.reserved_bytes() )*
+                }
+
+                /// Number of entities.
+                pub(super) fn len(&self) -> usize {
+                    self.$key.len()
+                }
+
+                /// Entities there is room for.
+                pub(super) fn capacity(&self) -> usize {
+                    self.$key.capacity()
+                }
+            }
+        )*
+
+        impl Module {
+            /// Reserves room for `extra` more entities in every table.
+            pub(super) fn reserve_tables(&mut self, extra: &Capacity) {
+                $( self.$table.reserve_exact(extra); )*
+            }
+
+            $(
+                $(#[$tm])*
+                ///
+                /// Read only: changes go through the module's mutators, which
+                /// keep the invariants of the module doc.
+                #[inline]
+                pub fn $table(&self) -> &$name {
+                    &self.$table
+                }
+
+                #[doc = $num_doc]
+                pub fn $num(&self) -> usize {
+                    self.$table.len()
+                }
+            )*
+
+            /// Writes the entity count of every table into `c`.
+            pub(super) fn count_tables(&self, c: &mut Capacity) {
+                $( c.$table = self.$table.len(); )*
+            }
+
+            /// Writes the room of every table into `c`.
+            pub(super) fn capacity_tables(&self, c: &mut Capacity) {
+                $( c.$table = self.$table.capacity(); )*
+            }
+        }
+    };
+}
+
+tables! {
+    /// Memory-location columns.
+    pub struct Mems in mems, length of space,
+        counted by num_mems = "Number of memory locations." {
+        /// The space the location lives in.
+        pub space: Column<MemLoc, Space>,
+        /// Partitions (rows) the location spans.
+        pub partitions: Column<MemLoc, u16>,
+        /// Bytes per partition.
+        pub bytes: Column<MemLoc, u32>,
+        /// Byte alignment of the offset.
+        pub align: Column<MemLoc, u32>,
+        /// Element type (its size is the element size).
+        pub dtype: Column<MemLoc, DType>,
+        /// Interned name (without the `%`).
+        pub name: Column<MemLoc, Name>,
+        /// Flags.
+        pub flags: Column<MemLoc, MemFlags>,
+        /// First partition once placed (on-chip; DRAM: 0), else [`NO_PARTITION`].
+        pub base_partition: Column<MemLoc, u16>,
+        /// Byte offset once placed, else [`UNPLACED`]. SB: offset inside every
+        /// partition; PSUM: offset inside a partition, bank × bank bytes + offset
+        /// in bank; DRAM: byte address in the flat space.
+        pub offset: Column<MemLoc, u64>,
+        /// PSUM bank once placed, else [`NO_BANK`].
+        pub bank: Column<MemLoc, u8>,
+    }
+
+    /// Register columns.
+    pub struct Regs in regs, length of lanes,
+        counted by num_regs = "Number of registers." {
+        /// 1 (32-bit) or 2 (64-bit, an aligned lane pair).
+        pub lanes: Column<Reg, u8>,
+        /// Interned name (without the `$`).
+        pub name: Column<Reg, Name>,
+        /// Flags.
+        pub flags: Column<Reg, RegFlags>,
+        /// First physical lane once colored, else [`NO_LANE`].
+        pub lane: Column<Reg, u16>,
+    }
+
+    /// Access-pattern columns (19 bytes per pattern).
+    pub struct Aps in aps, length of loc,
+        counted by num_aps = "Number of access patterns." {
+        /// The location accessed.
+        pub loc: Column<Ap, MemLoc>,
+        /// First partition, relative to the location's first partition
+        /// (`u8`: locations have at most [`MAX_AP_PARTITIONS`] partitions).
+        pub part_start: Column<Ap, u8>,
+        /// Partitions accessed.
+        pub part_count: Column<Ap, u8>,
+        /// Byte offset inside each partition, relative to the location.
+        pub offset: Column<Ap, u32>,
+        /// Element size in bytes.
+        pub elem_size: Column<Ap, u8>,
+        /// The dims, read through [`Module::ap_dims`]: a single-dimension
+        /// pattern's dim itself (count ≥ 1); for 2 or more dims, a marker
+        /// with count 0 whose stride bits are `pool start << 3 | ndims`.
+        /// Nearly every pattern has one dim, so this saves the pool index
+        /// and the dim count per pattern.
+        pub(super) dim: Column<Ap, Dim>,
+        /// The pattern's extension ([`ApExt`]: loop terms, register term,
+        /// partition step) as an index into the module's extension pool, or
+        /// [`NO_EXT`] for a plain pattern (nearly all of them). Read it with
+        /// [`Module::ap_ext`].
+        pub(super) ext: Column<Ap, u32>,
+    }
+
+    /// Instruction columns.
+    pub struct Insts in insts, length of opcode,
+        counted by num_insts = "Number of instructions ever created (including removed ones)." {
+        /// What the instruction does.
+        pub opcode: Column<Inst, Opcode>,
+        /// Sub-operation (ALU op, activation function).
+        pub subop: Column<Inst, SubOp>,
+        /// Engine.
+        pub engine: Column<Inst, Engine>,
+        /// DMA queue (DMA instructions; sync waits: the queue waited on).
+        pub queue: Column<Inst, u8>,
+        /// Flags.
+        pub flags: Column<Inst, InstFlags>,
+        /// Immediates (scalar `imm`, `memset` value), sparse: read them with
+        /// [`Module::imm`].
+        pub imms: ImmTable => imms,
+        /// Operand handle.
+        pub operands: Column<Inst, Operands>,
+        /// Containing block, [`Block::INVALID`] when removed or not yet placed.
+        pub block: Column<Inst, Block>,
+        /// Previous instruction in the block.
+        pub prev: Column<Inst, Inst>,
+        /// Next instruction in the block.
+        pub next: Column<Inst, Inst>,
+    }
+
+    /// Block columns.
+    pub struct Blocks in blocks, length of name,
+        counted by num_blocks = "Number of blocks." {
+        /// Label.
+        pub name: Column<Block, Name>,
+        /// Owning function.
+        pub func: Column<Block, Func>,
+        /// Innermost loop containing the block, or [`Loop::INVALID`].
+        pub loop_: Column<Block, Loop>,
+        /// First instruction.
+        pub first: Column<Block, Inst>,
+        /// Last instruction.
+        pub last: Column<Block, Inst>,
+    }
+
+    /// Loop columns.
+    pub struct Loops in loops, length of trip,
+        counted by num_loops = "Number of loops." {
+        /// Name of the induction variable (what loop terms of access patterns
+        /// print), or [`Name::INVALID`] for an unnamed loop.
+        pub name: Column<Loop, Name>,
+        /// Enclosing loop or [`Loop::INVALID`].
+        pub parent: Column<Loop, Loop>,
+        /// Trip count or [`UNKNOWN_TRIP`].
+        pub trip: Column<Loop, u32>,
+        /// Nesting depth (1 for an outermost loop).
+        pub depth: Column<Loop, u16>,
+        /// First block.
+        pub first_block: Column<Loop, Block>,
+        /// One past the last block.
+        pub end_block: Column<Loop, Block>,
+    }
+
+    /// Function columns.
+    pub struct Funcs in funcs, length of name,
+        counted by num_funcs = "Number of functions." {
+        /// Name (without the `@`).
+        pub name: Column<Func, Name>,
+        /// First block.
+        pub first_block: Column<Func, Block>,
+        /// One past the last block.
+        pub end_block: Column<Func, Block>,
+    }
+}
+
+use super::Ap;
+
+/// The `ext` of a plain access pattern.
+pub const NO_EXT: u32 = u32::MAX;
+
+/// The extension of every plain pattern.
+pub(super) static PLAIN: ApExt = ApExt {
+    pstep: None,
+    terms: ArrayVec::new_const(),
+    reg: None,
+};
+
+/// The slot of a multi-dimension pattern: its dims are `pool[start..start + n]`.
+#[inline]
+pub(super) fn pool_slot(start: usize, n: usize) -> Dim {
+    Dim::new(((start as u32) << 3 | n as u32) as i32, 0)
+}
+
+/// The pool range `(start, n)` of a multi-dimension pattern's slot, or
+/// `None` for a slot that holds its single dim inline.
+#[inline]
+pub(super) fn pooled(slot: &Dim) -> Option<(usize, usize)> {
+    (slot.count == 0).then(|| {
+        let bits = slot.stride as u32;
+        ((bits >> 3) as usize, (bits & 7) as usize)
+    })
+}
+
+/// The operand handle of an instruction: ranges into the AP ids and the
+/// register pool.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+pub struct Operands {
+    /// First AP id (inputs, then outputs).
+    pub ap_start: u32,
+    /// First index in the register pool (uses, then defs).
+    pub reg_start: u32,
+    /// Number of input APs.
+    pub n_in: u8,
+    /// Number of output APs.
+    pub n_out: u8,
+    /// Number of used registers.
+    pub n_use: u8,
+    /// Number of defined registers.
+    pub n_def: u8,
+}

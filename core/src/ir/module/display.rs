@@ -1,0 +1,155 @@
+//! How messages spell the module's entities: placed addresses in the
+//! reference's spelling, instructions with their operands and where they
+//! stand, locations with their address and shape.
+
+use core::fmt;
+
+use super::{Ap, Inst, MemLoc, Module, Reg, UNPLACED};
+use crate::ir::types::{Space, SubOp};
+
+/// A placed address, printed in the reference's spelling.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct Address {
+    /// Space.
+    pub space: Space,
+    /// First partition.
+    pub base_partition: u16,
+    /// Byte offset.
+    pub offset: u64,
+    /// PSUM bank.
+    pub bank: u8,
+    /// PSUM bank size, to print the offset inside the bank.
+    pub bank_bytes: u32,
+}
+
+impl fmt::Display for Address {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.offset == UNPLACED {
+            return write!(f, "{}<?>", self.space.upper());
+        }
+        match self.space {
+            Space::Sb => write!(f, "SB<{},{}>", self.base_partition, self.offset),
+            Space::Psum => {
+                let in_bank = self.offset % self.bank_bytes.max(1) as u64;
+                if in_bank == 0 {
+                    write!(f, "PSUM<{},bank {}>", self.base_partition, self.bank)
+                } else {
+                    write!(
+                        f,
+                        "PSUM<{},bank {}+{}>",
+                        self.base_partition, self.bank, in_bank
+                    )
+                }
+            }
+            Space::Dram => write!(f, "DRAM<{}>", self.offset),
+        }
+    }
+}
+
+impl Module {
+    /// How messages name an instruction: its text with location and
+    /// register names (patterns abbreviated to their location), and where
+    /// it stands — `` `%e = activation exp %s, %nmx` (block qtile, 4th) ``.
+    pub fn describe_inst(&self, i: Inst) -> InstDescription<'_> {
+        InstDescription {
+            module: self,
+            inst: i,
+        }
+    }
+
+    /// The `name@SB<p,b>(P x B)` spelling used in messages.
+    pub fn describe_mem(&self, m: MemLoc) -> MemDescription<'_> {
+        MemDescription {
+            module: self,
+            mem: m,
+        }
+    }
+}
+
+/// See [`Module::describe_inst`].
+#[derive(Copy, Clone, Debug)]
+pub struct InstDescription<'m> {
+    module: &'m Module,
+    inst: Inst,
+}
+
+impl fmt::Display for InstDescription<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let (m, i) = (self.module, self.inst);
+        let Some(&op) = m.insts.opcode.get(i) else {
+            return write!(f, "{i}");
+        };
+        let loc = |a: Ap| {
+            m.mems
+                .name
+                .get(m.aps.loc[a])
+                .map_or("?", |&n| m.names.get(n))
+        };
+        let reg = |r: Reg| m.regs.name.get(r).map_or("?", |&n| m.names.get(n));
+        f.write_str("`")?;
+        let written = m.outputs(i).map(|a| ('%', loc(a)));
+        let defined = m.defs(i).iter().map(|&r| ('$', reg(r)));
+        if operand_list(f, "", written.chain(defined))? {
+            f.write_str(" = ")?;
+        }
+        f.write_str(op.mnemonic())?;
+        let sub = m.insts.subop[i];
+        if sub != SubOp::None {
+            write!(f, " {}", sub.keyword())?;
+        }
+        let read = m.inputs(i).map(|a| ('%', loc(a)));
+        let used = m.uses(i).iter().map(|&r| ('$', reg(r)));
+        operand_list(f, " ", read.chain(used))?;
+        f.write_str("`")?;
+        let b = m.insts.block[i];
+        if b.is_valid() {
+            let nth = m.block_insts(b).position(|x| x == i).map_or(0, |k| k + 1);
+            let suffix = match (nth % 10, nth % 100) {
+                (1, r) if r != 11 => "st",
+                (2, r) if r != 12 => "nd",
+                (3, r) if r != 13 => "rd",
+                _ => "th",
+            };
+            write!(f, " (block {}, {nth}{suffix})", m.block_name(b))?;
+        } else {
+            f.write_str(" (removed)")?;
+        }
+        Ok(())
+    }
+}
+
+/// Writes `sigil name` items separated by `, `, the first after `lead`;
+/// returns whether there was any.
+fn operand_list<'a>(
+    f: &mut fmt::Formatter<'_>,
+    lead: &str,
+    items: impl Iterator<Item = (char, &'a str)>,
+) -> Result<bool, fmt::Error> {
+    let mut any = false;
+    for (sigil, name) in items {
+        write!(f, "{}{sigil}{name}", if any { ", " } else { lead })?;
+        any = true;
+    }
+    Ok(any)
+}
+
+/// `name@SB<p,b>(P x B)`.
+#[derive(Copy, Clone, Debug)]
+pub struct MemDescription<'m> {
+    module: &'m Module,
+    mem: MemLoc,
+}
+
+impl fmt::Display for MemDescription<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let m = self.module;
+        write!(
+            f,
+            "%{}@{}({} x {})",
+            m.mem_name(self.mem),
+            m.address(self.mem),
+            m.mems.partitions[self.mem],
+            m.mems.bytes[self.mem]
+        )
+    }
+}

@@ -1,0 +1,71 @@
+//! Descriptions of access patterns and instructions to create: what the
+//! mutators take, checked when the entity is made.
+
+use arrayvec::ArrayVec;
+
+use super::{MemLoc, Reg};
+use crate::ir::ap::{Dim, MAX_DIMS};
+use crate::ir::pattern::ApExt;
+use crate::ir::types::{Engine, InstFlags, Opcode, SubOp};
+
+/// A description of an access pattern to create.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ApSpec {
+    /// Location accessed.
+    pub loc: MemLoc,
+    /// First partition relative to the location.
+    pub part_start: u16,
+    /// Partitions accessed.
+    pub part_count: u16,
+    /// Byte offset inside each partition.
+    pub offset: u32,
+    /// Element size in bytes.
+    pub elem_size: u8,
+    /// Dims, outermost first, strides in elements.
+    pub dims: ArrayVec<Dim, MAX_DIMS>,
+    /// Loop terms, register term, partition step (default: none).
+    pub ext: ApExt,
+}
+
+/// A description of an instruction to create.
+#[derive(Clone, Debug)]
+pub struct InstSpec<'a> {
+    /// What it does.
+    pub opcode: Opcode,
+    /// Sub-operation.
+    pub subop: SubOp,
+    /// Engine.
+    pub engine: Engine,
+    /// DMA queue.
+    pub queue: u8,
+    /// Flags.
+    pub flags: InstFlags,
+    /// Immediate.
+    pub imm: i64,
+    /// Read operands.
+    pub inputs: &'a [ApSpec],
+    /// Written operands.
+    pub outputs: &'a [ApSpec],
+    /// Read registers.
+    pub uses: &'a [Reg],
+    /// Written registers.
+    pub defs: &'a [Reg],
+}
+
+impl<'a> InstSpec<'a> {
+    /// A spec with the opcode's default engine and no operands.
+    pub fn new(opcode: Opcode) -> Self {
+        InstSpec {
+            opcode,
+            subop: SubOp::None,
+            engine: opcode.default_engine(),
+            queue: 0,
+            flags: InstFlags::empty(),
+            imm: 0,
+            inputs: &[],
+            outputs: &[],
+            uses: &[],
+            defs: &[],
+        }
+    }
+}

@@ -1,0 +1,428 @@
+//! What the verifier reports: one [`Finding`] per broken rule, naming the
+//! locations, registers and instruction it is about by id, and its
+//! [`Display`](core::fmt::Display) through [`Finding::display`], which spells
+//! them in the user's names.
+
+use arrayvec::ArrayVec;
+use core::fmt;
+
+use crate::ir::{Inst, MemLoc, Module, Reg, Space, NO_LANE};
+
+/// Which coordinate of a location left its space.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum Axis {
+    /// The partition range (`base + partitions`).
+    Partitions,
+    /// The byte range (`offset + bytes`; DRAM: `offset + partitions × bytes`).
+    Bytes,
+}
+
+/// One broken rule. Every variant names the location(s) or register(s) it is
+/// about; conflicts also name an instruction where both are live (its id and
+/// its position in program order). Print with [`Finding::display`].
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum Finding {
+    /// A live location has no placement.
+    Unplaced {
+        /// The location.
+        mem: MemLoc,
+        /// The first instruction where it is live.
+        inst: Inst,
+        /// Its position.
+        pos: u32,
+    },
+    /// A location reaches beyond its space.
+    OutOfBounds {
+        /// The location.
+        mem: MemLoc,
+        /// Which coordinate.
+        axis: Axis,
+        /// One past its last partition or byte.
+        end: u64,
+        /// The space's limit on that coordinate.
+        limit: u64,
+    },
+    /// A location's offset is not a multiple of its alignment.
+    Misaligned {
+        /// The location.
+        mem: MemLoc,
+        /// Its offset.
+        offset: u64,
+        /// Its alignment.
+        align: u32,
+    },
+    /// An on-chip location starts on a partition the start rule forbids.
+    BadStartPartition {
+        /// The location.
+        mem: MemLoc,
+        /// Its base partition.
+        base: u16,
+        /// Its partition count.
+        partitions: u16,
+        /// The required multiple for that count.
+        granularity: u16,
+    },
+    /// A PSUM location does not start on a bank boundary.
+    PsumOffBank {
+        /// The location.
+        mem: MemLoc,
+        /// Its offset.
+        offset: u64,
+        /// Bytes per bank.
+        bank_bytes: u32,
+    },
+    /// A PSUM location spans more consecutive banks than the target allows.
+    PsumBankSpan {
+        /// The location.
+        mem: MemLoc,
+        /// First bank touched.
+        first_bank: u64,
+        /// Last bank touched.
+        last_bank: u64,
+        /// Banks one tensor may span.
+        max_banks: u8,
+    },
+    /// A PSUM location's bank disagrees with its offset.
+    PsumBankMismatch {
+        /// The location.
+        mem: MemLoc,
+        /// The bank recorded.
+        bank: u8,
+        /// The bank its offset lies in.
+        expected: u64,
+    },
+    /// Two interfering locations share a cell.
+    Overlap {
+        /// The location that became live first (or entered the sweep first).
+        a: MemLoc,
+        /// The other location.
+        b: MemLoc,
+        /// An instruction where both are live.
+        inst: Inst,
+        /// Its position.
+        pos: u32,
+        /// The first shared partition (DRAM: 0).
+        partition: u32,
+        /// The first shared byte (PSUM: offset in the partition; DRAM: address).
+        byte: u64,
+    },
+    /// A live register has no lane.
+    Uncolored {
+        /// The register.
+        reg: Reg,
+        /// The first instruction where it is live.
+        inst: Inst,
+        /// Its position.
+        pos: u32,
+    },
+    /// A register's lanes reach beyond `max_regs`.
+    LaneOutOfRange {
+        /// The register.
+        reg: Reg,
+        /// Its first lane.
+        lane: u16,
+        /// Its lane count.
+        lanes: u8,
+        /// Lanes of the register file.
+        max_regs: u16,
+    },
+    /// A 2-lane register starts on an odd lane.
+    OddPairLane {
+        /// The register.
+        reg: Reg,
+        /// Its first lane.
+        lane: u16,
+    },
+    /// An access pattern reaches, at some iteration of its loops (or
+    /// anywhere in its register window), cells outside its location.
+    PatternOutside {
+        /// The instruction.
+        inst: Inst,
+        /// Its position.
+        pos: u32,
+        /// The pattern's operand index (inputs, then outputs).
+        operand: u8,
+        /// The location.
+        mem: MemLoc,
+        /// Where the pattern reaches.
+        reach: crate::verify::patterns::Reach,
+    },
+    /// Two interfering registers share a lane.
+    LaneConflict {
+        /// The register that became live first.
+        a: Reg,
+        /// The other register.
+        b: Reg,
+        /// An instruction where both are live.
+        inst: Inst,
+        /// Its position.
+        pos: u32,
+        /// The first shared lane.
+        lane: u16,
+    },
+}
+
+impl Finding {
+    /// A short kind name (`overlap`, `out-of-bounds`, ...), the word used by
+    /// `; expect:` lines of the broken examples.
+    pub const fn kind(&self) -> &'static str {
+        match self {
+            Finding::Unplaced { .. } => "unplaced",
+            Finding::OutOfBounds { .. } => "out-of-bounds",
+            Finding::Misaligned { .. } => "misaligned",
+            Finding::BadStartPartition { .. } => "bad-start-partition",
+            Finding::PsumOffBank { .. } => "psum-off-bank-boundary",
+            Finding::PsumBankSpan { .. } => "psum-bank-crossing",
+            Finding::PsumBankMismatch { .. } => "psum-bank-mismatch",
+            Finding::Overlap { .. } => "overlap",
+            Finding::Uncolored { .. } => "uncolored",
+            Finding::LaneOutOfRange { .. } => "lane-out-of-range",
+            Finding::OddPairLane { .. } => "odd-lane-pair",
+            Finding::LaneConflict { .. } => "register-overlap",
+            Finding::PatternOutside { .. } => "pattern-outside",
+        }
+    }
+
+    /// The locations the finding is about (one or two).
+    pub fn mems(&self) -> ArrayVec<MemLoc, 2> {
+        let mut v = ArrayVec::new();
+        match *self {
+            Finding::Unplaced { mem, .. }
+            | Finding::OutOfBounds { mem, .. }
+            | Finding::Misaligned { mem, .. }
+            | Finding::BadStartPartition { mem, .. }
+            | Finding::PsumOffBank { mem, .. }
+            | Finding::PsumBankSpan { mem, .. }
+            | Finding::PsumBankMismatch { mem, .. }
+            | Finding::PatternOutside { mem, .. } => v.push(mem),
+            Finding::Overlap { a, b, .. } => {
+                v.push(a);
+                v.push(b);
+            }
+            _ => {}
+        }
+        v
+    }
+
+    /// The registers the finding is about (one or two).
+    pub fn regs(&self) -> ArrayVec<Reg, 2> {
+        let mut v = ArrayVec::new();
+        match *self {
+            Finding::Uncolored { reg, .. }
+            | Finding::LaneOutOfRange { reg, .. }
+            | Finding::OddPairLane { reg, .. } => v.push(reg),
+            Finding::LaneConflict { a, b, .. } => {
+                v.push(a);
+                v.push(b);
+            }
+            _ => {}
+        }
+        v
+    }
+
+    /// The instruction the finding names, if any.
+    pub fn inst(&self) -> Option<Inst> {
+        match *self {
+            Finding::Unplaced { inst, .. }
+            | Finding::Overlap { inst, .. }
+            | Finding::Uncolored { inst, .. }
+            | Finding::LaneConflict { inst, .. }
+            | Finding::PatternOutside { inst, .. } => Some(inst),
+            _ => None,
+        }
+    }
+
+    /// A printable form that spells locations as `%name@SB<p,b>(P x B)`.
+    pub fn display<'m>(&'m self, module: &'m Module) -> FindingDisplay<'m> {
+        FindingDisplay {
+            finding: self,
+            module,
+        }
+    }
+}
+
+/// A [`Finding`] with the module it refers to, for printing.
+#[derive(Copy, Clone, Debug)]
+pub struct FindingDisplay<'m> {
+    finding: &'m Finding,
+    module: &'m Module,
+}
+
+/// `$name@r5(2 lanes)` or `$name@r?(1 lane)`.
+struct RegDescription<'m>(&'m Module, Reg);
+
+impl fmt::Display for RegDescription<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let (m, r) = (self.0, self.1);
+        let lanes = m.regs.lanes[r];
+        let plural = if lanes == 1 { "lane" } else { "lanes" };
+        match m.regs.lane[r] {
+            NO_LANE => write!(f, "${}@r?({lanes} {plural})", m.reg_name(r)),
+            l => write!(f, "${}@r{l}({lanes} {plural})", m.reg_name(r)),
+        }
+    }
+}
+
+impl fmt::Display for FindingDisplay<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let m = self.module;
+        let d = |x: MemLoc| m.describe_mem(x);
+        let r = |x: Reg| RegDescription(m, x);
+        let i = |x: Inst| m.describe_inst(x);
+        match *self.finding {
+            Finding::Unplaced { mem, inst, pos } => write!(
+                f,
+                "{} is live at {} (position {pos}) but has no placement",
+                d(mem),
+                i(inst)
+            ),
+            Finding::OutOfBounds {
+                mem,
+                axis,
+                end,
+                limit,
+            } => {
+                let space = m.mems.space[mem];
+                let what = match (axis, space) {
+                    (Axis::Partitions, _) => "partitions",
+                    (Axis::Bytes, Space::Sb) => "usable bytes per partition",
+                    (Axis::Bytes, Space::Psum) => "usable PSUM bytes per partition (usable banks)",
+                    (Axis::Bytes, Space::Dram) => "DRAM bytes",
+                };
+                write!(
+                    f,
+                    "Allocated memory out of bound {}: ends at {end}, beyond the {limit} {what} of {space}",
+                    d(mem)
+                )
+            }
+            Finding::Misaligned { mem, offset, align } => write!(
+                f,
+                "{} is misaligned: offset {offset} is not a multiple of its alignment {align}",
+                d(mem)
+            ),
+            Finding::BadStartPartition {
+                mem,
+                base,
+                partitions,
+                granularity,
+            } => write!(
+                f,
+                "{} starts at partition {base}, but a tensor of {partitions} partitions must start at a multiple of {granularity}",
+                d(mem)
+            ),
+            Finding::PsumOffBank {
+                mem,
+                offset,
+                bank_bytes,
+            } => write!(
+                f,
+                "{} does not start on a PSUM bank boundary: offset {offset} is not a multiple of the {bank_bytes}-byte bank",
+                d(mem)
+            ),
+            Finding::PsumBankSpan {
+                mem,
+                first_bank,
+                last_bank,
+                max_banks,
+            } => write!(
+                f,
+                "{} spans PSUM banks {first_bank}..={last_bank}, but one tensor may span at most {max_banks} bank(s)",
+                d(mem)
+            ),
+            Finding::PsumBankMismatch {
+                mem,
+                bank,
+                expected,
+            } => write!(
+                f,
+                "{} records bank {bank} but its offset lies in bank {expected}",
+                d(mem)
+            ),
+            Finding::Overlap {
+                a,
+                b,
+                inst,
+                pos,
+                partition,
+                byte,
+            } => {
+                let space = m.mems.space[a];
+                write!(f, "{} and {} overlap ", d(a), d(b))?;
+                if space.is_on_chip() {
+                    write!(f, "at cell {space}<{partition},{byte}>")?;
+                } else {
+                    write!(f, "at byte {space}<{byte}>")?;
+                }
+                write!(f, " while both are live at {} (position {pos})", i(inst))
+            }
+            Finding::Uncolored { reg, inst, pos } => write!(
+                f,
+                "{} is live at {} (position {pos}) but has no lane",
+                r(reg),
+                i(inst)
+            ),
+            Finding::LaneOutOfRange {
+                reg,
+                lane,
+                lanes,
+                max_regs,
+            } => write!(
+                f,
+                "{} uses lanes {lane}..{} beyond the {max_regs} lanes of the register file",
+                r(reg),
+                lane as u32 + lanes as u32
+            ),
+            Finding::OddPairLane { reg, lane } => write!(
+                f,
+                "{} is a 64-bit register on odd lane {lane}; a lane pair must start on an even lane",
+                r(reg)
+            ),
+            Finding::PatternOutside {
+                inst,
+                pos,
+                operand,
+                mem,
+                reach,
+            } => {
+                let (parts, bytes) = (m.mems.partitions[mem], m.mems.bytes[mem]);
+                write!(
+                    f,
+                    "access pattern {} of {} (position {pos}) on {} ",
+                    operand as u32 + 1,
+                    i(inst),
+                    d(mem)
+                )?;
+                if reach.flat {
+                    write!(
+                        f,
+                        "reaches flat bytes [{}, {}) over its iterations, outside the location's {}",
+                        reach.b0,
+                        reach.b1,
+                        parts as u64 * bytes as u64
+                    )
+                } else {
+                    write!(
+                        f,
+                        "reaches partitions [{}, {}) and bytes [{}, {}) over its iterations or register window, outside the location's {parts} partitions x {bytes} bytes",
+                        reach.p0, reach.p1, reach.b0, reach.b1
+                    )
+                }
+            }
+            Finding::LaneConflict {
+                a,
+                b,
+                inst,
+                pos,
+                lane,
+            } => write!(
+                f,
+                "{} and {} share lane {lane} while both are live at {} (position {pos})",
+                r(a),
+                r(b),
+                i(inst)
+            ),
+        }
+    }
+}
