@@ -274,6 +274,11 @@ fn transform_load(
     let (Some(sa), Some(sb)) = (m.ap_byte_span(va.dram), m.ap_byte_span(vb.dram)) else {
         return Ok(());
     };
+    // The copy is a compute instruction: its destination keeps the load's
+    // on-chip dims, which must fit the compute engines' limit.
+    if m.ap_ndims(vb.chip) > m.target.compute_max_dims as usize {
+        return Ok(());
+    }
     let elem = m.aps.elem_size[vb.chip].max(1);
     let bytes = m.ap_bytes_per_partition(vb.dram);
     let offset = m.aps.offset[va.chip] + (sb.0 - sa.0) as u32;

@@ -2,9 +2,12 @@
 //!
 //! An access pattern (AP) names a location, a partition range relative to the
 //! location's first partition, a byte offset inside each partition, an element
-//! size, and 1..=5 `(stride, count)` dimensions, outermost first, strides in
-//! elements. Every AP belongs to exactly one operand of one instruction, so a
+//! size, and 1..=[`MAX_DIMS`] `(stride, count)` dimensions, outermost first,
+//! strides in elements (an instruction's patterns have at most the target's
+//! DMA or compute limit, checked when the instruction is made). Every AP belongs to exactly one operand of one instruction, so a
 //! rewrite that re-points an operand edits that AP's columns in place.
+
+use crate::target::{Generation, Target};
 
 /// One dimension of an access pattern.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, Default)]
@@ -23,8 +26,28 @@ impl Dim {
     }
 }
 
-/// Most dimensions an access pattern has (the DMA limit).
+/// Most dimensions an access pattern can hold: the fixed capacity of
+/// [`ApSpec::dims`](crate::ir::ApSpec::dims) and of the module's dim storage,
+/// an engineering bound. The hardware limits are the target's
+/// (`dma_max_dims`, `compute_max_dims`): every preset's fit here (checked at
+/// compile time below), and a module refuses instructions on a target whose
+/// limits exceed it.
 pub const MAX_DIMS: usize = 5;
+
+/// The pool slot of a multi-dimension pattern packs its dim count into 3
+/// bits, and every preset's limits must fit the storage.
+#[allow(clippy::indexing_slicing)] // const evaluation: a bad index fails the build
+const _: () = {
+    assert!(MAX_DIMS <= 7);
+    let presets = [Generation::Trn1, Generation::Trn2, Generation::Trn3];
+    let mut k = 0;
+    while k < presets.len() {
+        let t = Target::preset(presets[k]);
+        assert!(t.dma_max_dims as usize <= MAX_DIMS);
+        assert!(t.compute_max_dims as usize <= MAX_DIMS);
+        k += 1;
+    }
+};
 
 /// Number of elements the dims address (the product of the counts).
 pub fn elements(dims: &[Dim]) -> u64 {

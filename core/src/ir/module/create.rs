@@ -204,6 +204,7 @@ impl Module {
         let legacy = legacy_offset_operand(self, spec);
         for (k, s) in spec.inputs.iter().chain(spec.outputs).enumerate() {
             self.check_ap_spec(s)?;
+            self.check_ap_dims(spec.opcode, k, s.dims.len())?;
             let read = k < spec.inputs.len();
             let lx;
             let ext = if legacy == Some(k) {
@@ -300,6 +301,31 @@ impl Module {
         self.insts.prev.push(Inst::INVALID);
         self.insts.next.push(Inst::INVALID);
         Ok(i)
+    }
+
+    /// Operand `k` of an `opcode` instruction has `n` dims: at most the
+    /// target's limit for its engines, and that limit within what the
+    /// storage holds.
+    fn check_ap_dims(&self, opcode: Opcode, k: usize, n: usize) -> Result<(), IrError> {
+        let dma = opcode.is_dma();
+        let max = if dma {
+            self.target.dma_max_dims
+        } else {
+            self.target.compute_max_dims
+        };
+        if max as usize > MAX_DIMS {
+            return Err(IrError::TargetDims { max, dma });
+        }
+        if n > max as usize {
+            return Err(IrError::TooManyDims {
+                opcode,
+                operand: k as u8,
+                dims: n as u8,
+                max,
+                dma,
+            });
+        }
+        Ok(())
     }
 
     fn check_ap_spec(&self, s: &ApSpec) -> Result<(), IrError> {
@@ -584,6 +610,78 @@ mod tests {
         assert_eq!(m.aps.part_count[aps[0]], 128);
         assert_eq!(m.imm(i), 0);
         assert!(m.insts.imms.is_empty());
+    }
+
+    #[test]
+    fn patterns_have_at_most_the_targets_dims_for_their_engines() {
+        let mut m = Module::new(Target::default());
+        let t = m.add_mem("t", Space::Sb, 128, 4096).unwrap();
+        let d = m.add_mem("d", Space::Dram, 128, 4096).unwrap();
+        let b = one_block(&mut m);
+        let dims = |n: usize| -> alloc::vec::Vec<Dim> { (0..n).map(|_| Dim::new(1, 1)).collect() };
+        let (dma, compute) = (
+            m.target.dma_max_dims as usize,
+            m.target.compute_max_dims as usize,
+        );
+        assert!(compute < dma && dma <= MAX_DIMS);
+        // A compute pattern at the compute limit is made; one past it is
+        // refused, naming the instruction, the operand and both numbers.
+        let mut s = InstSpec::new(Opcode::TensorCopy);
+        let ins = [ap_spec(t, 128, &dims(compute))];
+        let outs = [ap_spec(t, 128, &dims(1))];
+        (s.inputs, s.outputs) = (&ins, &outs);
+        m.append_inst(b, &s).unwrap();
+        let ins = [ap_spec(t, 128, &dims(1))];
+        let outs = [ap_spec(t, 128, &dims(compute + 1))];
+        (s.inputs, s.outputs) = (&ins, &outs);
+        let e = m.append_inst(b, &s).unwrap_err();
+        assert_eq!(
+            e,
+            IrError::TooManyDims {
+                opcode: Opcode::TensorCopy,
+                operand: 1,
+                dims: compute as u8 + 1,
+                max: compute as u8,
+                dma: false,
+            }
+        );
+        assert_eq!(
+            alloc::format!("{e}"),
+            alloc::format!(
+                "`tensor_copy` access pattern 2 has {} dimensions; compute access patterns \
+                 have at most {compute} on this target",
+                compute + 1
+            )
+        );
+        // A DMA pattern may have the DMA limit, which the target sets.
+        let mut s = InstSpec::new(Opcode::Load);
+        let ins = [ap_spec(d, 128, &dims(dma))];
+        let outs = [ap_spec(t, 128, &dims(1))];
+        (s.inputs, s.outputs) = (&ins, &outs);
+        m.append_inst(b, &s).unwrap();
+        m.target.dma_max_dims = 2;
+        assert!(matches!(
+            m.append_inst(b, &s),
+            Err(IrError::TooManyDims {
+                opcode: Opcode::Load,
+                operand: 0,
+                max: 2,
+                dma: true,
+                ..
+            })
+        ));
+        // A target whose limit exceeds what a pattern can hold is refused.
+        m.target.dma_max_dims = MAX_DIMS as u8 + 1;
+        let e = m.append_inst(b, &s).unwrap_err();
+        assert_eq!(
+            e,
+            IrError::TargetDims {
+                max: MAX_DIMS as u8 + 1,
+                dma: true
+            }
+        );
+        assert!(alloc::format!("{e}").contains("more than the 5 an access pattern can hold"));
+        m.check_structure().unwrap();
     }
 
     #[test]

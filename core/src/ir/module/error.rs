@@ -4,9 +4,11 @@ use core::fmt;
 
 #[allow(unused_imports)] // doc links
 use super::Limits;
+use crate::ir::ap::MAX_DIMS;
 #[allow(unused_imports)] // doc links
 use crate::ir::pattern;
 use crate::ir::pattern::PatternError;
+use crate::ir::types::Opcode;
 
 /// Something the IR refused to build.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -42,6 +44,29 @@ pub enum IrError {
     },
     /// `end_loop` without `begin_loop`, or a loop left open.
     Unbalanced,
+    /// An access pattern has more dimensions than the target's engines
+    /// take: its DMA limit for a DMA instruction, its compute limit for the
+    /// rest.
+    TooManyDims {
+        /// The instruction.
+        opcode: Opcode,
+        /// The operand (inputs, then outputs).
+        operand: u8,
+        /// Its dimensions.
+        dims: u8,
+        /// The target's limit.
+        max: u8,
+        /// True for the DMA limit, false for the compute one.
+        dma: bool,
+    },
+    /// The target allows more dimensions per access pattern than an access
+    /// pattern can hold ([`MAX_DIMS`]).
+    TargetDims {
+        /// The target's limit.
+        max: u8,
+        /// True for the DMA limit, false for the compute one.
+        dma: bool,
+    },
     /// An access pattern's loop terms, register term or partition step
     /// break the rules of [`pattern`].
     BadPattern {
@@ -69,6 +94,26 @@ impl fmt::Display for IrError {
             }
             IrError::BadOperand { what } => write!(f, "bad operand: {what}"),
             IrError::Unbalanced => f.write_str("unbalanced loop nesting"),
+            IrError::TooManyDims {
+                opcode,
+                operand,
+                dims,
+                max,
+                dma,
+            } => write!(
+                f,
+                "`{}` access pattern {} has {dims} dimensions; {} access patterns have at most \
+                 {max} on this target",
+                opcode.mnemonic(),
+                operand + 1,
+                engines(*dma)
+            ),
+            IrError::TargetDims { max, dma } => write!(
+                f,
+                "the target allows {max} dimensions per {} access pattern, more than the \
+                 {MAX_DIMS} an access pattern can hold",
+                engines(*dma)
+            ),
             IrError::BadPattern { operand, error } => {
                 write!(f, "access pattern {} {error}", operand + 1)
             }
@@ -77,3 +122,12 @@ impl fmt::Display for IrError {
 }
 
 impl core::error::Error for IrError {}
+
+/// How a dimension limit names the engines it is about.
+fn engines(dma: bool) -> &'static str {
+    if dma {
+        "DMA"
+    } else {
+        "compute"
+    }
+}

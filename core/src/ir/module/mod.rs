@@ -46,7 +46,7 @@ pub use spec::{ApSpec, InstSpec};
 
 use alloc::vec::Vec;
 
-use crate::ir::ap::{self, Dim};
+use crate::ir::ap::{self, Dim, MAX_DIMS};
 use crate::ir::column::Column;
 use crate::ir::names::{Name, NamePool};
 use crate::ir::pattern::{self, ApExt, RegTerm};
