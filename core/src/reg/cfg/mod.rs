@@ -17,18 +17,18 @@
 //! and neither splits nor sees a CFG. The two share the colorer
 //! (`reg/chaitin_briggs.rs`) and its graph (`reg/graph.rs`), nothing else.
 
-pub mod allocator;
-pub mod checker;
+pub(crate) mod allocator;
+pub(crate) mod checker;
 mod coalesce;
-pub mod function;
+pub(crate) mod function;
 mod interference;
 mod liveness;
-pub mod output;
+pub(crate) mod output;
 mod parallel_copy;
 mod pressure;
 mod program;
 mod split;
-pub mod validate;
+pub(crate) mod validate;
 
 #[cfg(test)]
 mod tests;
