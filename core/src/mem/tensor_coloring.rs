@@ -570,42 +570,68 @@ impl ColoringWorkspace {
 /// The storage-report names of one space's parts (static strings: the
 /// report is fixed-capacity and allocation-free).
 const fn problem_part(space: Space) -> &'static str {
-    match space {
-        Space::Sb => "coloring: problem (SB)",
-        Space::Psum => "coloring: problem (PSUM)",
-        Space::Dram => "coloring: problem (DRAM)",
-    }
+    per_space(
+        space,
+        [
+            "coloring: problem (SB)",
+            "coloring: problem (PSUM)",
+            "coloring: problem (DRAM)",
+        ],
+    )
 }
 
 const fn graph_part(space: Space) -> &'static str {
-    match space {
-        Space::Sb => "coloring: interference graph (SB)",
-        Space::Psum => "coloring: interference graph (PSUM)",
-        Space::Dram => "coloring: interference graph (DRAM)",
-    }
+    per_space(
+        space,
+        [
+            "coloring: interference graph (SB)",
+            "coloring: interference graph (PSUM)",
+            "coloring: interference graph (DRAM)",
+        ],
+    )
 }
 
 const fn graph_method(space: Space) -> &'static str {
-    match space {
-        Space::Sb => "the interference graph of coloring_allocator_sb",
-        Space::Psum => "the interference graph of coloring_allocator_psum",
-        Space::Dram => "the interference graph of coloring_allocator_dram",
-    }
+    per_space(
+        space,
+        [
+            "the interference graph of coloring_allocator_sb",
+            "the interference graph of coloring_allocator_psum",
+            "the interference graph of coloring_allocator_dram",
+        ],
+    )
 }
 
 const fn search_part(space: Space) -> &'static str {
-    match space {
-        Space::Sb => "coloring: exact search (SB)",
-        Space::Psum => "coloring: exact search (PSUM)",
-        Space::Dram => "coloring: exact search (DRAM)",
-    }
+    per_space(
+        space,
+        [
+            "coloring: exact search (SB)",
+            "coloring: exact search (PSUM)",
+            "coloring: exact search (DRAM)",
+        ],
+    )
 }
 
 const fn search_method(space: Space) -> &'static str {
+    per_space(
+        space,
+        [
+            "the exact placement search of SB",
+            "the exact placement search of PSUM",
+            "the exact placement search of DRAM",
+        ],
+    )
+}
+
+/// Picks `space`'s entry of a name table written `[SB, PSUM, DRAM]`; the
+/// names stay whole literals because the storage report only takes
+/// `&'static str` (it must not format or allocate).
+const fn per_space(space: Space, [sb, psum, dram]: [&'static str; 3]) -> &'static str {
     match space {
-        Space::Sb => "the exact placement search of SB",
-        Space::Psum => "the exact placement search of PSUM",
-        Space::Dram => "the exact placement search of DRAM",
+        Space::Sb => sb,
+        Space::Psum => psum,
+        Space::Dram => dram,
     }
 }
 
@@ -628,11 +654,14 @@ fn new_problem(m: &Module, space: Space, reserve: usize) -> Problem {
 
 /// The pass's name in pipelines and reports.
 pub const fn pass_name(space: Space) -> &'static str {
-    match space {
-        Space::Sb => "coloring_allocator_sb",
-        Space::Psum => "coloring_allocator_psum",
-        Space::Dram => "coloring_allocator_dram",
-    }
+    per_space(
+        space,
+        [
+            "coloring_allocator_sb",
+            "coloring_allocator_psum",
+            "coloring_allocator_dram",
+        ],
+    )
 }
 
 /// Fills `p` (cleared) with the buffers of `space`; `locs[i]` is buffer i's location.
