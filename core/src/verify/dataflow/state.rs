@@ -123,6 +123,26 @@ fn push_run<T>(v: &mut Vec<T>, x: T, cap: Option<usize>) -> Result<(), DataflowE
     push_grow(v, x, "the value-run state")
 }
 
+/// Stores `x` in a node of `pool`: the head of the free list `free` (linked
+/// through `link`, [`NIL`]-terminated) when there is one, else a new node
+/// (within `cap`, as [`push_run`]). Returns the node's index.
+fn take_node<T>(
+    pool: &mut Vec<T>,
+    free: &mut u32,
+    link: fn(&T) -> u32,
+    x: T,
+    cap: Option<usize>,
+) -> Result<u32, DataflowError> {
+    if *free != NIL {
+        let n = *free;
+        *free = link(&pool[n as usize]);
+        pool[n as usize] = x;
+        return Ok(n);
+    }
+    push_run(pool, x, cap)?;
+    Ok(pool.len() as u32 - 1)
+}
+
 impl CellMap {
     /// Heap bytes reserved.
     pub(super) fn heap_bytes(&self) -> u64 {
@@ -211,14 +231,13 @@ impl CellMap {
             right: NIL,
             prio: self.seed,
         };
-        if self.free_slab != NIL {
-            let n = self.free_slab;
-            self.free_slab = self.slabs[n as usize].right;
-            self.slabs[n as usize] = s;
-            return Ok(n);
-        }
-        push_run(&mut self.slabs, s, self.run_cap)?;
-        Ok(self.slabs.len() as u32 - 1)
+        take_node(
+            &mut self.slabs,
+            &mut self.free_slab,
+            |x| x.right,
+            s,
+            self.run_cap,
+        )
     }
 
     fn free_slab(&mut self, s: u32) {
@@ -229,14 +248,13 @@ impl CellMap {
     }
 
     fn new_band(&mut self, b: Band) -> Result<u32, DataflowError> {
-        if self.free_band != NIL {
-            let n = self.free_band;
-            self.free_band = self.bands[n as usize].next;
-            self.bands[n as usize] = b;
-            return Ok(n);
-        }
-        push_run(&mut self.bands, b, self.run_cap)?;
-        Ok(self.bands.len() as u32 - 1)
+        take_node(
+            &mut self.bands,
+            &mut self.free_band,
+            |x| x.next,
+            b,
+            self.run_cap,
+        )
     }
 
     fn free_bands(&mut self, mut b: u32) {
