@@ -997,46 +997,16 @@ fn spill_round(
         let copy_name = spill_name(m, v, n, "Reload");
         let copy = add_reload_copy(m, v, copy_name.as_str(), parts, bytes)?;
         let store_after = if remat.is_some() { u32::MAX } else { before };
-        let mut moved_runs = 0u64;
-        let mut first_cycles = 0u64;
-        if let Some(first) = first {
-            // The first copy takes the accesses from its reload up to the
-            // peak, the slot's store goes before the loop (below).
-            let name = spill_name(m, v, n, "ReloadInLoop");
-            let c = add_reload_copy(m, v, name.as_str(), parts, bytes)?;
-            ws.records.push(SpillRecord {
-                victim: v,
-                origin: v,
-                slot,
-                copy: c,
-                store_after,
-                reload_before: first.before,
-                reload_hoisted: first.hoisted,
-                part_start: 0,
-                part_count: parts,
-                byte_lo: 0,
-                byte_hi: bytes,
-                remat: remat.is_some(),
-                failed: MemLoc::INVALID,
-                at,
-            });
-            let moved = parts as u64 * bytes as u64;
-            moved_runs = moved * spill_runs(m, &ws.order, None, first.runs_at());
-            first_cycles = spill_cost(m, &ws.order, moved, None, first.runs_at());
-        }
-        ws.records.push(SpillRecord {
+        // Every record of the value (its first copy's, when it has one, and
+        // the main reload's) moves the whole tensor through one slot.
+        let whole = |copy, store_after, reload_before, reload_hoisted| SpillRecord {
             victim: v,
             origin: v,
             slot,
             copy,
-            // With a first copy, its record stores.
-            store_after: if first.is_some() {
-                u32::MAX
-            } else {
-                store_after
-            },
-            reload_before: reload.before,
-            reload_hoisted: reload.hoisted,
+            store_after,
+            reload_before,
+            reload_hoisted,
             part_start: 0,
             part_count: parts,
             byte_lo: 0,
@@ -1044,7 +1014,28 @@ fn spill_round(
             remat: remat.is_some(),
             failed: MemLoc::INVALID,
             at,
-        });
+        };
+        let mut moved_runs = 0u64;
+        let mut first_cycles = 0u64;
+        if let Some(first) = first {
+            // The first copy takes the accesses from its reload up to the
+            // peak, the slot's store goes before the loop (below).
+            let name = spill_name(m, v, n, "ReloadInLoop");
+            let c = add_reload_copy(m, v, name.as_str(), parts, bytes)?;
+            ws.records
+                .push(whole(c, store_after, first.before, first.hoisted));
+            let moved = parts as u64 * bytes as u64;
+            moved_runs = moved * spill_runs(m, &ws.order, None, first.runs_at());
+            first_cycles = spill_cost(m, &ws.order, moved, None, first.runs_at());
+        }
+        // With a first copy, its record stores.
+        let main_store = if first.is_some() {
+            u32::MAX
+        } else {
+            store_after
+        };
+        ws.records
+            .push(whole(copy, main_store, reload.before, reload.hoisted));
         let moved = parts as u64 * bytes as u64;
         let store = remat.is_none().then_some(before);
         let runs = spill_runs(m, &ws.order, store, reload.runs_at());
@@ -1088,6 +1079,11 @@ mod tests {
 
     fn check(original: &Module, m: &Module) {
         assert_sound(original, m);
+    }
+
+    /// Runs the pass over `space` with the default options and no clock.
+    fn color(m: &mut Module, space: Space, ws: &mut ColoringWorkspace) -> ColoringReport {
+        run(m, space, &ColoringOptions::default(), ws, &mut NoClock).unwrap()
     }
 
     /// A chain of tiles where each tile lives for two steps, plus a long-lived
@@ -1141,14 +1137,7 @@ mod tests {
         let mut m = original.clone();
         let mut ws = ColoringWorkspace::new();
         ws.reserve(&mut m);
-        let r = run(
-            &mut m,
-            Space::Sb,
-            &ColoringOptions::default(),
-            &mut ws,
-            &mut NoClock,
-        )
-        .unwrap();
+        let r = color(&mut m, Space::Sb, &mut ws);
         // w + two tiles live at a time: 3 × 4096.
         assert_eq!(r.lower_bound, 3 * 4096);
         assert_eq!(r.peak, 3 * 4096);
@@ -1233,24 +1222,10 @@ mod tests {
         let original = m.clone();
         let mut ws = ColoringWorkspace::new();
         ws.reserve(&mut m);
-        let r = run(
-            &mut m,
-            Space::Psum,
-            &ColoringOptions::default(),
-            &mut ws,
-            &mut NoClock,
-        )
-        .unwrap();
+        let r = color(&mut m, Space::Psum, &mut ws);
         assert_eq!(r.peak, 2 * 2048);
         assert_ne!(m.mems.bank[p0], m.mems.bank[p1]);
-        run(
-            &mut m,
-            Space::Sb,
-            &ColoringOptions::default(),
-            &mut ws,
-            &mut NoClock,
-        )
-        .unwrap();
+        color(&mut m, Space::Sb, &mut ws);
         check(&original, &m);
     }
 
