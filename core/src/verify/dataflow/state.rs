@@ -123,6 +123,17 @@ fn push_run<T>(v: &mut Vec<T>, x: T, cap: Option<usize>) -> Result<(), DataflowE
     push_grow(v, x, "the value-run state")
 }
 
+/// One write of [`CellMap::assign`]: cells `[p0, p1) × [a, b)` now hold
+/// `fill`, carried whole through the split and the repaint.
+#[derive(Clone, Copy)]
+struct Write {
+    p0: u32,
+    p1: u32,
+    a: u64,
+    b: u64,
+    fill: Fill,
+}
+
 /// Stores `x` in a node of `pool`: the head of the free list `free` (linked
 /// through `link`, [`NIL`]-terminated) when there is one, else a new node
 /// (within `cap`, as [`push_run`]). Returns the node's index.
@@ -515,25 +526,22 @@ impl CellMap {
         self.roots[region] = NIL;
         let mut seq = core::mem::take(&mut self.seq);
         let mut out = core::mem::take(&mut self.out);
-        let r = self.assign_in(root, region, p0, p1, a, b, fill, &mut seq, &mut out);
+        let w = Write { p0, p1, a, b, fill };
+        let r = self.assign_in(root, region, w, &mut seq, &mut out);
         self.seq = seq;
         self.out = out;
         r
     }
 
-    #[allow(clippy::too_many_arguments)]
     fn assign_in(
         &mut self,
         root: u32,
         region: usize,
-        p0: u32,
-        p1: u32,
-        a: u64,
-        b: u64,
-        fill: Fill,
+        w: Write,
         seq: &mut Vec<u32>,
         out: &mut Vec<u32>,
     ) -> Result<(), DataflowError> {
+        let Write { a, b, .. } = w;
         seq.clear();
         out.clear();
         let (left, r1) = self.split(root, a);
@@ -562,7 +570,7 @@ impl CellMap {
             }
         }
         if res.is_ok() {
-            res = self.repaint(seq, out, p0, p1, a, b, fill);
+            res = self.repaint(seq, out, w);
         }
         if res.is_err() {
             // The check stops here; the next one clears the arenas. Keep
@@ -612,17 +620,13 @@ impl CellMap {
 
     /// Paints `[p0, p1)` over the slabs `seq` (sorted, inside `[a, b)`),
     /// filling the gaps between them with new slabs, into `out`.
-    #[allow(clippy::too_many_arguments)]
     fn repaint(
         &mut self,
         seq: &mut Vec<u32>,
         out: &mut Vec<u32>,
-        p0: u32,
-        p1: u32,
-        a: u64,
-        b: u64,
-        fill: Fill,
+        w: Write,
     ) -> Result<(), DataflowError> {
+        let Write { p0, p1, a, b, fill } = w;
         let at = |x: u64| Fill {
             offset: fill.offset.wrapping_add(x - a),
             ..fill
