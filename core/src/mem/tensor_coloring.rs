@@ -1251,27 +1251,11 @@ mod tests {
         let mut b = Builder::new(&mut m);
         let mut ts = Vec::new();
         for (i, buf) in p.buffers().iter().enumerate() {
-            let bytes = buf.size as u32;
-            let y = b
-                .mem(
-                    &alloc::format!("y{i}"),
-                    Space::Dram,
-                    128,
-                    bytes,
-                    4,
-                    MemFlags::OUTPUT,
-                )
-                .ok()?;
-            let v = b
-                .mem(
-                    &alloc::format!("t{i}"),
-                    Space::Sb,
-                    128,
-                    bytes,
-                    4,
-                    MemFlags::empty(),
-                )
-                .ok()?;
+            // The buffer's output in DRAM and its tile in SB, of one size.
+            let mut tensor =
+                |name: &str, space, flags| b.mem(name, space, 128, buf.size as u32, 4, flags).ok();
+            let y = tensor(&alloc::format!("y{i}"), Space::Dram, MemFlags::OUTPUT)?;
+            let v = tensor(&alloc::format!("t{i}"), Space::Sb, MemFlags::empty())?;
             ts.push((y, v));
         }
         // (time, 0 = end / 1 = start, tensor)
