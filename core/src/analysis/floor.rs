@@ -185,35 +185,22 @@ fn inst_need(m: &Module, i: Inst, space: Space, g: Group) -> SpaceFloor {
         inst: i,
         ..SpaceFloor::default()
     };
-    if single > 0 {
-        best = SpaceFloor {
-            bytes: single,
-            inst: i,
-            part_lo: 0,
-            part_hi: single_parts,
-            kind: FloorKind::Single,
-            operand: single_loc,
-        };
-    }
-    if stacked > best.bytes {
-        best = SpaceFloor {
-            bytes: stacked,
-            inst: i,
-            part_lo: 0,
-            part_hi: narrowest,
-            kind: FloorKind::Stacked,
-            operand: MemLoc::INVALID,
-        };
-    }
-    if area > best.bytes {
-        best = SpaceFloor {
-            bytes: area,
-            inst: i,
-            part_lo: 0,
-            part_hi: total,
-            kind: FloorKind::Area,
-            operand: MemLoc::INVALID,
-        };
+    let bounds = [
+        (single, single_parts, FloorKind::Single, single_loc),
+        (stacked, narrowest, FloorKind::Stacked, MemLoc::INVALID),
+        (area, total, FloorKind::Area, MemLoc::INVALID),
+    ];
+    for (bytes, part_hi, kind, operand) in bounds {
+        if bytes > best.bytes {
+            best = SpaceFloor {
+                bytes,
+                inst: i,
+                part_lo: 0,
+                part_hi,
+                kind,
+                operand,
+            };
+        }
     }
     best
 }

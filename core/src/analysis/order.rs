@@ -202,6 +202,134 @@ impl LinearOrder {
     }
 }
 
+/// A walk's position in the blocks of one loop body (or of the whole
+/// program), in layout order, and in its passes over them. Walkers of the
+/// loop nest (the schedule model, the dataflow checker) keep a stack of
+/// these, one per entered loop; how many passes a loop gets, and what they
+/// do per pass, is theirs.
+#[derive(Copy, Clone, Debug)]
+pub(crate) struct BlockSpan {
+    /// The loop whose body this is ([`Loop::INVALID`]: the whole program).
+    lp: Loop,
+    /// The body's first block.
+    start: u32,
+    /// One past the body's last block.
+    end: u32,
+    /// The block visited next (`end`: this pass is over).
+    next: u32,
+    /// The current pass, from 0.
+    pass: u32,
+    /// How many passes the walker makes over the body.
+    passes: u32,
+}
+
+impl BlockSpan {
+    /// Every block of `m`, outside any loop.
+    pub(crate) fn program(m: &Module) -> Self {
+        Self {
+            lp: Loop::INVALID,
+            start: 0,
+            end: m.num_blocks() as u32,
+            next: 0,
+            pass: 0,
+            passes: 1,
+        }
+    }
+
+    /// The loop whose body this is ([`Loop::INVALID`]: the whole program).
+    pub(crate) fn lp(&self) -> Loop {
+        self.lp
+    }
+
+    /// The current pass, from 0.
+    pub(crate) fn pass(&self) -> u32 {
+        self.pass
+    }
+
+    /// The same span, walked `passes` times.
+    pub(crate) fn with_passes(self, passes: u32) -> Self {
+        Self { passes, ..self }
+    }
+
+    /// Moves past the block [`BlockSpan::block`] names.
+    pub(crate) fn advance(&mut self) {
+        self.next += 1;
+    }
+
+    /// Whether every block of this pass over the body has been visited.
+    pub(crate) fn done(&self) -> bool {
+        self.next >= self.end
+    }
+
+    /// Ends the current pass: starts the next one and returns true, or
+    /// returns false when that was the last (the walker then leaves the body).
+    pub(crate) fn end_pass(&mut self) -> bool {
+        self.pass += 1;
+        if self.pass < self.passes {
+            self.next = self.start;
+            true
+        } else {
+            false
+        }
+    }
+
+    /// The block visited next.
+    pub(crate) fn block(&self) -> Block {
+        Block::new(self.next as usize)
+    }
+
+    /// When the next block starts a loop directly inside this one, that
+    /// loop's body (with one pass: see [`BlockSpan::with_passes`]), and this span
+    /// then resumes after the loop (whether or not the caller enters it). A
+    /// malformed loop (ending at or before its start) still covers its first
+    /// block, so the walk advances.
+    pub(crate) fn enter_child(&mut self, m: &Module) -> Option<BlockSpan> {
+        let b = self.block();
+        let child = child_loop_starting_at(m, self.lp, b)?;
+        let end = m.loops.end_block[child].as_u32().max(b.as_u32() + 1);
+        self.next = end;
+        Some(BlockSpan {
+            lp: child,
+            start: b.as_u32(),
+            end,
+            next: b.as_u32(),
+            pass: 0,
+            passes: 1,
+        })
+    }
+}
+
+/// Instruction executions of a walk of `m` that makes `passes(l)` passes
+/// over each loop `l`: each block's instructions times the passes of the
+/// loops around it, saturating.
+pub(crate) fn executions_with(m: &Module, passes: impl Fn(Loop) -> u64) -> u64 {
+    let mut total = 0u64;
+    for b in 0..m.num_blocks() {
+        let b = Block::new(b);
+        let n = m.block_insts(b).count() as u64;
+        let mut mult = 1u64;
+        let mut l = m.blocks.loop_[b];
+        while l.is_valid() {
+            mult = mult.saturating_mul(passes(l));
+            l = m.loops.parent[l];
+        }
+        total = total.saturating_add(n.saturating_mul(mult));
+    }
+    total
+}
+
+/// The loop directly inside `outer` whose first block is `b`, if any.
+fn child_loop_starting_at(m: &Module, outer: Loop, b: Block) -> Option<Loop> {
+    let mut l = m.blocks.loop_[b];
+    while l.is_valid() && l != outer {
+        if m.loops.parent[l] == outer {
+            return (m.loops.first_block[l] == b).then_some(l);
+        }
+        l = m.loops.parent[l];
+    }
+    None
+}
+
 /// Grows `v`'s capacity to at least `n` elements (whatever its length).
 pub(crate) fn grow<T>(v: &mut Vec<T>, n: usize) {
     v.reserve(n.saturating_sub(v.len()));

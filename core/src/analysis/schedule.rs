@@ -54,8 +54,9 @@
 
 use arrayvec::ArrayVec;
 
+use super::order::{executions_with, BlockSpan};
 use crate::dma::conflict::Rect;
-use crate::ir::{ap, Ap, Block, Capacity, Engine, Inst, Loop, MemLoc, Module, Opcode, Space};
+use crate::ir::{ap, Ap, Capacity, Engine, Inst, MemLoc, Module, Opcode, Space};
 use crate::ir::{pattern, UNKNOWN_TRIP};
 use alloc::vec::Vec;
 
@@ -223,16 +224,6 @@ struct Clocks {
     end: [u64; 2],
 }
 
-#[derive(Copy, Clone, Debug)]
-struct Frame {
-    lp: Loop,
-    start: u32,
-    end: u32,
-    next: u32,
-    iter: u32,
-    trip: u32,
-}
-
 /// The model's storage (see the module doc).
 #[derive(Clone, Debug, Default)]
 pub struct Schedule {
@@ -248,7 +239,7 @@ pub struct Schedule {
     /// Per register: its last definition's finish times.
     reg_def: Vec<[u64; 2]>,
     iv: Vec<u32>,
-    frames: Vec<Frame>,
+    frames: Vec<BlockSpan>,
     entries: Vec<Entry>,
 }
 
@@ -347,33 +338,23 @@ impl Schedule {
             end: [0; 2],
         };
         self.frames.clear();
-        self.frames.push(Frame {
-            lp: Loop::INVALID,
-            start: 0,
-            end: m.num_blocks() as u32,
-            next: 0,
-            iter: 0,
-            trip: 1,
-        });
+        self.frames.push(BlockSpan::program(m));
         'walk: while let Some(top) = self.frames.last().copied() {
             let depth = self.frames.len() - 1;
-            if top.next >= top.end {
+            if top.done() {
                 let f = &mut self.frames[depth];
-                f.iter += 1;
-                if f.iter < f.trip {
-                    f.next = f.start;
-                    if let Some(x) = self.iv.get_mut(f.lp.index()) {
-                        *x = f.iter;
+                if f.end_pass() {
+                    if let Some(x) = self.iv.get_mut(f.lp().index()) {
+                        *x = f.pass();
                     }
                 } else {
                     self.frames.pop();
                 }
                 continue;
             }
-            let b = Block::new(top.next as usize);
-            if let Some(child) = child_loop_starting_at(m, top.lp, b) {
-                let end_b = m.loops.end_block[child].as_u32().max(b.as_u32() + 1);
-                self.frames[depth].next = end_b;
+            let b = top.block();
+            if let Some(span) = self.frames[depth].enter_child(m) {
+                let child = span.lp();
                 let trip = match m.loops.trip[child] {
                     UNKNOWN_TRIP => 1,
                     t => t,
@@ -384,17 +365,10 @@ impl Schedule {
                 if let Some(x) = self.iv.get_mut(child.index()) {
                     *x = 0;
                 }
-                self.frames.push(Frame {
-                    lp: child,
-                    start: b.as_u32(),
-                    end: end_b,
-                    next: b.as_u32(),
-                    iter: 0,
-                    trip,
-                });
+                self.frames.push(span.with_passes(trip));
                 continue;
             }
-            self.frames[depth].next += 1;
+            self.frames[depth].advance();
             for i in m.block_insts(b) {
                 if rep.executions >= opts.max_executions {
                     break 'walk;
@@ -739,18 +713,6 @@ fn covers(a: &Rect, b: &Rect) -> bool {
     a.p0 <= b.p0 && b.p1 <= a.p1 && a.lo <= b.lo && b.hi <= a.hi
 }
 
-/// The loop directly inside `outer` whose first block is `b`, if any.
-fn child_loop_starting_at(m: &Module, outer: Loop, b: Block) -> Option<Loop> {
-    let mut l = m.blocks.loop_[b];
-    while l.is_valid() && l != outer {
-        if m.loops.parent[l] == outer {
-            return (m.loops.first_block[l] == b).then_some(l);
-        }
-        l = m.loops.parent[l];
-    }
-    None
-}
-
 /// The model latency of `i` and its resource index.
 fn latency(m: &Module, i: Inst) -> (u64, u16) {
     let t = &m.target;
@@ -787,23 +749,10 @@ fn latency(m: &Module, i: Inst) -> (u64, u16) {
 /// Executions of the whole program: each block's instructions times the
 /// trip counts around it (unknown: 1), saturating.
 fn total_executions(m: &Module) -> u64 {
-    let mut total = 0u64;
-    for b in 0..m.num_blocks() {
-        let b = Block::new(b);
-        let n = m.block_insts(b).count() as u64;
-        let mut mult = 1u64;
-        let mut l = m.blocks.loop_[b];
-        while l.is_valid() {
-            let trip = match m.loops.trip[l] {
-                UNKNOWN_TRIP => 1,
-                t => t as u64,
-            };
-            mult = mult.saturating_mul(trip);
-            l = m.loops.parent[l];
-        }
-        total = total.saturating_add(n.saturating_mul(mult));
-    }
-    total
+    executions_with(m, |l| match m.loops.trip[l] {
+        UNKNOWN_TRIP => 1,
+        t => t as u64,
+    })
 }
 
 #[cfg(test)]

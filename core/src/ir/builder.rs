@@ -152,25 +152,31 @@ impl<'m> Builder<'m> {
 
     /// A DMA load `dst = load src` on a queue.
     pub fn load(&mut self, dst: MemLoc, src: MemLoc, queue: u8) -> Result<Inst, IrError> {
-        let (d, s) = (self.full(dst), self.full(src));
-        let mut spec = InstSpec::new(Opcode::Load);
-        spec.queue = queue;
-        let outs = [d];
-        let ins = [s];
-        spec.outputs = &outs;
-        spec.inputs = &ins;
-        self.inst(&spec)
+        self.dma(Opcode::Load, dst, src, queue)
     }
 
     /// A DMA save `dst = save src` on a queue.
     pub fn save(&mut self, dst: MemLoc, src: MemLoc, queue: u8) -> Result<Inst, IrError> {
-        let (d, s) = (self.full(dst), self.full(src));
-        let mut spec = InstSpec::new(Opcode::Save);
-        spec.queue = queue;
-        let outs = [d];
-        let ins = [s];
-        spec.outputs = &outs;
-        spec.inputs = &ins;
+        self.dma(Opcode::Save, dst, src, queue)
+    }
+
+    /// A whole-location DMA `dst = opcode src` on a queue (load and save
+    /// differ only in the opcode, which says which side is DRAM).
+    fn dma(
+        &mut self,
+        opcode: Opcode,
+        dst: MemLoc,
+        src: MemLoc,
+        queue: u8,
+    ) -> Result<Inst, IrError> {
+        let outs = [self.full(dst)];
+        let ins = [self.full(src)];
+        let spec = InstSpec {
+            queue,
+            outputs: &outs,
+            inputs: &ins,
+            ..InstSpec::new(opcode)
+        };
         self.inst(&spec)
     }
 

@@ -161,6 +161,20 @@ pub fn check(m: &Module, i: Inst) -> Result<(), ShapeError> {
             Err(ShapeError::Mismatch { rule, a, b })
         }
     };
+    // Most element-wise opcodes write a tile of their first input's shape.
+    let shaped_as_input =
+        |rule: &'static str| same(rule, (0, sh(ins[0])), (out_k(0), sh(outs[0])), true);
+    // The PE array (matmul, transpose) writes only into the accumulator.
+    let writes_psum = |rule: &'static str| {
+        if space(outs[0]) == Space::Psum {
+            Ok(())
+        } else {
+            Err(ShapeError::Space {
+                rule,
+                operand: out_k(0),
+            })
+        }
+    };
     match op {
         Opcode::Load | Opcode::Save | Opcode::DmaCopy => {
             arity(n_in == 1 && n_out == 1, "one input and one output")?;
@@ -186,12 +200,7 @@ pub fn check(m: &Module, i: Inst) -> Result<(), ShapeError> {
         }
         Opcode::TensorCopy => {
             arity(n_in == 1 && n_out == 1, "one input and one output")?;
-            same(
-                "the output has the input's shape",
-                (0, sh(ins[0])),
-                (out_k(0), sh(outs[0])),
-                true,
-            )?;
+            shaped_as_input("the output has the input's shape")?;
         }
         Opcode::Activation => {
             arity(
@@ -199,12 +208,7 @@ pub fn check(m: &Module, i: Inst) -> Result<(), ShapeError> {
                 "an input, optional bias/scale inputs, one output",
             )?;
             let s0 = sh(ins[0]);
-            same(
-                "the output has the input's shape",
-                (0, s0),
-                (out_k(0), sh(outs[0])),
-                true,
-            )?;
+            shaped_as_input("the output has the input's shape")?;
             for (k, &a) in ins.iter().enumerate().skip(1) {
                 let s = sh(a);
                 if s.parts != s0.parts || (s.elems != 1 && s.elems != s0.elems) {
@@ -224,12 +228,7 @@ pub fn check(m: &Module, i: Inst) -> Result<(), ShapeError> {
                 (1, sh(ins[1])),
                 true,
             )?;
-            same(
-                "the output has the inputs' shape",
-                (0, sh(ins[0])),
-                (out_k(0), sh(outs[0])),
-                true,
-            )?;
+            shaped_as_input("the output has the inputs' shape")?;
         }
         Opcode::TensorScalar => {
             let with_ap = n_in == 2 && o.n_use == 0;
@@ -239,12 +238,7 @@ pub fn check(m: &Module, i: Inst) -> Result<(), ShapeError> {
                 "an input and a register (or a [P x 1] column), and one output",
             )?;
             let s0 = sh(ins[0]);
-            same(
-                "the output has the input's shape",
-                (0, s0),
-                (out_k(0), sh(outs[0])),
-                true,
-            )?;
+            shaped_as_input("the output has the input's shape")?;
             if with_ap {
                 let s1 = sh(ins[1]);
                 if s1.parts != s0.parts || s1.elems != 1 {
@@ -314,12 +308,7 @@ pub fn check(m: &Module, i: Inst) -> Result<(), ShapeError> {
                     b: (out_k(0), out),
                 });
             }
-            if space(outs[0]) != Space::Psum {
-                return Err(ShapeError::Space {
-                    rule: "a matmul writes PSUM",
-                    operand: out_k(0),
-                });
-            }
+            writes_psum("a matmul writes PSUM")?;
             if n_in == 3 && m.aps.loc[ins[2]] != m.aps.loc[outs[0]] {
                 return Err(ShapeError::Space {
                     rule: "a matmul's third input is its accumulator, the output itself",
@@ -363,12 +352,7 @@ pub fn check(m: &Module, i: Inst) -> Result<(), ShapeError> {
                     b: (out_k(0), so),
                 });
             }
-            if space(outs[0]) != Space::Psum {
-                return Err(ShapeError::Space {
-                    rule: "a transpose writes PSUM",
-                    operand: out_k(0),
-                });
-            }
+            writes_psum("a transpose writes PSUM")?;
             let (ti, to) = (ty(ins[0]), ty(outs[0]));
             if !(same_types(ti, to) || to == DType::F32 || to.is_raw()) {
                 return Err(ShapeError::Type {

@@ -570,42 +570,68 @@ impl ColoringWorkspace {
 /// The storage-report names of one space's parts (static strings: the
 /// report is fixed-capacity and allocation-free).
 const fn problem_part(space: Space) -> &'static str {
-    match space {
-        Space::Sb => "coloring: problem (SB)",
-        Space::Psum => "coloring: problem (PSUM)",
-        Space::Dram => "coloring: problem (DRAM)",
-    }
+    per_space(
+        space,
+        [
+            "coloring: problem (SB)",
+            "coloring: problem (PSUM)",
+            "coloring: problem (DRAM)",
+        ],
+    )
 }
 
 const fn graph_part(space: Space) -> &'static str {
-    match space {
-        Space::Sb => "coloring: interference graph (SB)",
-        Space::Psum => "coloring: interference graph (PSUM)",
-        Space::Dram => "coloring: interference graph (DRAM)",
-    }
+    per_space(
+        space,
+        [
+            "coloring: interference graph (SB)",
+            "coloring: interference graph (PSUM)",
+            "coloring: interference graph (DRAM)",
+        ],
+    )
 }
 
 const fn graph_method(space: Space) -> &'static str {
-    match space {
-        Space::Sb => "the interference graph of coloring_allocator_sb",
-        Space::Psum => "the interference graph of coloring_allocator_psum",
-        Space::Dram => "the interference graph of coloring_allocator_dram",
-    }
+    per_space(
+        space,
+        [
+            "the interference graph of coloring_allocator_sb",
+            "the interference graph of coloring_allocator_psum",
+            "the interference graph of coloring_allocator_dram",
+        ],
+    )
 }
 
 const fn search_part(space: Space) -> &'static str {
-    match space {
-        Space::Sb => "coloring: exact search (SB)",
-        Space::Psum => "coloring: exact search (PSUM)",
-        Space::Dram => "coloring: exact search (DRAM)",
-    }
+    per_space(
+        space,
+        [
+            "coloring: exact search (SB)",
+            "coloring: exact search (PSUM)",
+            "coloring: exact search (DRAM)",
+        ],
+    )
 }
 
 const fn search_method(space: Space) -> &'static str {
+    per_space(
+        space,
+        [
+            "the exact placement search of SB",
+            "the exact placement search of PSUM",
+            "the exact placement search of DRAM",
+        ],
+    )
+}
+
+/// Picks `space`'s entry of a name table written `[SB, PSUM, DRAM]`; the
+/// names stay whole literals because the storage report only takes
+/// `&'static str` (it must not format or allocate).
+const fn per_space(space: Space, [sb, psum, dram]: [&'static str; 3]) -> &'static str {
     match space {
-        Space::Sb => "the exact placement search of SB",
-        Space::Psum => "the exact placement search of PSUM",
-        Space::Dram => "the exact placement search of DRAM",
+        Space::Sb => sb,
+        Space::Psum => psum,
+        Space::Dram => dram,
     }
 }
 
@@ -628,11 +654,14 @@ fn new_problem(m: &Module, space: Space, reserve: usize) -> Problem {
 
 /// The pass's name in pipelines and reports.
 pub const fn pass_name(space: Space) -> &'static str {
-    match space {
-        Space::Sb => "coloring_allocator_sb",
-        Space::Psum => "coloring_allocator_psum",
-        Space::Dram => "coloring_allocator_dram",
-    }
+    per_space(
+        space,
+        [
+            "coloring_allocator_sb",
+            "coloring_allocator_psum",
+            "coloring_allocator_dram",
+        ],
+    )
 }
 
 /// Fills `p` (cleared) with the buffers of `space`; `locs[i]` is buffer i's location.
@@ -968,46 +997,16 @@ fn spill_round(
         let copy_name = spill_name(m, v, n, "Reload");
         let copy = add_reload_copy(m, v, copy_name.as_str(), parts, bytes)?;
         let store_after = if remat.is_some() { u32::MAX } else { before };
-        let mut moved_runs = 0u64;
-        let mut first_cycles = 0u64;
-        if let Some(first) = first {
-            // The first copy takes the accesses from its reload up to the
-            // peak, the slot's store goes before the loop (below).
-            let name = spill_name(m, v, n, "ReloadInLoop");
-            let c = add_reload_copy(m, v, name.as_str(), parts, bytes)?;
-            ws.records.push(SpillRecord {
-                victim: v,
-                origin: v,
-                slot,
-                copy: c,
-                store_after,
-                reload_before: first.before,
-                reload_hoisted: first.hoisted,
-                part_start: 0,
-                part_count: parts,
-                byte_lo: 0,
-                byte_hi: bytes,
-                remat: remat.is_some(),
-                failed: MemLoc::INVALID,
-                at,
-            });
-            let moved = parts as u64 * bytes as u64;
-            moved_runs = moved * spill_runs(m, &ws.order, None, first.runs_at());
-            first_cycles = spill_cost(m, &ws.order, moved, None, first.runs_at());
-        }
-        ws.records.push(SpillRecord {
+        // Every record of the value (its first copy's, when it has one, and
+        // the main reload's) moves the whole tensor through one slot.
+        let whole = |copy, store_after, reload_before, reload_hoisted| SpillRecord {
             victim: v,
             origin: v,
             slot,
             copy,
-            // With a first copy, its record stores.
-            store_after: if first.is_some() {
-                u32::MAX
-            } else {
-                store_after
-            },
-            reload_before: reload.before,
-            reload_hoisted: reload.hoisted,
+            store_after,
+            reload_before,
+            reload_hoisted,
             part_start: 0,
             part_count: parts,
             byte_lo: 0,
@@ -1015,7 +1014,28 @@ fn spill_round(
             remat: remat.is_some(),
             failed: MemLoc::INVALID,
             at,
-        });
+        };
+        let mut moved_runs = 0u64;
+        let mut first_cycles = 0u64;
+        if let Some(first) = first {
+            // The first copy takes the accesses from its reload up to the
+            // peak, the slot's store goes before the loop (below).
+            let name = spill_name(m, v, n, "ReloadInLoop");
+            let c = add_reload_copy(m, v, name.as_str(), parts, bytes)?;
+            ws.records
+                .push(whole(c, store_after, first.before, first.hoisted));
+            let moved = parts as u64 * bytes as u64;
+            moved_runs = moved * spill_runs(m, &ws.order, None, first.runs_at());
+            first_cycles = spill_cost(m, &ws.order, moved, None, first.runs_at());
+        }
+        // With a first copy, its record stores.
+        let main_store = if first.is_some() {
+            u32::MAX
+        } else {
+            store_after
+        };
+        ws.records
+            .push(whole(copy, main_store, reload.before, reload.hoisted));
         let moved = parts as u64 * bytes as u64;
         let store = remat.is_none().then_some(before);
         let runs = spill_runs(m, &ws.order, store, reload.runs_at());
@@ -1059,6 +1079,11 @@ mod tests {
 
     fn check(original: &Module, m: &Module) {
         assert_sound(original, m);
+    }
+
+    /// Runs the pass over `space` with the default options and no clock.
+    fn color(m: &mut Module, space: Space, ws: &mut ColoringWorkspace) -> ColoringReport {
+        run(m, space, &ColoringOptions::default(), ws, &mut NoClock).unwrap()
     }
 
     /// A chain of tiles where each tile lives for two steps, plus a long-lived
@@ -1112,14 +1137,7 @@ mod tests {
         let mut m = original.clone();
         let mut ws = ColoringWorkspace::new();
         ws.reserve(&mut m);
-        let r = run(
-            &mut m,
-            Space::Sb,
-            &ColoringOptions::default(),
-            &mut ws,
-            &mut NoClock,
-        )
-        .unwrap();
+        let r = color(&mut m, Space::Sb, &mut ws);
         // w + two tiles live at a time: 3 × 4096.
         assert_eq!(r.lower_bound, 3 * 4096);
         assert_eq!(r.peak, 3 * 4096);
@@ -1204,24 +1222,10 @@ mod tests {
         let original = m.clone();
         let mut ws = ColoringWorkspace::new();
         ws.reserve(&mut m);
-        let r = run(
-            &mut m,
-            Space::Psum,
-            &ColoringOptions::default(),
-            &mut ws,
-            &mut NoClock,
-        )
-        .unwrap();
+        let r = color(&mut m, Space::Psum, &mut ws);
         assert_eq!(r.peak, 2 * 2048);
         assert_ne!(m.mems.bank[p0], m.mems.bank[p1]);
-        run(
-            &mut m,
-            Space::Sb,
-            &ColoringOptions::default(),
-            &mut ws,
-            &mut NoClock,
-        )
-        .unwrap();
+        color(&mut m, Space::Sb, &mut ws);
         check(&original, &m);
     }
 
@@ -1247,27 +1251,11 @@ mod tests {
         let mut b = Builder::new(&mut m);
         let mut ts = Vec::new();
         for (i, buf) in p.buffers().iter().enumerate() {
-            let bytes = buf.size as u32;
-            let y = b
-                .mem(
-                    &alloc::format!("y{i}"),
-                    Space::Dram,
-                    128,
-                    bytes,
-                    4,
-                    MemFlags::OUTPUT,
-                )
-                .ok()?;
-            let v = b
-                .mem(
-                    &alloc::format!("t{i}"),
-                    Space::Sb,
-                    128,
-                    bytes,
-                    4,
-                    MemFlags::empty(),
-                )
-                .ok()?;
+            // The buffer's output in DRAM and its tile in SB, of one size.
+            let mut tensor =
+                |name: &str, space, flags| b.mem(name, space, 128, buf.size as u32, 4, flags).ok();
+            let y = tensor(&alloc::format!("y{i}"), Space::Dram, MemFlags::OUTPUT)?;
+            let v = tensor(&alloc::format!("t{i}"), Space::Sb, MemFlags::empty())?;
             ts.push((y, v));
         }
         // (time, 0 = end / 1 = start, tensor)

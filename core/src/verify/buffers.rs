@@ -530,46 +530,17 @@ mod tests {
             .unwrap();
         }
         let mut v = Validator::with_capacity(3, 8);
+        let at = |offset, base| Placement { offset, base };
         // Side by side in partitions: legal at the same offset.
-        let ok = vec![
-            Placement { offset: 0, base: 0 },
-            Placement {
-                offset: 0,
-                base: 32,
-            },
-            Placement {
-                offset: 0,
-                base: 64,
-            },
-        ];
+        let ok = vec![at(0, 0), at(0, 32), at(0, 64)];
         assert_eq!(v.check(&p, &ok, 100).total, 0);
         // The 40-partition buffer at 0 covers partitions 0..40: overlaps both,
         // each pair reported once.
-        let bad = vec![
-            Placement { offset: 0, base: 0 },
-            Placement {
-                offset: 0,
-                base: 32,
-            },
-            Placement { offset: 5, base: 0 },
-        ];
+        let bad = vec![at(0, 0), at(0, 32), at(5, 0)];
         let r = v.check(&p, &bad, 100);
         assert_eq!(r.overlaps, 2, "{:?}", v.findings());
         // 32 partitions may not start at 16.
-        let illegal = vec![
-            Placement {
-                offset: 0,
-                base: 16,
-            },
-            Placement {
-                offset: 0,
-                base: 32,
-            },
-            Placement {
-                offset: 0,
-                base: 64,
-            },
-        ];
+        let illegal = vec![at(0, 16), at(0, 32), at(0, 64)];
         let r = v.check(&p, &illegal, 100);
         assert!(matches!(
             v.findings()[0],

@@ -123,6 +123,37 @@ fn push_run<T>(v: &mut Vec<T>, x: T, cap: Option<usize>) -> Result<(), DataflowE
     push_grow(v, x, "the value-run state")
 }
 
+/// One write of [`CellMap::assign`]: cells `[p0, p1) × [a, b)` now hold
+/// `fill`, carried whole through the split and the repaint.
+#[derive(Clone, Copy)]
+struct Write {
+    p0: u32,
+    p1: u32,
+    a: u64,
+    b: u64,
+    fill: Fill,
+}
+
+/// Stores `x` in a node of `pool`: the head of the free list `free` (linked
+/// through `link`, [`NIL`]-terminated) when there is one, else a new node
+/// (within `cap`, as [`push_run`]). Returns the node's index.
+fn take_node<T>(
+    pool: &mut Vec<T>,
+    free: &mut u32,
+    link: fn(&T) -> u32,
+    x: T,
+    cap: Option<usize>,
+) -> Result<u32, DataflowError> {
+    if *free != NIL {
+        let n = *free;
+        *free = link(&pool[n as usize]);
+        pool[n as usize] = x;
+        return Ok(n);
+    }
+    push_run(pool, x, cap)?;
+    Ok(pool.len() as u32 - 1)
+}
+
 impl CellMap {
     /// Heap bytes reserved.
     pub(super) fn heap_bytes(&self) -> u64 {
@@ -211,14 +242,13 @@ impl CellMap {
             right: NIL,
             prio: self.seed,
         };
-        if self.free_slab != NIL {
-            let n = self.free_slab;
-            self.free_slab = self.slabs[n as usize].right;
-            self.slabs[n as usize] = s;
-            return Ok(n);
-        }
-        push_run(&mut self.slabs, s, self.run_cap)?;
-        Ok(self.slabs.len() as u32 - 1)
+        take_node(
+            &mut self.slabs,
+            &mut self.free_slab,
+            |x| x.right,
+            s,
+            self.run_cap,
+        )
     }
 
     fn free_slab(&mut self, s: u32) {
@@ -229,14 +259,13 @@ impl CellMap {
     }
 
     fn new_band(&mut self, b: Band) -> Result<u32, DataflowError> {
-        if self.free_band != NIL {
-            let n = self.free_band;
-            self.free_band = self.bands[n as usize].next;
-            self.bands[n as usize] = b;
-            return Ok(n);
-        }
-        push_run(&mut self.bands, b, self.run_cap)?;
-        Ok(self.bands.len() as u32 - 1)
+        take_node(
+            &mut self.bands,
+            &mut self.free_band,
+            |x| x.next,
+            b,
+            self.run_cap,
+        )
     }
 
     fn free_bands(&mut self, mut b: u32) {
@@ -497,25 +526,22 @@ impl CellMap {
         self.roots[region] = NIL;
         let mut seq = core::mem::take(&mut self.seq);
         let mut out = core::mem::take(&mut self.out);
-        let r = self.assign_in(root, region, p0, p1, a, b, fill, &mut seq, &mut out);
+        let w = Write { p0, p1, a, b, fill };
+        let r = self.assign_in(root, region, w, &mut seq, &mut out);
         self.seq = seq;
         self.out = out;
         r
     }
 
-    #[allow(clippy::too_many_arguments)]
     fn assign_in(
         &mut self,
         root: u32,
         region: usize,
-        p0: u32,
-        p1: u32,
-        a: u64,
-        b: u64,
-        fill: Fill,
+        w: Write,
         seq: &mut Vec<u32>,
         out: &mut Vec<u32>,
     ) -> Result<(), DataflowError> {
+        let Write { a, b, .. } = w;
         seq.clear();
         out.clear();
         let (left, r1) = self.split(root, a);
@@ -544,7 +570,7 @@ impl CellMap {
             }
         }
         if res.is_ok() {
-            res = self.repaint(seq, out, p0, p1, a, b, fill);
+            res = self.repaint(seq, out, w);
         }
         if res.is_err() {
             // The check stops here; the next one clears the arenas. Keep
@@ -594,17 +620,13 @@ impl CellMap {
 
     /// Paints `[p0, p1)` over the slabs `seq` (sorted, inside `[a, b)`),
     /// filling the gaps between them with new slabs, into `out`.
-    #[allow(clippy::too_many_arguments)]
     fn repaint(
         &mut self,
         seq: &mut Vec<u32>,
         out: &mut Vec<u32>,
-        p0: u32,
-        p1: u32,
-        a: u64,
-        b: u64,
-        fill: Fill,
+        w: Write,
     ) -> Result<(), DataflowError> {
+        let Write { p0, p1, a, b, fill } = w;
         let at = |x: u64| Fill {
             offset: fill.offset.wrapping_add(x - a),
             ..fill

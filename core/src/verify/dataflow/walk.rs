@@ -19,7 +19,8 @@
 use alloc::vec::Vec;
 
 use super::report::DataflowError;
-use crate::ir::{Block, Inst, Loop, Module, UNKNOWN_TRIP};
+use crate::analysis::order::{executions_with, BlockSpan};
+use crate::ir::{Inst, Loop, Module, UNKNOWN_TRIP};
 
 /// Most instruction executions the exact walk of one program may take
 /// before the plan samples the exact loops (the check's time is linear in
@@ -91,37 +92,22 @@ impl LoopPlan {
 /// Instruction executions of an exact walk of `m` (an upper bound: every
 /// non-exact loop counted twice), saturating.
 fn executions(m: &Module, exact: &[bool]) -> u64 {
-    let mut total = 0u64;
-    for b in 0..m.num_blocks() {
-        let b = Block::new(b);
-        let n = m.block_insts(b).count() as u64;
-        let mut mult = 1u64;
-        let mut l = m.blocks.loop_[b];
-        while l.is_valid() {
-            let trip = m.loops.trip[l];
-            let k = if exact.get(l.index()).copied().unwrap_or(false) && trip != UNKNOWN_TRIP {
-                trip as u64
-            } else {
-                2
-            };
-            mult = mult.saturating_mul(k.max(1));
-            l = m.loops.parent[l];
-        }
-        total = total.saturating_add(n.saturating_mul(mult));
-    }
-    total
+    executions_with(m, |l| {
+        let trip = m.loops.trip[l];
+        let k = if exact.get(l.index()).copied().unwrap_or(false) && trip != UNKNOWN_TRIP {
+            trip as u64
+        } else {
+            2
+        };
+        k.max(1)
+    })
 }
 
 #[derive(Copy, Clone, Debug)]
 struct Frame {
-    lp: Loop,
-    start: u32,
-    end: u32,
-    next: u32,
-    /// Walk number within this loop (an exact loop: the iteration index
-    /// into `iters`).
-    pass: u32,
-    passes: u32,
+    /// The blocks and the passes over them; `span.pass` is the walk number
+    /// within this loop (an exact loop: the iteration index into `iters`).
+    span: BlockSpan,
     once: bool,
     exact: bool,
     /// The exact loop's trip count (for the sampled iterations).
@@ -132,10 +118,10 @@ struct Frame {
 impl Frame {
     /// The induction value of walk `pass` of an exact loop.
     fn iv(&self) -> u32 {
-        if self.sampled && self.pass == 2 {
+        if self.sampled && self.span.pass() == 2 {
             self.trip.saturating_sub(1)
         } else {
-            self.pass
+            self.span.pass()
         }
     }
 }
@@ -175,12 +161,7 @@ impl Walker {
     pub fn start(&mut self, m: &Module) {
         self.frames.clear();
         self.frames.push(Frame {
-            lp: Loop::INVALID,
-            start: 0,
-            end: m.num_blocks() as u32,
-            next: 0,
-            pass: 0,
-            passes: 1,
+            span: BlockSpan::program(m),
             once: false,
             exact: false,
             trip: 1,
@@ -196,7 +177,7 @@ impl Walker {
         self.frames
             .iter()
             .rev()
-            .find(|f| f.lp == l)
+            .find(|f| f.span.lp() == l)
             .filter(|f| f.exact)
             .map(Frame::iv)
     }
@@ -218,31 +199,18 @@ impl Walker {
                 return Ok(None);
             };
             let depth = self.frames.len() - 1;
-            if top.next >= top.end {
-                let f = &mut self.frames[depth];
-                f.pass += 1;
-                if f.pass < f.passes {
-                    f.next = f.start;
-                } else {
+            if top.span.done() {
+                if !self.frames[depth].span.end_pass() {
                     self.frames.pop();
                 }
                 continue;
             }
-            let b = Block::new(top.next as usize);
-            // The child loop of the current one that contains b, if any.
-            let mut l = m.blocks.loop_[b];
-            let mut child = Loop::INVALID;
-            while l.is_valid() && l != top.lp {
-                if m.loops.parent[l] == top.lp {
-                    child = l;
-                    break;
-                }
-                l = m.loops.parent[l];
-            }
-            if child.is_valid() && m.loops.first_block[child] == b {
+            let b = top.span.block();
+            if let Some(span) = self.frames[depth].span.enter_child(m) {
+                let child = span.lp();
                 let trip = m.loops.trip[child];
                 let exact = plan.is_exact(child) && trip != UNKNOWN_TRIP;
-                let once = !exact && (top.once || (!top.exact && top.pass >= 1));
+                let once = !exact && (top.once || (!top.exact && top.span.pass() >= 1));
                 let passes = if exact {
                     if plan.sampled {
                         trip.min(3)
@@ -254,9 +222,6 @@ impl Walker {
                 } else {
                     2
                 };
-                // A malformed loop (ending at or before its start) still advances.
-                let end = m.loops.end_block[child].as_u32().max(b.as_u32() + 1);
-                self.frames[depth].next = end;
                 if passes == 0 {
                     continue;
                 }
@@ -267,12 +232,7 @@ impl Walker {
                     });
                 }
                 self.frames.push(Frame {
-                    lp: child,
-                    start: b.as_u32(),
-                    end,
-                    next: b.as_u32(),
-                    pass: 0,
-                    passes,
+                    span: span.with_passes(passes),
                     once,
                     exact,
                     trip,
@@ -280,7 +240,7 @@ impl Walker {
                 });
                 continue;
             }
-            self.frames[depth].next += 1;
+            self.frames[depth].span.advance();
             self.cur = m.blocks.first[b];
             // The walk number reported is that of the innermost non-exact
             // loop (an exact loop's iterations are not re-walks).
@@ -289,7 +249,7 @@ impl Walker {
                 .iter()
                 .rev()
                 .find(|f| !f.exact)
-                .map_or(0, |f| f.pass.min(1) as u8);
+                .map_or(0, |f| f.span.pass().min(1) as u8);
         }
     }
 }
