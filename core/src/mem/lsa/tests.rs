@@ -422,7 +422,6 @@ fn pipeline_policy_survey() {
 /// over capacity, so each of its modules either allocates (spilling) or
 /// fails with an [`AllocationFailure`] whose data is true of the module.
 /// Every allocation passes the verifier and the dataflow checker.
-#[cfg(feature = "gen")]
 #[test]
 fn generated_modules_verify_or_fail_precisely() {
     use crate::gen::module::{generate, GenParams};
