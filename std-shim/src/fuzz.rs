@@ -11,7 +11,7 @@
 
 use arbitrary::{Arbitrary, Unstructured};
 use tusk_core::dsa::{GreedyRule, GreedyWorkspace, Placement, Timeline, Validator};
-use tusk_core::gen::module::{generate, Census, GenParams};
+use tusk_core::gen::module::{generate, GenParams};
 use tusk_core::ir::{Module, Space};
 use tusk_core::regalloc::{ColorConfig, RegAllocError, NO_COLOR};
 use tusk_core::report::{ColoringError, LsaError};
@@ -454,6 +454,7 @@ mod tests {
 
     use super::*;
     use std::path::{Path, PathBuf};
+    use tusk_core::gen::module::Census;
     use tusk_core::gen::rng::Rng;
 
     /// `targets/fuzz/<dir>/<target>` of the workspace.

@@ -91,9 +91,10 @@ pub struct ScheduleOptions {
 impl Default for ScheduleOptions {
     fn default() -> Self {
         ScheduleOptions {
-            // A kernel's tiled loops (the examples: at most a few thousand
-            // executions) run in full; a generated module of millions of
-            // executions is extrapolated after 65536 (a few hundred ms).
+            // A kernel's tiled loops (thousands of executions) run in full;
+            // a module of millions of executions is extrapolated after
+            // 65536, so the model's cost stays bounded however long the
+            // loops run.
             max_executions: 1 << 16,
             window: 128,
             what_if_executions: 1 << 18,
