@@ -119,3 +119,24 @@ impl CpuClock {
         }
     }
 }
+
+/// The `.tusk` files of `examples/<sub>` (`""`: the top folder), sorted,
+/// for the figure binaries that tabulate the shipped kernels.
+pub fn examples(sub: &str) -> Vec<std::path::PathBuf> {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../examples")
+        .join(sub);
+    let mut v: Vec<std::path::PathBuf> = std::fs::read_dir(&dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|e| e == "tusk"))
+        .collect();
+    v.sort();
+    v
+}
+
+/// The module a text file holds; a figure binary stops on a bad file.
+pub fn load(path: &std::path::Path) -> Module {
+    let src = std::fs::read(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    tusk_shim::text::parse(&src).unwrap_or_else(|e| panic!("{}:{e}", path.display()))
+}

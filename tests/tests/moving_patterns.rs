@@ -23,6 +23,29 @@ fn parse(src: &str) -> Module {
     text::parse(src.as_bytes()).unwrap_or_else(|e| panic!("{e}\n{src}"))
 }
 
+/// Runs the pipeline of `optlevel` on a copy of `input` with both checks,
+/// and asserts the run verified; `what` names the case in a failure.
+fn checked_run(input: &Module, optlevel: u8, what: &str) -> tusk_core::RunReport {
+    let mut m = input.clone();
+    let opts = Options {
+        optlevel,
+        ..Options::default()
+    }
+    .normalize()
+    .unwrap();
+    let mut ws = Workspace::new();
+    let r = tusk_core::reserve_and_run(
+        &mut m,
+        &opts,
+        &mut ws,
+        &mut Ticks(0),
+        Checks::Full { input },
+    )
+    .unwrap_or_else(|e| panic!("optlevel {optlevel}: {}\n{what}", e.display(&m)));
+    assert!(r.verified, "optlevel {optlevel}: checked\n{what}");
+    r
+}
+
 fn parse_err(src: &str) -> String {
     match text::parse(src.as_bytes()) {
         Ok(_) => panic!("parsed, but must not:\n{src}"),
@@ -524,22 +547,7 @@ entry:
 ";
     let input = parse(src);
     for opt in [0u8, 1, 2, 3, 6, 8] {
-        let mut m = input.clone();
-        let opts = Options {
-            optlevel: opt,
-            ..Options::default()
-        }
-        .normalize()
-        .unwrap();
-        let mut ws = Workspace::new();
-        let r = tusk_core::reserve_and_run(
-            &mut m,
-            &opts,
-            &mut ws,
-            &mut Ticks(0),
-            Checks::Full { input: &input },
-        )
-        .unwrap_or_else(|e| panic!("optlevel {opt}: {}", e.display(&m)));
+        let r = checked_run(&input, opt, src);
         // %acc + %t + %u are live together: 6144 bytes per partition.
         assert_eq!(r.space(Space::Sb).lower_bound, 6144, "optlevel {opt}");
     }
@@ -585,23 +593,7 @@ fn a_tile_swept_whole_by_its_loop_is_not_carried() {
     for (src, bound) in [(&dense, 4096u64), (&gapped, 4096 + 4096)] {
         let input = parse(src);
         for opt in [1u8, 2, 8] {
-            let mut m = input.clone();
-            let opts = Options {
-                optlevel: opt,
-                ..Options::default()
-            }
-            .normalize()
-            .unwrap();
-            let mut ws = Workspace::new();
-            let r = tusk_core::reserve_and_run(
-                &mut m,
-                &opts,
-                &mut ws,
-                &mut Ticks(0),
-                Checks::Full { input: &input },
-            )
-            .unwrap_or_else(|e| panic!("optlevel {opt}: {}\n{src}", e.display(&m)));
-            assert!(r.verified, "optlevel {opt}: checked");
+            let r = checked_run(&input, opt, src);
             assert_eq!(
                 r.space(Space::Sb).lower_bound,
                 bound,
@@ -653,23 +645,7 @@ entry:
         let text = src(read);
         let input = parse(&text);
         for opt in [1u8, 8] {
-            let mut m = input.clone();
-            let opts = Options {
-                optlevel: opt,
-                ..Options::default()
-            }
-            .normalize()
-            .unwrap();
-            let mut ws = Workspace::new();
-            let r = tusk_core::reserve_and_run(
-                &mut m,
-                &opts,
-                &mut ws,
-                &mut Ticks(0),
-                Checks::Full { input: &input },
-            )
-            .unwrap_or_else(|e| panic!("optlevel {opt}: {}\n{text}", e.display(&m)));
-            assert!(r.verified, "optlevel {opt}: checked");
+            let r = checked_run(&input, opt, &text);
             assert_eq!(
                 r.space(Space::Sb).lower_bound,
                 bound,

@@ -12,9 +12,10 @@
 //! Markdown table of BENCHMARKS.md ("Per example and optlevel"); with
 //! `-- --examples` only the examples' rows (the table of issue 13).
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Instant;
 
+use tusk_benches::{examples, load};
 use tusk_core::gen::module::{generate, GenParams};
 use tusk_core::ir::{Module, Space};
 use tusk_core::report::dma_analysis;
@@ -27,24 +28,6 @@ impl Clock for Wall {
     fn now_micros(&mut self) -> u64 {
         self.0.elapsed().as_micros() as u64
     }
-}
-
-fn examples(sub: &str) -> Vec<PathBuf> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../examples")
-        .join(sub);
-    let mut v: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.extension().is_some_and(|e| e == "tusk"))
-        .collect();
-    v.sort();
-    v
-}
-
-fn load(path: &Path) -> Module {
-    let src = std::fs::read(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    text::parse(&src).unwrap_or_else(|e| panic!("{}:{e}", path.display()))
 }
 
 /// One run with the checks on (`verify`) or off; the report and the result.

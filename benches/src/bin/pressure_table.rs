@@ -11,12 +11,10 @@
 //! `cargo run --release -p tusk-benches --bin pressure_table` prints the
 //! Markdown table of BENCHMARKS.md ("Memory pressure on the examples").
 
-use std::path::{Path, PathBuf};
-
+use tusk_benches::{examples, load};
 use tusk_core::analysis::Floor;
 use tusk_core::ir::{Module, Space};
 use tusk_core::{Checks, Clock, Options, PipelineError, Workspace};
-use tusk_shim::text;
 
 /// A clock that advances 1 ms per reading: the exact search's budget ends
 /// after the same number of nodes on every machine, so the table does not
@@ -28,22 +26,6 @@ impl Clock for Ticks {
         self.0 += 1000;
         self.0
     }
-}
-
-fn examples() -> Vec<PathBuf> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples");
-    let mut v: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.extension().is_some_and(|e| e == "tusk"))
-        .collect();
-    v.sort();
-    v
-}
-
-fn load(path: &Path) -> Module {
-    let src = std::fs::read(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    text::parse(&src).unwrap_or_else(|e| panic!("{}:{e}", path.display()))
 }
 
 /// What one cell shows.
@@ -112,7 +94,7 @@ fn main() {
     // Cells at or above the floor, those of them that fit, and cells below
     // it (each must be refused with the floor's error).
     let (mut above, mut fits, mut below) = (0, 0, 0);
-    for path in examples() {
+    for path in examples("") {
         let name = path.file_stem().unwrap().to_string_lossy().into_owned();
         let input = load(&path);
         let floor = Floor::of(&input).space(Space::Sb).bytes;

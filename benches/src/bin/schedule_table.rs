@@ -10,14 +10,13 @@
 //! `cargo run --release -p tusk-benches --bin schedule_table` prints the
 //! Markdown table of BENCHMARKS.md ("Schedule model and PSUM rotation").
 
-use std::path::{Path, PathBuf};
 use std::time::Instant;
 
+use tusk_benches::{examples, load};
 use tusk_core::gen::module::{generate, GenParams};
 use tusk_core::ir::{Module, Space};
 use tusk_core::report::dma_analysis;
 use tusk_core::{Checks, Clock, Options, Rotation, Workspace};
-use tusk_shim::text;
 
 struct Wall(Instant);
 
@@ -25,22 +24,6 @@ impl Clock for Wall {
     fn now_micros(&mut self) -> u64 {
         self.0.elapsed().as_micros() as u64
     }
-}
-
-fn examples() -> Vec<PathBuf> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples");
-    let mut v: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.extension().is_some_and(|e| e == "tusk"))
-        .collect();
-    v.sort();
-    v
-}
-
-fn load(path: &Path) -> Module {
-    let src = std::fs::read(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    text::parse(&src).unwrap_or_else(|e| panic!("{}:{e}", path.display()))
 }
 
 fn row(name: &str, input: &Module, rotation: Rotation) {
@@ -89,7 +72,7 @@ fn row(name: &str, input: &Module, rotation: Rotation) {
 fn main() {
     println!("| module | rotation | SB peak | PSUM peak | DMA descriptors after | model makespan | unlimited memory | loss | tiles moved | executions simulated |");
     println!("|---|---|---|---|---|---|---|---|---|---|");
-    for p in examples() {
+    for p in examples("") {
         let m = load(&p);
         let name = p
             .file_name()
