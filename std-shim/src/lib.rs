@@ -19,5 +19,5 @@ pub mod run;
 pub mod split;
 pub mod svg;
 pub mod tempfiles;
-pub mod text;
+pub use tusk_text as text;
 pub mod textmap;

@@ -1,10 +1,39 @@
-//! The tusk text format (docs/FORMAT.md): lexer, parser and printer.
+//! tusk-text: the tusk text format (docs/FORMAT.md) — lexer, parser and
+//! printer — for every user of `tusk-core`, not only the `tusk` driver.
 //!
 //! [`parse`] takes raw bytes (anything at all: it validates UTF-8 and the
 //! size limit first) and returns a [`Module`] or a [`ParseError`] with a
 //! 1-based line and column. It never panics and never recurses on input
 //! structure. [`print()`] writes canonical text; `print(&parse(x)?) == x` for
-//! every canonical `x`.
+//! every canonical `x`. [`write_module`] writes the same bytes from several
+//! threads for large modules.
+//!
+//! The crate needs `std` (strings, and threads for the writer); the core it
+//! feeds stays `no_std`.
+//!
+//! ```
+//! let src = "\
+//! target trn2
+//!
+//! dram %in  [4 x 8] fp32 input
+//! dram %out [4 x 8] fp32 output
+//!
+//! sb %t [4 x 8] fp32
+//!
+//! func @main {
+//! entry:
+//!   %t = load %in
+//!   %out = save %t
+//! }
+//! ";
+//! let m = tusk_text::parse_str(src).expect("valid text");
+//! // The printer writes canonical text, which parses back to itself.
+//! let text = tusk_text::print(&m);
+//! assert_eq!(tusk_text::print(&tusk_text::parse_str(&text).unwrap()), text);
+//! // Errors carry a 1-based line and column.
+//! let err = tusk_text::parse_str("target trn2\nsb %t [4 x 8] fp33\n").unwrap_err();
+//! assert_eq!((err.line, err.col), (2, 15)); // at `fp33`
+//! ```
 
 pub mod error;
 pub mod lexer;
@@ -17,7 +46,7 @@ pub use error::{ErrorKind, ParseError};
 pub use printer::{print, print_into};
 pub use stream::{printer_threads, write_module};
 
-pub(crate) use parser::{check_extent, subop_fits, subops_of};
+pub use parser::{check_extent, subop_fits, subops_of};
 
 use tusk_core::ir::Module;
 

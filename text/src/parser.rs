@@ -1392,12 +1392,12 @@ fn mem_flag(w: &str) -> Option<MemFlags> {
 }
 
 /// True when `s` is a sub-operation `op` takes.
-pub(crate) fn subop_fits(op: Opcode, s: SubOp) -> bool {
+pub fn subop_fits(op: Opcode, s: SubOp) -> bool {
     s != SubOp::None && s.fits(op)
 }
 
 /// The sub-operations of `op`, space-separated, in [`SubOp::ALL`] order.
-pub(crate) fn subops_of(op: Opcode) -> String {
+pub fn subops_of(op: Opcode) -> String {
     let words: Vec<&str> = SubOp::ALL
         .iter()
         .filter(|&&s| subop_fits(op, s))
@@ -1415,7 +1415,7 @@ fn is_inst_attr(w: &str) -> bool {
 /// moves at most 4 GiB per partition. Computed in `i128`, so no input can
 /// overflow it; passing it guarantees that the core's `i64` / `u64` span and
 /// size arithmetic cannot overflow either.
-pub(crate) fn check_extent(m: &Module, s: &ApSpec) -> std::result::Result<(), String> {
+pub fn check_extent(m: &Module, s: &ApSpec) -> std::result::Result<(), String> {
     let bytes = m.mems().bytes[s.loc] as i128;
     let name = m.mem_name(s.loc);
     let es = s.elem_size as i128;

@@ -185,7 +185,7 @@ fn push_address(out: &mut String, a: tusk_core::ir::Address) {
 }
 
 /// The alignment a declaration without `align` gets.
-pub(crate) fn default_align(m: &Module, space: Space, elem: u8) -> u32 {
+pub fn default_align(m: &Module, space: Space, elem: u8) -> u32 {
     let min = match space {
         Space::Sb => m.target.sb_min_align,
         Space::Psum => m.target.psum_min_align,
@@ -270,7 +270,7 @@ fn print_inst(m: &Module, i: Inst, out: &mut String) {
 }
 
 /// The access pattern as an [`ApSpec`] (to compare with the short forms).
-pub(crate) fn ap_spec(m: &Module, a: Ap) -> ApSpec {
+pub fn ap_spec(m: &Module, a: Ap) -> ApSpec {
     let mut dims = arrayvec::ArrayVec::new();
     for d in m.ap_dims(a).iter().take(tusk_core::ir::MAX_DIMS) {
         dims.push(*d);
