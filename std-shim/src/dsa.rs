@@ -10,8 +10,8 @@ use std::time::Instant;
 
 use tusk_core::analysis::peak_over_bound;
 use tusk_core::dsa::{
-    budgeted, peak, place_buffers, Budget, BufferError, BufferWorkspace, ExactOptions,
-    ExactWorkspace, GcaOptions, GcaWorkspace, GreedyRule, GreedyWorkspace, Objective, Placement,
+    budgeted, peak, place_buffers, Budget, BufferWorkspace, ExactOptions, ExactWorkspace,
+    GcaOptions, GcaWorkspace, GreedyRule, GreedyWorkspace, NamedDisplay, Objective, Placement,
     Status, Timeline, Validator,
 };
 use tusk_core::{Clock, StorageBudget, StorageReport};
@@ -180,7 +180,7 @@ pub fn run(args: &DsaArgs) -> u8 {
                 console::error(format_args!("{path}: --algo lsa does not take pinned buffers (an `offset` column); use coloring or exact"));
                 return EXIT_BAD_INPUT;
             }
-            match lsa_portfolio(problem, &mut placements) {
+            match lsa_portfolio(problem, &table.ids, &mut placements) {
                 Ok(rounds) => status_line = format!("linear scan: {rounds} scans"),
                 Err(e) => {
                     console::error(format_args!("{path}: {e}"));
@@ -257,7 +257,7 @@ pub fn run(args: &DsaArgs) -> u8 {
                 }
                 let pinned = problem.buffers().iter().any(|b| b.pin.is_some());
                 if !pinned
-                    && lsa_portfolio(problem, &mut trial).is_ok()
+                    && lsa_portfolio(problem, &table.ids, &mut trial).is_ok()
                     && peak(problem, &trial) < peak(problem, &placements)
                 {
                     placements.copy_from_slice(&trial);
@@ -360,7 +360,7 @@ pub fn run(args: &DsaArgs) -> u8 {
             crate::run::count(check.total as u64, "finding")
         );
         for f in validator.findings() {
-            msg.push_str(&format!("  {f}\n"));
+            msg.push_str(&format!("  {}\n", f.named(table.ids.as_slice())));
         }
         console::error(msg.trim_end());
         return console::print_and_finish(EXIT_FAILED, &summary);
@@ -396,11 +396,13 @@ pub fn run(args: &DsaArgs) -> u8 {
 }
 
 /// The linear-scan portfolio on the non-void buffers of `problem` (which has
-/// no pins); void buffers stay at offset 0. Returns the scans run.
+/// no pins); void buffers stay at offset 0. Returns the scans run, or the
+/// portfolio's error with the buffer named by its id.
 fn lsa_portfolio(
     problem: &tusk_core::dsa::Problem,
+    ids: &[String],
     placements: &mut [Placement],
-) -> Result<u32, BufferError> {
+) -> Result<u32, String> {
     let n = problem.len();
     let live: Vec<usize> = (0..n)
         .filter(|&i| !problem.buffers()[i].is_void())
@@ -408,7 +410,11 @@ fn lsa_portfolio(
     let bufs: Vec<_> = live.iter().map(|&i| problem.buffers()[i]).collect();
     let mut ws = BufferWorkspace::with_capacity(bufs.len());
     let mut offsets = vec![0u64; bufs.len()];
-    let o = place_buffers(&bufs, problem.capacity, &mut ws, &mut offsets)?;
+    let o = place_buffers(&bufs, problem.capacity, &mut ws, &mut offsets).map_err(|e| {
+        // The portfolio numbers the non-void buffers it was given.
+        let names: Vec<&str> = live.iter().map(|&i| ids[i].as_str()).collect();
+        e.named(names.as_slice()).to_string()
+    })?;
     placements.fill(Placement::default());
     for (k, &i) in live.iter().enumerate() {
         placements[i] = Placement {
