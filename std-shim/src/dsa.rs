@@ -320,9 +320,7 @@ pub fn run(args: &DsaArgs) -> u8 {
     if !status_line.is_empty() {
         say(&mut summary, status_line.clone());
     }
-    for k in &storage.skipped {
-        say(&mut summary, format!("storage: {k}"));
-    }
+    summary.push_str(&crate::run::storage_lines(&storage, ""));
     say(
         &mut summary,
         format!("time: {:.3} ms", elapsed.as_secs_f64() * 1000.0),
@@ -346,6 +344,7 @@ pub fn run(args: &DsaArgs) -> u8 {
             "fits": p <= capacity,
             "search": status_line.lines().collect::<Vec<_>>(),
             "storage_skipped": storage.skipped.iter().map(|k| k.to_string()).collect::<Vec<_>>(),
+            "storage_skipped_unlisted": storage.skipped_unlisted,
             "micros": elapsed.as_micros() as u64,
             "validated": check.total == 0,
         });

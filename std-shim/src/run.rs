@@ -192,9 +192,7 @@ pub fn summary(file: &str, m: &Module, r: &RunReport) -> String {
     if let Some(x) = &r.schedule {
         s.push_str(&schedule_lines(m, x));
     }
-    for k in &r.storage.skipped {
-        s.push_str(&format!("  storage: {k}\n"));
-    }
+    s.push_str(&storage_lines(&r.storage, "  "));
     if r.verified {
         s.push_str(&format!(
             "  verified: placement and dataflow checks clean ({:.2} ms)\n",
@@ -309,6 +307,22 @@ pub fn vetoes(v: &tusk_core::report::Vetoes) -> Vec<(&'static str, u32)> {
     .collect()
 }
 
+/// The summary's `storage:` lines, each after `indent`: every method the
+/// budget skipped or cut short, and how many more were not listed.
+pub(crate) fn storage_lines(st: &tusk_core::StorageReport, indent: &str) -> String {
+    let mut s = String::new();
+    for k in &st.skipped {
+        s.push_str(&format!("{indent}storage: {k}\n"));
+    }
+    if st.skipped_unlisted > 0 {
+        s.push_str(&format!(
+            "{indent}storage: {} of methods skipped or cut short for the budget, not listed\n",
+            count(st.skipped_unlisted as u64, "more record")
+        ));
+    }
+    s
+}
+
 /// The reservation's make-up and what the budget left out.
 fn storage_json(st: &tusk_core::StorageReport) -> Value {
     json!({
@@ -322,6 +336,7 @@ fn storage_json(st: &tusk_core::StorageReport) -> Value {
             "available": k.available,
             "cut_short": k.cut_short,
         })).collect::<Vec<_>>(),
+        "skipped_unlisted": st.skipped_unlisted,
     })
 }
 
