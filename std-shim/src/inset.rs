@@ -263,17 +263,26 @@ fn addresses<'a>(
     (y_lo, y_top)
 }
 
+/// Pixels above a name's minimum an inset gives each rectangle, so the
+/// name clears the outlines.
+const LABEL_MARGIN: f64 = 6.0;
+
 /// The height that gives every rectangle of `items` on `plot` the pixels
-/// its name needs, within [`MIN_HEIGHT`]..[`MAX_HEIGHT`]; a rectangle too
-/// thin even at [`MAX_HEIGHT`] (a key names it) does not raise it.
+/// its name needs, with [`LABEL_MARGIN`] where that fits, within
+/// [`MIN_HEIGHT`]..[`MAX_HEIGHT`]; a rectangle too thin even at
+/// [`MAX_HEIGHT`] (a key names it) does not raise it.
 fn height(items: &[Item], plot: &Plot) -> f64 {
     let unit = Plot { h: 1.0, ..*plot };
     let need = items
         .iter()
         .map(|it| unit.sy(it.offset) - unit.sy(it.offset.saturating_add(it.size)))
         .filter(|&rh| rh > 0.0)
-        .map(|rh| LABEL_PX / rh)
-        .filter(|&h| h <= MAX_HEIGHT)
+        .filter_map(|rh| {
+            [LABEL_PX + LABEL_MARGIN, LABEL_PX]
+                .into_iter()
+                .map(|px| px / rh)
+                .find(|&h| h <= MAX_HEIGHT)
+        })
         .fold(0.0f64, f64::max);
     need.clamp(MIN_HEIGHT, MAX_HEIGHT)
 }

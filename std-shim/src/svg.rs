@@ -11,7 +11,9 @@
 //! lists the kinds drawn); a label only inside a rectangle large enough to
 //! hold it; the live set at a highlighted position fully opaque with a dark
 //! outline, the rest faded; a red dashed capacity line; tick labels in B /
-//! KiB / MiB.
+//! KiB / MiB, exact in the unit of their step. Under the panels, the
+//! zoomed insets [`crate::inset`] chooses, each framed on the panels it
+//! redraws and joined to that frame by two lines drawn behind the panels.
 
 use std::fmt::Write as _;
 
