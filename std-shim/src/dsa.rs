@@ -51,6 +51,11 @@ pub struct DsaArgs {
     /// Write the rows with an `offset` column to this CSV (also when over capacity).
     #[arg(short = 'o', long = "output", value_name = "OUT.csv")]
     pub out: Option<PathBuf>,
+    /// Draw the placement as SVG to this file (also when over capacity):
+    /// time across, offset up, the peak's live set outlined, an inset at
+    /// the peak when the picture alone does not show it readably.
+    #[arg(long, value_name = "MAP.svg")]
+    pub svg: Option<PathBuf>,
     /// Time budget of the exact search in milliseconds (default 10000 when
     /// no budget is given).
     #[arg(long)]
@@ -100,8 +105,14 @@ impl Clock for StdClock {
 /// Runs `tusk dsa` and returns the exit code.
 pub fn run(args: &DsaArgs) -> u8 {
     let path = args.file.display();
+    let mut outs: Vec<(&str, &Path)> = Vec::new();
     if let Some(out) = &args.out {
-        let mut outs = vec![("-o", out.as_path())];
+        outs.push(("-o", out.as_path()));
+    }
+    if let Some(svg) = &args.svg {
+        outs.push(("--svg", svg.as_path()));
+    }
+    if !outs.is_empty() {
         if args.json {
             outs.push(("--json", Path::new("-")));
         }
@@ -371,6 +382,32 @@ pub fn run(args: &DsaArgs) -> u8 {
         );
     }
     let code = if fits { EXIT_OK } else { EXIT_FAILED };
+    // The picture on standard output owns it, as the placement does.
+    let mut svg_on_stdout = false;
+    if let Some(out) = &args.svg {
+        let rects: Vec<crate::svg::BufferRect> = problem
+            .buffers()
+            .iter()
+            .zip(&placements)
+            .zip(&table.ids)
+            .map(|((b, pl), id)| crate::svg::BufferRect {
+                lower: b.lower,
+                upper: b.upper,
+                offset: pl.offset,
+                size: b.size,
+                label: id.clone(),
+            })
+            .collect();
+        let doc = crate::svg::buffer_map(&path.to_string(), &rects, Some(capacity)).to_string();
+        if let Err(e) = crate::io::write_atomic_with(out, |w| w.write_all(doc.as_bytes())) {
+            return e.report(code);
+        }
+        if out.as_os_str() == "-" {
+            svg_on_stdout = true;
+        } else if !args.json {
+            say(&mut summary, format!("wrote {}", out.display()));
+        }
+    }
     if let Some(out) = &args.out {
         let on_stdout = out.as_os_str() == "-";
         if let Err(e) = csv::write_file(out, &table, &placements) {
@@ -390,6 +427,10 @@ pub fn run(args: &DsaArgs) -> u8 {
         if fits && !args.json {
             say(&mut summary, format!("wrote {}", out.display()));
         }
+    }
+    if svg_on_stdout {
+        console::eprint(&summary);
+        return code;
     }
     console::print_and_finish(code, &summary)
 }

@@ -11,6 +11,7 @@ pub mod explain;
 pub mod fuzz;
 pub mod gen;
 pub mod info;
+pub mod inset;
 pub mod io;
 pub mod json;
 pub mod memmap;

@@ -156,6 +156,8 @@ struct RunArgs {
     report: Option<PathBuf>,
     /// Draw the memory map as SVG to this file (several inputs: a directory
     /// of `<stem>.svg`); a failed allocation draws the moment it failed.
+    /// An inset under the map zooms on each space's peak or the failure
+    /// when the map alone does not show it readably.
     #[arg(long, value_name = "FILE")]
     svg: Option<PathBuf>,
     /// Print the JSON report on standard output instead of the summary

@@ -790,6 +790,58 @@ fn dsa_explain_says_why_and_what_is_missing() {
     let _ = fs::remove_dir_all(&work);
 }
 
+/// `tusk dsa --svg`: the placement drawn, one rectangle per buffer, and
+/// over a long time line an inset at the peak; it shares standard output
+/// with nothing.
+#[test]
+fn dsa_svg_draws_the_placement_with_an_inset_at_the_peak() {
+    let work = scratch("dsa-svg");
+    // 400 buffers of 64 bytes, each live over two instants, one after the
+    // other, and one of 4096 over instants 200..203: the peak is there.
+    let rows: String = (0..400)
+        .map(|k| format!("b{k},{k},{},64\n", k + 2))
+        .collect();
+    let csv = format!("id,lower,upper,size\n{rows}big,200,203,4096\n");
+    fs::write(work.join("b.csv"), csv).unwrap();
+    let o = run_in(
+        &work,
+        &["dsa", "b.csv", "--capacity", "65536", "--svg", "m.svg"],
+    );
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    assert!(o.stdout.contains("wrote m.svg"), "{}", o.stdout);
+    let svg = fs::read_to_string(work.join("m.svg")).unwrap();
+    assert_eq!(svg.matches("class=\"tensor\"").count(), 401);
+    let window = svg
+        .split("class=\"inset\" data-space=\"buffers\" data-window=\"")
+        .nth(1)
+        .and_then(|r| r.split('"').next())
+        .and_then(|w| w.split_once(':'))
+        .map(|(a, b)| (a.parse::<u64>().unwrap(), b.parse::<u64>().unwrap()))
+        .unwrap_or_else(|| panic!("no inset in {svg}"));
+    assert!(window.0 <= 200 && 203 <= window.1, "{window:?}");
+    assert!(svg.contains("buffers around the peak"), "{svg}");
+    let o = run_in(
+        &work,
+        &[
+            "dsa",
+            "b.csv",
+            "--capacity",
+            "65536",
+            "--svg",
+            "-",
+            "-o",
+            "-",
+        ],
+    );
+    assert_eq!(o.code, 2, "{}", o.stderr);
+    assert!(
+        o.stderr.contains("would both write standard output"),
+        "{}",
+        o.stderr
+    );
+    let _ = fs::remove_dir_all(&work);
+}
+
 /// `tusk color --json`: the summary's figures as one object, exit code as
 /// without it (1: a vertex left uncolored).
 #[test]
