@@ -1,6 +1,7 @@
 //! tusk-shim: the std side of tusk — file formats, the driver, reports.
 
 pub mod batch;
+pub mod blame;
 pub mod color;
 pub mod console;
 pub mod csv;

@@ -518,7 +518,9 @@ fn batch_exit_codes_follow_the_worst_file() {
         o.stdout
     );
     assert!(
-        o.stderr.contains("big.tusk: coloring allocation failed"),
+        // At the line and column of `%b = memset 1`, where it ran out.
+        o.stderr
+            .contains("big.tusk:8:3: coloring allocation failed"),
         "{}",
         o.stderr
     );
