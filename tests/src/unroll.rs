@@ -293,16 +293,7 @@ type Rect = (i64, i64, i64, i64);
 
 /// The cells a plain (folded) pattern may touch: its hull.
 fn hull(m: &Module, s: &ApSpec) -> Rect {
-    let e = pattern::extent(
-        m,
-        s.loc,
-        s.part_start,
-        s.part_count,
-        s.offset,
-        s.elem_size,
-        &s.dims,
-        &s.ext,
-    );
+    let e = pattern::extent(m, s.plain(), &s.ext);
     if e.flat {
         (0, i64::MAX, 0, i64::MAX)
     } else {

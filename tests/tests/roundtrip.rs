@@ -547,19 +547,7 @@ impl Gen {
         if ext.is_plain() {
             return;
         }
-        let ok = tusk_core::ir::pattern::check(
-            m,
-            inner,
-            n_use,
-            read,
-            s.loc,
-            s.part_start,
-            s.part_count,
-            s.offset,
-            s.elem_size,
-            &s.dims,
-            &ext,
-        );
+        let ok = tusk_core::ir::pattern::check(m, inner, n_use, read, s.plain(), &ext);
         if ok.is_ok() {
             s.ext = ext;
         }

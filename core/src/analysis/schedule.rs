@@ -56,8 +56,8 @@ use arrayvec::ArrayVec;
 
 use super::order::{executions_with, BlockSpan};
 use crate::dma::conflict::Rect;
+use crate::ir::UNKNOWN_TRIP;
 use crate::ir::{ap, Ap, Capacity, Engine, Inst, Limits, MemLoc, Module, Opcode, Space};
-use crate::ir::{pattern, UNKNOWN_TRIP};
 use alloc::vec::Vec;
 
 /// How many of the costliest placement-added dependencies a report keeps.
@@ -168,7 +168,7 @@ impl ScheduleReport {
 }
 
 /// The cells of a pattern in iteration 0 of its loops, relative to its
-/// location (see [`pattern::Extent`]), and whether a register term fixes
+/// location (see [`Extent`](crate::ir::pattern::Extent)), and whether a register term fixes
 /// its bytes to the window.
 #[derive(Copy, Clone, Debug)]
 struct Base {
@@ -688,16 +688,7 @@ fn base(m: &Module, a: Ap) -> Base {
     } else {
         let mut still = ext.clone();
         still.terms.clear();
-        pattern::extent(
-            m,
-            m.aps.loc[a],
-            m.aps.part_start[a] as u16,
-            m.aps.part_count[a] as u16,
-            m.aps.offset[a],
-            m.aps.elem_size[a],
-            m.ap_dims(a),
-            &still,
-        )
+        m.ap_extent_with(a, &still)
     };
     Base {
         p0: e.part_lo,

@@ -2383,12 +2383,7 @@ mod tests {
                     m.inst_loop(i),
                     m.uses(i).len(),
                     k < n_in,
-                    sp.loc,
-                    sp.part_start,
-                    sp.part_count,
-                    sp.offset,
-                    sp.elem_size,
-                    &sp.dims,
+                    sp.plain(),
                     &sp.ext,
                 );
                 assert!(r.is_ok(), "{what}: {i} operand {k}: {r:?}");

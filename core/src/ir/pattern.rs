@@ -203,20 +203,37 @@ impl core::fmt::Display for PatternError {
     }
 }
 
+/// The fields every access pattern has, besides its extension: what
+/// [`extent`] and [`check`] read of a pattern, whether it is stored in a
+/// module or only described (an `ApSpec`).
+#[derive(Copy, Clone, Debug)]
+pub struct PlainFields<'a> {
+    /// The location accessed.
+    pub loc: MemLoc,
+    /// First partition, relative to the location.
+    pub part_start: u16,
+    /// Partitions accessed.
+    pub part_count: u16,
+    /// Byte offset inside each partition, relative to the location.
+    pub offset: u32,
+    /// Element size in bytes.
+    pub elem_size: u8,
+    /// Dims, outermost first, strides in elements.
+    pub dims: &'a [super::Dim],
+}
+
 /// The extent of a pattern with the given plain fields and extension, in
 /// a module whose loops give the trip counts (see [`Extent`]). Computed in
 /// `i64` with saturation: a hostile pattern saturates, never overflows.
-#[allow(clippy::too_many_arguments)]
-pub fn extent(
-    m: &Module,
-    loc: MemLoc,
-    part_start: u16,
-    part_count: u16,
-    offset: u32,
-    elem_size: u8,
-    dims: &[super::Dim],
-    ext: &ApExt,
-) -> Extent {
+pub fn extent(m: &Module, plain: PlainFields<'_>, ext: &ApExt) -> Extent {
+    let PlainFields {
+        loc,
+        part_start,
+        part_count,
+        offset,
+        elem_size,
+        dims,
+    } = plain;
     let (lo, hi) = super::ap::element_span(dims).unwrap_or((0, 0));
     let es = elem_size as i64;
     let mut b0 = (offset as i64).saturating_add(lo.saturating_mul(es));
@@ -273,20 +290,15 @@ pub fn extent(
 /// Checks the invariants of the module doc for a pattern of an instruction
 /// in loop `inner` (innermost enclosing loop) with `n_use` used registers,
 /// as an input (`read`) or output.
-#[allow(clippy::too_many_arguments)]
 pub fn check(
     m: &Module,
     inner: Loop,
     n_use: usize,
     read: bool,
-    loc: MemLoc,
-    part_start: u16,
-    part_count: u16,
-    offset: u32,
-    elem_size: u8,
-    dims: &[super::Dim],
+    plain: PlainFields<'_>,
     ext: &ApExt,
 ) -> Result<(), PatternError> {
+    let loc = plain.loc;
     if ext.is_plain() {
         return Ok(());
     }
@@ -326,7 +338,7 @@ pub fn check(
             return Err(PatternError::BadWindow);
         }
     }
-    let e = extent(m, loc, part_start, part_count, offset, elem_size, dims, ext);
+    let e = extent(m, plain, ext);
     let parts = m.mems.partitions.get(loc).copied().unwrap_or(0) as i64;
     let inside = if e.flat {
         e.byte_lo >= 0 && e.byte_hi <= parts.saturating_mul(row as i64)

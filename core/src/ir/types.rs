@@ -4,6 +4,51 @@
 use bitflags::bitflags;
 use core::fmt;
 
+/// Declares a fieldless enum whose values each have one text keyword: the
+/// enum, `ALL` (every value, in declaration order), the keyword method, its
+/// parser back from the keyword and `Display` (the keyword), all from one
+/// list of `Variant => "keyword"`, so no value lacks its keyword or is
+/// missing from `ALL`. The discriminants are the declaration order.
+macro_rules! keyword_enum {
+    (
+        $(#[$($m:tt)*])*
+        pub enum $name:ident, $what:literal: $keyword:ident / $parse:ident {
+            $( $(#[$($vm:tt)*])* $variant:ident => $word:literal, )*
+        }
+    ) => {
+        $(#[$($m)*])*
+        #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+        #[cfg_attr(feature = "defmt", derive(defmt::Format))]
+        #[repr(u8)]
+        pub enum $name {
+            $( $(#[$($vm)*])* $variant, )*
+        }
+
+        impl $name {
+            #[doc = concat!("Every ", $what, ", in declaration order.")]
+            pub const ALL: [$name; [$(stringify!($variant)),*].len()] = [$($name::$variant),*];
+
+            #[doc = concat!("The text-format ", stringify!($keyword), ".")]
+            pub const fn $keyword(self) -> &'static str {
+                match self {
+                    $( $name::$variant => $word, )*
+                }
+            }
+
+            #[doc = concat!("Parses the text-format ", stringify!($keyword), ".")]
+            pub fn $parse(s: &str) -> Option<$name> {
+                $name::ALL.iter().copied().find(|v| v.$keyword() == s)
+            }
+        }
+
+        impl fmt::Display for $name {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(self.$keyword())
+            }
+        }
+    };
+}
+
 /// A memory space. The discriminants are the reference's `MemoryType`
 /// values (DRAM = 8, SB = 16, PSUM = 32).
 #[derive(Copy, Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -71,165 +116,75 @@ impl fmt::Display for Space {
     }
 }
 
-/// The engine an instruction runs on.
-#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
-#[cfg_attr(feature = "defmt", derive(defmt::Format))]
-#[repr(u8)]
-pub enum Engine {
-    /// Tensor engine (matmul).
-    Pe,
-    /// Scalar / activation engine.
-    Act,
-    /// Vector engine.
-    Dve,
-    /// GpSimd / pool engine.
-    Pool,
-    /// The sequencer: scalar registers, branches, syncs.
-    Sp,
-    /// A DMA queue.
-    Dma,
-}
-
-impl Engine {
-    /// Every engine.
-    pub const ALL: [Engine; 6] = [
-        Engine::Pe,
-        Engine::Act,
-        Engine::Dve,
-        Engine::Pool,
-        Engine::Sp,
-        Engine::Dma,
-    ];
-
-    /// The text-format keyword.
-    pub const fn keyword(self) -> &'static str {
-        match self {
-            Engine::Pe => "pe",
-            Engine::Act => "act",
-            Engine::Dve => "dve",
-            Engine::Pool => "pool",
-            Engine::Sp => "sp",
-            Engine::Dma => "dma",
-        }
-    }
-
-    /// Parses the text-format keyword.
-    pub fn from_keyword(s: &str) -> Option<Engine> {
-        Engine::ALL.iter().copied().find(|e| e.keyword() == s)
+keyword_enum! {
+    /// The engine an instruction runs on.
+    pub enum Engine, "engine": keyword / from_keyword {
+        /// Tensor engine (matmul).
+        Pe => "pe",
+        /// Scalar / activation engine.
+        Act => "act",
+        /// Vector engine.
+        Dve => "dve",
+        /// GpSimd / pool engine.
+        Pool => "pool",
+        /// The sequencer: scalar registers, branches, syncs.
+        Sp => "sp",
+        /// A DMA queue.
+        Dma => "dma",
     }
 }
 
-impl fmt::Display for Engine {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.keyword())
+keyword_enum! {
+    /// What an instruction does. The operand conventions (which access patterns
+    /// are read, which written, which registers used and defined) are uniform:
+    /// inputs are read, outputs written, uses read, defs written.
+    pub enum Opcode, "opcode": mnemonic / from_mnemonic {
+        /// DMA DRAM → on-chip (the reference's kind 0x13).
+        Load => "load",
+        /// DMA on-chip → DRAM (the reference's kind 0x16).
+        Save => "save",
+        /// DMA between any two locations.
+        DmaCopy => "dma_copy",
+        /// On-chip copy by a compute engine.
+        TensorCopy => "tensor_copy",
+        /// Tensor-engine matmul into PSUM.
+        Matmul => "matmul",
+        /// Activation function on the scalar engine.
+        Activation => "activation",
+        /// Elementwise op of two tensors.
+        TensorTensor => "tensor_tensor",
+        /// Elementwise op of a tensor and a scalar register.
+        TensorScalar => "tensor_scalar",
+        /// Fill a tensor with a constant.
+        Memset => "memset",
+        /// Scalar register ← immediate.
+        ScalarImm => "imm",
+        /// Scalar register ← register.
+        ScalarMov => "mov",
+        /// Scalar register ← ALU op of registers.
+        ScalarAlu => "alu",
+        /// Register spill: memory slot ← register.
+        RegSpillStore => "spill_store",
+        /// Register reload: register ← memory slot.
+        RegReload => "reload",
+        /// Conditional branch on a register (loop back edge).
+        Branch => "branch",
+        /// Wait on a semaphore / queue, ordering engines.
+        SyncWait => "sync_wait",
+        /// Reduction of each partition's elements along the free axis (subop
+        /// `add`, `max` or `min`) into fewer elements per partition.
+        TensorReduce => "tensor_reduce",
+        /// Tensor-engine transpose of an SB tile into PSUM (`[P x F]` →
+        /// `[F x P]`; the reference lowers it to a matmul with the identity).
+        Transpose => "transpose",
+        /// A scan along each partition's elements: `add` gives the running sum
+        /// of its input; `mul_add` computes `out[i] = a[i] * out[i-1] + b[i]`
+        /// (out[-1] = 0) over two inputs.
+        TensorScan => "tensor_scan",
     }
-}
-
-/// What an instruction does. The operand conventions (which access patterns
-/// are read, which written, which registers used and defined) are uniform:
-/// inputs are read, outputs written, uses read, defs written.
-#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
-#[cfg_attr(feature = "defmt", derive(defmt::Format))]
-#[repr(u8)]
-pub enum Opcode {
-    /// DMA DRAM → on-chip (the reference's kind 0x13).
-    Load,
-    /// DMA on-chip → DRAM (the reference's kind 0x16).
-    Save,
-    /// DMA between any two locations.
-    DmaCopy,
-    /// On-chip copy by a compute engine.
-    TensorCopy,
-    /// Tensor-engine matmul into PSUM.
-    Matmul,
-    /// Activation function on the scalar engine.
-    Activation,
-    /// Elementwise op of two tensors.
-    TensorTensor,
-    /// Elementwise op of a tensor and a scalar register.
-    TensorScalar,
-    /// Fill a tensor with a constant.
-    Memset,
-    /// Scalar register ← immediate.
-    ScalarImm,
-    /// Scalar register ← register.
-    ScalarMov,
-    /// Scalar register ← ALU op of registers.
-    ScalarAlu,
-    /// Register spill: memory slot ← register.
-    RegSpillStore,
-    /// Register reload: register ← memory slot.
-    RegReload,
-    /// Conditional branch on a register (loop back edge).
-    Branch,
-    /// Wait on a semaphore / queue, ordering engines.
-    SyncWait,
-    /// Reduction of each partition's elements along the free axis (subop
-    /// `add`, `max` or `min`) into fewer elements per partition.
-    TensorReduce,
-    /// Tensor-engine transpose of an SB tile into PSUM (`[P x F]` →
-    /// `[F x P]`; the reference lowers it to a matmul with the identity).
-    Transpose,
-    /// A scan along each partition's elements: `add` gives the running sum
-    /// of its input; `mul_add` computes `out[i] = a[i] * out[i-1] + b[i]`
-    /// (out[-1] = 0) over two inputs.
-    TensorScan,
 }
 
 impl Opcode {
-    /// Every opcode.
-    pub const ALL: [Opcode; 19] = [
-        Opcode::Load,
-        Opcode::Save,
-        Opcode::DmaCopy,
-        Opcode::TensorCopy,
-        Opcode::Matmul,
-        Opcode::Activation,
-        Opcode::TensorTensor,
-        Opcode::TensorScalar,
-        Opcode::Memset,
-        Opcode::ScalarImm,
-        Opcode::ScalarMov,
-        Opcode::ScalarAlu,
-        Opcode::RegSpillStore,
-        Opcode::RegReload,
-        Opcode::Branch,
-        Opcode::SyncWait,
-        Opcode::TensorReduce,
-        Opcode::Transpose,
-        Opcode::TensorScan,
-    ];
-
-    /// The text-format mnemonic.
-    pub const fn mnemonic(self) -> &'static str {
-        match self {
-            Opcode::Load => "load",
-            Opcode::Save => "save",
-            Opcode::DmaCopy => "dma_copy",
-            Opcode::TensorCopy => "tensor_copy",
-            Opcode::Matmul => "matmul",
-            Opcode::Activation => "activation",
-            Opcode::TensorTensor => "tensor_tensor",
-            Opcode::TensorScalar => "tensor_scalar",
-            Opcode::Memset => "memset",
-            Opcode::ScalarImm => "imm",
-            Opcode::ScalarMov => "mov",
-            Opcode::ScalarAlu => "alu",
-            Opcode::RegSpillStore => "spill_store",
-            Opcode::RegReload => "reload",
-            Opcode::Branch => "branch",
-            Opcode::SyncWait => "sync_wait",
-            Opcode::TensorReduce => "tensor_reduce",
-            Opcode::Transpose => "transpose",
-            Opcode::TensorScan => "tensor_scan",
-        }
-    }
-
-    /// Parses a mnemonic.
-    pub fn from_mnemonic(s: &str) -> Option<Opcode> {
-        Opcode::ALL.iter().copied().find(|o| o.mnemonic() == s)
-    }
-
     /// The engine the opcode runs on unless the text says otherwise.
     pub const fn default_engine(self) -> Engine {
         match self {
@@ -273,139 +228,65 @@ impl Opcode {
     }
 }
 
-impl fmt::Display for Opcode {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.mnemonic())
+keyword_enum! {
+    /// The sub-operation of `alu` and `activation`, kept in one byte column.
+    pub enum SubOp, "sub-operation": keyword / from_keyword {
+        /// No sub-operation.
+        None => "none",
+        /// ALU add.
+        Add => "add",
+        /// ALU subtract.
+        Sub => "sub",
+        /// ALU multiply.
+        Mul => "mul",
+        /// ALU and.
+        And => "and",
+        /// ALU or.
+        Or => "or",
+        /// ALU xor.
+        Xor => "xor",
+        /// ALU shift left.
+        Shl => "shl",
+        /// ALU shift right.
+        Shr => "shr",
+        /// ALU / elementwise minimum.
+        Min => "min",
+        /// ALU / elementwise maximum.
+        Max => "max",
+        /// Activation: identity.
+        Identity => "identity",
+        /// Activation: exp.
+        Exp => "exp",
+        /// Activation: relu.
+        Relu => "relu",
+        /// Activation: gelu.
+        Gelu => "gelu",
+        /// Activation: tanh.
+        Tanh => "tanh",
+        /// Activation: sigmoid.
+        Sigmoid => "sigmoid",
+        /// Activation: reciprocal square root.
+        Rsqrt => "rsqrt",
+        /// Activation: square.
+        Square => "square",
+        /// Activation: natural logarithm.
+        Log => "log",
+        /// Activation: absolute value.
+        Abs => "abs",
+        /// Activation: reciprocal.
+        Reciprocal => "reciprocal",
+        /// Activation: silu (x · sigmoid(x)).
+        Silu => "silu",
+        /// Activation: square root.
+        Sqrt => "sqrt",
+        /// Elementwise divide.
+        Div => "div",
+        /// Scan: `out[i] = a[i] * out[i-1] + b[i]`.
+        MulAdd => "mul_add",
     }
-}
-
-/// The sub-operation of `alu` and `activation`, kept in one byte column.
-#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
-#[cfg_attr(feature = "defmt", derive(defmt::Format))]
-#[repr(u8)]
-pub enum SubOp {
-    /// No sub-operation.
-    None,
-    /// ALU add.
-    Add,
-    /// ALU subtract.
-    Sub,
-    /// ALU multiply.
-    Mul,
-    /// ALU and.
-    And,
-    /// ALU or.
-    Or,
-    /// ALU xor.
-    Xor,
-    /// ALU shift left.
-    Shl,
-    /// ALU shift right.
-    Shr,
-    /// ALU / elementwise minimum.
-    Min,
-    /// ALU / elementwise maximum.
-    Max,
-    /// Activation: identity.
-    Identity,
-    /// Activation: exp.
-    Exp,
-    /// Activation: relu.
-    Relu,
-    /// Activation: gelu.
-    Gelu,
-    /// Activation: tanh.
-    Tanh,
-    /// Activation: sigmoid.
-    Sigmoid,
-    /// Activation: reciprocal square root.
-    Rsqrt,
-    /// Activation: square.
-    Square,
-    /// Activation: natural logarithm.
-    Log,
-    /// Activation: absolute value.
-    Abs,
-    /// Activation: reciprocal.
-    Reciprocal,
-    /// Activation: silu (x · sigmoid(x)).
-    Silu,
-    /// Activation: square root.
-    Sqrt,
-    /// Elementwise divide.
-    Div,
-    /// Scan: `out[i] = a[i] * out[i-1] + b[i]`.
-    MulAdd,
 }
 
 impl SubOp {
-    /// Every sub-operation.
-    pub const ALL: [SubOp; 26] = [
-        SubOp::None,
-        SubOp::Add,
-        SubOp::Sub,
-        SubOp::Mul,
-        SubOp::And,
-        SubOp::Or,
-        SubOp::Xor,
-        SubOp::Shl,
-        SubOp::Shr,
-        SubOp::Min,
-        SubOp::Max,
-        SubOp::Identity,
-        SubOp::Exp,
-        SubOp::Relu,
-        SubOp::Gelu,
-        SubOp::Tanh,
-        SubOp::Sigmoid,
-        SubOp::Rsqrt,
-        SubOp::Square,
-        SubOp::Log,
-        SubOp::Abs,
-        SubOp::Reciprocal,
-        SubOp::Silu,
-        SubOp::Sqrt,
-        SubOp::Div,
-        SubOp::MulAdd,
-    ];
-
-    /// The text spelling.
-    pub const fn keyword(self) -> &'static str {
-        match self {
-            SubOp::None => "none",
-            SubOp::Add => "add",
-            SubOp::Sub => "sub",
-            SubOp::Mul => "mul",
-            SubOp::And => "and",
-            SubOp::Or => "or",
-            SubOp::Xor => "xor",
-            SubOp::Shl => "shl",
-            SubOp::Shr => "shr",
-            SubOp::Min => "min",
-            SubOp::Max => "max",
-            SubOp::Identity => "identity",
-            SubOp::Exp => "exp",
-            SubOp::Relu => "relu",
-            SubOp::Gelu => "gelu",
-            SubOp::Tanh => "tanh",
-            SubOp::Sigmoid => "sigmoid",
-            SubOp::Rsqrt => "rsqrt",
-            SubOp::Square => "square",
-            SubOp::Log => "log",
-            SubOp::Abs => "abs",
-            SubOp::Reciprocal => "reciprocal",
-            SubOp::Silu => "silu",
-            SubOp::Sqrt => "sqrt",
-            SubOp::Div => "div",
-            SubOp::MulAdd => "mul_add",
-        }
-    }
-
-    /// Parses the text spelling.
-    pub fn from_keyword(s: &str) -> Option<SubOp> {
-        SubOp::ALL.iter().copied().find(|o| o.keyword() == s)
-    }
-
     /// True for the sub-operations of `alu` (integer and bitwise).
     pub const fn is_alu(self) -> bool {
         matches!(
@@ -617,74 +498,71 @@ impl fmt::Display for DType {
     }
 }
 
-bitflags! {
+/// Declares a flag set: its bits (a `bitflags` struct with the derives of
+/// every flag set of the IR) and, in the same list, each flag's text keyword,
+/// so that no flag can be added without its word. `$words` lists the flags
+/// with their keywords in declaration order, which is the printing order.
+macro_rules! flag_set {
+    (
+        $(#[$($m:tt)*])*
+        pub struct $name:ident: $bits:ty, keywords in $words:ident {
+            $( $(#[$($fm:tt)*])* const $flag:ident = $value:expr => $word:literal; )*
+        }
+    ) => {
+        bitflags! {
+            $(#[$($m)*])*
+            #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, Default)]
+            pub struct $name: $bits {
+                $( $(#[$($fm)*])* const $flag = $value; )*
+            }
+        }
+
+        #[doc = concat!("The text keywords of [`", stringify!($name), "`], in printing order.")]
+        pub const $words: [($name, &str); [$(stringify!($flag)),*].len()] =
+            [$(($name::$flag, $word)),*];
+    };
+}
+
+flag_set! {
     /// Properties of a memory location.
-    #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, Default)]
-    pub struct MemFlags: u16 {
+    pub struct MemFlags: u16, keywords in MEM_FLAG_WORDS {
         /// Holds module input data: defined before the first instruction.
-        const INPUT = 1 << 0;
+        const INPUT = 1 << 0 => "input";
         /// Holds module output data: live until after the last instruction.
-        const OUTPUT = 1 << 1;
+        const OUTPUT = 1 << 1 => "output";
         /// Placed by the user; allocators treat it as an obstacle, never move it.
-        const PINNED = 1 << 2;
+        const PINNED = 1 << 2 => "pinned";
         /// A spill slot created by an allocator.
-        const SPILL = 1 << 3;
+        const SPILL = 1 << 3 => "spill";
         /// An internal (compiler-made) tensor, e.g. a DRAM scratch.
-        const INTERNAL = 1 << 4;
+        const INTERNAL = 1 << 4 => "internal";
         /// A reload copy created by a spill.
-        const RELOAD = 1 << 5;
+        const RELOAD = 1 << 5 => "reload";
     }
 }
 
-bitflags! {
+flag_set! {
     /// Properties of a scalar register.
-    #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, Default)]
-    pub struct RegFlags: u8 {
+    pub struct RegFlags: u8, keywords in REG_FLAG_WORDS {
         /// Bound to a fixed lane by the user; never spilled.
-        const PINNED = 1 << 0;
+        const PINNED = 1 << 0 => "pinned";
         /// A short-lived temporary made by register spilling; never spilled again.
-        const SPILL_TEMP = 1 << 1;
+        const SPILL_TEMP = 1 << 1 => "spilltemp";
     }
 }
 
-bitflags! {
+flag_set! {
     /// Properties of an instruction.
-    #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, Default)]
-    pub struct InstFlags: u8 {
+    pub struct InstFlags: u8, keywords in INST_FLAG_WORDS {
         /// May write its output over an input that dies at it.
-        const IN_PLACE = 1 << 0;
+        const IN_PLACE = 1 << 0 => "inplace";
         /// May read memory that no instruction wrote (`canInstReadFromUninitMem`).
-        const CAN_READ_UNINIT = 1 << 1;
+        const CAN_READ_UNINIT = 1 << 1 => "uninit";
         /// A store inserted by a spill.
-        const SPILL = 1 << 2;
+        const SPILL = 1 << 2 => "spill";
         /// A reload inserted by a spill.
-        const RELOAD = 1 << 3;
+        const RELOAD = 1 << 3 => "reload";
         /// Inserted by an optimization (merged DMA, on-chip copy).
-        const SYNTHETIC = 1 << 4;
+        const SYNTHETIC = 1 << 4 => "synthetic";
     }
 }
-
-/// The text keywords of memory flags, in printing order.
-pub const MEM_FLAG_WORDS: [(MemFlags, &str); 6] = [
-    (MemFlags::INPUT, "input"),
-    (MemFlags::OUTPUT, "output"),
-    (MemFlags::PINNED, "pinned"),
-    (MemFlags::SPILL, "spill"),
-    (MemFlags::INTERNAL, "internal"),
-    (MemFlags::RELOAD, "reload"),
-];
-
-/// The text keywords of register flags, in printing order.
-pub const REG_FLAG_WORDS: [(RegFlags, &str); 2] = [
-    (RegFlags::PINNED, "pinned"),
-    (RegFlags::SPILL_TEMP, "spilltemp"),
-];
-
-/// The text keywords of instruction flags, in printing order.
-pub const INST_FLAG_WORDS: [(InstFlags, &str); 5] = [
-    (InstFlags::IN_PLACE, "inplace"),
-    (InstFlags::CAN_READ_UNINIT, "uninit"),
-    (InstFlags::SPILL, "spill"),
-    (InstFlags::RELOAD, "reload"),
-    (InstFlags::SYNTHETIC, "synthetic"),
-];

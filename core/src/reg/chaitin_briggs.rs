@@ -385,29 +385,19 @@ impl Colorer {
         self.k_cap = self.k_cap.max(k);
         let n = self.nodes_cap;
         let w = words_for(self.k_cap);
-        reserve_total(&mut self.counts, n);
-        reserve_total(&mut self.state, n);
-        reserve_total(&mut self.code, n);
-        reserve_total(&mut self.optimistic, n);
-        reserve_total(&mut self.low, n);
-        reserve_total(&mut self.stack, n);
+        reserve_totals!(n; self.counts, self.state, self.code, self.optimistic, self.low, self.stack);
         if self.heap.capacity() < n {
             self.heap.reserve(n - self.heap.len());
         }
         reserve_total(&mut self.forbid, n * w);
         reserve_total(&mut self.slices, 33 * w);
-        reserve_total(&mut self.cand, w);
-        reserve_total(&mut self.mbuf, w);
-        reserve_total(&mut self.uncol, n);
-        reserve_total(&mut self.upos, n);
-        reserve_total(&mut self.tabu_color, n);
-        reserve_total(&mut self.tabu_until, n);
+        reserve_totals!(w; self.cand, self.mbuf);
+        reserve_totals!(n; self.uncol, self.upos, self.tabu_color, self.tabu_until);
         reserve_total(
             &mut self.journal,
             (JOURNAL_PER_NODE * n + JOURNAL_BASE).min(REPAIR_JOURNAL),
         );
-        reserve_total(&mut self.lane_cost, self.k_cap as usize);
-        reserve_total(&mut self.pair_cost, self.k_cap as usize);
+        reserve_totals!(self.k_cap as usize; self.lane_cost, self.pair_cost);
     }
 
     fn check(

@@ -107,13 +107,9 @@ impl InterferenceGraph {
     /// `positions` program positions (for [`Self::build_from_intervals`]).
     /// May allocate; call before the pass runs.
     pub fn reserve(&mut self, nodes: usize, adjacency: usize, positions: usize) {
-        reserve_total(&mut self.lanes, nodes);
+        reserve_totals!(nodes; self.lanes, self.row_len, self.deg2, self.order, self.active);
         reserve_total(&mut self.row_start, nodes + 1);
-        reserve_total(&mut self.row_len, nodes);
-        reserve_total(&mut self.deg2, nodes);
         reserve_total(&mut self.adj, adjacency);
-        reserve_total(&mut self.order, nodes);
-        reserve_total(&mut self.active, nodes);
         reserve_total(&mut self.bucket, positions + 2);
     }
 
@@ -209,31 +205,19 @@ impl InterferenceGraph {
         if !self.lanes.contains(&2) {
             return;
         }
-        self.bucket.clear();
-        self.bucket.resize(positions + 2, 0);
-        for v in 0..n {
-            if start[v] <= end[v] && self.lanes[v] == 2 {
-                self.bucket[start[v] as usize + 1] += 1;
-            }
-        }
-        for p in 1..positions + 2 {
-            self.bucket[p] += self.bucket[p - 1];
-        }
+        let lanes = &self.lanes;
+        count_below(&mut self.bucket, start, end, start, positions, |v| {
+            lanes[v] == 2
+        });
         for v in 0..n {
             if start[v] <= end[v] {
                 self.deg2[v] = self.bucket[end[v] as usize + 1];
             }
         }
-        self.bucket.clear();
-        self.bucket.resize(positions + 2, 0);
-        for v in 0..n {
-            if start[v] <= end[v] && self.lanes[v] == 2 {
-                self.bucket[end[v] as usize + 1] += 1;
-            }
-        }
-        for p in 1..positions + 2 {
-            self.bucket[p] += self.bucket[p - 1];
-        }
+        let lanes = &self.lanes;
+        count_below(&mut self.bucket, start, end, end, positions, |v| {
+            lanes[v] == 2
+        });
         for v in 0..n {
             if start[v] <= end[v] {
                 let own = (self.lanes[v] == 2) as u32;
@@ -463,17 +447,7 @@ impl InterferenceGraph {
         Self::check_cap(&self.bucket, positions + 2, "positions")?;
         Self::check_cap(&self.order, n, "order")?;
         // Degrees: deg(v) = #{u : s_u <= e_v} - #{u : e_u < s_v} - 1.
-        // bucket[p + 1] counts starts at p; prefix sums give #{s_u < p}.
-        self.bucket.clear();
-        self.bucket.resize(positions + 2, 0);
-        for v in 0..n {
-            if start[v] <= end[v] {
-                self.bucket[start[v] as usize + 1] += 1;
-            }
-        }
-        for p in 1..positions + 2 {
-            self.bucket[p] += self.bucket[p - 1];
-        }
+        count_below(&mut self.bucket, start, end, start, positions, |_| true);
         // bucket[p] = #{s_u < p}; so #{s_u <= e_v} = bucket[e_v + 1].
         for v in 0..n {
             if start[v] <= end[v] {
@@ -492,17 +466,8 @@ impl InterferenceGraph {
         }
         let placed = self.bucket[positions] as usize;
         self.order.truncate(placed);
-        // Subtract #{e_u < s_v} + 1, with ends bucketed the same way.
-        self.bucket.clear();
-        self.bucket.resize(positions + 2, 0);
-        for v in 0..n {
-            if start[v] <= end[v] {
-                self.bucket[end[v] as usize + 1] += 1;
-            }
-        }
-        for p in 1..positions + 2 {
-            self.bucket[p] += self.bucket[p - 1];
-        }
+        // Subtract #{e_u < s_v} + 1, with ends counted the same way.
+        count_below(&mut self.bucket, start, end, end, positions, |_| true);
         for v in 0..n {
             if start[v] <= end[v] {
                 // #{e_u < s_v} = bucket[s_v] after the prefix sum.
@@ -541,6 +506,33 @@ impl InterferenceGraph {
             active.push(v as u32);
         }
         Ok(())
+    }
+}
+
+/// Sets `bucket[p]`, for every `p` in `0..positions + 2`, to the number of
+/// present nodes `v` (`start[v] <= end[v]`) with `counted(v)` whose
+/// `key[v]` (their start or their end) is below `p`: each key counted one
+/// position up, then prefix sums. The interval builds read degrees off it
+/// and, with the starts as keys, use it as the cursors of a counting sort.
+/// `bucket` has room for `positions + 2` counts (checked by the caller).
+#[inline]
+fn count_below(
+    bucket: &mut Vec<u32>,
+    start: &[u32],
+    end: &[u32],
+    key: &[u32],
+    positions: usize,
+    counted: impl Fn(usize) -> bool,
+) {
+    bucket.clear();
+    bucket.resize(positions + 2, 0);
+    for v in 0..start.len() {
+        if start[v] <= end[v] && counted(v) {
+            bucket[key[v] as usize + 1] += 1;
+        }
+    }
+    for p in 1..positions + 2 {
+        bucket[p] += bucket[p - 1];
     }
 }
 

@@ -13,6 +13,16 @@
 //! `color` on it (Chaitin–Briggs simplify/select/repair with lane pairs,
 //! also run on DIMACS graphs by `tusk color`).
 
+/// [`reserve_total`] of several tables to one size:
+/// `reserve_totals!(n; self.a, self.b)` grows each listed table to `n` items
+/// in all (declared before the submodules, which use it).
+macro_rules! reserve_totals {
+    ($n:expr; $($table:expr),+ $(,)?) => {{
+        let n: usize = $n;
+        $( $crate::reg::reserve_total(&mut $table, n); )+
+    }};
+}
+
 pub mod alloc;
 pub mod cfg;
 pub mod chaitin_briggs;

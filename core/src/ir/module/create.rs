@@ -213,23 +213,12 @@ impl Module {
             } else {
                 &s.ext
             };
-            pattern::check(
-                self,
-                inner,
-                spec.uses.len(),
-                read,
-                s.loc,
-                s.part_start,
-                s.part_count,
-                s.offset,
-                s.elem_size,
-                &s.dims,
-                ext,
-            )
-            .map_err(|error| IrError::BadPattern {
-                operand: k as u8,
-                error,
-            })?;
+            pattern::check(self, inner, spec.uses.len(), read, s.plain(), ext).map_err(
+                |error| IrError::BadPattern {
+                    operand: k as u8,
+                    error,
+                },
+            )?;
         }
         let n_ext = spec
             .inputs

@@ -4,7 +4,7 @@
 
 use core::fmt;
 
-use super::{Ap, Inst, MemLoc, Module, Reg, UNPLACED};
+use super::{Ap, Inst, MemLoc, Module, Reg, NO_LANE, UNPLACED};
 use crate::ir::types::{Space, SubOp};
 
 /// A placed address, printed in the reference's spelling.
@@ -62,6 +62,28 @@ impl Module {
         MemDescription {
             module: self,
             mem: m,
+        }
+    }
+
+    /// The `$name@r5(2 lanes)` spelling used in messages (`r?` while
+    /// uncolored).
+    pub fn describe_reg(&self, r: Reg) -> RegDescription<'_> {
+        RegDescription(self, r)
+    }
+}
+
+/// See [`Module::describe_reg`].
+#[derive(Copy, Clone, Debug)]
+pub struct RegDescription<'m>(&'m Module, Reg);
+
+impl fmt::Display for RegDescription<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let (m, r) = (self.0, self.1);
+        let lanes = m.regs.lanes[r];
+        let plural = if lanes == 1 { "lane" } else { "lanes" };
+        match m.regs.lane[r] {
+            NO_LANE => write!(f, "${}@r?({lanes} {plural})", m.reg_name(r)),
+            l => write!(f, "${}@r{l}({lanes} {plural})", m.reg_name(r)),
         }
     }
 }
@@ -151,5 +173,38 @@ impl fmt::Display for MemDescription<'_> {
             m.mems.partitions[self.mem],
             m.mems.bytes[self.mem]
         )
+    }
+}
+
+/// A value (a finding, an error) with the module whose entities it names,
+/// for printing in the user's names: each value type says how in its
+/// `Display` impl for `InModule<'_, ItsType>`, and its `display(m)` returns
+/// one. The value itself prints without a module, by index, where it can.
+pub struct InModule<'m, T> {
+    /// The value printed.
+    pub(crate) item: &'m T,
+    /// The module that names its entities.
+    pub(crate) module: &'m Module,
+}
+
+impl<'m, T> InModule<'m, T> {
+    /// `item` as `module` spells it.
+    pub(crate) fn new(item: &'m T, module: &'m Module) -> Self {
+        InModule { item, module }
+    }
+}
+
+impl<T> Clone for InModule<'_, T> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<T> Copy for InModule<'_, T> {}
+
+impl<T: fmt::Debug> fmt::Debug for InModule<'_, T> {
+    /// The value alone: the module is context, too large to print.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_tuple("InModule").field(self.item).finish()
     }
 }

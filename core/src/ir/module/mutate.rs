@@ -168,14 +168,13 @@ impl Module {
             .copied()
             .unwrap_or(Loop::INVALID);
         let read = k < self.operands(i).n_in as usize;
-        let (loc, ps, pc, off, es, dims) = self.ap_static(a);
         let uses = self.uses(i).len();
-        pattern::check(self, inner, uses, read, loc, ps, pc, off, es, dims, &ext).map_err(
-            |error| IrError::BadPattern {
+        pattern::check(self, inner, uses, read, self.ap_plain(a), &ext).map_err(|error| {
+            IrError::BadPattern {
                 operand: k as u8,
                 error,
-            },
-        )?;
+            }
+        })?;
         match (self.aps.ext[a], ext.is_plain()) {
             (NO_EXT, true) => {}
             (NO_EXT, false) => {

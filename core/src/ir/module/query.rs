@@ -128,21 +128,26 @@ impl Module {
     /// The cells an access pattern may touch over all iterations (and its
     /// register window), relative to its location ([`pattern::Extent`]).
     pub fn ap_extent(&self, a: Ap) -> pattern::Extent {
-        let (loc, ps, pc, off, es, dims) = self.ap_static(a);
-        pattern::extent(self, loc, ps, pc, off, es, dims, self.ap_ext(a))
+        self.ap_extent_with(a, self.ap_ext(a))
     }
 
-    /// The static part of an access pattern as [`pattern`] takes it:
-    /// location, first partition, partitions, offset, element size, dims.
-    pub(super) fn ap_static(&self, a: Ap) -> (MemLoc, u16, u16, u32, u8, &[Dim]) {
-        (
-            self.aps.loc[a],
-            self.aps.part_start[a] as u16,
-            self.aps.part_count[a] as u16,
-            self.aps.offset[a],
-            self.aps.elem_size[a],
-            self.ap_dims(a),
-        )
+    /// The extent of an access pattern's static part under the extension
+    /// `ext` instead of its own (e.g. without its loop terms: the cells of
+    /// iteration 0).
+    pub fn ap_extent_with(&self, a: Ap, ext: &pattern::ApExt) -> pattern::Extent {
+        pattern::extent(self, self.ap_plain(a), ext)
+    }
+
+    /// The plain fields of an access pattern as [`pattern`] takes them.
+    pub(super) fn ap_plain(&self, a: Ap) -> pattern::PlainFields<'_> {
+        pattern::PlainFields {
+            loc: self.aps.loc[a],
+            part_start: self.aps.part_start[a] as u16,
+            part_count: self.aps.part_count[a] as u16,
+            offset: self.aps.offset[a],
+            elem_size: self.aps.elem_size[a],
+            dims: self.ap_dims(a),
+        }
     }
 
     /// The plain description of an access pattern (to copy or re-create it).

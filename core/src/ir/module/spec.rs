@@ -5,7 +5,7 @@ use arrayvec::ArrayVec;
 
 use super::{MemLoc, Reg};
 use crate::ir::ap::{Dim, MAX_DIMS};
-use crate::ir::pattern::ApExt;
+use crate::ir::pattern::{ApExt, PlainFields};
 use crate::ir::types::{Engine, InstFlags, Opcode, SubOp};
 
 /// A description of an access pattern to create.
@@ -25,6 +25,20 @@ pub struct ApSpec {
     pub dims: ArrayVec<Dim, MAX_DIMS>,
     /// Loop terms, register term, partition step (default: none).
     pub ext: ApExt,
+}
+
+impl ApSpec {
+    /// The described pattern's plain fields as [`crate::ir::pattern`] takes them.
+    pub fn plain(&self) -> PlainFields<'_> {
+        PlainFields {
+            loc: self.loc,
+            part_start: self.part_start,
+            part_count: self.part_count,
+            offset: self.offset,
+            elem_size: self.elem_size,
+            dims: &self.dims,
+        }
+    }
 }
 
 /// A description of an instruction to create.

@@ -53,7 +53,7 @@ use core::fmt;
 use super::chaitin_briggs::{ColorConfig, ColorError, ColorStats, Colorer, NO_COLOR};
 use super::graph::{GraphError, InterferenceGraph};
 use crate::analysis::{LinearOrder, RegLiveness};
-use crate::ir::{Capacity, Inst, InstFlags, IrError, Module, Reg, RegFlags, NO_LANE};
+use crate::ir::{Capacity, InModule, Inst, InstFlags, IrError, Module, Reg, RegFlags, NO_LANE};
 use spill::spill_headroom;
 pub use spill::{default_spill_temporaries, SPILL_TEMP_FRACTION, SPILL_TEMP_SLACK};
 
@@ -113,20 +113,16 @@ impl RegAllocError {
     /// A printable form that names the registers (`$name`) and the
     /// instruction of `m`.
     pub fn display<'m>(&'m self, m: &'m Module) -> RegAllocErrorDisplay<'m> {
-        RegAllocErrorDisplay { e: self, m }
+        InModule::new(self, m)
     }
 }
 
 /// See [`RegAllocError::display`].
-#[derive(Debug)]
-pub struct RegAllocErrorDisplay<'m> {
-    e: &'m RegAllocError,
-    m: &'m Module,
-}
+pub type RegAllocErrorDisplay<'m> = InModule<'m, RegAllocError>;
 
 impl fmt::Display for RegAllocErrorDisplay<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write_reg_error(self.e, f, Some(self.m))
+        write_reg_error(self.item, f, Some(self.module))
     }
 }
 

@@ -106,27 +106,12 @@ impl Coalescer {
     /// Reserves for `vregs` vregs, `cands` candidates, `edges` graph edges
     /// and `tied` tied pairs.
     pub fn reserve(&mut self, vregs: usize, cands: usize, edges: usize, tied: usize) {
-        for v in [
-            &mut self.parent,
-            &mut self.next,
-            &mut self.size,
-            &mut self.cdeg,
-            &mut self.stamp,
-            &mut self.vnode,
-            &mut self.node_root,
-            &mut self.vuses,
-        ] {
-            reserve_total(v, vregs);
-        }
+        reserve_totals!(vregs;
+            self.parent, self.next, self.size, self.cdeg, self.stamp, self.vnode, self.node_root,
+            self.vuses, self.node_lanes, self.node_cost, self.vcost, self.node_fixed, self.node_bound);
         reserve_total(&mut self.hint_start, vregs + 1);
-        reserve_total(&mut self.node_lanes, vregs);
-        reserve_total(&mut self.node_cost, vregs);
-        reserve_total(&mut self.vcost, vregs);
-        reserve_total(&mut self.node_fixed, vregs);
-        reserve_total(&mut self.cands, cands);
-        reserve_total(&mut self.hint_pairs, cands);
+        reserve_totals!(cands; self.cands, self.hint_pairs);
         reserve_total(&mut self.hint, 2 * cands);
-        reserve_total(&mut self.node_bound, vregs);
         let _ = edges;
         reserve_total(&mut self.tied_conflicts, tied);
     }

@@ -121,21 +121,14 @@ pub struct FunctionBuf {
     pub entry: Block,
     block_insts: Vec<(u32, u32)>,
     block_depth: Vec<u32>,
-    succ_start: Vec<u32>,
-    succ_pool: Vec<Block>,
-    pred_start: Vec<u32>,
-    pred_pool: Vec<Block>,
-    param_start: Vec<u32>,
-    param_pool: Vec<VReg>,
-    /// Per edge (in successor order) the start of its arguments.
-    arg_start: Vec<u32>,
-    arg_pool: Vec<VReg>,
-    use_start: Vec<u32>,
-    use_pool: Vec<VReg>,
-    def_start: Vec<u32>,
-    def_pool: Vec<VReg>,
-    tied_start: Vec<u32>,
-    tied_pool: Vec<TiedPair>,
+    succs: Rows<Block>,
+    preds: Rows<Block>,
+    params: Rows<VReg>,
+    /// Per edge (in successor order) its arguments.
+    args: Rows<VReg>,
+    uses: Rows<VReg>,
+    defs: Rows<VReg>,
+    tied: Rows<TiedPair>,
     moves: Vec<bool>,
     /// Lanes per vreg; empty means every vreg is 1 lane.
     lanes: Vec<u8>,
@@ -153,28 +146,19 @@ impl FunctionBuf {
     pub fn clear(&mut self) {
         self.num_vregs = 0;
         self.entry = Block(0);
+        // Per block.
         self.block_insts.clear();
         self.block_depth.clear();
-        self.succ_start.clear();
-        self.succ_start.push(0);
-        self.succ_pool.clear();
-        self.pred_start.clear();
-        self.pred_pool.clear();
-        self.param_start.clear();
-        self.param_start.push(0);
-        self.param_pool.clear();
-        self.arg_start.clear();
-        self.arg_start.push(0);
-        self.arg_pool.clear();
-        self.use_start.clear();
-        self.use_start.push(0);
-        self.use_pool.clear();
-        self.def_start.clear();
-        self.def_start.push(0);
-        self.def_pool.clear();
-        self.tied_start.clear();
-        self.tied_start.push(0);
-        self.tied_pool.clear();
+        self.succs.clear();
+        self.params.clear();
+        self.args.clear();
+        // Derived by `finish`: no rows until then.
+        self.preds.start.clear();
+        self.preds.pool.clear();
+        // Per instruction and per vreg.
+        self.uses.clear();
+        self.defs.clear();
+        self.tied.clear();
         self.moves.clear();
         self.lanes.clear();
     }
@@ -191,14 +175,12 @@ impl FunctionBuf {
         let b = Block(self.block_insts.len() as u32);
         self.block_insts.push(insts);
         self.block_depth.push(depth);
-        self.param_pool.extend_from_slice(params);
-        self.param_start.push(self.param_pool.len() as u32);
+        self.params.push_row(params);
         for &(s, args) in succs {
-            self.succ_pool.push(s);
-            self.arg_pool.extend_from_slice(args);
-            self.arg_start.push(self.arg_pool.len() as u32);
+            self.succs.pool.push(s);
+            self.args.push_row(args);
         }
-        self.succ_start.push(self.succ_pool.len() as u32);
+        self.succs.end_row();
         b
     }
 
@@ -211,12 +193,9 @@ impl FunctionBuf {
         is_move: bool,
     ) -> CfgInst {
         let i = CfgInst(self.moves.len() as u32);
-        self.use_pool.extend_from_slice(uses);
-        self.use_start.push(self.use_pool.len() as u32);
-        self.def_pool.extend_from_slice(defs);
-        self.def_start.push(self.def_pool.len() as u32);
-        self.tied_pool.extend_from_slice(tied);
-        self.tied_start.push(self.tied_pool.len() as u32);
+        self.uses.push_row(uses);
+        self.defs.push_row(defs);
+        self.tied.push_row(tied);
         self.moves.push(is_move);
         i
     }
@@ -233,25 +212,24 @@ impl FunctionBuf {
     /// of range are skipped here and reported by validation).
     pub fn finish(&mut self) {
         let nb = self.block_insts.len();
-        self.pred_start.clear();
-        self.pred_start.resize(nb + 1, 0);
-        for &s in &self.succ_pool {
+        let (start, pool) = (&mut self.preds.start, &mut self.preds.pool);
+        start.clear();
+        start.resize(nb + 1, 0);
+        for &s in &self.succs.pool {
             if s.index() < nb {
-                self.pred_start[s.index() + 1] += 1;
+                start[s.index() + 1] += 1;
             }
         }
         for b in 0..nb {
-            self.pred_start[b + 1] += self.pred_start[b];
+            start[b + 1] += start[b];
         }
-        self.pred_pool.clear();
-        self.pred_pool
-            .resize(self.pred_start[nb] as usize, Block(0));
-        let mut cursor: Vec<u32> = self.pred_start[..nb].to_vec();
+        pool.clear();
+        pool.resize(start[nb] as usize, Block(0));
+        let mut cursor: Vec<u32> = start[..nb].to_vec();
         for b in 0..nb {
-            for k in self.succ_start[b]..self.succ_start[b + 1] {
-                let s = self.succ_pool[k as usize];
+            for &s in self.succs.row(b) {
                 if s.index() < nb {
-                    self.pred_pool[cursor[s.index()] as usize] = Block(b as u32);
+                    pool[cursor[s.index()] as usize] = Block(b as u32);
                     cursor[s.index()] += 1;
                 }
             }
@@ -276,29 +254,29 @@ impl CfgFunction for FunctionBuf {
         self.block_insts.get(b.index()).copied().unwrap_or((0, 0))
     }
     fn succs(&self, b: Block) -> &[Block] {
-        slice(&self.succ_pool, &self.succ_start, b.index())
+        self.succs.row(b.index())
     }
     fn preds(&self, b: Block) -> &[Block] {
-        slice(&self.pred_pool, &self.pred_start, b.index())
+        self.preds.row(b.index())
     }
     fn params(&self, b: Block) -> &[VReg] {
-        slice(&self.param_pool, &self.param_start, b.index())
+        self.params.row(b.index())
     }
     fn edge_args(&self, b: Block, succ: usize) -> &[VReg] {
-        let first = self.succ_start.get(b.index()).copied().unwrap_or(0) as usize;
-        slice(&self.arg_pool, &self.arg_start, first + succ)
+        let first = self.succs.start.get(b.index()).copied().unwrap_or(0) as usize;
+        self.args.row(first + succ)
     }
     fn loop_depth(&self, b: Block) -> u32 {
         self.block_depth.get(b.index()).copied().unwrap_or(0)
     }
     fn uses(&self, i: CfgInst) -> &[VReg] {
-        slice(&self.use_pool, &self.use_start, i.index())
+        self.uses.row(i.index())
     }
     fn defs(&self, i: CfgInst) -> &[VReg] {
-        slice(&self.def_pool, &self.def_start, i.index())
+        self.defs.row(i.index())
     }
     fn tied(&self, i: CfgInst) -> &[TiedPair] {
-        slice(&self.tied_pool, &self.tied_start, i.index())
+        self.tied.row(i.index())
     }
     fn is_move(&self, i: CfgInst) -> bool {
         self.moves.get(i.index()).copied().unwrap_or(false)
@@ -308,10 +286,39 @@ impl CfgFunction for FunctionBuf {
     }
 }
 
-/// `pool[start[i]..start[i + 1]]`, empty when out of range.
-fn slice<'a, T>(pool: &'a [T], start: &[u32], i: usize) -> &'a [T] {
-    match (start.get(i), start.get(i + 1)) {
-        (Some(&a), Some(&b)) if a <= b => pool.get(a as usize..b as usize).unwrap_or(&[]),
-        _ => &[],
+/// Rows of items in one pool: row `i` is `pool[start[i]..start[i + 1]]`.
+/// Built row by row (`start` is `[0]` once cleared, and every row pushed
+/// ends at the pool's length); a row out of range is empty.
+#[derive(Clone, Debug, Default)]
+struct Rows<T> {
+    start: Vec<u32>,
+    pool: Vec<T>,
+}
+
+impl<T: Copy> Rows<T> {
+    /// No rows (the storage stays).
+    fn clear(&mut self) {
+        self.start.clear();
+        self.start.push(0);
+        self.pool.clear();
+    }
+
+    /// Ends the row of the items pushed onto the pool since the last end.
+    fn end_row(&mut self) {
+        self.start.push(self.pool.len() as u32);
+    }
+
+    /// Appends the row `items`.
+    fn push_row(&mut self, items: &[T]) {
+        self.pool.extend_from_slice(items);
+        self.end_row();
+    }
+
+    /// Row `i`, empty when out of range.
+    fn row(&self, i: usize) -> &[T] {
+        match (self.start.get(i), self.start.get(i + 1)) {
+            (Some(&a), Some(&b)) if a <= b => self.pool.get(a as usize..b as usize).unwrap_or(&[]),
+            _ => &[],
+        }
     }
 }

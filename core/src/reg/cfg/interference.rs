@@ -24,6 +24,7 @@ use alloc::vec::Vec;
 
 use super::liveness::Liveness;
 use super::program::{Full, Program, PseudoKind, NONE};
+use super::walk::{BackwardSteps, Step};
 
 /// A set of vregs with O(1) insert, remove, membership and clear, and
 /// iteration in insertion order (Briggs–Torczon sparse set).
@@ -103,6 +104,19 @@ impl LiveLanes {
         if self.set.contains(v) {
             self.set.remove(v);
             self.lanes -= p.lanes[v as usize] as u32;
+        }
+    }
+
+    /// The values of block `b` live at its exit that hold a register (one
+    /// spilled since the liveness ran is in its slot, not live here): the
+    /// start of a backward walk over the block.
+    pub fn start_at_exit(&mut self, p: &Program, lv: &Liveness, b: usize) {
+        self.clear();
+        for g in lv.live_out_of(b) {
+            let v = lv.globals[g as usize];
+            if p.in_reg(v) {
+                self.add(p, v);
+            }
         }
     }
 
@@ -205,23 +219,17 @@ impl Walk {
     }
 
     fn block(&mut self, p: &Program, lv: &Liveness, b: usize, edges: bool) -> Result<(), Full> {
-        self.live.clear();
-        for g in lv.live_out_of(b) {
-            let v = lv.globals[g as usize];
-            // Spilled since the liveness ran: in its slot, not live here.
-            if p.in_reg(v) {
-                self.live.add(p, v);
-            }
-        }
+        self.live.start_at_exit(p, lv, b);
         self.max_live = self.max_live.max(self.live.lanes);
-        let (ps, pe) = p.pseudo_range(b);
-        let mut cur = pe;
-        let (s, e) = (p.block_start[b], p.block_end[b]);
-        for i in (s..e).rev() {
-            while cur > ps && p.pseudo[cur - 1].key == 2 * i + 1 {
-                cur -= 1;
-                self.pseudo(p, cur, edges)?;
-            }
+        let mut walk = BackwardSteps::new(p, b);
+        while let Some(step) = walk.step(p) {
+            let i = match step {
+                Step::Pseudo(x) => {
+                    self.pseudo(p, x, edges)?;
+                    continue;
+                }
+                Step::Inst(i) => i,
+            };
             let iu = i as usize;
             let exempt = if p.is_move[iu] { p.uses(iu)[0] } else { NONE };
             self.define(p, p.defs(iu), exempt, edges)?;
@@ -235,10 +243,6 @@ impl Walk {
                 self.live.add(p, u);
             }
             self.max_live = self.max_live.max(self.live.lanes);
-            while cur > ps && p.pseudo[cur - 1].key == 2 * i {
-                cur -= 1;
-                self.pseudo(p, cur, edges)?;
-            }
         }
         let (a, z) = (p.param_start[b] as usize, p.param_start[b + 1] as usize);
         for j in a..z {

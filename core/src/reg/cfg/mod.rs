@@ -29,6 +29,7 @@ mod pressure;
 mod program;
 mod split;
 pub(crate) mod validate;
+mod walk;
 
 #[cfg(test)]
 mod tests;

@@ -35,6 +35,7 @@ use alloc::vec::Vec;
 use super::interference::LiveLanes;
 use super::liveness::Liveness;
 use super::program::{Program, PseudoKind, NONE, ORIG};
+use super::walk::{BackwardSteps, Step};
 
 /// The values a point may not spill: the operands of an instruction
 /// (`ops[lo..hi]`) or up to two vregs.
@@ -163,21 +164,17 @@ impl PressureSpiller {
     }
 
     fn block(&mut self, p: &mut Program, lv: &Liveness, b: usize, k: u32) {
-        self.live.clear();
-        for g in lv.live_out_of(b) {
-            let v = lv.globals[g as usize];
-            self.add(p, v);
-        }
+        self.live.start_at_exit(p, lv, b);
         self.relieve(p, k, Keep::These([NONE; 2]), 0);
-        let (ps, pe) = p.pseudo_range(b);
-        let mut cur = pe;
-        let (s, e) = (p.block_start[b], p.block_end[b]);
-        for i in (s..e).rev() {
-            while cur > ps && p.pseudo[cur - 1].key == 2 * i + 1 {
-                cur -= 1;
-                self.pseudo(p, cur, k);
-            }
-            let iu = i as usize;
+        let mut walk = BackwardSteps::new(p, b);
+        while let Some(step) = walk.step(p) {
+            let iu = match step {
+                Step::Pseudo(x) => {
+                    self.pseudo(p, x, k);
+                    continue;
+                }
+                Step::Inst(i) => i as usize,
+            };
             let (o0, nu, o1) = (
                 p.op_start[iu] as usize,
                 p.n_use[iu] as usize,
@@ -201,10 +198,6 @@ impl PressureSpiller {
             }
             let extra = Self::temps(p, &p.ops[o0..o0 + nu]);
             self.relieve(p, k, Keep::Ops(o0, o0 + nu), extra);
-            while cur > ps && p.pseudo[cur - 1].key == 2 * i {
-                cur -= 1;
-                self.pseudo(p, cur, k);
-            }
         }
         let (a, z) = (p.param_start[b] as usize, p.param_start[b + 1] as usize);
         for j in a..z {

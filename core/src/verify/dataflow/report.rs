@@ -2,7 +2,7 @@
 
 use core::fmt;
 
-use crate::ir::{Ap, Inst, MemLoc, Module, Reg};
+use crate::ir::{Ap, InModule, Inst, MemLoc, Module, Reg};
 
 /// Where a value was made.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -98,19 +98,12 @@ pub enum Mismatch {
 impl Mismatch {
     /// A printable form naming instructions and locations.
     pub fn display<'m>(&'m self, rewritten: &'m Module) -> MismatchDisplay<'m> {
-        MismatchDisplay {
-            mismatch: self,
-            module: rewritten,
-        }
+        InModule::new(self, rewritten)
     }
 }
 
 /// A [`Mismatch`] with the (rewritten) module, for printing.
-#[derive(Copy, Clone, Debug)]
-pub struct MismatchDisplay<'m> {
-    mismatch: &'m Mismatch,
-    module: &'m Module,
-}
+pub type MismatchDisplay<'m> = InModule<'m, Mismatch>;
 
 struct ValueDisplay<'m>(&'m Module, Value);
 
@@ -136,7 +129,7 @@ impl fmt::Display for ValueDisplay<'_> {
 impl fmt::Display for MismatchDisplay<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let m = self.module;
-        match *self.mismatch {
+        match *self.item {
             Mismatch::Read {
                 inst,
                 operand,
@@ -266,20 +259,16 @@ impl DataflowError {
     /// A printable form that spells instructions as the (rewritten) module
     /// `m` does; original instructions keep their place in a rewrite.
     pub fn display<'m>(&'m self, m: &'m Module) -> DataflowErrorDisplay<'m> {
-        DataflowErrorDisplay { e: self, m }
+        InModule::new(self, m)
     }
 }
 
 /// See [`DataflowError::display`].
-#[derive(Debug)]
-pub struct DataflowErrorDisplay<'m> {
-    e: &'m DataflowError,
-    m: &'m Module,
-}
+pub type DataflowErrorDisplay<'m> = InModule<'m, DataflowError>;
 
 impl fmt::Display for DataflowErrorDisplay<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write_dataflow_error(self.e, f, Some(self.m))
+        write_dataflow_error(self.item, f, Some(self.module))
     }
 }
 

@@ -6,7 +6,7 @@
 use arrayvec::ArrayVec;
 use core::fmt;
 
-use crate::ir::{Entity, Inst, MemLoc, Module, Reg, Space, NO_LANE};
+use crate::ir::{Entity, InModule, Inst, MemLoc, Module, Reg, Space};
 
 /// Which coordinate of a location left its space.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -260,42 +260,20 @@ impl Finding {
 
     /// A printable form that spells locations as `%name@SB<p,b>(P x B)`.
     pub fn display<'m>(&'m self, module: &'m Module) -> FindingDisplay<'m> {
-        FindingDisplay {
-            finding: self,
-            module,
-        }
+        InModule::new(self, module)
     }
 }
 
 /// A [`Finding`] with the module it refers to, for printing.
-#[derive(Copy, Clone, Debug)]
-pub struct FindingDisplay<'m> {
-    finding: &'m Finding,
-    module: &'m Module,
-}
-
-/// `$name@r5(2 lanes)` or `$name@r?(1 lane)`.
-struct RegDescription<'m>(&'m Module, Reg);
-
-impl fmt::Display for RegDescription<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let (m, r) = (self.0, self.1);
-        let lanes = m.regs.lanes[r];
-        let plural = if lanes == 1 { "lane" } else { "lanes" };
-        match m.regs.lane[r] {
-            NO_LANE => write!(f, "${}@r?({lanes} {plural})", m.reg_name(r)),
-            l => write!(f, "${}@r{l}({lanes} {plural})", m.reg_name(r)),
-        }
-    }
-}
+pub type FindingDisplay<'m> = InModule<'m, Finding>;
 
 impl fmt::Display for FindingDisplay<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let m = self.module;
         let d = |x: MemLoc| m.describe_mem(x);
-        let r = |x: Reg| RegDescription(m, x);
+        let r = |x: Reg| m.describe_reg(x);
         let i = |x: Inst| m.describe_inst(x);
-        match *self.finding {
+        match *self.item {
             Finding::Unplaced { mem, inst, pos } => write!(
                 f,
                 "{} is live at {} (position {pos}) but has no placement",
