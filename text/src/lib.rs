@@ -38,6 +38,7 @@
 //! assert_eq!((err.line, err.col), (2, 15)); // at `fp33`
 //! ```
 
+pub mod comments;
 pub mod error;
 pub mod lexer;
 mod parser;
@@ -46,6 +47,7 @@ pub mod source_map;
 pub mod stream;
 pub mod walk;
 
+pub use comments::{parse_with_comments, print_with_comments, Anchor, Comment, Comments, Place};
 pub use error::{ErrorKind, ParseError};
 pub use printer::{print, print_into};
 pub use source_map::{Pos, SourceMap};
