@@ -14,8 +14,8 @@
 //! already parsed, so [`crate::parse`] does no extra work for it. The scan
 //! names items the way the parser numbers them (declarations, functions,
 //! loops, blocks, instructions each counted in source order; an unlabelled
-//! block where an instruction follows a `{` or `}`), and checks its counts
-//! and names against the module.
+//! block where an instruction follows a `{` or `}`), and checks its counts,
+//! and the names of functions and labels, against the module.
 //!
 //! [`print_with_comments`] prints the canonical text of the module with the
 //! comments at their items. Invariants (tested on every example and on
@@ -32,7 +32,6 @@ use std::collections::HashMap;
 use tusk_core::ir::{Block, Func, Inst, Loop, MemLoc, Module, Reg};
 
 use super::error::{ErrorKind, ParseError};
-use super::lexer::{self, Lexer, Tok};
 use super::printer::{
     indent, print, print_func_open, print_inst, print_label, print_loop_open, print_mem_decl,
     print_reg_decl, print_target,
@@ -146,9 +145,8 @@ impl Comments {
 /// Parses a module and records its comments (see the module docs). Errors
 /// are those of [`crate::parse`].
 pub fn parse_with_comments(bytes: &[u8]) -> Result<(Module, Comments), ParseError> {
-    let m = super::parse(bytes)?;
-    // `parse` has validated the bytes; this only recovers the `&str`.
-    let src = std::str::from_utf8(bytes).map_err(|_| internal("the text is not UTF-8"))?;
+    let src = super::text_of(bytes)?;
+    let (m, _) = super::parser::parse_str(src, false)?;
     let comments = Scan::new(&m).run(src)?;
     Ok((m, comments))
 }
@@ -221,15 +219,27 @@ impl<'m, 's> Scan<'m, 's> {
     }
 
     fn run(mut self, src: &'s str) -> Result<Comments, ParseError> {
-        for line in src.split('\n') {
-            let (code, comment) = match line.find(';') {
-                Some(k) => (
+        // Per line: its end, its first `;` (only searched for when the text
+        // has one), its first and last non-blank byte before the comment.
+        // Byte scans, not `str` searches: the scan runs over every line of
+        // the input, and `tusk fmt` of a canonical module is mostly this
+        // scan besides parsing and printing.
+        let bytes = src.as_bytes();
+        let any_comment = bytes.contains(&b';');
+        let mut pos = 0;
+        while pos <= bytes.len() {
+            let rest = bytes.get(pos..).unwrap_or(&[]);
+            let len = find_byte(rest, b'\n').unwrap_or(rest.len());
+            let line = src.get(pos..pos + len).unwrap_or("");
+            pos += len + 1;
+            let (code, comment) = match any_comment.then(|| find_byte(line.as_bytes(), b';')) {
+                Some(Some(k)) => (
                     line.get(..k).unwrap_or(""),
                     line.get(k..).map(str::trim_end),
                 ),
-                None => (line, None),
+                _ => (line, None),
             };
-            let code = code.trim_matches([' ', '\t', '\r']);
+            let code = trim_blanks(code);
             if code.is_empty() && comment.is_none() {
                 self.blank |= self.seen_line;
                 continue;
@@ -280,71 +290,66 @@ impl<'m, 's> Scan<'m, 's> {
     /// empty), then its trailing comment on the last of them. A line holds
     /// one item, or block labels followed by at most one other item (the
     /// parser reads `entry: %t = load %in` as a label and an instruction).
+    /// The text parsed, so the first word (and whether a `:` follows it)
+    /// tells the item, as it tells the parser.
     fn items(&mut self, code: &'s str, comment: Option<&'s str>) -> Result<(), ParseError> {
-        let mut lx = Lexer::new(code);
-        let mut tok = lex(&mut lx)?;
+        let mut rest = code;
         let mut first = true;
-        let mut last = Anchor::End;
-        while tok.kind != Tok::Eof {
-            let after = lex(&mut lx)?;
+        let last = loop {
+            let w = first_word(rest);
             let anchor = match self.func {
-                None => self.top_level(lx.text(&tok), &lx, after)?,
-                Some(_) if tok.kind == Tok::Word && after.kind == Tok::Colon => {
-                    self.check_name(
-                        lx.text(&tok),
-                        self.m.num_blocks() > self.blocks
-                            && self.m.block_name(Block::new(self.blocks)) == lx.text(&tok),
-                    )?;
-                    self.blocks += 1;
-                    self.in_block = true;
-                    tok = lex(&mut lx)?;
-                    self.item(Anchor::Block(Block::new(self.blocks - 1)), first);
-                    first = false;
-                    last = Anchor::Block(Block::new(self.blocks - 1));
-                    continue;
-                }
+                None => self.top_level(w, rest)?,
                 Some(f) => {
-                    let is_loop = tok.kind == Tok::Word && lx.text(&tok) == "loop";
-                    self.in_func(f, tok.kind == Tok::RBrace, is_loop)
+                    let after = rest.get(w.len()..).unwrap_or("").trim_start_matches(BLANKS);
+                    if let (false, Some(next)) = (w.is_empty(), after.strip_prefix(':')) {
+                        let b = Block::new(self.blocks);
+                        let same = self.blocks < self.m.num_blocks() && self.m.block_name(b) == w;
+                        self.check_name(w, same)?;
+                        self.blocks += 1;
+                        self.in_block = true;
+                        self.item(Anchor::Block(b), first);
+                        first = false;
+                        rest = next.trim_start_matches(BLANKS);
+                        if rest.is_empty() {
+                            break Anchor::Block(b);
+                        }
+                        continue;
+                    }
+                    self.in_func(f, rest.starts_with('}'), w == "loop")
                 }
             };
             self.item(anchor, first);
-            last = anchor;
-            break;
-        }
+            break anchor;
+        };
         if let Some(text) = comment {
             self.out.push(last, Place::Trailing, text);
         }
         Ok(())
     }
 
-    /// The item a line outside any function starts with: `word`, then the
-    /// token `after` it.
-    fn top_level(
-        &mut self,
-        word: &str,
-        lx: &Lexer<'s>,
-        after: lexer::Token,
-    ) -> Result<Anchor, ParseError> {
-        let name = lx.text(&after);
-        let m = self.m;
+    /// The item a line outside any function starts with: its first word
+    /// `word`, and the whole line `code`.
+    fn top_level(&mut self, word: &str, code: &str) -> Result<Anchor, ParseError> {
         Ok(match word {
             "target" => Anchor::Header,
             "dram" | "sb" | "psum" => {
-                let v = MemLoc::new(self.mems);
-                self.check_name(name, self.mems < m.num_mems() && m.mem_name(v) == name)?;
                 self.mems += 1;
-                Anchor::Mem(v)
+                Anchor::Mem(MemLoc::new(self.mems - 1))
             }
             "reg" => {
-                let r = Reg::new(self.regs);
-                self.check_name(name, self.regs < m.num_regs() && m.reg_name(r) == name)?;
                 self.regs += 1;
-                Anchor::Reg(r)
+                Anchor::Reg(Reg::new(self.regs - 1))
             }
             "func" => {
                 let f = Func::new(self.funcs);
-                self.check_name(name, self.funcs < m.num_funcs() && m.func_name(f) == name)?;
+                let name = code
+                    .get(word.len()..)
+                    .unwrap_or("")
+                    .trim_start_matches(BLANKS)
+                    .trim_start_matches('@');
+                let name = first_word(name);
+                let same = self.funcs < self.m.num_funcs() && self.m.func_name(f) == name;
+                self.check_name(name, same)?;
                 self.funcs += 1;
                 self.func = Some(f);
                 self.open.clear();
@@ -400,7 +405,7 @@ impl<'m, 's> Scan<'m, 's> {
 
     /// A new item: the first one of its line takes the pending entries.
     fn item(&mut self, anchor: Anchor, first: bool) {
-        if !first {
+        if !first || (self.pending.is_empty() && self.seen_item) {
             return;
         }
         if matches!(anchor, Anchor::LoopEnd(_) | Anchor::FuncEnd(_))
@@ -435,9 +440,52 @@ impl<'m, 's> Scan<'m, 's> {
     }
 }
 
-fn lex<'s>(lx: &mut Lexer<'s>) -> Result<lexer::Token, ParseError> {
-    lx.next_token()
-        .map_err(|_| internal("a line that parsed does not lex"))
+/// The blanks the lexer skips.
+const BLANKS: [char; 3] = [' ', '\t', '\r'];
+
+/// `s` without the blanks at either end.
+fn trim_blanks(s: &str) -> &str {
+    let b = s.as_bytes();
+    let blank = |c: &u8| matches!(c, b' ' | b'\t' | b'\r');
+    let lo = b.iter().position(|c| !blank(c)).unwrap_or(b.len());
+    let hi = b.iter().rposition(|c| !blank(c)).map_or(lo, |k| k + 1);
+    s.get(lo..hi).unwrap_or("")
+}
+
+/// The first position of `byte` in `hay`, eight bytes at a time (the
+/// classic zero-byte test on `hay ^ byte` per `u64`: the lowest flagged
+/// byte is exact).
+fn find_byte(hay: &[u8], byte: u8) -> Option<usize> {
+    const LO: u64 = 0x0101_0101_0101_0101;
+    const HI: u64 = 0x8080_8080_8080_8080;
+    let pattern = LO * byte as u64;
+    let mut chunks = hay.chunks_exact(8);
+    let mut at = 0;
+    for c in &mut chunks {
+        let mut word = [0u8; 8];
+        word.copy_from_slice(c);
+        let x = u64::from_le_bytes(word) ^ pattern;
+        let found = x.wrapping_sub(LO) & !x & HI;
+        if found != 0 {
+            return Some(at + (found.trailing_zeros() / 8) as usize);
+        }
+        at += 8;
+    }
+    chunks
+        .remainder()
+        .iter()
+        .position(|&c| c == byte)
+        .map(|k| at + k)
+}
+
+/// The bare word `code` starts with (empty when it starts with a sigil or
+/// punctuation): the bytes a word may hold.
+fn first_word(code: &str) -> &str {
+    let n = code
+        .bytes()
+        .position(|b| !(b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.' | b'-')))
+        .unwrap_or(code.len());
+    code.get(..n).unwrap_or("")
 }
 
 /// Prints `m` as canonical text with the comments of `c` at their items
@@ -856,6 +904,23 @@ entry:
             let out = assert_invariants(&format!("seed {seed}"), &src);
             assert!(out.contains("; after line") && out.contains("; before line"));
         }
+    }
+
+    #[test]
+    fn find_byte_finds_the_first() {
+        for len in 0..40 {
+            for at in 0..=len {
+                let mut hay = vec![b'a'; len];
+                hay.extend_from_slice(b"\n;\n");
+                hay[at] = b'\n';
+                assert_eq!(find_byte(&hay, b'\n'), Some(at), "{len} {at}");
+                assert_eq!(find_byte(&hay[..at], b'\n'), None);
+            }
+        }
+        // A byte just above the one searched for (the test's borrow) is
+        // not taken for it.
+        assert_eq!(find_byte(b"\x0b\x0b\x0b\x0b\x0b\x0b\x0b\n", b'\n'), Some(7));
+        assert_eq!(find_byte(b"\x8a\x0a", b'\n'), Some(1));
     }
 
     #[test]

@@ -49,6 +49,7 @@ pub(crate) fn print_header(m: &Module, out: &mut String) {
 }
 
 /// The text of the `target` line (no newline).
+#[inline]
 pub(crate) fn print_target(m: &Module, out: &mut String) {
     out.push_str("target ");
     out.push_str(m.target.generation.name());
@@ -58,12 +59,14 @@ pub(crate) fn print_target(m: &Module, out: &mut String) {
 }
 
 /// One register declaration line.
+#[inline]
 pub(crate) fn print_reg(m: &Module, r: tusk_core::ir::Reg, out: &mut String) {
     print_reg_decl(m, r, out);
     out.push('\n');
 }
 
 /// The text of a register declaration (no newline).
+#[inline]
 pub(crate) fn print_reg_decl(m: &Module, r: tusk_core::ir::Reg, out: &mut String) {
     out.push_str("reg $");
     out.push_str(m.reg_name(r));
@@ -114,6 +117,7 @@ pub(crate) fn print_event(m: &Module, e: Event, out: &mut String) {
 }
 
 /// `func @name {` (no newline).
+#[inline]
 pub(crate) fn print_func_open(m: &Module, f: tusk_core::ir::Func, out: &mut String) {
     out.push_str("func @");
     out.push_str(m.func_name(f));
@@ -121,6 +125,7 @@ pub(crate) fn print_func_open(m: &Module, f: tusk_core::ir::Func, out: &mut Stri
 }
 
 /// `loop [NAME in] TRIP {` (no newline).
+#[inline]
 pub(crate) fn print_loop_open(m: &Module, l: tusk_core::ir::Loop, out: &mut String) {
     let trip = m.loops().trip[l];
     out.push_str("loop ");
@@ -137,24 +142,28 @@ pub(crate) fn print_loop_open(m: &Module, l: tusk_core::ir::Loop, out: &mut Stri
 }
 
 /// `label:` (no newline).
+#[inline]
 pub(crate) fn print_label(m: &Module, b: tusk_core::ir::Block, out: &mut String) {
     out.push_str(m.block_name(b));
     out.push(':');
 }
 
 /// Two spaces per nesting level.
+#[inline]
 pub(crate) fn indent(out: &mut String, depth: usize) {
     for _ in 0..depth {
         out.push_str("  ");
     }
 }
 
+#[inline]
 pub(crate) fn print_mem(m: &Module, mem: tusk_core::ir::MemLoc, out: &mut String) {
     print_mem_decl(m, mem, out);
     out.push('\n');
 }
 
 /// The text of a location declaration (no newline).
+#[inline]
 pub(crate) fn print_mem_decl(m: &Module, mem: tusk_core::ir::MemLoc, out: &mut String) {
     let space = m.mems().space[mem];
     out.push_str(space.keyword());
