@@ -1,4 +1,5 @@
-//! The text format (std-shim): parsing and printing generated modules.
+//! The text format (std-shim): parsing and printing generated modules,
+//! with and without the comment side table of `tusk fmt`.
 //!
 //! `cargo bench -p tusk-benches --bench text`
 
@@ -21,6 +22,15 @@ fn parse_print(c: &mut Criterion) {
         });
         g.bench_with_input(BenchmarkId::new("print", n), &n, |b, _| {
             b.iter(|| text::print(&m).len())
+        });
+        // What `tusk fmt` does: the comment scan on top of the parse, and
+        // the comment printer (on text without comments: `print`).
+        g.bench_with_input(BenchmarkId::new("parse_with_comments", n), &n, |b, _| {
+            b.iter(|| text::parse_with_comments(src.as_bytes()).expect("printed text parses"))
+        });
+        let (_, comments) = text::parse_with_comments(src.as_bytes()).expect("printed text parses");
+        g.bench_with_input(BenchmarkId::new("print_with_comments", n), &n, |b, _| {
+            b.iter(|| text::print_with_comments(&m, &comments).len())
         });
     }
     g.finish();

@@ -190,10 +190,8 @@ fn read(
     from_json: bool,
     positions: bool,
 ) -> Result<(Module, Option<SourceMap>), (u8, String)> {
-    let bytes = io::read_limited(path, text::MAX_TEXT_BYTES)
-        .map_err(|e| (e.exit_code(EXIT_OK), format!("error: {e}\n")))?;
-    let as_json = from_json || path.extension().is_some_and(|e| e == "json");
-    let r = if as_json {
+    let bytes = read_input(path)?;
+    let r = if is_json(path, from_json) {
         json::parse_json(&bytes)
             .map(|m| (m, None))
             .map_err(|e| e.to_string())
@@ -206,12 +204,35 @@ fn read(
             .map(|m| (m, None))
             .map_err(|e| e.to_string())
     };
-    r.map_err(|e| {
-        (
-            EXIT_BAD_INPUT,
-            format!("error: {}:{e}\n", display_name(path)),
-        )
-    })
+    r.map_err(|e| malformed(path, e))
+}
+
+/// [`load`] of a text module with its comments ([`text::parse_with_comments`],
+/// for `tusk fmt`), and the bytes it was read from.
+pub fn load_with_comments(path: &Path) -> Result<(Module, text::Comments, Vec<u8>), (u8, String)> {
+    let bytes = read_input(path)?;
+    let (m, c) = text::parse_with_comments(&bytes).map_err(|e| malformed(path, e))?;
+    Ok((m, c, bytes))
+}
+
+/// Whether the input at `path` is read as JSON (its name, or `--from-json`).
+pub fn is_json(path: &Path, from_json: bool) -> bool {
+    from_json || path.extension().is_some_and(|e| e == "json")
+}
+
+/// The bytes of an input, within the text-size limit.
+fn read_input(path: &Path) -> Result<Vec<u8>, (u8, String)> {
+    io::read_limited(path, text::MAX_TEXT_BYTES)
+        .map_err(|e| (e.exit_code(EXIT_OK), format!("error: {e}\n")))
+}
+
+/// The message of a malformed input: the file, then the parser's
+/// `line:column: what`.
+fn malformed(path: &Path, e: impl std::fmt::Display) -> (u8, String) {
+    (
+        EXIT_BAD_INPUT,
+        format!("error: {}:{e}\n", display_name(path)),
+    )
 }
 
 /// Stages one output of `out` at `dest` (creating its directory first
@@ -728,10 +749,16 @@ pub fn table(outcomes: &[FileOutcome]) -> String {
 
 /// The exit code of a batch (module doc).
 pub fn batch_code(outcomes: &[FileOutcome]) -> u8 {
-    let has = |c: u8| outcomes.iter().any(|o| o.code == c);
+    worst_code(outcomes.iter().map(|o| o.code))
+}
+
+/// The exit code of several jobs that ended with `codes`: 2 if any input
+/// was malformed, else 3 (I/O) if any, else 1 if any failed, else 0.
+pub fn worst_code(codes: impl Iterator<Item = u8> + Clone) -> u8 {
+    let has = |c: u8| codes.clone().any(|x| x == c);
     if has(EXIT_BAD_INPUT) {
         EXIT_BAD_INPUT
-    } else if outcomes.iter().any(|o| o.code >= EXIT_IO) {
+    } else if codes.clone().any(|x| x >= EXIT_IO) {
         EXIT_IO
     } else if has(EXIT_FAILED) {
         EXIT_FAILED

@@ -8,6 +8,7 @@ pub mod csv;
 pub mod dimacs;
 pub mod dsa;
 pub mod explain;
+pub mod fmt;
 #[cfg(any(test, feature = "fuzz"))]
 pub mod fuzz;
 pub mod gen;

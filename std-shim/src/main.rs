@@ -7,11 +7,13 @@
 //! pipe is not one, see `tusk_shim::console`); 128 + N when signal N
 //! (SIGINT, SIGTERM, SIGHUP) stopped the run, its temporary files removed.
 //! Outputs are written atomically and only on success (except `tusk run
-//! --svg`, which draws a failed allocation too); inputs are only read.
+//! --svg`, which draws a failed allocation too); inputs are only read,
+//! except by `tusk fmt --write`, which replaces a file (atomically) by its
+//! canonical text.
 //! `tusk run` over several files exits with the worst code of its files
 //! (2 before 3 before 1; see `tusk_shim::batch`).
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand};
@@ -20,7 +22,7 @@ use tusk_core::verify::{Scope, Verifier};
 use tusk_core::{Allocator, Generation, Options, Rotation};
 use tusk_shim::batch::{self, JobConfig, OutputDirs, Outputs};
 use tusk_shim::console::{self, EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK};
-use tusk_shim::{blame, io, json, text};
+use tusk_shim::{blame, text};
 
 #[derive(Parser, Debug)]
 #[command(
@@ -38,8 +40,9 @@ struct Cli {
 enum Command {
     /// Parse a module and verify it (exit 0 clean, 1 findings, 2 bad input).
     Check(CheckArgs),
-    /// Print a module in canonical text (or JSON).
-    Fmt(FmtArgs),
+    /// Print a module in canonical text with its comments (or JSON), or
+    /// rewrite files in place (`--write`), or check them (`--check`).
+    Fmt(tusk_shim::fmt::FmtArgs),
     /// Print counts, and per space the live-interval summary and lower bounds.
     Info(InfoArgs),
     /// Allocate a module: the pipeline the optlevel selects, then the checks.
@@ -84,18 +87,6 @@ struct CheckArgs {
     /// `findings[]` (`kind`, `message`, `tensors`, `registers`, and `line`,
     /// `col` of the first entity it blames when the text wrote it) and
     /// `dropped` (findings beyond those kept).
-    #[arg(long)]
-    json: bool,
-}
-
-#[derive(Args, Debug)]
-struct FmtArgs {
-    #[command(flatten)]
-    input: Input,
-    /// Write here (atomically) instead of standard output.
-    #[arg(short = 'o', long = "output", value_name = "OUT")]
-    output: Option<PathBuf>,
-    /// Write JSON instead of text.
     #[arg(long)]
     json: bool,
 }
@@ -240,7 +231,7 @@ fn main() -> ExitCode {
     tusk_shim::tempfiles::install_signal_cleanup();
     let code = match &cli.command {
         Command::Check(a) => check(a),
-        Command::Fmt(a) => fmt(a),
+        Command::Fmt(a) => tusk_shim::fmt::run(a),
         Command::Info(a) => info(a),
         Command::Run(a) => run(a),
         Command::Gen(a) => tusk_shim::gen::run(a),
@@ -380,27 +371,6 @@ fn check_text(
         m.num_live_insts()
     );
     (EXIT_OK, out, j)
-}
-
-fn fmt(a: &FmtArgs) -> u8 {
-    let dest = a.output.as_deref().unwrap_or(Path::new("-"));
-    if let Err(msg) = io::check_outputs(Some(&a.input.file), &[("-o", dest)]) {
-        console::error(msg);
-        return EXIT_BAD_INPUT;
-    }
-    let m = match load(&a.input) {
-        Ok(m) => m,
-        Err(code) => return code,
-    };
-    let out = if a.json {
-        json::to_json_string(&m)
-    } else {
-        text::print(&m)
-    };
-    match io::write_atomic(dest, out.as_bytes()) {
-        Ok(()) => EXIT_OK,
-        Err(e) => e.report(EXIT_OK),
-    }
 }
 
 fn info(a: &InfoArgs) -> u8 {

@@ -340,6 +340,16 @@ fn a_hundred_thousand_nested_loops() {
     let _ = fs::remove_dir_all(&work);
 }
 
+/// Fails when an atomic write left a temporary file in `dir`.
+fn assert_no_temporary_files(dir: &Path) {
+    let names: Vec<_> = fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .filter(|n| n.contains("tmp"))
+        .collect();
+    assert!(names.is_empty(), "temporary files left: {names:?}");
+}
+
 #[test]
 fn io_errors_exit_three_and_inputs_stay_untouched() {
     let work = scratch("io");
@@ -368,17 +378,91 @@ fn io_errors_exit_three_and_inputs_stay_untouched() {
     let o = run_in(&work, &["fmt", "in.tusk", "-o", "out.tusk"]);
     assert_eq!(o.code, 0, "{}", o.stderr);
     assert_eq!(fs::read_to_string(work.join("out.tusk")).unwrap(), src);
-    let names: Vec<_> = fs::read_dir(&work)
-        .unwrap()
-        .map(|e| e.unwrap().file_name().into_string().unwrap())
-        .filter(|n| n.contains("tmp"))
-        .collect();
-    assert!(names.is_empty(), "temporary files left: {names:?}");
+    assert_no_temporary_files(&work);
     // JSON out and back in gives the same text.
     let o = run_in(&work, &["fmt", "--json", "in.tusk", "-o", "in.json"]);
     assert_eq!(o.code, 0, "{}", o.stderr);
     let o = run_in(&work, &["fmt", "in.json"]);
     assert_eq!((o.code, o.stdout.as_str()), (0, src));
+    let _ = fs::remove_dir_all(&work);
+}
+
+#[test]
+fn fmt_write_and_check_change_only_what_is_not_canonical() {
+    use std::os::unix::fs::MetadataExt;
+    let work = scratch("fmt-write");
+    let messy = "; kernel\ntarget trn2\nsb   %x [128 x 64]   ; scratch\nfunc @f {\nentry:\n  %x = memset 0 ; zero\n}\n";
+    let canonical = "; kernel\ntarget trn2\n\nsb %x [128 x 64] ; scratch\n\nfunc @f {\nentry:\n  %x = memset 0 ; zero\n}\n";
+    let bad = "; broken\nfunc @f {\n";
+    fs::write(work.join("a.tusk"), messy).unwrap();
+    fs::write(work.join("b.tusk"), canonical).unwrap();
+    fs::write(work.join("bad.tusk"), bad).unwrap();
+    let ino = |f: &str| fs::metadata(work.join(f)).unwrap().ino();
+    let read = |f: &str| fs::read_to_string(work.join(f)).unwrap();
+    // Printing keeps the comments.
+    let o = run_in(&work, &["fmt", "a.tusk"]);
+    assert_eq!((o.code, o.stdout.as_str()), (0, canonical), "{}", o.stderr);
+    // --check lists what --write would change, and changes nothing.
+    let o = run_in(&work, &["fmt", "--check", "a.tusk", "b.tusk"]);
+    assert_eq!((o.code, o.stdout.as_str()), (1, "a.tusk\n"), "{}", o.stderr);
+    assert_eq!(read("a.tusk"), messy);
+    let o = run_in(&work, &["fmt", "--check", "b.tusk"]);
+    assert_eq!((o.code, o.stdout.as_str()), (0, ""), "{}", o.stderr);
+    // --write rewrites the messy file, leaves the canonical one untouched
+    // (same inode: not even rewritten) and the malformed one as it was,
+    // with the parser's error and exit 2.
+    let (b_ino, bad_ino) = (ino("b.tusk"), ino("bad.tusk"));
+    let o = run_in(&work, &["fmt", "--write", "a.tusk", "b.tusk", "bad.tusk"]);
+    assert_eq!(o.code, 2, "{}", o.stderr);
+    assert!(o.stderr.contains("error: bad.tusk:3:1:"), "{}", o.stderr);
+    assert_eq!(read("a.tusk"), canonical);
+    assert_eq!(
+        (read("b.tusk"), ino("b.tusk")),
+        (canonical.to_string(), b_ino)
+    );
+    assert_eq!(
+        (read("bad.tusk"), ino("bad.tusk")),
+        (bad.to_string(), bad_ino)
+    );
+    // Formatting again changes nothing; --check agrees.
+    let a_ino = ino("a.tusk");
+    let o = run_in(&work, &["fmt", "-i", "a.tusk"]);
+    assert_eq!((o.code, o.stdout.as_str(), ino("a.tusk")), (0, "", a_ino));
+    let o = run_in(&work, &["fmt", "--check", "a.tusk", "b.tusk"]);
+    assert_eq!((o.code, o.stdout.as_str()), (0, ""), "{}", o.stderr);
+    // Through a symbolic link: the file it names is rewritten, the link stays.
+    fs::write(work.join("c.tusk"), messy).unwrap();
+    std::os::unix::fs::symlink("c.tusk", work.join("link.tusk")).unwrap();
+    let o = run_in(&work, &["fmt", "-i", "link.tusk"]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    assert!(fs::symlink_metadata(work.join("link.tusk"))
+        .unwrap()
+        .file_type()
+        .is_symlink());
+    assert_eq!(read("c.tusk"), canonical);
+    assert_no_temporary_files(&work);
+    // Usage errors (exit 2), each naming the problem; nothing written.
+    fs::write(work.join("m.json"), "{}").unwrap();
+    for (args, says) in [
+        (
+            &["fmt", "a.tusk", "b.tusk"][..],
+            "several files take --write",
+        ),
+        (&["fmt", "--write", "--json", "a.tusk"][..], "--json"),
+        (
+            &["fmt", "--check", "a.tusk", "-o", "out.tusk"][..],
+            "--output",
+        ),
+        (&["fmt", "--write", "--check", "a.tusk"][..], "--check"),
+        (&["fmt", "--write", "-"][..], "standard input"),
+        (&["fmt", "--check", "m.json"][..], "read as JSON"),
+    ] {
+        let o = run_in(&work, args);
+        assert_eq!(o.code, 2, "{args:?}: {}", o.stderr);
+        assert!(o.stderr.contains(says), "{args:?}: {}", o.stderr);
+    }
+    assert!(!work.join("out.tusk").exists());
+    assert_eq!(read("a.tusk"), canonical);
     let _ = fs::remove_dir_all(&work);
 }
 

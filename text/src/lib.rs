@@ -9,7 +9,9 @@
 //! for messages about them (plain [`parse`] records none and costs nothing
 //! for them). [`print()`] writes canonical text; `print(&parse(x)?) == x` for
 //! every canonical `x`. [`write_module`] writes the same bytes from several
-//! threads for large modules.
+//! threads for large modules. [`parse_with_comments`] also returns the
+//! text's `;` comments, which [`print_with_comments`] prints back at their
+//! items (what `tusk fmt` does).
 //!
 //! The crate needs `std` (strings, and threads for the writer); the core it
 //! feeds stays `no_std`.
@@ -38,6 +40,7 @@
 //! assert_eq!((err.line, err.col), (2, 15)); // at `fp33`
 //! ```
 
+pub mod comments;
 pub mod error;
 pub mod lexer;
 mod parser;
@@ -46,6 +49,7 @@ pub mod source_map;
 pub mod stream;
 pub mod walk;
 
+pub use comments::{parse_with_comments, print_with_comments, Anchor, Comment, Comments, Place};
 pub use error::{ErrorKind, ParseError};
 pub use printer::{print, print_into};
 pub use source_map::{Pos, SourceMap};
@@ -77,6 +81,11 @@ pub fn parse_str_with_positions(src: &str) -> Result<(Module, SourceMap), ParseE
 }
 
 fn parse_bytes(bytes: &[u8], positions: bool) -> Result<(Module, Option<SourceMap>), ParseError> {
+    parser::parse_str(text_of(bytes)?, positions)
+}
+
+/// The bytes as text: within [`MAX_TEXT_BYTES`] and UTF-8.
+pub(crate) fn text_of(bytes: &[u8]) -> Result<&str, ParseError> {
     if bytes.len() as u64 > MAX_TEXT_BYTES {
         return Err(ParseError {
             line: 1,
@@ -87,18 +96,14 @@ fn parse_bytes(bytes: &[u8], positions: bool) -> Result<(Module, Option<SourceMa
             },
         });
     }
-    let src = match std::str::from_utf8(bytes) {
-        Ok(s) => s,
-        Err(e) => {
-            let (line, col) = error::line_col(bytes, e.valid_up_to());
-            return Err(ParseError {
-                line,
-                col,
-                kind: ErrorKind::InvalidUtf8,
-            });
+    std::str::from_utf8(bytes).map_err(|e| {
+        let (line, col) = error::line_col(bytes, e.valid_up_to());
+        ParseError {
+            line,
+            col,
+            kind: ErrorKind::InvalidUtf8,
         }
-    };
-    parser::parse_str(src, positions)
+    })
 }
 
 /// Parses a module from text.

@@ -41,19 +41,33 @@ pub fn print_into(m: &Module, out: &mut String) {
 
 /// The `target` line, and the blank line before the declarations.
 pub(crate) fn print_header(m: &Module, out: &mut String) {
-    out.push_str("target ");
-    out.push_str(m.target.generation.name());
-    for (k, v) in m.target.overrides() {
-        let _ = write!(out, " {k}={v}");
-    }
+    print_target(m, out);
     out.push('\n');
     if m.num_mems() + m.num_regs() > 0 {
         out.push('\n');
     }
 }
 
+/// The text of the `target` line (no newline).
+#[inline]
+pub(crate) fn print_target(m: &Module, out: &mut String) {
+    out.push_str("target ");
+    out.push_str(m.target.generation.name());
+    for (k, v) in m.target.overrides() {
+        let _ = write!(out, " {k}={v}");
+    }
+}
+
 /// One register declaration line.
+#[inline]
 pub(crate) fn print_reg(m: &Module, r: tusk_core::ir::Reg, out: &mut String) {
+    print_reg_decl(m, r, out);
+    out.push('\n');
+}
+
+/// The text of a register declaration (no newline).
+#[inline]
+pub(crate) fn print_reg_decl(m: &Module, r: tusk_core::ir::Reg, out: &mut String) {
     out.push_str("reg $");
     out.push_str(m.reg_name(r));
     out.push(' ');
@@ -68,7 +82,6 @@ pub(crate) fn print_reg(m: &Module, r: tusk_core::ir::Reg, out: &mut String) {
         out.push_str(" @ r");
         num(out, m.regs().lane[r]);
     }
-    out.push('\n');
 }
 
 /// The text of one step of the function / loop / block tree (a block with
@@ -76,27 +89,19 @@ pub(crate) fn print_reg(m: &Module, r: tusk_core::ir::Reg, out: &mut String) {
 pub(crate) fn print_event(m: &Module, e: Event, out: &mut String) {
     match e {
         Event::FuncStart(f) => {
-            let _ = writeln!(out, "\nfunc @{} {{", m.func_name(f));
+            out.push('\n');
+            print_func_open(m, f, out);
+            out.push('\n');
         }
         Event::LoopOpen(l, depth) => {
             indent(out, depth + 1);
-            let trip = m.loops().trip[l];
-            out.push_str("loop ");
-            if let Some(name) = m.loop_name(l) {
-                out.push_str(name);
-                out.push_str(" in ");
-            }
-            if trip == tusk_core::ir::UNKNOWN_TRIP {
-                out.push_str("? {\n");
-            } else {
-                num(out, trip);
-                out.push_str(" {\n");
-            }
+            print_loop_open(m, l, out);
+            out.push('\n');
         }
         Event::Block(b, depth) => {
             indent(out, depth);
-            out.push_str(m.block_name(b));
-            out.push_str(":\n");
+            print_label(m, b, out);
+            out.push('\n');
             for i in m.block_insts(b) {
                 indent(out, depth + 1);
                 print_inst(m, i, out);
@@ -111,13 +116,55 @@ pub(crate) fn print_event(m: &Module, e: Event, out: &mut String) {
     }
 }
 
-fn indent(out: &mut String, depth: usize) {
+/// `func @name {` (no newline).
+#[inline]
+pub(crate) fn print_func_open(m: &Module, f: tusk_core::ir::Func, out: &mut String) {
+    out.push_str("func @");
+    out.push_str(m.func_name(f));
+    out.push_str(" {");
+}
+
+/// `loop [NAME in] TRIP {` (no newline).
+#[inline]
+pub(crate) fn print_loop_open(m: &Module, l: tusk_core::ir::Loop, out: &mut String) {
+    let trip = m.loops().trip[l];
+    out.push_str("loop ");
+    if let Some(name) = m.loop_name(l) {
+        out.push_str(name);
+        out.push_str(" in ");
+    }
+    if trip == tusk_core::ir::UNKNOWN_TRIP {
+        out.push_str("? {");
+    } else {
+        num(out, trip);
+        out.push_str(" {");
+    }
+}
+
+/// `label:` (no newline).
+#[inline]
+pub(crate) fn print_label(m: &Module, b: tusk_core::ir::Block, out: &mut String) {
+    out.push_str(m.block_name(b));
+    out.push(':');
+}
+
+/// Two spaces per nesting level.
+#[inline]
+pub(crate) fn indent(out: &mut String, depth: usize) {
     for _ in 0..depth {
         out.push_str("  ");
     }
 }
 
+#[inline]
 pub(crate) fn print_mem(m: &Module, mem: tusk_core::ir::MemLoc, out: &mut String) {
+    print_mem_decl(m, mem, out);
+    out.push('\n');
+}
+
+/// The text of a location declaration (no newline).
+#[inline]
+pub(crate) fn print_mem_decl(m: &Module, mem: tusk_core::ir::MemLoc, out: &mut String) {
     let space = m.mems().space[mem];
     out.push_str(space.keyword());
     out.push_str(" %");
@@ -153,7 +200,6 @@ pub(crate) fn print_mem(m: &Module, mem: tusk_core::ir::MemLoc, out: &mut String
         out.push_str(" @ ");
         push_address(out, m.address(mem));
     }
-    out.push('\n');
 }
 
 /// A placed location's address, as `Address`'s `Display` spells it.
@@ -194,7 +240,8 @@ pub fn default_align(m: &Module, space: Space, elem: u8) -> u32 {
     min.max(1).max(elem as u32)
 }
 
-fn print_inst(m: &Module, i: Inst, out: &mut String) {
+/// The text of an instruction (no indentation, no newline).
+pub(crate) fn print_inst(m: &Module, i: Inst, out: &mut String) {
     let op = m.insts().opcode[i];
     let mut first = true;
     let mut sep = |out: &mut String| {
