@@ -195,7 +195,11 @@ pub fn stage(
         path: path.to_path_buf(),
         source,
     };
+    // An existing file keeps its permission bits when it is replaced (an
+    // in-place `fmt --write` must not change who may read the file).
+    let mut keep_permissions = None;
     match fs::metadata(path) {
+        Ok(m) if m.is_file() => keep_permissions = Some(m.permissions()),
         Ok(m) if m.is_dir() => {
             return Err(write_err(std::io::Error::other("it is a directory")));
         }
@@ -233,6 +237,9 @@ pub fn stage(
         .ok_or_else(|| write_err(std::io::Error::other("not a file name")))?;
     let mut tmp = TempFile::create(&dir, file_name).map_err(write_err)?;
     tmp.write(body).map_err(write_err)?;
+    if let Some(p) = keep_permissions {
+        tmp.set_permissions(p).map_err(write_err)?;
+    }
     Ok(Staged {
         dest: path.to_path_buf(),
         content: Content::Temp(tmp),

@@ -100,6 +100,11 @@ impl TempFile {
         f.sync_all()
     }
 
+    /// Gives the file `permissions` (those of the file it will replace).
+    pub fn set_permissions(&self, permissions: fs::Permissions) -> std::io::Result<()> {
+        fs::set_permissions(&self.path, permissions)
+    }
+
     /// Renames the file over `dest`; it leaves the registry in the same
     /// step.
     pub fn persist(mut self, dest: &Path) -> std::io::Result<()> {

@@ -440,6 +440,18 @@ fn fmt_write_and_check_change_only_what_is_not_canonical() {
         .file_type()
         .is_symlink());
     assert_eq!(read("c.tusk"), canonical);
+    // A rewritten file keeps its permission bits.
+    use std::os::unix::fs::PermissionsExt;
+    fs::write(work.join("d.tusk"), messy).unwrap();
+    fs::set_permissions(work.join("d.tusk"), fs::Permissions::from_mode(0o640)).unwrap();
+    let o = run_in(&work, &["fmt", "-i", "d.tusk"]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    assert_eq!(read("d.tusk"), canonical);
+    let mode = fs::metadata(work.join("d.tusk"))
+        .unwrap()
+        .permissions()
+        .mode();
+    assert_eq!(mode & 0o777, 0o640);
     assert_no_temporary_files(&work);
     // Usage errors (exit 2), each naming the problem; nothing written.
     fs::write(work.join("m.json"), "{}").unwrap();
