@@ -95,7 +95,9 @@ impl<T: HeapBytes> HeapBytes for Option<T> {
     }
 }
 
-/// The sum of [`HeapBytes::heap_bytes`] of the listed fields.
+/// The sum of `heap_bytes()` of the listed fields: containers through
+/// [`HeapBytes`], nested workspaces through their own `heap_bytes`, so a
+/// workspace's total is one list of everything it owns.
 macro_rules! heap_bytes {
     ($($e:expr),* $(,)?) => {{
         #[allow(unused_imports)]

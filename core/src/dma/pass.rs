@@ -242,11 +242,11 @@ impl DmaWorkspace {
             self.load_keys,
             self.proposals,
             self.members,
-            self.mark
+            self.mark,
+            self.index,
+            self.dram_index,
+            self.tracker
         )
-        .saturating_add(self.index.heap_bytes())
-        .saturating_add(self.dram_index.heap_bytes())
-        .saturating_add(self.tracker.heap_bytes())
     }
 
     /// Empty workspace; [`DmaWorkspace::reserve`] sizes it.

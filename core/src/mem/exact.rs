@@ -507,11 +507,11 @@ impl ExactWorkspace {
             self.forbid_trail,
             self.frames,
             self.cands,
-            self.ends
+            self.ends,
+            self.canon,
+            self.greedy,
+            self.timeline
         )
-        .saturating_add(self.canon.heap_bytes())
-        .saturating_add(self.greedy.heap_bytes())
-        .saturating_add(self.timeline.heap_bytes())
     }
 
     /// Sizes every buffer of the search for `problem` (and smaller ones),

@@ -446,10 +446,9 @@ impl ColoringWorkspace {
             .iter()
             .flatten()
             .fold(0u64, |n, p| n.saturating_add(p.heap_bytes()));
-        self.base_heap_bytes()
+        crate::heap_bytes!(self.gca, self.exact)
+            .saturating_add(self.base_heap_bytes())
             .saturating_add(problems)
-            .saturating_add(self.gca.heap_bytes())
-            .saturating_add(self.exact.heap_bytes())
     }
 
     /// Builds each space's problem once, to size the solvers from it, within
