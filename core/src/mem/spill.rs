@@ -419,12 +419,7 @@ pub fn invariant_split(
         return None;
     }
     let k = acc.partition_point(|&q| q < s);
-    let (w, _) = live
-        .access_writes(v)
-        .take(k)
-        .enumerate()
-        .filter(|&(_, w)| w)
-        .last()?;
+    let w = live.last_write_among(v, k)?;
     let f = acc[k];
     // Hoist the first reload out of the loops that hold `f` but not `at`.
     let mut first = ReloadPoint {
@@ -480,12 +475,7 @@ pub fn remat_source(
 ) -> Option<MemLoc> {
     let acc = live.accesses(v);
     let before = acc.partition_point(|&q| q < reload_at);
-    let (k, _) = live
-        .access_writes(v)
-        .take(before)
-        .enumerate()
-        .filter(|&(_, w)| w)
-        .last()?;
+    let k = live.last_write_among(v, before)?;
     let def = acc[k];
     let i = order.inst_at(def);
     if !i.is_valid() || m.insts.opcode[i] != Opcode::Load {
