@@ -36,6 +36,7 @@ use crate::analysis::{LinearOrder, MemLiveness};
 use crate::ir::{
     full_ap, slice_ap, Inst, InstFlags, InstSpec, IrError, MemFlags, MemLoc, Module, Opcode, Space,
 };
+use crate::report::DisplayNamed;
 
 /// Entries kept in the failure log; further failures are only counted.
 pub const LOG_CAPACITY: usize = 32;
@@ -124,37 +125,30 @@ impl SpillLog {
             self.dropped += 1;
         }
     }
-
-    /// The log as text, names resolved through `m`.
-    pub fn display<'a>(&'a self, m: &'a Module) -> SpillLogDisplay<'a> {
-        SpillLogDisplay { log: self, m }
-    }
 }
 
-/// [`SpillLog`] printed with names.
-#[derive(Debug)]
-pub struct SpillLogDisplay<'a> {
-    log: &'a SpillLog,
-    m: &'a Module,
-}
+crate::report::display_named!(
+    SpillLogDisplay for SpillLog,
+    "The log as text, names resolved through `m`."
+);
 
-impl fmt::Display for SpillLogDisplay<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        for e in &self.log.entries {
+impl DisplayNamed for SpillLog {
+    fn fmt_named(&self, m: &Module, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for e in &self.entries {
             let space = e.space.map_or("?", |s| s.upper());
             writeln!(
                 f,
                 "Failed to allocate %{} in {space} at position {}; {} live, spill candidates:",
-                self.m.mem_name(e.tensor),
+                m.mem_name(e.tensor),
                 e.position,
                 e.active
             )?;
             for (i, c) in e.candidates.iter().enumerate() {
-                writeln!(f, "  {i}: %{} ({space})", self.m.mem_name(*c))?;
+                writeln!(f, "  {i}: %{} ({space})", m.mem_name(*c))?;
             }
         }
-        if self.log.dropped > 0 {
-            writeln!(f, "({} more failures not logged)", self.log.dropped)?;
+        if self.dropped > 0 {
+            writeln!(f, "({} more failures not logged)", self.dropped)?;
         }
         Ok(())
     }
