@@ -107,6 +107,13 @@ macro_rules! heap_bytes {
 }
 pub(crate) use heap_bytes;
 
+/// Makes `v` exactly `n` copies of `x` for the next problem, in the storage
+/// it holds (no allocation when `n` is within its capacity).
+pub(crate) fn refill<T: Clone>(v: &mut Vec<T>, n: usize, x: T) {
+    v.clear();
+    v.resize(n, x);
+}
+
 /// Bytes a vector of `n` items of `T` reserves.
 pub const fn bytes_of<T>(n: usize) -> u64 {
     (n as u64).saturating_mul(core::mem::size_of::<T>() as u64)
