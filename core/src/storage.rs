@@ -107,6 +107,11 @@ macro_rules! heap_bytes {
 }
 pub(crate) use heap_bytes;
 
+/// Grows `v`'s capacity to at least `n` elements (whatever its length).
+pub(crate) fn grow<T>(v: &mut Vec<T>, n: usize) {
+    v.reserve(n.saturating_sub(v.len()));
+}
+
 /// Makes `v` exactly `n` copies of `x` for the next problem, in the storage
 /// it holds (no allocation when `n` is within its capacity).
 pub(crate) fn refill<T: Clone>(v: &mut Vec<T>, n: usize, x: T) {

@@ -31,10 +31,11 @@
 
 use alloc::vec::Vec;
 
-use super::order::{grow, LinearOrder};
+use super::order::LinearOrder;
 use crate::ir::{
     Capacity, Column, EntityRef, Inst, InstFlags, Loop, MemFlags, MemLoc, Module, Reg,
 };
+use crate::storage::grow;
 
 /// `start` of a value that is never live.
 pub const NOT_LIVE: u32 = u32::MAX;

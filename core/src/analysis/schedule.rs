@@ -275,7 +275,7 @@ impl Schedule {
     /// of `window` entries: afterwards [`Schedule::run`] on any module
     /// within `cap` with that window does not allocate.
     pub fn reserve(&mut self, cap: &Capacity, window: usize) {
-        use super::order::grow;
+        use crate::storage::grow;
         grow(&mut self.cost, COST_SLOTS);
         grow(&mut self.floor, FLOOR_SLOTS);
         grow(&mut self.reg_def, cap.regs);
