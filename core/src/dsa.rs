@@ -26,6 +26,7 @@ pub use crate::mem::portfolio::{
     PORTFOLIO_LEN, PORTFOLIO_ORDER, WORK_BUDGET,
 };
 pub use crate::mem::problem::{
-    peak, Buffer, Geometry, LowerBound, Placement, Problem, ProblemError, Timeline, MAX_BYTES,
+    peak, Buffer, BufferNames, ByIndex, Geometry, LowerBound, Named, NamedDisplay, Placement,
+    Problem, ProblemError, Timeline, MAX_BYTES,
 };
 pub use crate::verify::buffers::{BufferCheck, Finding, Validator};

@@ -181,6 +181,10 @@ pub struct StorageReport {
     pub parts: ArrayVec<StoragePart, MAX_PARTS>,
     /// Methods skipped or cut short for the budget.
     pub skipped: ArrayVec<Skipped, MAX_SKIPPED>,
+    /// Skip records that came once `skipped` was full: counted, so that a
+    /// report says there were more (without their storage, a repeat of an
+    /// unlisted record cannot be told from a new one and counts again).
+    pub skipped_unlisted: u32,
 }
 
 impl StorageReport {
@@ -205,10 +209,12 @@ impl StorageReport {
         self.parts.push(StoragePart { what, bytes });
     }
 
-    /// Records a skipped method (beyond `MAX_SKIPPED` the first ones stay).
+    /// Records a skipped method: a record already listed is not listed
+    /// again; beyond `MAX_SKIPPED` the first ones stay listed and the rest
+    /// are counted in `skipped_unlisted`.
     pub fn skip(&mut self, s: Skipped) {
-        if !self.skipped.contains(&s) {
-            let _ = self.skipped.try_push(s);
+        if !self.skipped.contains(&s) && self.skipped.try_push(s).is_err() {
+            self.skipped_unlisted = self.skipped_unlisted.saturating_add(1);
         }
     }
 
@@ -277,6 +283,30 @@ mod tests {
         assert_eq!(r.parts.len(), MAX_PARTS);
         assert_eq!(r.total(), 10 * (MAX_PARTS as u64 + 5));
         assert_eq!(r.parts.last().map(|p| p.what), Some("other"));
+    }
+
+    #[test]
+    fn skipped_methods_beyond_the_list_are_counted_not_dropped() {
+        const METHODS: [&str; MAX_SKIPPED + 3] = [
+            "m0", "m1", "m2", "m3", "m4", "m5", "m6", "m7", "m8", "m9", "m10",
+        ];
+        let mut r = StorageReport::new(StorageBudget::bytes(10));
+        for method in METHODS {
+            let s = Skipped {
+                method,
+                instead: "greedy",
+                needed: 100,
+                available: 10,
+                cut_short: false,
+            };
+            r.skip(s);
+            // A listed record is not listed twice; an unlisted one counts
+            // again.
+            r.skip(s);
+        }
+        assert_eq!(r.skipped.len(), MAX_SKIPPED);
+        assert_eq!(r.skipped[0].method, "m0");
+        assert_eq!(r.skipped_unlisted, 2 * 3);
     }
 
     #[test]

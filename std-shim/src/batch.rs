@@ -33,7 +33,8 @@ use tusk_core::ir::{Module, Space};
 use tusk_core::Options;
 
 pub use crate::console::{EXIT_BAD_INPUT, EXIT_FAILED, EXIT_IO, EXIT_OK};
-use crate::{console, explain, io, json, memmap, run, svg, text, textmap};
+use crate::text::SourceMap;
+use crate::{blame, console, explain, io, json, memmap, run, svg, text, textmap};
 
 /// What every file of a run gets: the normalized options and the flags
 /// that shape output.
@@ -172,13 +173,38 @@ impl FileOutcome {
 
 /// Reads and parses a module; the error is the exit code and the message.
 pub fn load(path: &Path, from_json: bool) -> Result<Module, (u8, String)> {
+    read(path, from_json, false).map(|(m, _)| m)
+}
+
+/// [`load`], with where a text input wrote each entity (`None` for JSON,
+/// which carries no positions), for messages that point at it.
+pub fn load_with_positions(
+    path: &Path,
+    from_json: bool,
+) -> Result<(Module, Option<SourceMap>), (u8, String)> {
+    read(path, from_json, true)
+}
+
+fn read(
+    path: &Path,
+    from_json: bool,
+    positions: bool,
+) -> Result<(Module, Option<SourceMap>), (u8, String)> {
     let bytes = io::read_limited(path, text::MAX_TEXT_BYTES)
         .map_err(|e| (e.exit_code(EXIT_OK), format!("error: {e}\n")))?;
     let as_json = from_json || path.extension().is_some_and(|e| e == "json");
     let r = if as_json {
-        json::parse_json(&bytes).map_err(|e| e.to_string())
+        json::parse_json(&bytes)
+            .map(|m| (m, None))
+            .map_err(|e| e.to_string())
+    } else if positions {
+        text::parse_with_positions(&bytes)
+            .map(|(m, map)| (m, Some(map)))
+            .map_err(|e| e.to_string())
     } else {
-        text::parse(&bytes).map_err(|e| e.to_string())
+        text::parse(&bytes)
+            .map(|m| (m, None))
+            .map_err(|e| e.to_string())
     };
     r.map_err(|e| {
         (
@@ -288,8 +314,8 @@ pub fn run_file(path: &Path, cfg: &JobConfig, out: &Outputs) -> FileOutcome {
 
 fn job(path: &Path, cfg: &JobConfig, out: &Outputs, o: &mut FileOutcome) -> u8 {
     let opts = &cfg.opts;
-    let mut m = match load(path, cfg.from_json) {
-        Ok(m) => m,
+    let (mut m, map) = match load_with_positions(path, cfg.from_json) {
+        Ok(x) => x,
         Err((code, msg)) => {
             o.stderr.push_str(&msg);
             return code;
@@ -336,10 +362,17 @@ fn job(path: &Path, cfg: &JobConfig, out: &Outputs, o: &mut FileOutcome) -> u8 {
         Ok(r) => r,
         Err(e) => {
             let msg = e.display(&m).to_string();
-            o.stderr.push_str(&format!("error: {file}: {msg}\n"));
+            let pos = blame::position(map.as_ref(), e.blamed());
+            o.stderr
+                .push_str(&format!("error: {}: {msg}\n", blame::at(file, pos)));
             o.json = json!({"file": file, "status": "failed", "error": msg});
+            blame::add_to(&mut o.json, pos);
             if cfg.explain {
-                let x = explain::of_failure(&m, &e);
+                let src = explain::Source {
+                    file,
+                    map: map.as_ref(),
+                };
+                let x = explain::of_failure(&m, &e, src);
                 if !cfg.json {
                     o.stderr.push_str(&x.render());
                 }
@@ -406,7 +439,7 @@ fn job(path: &Path, cfg: &JobConfig, out: &Outputs, o: &mut FileOutcome) -> u8 {
         o.row.dma = Some((first.pre.descriptors, last.post.descriptors));
     }
     o.row.reg_spills = report.reg.as_ref().map(|g| g.spilled_registers);
-    let mut v = run::report_json(file, &m, &report);
+    let mut v = run::report_json(file, &m, &report, map.as_ref());
     // What --explain and --map add after the summary.
     // Under --json the explanation is the report's `explain` alone.
     let mut extra = String::new();

@@ -19,7 +19,7 @@ use std::fmt;
 use std::io::Write;
 use std::path::Path;
 
-use tusk_core::dsa::{Buffer, Placement, Problem, ProblemError};
+use tusk_core::dsa::{Buffer, NamedDisplay, Placement, Problem, ProblemError};
 
 /// A parsed buffer table: the ids and the problem (capacity 0 until set).
 #[derive(Debug)]
@@ -165,6 +165,8 @@ pub fn parse(bytes: &[u8]) -> Result<Table, CsvError> {
                 column: fields[cols.len() - 1].0,
             });
         }
+        // The id goes in first, so that the error names the buffer by it.
+        table.ids.push(id.to_string());
         table
             .problem
             .push(Buffer {
@@ -182,9 +184,8 @@ pub fn parse(bytes: &[u8]) -> Result<Table, CsvError> {
                     ProblemError::IllegalPin { .. } => fields[cols.len() - 1].0,
                     _ => fields[3].0,
                 };
-                err(line_no, column, format!("buffer `{id}`: {e}"))
+                err(line_no, column, e.named(table.ids.as_slice()).to_string())
             })?;
-        table.ids.push(id.to_string());
     }
     if columns.is_none() {
         return Err(err(
@@ -347,7 +348,13 @@ mod tests {
         assert!(e.to_string().contains("upper `1x`"), "{e}");
         let e = parse(b"id,lower,upper,size\nx,5,1,4\n").unwrap_err();
         assert_eq!((e.line, e.column), (2, 5));
-        assert!(e.to_string().contains("ends before it starts"), "{e}");
+        // Named by its id, not by its row index.
+        assert!(
+            e.to_string()
+                .ends_with("buffer `x`: lifetime [5, 1) ends before it starts"),
+            "{e}"
+        );
+        assert!(!e.to_string().contains("buffer 0"), "{e}");
         let e = parse(b"id,low,upper,size\n").unwrap_err();
         assert_eq!((e.line, e.column), (1, 4));
         let e = parse(b"id,lower,upper,size\nx,0,1\n").unwrap_err();

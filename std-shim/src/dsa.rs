@@ -10,8 +10,8 @@ use std::time::Instant;
 
 use tusk_core::analysis::peak_over_bound;
 use tusk_core::dsa::{
-    budgeted, peak, place_buffers, Budget, BufferError, BufferWorkspace, ExactOptions,
-    ExactWorkspace, GcaOptions, GcaWorkspace, GreedyRule, GreedyWorkspace, Objective, Placement,
+    budgeted, peak, place_buffers, Budget, BufferWorkspace, ExactOptions, ExactWorkspace,
+    GcaOptions, GcaWorkspace, GreedyRule, GreedyWorkspace, NamedDisplay, Objective, Placement,
     Status, Timeline, Validator,
 };
 use tusk_core::{Clock, StorageBudget, StorageReport};
@@ -51,6 +51,11 @@ pub struct DsaArgs {
     /// Write the rows with an `offset` column to this CSV (also when over capacity).
     #[arg(short = 'o', long = "output", value_name = "OUT.csv")]
     pub out: Option<PathBuf>,
+    /// Draw the placement as SVG to this file (also when over capacity):
+    /// time across, offset up, the peak's live set outlined, an inset at
+    /// the peak when the picture alone does not show it readably.
+    #[arg(long, value_name = "MAP.svg")]
+    pub svg: Option<PathBuf>,
     /// Time budget of the exact search in milliseconds (default 10000 when
     /// no budget is given).
     #[arg(long)]
@@ -100,8 +105,14 @@ impl Clock for StdClock {
 /// Runs `tusk dsa` and returns the exit code.
 pub fn run(args: &DsaArgs) -> u8 {
     let path = args.file.display();
+    let mut outs: Vec<(&str, &Path)> = Vec::new();
     if let Some(out) = &args.out {
-        let mut outs = vec![("-o", out.as_path())];
+        outs.push(("-o", out.as_path()));
+    }
+    if let Some(svg) = &args.svg {
+        outs.push(("--svg", svg.as_path()));
+    }
+    if !outs.is_empty() {
         if args.json {
             outs.push(("--json", Path::new("-")));
         }
@@ -180,7 +191,7 @@ pub fn run(args: &DsaArgs) -> u8 {
                 console::error(format_args!("{path}: --algo lsa does not take pinned buffers (an `offset` column); use coloring or exact"));
                 return EXIT_BAD_INPUT;
             }
-            match lsa_portfolio(problem, &mut placements) {
+            match lsa_portfolio(problem, &table.ids, &mut placements) {
                 Ok(rounds) => status_line = format!("linear scan: {rounds} scans"),
                 Err(e) => {
                     console::error(format_args!("{path}: {e}"));
@@ -257,7 +268,7 @@ pub fn run(args: &DsaArgs) -> u8 {
                 }
                 let pinned = problem.buffers().iter().any(|b| b.pin.is_some());
                 if !pinned
-                    && lsa_portfolio(problem, &mut trial).is_ok()
+                    && lsa_portfolio(problem, &table.ids, &mut trial).is_ok()
                     && peak(problem, &trial) < peak(problem, &placements)
                 {
                     placements.copy_from_slice(&trial);
@@ -320,9 +331,7 @@ pub fn run(args: &DsaArgs) -> u8 {
     if !status_line.is_empty() {
         say(&mut summary, status_line.clone());
     }
-    for k in &storage.skipped {
-        say(&mut summary, format!("storage: {k}"));
-    }
+    summary.push_str(&crate::run::storage_lines(&storage, ""));
     say(
         &mut summary,
         format!("time: {:.3} ms", elapsed.as_secs_f64() * 1000.0),
@@ -346,6 +355,7 @@ pub fn run(args: &DsaArgs) -> u8 {
             "fits": p <= capacity,
             "search": status_line.lines().collect::<Vec<_>>(),
             "storage_skipped": storage.skipped.iter().map(|k| k.to_string()).collect::<Vec<_>>(),
+            "storage_skipped_unlisted": storage.skipped_unlisted,
             "micros": elapsed.as_micros() as u64,
             "validated": check.total == 0,
         });
@@ -360,7 +370,7 @@ pub fn run(args: &DsaArgs) -> u8 {
             crate::run::count(check.total as u64, "finding")
         );
         for f in validator.findings() {
-            msg.push_str(&format!("  {f}\n"));
+            msg.push_str(&format!("  {}\n", f.named(table.ids.as_slice())));
         }
         console::error(msg.trim_end());
         return console::print_and_finish(EXIT_FAILED, &summary);
@@ -372,6 +382,32 @@ pub fn run(args: &DsaArgs) -> u8 {
         );
     }
     let code = if fits { EXIT_OK } else { EXIT_FAILED };
+    // The picture on standard output owns it, as the placement does.
+    let mut svg_on_stdout = false;
+    if let Some(out) = &args.svg {
+        let rects: Vec<crate::svg::BufferRect> = problem
+            .buffers()
+            .iter()
+            .zip(&placements)
+            .zip(&table.ids)
+            .map(|((b, pl), id)| crate::svg::BufferRect {
+                lower: b.lower,
+                upper: b.upper,
+                offset: pl.offset,
+                size: b.size,
+                label: id.clone(),
+            })
+            .collect();
+        let doc = crate::svg::buffer_map(&path.to_string(), &rects, Some(capacity)).to_string();
+        if let Err(e) = crate::io::write_atomic_with(out, |w| w.write_all(doc.as_bytes())) {
+            return e.report(code);
+        }
+        if out.as_os_str() == "-" {
+            svg_on_stdout = true;
+        } else if !args.json {
+            say(&mut summary, format!("wrote {}", out.display()));
+        }
+    }
     if let Some(out) = &args.out {
         let on_stdout = out.as_os_str() == "-";
         if let Err(e) = csv::write_file(out, &table, &placements) {
@@ -392,15 +428,21 @@ pub fn run(args: &DsaArgs) -> u8 {
             say(&mut summary, format!("wrote {}", out.display()));
         }
     }
+    if svg_on_stdout {
+        console::eprint(&summary);
+        return code;
+    }
     console::print_and_finish(code, &summary)
 }
 
 /// The linear-scan portfolio on the non-void buffers of `problem` (which has
-/// no pins); void buffers stay at offset 0. Returns the scans run.
+/// no pins); void buffers stay at offset 0. Returns the scans run, or the
+/// portfolio's error with the buffer named by its id.
 fn lsa_portfolio(
     problem: &tusk_core::dsa::Problem,
+    ids: &[String],
     placements: &mut [Placement],
-) -> Result<u32, BufferError> {
+) -> Result<u32, String> {
     let n = problem.len();
     let live: Vec<usize> = (0..n)
         .filter(|&i| !problem.buffers()[i].is_void())
@@ -408,7 +450,11 @@ fn lsa_portfolio(
     let bufs: Vec<_> = live.iter().map(|&i| problem.buffers()[i]).collect();
     let mut ws = BufferWorkspace::with_capacity(bufs.len());
     let mut offsets = vec![0u64; bufs.len()];
-    let o = place_buffers(&bufs, problem.capacity, &mut ws, &mut offsets)?;
+    let o = place_buffers(&bufs, problem.capacity, &mut ws, &mut offsets).map_err(|e| {
+        // The portfolio numbers the non-void buffers it was given.
+        let names: Vec<&str> = live.iter().map(|&i| ids[i].as_str()).collect();
+        e.named(names.as_slice()).to_string()
+    })?;
     placements.fill(Placement::default());
     for (k, &i) in live.iter().enumerate() {
         placements[i] = Placement {

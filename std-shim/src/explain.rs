@@ -17,10 +17,13 @@ use std::fmt::Write as _;
 
 use serde_json::{json, Value};
 use tusk_core::analysis::{LinearOrder, MemLiveness};
-use tusk_core::ir::{InstFlags, MemFlags, MemLoc, Module, Space};
+use tusk_core::ir::{Entity, InstFlags, MemFlags, MemLoc, Module, Space};
 use tusk_core::report::{ColoringError, LsaError};
 use tusk_core::verify::{Axis, Finding};
 use tusk_core::{Pass, PipelineError, RunReport};
+
+use crate::blame;
+use crate::text::SourceMap;
 
 /// Tensors explained one by one per space at most (the largest).
 pub const MAX_TENSORS: usize = 40;
@@ -340,18 +343,39 @@ fn dma(f: &RunFacts<'_>) -> Option<Section> {
     })
 }
 
+/// Where a failure's lines point: the input's name and, for a text input,
+/// where it wrote each entity. A line about an entity the text wrote
+/// starts with `FILE:LINE:COL: `, as the error does.
+#[derive(Clone, Copy, Debug)]
+pub struct Source<'a> {
+    /// The input as messages name it.
+    pub file: &'a str,
+    /// Its positions (`None` for a JSON input).
+    pub map: Option<&'a SourceMap>,
+}
+
+impl Source<'_> {
+    /// `FILE:LINE:COL: ` when the text wrote `e`, else nothing.
+    fn prefix(&self, e: Entity) -> String {
+        match blame::position(self.map, [e]) {
+            Some(p) => format!("{}: ", blame::at(self.file, Some(p))),
+            None => String::new(),
+        }
+    }
+}
+
 /// The explanation of a failed run: what is live where it failed, how much
 /// more room it needs and where, and what could give it room.
 /// `m` is the module as the failing pass left it.
-pub fn of_failure(m: &Module, e: &PipelineError) -> Explanation {
+pub fn of_failure(m: &Module, e: &PipelineError, src: Source<'_>) -> Explanation {
     let mut sections = Vec::new();
-    if let Some(s) = illegal_input(m, e) {
+    if let Some(s) = illegal_input(m, e, src) {
         sections.push(s);
     }
     if let PipelineError::UnplacedPsum { .. } = e {
-        sections.push(unplaced_psum(m));
+        sections.push(unplaced_psum(m, src));
     }
-    if let Some(s) = pressure(m, e) {
+    if let Some(s) = pressure(m, e, src) {
         sections.push(s);
     }
     if sections.is_empty() {
@@ -366,7 +390,7 @@ pub fn of_failure(m: &Module, e: &PipelineError) -> Explanation {
 }
 
 /// An input placement that breaks a rule: the nearest legal one.
-fn illegal_input(m: &Module, e: &PipelineError) -> Option<Section> {
+fn illegal_input(m: &Module, e: &PipelineError, src: Source<'_>) -> Option<Section> {
     let PipelineError::IllegalInputPlacement { first, .. } = e else {
         return None;
     };
@@ -436,6 +460,9 @@ fn illegal_input(m: &Module, e: &PipelineError) -> Option<Section> {
         }
         _ => lines.push(format!("{}", first.display(m))),
     }
+    if let (Some(l), Some(&b)) = (lines.first_mut(), first.blamed().first()) {
+        l.insert_str(0, &src.prefix(b));
+    }
     lines.push("every pass keeps the input's placements: change it in the input, or remove the `@ ...` to let the allocator place it".into());
     Some(Section {
         title: "the illegal input placement".into(),
@@ -445,7 +472,7 @@ fn illegal_input(m: &Module, e: &PipelineError) -> Option<Section> {
 
 /// Optlevel 7 without PSUM placements: each unplaced PSUM tile and the
 /// banks they need.
-fn unplaced_psum(m: &Module) -> Section {
+fn unplaced_psum(m: &Module, src: Source<'_>) -> Section {
     let bank = m.target.psum_bank_bytes.max(1) as u64;
     let mut lines = Vec::new();
     let mut banks = 0u64;
@@ -456,7 +483,8 @@ fn unplaced_psum(m: &Module) -> Section {
         let b = (m.mems().bytes[v] as u64).div_ceil(bank);
         banks += b;
         lines.push(format!(
-            "%{} ({} x {} B): {b} bank{}",
+            "{}%{} ({} x {} B): {b} bank{}",
+            src.prefix(Entity::Mem(v)),
             m.mem_name(v),
             m.mems().partitions[v],
             m.mems().bytes[v],
@@ -477,7 +505,7 @@ fn unplaced_psum(m: &Module) -> Section {
 /// An allocator that ran out of room: the live set at the failure with
 /// sizes, the room it needs per partition, and the tensors whose spill
 /// would free bytes there.
-fn pressure(m: &Module, e: &PipelineError) -> Option<Section> {
+fn pressure(m: &Module, e: &PipelineError, src: Source<'_>) -> Option<Section> {
     let site = e.site()?;
     let order = LinearOrder::of(m);
     let live = MemLiveness::of(m, &order);
@@ -508,7 +536,8 @@ fn pressure(m: &Module, e: &PipelineError) -> Option<Section> {
         .collect();
     here.sort_by_key(|&v| std::cmp::Reverse(bytes_of(v) * m.mems().partitions[v] as u64));
     let mut lines = vec![format!(
-        "at position {pos}, {}: {} {} location{} live",
+        "{}at position {pos}, {}: {} {} location{} live",
+        src.prefix(Entity::Inst(order.inst_at(pos))),
         m.describe_inst(order.inst_at(pos)),
         here.len(),
         space.upper(),

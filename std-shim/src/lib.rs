@@ -1,6 +1,7 @@
 //! tusk-shim: the std side of tusk — file formats, the driver, reports.
 
 pub mod batch;
+pub mod blame;
 pub mod color;
 pub mod console;
 pub mod csv;
@@ -11,6 +12,7 @@ pub mod explain;
 pub mod fuzz;
 pub mod gen;
 pub mod info;
+pub mod inset;
 pub mod io;
 pub mod json;
 pub mod memmap;

@@ -20,7 +20,7 @@ use tusk_core::verify::{Scope, Verifier};
 use tusk_core::{Allocator, Generation, Options, Rotation};
 use tusk_shim::batch::{self, JobConfig, OutputDirs, Outputs};
 use tusk_shim::console::{self, EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK};
-use tusk_shim::{io, json, text};
+use tusk_shim::{blame, io, json, text};
 
 #[derive(Parser, Debug)]
 #[command(
@@ -81,7 +81,8 @@ struct CheckArgs {
     input: Input,
     /// Print one JSON object instead of the text: `file`, `status` (`ok`,
     /// `findings`, `structure`), `checked` (the spaces verified), `total`,
-    /// `findings[]` (`kind`, `message`, `tensors`, `registers`) and
+    /// `findings[]` (`kind`, `message`, `tensors`, `registers`, and `line`,
+    /// `col` of the first entity it blames when the text wrote it) and
     /// `dropped` (findings beyond those kept).
     #[arg(long)]
     json: bool,
@@ -156,6 +157,8 @@ struct RunArgs {
     report: Option<PathBuf>,
     /// Draw the memory map as SVG to this file (several inputs: a directory
     /// of `<stem>.svg`); a failed allocation draws the moment it failed.
+    /// An inset under the map zooms on each space's peak or the failure
+    /// when the map alone does not show it readably.
     #[arg(long, value_name = "FILE")]
     svg: Option<PathBuf>,
     /// Print the JSON report on standard output instead of the summary
@@ -268,20 +271,29 @@ fn load(input: &Input) -> Result<Module, u8> {
 }
 
 fn check(a: &CheckArgs) -> u8 {
-    let m = match load(&a.input) {
-        Ok(m) => m,
-        Err(code) => return code,
+    let (m, map) = match batch::load_with_positions(&a.input.file, a.input.from_json) {
+        Ok(x) => x,
+        Err((code, msg)) => {
+            console::eprint(&msg);
+            return code;
+        }
     };
     let file = batch::display_name(&a.input.file);
-    let (code, text, json) = check_text(&file, &m);
+    let (code, text, json) = check_text(&file, &m, map.as_ref());
     if a.json {
         return console::print_and_finish(code, &format!("{json:#}\n"));
     }
     console::print_and_finish(code, &text)
 }
 
-/// What `tusk check` prints about `m` (text and JSON), and its exit code.
-fn check_text(file: &str, m: &Module) -> (u8, String, serde_json::Value) {
+/// What `tusk check` prints about `m` (text and JSON), and its exit code;
+/// each finding starts with where `map` (a text input's) says the text
+/// wrote the entity it blames first.
+fn check_text(
+    file: &str,
+    m: &Module,
+    map: Option<&text::SourceMap>,
+) -> (u8, String, serde_json::Value) {
     use serde_json::json;
     use std::fmt::Write;
     let mut out = String::new();
@@ -310,8 +322,9 @@ fn check_text(file: &str, m: &Module) -> (u8, String, serde_json::Value) {
     let mut verifier = Verifier::for_module(m);
     verifier.set_scope(scope);
     let report = verifier.verify(m);
+    let pos = |f: &tusk_core::verify::Finding| blame::position(map, f.blamed());
     for f in report.findings {
-        let _ = writeln!(out, "{file}: {}", f.display(m));
+        let _ = writeln!(out, "{}: {}", blame::at(file, pos(f)), f.display(m));
     }
     if report.dropped > 0 {
         let _ = writeln!(out, "{file}: ... and {} more findings", report.dropped);
@@ -330,12 +343,14 @@ fn check_text(file: &str, m: &Module) -> (u8, String, serde_json::Value) {
         .findings
         .iter()
         .map(|f| {
-            json!({
+            let mut j = json!({
                 "kind": f.kind(),
                 "message": f.display(m).to_string(),
                 "tensors": f.mems().iter().map(|&v| format!("%{}", m.mem_name(v))).collect::<Vec<_>>(),
                 "registers": f.regs().iter().map(|&r| format!("${}", m.reg_name(r))).collect::<Vec<_>>(),
-            })
+            });
+            blame::add_to(&mut j, pos(f));
+            j
         })
         .collect();
     let j = json!({

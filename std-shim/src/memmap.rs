@@ -22,7 +22,7 @@ use tusk_core::analysis::{LinearOrder, MemLiveness};
 use tusk_core::ir::{InstFlags, MemFlags, MemLoc, Module, Space};
 use tusk_core::FailureSite;
 
-use crate::svg::{bytes_label, Chart, Item, Kind, Marker, MarkerKind, Panel};
+use crate::svg::{bytes_label, keep_largest, Chart, Item, Kind, Marker, MarkerKind, Panel};
 
 /// Rectangles drawn per panel at most: beyond it the largest are kept (a
 /// picture of more is unreadable and its file unwieldy).
@@ -85,9 +85,18 @@ pub fn memory_map_window(
                 pos: p as u64,
                 kind,
                 label: String::new(),
+                at: String::new(),
             })
         })
         .collect();
+    // The instruction at a position, as messages name it.
+    let inst_at = |p: u64| {
+        u32::try_from(p)
+            .ok()
+            .filter(|&p| (p as usize) < order.len())
+            .map(|p| m.describe_inst(order.inst_at(p)).to_string())
+            .unwrap_or_default()
+    };
     let t = &m.target;
     for space in [Space::Sb, Space::Psum, Space::Dram] {
         // (location, item) of the placed locations of this space.
@@ -132,6 +141,7 @@ pub fn memory_map_window(
                             pos: p as u64,
                             kind: MarkerKind::Failure,
                             label: format!("{who}does not fit at {p}"),
+                            at: inst_at(p as u64),
                         }),
                     )
                 }
@@ -144,6 +154,7 @@ pub fn memory_map_window(
                     Some(Marker {
                         pos: p,
                         kind: MarkerKind::Peak,
+                        at: inst_at(p),
                         // PSUM counts whole banks, as the run summary and
                         // the subtitle do: a tensor owns the banks it
                         // touches.
@@ -253,6 +264,7 @@ pub fn memory_map_window(
                         &mut dropped,
                     );
                     panels.push(Panel {
+                        space: name.to_string(),
                         title: format!("{name}, all {parts} partitions"),
                         height: 300,
                         items,
@@ -281,6 +293,7 @@ pub fn memory_map_window(
                             })
                             .collect();
                         panels.push(Panel {
+                            space: name.to_string(),
                             title: format!("{name}, partitions {q0}\u{2013}{}", q1 - 1),
                             height: 160,
                             items: cap(items, &mut dropped),
@@ -302,6 +315,7 @@ pub fn memory_map_window(
                     &mut dropped,
                 );
                 panels.push(Panel {
+                    space: name.to_string(),
                     title: format!("{name}, by bank ({} each)", bytes_label(bank)),
                     height: 220,
                     items,
@@ -316,6 +330,7 @@ pub fn memory_map_window(
                     &mut dropped,
                 );
                 panels.push(Panel {
+                    space: name.to_string(),
                     title: format!("{name}, allocator-placed locations"),
                     height: 140,
                     items,
@@ -388,11 +403,6 @@ fn peak_position<'a>(
 }
 
 /// Keeps the [`MAX_ITEMS`] largest-area items, counting the rest.
-fn cap(mut items: Vec<Item>, dropped: &mut usize) -> Vec<Item> {
-    if items.len() > MAX_ITEMS {
-        items.sort_by_key(|it| std::cmp::Reverse(it.size.saturating_mul(it.upper - it.lower)));
-        *dropped += items.len() - MAX_ITEMS;
-        items.truncate(MAX_ITEMS);
-    }
-    items
+fn cap(items: Vec<Item>, dropped: &mut usize) -> Vec<Item> {
+    keep_largest(items, MAX_ITEMS, dropped)
 }

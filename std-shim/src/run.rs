@@ -5,8 +5,11 @@ use std::time::Instant;
 
 use serde_json::{json, Value};
 use tusk_core::analysis::{CostlyDep, ScheduleReport};
-use tusk_core::ir::{Engine, Module, Space};
+use tusk_core::ir::{Engine, Entity, Module, Space};
 use tusk_core::{passes, Checks, Clock, Options, PipelineError, RunReport, Workspace};
+
+use crate::blame;
+use crate::text::SourceMap;
 
 /// A wall clock for pass timing.
 #[derive(Debug)]
@@ -192,9 +195,7 @@ pub fn summary(file: &str, m: &Module, r: &RunReport) -> String {
     if let Some(x) = &r.schedule {
         s.push_str(&schedule_lines(m, x));
     }
-    for k in &r.storage.skipped {
-        s.push_str(&format!("  storage: {k}\n"));
-    }
+    s.push_str(&storage_lines(&r.storage, "  "));
     if r.verified {
         s.push_str(&format!(
             "  verified: placement and dataflow checks clean ({:.2} ms)\n",
@@ -261,8 +262,10 @@ fn schedule_lines(m: &Module, x: &ScheduleReport) -> String {
     s
 }
 
-/// The schedule model in the JSON report.
-fn schedule_json(m: &Module, x: &ScheduleReport) -> Value {
+/// The schedule model in the JSON report (`map`: where a text input wrote
+/// the instructions it names).
+fn schedule_json(m: &Module, x: &ScheduleReport, map: Option<&SourceMap>) -> Value {
+    let inst_at = |i| blame::line_col(blame::position(map, [Entity::Inst(i)]));
     json!({
         "makespan_cycles": x.makespan,
         "makespan_unlimited_memory_cycles": x.makespan_unlimited,
@@ -273,16 +276,23 @@ fn schedule_json(m: &Module, x: &ScheduleReport) -> Value {
         "total_executions": x.total_executions,
         "extrapolated": x.extrapolated,
         "evicted": x.evicted,
-        "costliest": x.costliest.iter().map(|d| json!({
+        "costliest": x.costliest.iter().map(|d| {
+            let (line, col) = inst_at(d.inst);
+            let (waits_for_line, waits_for_col) = inst_at(d.waits_for);
+            json!({
             "instruction": m.describe_inst(d.inst).to_string(),
+            "line": line,
+            "col": col,
             "engine": resource(d),
             "waits_for": m.describe_inst(d.waits_for).to_string(),
+            "waits_for_line": waits_for_line,
+            "waits_for_col": waits_for_col,
             "location": m.mem_name(d.loc),
             "shares_cells_with": m.mem_name(d.other),
             "delay_cycles": d.cycles,
             "waits": d.waits,
             "makespan_cost_cycles": d.makespan_cost,
-        })).collect::<Vec<_>>(),
+        })}).collect::<Vec<_>>(),
     })
 }
 
@@ -309,6 +319,22 @@ pub fn vetoes(v: &tusk_core::report::Vetoes) -> Vec<(&'static str, u32)> {
     .collect()
 }
 
+/// The summary's `storage:` lines, each after `indent`: every method the
+/// budget skipped or cut short, and how many more were not listed.
+pub(crate) fn storage_lines(st: &tusk_core::StorageReport, indent: &str) -> String {
+    let mut s = String::new();
+    for k in &st.skipped {
+        s.push_str(&format!("{indent}storage: {k}\n"));
+    }
+    if st.skipped_unlisted > 0 {
+        s.push_str(&format!(
+            "{indent}storage: {} of methods skipped or cut short for the budget, not listed\n",
+            count(st.skipped_unlisted as u64, "more record")
+        ));
+    }
+    s
+}
+
 /// The reservation's make-up and what the budget left out.
 fn storage_json(st: &tusk_core::StorageReport) -> Value {
     json!({
@@ -322,11 +348,13 @@ fn storage_json(st: &tusk_core::StorageReport) -> Value {
             "available": k.available,
             "cut_short": k.cut_short,
         })).collect::<Vec<_>>(),
+        "skipped_unlisted": st.skipped_unlisted,
     })
 }
 
-/// The JSON report (docs/REPORT.md).
-pub fn report_json(file: &str, m: &Module, r: &RunReport) -> Value {
+/// The JSON report (docs/REPORT.md); `map` (a text input's) gives the
+/// `line` and `col` of the instructions it names.
+pub fn report_json(file: &str, m: &Module, r: &RunReport, map: Option<&SourceMap>) -> Value {
     let floor_inst = |sp: Space| {
         let f = r.floor.space(sp);
         f.inst
@@ -337,6 +365,12 @@ pub fn report_json(file: &str, m: &Module, r: &RunReport) -> Value {
         .iter()
         .map(|&sp| {
             let x = r.space(sp);
+            let f = r.floor.space(sp).inst;
+            let (floor_line, floor_col) = blame::line_col(
+                f.is_valid()
+                    .then(|| blame::position(map, [Entity::Inst(f)]))
+                    .flatten(),
+            );
             json!({
                 "space": sp.upper(),
                 "placed": x.placed,
@@ -345,6 +379,8 @@ pub fn report_json(file: &str, m: &Module, r: &RunReport) -> Value {
                 "input_lower_bound": x.input_lower_bound,
                 "floor": x.floor,
                 "floor_instruction": floor_inst(sp),
+                "floor_line": floor_line,
+                "floor_col": floor_col,
                 "peak_over_bound": x.peak_over_bound(),
                 "capacity": x.capacity,
                 "utilization_pct": x.utilization_pct(),
@@ -473,7 +509,7 @@ pub fn report_json(file: &str, m: &Module, r: &RunReport) -> Value {
         "verified": r.verified,
         "verify_micros": r.verify_micros,
         "storage": storage_json(&r.storage),
-        "schedule": r.schedule.as_ref().map(|x| schedule_json(m, x)),
+        "schedule": r.schedule.as_ref().map(|x| schedule_json(m, x, map)),
         "rotation": r.rotation.as_ref().map(|x| json!({
             "tiles": x.tiles,
             "moved": x.moved,

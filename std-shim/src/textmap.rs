@@ -214,20 +214,6 @@ mod tests {
     use super::*;
     use crate::svg::{Item, Marker};
 
-    fn item(label: &str, lower: u64, upper: u64, offset: u64, size: u64) -> Item {
-        Item {
-            lower,
-            upper,
-            offset,
-            size,
-            label: label.into(),
-            detail: String::new(),
-            kind: Kind::Sb,
-            highlight: false,
-            partial: false,
-        }
-    }
-
     #[test]
     fn cells_show_the_tensor_that_covers_them() {
         let chart = Chart {
@@ -237,17 +223,22 @@ mod tests {
             x_start: 0,
             x_end: 4,
             panels: vec![Panel {
+                space: "SB".into(),
                 title: "SB".into(),
                 height: 0,
                 // %big holds the lower half over all four positions, %top
                 // the upper half over the last two.
-                items: vec![item("big", 0, 4, 0, 800), item("top", 2, 4, 800, 800)],
+                items: vec![
+                    Item::sb("big", 0, 4, 0, 800),
+                    Item::sb("top", 2, 4, 800, 800),
+                ],
                 capacity: Some(1600),
                 grid: Vec::new(),
                 markers: vec![Marker {
                     pos: 3,
                     kind: MarkerKind::Peak,
                     label: "peak 1.6 KiB at 3".into(),
+                    at: String::new(),
                 }],
             }],
         };

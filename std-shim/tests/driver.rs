@@ -564,6 +564,127 @@ fn check_finds_every_planted_violation_in_the_examples() {
     println!("{} broken examples caught", broken.len());
 }
 
+/// The first entity a message names: `%x` or `$r` (up to its `@`).
+fn first_named(msg: &str) -> Option<&str> {
+    let k = msg.find(['%', '$'])?;
+    let end = msg[k..].find('@')? + k;
+    Some(&msg[k..end])
+}
+
+/// Splits `FILE:LINE:COL: message` after `file`.
+fn split_position<'a>(line: &'a str, file: &str) -> Option<(usize, usize, &'a str)> {
+    let rest = line.strip_prefix(file)?.strip_prefix(':')?;
+    let mut parts = rest.splitn(3, ':');
+    let l = parts.next()?.parse().ok()?;
+    let c = parts.next()?.parse().ok()?;
+    Some((l, c, parts.next()?.trim_start()))
+}
+
+/// The text of `src` from 1-based `line`, `col` (characters) on.
+fn text_at(src: &str, line: usize, col: usize) -> &str {
+    let l = src.lines().nth(line - 1).unwrap_or("");
+    let start = l.char_indices().nth(col - 1).map_or(l.len(), |(k, _)| k);
+    &l[start..]
+}
+
+/// Every finding of `tusk check`, and the error of `tusk run`, on the
+/// broken examples starts with `FILE:LINE:COL:`, and that line and column
+/// of the file is the declaration of the entity the message names first
+/// (the location or register whose placement or lane is at fault). The
+/// JSON gives the same `line` and `col`; a JSON input has no positions.
+#[test]
+fn messages_point_at_the_declaration_they_blame() {
+    let root = workspace().join("examples/broken");
+    let mut files: Vec<PathBuf> = fs::read_dir(&root)
+        .map(|rd| rd.flatten().map(|e| e.path()).collect())
+        .unwrap_or_default();
+    files.retain(|p| p.extension().is_some_and(|e| e == "tusk"));
+    files.sort();
+    assert!(!files.is_empty(), "no examples/broken/*.tusk");
+    let mut pointed = 0;
+    for p in &files {
+        let text = fs::read_to_string(p).unwrap();
+        if text.starts_with("; expect: pattern-outside") {
+            continue; // refused by the reader, with its own position
+        }
+        let name = p.file_name().unwrap().to_str().unwrap();
+        let check = run_in(&root, &["check", name]);
+        assert_eq!(check.code, 1, "{name}: {}{}", check.stdout, check.stderr);
+        let findings: Vec<&str> = check
+            .stdout
+            .lines()
+            .filter(|l| !l.contains(" finding"))
+            .collect();
+        let run = run_in(&root, &["run", name]);
+        let errors: Vec<&str> = run
+            .stderr
+            .lines()
+            .filter_map(|l| l.strip_prefix("error: "))
+            .collect();
+        for line in findings.iter().chain(&errors) {
+            let (l, c, msg) = split_position(line, name)
+                .unwrap_or_else(|| panic!("{name}: no FILE:LINE:COL in `{line}`"));
+            let blamed = first_named(msg).unwrap_or_else(|| panic!("{name}: names nothing: {msg}"));
+            let at = text_at(&text, l, c);
+            let decl = text.lines().nth(l - 1).unwrap_or("").trim_start();
+            assert!(
+                at.strip_prefix(blamed)
+                    .is_some_and(|r| r.starts_with(char::is_whitespace)),
+                "{name}:{l}:{c} is `{at}`, not the declaration of {blamed} ({msg})"
+            );
+            assert!(
+                ["sb ", "psum ", "dram ", "reg "]
+                    .iter()
+                    .any(|k| decl.starts_with(k)),
+                "{name}:{l}: `{decl}` is not a declaration"
+            );
+            pointed += 1;
+        }
+        // The JSON of `check` and of a failed `run` carry the same position.
+        let j: serde_json::Value =
+            serde_json::from_str(&run_in(&root, &["check", "--json", name]).stdout).unwrap();
+        let f = &j["findings"][0];
+        let (l, c, _) = split_position(findings[0], name).unwrap();
+        assert_eq!(
+            (f["line"].as_u64(), f["col"].as_u64()),
+            (Some(l as u64), Some(c as u64)),
+            "{name}"
+        );
+        if let Some(e) = errors.first() {
+            let r: serde_json::Value =
+                serde_json::from_str(&run_in(&root, &["run", "--json", name]).stdout).unwrap();
+            let (l, c, _) = split_position(e, name).unwrap();
+            assert_eq!(
+                (r["line"].as_u64(), r["col"].as_u64()),
+                (Some(l as u64), Some(c as u64)),
+                "{name}"
+            );
+        }
+    }
+    assert!(pointed >= 10, "only {pointed} messages checked");
+    // From JSON, the same findings carry no position.
+    let work = scratch("json-positions");
+    let src = root.join("matmul_fully_optimized-overlap.tusk");
+    let o = run_in(
+        &work,
+        &["fmt", "--json", src.to_str().unwrap(), "-o", "m.json"],
+    );
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    let o = run_in(&work, &["check", "m.json"]);
+    assert_eq!(o.code, 1, "{}{}", o.stdout, o.stderr);
+    assert!(o.stdout.starts_with("m.json: %rhs_t@"), "{}", o.stdout);
+    let o = run_in(&work, &["run", "m.json"]);
+    assert!(
+        o.stderr.starts_with("error: m.json: verify:"),
+        "{}",
+        o.stderr
+    );
+    let j: serde_json::Value =
+        serde_json::from_str(&run_in(&work, &["check", "--json", "m.json"]).stdout).unwrap();
+    assert!(j["findings"][0].get("line").is_none(), "{j:#}");
+    let _ = fs::remove_dir_all(&work);
+}
+
 // ---------------------------------------------------------------------
 // Standard output that fails
 
@@ -787,6 +908,58 @@ fn dsa_explain_says_why_and_what_is_missing() {
     );
     let v: serde_json::Value = serde_json::from_str(&j.stdout).unwrap();
     assert_eq!(v["explain"][0]["title"], "placements");
+    let _ = fs::remove_dir_all(&work);
+}
+
+/// `tusk dsa --svg`: the placement drawn, one rectangle per buffer, and
+/// over a long time line an inset at the peak; it shares standard output
+/// with nothing.
+#[test]
+fn dsa_svg_draws_the_placement_with_an_inset_at_the_peak() {
+    let work = scratch("dsa-svg");
+    // 400 buffers of 64 bytes, each live over two instants, one after the
+    // other, and one of 4096 over instants 200..203: the peak is there.
+    let rows: String = (0..400)
+        .map(|k| format!("b{k},{k},{},64\n", k + 2))
+        .collect();
+    let csv = format!("id,lower,upper,size\n{rows}big,200,203,4096\n");
+    fs::write(work.join("b.csv"), csv).unwrap();
+    let o = run_in(
+        &work,
+        &["dsa", "b.csv", "--capacity", "65536", "--svg", "m.svg"],
+    );
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    assert!(o.stdout.contains("wrote m.svg"), "{}", o.stdout);
+    let svg = fs::read_to_string(work.join("m.svg")).unwrap();
+    assert_eq!(svg.matches("class=\"tensor\"").count(), 401);
+    let window = svg
+        .split("class=\"inset\" data-space=\"buffers\" data-window=\"")
+        .nth(1)
+        .and_then(|r| r.split('"').next())
+        .and_then(|w| w.split_once(':'))
+        .map(|(a, b)| (a.parse::<u64>().unwrap(), b.parse::<u64>().unwrap()))
+        .unwrap_or_else(|| panic!("no inset in {svg}"));
+    assert!(window.0 <= 200 && 203 <= window.1, "{window:?}");
+    assert!(svg.contains("buffers around the peak"), "{svg}");
+    let o = run_in(
+        &work,
+        &[
+            "dsa",
+            "b.csv",
+            "--capacity",
+            "65536",
+            "--svg",
+            "-",
+            "-o",
+            "-",
+        ],
+    );
+    assert_eq!(o.code, 2, "{}", o.stderr);
+    assert!(
+        o.stderr.contains("would both write standard output"),
+        "{}",
+        o.stderr
+    );
     let _ = fs::remove_dir_all(&work);
 }
 

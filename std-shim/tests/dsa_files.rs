@@ -79,6 +79,7 @@ fn args(file: PathBuf, capacity: Option<u64>, out: Option<PathBuf>, algo: Algo) 
         capacity,
         algo,
         out,
+        svg: None,
         budget_ms: None,
         budget_nodes: Some(100_000),
         minimize: false,

@@ -120,12 +120,20 @@ fn svg_draws_one_rectangle_per_placed_tensor() {
     let _ = fs::remove_dir_all(&work);
 }
 
-#[test]
-fn svg_of_partial_tensors_has_a_panel_per_quadrant() {
-    let work = scratch("svg-quadrants");
-    let src = examples().join("transpose2d.tusk");
+/// Runs `tusk run examples/<example> --svg map.svg` in a fresh scratch
+/// directory named `dir`, and returns that directory; the run must
+/// succeed.
+fn svg_of_example(dir: &str, example: &str) -> PathBuf {
+    let work = scratch(dir);
+    let src = examples().join(example);
     let o = tusk(&work, &["run", src.to_str().unwrap(), "--svg", "map.svg"]);
     assert_eq!(o.code, 0, "{}", o.stderr);
+    work
+}
+
+#[test]
+fn svg_of_partial_tensors_has_a_panel_per_quadrant() {
+    let work = svg_of_example("svg-quadrants", "transpose2d.tusk");
     let svg = fs::read_to_string(work.join("map.svg")).unwrap();
     assert!(
         svg.contains("SB, partitions 0\u{2013}31"),
@@ -136,6 +144,12 @@ fn svg_of_partial_tensors_has_a_panel_per_quadrant() {
     for t in ["in_tile", "out_tile"] {
         assert_eq!(rects.iter().filter(|r| r.0 == t).count(), 1, "{rects:?}");
     }
+    // Three positions, each tile the height of its panel: the main map
+    // reads, no inset.
+    assert!(
+        insets(&work.join("map.svg")).is_empty() && !svg.contains("inset-frame"),
+        "an inset on a three-position module"
+    );
     // A 64-partition tensor at partition 0 shows in two quadrants only.
     fs::write(work.join("half.tusk"), HALF).unwrap();
     let o = tusk(&work, &["run", "half.tusk", "--svg", "half.svg"]);
@@ -193,6 +207,206 @@ fn a_failed_allocation_draws_the_moment_it_failed() {
     assert!(fill("b").is_some() && fill("p").is_some(), "{rects:?}");
     let svg = fs::read_to_string(work.join("fail.svg")).unwrap();
     assert!(svg.contains("does not fit at"), "no failure marker");
+    // Five positions of large tensors, all named: no inset.
+    assert!(insets(&work.join("fail.svg")).is_empty(), "{svg}");
+    let _ = fs::remove_dir_all(&work);
+}
+
+/// One zoomed inset of a picture: its space, its window of positions
+/// `[lo, hi)`, its title, the tensors it draws and the texts it writes.
+#[derive(Debug)]
+struct InsetSeen {
+    space: String,
+    window: (u64, u64),
+    title: String,
+    tensors: Vec<String>,
+    texts: Vec<String>,
+}
+
+/// The insets of an SVG file (`<g class="inset">` and what lies inside).
+fn insets(path: &Path) -> Vec<InsetSeen> {
+    let text = fs::read_to_string(path).unwrap();
+    let mut out: Vec<InsetSeen> = Vec::new();
+    // Depth of the open tags inside the current inset, when in one.
+    let mut inside: Option<i32> = None;
+    for ev in svg::read(&text).expect("an SVG document") {
+        match ev {
+            Event::Error(e) => panic!("{}: malformed SVG: {e}", path.display()),
+            Event::Tag(name, ty, attrs) => {
+                if let Some(d) = inside.as_mut() {
+                    match ty {
+                        Type::Start => *d += 1,
+                        Type::End => *d -= 1,
+                        Type::Empty => {}
+                    }
+                    if *d == 0 {
+                        inside = None;
+                    }
+                }
+                let class = attrs.get("class").map(|v| v.to_string());
+                if name == "g" && ty == Type::Start && class.as_deref() == Some("inset") {
+                    let w = attrs.get("data-window").unwrap().to_string();
+                    let (lo, hi) = w.split_once(':').unwrap();
+                    out.push(InsetSeen {
+                        space: attrs.get("data-space").unwrap().to_string(),
+                        window: (lo.parse().unwrap(), hi.parse().unwrap()),
+                        title: String::new(),
+                        tensors: Vec::new(),
+                        texts: Vec::new(),
+                    });
+                    inside = Some(1);
+                } else if inside.is_some()
+                    && name == "rect"
+                    && ty != Type::End
+                    && class.as_deref() == Some("inset-tensor")
+                {
+                    let t = attrs.get("data-tensor").unwrap().to_string();
+                    out.last_mut().unwrap().tensors.push(t);
+                }
+            }
+            Event::Text(t) if inside.is_some() => {
+                let last = out.last_mut().unwrap();
+                if last.title.is_empty() {
+                    last.title = t.trim().to_string();
+                }
+                last.texts.push(t.trim().to_string());
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
+/// Every tensor `inset` draws carries a label in it: its name inside the
+/// rectangle, or a key number drawn there that the inset's key list
+/// (`too thin to name: 1 a · 2 b`) gives the name of.
+fn assert_every_tensor_labelled(inset: &InsetSeen) {
+    let keys: Vec<(String, String)> = inset
+        .texts
+        .iter()
+        .filter_map(|t| t.strip_prefix("too thin to name: "))
+        .flat_map(|l| l.split(" \u{b7} "))
+        .filter_map(|e| e.split_once(' '))
+        .map(|(k, n)| (k.to_string(), n.to_string()))
+        .collect();
+    for t in &inset.tensors {
+        let named = inset.texts.iter().any(|x| x == t);
+        let keyed = keys
+            .iter()
+            .any(|(k, n)| n == t && inset.texts.iter().any(|x| x == k));
+        assert!(named || keyed, "{t} has no label in {inset:#?}");
+    }
+}
+
+/// A failure at position 1 or 2 of a 404-position program: two tensors of
+/// 120000 bytes per partition (SB holds 212984) early, then 200 short-lived
+/// 64-byte tensors the input places (so they are drawn at the failure),
+/// `%f<k>` live over positions `4 + 2k` and `5 + 2k`.
+fn early_failure() -> String {
+    let mut s = String::from(
+        "dram %out [128 x 120000] output\nsb %a [128 x 120000]\nsb %b [128 x 120000]\n",
+    );
+    for k in 0..200 {
+        s.push_str(&format!("sb %f{k} [128 x 64] @ SB<0,0>\n"));
+    }
+    s.push_str(
+        "func @f {\nentry:\n  %a = memset 0\n  %b = memset 1\n  \
+         %out[p0:128, 0:4096] = save %b[p0:128, 0:4096]\n  \
+         %out[p0:128, 4096:8192] = save %a[p0:128, 0:4096]\n",
+    );
+    for k in 0..200 {
+        s.push_str(&format!(
+            "  %f{k} = memset 0\n  %out[p0:128, 0:64] = save %f{k}[p0:128, 0:64]\n"
+        ));
+    }
+    s.push_str("}\n");
+    s
+}
+
+#[test]
+fn a_failure_in_a_long_program_gets_an_inset_around_it() {
+    let work = scratch("svg-inset-fail");
+    fs::write(work.join("early.tusk"), early_failure()).unwrap();
+    let o = tusk(
+        &work,
+        &[
+            "run",
+            "early.tusk",
+            "--gca-dma-optlevel",
+            "-1",
+            "--svg",
+            "fail.svg",
+        ],
+    );
+    assert_eq!(o.code, 1, "{}", o.stderr);
+    let svg = fs::read_to_string(work.join("fail.svg")).unwrap();
+    // The failure position, as the main map's marker names it.
+    let at: u64 = svg
+        .split("does not fit at ")
+        .nth(1)
+        .and_then(|r| r.split(|c: char| !c.is_ascii_digit()).next())
+        .and_then(|n| n.parse().ok())
+        .expect("a failure marker");
+    let all = insets(&work.join("fail.svg"));
+    let fail: Vec<&InsetSeen> = all
+        .iter()
+        .filter(|i| i.title.contains("around the failure"))
+        .collect();
+    assert_eq!(fail.len(), 1, "{all:#?}");
+    let i = fail[0];
+    assert_eq!(i.space, "SB");
+    let positions = format!("positions {}..{}", i.window.0, i.window.1 - 1);
+    assert!(
+        i.title
+            .contains(&format!("around the failure at {at}, {positions}: `%")),
+        "the title names the position, the window and the instruction: {}",
+        i.title
+    );
+    let (lo, hi) = i.window;
+    assert!(lo <= at && at < hi, "{at} outside {lo}..{hi}");
+    // Zoomed: a small part of the 404 positions, at least MIN_POSITIONS.
+    assert!((12..=60).contains(&(hi - lo)), "{lo}..{hi}");
+    // Every tensor live in the window is drawn there, once, and labelled.
+    let mut expected: BTreeSet<String> = ["a", "b"].map(String::from).into();
+    for k in 0..200u64 {
+        let (s, e) = (4 + 2 * k, 6 + 2 * k);
+        if s < hi && lo < e {
+            expected.insert(format!("f{k}"));
+        }
+    }
+    let drawn: BTreeSet<String> = i.tensors.iter().cloned().collect();
+    assert_eq!(drawn, expected, "{i:#?}");
+    assert_eq!(drawn.len(), i.tensors.len(), "{i:#?}");
+    assert_every_tensor_labelled(i);
+    // The frame on the main map and the line to the inset.
+    assert!(svg.contains("class=\"inset-frame\""));
+    assert!(svg.contains("class=\"inset-connector\""));
+    let _ = fs::remove_dir_all(&work);
+}
+
+#[test]
+fn a_peak_among_thin_tensors_gets_an_inset_around_it() {
+    let work = svg_of_example("svg-inset-peak", "flash_attn_bwd.tusk");
+    let all = insets(&work.join("map.svg"));
+    let sb = all
+        .iter()
+        .find(|i| i.space == "SB")
+        .unwrap_or_else(|| panic!("no SB inset: {all:#?}"));
+    assert!(sb.title.starts_with("SB around the peak "), "{}", sb.title);
+    let at: u64 = sb
+        .title
+        .split(" at ")
+        .nth(1)
+        .and_then(|r| r.split(',').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no peak position in {}", sb.title));
+    assert!(sb.window.0 <= at && at < sb.window.1, "{sb:#?}");
+    assert!(!sb.tensors.is_empty());
+    assert_every_tensor_labelled(sb);
+    // The main map still draws one rectangle per tensor: the inset's are
+    // of their own class.
+    let main = tensor_rects(&work.join("map.svg"));
+    assert!(main.len() > sb.tensors.len());
     let _ = fs::remove_dir_all(&work);
 }
 
@@ -304,7 +518,9 @@ fn batch_exit_codes_follow_the_worst_file() {
         o.stdout
     );
     assert!(
-        o.stderr.contains("big.tusk: coloring allocation failed"),
+        // At the line and column of `%b = memset 1`, where it ran out.
+        o.stderr
+            .contains("big.tusk:8:3: coloring allocation failed"),
         "{}",
         o.stderr
     );

@@ -1,4 +1,5 @@
 //! Integration tests live in tests/tests/; this crate holds what several of
 //! them share.
 
+pub mod harness;
 pub mod unroll;

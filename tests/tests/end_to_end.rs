@@ -19,21 +19,9 @@ use std::path::{Path, PathBuf};
 
 use tusk_core::gen::module::{generate, Census, GenParams};
 use tusk_core::ir::{MemFlags, Module, Space, NO_LANE};
-use tusk_core::{Allocator, Checks, Clock, Options, Rotation, RunReport, Workspace};
+use tusk_core::{Allocator, Checks, Options, Rotation, RunReport, Workspace};
 use tusk_shim::text;
-
-/// A clock that advances 1 ms per reading: the runs are checked, not
-/// timed, and the exact search's time budget ends after a bounded number
-/// of nodes on every machine (at a microsecond per reading, the search on
-/// one generated module ran for two minutes in debug).
-struct Ticks(u64);
-
-impl Clock for Ticks {
-    fn now_micros(&mut self) -> u64 {
-        self.0 += 1000;
-        self.0
-    }
-}
+use tusk_tests::harness::Ticks;
 
 fn examples(sub: &str) -> Vec<PathBuf> {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -116,7 +104,7 @@ fn run_checked(m: &mut Module, opts: &Options) -> Result<RunReport, String> {
         m,
         opts,
         &mut ws,
-        &mut Ticks(0),
+        &mut Ticks::per_read(1000),
         Checks::Full { input: &original },
     )
     .map_err(|e| e.display(m).to_string())

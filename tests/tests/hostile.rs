@@ -119,6 +119,7 @@ fn dsa_writes_atomically_and_never_over_its_input() {
         capacity: None,
         algo: Algo::BestFit,
         out: Some(dir.join("out.csv")),
+        svg: None,
         budget_ms: None,
         budget_nodes: None,
         minimize: false,

@@ -24,19 +24,9 @@ use tusk_core::analysis::{Bounds, LinearOrder, MemLiveness};
 use tusk_core::gen::module::{generate, GenParams};
 use tusk_core::ir::{Inst, Module, Opcode, Space};
 use tusk_core::verify::{DataflowChecker, Verifier};
-use tusk_core::{Checks, Clock, Options, Workspace};
 use tusk_shim::text;
+use tusk_tests::harness::{self, Ticks};
 use tusk_tests::unroll::{UnrollError, Unroller, MAX_UNROLLED_INSTS};
-
-/// A clock that advances 1 ms per reading: the runs are checked, not timed.
-struct Ticks(u64);
-
-impl Clock for Ticks {
-    fn now_micros(&mut self) -> u64 {
-        self.0 += 1000;
-        self.0
-    }
-}
 
 /// The generated modules: several seeds of the constructs preset (loops
 /// with loop-indexed terms on every side, register terms, steps,
@@ -103,16 +93,7 @@ fn bounds(m: &Module) -> [u64; 3] {
 /// The allocated module of `optlevel`, checks off (this test runs them).
 fn allocate(input: &Module, optlevel: u8) -> Module {
     let mut m = input.clone();
-    let opts = Options {
-        optlevel,
-        ..Options::default()
-    }
-    .normalize()
-    .unwrap();
-    let mut ws = Workspace::new();
-    ws.reserve(&mut m, &opts, Checks::None);
-    tusk_core::run(&mut m, &opts, &mut ws, &mut Ticks(0), Checks::None)
-        .unwrap_or_else(|e| panic!("{}", e.display(&m)));
+    harness::run_unchecked(&mut m, optlevel, &mut Ticks::per_read(1000));
     m
 }
 

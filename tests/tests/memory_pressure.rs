@@ -10,18 +10,8 @@ use tusk_core::gen::module::{generate, GenParams};
 use tusk_core::ir::{Capacity, InstFlags, MemFlags, MemLoc, Module, Opcode, Space};
 use tusk_core::pass::spill::{self, SpillRecord};
 use tusk_core::verify::{DataflowCapacity, DataflowChecker};
-use tusk_core::{Allocator, Checks, Clock, Options, PipelineError, RunReport, Workspace};
-use tusk_shim::text;
-
-/// A clock that advances 1 ms per reading (runs are checked, not timed).
-struct Ticks(u64);
-
-impl Clock for Ticks {
-    fn now_micros(&mut self) -> u64 {
-        self.0 += 1000;
-        self.0
-    }
-}
+use tusk_core::{Allocator, Options, PipelineError, RunReport};
+use tusk_tests::harness::{self, parse, Ticks};
 
 /// Every allocator the selection map reaches: the coloring allocator at
 /// optlevels 1, 2, 3 and 6, the exact search, the linear scan at 6 and 8.
@@ -42,22 +32,9 @@ fn allocators() -> Vec<(&'static str, Options)> {
     ]
 }
 
-fn parse(src: &str) -> Module {
-    text::parse(src.as_bytes()).unwrap_or_else(|e| panic!("{e}"))
-}
-
 /// Runs `opts` with the verifier and the dataflow checker on.
 fn run_checked(m: &mut Module, opts: &Options) -> Result<RunReport, PipelineError> {
-    let original = m.clone();
-    let mut ws = Workspace::new();
-    ws.reserve(m, opts, Checks::Full { input: &original });
-    tusk_core::run(
-        m,
-        opts,
-        &mut ws,
-        &mut Ticks(0),
-        Checks::Full { input: &original },
-    )
+    harness::run_checked(m, opts, &mut Ticks::per_read(1000))
 }
 
 fn inserted(m: &Module, flag: InstFlags, opcode: Opcode) -> Vec<tusk_core::ir::Inst> {

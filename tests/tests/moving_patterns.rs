@@ -7,21 +7,9 @@
 
 use tusk_core::ir::{full_ap, slice_ap, ApExt, Inst, InstFlags, InstSpec, Module, Opcode, Space};
 use tusk_core::verify::{DataflowChecker, DataflowError, Finding, Mismatch, Verifier};
-use tusk_core::{Checks, Clock, Options, Workspace};
+use tusk_core::{Checks, Options, Workspace};
 use tusk_shim::text;
-
-struct Ticks(u64);
-
-impl Clock for Ticks {
-    fn now_micros(&mut self) -> u64 {
-        self.0 += 1;
-        self.0
-    }
-}
-
-fn parse(src: &str) -> Module {
-    text::parse(src.as_bytes()).unwrap_or_else(|e| panic!("{e}\n{src}"))
-}
+use tusk_tests::harness::{self, parse, Ticks};
 
 /// Runs the pipeline of `optlevel` on a copy of `input` with both checks,
 /// and asserts the run verified; `what` names the case in a failure.
@@ -33,15 +21,8 @@ fn checked_run(input: &Module, optlevel: u8, what: &str) -> tusk_core::RunReport
     }
     .normalize()
     .unwrap();
-    let mut ws = Workspace::new();
-    let r = tusk_core::reserve_and_run(
-        &mut m,
-        &opts,
-        &mut ws,
-        &mut Ticks(0),
-        Checks::Full { input },
-    )
-    .unwrap_or_else(|e| panic!("optlevel {optlevel}: {}\n{what}", e.display(&m)));
+    let r = harness::run_checked(&mut m, &opts, &mut Ticks::per_read(1))
+        .unwrap_or_else(|e| panic!("optlevel {optlevel}: {}\n{what}", e.display(&m)));
     assert!(r.verified, "optlevel {optlevel}: checked\n{what}");
     r
 }
@@ -167,7 +148,7 @@ fn the_coalescing_miscompile_is_a_dataflow_finding() {
         &mut m,
         &opts,
         &mut ws,
-        &mut Ticks(0),
+        &mut Ticks::per_read(1),
         Checks::Full { input: &orig },
     )
     .unwrap_or_else(|e| panic!("{}", e.display(&m)));
@@ -381,15 +362,7 @@ entry:
 fn verdict(src: &str, opt: u8, corrupt: Option<i64>) -> (bool, bool) {
     let orig = parse(src);
     let mut m = orig.clone();
-    let opts = Options {
-        optlevel: opt,
-        ..Options::default()
-    }
-    .normalize()
-    .unwrap();
-    let mut ws = Workspace::new();
-    tusk_core::reserve_and_run(&mut m, &opts, &mut ws, &mut Ticks(0), Checks::None)
-        .unwrap_or_else(|e| panic!("{}", e.display(&m)));
+    harness::run_unchecked(&mut m, opt, &mut Ticks::per_read(1));
     let mut applied = false;
     if let Some(shift) = corrupt {
         // Every save writes its tile `shift` bytes further: in the loop one
@@ -459,7 +432,7 @@ entry:
         &mut mm,
         &Options::default(),
         &mut ws,
-        &mut Ticks(0),
+        &mut Ticks::per_read(1),
         Checks::Full { input: &m },
     );
     assert!(r.is_ok(), "{}", r.err().unwrap().display(&mm));

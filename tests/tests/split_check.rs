@@ -9,29 +9,12 @@ use tusk_core::ir::{Module, Opcode};
 use tusk_core::verify::{
     DataflowCapacity, DataflowChecker, DataflowError, DataflowReport, BATCH_RECORDS,
 };
-use tusk_core::{Checks, Clock, Options, Workspace};
 use tusk_shim::split::ThreadSplit;
-
-struct Ticks(u64);
-
-impl Clock for Ticks {
-    fn now_micros(&mut self) -> u64 {
-        self.0 += 1;
-        self.0
-    }
-}
+use tusk_tests::harness::{self, Ticks};
 
 fn allocated(orig: &Module, optlevel: u8) -> Module {
     let mut m = orig.clone();
-    let opts = Options {
-        optlevel,
-        ..Options::default()
-    }
-    .normalize()
-    .unwrap();
-    let mut ws = Workspace::new();
-    tusk_core::reserve_and_run(&mut m, &opts, &mut ws, &mut Ticks(0), Checks::None)
-        .unwrap_or_else(|e| panic!("{}", e.display(&m)));
+    harness::run_unchecked(&mut m, optlevel, &mut Ticks::per_read(1));
     m
 }
 

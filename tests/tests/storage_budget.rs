@@ -36,9 +36,8 @@ use tusk_core::gen::dma::{dma_heavy, DmaGenParams};
 use tusk_core::gen::dsa::{perfect_packing, PerfectPacking};
 use tusk_core::gen::module::{generate, GenParams, MAX_RESIDENTS};
 use tusk_core::ir::Module;
-use tusk_core::{
-    Allocator, Checks, Clock, Options, StorageBudget, StorageReport, Target, Workspace,
-};
+use tusk_core::{Allocator, Checks, Options, StorageBudget, StorageReport, Target, Workspace};
+use tusk_tests::harness::Ticks;
 
 thread_local! {
     static ARMED: Cell<bool> = const { Cell::new(false) };
@@ -111,17 +110,6 @@ fn measure<R>(f: impl FnOnce() -> R) -> (R, Heap) {
         largest: LARGEST.with(|x| x.get()),
     };
     (r, heap)
-}
-
-/// One tick per reading: budgets in time are irrelevant here, and a fake
-/// clock keeps the runs deterministic.
-struct Ticks(u64);
-
-impl Clock for Ticks {
-    fn now_micros(&mut self) -> u64 {
-        self.0 += 1;
-        self.0
-    }
 }
 
 /// Heap bytes of a module's storage, by its own report.
@@ -277,7 +265,7 @@ fn budgets_bound_reserve_and_run() {
                 let original = m.read_only_copy();
                 let before = module_bytes(&m);
                 let mut ws = Workspace::new();
-                let mut clock = Ticks(0);
+                let mut clock = Ticks::per_read(1);
                 let (r, heap) = measure(|| {
                     tusk_core::reserve_and_run(
                         &mut m,
@@ -374,7 +362,7 @@ fn budgets_bound_the_dsa_solvers() {
                     },
                     ..ExactOptions::default()
                 };
-                ws.solve(&problem, &options, &mut Ticks(0), &mut out);
+                ws.solve(&problem, &options, &mut Ticks::per_read(1), &mut out);
             });
             assert!(
                 heap.peak.max(0) as u64 <= room,

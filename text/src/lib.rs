@@ -4,7 +4,10 @@
 //! [`parse`] takes raw bytes (anything at all: it validates UTF-8 and the
 //! size limit first) and returns a [`Module`] or a [`ParseError`] with a
 //! 1-based line and column. It never panics and never recurses on input
-//! structure. [`print()`] writes canonical text; `print(&parse(x)?) == x` for
+//! structure. [`parse_with_positions`] also returns a [`SourceMap`]: the
+//! line and column where the text wrote each instruction and declaration,
+//! for messages about them (plain [`parse`] records none and costs nothing
+//! for them). [`print()`] writes canonical text; `print(&parse(x)?) == x` for
 //! every canonical `x`. [`write_module`] writes the same bytes from several
 //! threads for large modules.
 //!
@@ -39,11 +42,13 @@ pub mod error;
 pub mod lexer;
 mod parser;
 pub mod printer;
+pub mod source_map;
 pub mod stream;
 pub mod walk;
 
 pub use error::{ErrorKind, ParseError};
 pub use printer::{print, print_into};
+pub use source_map::{Pos, SourceMap};
 pub use stream::{printer_threads, write_module};
 
 pub use parser::{check_extent, subop_fits, subops_of};
@@ -57,6 +62,21 @@ pub const MAX_TEXT_BYTES: u64 = 1 << 30;
 
 /// Parses a module from bytes.
 pub fn parse(bytes: &[u8]) -> Result<Module, ParseError> {
+    parse_bytes(bytes, false).map(|(m, _)| m)
+}
+
+/// Parses a module from bytes, with where the text wrote each of its
+/// entities ([`SourceMap`]), for messages that point at a line and column.
+pub fn parse_with_positions(bytes: &[u8]) -> Result<(Module, SourceMap), ParseError> {
+    parse_bytes(bytes, true).map(|(m, map)| (m, map.unwrap_or_default()))
+}
+
+/// [`parse_with_positions`] of text.
+pub fn parse_str_with_positions(src: &str) -> Result<(Module, SourceMap), ParseError> {
+    parse_with_positions(src.as_bytes())
+}
+
+fn parse_bytes(bytes: &[u8], positions: bool) -> Result<(Module, Option<SourceMap>), ParseError> {
     if bytes.len() as u64 > MAX_TEXT_BYTES {
         return Err(ParseError {
             line: 1,
@@ -78,7 +98,7 @@ pub fn parse(bytes: &[u8]) -> Result<Module, ParseError> {
             });
         }
     };
-    parser::parse_str(src)
+    parser::parse_str(src, positions)
 }
 
 /// Parses a module from text.

@@ -18,11 +18,13 @@ use tusk_core::Target;
 
 use super::error::{ErrorKind, ParseError};
 use super::lexer::{Lexer, Tok, Token};
+use super::source_map::{Kind, Offsets, SourceMap};
 
 type Result<T> = std::result::Result<T, ParseError>;
 
-/// Parses a module from validated UTF-8 text.
-pub(super) fn parse_str(src: &str) -> Result<Module> {
+/// Parses a module from validated UTF-8 text; with `positions`, also where
+/// the text wrote each entity.
+pub(super) fn parse_str(src: &str, positions: bool) -> Result<(Module, Option<SourceMap>)> {
     let mut lx = Lexer::new(src);
     let tok = lx.next_token()?;
     // Reserve from the input size (a canonical instruction line is 30 to 80
@@ -73,16 +75,18 @@ pub(super) fn parse_str(src: &str) -> Result<Module> {
         loops: Vec::new(),
         seen_func: false,
         names: NameCache::new(),
+        offsets: positions.then(Box::default),
     };
     p.module()?;
     // The reservation above was an estimate; keep only what the module holds.
     p.m.shrink_to_fit();
-    Ok(p.m)
+    let map = p.offsets.map(|o| o.into_map(src));
+    Ok((p.m, map))
 }
 
 /// Number of `\n` bytes (counted per chunk in a byte, which the compiler
 /// vectorizes; a `usize` per byte does not).
-fn bytecount_newlines(b: &[u8]) -> usize {
+pub(crate) fn bytecount_newlines(b: &[u8]) -> usize {
     b.chunks(255)
         .map(|c| c.iter().fold(0u8, |a, &x| a + (x == b'\n') as u8) as usize)
         .sum()
@@ -104,6 +108,8 @@ struct Parser<'a> {
     seen_func: bool,
     /// Operand name resolution ahead of the module's name table.
     names: NameCache,
+    /// Byte offsets of the entities, when positions were asked for.
+    offsets: Option<Box<Offsets>>,
 }
 
 /// Slots of [`NameCache`] (a power of two; 2 × 16 KiB, stays in L2).
@@ -213,6 +219,15 @@ const INST_ATTRS: &str = "queue engine inplace uninit spill reload synthetic";
 impl<'a> Parser<'a> {
     // ------------------------------------------------------------------
     // Token plumbing
+
+    /// Records that entity `index` of `kind` starts at byte `at` (only when
+    /// positions were asked for).
+    #[inline]
+    fn note(&mut self, kind: Kind, index: usize, at: u32) {
+        if let Some(o) = self.offsets.as_deref_mut() {
+            o.record(kind, index, at);
+        }
+    }
 
     fn bump(&mut self) -> Result<()> {
         self.tok = self.lx.next_token()?;
@@ -571,6 +586,7 @@ impl<'a> Parser<'a> {
             }
             Err(e) => return Err(ir(self, e)),
         };
+        self.note(Kind::Mem, mem.index(), nt.start);
         if let Some(e) = elem {
             self.m.set_dtype(mem, e).map_err(|e| ir(self, e))?;
         }
@@ -705,6 +721,7 @@ impl<'a> Parser<'a> {
             }
             Err(e) => return Err(self.err_at(nt.start, ErrorKind::Ir(e))),
         };
+        self.note(Kind::Reg, r.index(), nt.start);
         self.m.set_reg_flags(r, flags);
         self.m.set_reg_lane(r, lane);
         self.eol()
@@ -733,6 +750,7 @@ impl<'a> Parser<'a> {
             .m
             .add_func(name)
             .map_err(|e| self.err_at(nt.start, ErrorKind::Ir(e)))?;
+        self.note(Kind::Func, f.index(), nt.start);
         self.loops.clear();
         let mut block = Block::INVALID;
         loop {
@@ -818,6 +836,7 @@ impl<'a> Parser<'a> {
             .m
             .add_block(label, lp)
             .map_err(|e| self.err_at(at, ErrorKind::Ir(e)))?;
+        self.note(Kind::Block, b.index(), at);
         let n = self.m.blocks().name[b].index();
         if self.label_stamp.len() <= n {
             self.label_stamp.resize(self.m.names().len().max(n + 1), 0);
@@ -875,6 +894,7 @@ impl<'a> Parser<'a> {
             .m
             .add_loop(parent, trip)
             .map_err(|e| self.err_at(at, ErrorKind::Ir(e)))?;
+        self.note(Kind::Loop, l.index(), at);
         if let Some(nt) = iv {
             let name = self.text(&nt);
             if name.contains('-') || name.contains('.') {
@@ -1154,6 +1174,7 @@ impl<'a> Parser<'a> {
             }
             Err(e) => return Err(ParseError::at(self.lx.src(), at as usize, ErrorKind::Ir(e))),
         };
+        self.note(Kind::Inst, i.index(), at);
         if let Err(e) = tusk_core::ir::shape::check(&self.m, i) {
             return Err(self.invalid(at, format!("`{mn}` {e}")));
         }

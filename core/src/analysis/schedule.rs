@@ -56,7 +56,7 @@ use arrayvec::ArrayVec;
 
 use super::order::{executions_with, BlockSpan};
 use crate::dma::conflict::Rect;
-use crate::ir::{ap, Ap, Capacity, Engine, Inst, MemLoc, Module, Opcode, Space};
+use crate::ir::{ap, Ap, Capacity, Engine, Inst, Limits, MemLoc, Module, Opcode, Space};
 use crate::ir::{pattern, UNKNOWN_TRIP};
 use alloc::vec::Vec;
 
@@ -72,9 +72,6 @@ const MAX_CANDIDATES: usize = 12;
 /// instruction can name (the IR's queue column is a `u8`), each its own
 /// resource at one engine's bandwidth.
 const RESOURCES: usize = 5 + (u8::MAX as usize + 1);
-
-/// Accesses one instruction makes at most (16 patterns each way).
-const MAX_ACCESSES: usize = 32;
 
 /// Limits of one run of the model.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -242,6 +239,9 @@ pub struct Schedule {
     iv: Vec<u32>,
     frames: Vec<BlockSpan>,
     entries: Vec<Entry>,
+    /// One instruction's accesses: room for the module's limit on access
+    /// patterns per instruction, so that no access goes unmodelled.
+    acc: Vec<Access>,
 }
 
 /// Slots of the delay table (a power of two).
@@ -267,13 +267,16 @@ impl Schedule {
             self.reg_def,
             self.iv,
             self.frames,
-            self.entries
+            self.entries,
+            self.acc
         )
     }
 
     /// Sizes the tables for a module of up to `cap` entities and a window
     /// of `window` entries: afterwards [`Schedule::run`] on any module
-    /// within `cap` with that window does not allocate.
+    /// within `cap` with that window does not allocate (unless the module
+    /// raised its limit on access patterns per instruction above the
+    /// default; run grows the access list once for it).
     pub fn reserve(&mut self, cap: &Capacity, window: usize) {
         use crate::storage::grow;
         grow(&mut self.cost, COST_SLOTS);
@@ -282,6 +285,7 @@ impl Schedule {
         grow(&mut self.iv, cap.loops);
         grow(&mut self.frames, cap.loops + 1);
         grow(&mut self.entries, window);
+        grow(&mut self.acc, Limits::default().aps_per_inst as usize);
     }
 
     /// Runs the model on `m` as placed (unplaced locations have cells of
@@ -290,6 +294,7 @@ impl Schedule {
     pub fn run(&mut self, m: &Module, opts: &ScheduleOptions) -> ScheduleReport {
         let window = opts.window.max(1);
         self.reserve(&m.capacity(), window);
+        crate::storage::grow(&mut self.acc, m.limits.aps_per_inst as usize);
         let mut rep = ScheduleReport {
             total_executions: total_executions(m),
             ..ScheduleReport::default()
@@ -461,12 +466,15 @@ impl Schedule {
         rep: &mut ScheduleReport,
     ) {
         let Clocks { free, end } = clocks;
-        let mut acc: ArrayVec<Access, MAX_ACCESSES> = ArrayVec::new();
+        // Taken out for the walk and put back at the end: its room
+        // (reserved for the module's limit) is kept, nothing is allocated.
+        let mut acc = core::mem::take(&mut self.acc);
+        acc.clear();
         for a in m.inputs(i) {
-            let _ = acc.try_push(self.access(m, a, false));
+            acc.push(self.access(m, a, false));
         }
         for a in m.outputs(i) {
-            let _ = acc.try_push(self.access(m, a, true));
+            acc.push(self.access(m, a, true));
         }
         let (lat, res) = latency(m, i);
         let res = res as usize;
@@ -533,6 +541,7 @@ impl Schedule {
             }
         }
         self.record(i, &acc, fin, window, rep);
+        self.acc = acc;
     }
 
     /// Enters the execution's accesses into the recent-access table.

@@ -4,7 +4,8 @@
 //!
 //! Placement is a bump allocator inside the generator: every chunk's on-chip
 //! tensors live only inside the chunk, so the SB bump pointer restarts at 0
-//! for each chunk, and DRAM tensors get fresh, 64-byte-aligned addresses.
+//! for each chunk, and DRAM tensors get fresh addresses at the target's DRAM
+//! alignment. Every tensor spans all of the target's SB partitions.
 //! The result passes the placement verifier without any allocator.
 
 use alloc::format;
@@ -44,6 +45,10 @@ impl Default for DmaGenParams {
 
 struct Gen<'b, 'm> {
     b: &'b mut Builder<'m>,
+    /// The target's SB partitions: every tensor spans them all.
+    parts: u16,
+    /// The target's DRAM alignment.
+    dram_align: u64,
     placed: Vec<(MemLoc, u64)>,
     sb: u64,
     dram: u64,
@@ -68,11 +73,17 @@ impl Gen<'_, '_> {
     }
     fn dram(&mut self, bytes: u32, f: MemFlags) -> Result<MemLoc, IrError> {
         self.n += 1;
-        let l = self
-            .b
-            .mem(&format!("d{}", self.n), Space::Dram, 128, bytes, 1, f)?;
+        let l = self.b.mem(
+            &format!("d{}", self.n),
+            Space::Dram,
+            self.parts,
+            bytes,
+            1,
+            f,
+        )?;
         self.placed.push((l, self.dram));
-        self.dram += (128 * bytes as u64).div_ceil(64) * 64;
+        let a = self.dram_align.max(1);
+        self.dram += (self.parts as u64 * bytes as u64).div_ceil(a) * a;
         Ok(l)
     }
     fn dma(&mut self, op: Opcode, s: ApSpec, d: ApSpec) -> Result<(), IrError> {
@@ -100,8 +111,8 @@ impl Gen<'_, '_> {
     ) -> Result<(), IrError> {
         let x = self.dram(in_bytes, MemFlags::INPUT)?;
         let y = self.dram(out_bytes, MemFlags::OUTPUT)?;
-        let t = self.sb(128, in_bytes)?;
-        let o = self.sb(128, out_bytes)?;
+        let t = self.sb(self.parts, in_bytes)?;
+        let o = self.sb(self.parts, out_bytes)?;
         self.dma_full(Opcode::Load, x, t)?;
         body(self, x, t, o)?;
         self.dma_full(Opcode::Save, o, y)
@@ -118,6 +129,7 @@ impl Gen<'_, '_> {
 
 /// Generates a placed DMA-heavy module.
 pub fn dma_heavy(target: Target, p: DmaGenParams) -> Result<Module, IrError> {
+    let (parts, dram_align) = (target.sb_partitions, target.dram_min_align as u64);
     let mut m = Module::new(target);
     let guess = p.dmas * 2 + 64;
     m.reserve(Capacity {
@@ -136,6 +148,8 @@ pub fn dma_heavy(target: Target, p: DmaGenParams) -> Result<Module, IrError> {
     b.func("main")?;
     let mut g = Gen {
         b: &mut b,
+        parts,
+        dram_align,
         placed: Vec::new(),
         sb: 0,
         dram: 0,
@@ -155,11 +169,12 @@ pub fn dma_heavy(target: Target, p: DmaGenParams) -> Result<Module, IrError> {
                 let t = p.tiles.max(1);
                 let x = g.dram(t * w, MemFlags::INPUT)?;
                 let y = g.dram(t * w, MemFlags::OUTPUT)?;
-                let tiles: Vec<MemLoc> = (0..t).map(|_| g.sb(128, w)).collect::<Result<_, _>>()?;
-                let outs: Vec<MemLoc> = (0..t).map(|_| g.sb(128, w)).collect::<Result<_, _>>()?;
+                let tiles: Vec<MemLoc> =
+                    (0..t).map(|_| g.sb(parts, w)).collect::<Result<_, _>>()?;
+                let outs: Vec<MemLoc> = (0..t).map(|_| g.sb(parts, w)).collect::<Result<_, _>>()?;
                 for k in 0..t {
                     let (s, d) = (
-                        g.b.slice(x, 0, 128, k * w, (k + 1) * w),
+                        g.b.slice(x, 0, parts, k * w, (k + 1) * w),
                         g.b.full(tiles[k as usize]),
                     );
                     g.dma(Opcode::Load, s, d)?;
@@ -171,7 +186,7 @@ pub fn dma_heavy(target: Target, p: DmaGenParams) -> Result<Module, IrError> {
                 for k in 0..t {
                     let (s, d) = (
                         g.b.full(outs[k as usize]),
-                        g.b.slice(y, 0, 128, k * w, (k + 1) * w),
+                        g.b.slice(y, 0, parts, k * w, (k + 1) * w),
                     );
                     g.dma(Opcode::Save, s, d)?;
                 }
@@ -179,17 +194,17 @@ pub fn dma_heavy(target: Target, p: DmaGenParams) -> Result<Module, IrError> {
             1 => {
                 // Duplicated load of the same bytes into the same tile.
                 g.staged(1024, 2048, |g, x, a, o| {
-                    let (oo, i) = (g.b.slice(o, 0, 128, 0, 1024), g.b.full(a));
+                    let (oo, i) = (g.b.slice(o, 0, parts, 0, 1024), g.b.full(a));
                     g.act(oo, i)?;
                     g.dma_full(Opcode::Load, x, a)?;
-                    let (oo, i) = (g.b.slice(o, 0, 128, 1024, 2048), g.b.full(a));
+                    let (oo, i) = (g.b.slice(o, 0, parts, 1024, 2048), g.b.full(a));
                     g.act(oo, i)
                 })?;
             }
             2 => {
                 // Over-broad load: only a quarter is read.
                 g.staged(4096, 1024, |g, _, t, o| {
-                    let (oo, i) = (g.b.full(o), g.b.slice(t, 0, 128, 1024, 2048));
+                    let (oo, i) = (g.b.full(o), g.b.slice(t, 0, parts, 1024, 2048));
                     g.act(oo, i)
                 })?;
             }
@@ -198,9 +213,9 @@ pub fn dma_heavy(target: Target, p: DmaGenParams) -> Result<Module, IrError> {
                 let x = g.dram(512, MemFlags::INPUT)?;
                 let d = g.dram(512, MemFlags::INTERNAL)?;
                 let y = g.dram(512, MemFlags::OUTPUT)?;
-                let t = g.sb(128, 512)?;
-                let u = g.sb(128, 512)?;
-                let r = g.sb(128, 512)?;
+                let t = g.sb(parts, 512)?;
+                let u = g.sb(parts, 512)?;
+                let r = g.sb(parts, 512)?;
                 g.dma_full(Opcode::Load, x, t)?;
                 g.dma_full(Opcode::Save, t, d)?;
                 let (o, i) = (g.b.full(u), g.b.full(t));

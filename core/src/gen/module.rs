@@ -75,9 +75,10 @@ pub const MAX_RESIDENTS: u8 = 16;
 pub const MAX_UNITS: u8 = 64;
 /// Largest tile in bytes per partition.
 pub const MAX_TILE_BYTES: u32 = 1 << 20;
-/// Partition counts of the first three classes of the partition mix; the
-/// fourth class ("small") draws a power of two in `1..=16`.
-pub const PARTITION_CLASSES: [u16; 3] = [128, 64, 32];
+/// The first three classes of the partition mix span all, a half and a
+/// quarter of the target's SB partitions (the divisors here); the fourth
+/// class ("small") draws a power of two in `1..=16`, at most all of them.
+pub const PARTITION_DIVISORS: [u16; 3] = [1, 2, 4];
 /// DRAM input slices reserved per unit: up to four abutting tiles, and one
 /// for operand loads (an over-broad load takes two).
 const SLOTS_PER_UNIT: u32 = 5;
@@ -109,7 +110,8 @@ pub struct GenParams {
     pub tile_bytes: [u32; 4],
     /// Weights of `tile_bytes`.
     pub tile_weights: [u8; 4],
-    /// Weights of the partition classes 128, 64, 32 and small (1..=16).
+    /// Weights of the partition classes: all, a half and a quarter of the
+    /// target's SB partitions, and small (1..=16); see [`PARTITION_DIVISORS`].
     pub partition_weights: [u8; 4],
     /// Share of regions with 2-byte tiles (bf16 or fp16 when typed); the
     /// rest have 4-byte (fp32) tiles.
@@ -844,8 +846,8 @@ impl RegionPlan {
     fn draw(rng: &mut Rng, p: &GenParams) -> RegionPlan {
         let seed = rng.next_u64();
         let parts = match rng.weighted(&p.partition_weights) {
-            i @ 0..=2 => PARTITION_CLASSES[i],
-            _ => 1 << rng.below(5),
+            i @ 0..=2 => (p.target.sb_partitions / PARTITION_DIVISORS[i]).max(1),
+            _ => (1u16 << rng.below(5)).min(p.target.sb_partitions.max(1)),
         };
         let bytes = p.tile_bytes[rng.weighted(&p.tile_weights)];
         let elem = if rng.percent(p.bf16_pct) { 2 } else { 4 };
@@ -1278,14 +1280,14 @@ fn region<S: Sink>(
     let gather = rng.percent(p.gather_pct);
     let kind = rng.below(3);
     // Streams stack their tiles in the DRAM rows (partitions) instead of
-    // the bytes when the innermost loop's tiles fit 128 of them.
+    // the bytes when the innermost loop's tiles fit the target's partitions.
     let stacked = rng.percent(50);
     if gather && !ctx.known.is_empty() {
         ctx.gather = [Gather::Bytes, Gather::Parts, Gather::Psum][kind as usize];
     }
     let n_stream = ctx.streaming.count_ones();
     if let (true, Some(&(lp, trip))) = (n_stream > 0, ctx.known.first()) {
-        if stacked && trip as u64 * parts as u64 <= PARTITION_CLASSES[0] as u64 {
+        if stacked && trip as u64 * parts as u64 <= p.target.sb_partitions as u64 {
             let motion = Motion::rows_per_iteration(lp, parts);
             let rows = trip as u16 * parts;
             let stream = |s: &mut S, prefix: &str, flags| {

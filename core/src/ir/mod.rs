@@ -22,9 +22,10 @@ pub use builder::{full_ap, slice_ap, Builder};
 pub use column::{Column, EntityRef};
 pub use imm::ImmTable;
 pub use module::{
-    Address, Ap, ApSpec, Block, BlockInsts, Capacity, Func, Inst, InstDescription, InstSpec,
-    IrError, Limits, Loop, MemDescription, MemLoc, Module, ModuleId, Operands, Reg, StorageBytes,
-    MAX_AP_PARTITIONS, NO_BANK, NO_EXT, NO_LANE, NO_PARTITION, UNKNOWN_TRIP, UNPLACED,
+    Address, Ap, ApSpec, Block, BlockInsts, Capacity, Entity, Func, Inst, InstDescription,
+    InstSpec, IrError, Limits, Loop, MemDescription, MemLoc, Module, ModuleId, Operands, Reg,
+    StorageBytes, MAX_AP_PARTITIONS, NO_BANK, NO_EXT, NO_LANE, NO_PARTITION, UNKNOWN_TRIP,
+    UNPLACED,
 };
 pub use names::{Name, NamePool};
 pub use pattern::{ApExt, Extent, IvTerm, PatternError, RegTerm, MAX_IV_TERMS};

@@ -31,7 +31,7 @@ use core::cmp::Reverse;
 use super::best_fit::{
     BestFitMemoryManager, FlatHint, ManagerError, Policy, Request, FLAT_FRAGMENTATION_SAMPLING,
 };
-use super::problem::Buffer;
+use super::problem::{display_by_index, Buffer, BufferNames, NamedDisplay};
 use super::quantile::FragmentationSummary;
 
 /// What [`place_buffers`] found.
@@ -83,18 +83,21 @@ pub enum BufferError {
     Manager(ManagerError),
 }
 
-impl fmt::Display for BufferError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+impl NamedDisplay for BufferError {
+    fn write_named(&self, names: &dyn BufferNames, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             BufferError::Shape { what } => write!(f, "buffer placement: {what}"),
-            BufferError::Empty { index } => write!(
-                f,
-                "buffer {index} is empty: it needs lower < upper and a non-zero size"
-            ),
-            BufferError::Unsupported { index, what } => write!(
-                f,
-                "buffer {index} is {what}: the linear-scan portfolio places unpinned buffers on one flat line"
-            ),
+            BufferError::Empty { index } => {
+                names.write_name(*index, f)?;
+                f.write_str(" is empty: it needs lower < upper and a non-zero size")
+            }
+            BufferError::Unsupported { index, what } => {
+                names.write_name(*index, f)?;
+                write!(
+                    f,
+                    " is {what}: the linear-scan portfolio places unpinned buffers on one flat line"
+                )
+            }
             BufferError::VariantCode { code } => write!(
                 f,
                 "portfolio code {code} names no scan variant (codes are 0 to {})",
@@ -104,6 +107,8 @@ impl fmt::Display for BufferError {
         }
     }
 }
+
+display_by_index!(BufferError);
 
 impl From<ManagerError> for BufferError {
     fn from(e: ManagerError) -> Self {

@@ -167,39 +167,134 @@ pub enum ProblemError {
     },
 }
 
-impl fmt::Display for ProblemError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match *self {
-            ProblemError::Full { capacity } => {
-                write!(f, "buffer problem is full: room for {capacity} buffers was reserved")
-            }
-            ProblemError::ReversedLifetime { index, lower, upper } => write!(
-                f,
-                "buffer {index}: lifetime [{lower}, {upper}) ends before it starts"
-            ),
-            ProblemError::ZeroAlignment { index } => {
-                write!(f, "buffer {index}: alignment must be at least 1")
-            }
-            ProblemError::BadPartitions {
-                index,
-                partitions,
-                available,
-            } => write!(
-                f,
-                "buffer {index}: {partitions} partitions has no legal start in a space of {available} partitions"
-            ),
-            ProblemError::IllegalPin { index, pin, align } => write!(
-                f,
-                "buffer {index}: pinned at offset {} partition {} which is not a legal placement (alignment {align})",
-                pin.offset, pin.base
-            ),
-            ProblemError::TooLarge { index } => write!(
-                f,
-                "buffer {index}: sizes are too large (offsets or areas would overflow 64 bits)"
-            ),
+/// How a message names buffer `i` of a problem. The core knows buffers
+/// only by their index; a caller that read them with names (the `id`
+/// column of a CSV file) passes those, so that its user reads the names
+/// they wrote, never the internal index.
+pub trait BufferNames {
+    /// Writes the designation of buffer `i` ("buffer 3", "buffer `b7`").
+    fn write_name(&self, i: usize, f: &mut fmt::Formatter<'_>) -> fmt::Result;
+}
+
+/// Names buffers by their index in the problem (what `Display` uses).
+#[derive(Copy, Clone, Debug, Default)]
+pub struct ByIndex;
+
+impl BufferNames for ByIndex {
+    fn write_name(&self, i: usize, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "buffer {i}")
+    }
+}
+
+/// Names buffer `i` by the `i`-th string (an index past the end falls back
+/// to the index, so a short list never hides a buffer).
+impl<S: AsRef<str>> BufferNames for [S] {
+    fn write_name(&self, i: usize, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.get(i) {
+            Some(s) => write!(f, "buffer `{}`", s.as_ref()),
+            None => ByIndex.write_name(i, f),
         }
     }
 }
+
+/// A message about buffers that can be written with any [`BufferNames`];
+/// its `Display` is [`ByIndex`].
+pub trait NamedDisplay {
+    /// Writes the message, naming each buffer through `names`.
+    fn write_named(&self, names: &dyn BufferNames, f: &mut fmt::Formatter<'_>) -> fmt::Result;
+
+    /// The message with buffers named by `names`.
+    fn named<'a, N: BufferNames + ?Sized>(&'a self, names: &'a N) -> Named<'a, Self, N> {
+        Named { item: self, names }
+    }
+}
+
+/// [`NamedDisplay::named`]: a message and the names it uses.
+pub struct Named<'a, T: ?Sized, N: ?Sized> {
+    item: &'a T,
+    names: &'a N,
+}
+
+impl<T: NamedDisplay + ?Sized, N: BufferNames + ?Sized> fmt::Display for Named<'_, T, N> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.item.write_named(&ByRef(self.names), f)
+    }
+}
+
+/// A sized handle on unsized names (a slice), for `&dyn BufferNames`.
+struct ByRef<'a, N: ?Sized>(&'a N);
+
+impl<N: BufferNames + ?Sized> BufferNames for ByRef<'_, N> {
+    fn write_name(&self, i: usize, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.write_name(i, f)
+    }
+}
+
+impl<T: ?Sized, N: ?Sized> fmt::Debug for Named<'_, T, N> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Named")
+    }
+}
+
+/// `Display` for a [`NamedDisplay`] type: buffers named by index.
+macro_rules! display_by_index {
+    ($($t:ty),*) => {$(
+        impl core::fmt::Display for $t {
+            fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+                $crate::mem::problem::NamedDisplay::write_named(
+                    self,
+                    &$crate::mem::problem::ByIndex,
+                    f,
+                )
+            }
+        }
+    )*};
+}
+pub(crate) use display_by_index;
+
+impl NamedDisplay for ProblemError {
+    fn write_named(&self, names: &dyn BufferNames, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let index = match *self {
+            ProblemError::Full { capacity } => {
+                return write!(
+                    f,
+                    "buffer problem is full: room for {capacity} buffers was reserved"
+                )
+            }
+            ProblemError::ReversedLifetime { index, .. }
+            | ProblemError::ZeroAlignment { index }
+            | ProblemError::BadPartitions { index, .. }
+            | ProblemError::IllegalPin { index, .. }
+            | ProblemError::TooLarge { index } => index,
+        };
+        names.write_name(index, f)?;
+        match *self {
+            ProblemError::Full { .. } => Ok(()),
+            ProblemError::ReversedLifetime { lower, upper, .. } => {
+                write!(f, ": lifetime [{lower}, {upper}) ends before it starts")
+            }
+            ProblemError::ZeroAlignment { .. } => f.write_str(": alignment must be at least 1"),
+            ProblemError::BadPartitions {
+                partitions,
+                available,
+                ..
+            } => write!(
+                f,
+                ": {partitions} partitions has no legal start in a space of {available} partitions"
+            ),
+            ProblemError::IllegalPin { pin, align, .. } => write!(
+                f,
+                ": pinned at offset {} partition {} which is not a legal placement (alignment {align})",
+                pin.offset, pin.base
+            ),
+            ProblemError::TooLarge { .. } => {
+                f.write_str(": sizes are too large (offsets or areas would overflow 64 bits)")
+            }
+        }
+    }
+}
+
+display_by_index!(ProblemError);
 
 impl core::error::Error for ProblemError {}
 

@@ -36,7 +36,7 @@ use crate::analysis::{
 use crate::dma::pass::{
     DmaError, DmaStats, DmaWorkspace, DMA_OPTIMIZATION_PSUM, DMA_OPTIMIZATION_SB,
 };
-use crate::ir::{Capacity, Inst, MemFlags, MemLoc, Module, Space};
+use crate::ir::{Capacity, Entity, Inst, MemFlags, MemLoc, Module, Space};
 use crate::mem::exact::{Budget, Clock};
 use crate::mem::interval_coloring::GcaOptions;
 use crate::mem::lsa::{self, LsaError, LsaOptions, LsaReport, LsaWorkspace};
@@ -216,6 +216,8 @@ pub enum PipelineError {
         total: u64,
         /// The first, as the verifier words it on the input.
         first: alloc::string::String,
+        /// The same finding by id (the input's ids, which a rewrite keeps).
+        finding: Finding,
     },
     /// Optlevel 7 keeps the input's placements and runs no PSUM allocator
     /// (as in the reference), so every PSUM location must come placed.
@@ -323,6 +325,83 @@ impl PipelineError {
     }
 }
 
+impl PipelineError {
+    /// The entities the error blames, in the order its message names them
+    /// (the first is the one a driver points the user at; empty when the
+    /// error names none: options, reserve and internal errors). Ids are the
+    /// module's as the failing pass left it, spill code included.
+    pub fn blamed(&self) -> ArrayVec<Entity, 3> {
+        let mut v = ArrayVec::new();
+        let valid_inst = |i: Inst| i.is_valid().then_some(Entity::Inst(i));
+        let valid_mem = |x: MemLoc| x.is_valid().then_some(Entity::Mem(x));
+        let ids: [Option<Entity>; 3] = match self {
+            PipelineError::Coloring(ColoringError::DoesNotFit { inst, tensor, .. }) => {
+                [valid_inst(*inst), valid_mem(*tensor), None]
+            }
+            PipelineError::Coloring(ColoringError::Unplaceable { tensor, .. }) => {
+                [valid_mem(*tensor), None, None]
+            }
+            PipelineError::Lsa(e) => match &**e {
+                LsaError::AllocationFailed(a) => {
+                    [valid_inst(a.instruction), valid_mem(a.tensor), None]
+                }
+                LsaError::PinnedUnplaced { tensor } | LsaError::Manager { tensor, .. } => {
+                    [valid_mem(*tensor), None, None]
+                }
+                LsaError::FixedOverlap { tensor, other } => {
+                    [valid_mem(*tensor), valid_mem(*other), None]
+                }
+                _ => [None; 3],
+            },
+            PipelineError::Reg(RegAllocError::RegisterPressure {
+                instruction, live, ..
+            }) => [
+                valid_inst(*instruction),
+                live.first().map(|&r| Entity::Reg(r)),
+                None,
+            ],
+            PipelineError::Reg(RegAllocError::Malformed { reg, .. }) => {
+                [reg.is_valid().then_some(Entity::Reg(*reg)), None, None]
+            }
+            PipelineError::Verify { first, .. }
+            | PipelineError::IllegalInputPlacement { first, .. }
+            | PipelineError::InputRegisterConflict { finding: first, .. } => {
+                let b = first.blamed();
+                [b.first().copied(), b.get(1).copied(), b.get(2).copied()]
+            }
+            PipelineError::Dataflow { first: Some(x), .. } => match *x {
+                Mismatch::Read { inst, reads, .. } => [
+                    valid_inst(inst),
+                    Some(match reads {
+                        crate::verify::dataflow::Operand::Mem(x) => Entity::Mem(x),
+                        crate::verify::dataflow::Operand::Reg(r) => Entity::Reg(r),
+                    }),
+                    None,
+                ],
+                Mismatch::Term { inst, .. } => [valid_inst(inst), None, None],
+                Mismatch::Output { mem, .. } => [valid_mem(mem), None, None],
+            },
+            PipelineError::DataflowCheck(e) => match *e {
+                DataflowError::OperandsChanged { inst, .. }
+                | DataflowError::BadAccess { inst, .. } => [valid_inst(inst), None, None],
+                DataflowError::Reordered { expected, found } => {
+                    [valid_inst(expected), valid_inst(found), None]
+                }
+                _ => [None; 3],
+            },
+            PipelineError::UnplacedPsum { first, .. } => [valid_mem(*first), None, None],
+            PipelineError::BelowFloor { floor, .. } => {
+                [valid_inst(floor.inst), valid_mem(floor.operand), None]
+            }
+            _ => [None; 3],
+        };
+        for e in ids.into_iter().flatten() {
+            let _ = v.try_push(e);
+        }
+        v
+    }
+}
+
 crate::report::display_named!(
     PipelineErrorDisplay for PipelineError,
     "A printable form that names tensors and registers of `m`."
@@ -372,7 +451,7 @@ impl DisplayNamed for PipelineError {
                     _ => " (and more: `tusk check` lists them all)",
                 }
             ),
-            PipelineError::InputRegisterConflict { total, first } => write!(
+            PipelineError::InputRegisterConflict { total, first, .. } => write!(
                 f,
                 "the input's register lanes conflict, so the input does not compute what its names say and the dataflow check cannot hold against it: {first}{}; fix the input's lanes (`@ rN`) or drop them (the colorer assigns lanes)",
                 match total {
@@ -1031,6 +1110,7 @@ fn run_from(
                     return Err(PipelineError::InputRegisterConflict {
                         total: r.total(),
                         first: alloc::format!("{}", first.display(orig)),
+                        finding: *first,
                     });
                 }
                 return Err(PipelineError::Dataflow {
@@ -1142,5 +1222,53 @@ fn release_abandoned(m: &mut Module, live: &MemLiveness, space: Space) {
         if !keep {
             m.unplace(v);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn blamed_names_the_errors_entities_in_message_order() {
+        let (i, t) = (Inst::new(4), MemLoc::new(2));
+        let floor = SpaceFloor {
+            bytes: 10,
+            inst: i,
+            operand: t,
+            ..SpaceFloor::default()
+        };
+        let e = PipelineError::BelowFloor {
+            space: Space::Sb,
+            capacity: 8,
+            floor,
+        };
+        assert_eq!(e.blamed().as_slice(), [Entity::Inst(i), Entity::Mem(t)]);
+        let e = PipelineError::UnplacedPsum { first: t, count: 1 };
+        assert_eq!(e.blamed().as_slice(), [Entity::Mem(t)]);
+        // Invalid ids (an error that names no instruction) are left out.
+        let e = PipelineError::Coloring(ColoringError::DoesNotFit {
+            space: Space::Sb,
+            peak: 9,
+            lower_bound: 9,
+            capacity: 8,
+            at: 0,
+            live: 1,
+            tensor: t,
+            spill_rounds: 0,
+            inst: Inst::INVALID,
+            spilling: true,
+        });
+        assert_eq!(e.blamed().as_slice(), [Entity::Mem(t)]);
+        let f = Finding::Misaligned {
+            mem: t,
+            offset: 3,
+            align: 4,
+        };
+        let e = PipelineError::IllegalInputPlacement { total: 1, first: f };
+        assert_eq!(e.blamed().as_slice(), [Entity::Mem(t)]);
+        assert!(PipelineError::PassTableFull { limit: 1 }
+            .blamed()
+            .is_empty());
     }
 }

@@ -23,7 +23,9 @@
 use alloc::vec::Vec;
 use core::fmt;
 
-use crate::mem::problem::{Buffer, Placement, Problem, Timeline};
+use crate::mem::problem::{
+    display_by_index, Buffer, BufferNames, NamedDisplay, Placement, Problem, Timeline,
+};
 
 /// One violation, with both buffers and the numbers.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -90,8 +92,9 @@ pub enum Finding {
     },
 }
 
-impl fmt::Display for Finding {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+impl NamedDisplay for Finding {
+    fn write_named(&self, names: &dyn BufferNames, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let name = |i: usize| Name { i, names };
         match *self {
             Finding::WrongCount { expected, got } => {
                 write!(f, "{got} placements given for {expected} buffers")
@@ -103,7 +106,8 @@ impl fmt::Display for Finding {
                 capacity,
             } => write!(
                 f,
-                "buffer {buffer}: bytes [{offset}, {}) exceed the capacity {capacity}",
+                "{}: bytes [{offset}, {}) exceed the capacity {capacity}",
+                name(buffer),
                 offset + size
             ),
             Finding::Misaligned {
@@ -112,7 +116,8 @@ impl fmt::Display for Finding {
                 align,
             } => write!(
                 f,
-                "buffer {buffer}: offset {offset} is not a multiple of its alignment {align}"
+                "{}: offset {offset} is not a multiple of its alignment {align}",
+                name(buffer)
             ),
             Finding::IllegalBase {
                 buffer,
@@ -120,12 +125,17 @@ impl fmt::Display for Finding {
                 partitions,
             } => write!(
                 f,
-                "buffer {buffer}: {partitions} partitions may not start at partition {base}"
+                "{}: {partitions} partitions may not start at partition {base}",
+                name(buffer)
             ),
             Finding::PinMoved { buffer, pin, got } => write!(
                 f,
-                "buffer {buffer}: pinned at offset {} partition {}, placed at offset {} partition {}",
-                pin.offset, pin.base, got.offset, got.base
+                "{}: pinned at offset {} partition {}, placed at offset {} partition {}",
+                name(buffer),
+                pin.offset,
+                pin.base,
+                got.offset,
+                got.base
             ),
             Finding::Overlap {
                 first,
@@ -136,13 +146,17 @@ impl fmt::Display for Finding {
                 pb,
             } => write!(
                 f,
-                "buffers {first} and {second} overlap: {first} holds bytes [{}, {}) of partitions [{}, {}) over [{}, {}), {second} holds bytes [{}, {}) of partitions [{}, {}) over [{}, {})",
+                "{} and {} overlap: {} holds bytes [{}, {}) of partitions [{}, {}) over [{}, {}), {} holds bytes [{}, {}) of partitions [{}, {}) over [{}, {})",
+                name(first),
+                name(second),
+                name(first),
                 pa.offset,
                 pa.offset + a.size,
                 pa.base,
                 pa.base as u32 + a.partitions as u32,
                 a.lower,
                 a.upper,
+                name(second),
                 pb.offset,
                 pb.offset + b.size,
                 pb.base,
@@ -153,6 +167,20 @@ impl fmt::Display for Finding {
         }
     }
 }
+
+/// One buffer's designation, for `write!`.
+struct Name<'a> {
+    i: usize,
+    names: &'a dyn BufferNames,
+}
+
+impl fmt::Display for Name<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.names.write_name(self.i, f)
+    }
+}
+
+display_by_index!(Finding);
 
 /// Counts of a check.
 #[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
@@ -465,8 +493,19 @@ mod tests {
         let r = v.check(&p, &at(&[0, 3]), 100);
         assert_eq!(r.overlaps, 1);
         let text = v.findings()[0].to_string();
-        assert!(text.contains("buffers 0 and 1 overlap"), "{text}");
+        assert!(text.contains("buffer 0 and buffer 1 overlap"), "{text}");
         assert!(text.contains("[3, 9)"), "{text}");
+        // A caller with names gets them, and no index.
+        let names = ["lhs", "acc"];
+        let named = v.findings()[0].named(&names[..]).to_string();
+        assert!(
+            named.starts_with("buffer `lhs` and buffer `acc` overlap: buffer `lhs` holds"),
+            "{named}"
+        );
+        assert!(
+            !named.contains(" 0 ") && named.contains("[3, 9)"),
+            "{named}"
+        );
         // Touching lifetimes ([0,10) and [10,20)) do not conflict.
         let q = lin(&[(0, 10, 4), (10, 20, 4)]);
         assert_eq!(v.check(&q, &at(&[0, 0]), 100).total, 0);

@@ -57,6 +57,20 @@ entity_id!(
 );
 entity_ref!(ModuleId, Func, Block, Inst, MemLoc, Reg, Ap, Loop);
 
+/// An entity an error or a verifier finding blames, by id: what a driver
+/// maps to the place its input wrote it (the core keeps no source
+/// positions). Ids of entities a pass created lie past the input's.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum Entity {
+    /// An instruction.
+    Inst(Inst),
+    /// A memory location.
+    Mem(MemLoc),
+    /// A register.
+    Reg(Reg),
+}
+
 /// Trip count of a loop whose count is not known.
 pub const UNKNOWN_TRIP: u32 = u32::MAX;
 /// `base_partition` of an unplaced location.

@@ -38,7 +38,7 @@ pub use capacity::{Capacity, StorageBytes};
 pub use columns::{Aps, Blocks, Funcs, Insts, Loops, Mems, Operands, Regs, NO_EXT};
 pub use display::{Address, InstDescription, MemDescription};
 pub use error::IrError;
-pub use ids::{Ap, Block, Func, Inst, Loop, MemLoc, ModuleId, Reg};
+pub use ids::{Ap, Block, Entity, Func, Inst, Loop, MemLoc, ModuleId, Reg};
 pub use ids::{NO_BANK, NO_LANE, NO_PARTITION, UNKNOWN_TRIP, UNPLACED};
 pub use limits::{Limits, MAX_AP_PARTITIONS};
 pub use query::BlockInsts;

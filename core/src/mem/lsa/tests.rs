@@ -7,8 +7,9 @@ use super::*;
 use crate::ir::{Builder, InstFlags, MemFlags, Opcode, SubOp};
 use crate::mem::best_fit::Rect;
 use crate::target::Target;
+use crate::testing;
 use crate::verify::dataflow::DataflowChecker;
-use crate::verify::placement::{Scope, Verifier};
+use crate::verify::placement::Scope;
 use alloc::string::ToString;
 use alloc::vec::Vec;
 
@@ -21,7 +22,7 @@ fn sb_target(bytes: u32) -> Target {
 
 /// Declares a location of 128 partitions × `bytes` in `space`.
 fn mem(b: &mut Builder<'_>, name: &str, space: Space, bytes: u32, flags: MemFlags) -> MemLoc {
-    b.mem(name, space, 128, bytes, 1, flags).unwrap()
+    testing::mem(b, name, space, 128, bytes, 1, flags)
 }
 
 /// Declares SB tiles of 128 partitions × 100 bytes, one per name.
@@ -67,30 +68,13 @@ fn check_output(original: &Module, m: &Module) {
 /// `dram: false` for modules with internal DRAM scratch, which a DRAM
 /// allocator (not the LSA) places.
 fn check_output_scoped(original: &Module, m: &Module, dram: bool) {
-    let mut v = Verifier::for_module(m);
-    v.set_scope(Scope {
+    let scope = Scope {
         registers: false,
         dram,
         ..Scope::default()
-    });
-    let r = v.verify(m);
-    if !r.is_clean() {
-        let mut s = alloc::string::String::new();
-        for f in r.findings.iter().take(5) {
-            s += &alloc::format!("{}\n", f.display(m));
-        }
-        panic!("verifier findings:\n{s}");
-    }
-    let cap = crate::verify::dataflow::DataflowCapacity::estimate(original, m);
-    let mut d = DataflowChecker::with_capacity(cap);
-    let rep = d.check(original, m).expect("dataflow checker ran");
-    if !rep.is_clean() {
-        let mut s = alloc::string::String::new();
-        for x in rep.mismatches.iter().take(5) {
-            s += &alloc::format!("{}\n", x.display(m));
-        }
-        panic!("dataflow mismatches:\n{s}");
-    }
+    };
+    testing::assert_verified_in("the scan's output", m, Some(scope));
+    testing::assert_same_dataflow(original, m);
 }
 
 #[test]

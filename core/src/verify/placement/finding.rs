@@ -6,7 +6,7 @@
 use arrayvec::ArrayVec;
 use core::fmt;
 
-use crate::ir::{Inst, MemLoc, Module, Reg, Space, NO_LANE};
+use crate::ir::{Entity, Inst, MemLoc, Module, Reg, Space, NO_LANE};
 
 /// Which coordinate of a location left its space.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -234,6 +234,30 @@ impl Finding {
         }
     }
 
+    /// The entities the finding blames, in the order its message names
+    /// them (the first is the one a driver points the user at).
+    pub fn blamed(&self) -> ArrayVec<Entity, 3> {
+        let mut v = ArrayVec::new();
+        let first = match *self {
+            // "access pattern N of `<inst>` on %x": the instruction first.
+            Finding::PatternOutside { inst, .. } => Some(inst),
+            _ => None,
+        };
+        let rest = self.inst().filter(|&i| Some(i) != first);
+        let ids = first
+            .map(Entity::Inst)
+            .into_iter()
+            .chain(self.mems().into_iter().map(Entity::Mem))
+            .chain(self.regs().into_iter().map(Entity::Reg))
+            .chain(rest.map(Entity::Inst));
+        for e in ids {
+            // At most three: one pattern's instruction and its location, or
+            // two locations (registers) and an instruction.
+            let _ = v.try_push(e);
+        }
+        v
+    }
+
     /// A printable form that spells locations as `%name@SB<p,b>(P x B)`.
     pub fn display<'m>(&'m self, module: &'m Module) -> FindingDisplay<'m> {
         FindingDisplay {
@@ -424,5 +448,61 @@ impl fmt::Display for FindingDisplay<'_> {
                 i(inst)
             ),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::verify::patterns::Reach;
+
+    #[test]
+    fn blamed_follows_the_order_the_message_names() {
+        let (a, b) = (MemLoc::new(3), MemLoc::new(5));
+        let i = Inst::new(7);
+        let overlap = Finding::Overlap {
+            a,
+            b,
+            inst: i,
+            pos: 2,
+            partition: 0,
+            byte: 0,
+        };
+        assert_eq!(
+            overlap.blamed().as_slice(),
+            [Entity::Mem(a), Entity::Mem(b), Entity::Inst(i)]
+        );
+        // "access pattern N of `<inst>` on %x": the instruction first.
+        let outside = Finding::PatternOutside {
+            inst: i,
+            pos: 2,
+            operand: 0,
+            mem: a,
+            reach: Reach {
+                p0: 0,
+                p1: 1,
+                b0: 0,
+                b1: 9,
+                flat: false,
+            },
+        };
+        assert_eq!(
+            outside.blamed().as_slice(),
+            [Entity::Inst(i), Entity::Mem(a)]
+        );
+        let (r, s) = (Reg::new(1), Reg::new(2));
+        let lanes = Finding::LaneConflict {
+            a: r,
+            b: s,
+            inst: i,
+            pos: 2,
+            lane: 0,
+        };
+        assert_eq!(
+            lanes.blamed().as_slice(),
+            [Entity::Reg(r), Entity::Reg(s), Entity::Inst(i)]
+        );
+        let odd = Finding::OddPairLane { reg: r, lane: 3 };
+        assert_eq!(odd.blamed().as_slice(), [Entity::Reg(r)]);
     }
 }
