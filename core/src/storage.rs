@@ -95,7 +95,9 @@ impl<T: HeapBytes> HeapBytes for Option<T> {
     }
 }
 
-/// The sum of [`HeapBytes::heap_bytes`] of the listed fields.
+/// The sum of `heap_bytes()` of the listed fields: containers through
+/// [`HeapBytes`], nested workspaces through their own `heap_bytes`, so a
+/// workspace's total is one list of everything it owns.
 macro_rules! heap_bytes {
     ($($e:expr),* $(,)?) => {{
         #[allow(unused_imports)]
@@ -104,6 +106,18 @@ macro_rules! heap_bytes {
     }};
 }
 pub(crate) use heap_bytes;
+
+/// Grows `v`'s capacity to at least `n` elements (whatever its length).
+pub(crate) fn grow<T>(v: &mut Vec<T>, n: usize) {
+    v.reserve(n.saturating_sub(v.len()));
+}
+
+/// Makes `v` exactly `n` copies of `x` for the next problem, in the storage
+/// it holds (no allocation when `n` is within its capacity).
+pub(crate) fn refill<T: Clone>(v: &mut Vec<T>, n: usize, x: T) {
+    v.clear();
+    v.resize(n, x);
+}
 
 /// Bytes a vector of `n` items of `T` reserves.
 pub const fn bytes_of<T>(n: usize) -> u64 {

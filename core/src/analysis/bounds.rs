@@ -95,7 +95,7 @@ impl Bounds {
     /// Afterwards [`Bounds::compute`] on any module within `cap` does not
     /// allocate.
     pub fn reserve(&mut self, cap: &crate::ir::Capacity) {
-        super::order::grow(&mut self.diff, cap.insts + 1);
+        crate::storage::grow(&mut self.diff, cap.insts + 1);
     }
 
     /// Recomputes, reusing storage.

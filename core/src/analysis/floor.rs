@@ -24,6 +24,7 @@
 //! inputs and its outputs are counted as two groups and the larger counts.
 
 use crate::ir::{Inst, InstFlags, MemLoc, Module, Space};
+use crate::report::DisplayNamed;
 
 /// Which of the three bounds sets a floor.
 #[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
@@ -218,24 +219,14 @@ fn only_at_zero(m: &Module, space: Space, rows: u16, total: u16) -> bool {
     }
 }
 
-/// The floor as a sentence: `instruction `…` (block b, 1st) needs N bytes
-/// per partition in partitions P..Q by itself`.
-#[derive(Debug)]
-pub struct FloorDisplay<'a> {
-    m: &'a Module,
-    f: &'a SpaceFloor,
-}
+crate::report::display_named!(
+    FloorDisplay for SpaceFloor,
+    "The floor as a sentence naming the instruction with `m`'s names: instruction `…` (block b, 1st) needs N bytes per partition in partitions P..Q by itself."
+);
 
-impl SpaceFloor {
-    /// The sentence naming the instruction with `m`'s names.
-    pub fn display<'a>(&'a self, m: &'a Module) -> FloorDisplay<'a> {
-        FloorDisplay { m, f: self }
-    }
-}
-
-impl core::fmt::Display for FloorDisplay<'_> {
-    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        let (m, x) = (self.m, self.f);
+impl DisplayNamed for SpaceFloor {
+    fn fmt_named(&self, m: &Module, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        let x = self;
         if !x.inst.is_valid() {
             return write!(f, "no instruction accesses the space");
         }

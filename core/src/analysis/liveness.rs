@@ -31,10 +31,11 @@
 
 use alloc::vec::Vec;
 
-use super::order::{grow, LinearOrder};
+use super::order::LinearOrder;
 use crate::ir::{
     Capacity, Column, EntityRef, Inst, InstFlags, Loop, MemFlags, MemLoc, Module, Reg,
 };
+use crate::storage::grow;
 
 /// `start` of a value that is never live.
 pub const NOT_LIVE: u32 = u32::MAX;
@@ -158,6 +159,18 @@ impl<K: EntityRef> Liveness<K> {
             _ => (0, 0),
         };
         self.acc_write[a..b].iter().map(|&w| w != 0)
+    }
+
+    /// The index (into [`Liveness::accesses`]) of the last write among the
+    /// first `n` accesses of `v`: the write whose value the accesses after
+    /// those `n` see. `None` when none of them writes.
+    pub fn last_write_among(&self, v: K, n: usize) -> Option<usize> {
+        self.access_writes(v)
+            .take(n)
+            .enumerate()
+            .filter(|&(_, w)| w)
+            .last()
+            .map(|(k, _)| k)
     }
 
     /// Number of reads and writes of `v`.
@@ -521,8 +534,19 @@ fn nested_in(m: &Module, inner: Loop, outer: Loop) -> bool {
     false
 }
 
-impl Liveness<MemLoc> {
-    /// Liveness of every memory location of `m` (allocates its storage).
+/// A kind of value liveness is computed for: memory locations (accessed
+/// through access patterns) or scalar registers (through register operands).
+pub trait LiveValue: EntityRef {
+    /// Values and accesses a module within `cap` holds at the most: the
+    /// bounds [`Liveness::reserve`] sizes for.
+    fn bounds(cap: &Capacity) -> (usize, usize);
+
+    /// Recomputes `l` for every value of this kind in `m`.
+    fn compute(l: &mut Liveness<Self>, m: &Module, order: &LinearOrder);
+}
+
+impl<K: LiveValue> Liveness<K> {
+    /// Liveness of every value of this kind in `m` (allocates its storage).
     pub fn of(m: &Module, order: &LinearOrder) -> Self {
         let mut l = Self::new();
         l.compute(m, order);
@@ -530,16 +554,27 @@ impl Liveness<MemLoc> {
     }
 
     /// Sizes the storage for a module of up to `cap` entities (totals, e.g.
-    /// [`Module::capacity`]): every access is one access pattern, so
-    /// `cap.aps` bounds the access lists. Afterwards
-    /// [`MemLiveness::compute`] on any module within `cap` does not allocate.
+    /// [`Module::capacity`]; [`LiveValue::bounds`]: every access is one
+    /// access pattern of a location, or one register operand). Afterwards
+    /// [`Self::compute`] on any module within `cap` does not allocate.
     pub fn reserve(&mut self, cap: &Capacity) {
-        self.reserve_for(cap.mems, cap.aps);
+        let (values, accesses) = K::bounds(cap);
+        self.reserve_for(values, accesses);
     }
 
     /// Recomputes for `m`, reusing storage.
     pub fn compute(&mut self, m: &Module, order: &LinearOrder) {
-        self.build(m, order, m.num_mems(), |m, i, f| {
+        K::compute(self, m, order);
+    }
+}
+
+impl LiveValue for MemLoc {
+    fn bounds(cap: &Capacity) -> (usize, usize) {
+        (cap.mems, cap.aps)
+    }
+
+    fn compute(l: &mut Liveness<MemLoc>, m: &Module, order: &LinearOrder) {
+        l.build(m, order, m.num_mems(), |m, i, f| {
             for a in m.inputs(i) {
                 f(m.aps.loc[a], 0);
             }
@@ -554,7 +589,7 @@ impl Liveness<MemLoc> {
         });
         for v in m.mems.space.keys() {
             let flags = m.mems.flags[v];
-            self.finish_value(
+            l.finish_value(
                 m,
                 order,
                 v,
@@ -564,7 +599,9 @@ impl Liveness<MemLoc> {
             );
         }
     }
+}
 
+impl Liveness<MemLoc> {
     /// True when two locations interfere: live at a common position, except
     /// where one dies at an in-place instruction that defines the other.
     pub fn interferes(&self, m: &Module, order: &LinearOrder, a: MemLoc, b: MemLoc) -> bool {
@@ -603,25 +640,13 @@ impl Liveness<MemLoc> {
     }
 }
 
-impl Liveness<Reg> {
-    /// Liveness of every scalar register of `m` (allocates its storage).
-    pub fn of(m: &Module, order: &LinearOrder) -> Self {
-        let mut l = Self::new();
-        l.compute(m, order);
-        l
+impl LiveValue for Reg {
+    fn bounds(cap: &Capacity) -> (usize, usize) {
+        (cap.regs, cap.reg_operands)
     }
 
-    /// Sizes the storage for a module of up to `cap` entities (totals):
-    /// every access is one entry of the register-operand pool, so
-    /// `cap.reg_operands` bounds the access lists. Afterwards
-    /// [`RegLiveness::compute`] on any module within `cap` does not allocate.
-    pub fn reserve(&mut self, cap: &Capacity) {
-        self.reserve_for(cap.regs, cap.reg_operands);
-    }
-
-    /// Recomputes for `m`, reusing storage.
-    pub fn compute(&mut self, m: &Module, order: &LinearOrder) {
-        self.build(m, order, m.num_regs(), |m, i, f| {
+    fn compute(l: &mut Liveness<Reg>, m: &Module, order: &LinearOrder) {
+        l.build(m, order, m.num_regs(), |m, i, f| {
             for &r in m.uses(i) {
                 f(r, 0);
             }
@@ -630,7 +655,7 @@ impl Liveness<Reg> {
             }
         });
         for v in m.regs.lanes.keys() {
-            self.finish_value(m, order, v, false, false, &|_, _| None);
+            l.finish_value(m, order, v, false, false, &|_, _| None);
         }
     }
 }

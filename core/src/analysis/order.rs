@@ -5,6 +5,7 @@
 use alloc::vec::Vec;
 
 use crate::ir::{Block, Capacity, Column, Inst, Loop, Module};
+use crate::storage::grow;
 
 /// Position of an instruction that is not linked into any block.
 pub const NO_POS: u32 = u32::MAX;
@@ -328,9 +329,4 @@ fn child_loop_starting_at(m: &Module, outer: Loop, b: Block) -> Option<Loop> {
         l = m.loops.parent[l];
     }
     None
-}
-
-/// Grows `v`'s capacity to at least `n` elements (whatever its length).
-pub(crate) fn grow<T>(v: &mut Vec<T>, n: usize) {
-    v.reserve(n.saturating_sub(v.len()));
 }

@@ -278,7 +278,7 @@ impl Schedule {
     /// raised its limit on access patterns per instruction above the
     /// default; run grows the access list once for it).
     pub fn reserve(&mut self, cap: &Capacity, window: usize) {
-        use super::order::grow;
+        use crate::storage::grow;
         grow(&mut self.cost, COST_SLOTS);
         grow(&mut self.floor, FLOOR_SLOTS);
         grow(&mut self.reg_def, cap.regs);
@@ -294,7 +294,7 @@ impl Schedule {
     pub fn run(&mut self, m: &Module, opts: &ScheduleOptions) -> ScheduleReport {
         let window = opts.window.max(1);
         self.reserve(&m.capacity(), window);
-        super::order::grow(&mut self.acc, m.limits.aps_per_inst as usize);
+        crate::storage::grow(&mut self.acc, m.limits.aps_per_inst as usize);
         let mut rep = ScheduleReport {
             total_executions: total_executions(m),
             ..ScheduleReport::default()

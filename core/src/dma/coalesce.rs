@@ -39,9 +39,9 @@
 use super::conflict::{ap_rect, Claim, Rect};
 use super::pass::{
     dma_view, has_room, write_count, write_span, DmaError, DmaOptimization, DmaStats, DmaWorkspace,
-    Proposal,
+    Proposal, Sweep,
 };
-use super::rewrite::{insert_like, run_like, whole};
+use super::rewrite::{apply_accepted, insert_like, run_like, whole};
 use crate::analysis::Interval;
 use crate::ir::{Inst, InstFlags, MemFlags, MemLoc, Module, Space};
 use crate::target::Target;
@@ -106,30 +106,20 @@ fn moving(m: &Module, i: Inst, space: Space) -> Option<Moving> {
 
 /// One coalescing round: find groups, accept a conflict-free subset, apply
 /// them. Returns the number of merged DMAs created.
-pub fn round(
-    pass: &DmaOptimization,
-    m: &mut Module,
-    ws: &mut DmaWorkspace,
-    st: &mut DmaStats,
-) -> Result<u32, DmaError> {
+pub fn round(Sweep { pass, m, ws, st }: Sweep<'_>) -> Result<u32, DmaError> {
     collect(pass, m, ws, st);
     propose(pass, m, ws, st);
-    ws.proposals.settle();
-    let mut made = 0;
-    for k in 0..ws.proposals.len() {
-        let Some(p) = ws.proposals.accepted(k) else {
-            st.vetoes.claim += 1;
-            continue;
-        };
+    let made = apply_accepted(ws, |ws, p| {
         if !has_room(m, 0, true) {
             st.headroom_skipped += 1;
-            continue;
+            return Ok(false);
         }
         apply(pass, m, ws, p)?;
         st.coalesced_groups += 1;
         st.coalesced_dmas += p.b;
-        made += 1;
-    }
+        Ok(true)
+    })?;
+    st.vetoes.claim += ws.proposals.refused();
     Ok(made)
 }
 

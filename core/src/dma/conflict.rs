@@ -282,6 +282,26 @@ pub struct Claim {
 }
 
 impl Claim {
+    /// A claim of on-chip cells only: the rewrite moves no DRAM access.
+    pub fn on_chip(win: Interval, rect: Rect, owner: MemLoc) -> Claim {
+        let none = Rect {
+            p0: 0,
+            p1: 0,
+            lo: 0,
+            hi: 0,
+        };
+        Claim {
+            win,
+            rect,
+            owner,
+            dram: none,
+            dram_loc: MemLoc::INVALID,
+            dram_write: false,
+            id: 0,
+            ok: false,
+        }
+    }
+
     fn conflicts(&self, o: &Claim) -> bool {
         let cells = self.rect.lo < self.rect.hi
             && o.rect.lo < o.rect.hi

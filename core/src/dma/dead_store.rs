@@ -10,18 +10,13 @@
 //! in `S`'s loop could see it on the next iteration.
 
 use super::conflict::ap_rect;
-use super::pass::{DmaError, DmaOptimization, DmaStats, DmaWorkspace};
+use super::pass::{DmaError, DmaWorkspace, Sweep};
 use super::rewrite::space_dmas;
 use crate::analysis::Interval;
 use crate::ir::{Ap, Inst, MemFlags, MemLoc, Module};
 
 /// One sweep; returns the number of saves removed.
-pub fn sweep(
-    pass: &DmaOptimization,
-    m: &mut Module,
-    ws: &mut DmaWorkspace,
-    st: &mut DmaStats,
-) -> Result<u32, DmaError> {
+pub fn sweep(Sweep { pass, m, ws, st }: Sweep<'_>) -> Result<u32, DmaError> {
     ws.members.clear();
     for (pos, i, v) in space_dmas(m, &ws.order, pass.space) {
         if !v.load && is_dead(m, ws, i, pos, v.dram) && ws.members.len() < ws.members.capacity() {

@@ -23,11 +23,11 @@
 use arrayvec::ArrayVec;
 
 use super::coalesce::touched_between;
-use super::conflict::{accessed_between, ap_rect, loc_rect, Claim, Rect};
+use super::conflict::{accessed_between, ap_rect, loc_rect, Claim};
 use super::pass::{
-    dma_view, has_room, reserve_err, DmaError, DmaOptimization, DmaStats, DmaWorkspace, Proposal,
+    dma_view, has_room, reserve_err, DmaError, DmaOptimization, DmaWorkspace, Proposal, Sweep,
 };
-use super::rewrite::{run_like, space_dmas};
+use super::rewrite::{apply_accepted, run_like, space_dmas};
 use crate::analysis::Interval;
 use crate::ir::{ApSpec, Dim, Inst, InstFlags, InstSpec, MemFlags, MemLoc, Module, Opcode};
 
@@ -66,12 +66,7 @@ fn packed(k: Key) -> u128 {
 }
 
 /// One sweep; returns the number of loads dropped or transformed.
-pub fn sweep(
-    pass: &DmaOptimization,
-    m: &mut Module,
-    ws: &mut DmaWorkspace,
-    st: &mut DmaStats,
-) -> Result<u32, DmaError> {
+pub fn sweep(Sweep { pass, m, ws, st }: Sweep<'_>) -> Result<u32, DmaError> {
     // Keys are computed once per load and packed into one integer, so the
     // sort compares integers rather than reading the module again on every
     // comparison.
@@ -124,12 +119,7 @@ pub fn sweep(
             anchors.push(pb);
         }
     }
-    ws.proposals.settle();
-    let mut n = 0;
-    for k in 0..ws.proposals.len() {
-        let Some(p) = ws.proposals.accepted(k) else {
-            continue;
-        };
+    apply_accepted(ws, |ws, p| {
         if p.a == MERGE {
             merge_load(pass, m, ws, p.other, p.inst);
             st.loads_merged += 1;
@@ -139,14 +129,13 @@ pub fn sweep(
             let dims = dma_view(m, p.inst, pass.space).map_or(0, |v| m.ap_dims(v.chip).len());
             if !has_room(m, if dims > 1 { dims } else { 0 }, false) {
                 st.headroom_skipped += 1;
-                continue;
+                return Ok(false);
             }
             transform_load(pass, m, p.other, p.inst)?;
             st.loads_transformed += 1;
         }
-        n += 1;
-    }
-    Ok(n)
+        Ok(true)
+    })
 }
 
 /// Decides whether load `B` at `pb` is redundant after anchor `A` at `pa`.
@@ -205,7 +194,7 @@ fn judge(
                 .find(m, &ws.live, w, &ra, &|l: MemLoc| l == ta || l == tb)
                 .is_none()
         {
-            return Some((MERGE, claim(w, ra, ta)));
+            return Some((MERGE, Claim::on_chip(w, ra, ta)));
         }
     }
     // transform_load: B's source inside A's, partitions match.
@@ -223,28 +212,10 @@ fn judge(
             .find(m, &ws.live, w, &ra, &|l: MemLoc| l == ta)
             .is_none();
         if free {
-            return Some((TRANSFORM, claim(w, ra, ta)));
+            return Some((TRANSFORM, Claim::on_chip(w, ra, ta)));
         }
     }
     None
-}
-
-fn claim(win: Interval, rect: Rect, owner: MemLoc) -> Claim {
-    Claim {
-        win,
-        rect,
-        owner,
-        dram: Rect {
-            p0: 0,
-            p1: 0,
-            lo: 0,
-            hi: 0,
-        },
-        dram_loc: MemLoc::INVALID,
-        dram_write: false,
-        id: 0,
-        ok: false,
-    }
 }
 
 /// Drops `b`; its tile's readers move onto `a`'s location.

@@ -9,19 +9,12 @@
 //! readers re-pointed (location and offset), the wide DMA removed; the
 //! oversized location is left without any access.
 
-use super::pass::{
-    dma_view, has_room, write_count, DmaError, DmaOptimization, DmaStats, DmaWorkspace,
-};
+use super::pass::{dma_view, has_room, write_count, DmaError, Sweep};
 use super::rewrite::{insert_like, run_like, space_dmas, whole};
 use crate::ir::{Ap, MemFlags, Module};
 
 /// One sweep; returns the number of DMAs shrunk.
-pub fn sweep(
-    pass: &DmaOptimization,
-    m: &mut Module,
-    ws: &mut DmaWorkspace,
-    st: &mut DmaStats,
-) -> Result<u32, DmaError> {
+pub fn sweep(Sweep { pass, m, ws, st }: Sweep<'_>) -> Result<u32, DmaError> {
     ws.members.clear();
     ws.keys.clear();
     for (pos, _, v) in space_dmas(m, &ws.order, pass.space) {

@@ -242,11 +242,11 @@ impl DmaWorkspace {
             self.load_keys,
             self.proposals,
             self.members,
-            self.mark
+            self.mark,
+            self.index,
+            self.dram_index,
+            self.tracker
         )
-        .saturating_add(self.index.heap_bytes())
-        .saturating_add(self.dram_index.heap_bytes())
-        .saturating_add(self.tracker.heap_bytes())
     }
 
     /// Empty workspace; [`DmaWorkspace::reserve`] sizes it.
@@ -627,9 +627,23 @@ pub(crate) fn reserve_err(pass: &'static str, e: IrError) -> DmaError {
     }
 }
 
+/// What one sweep of a peephole works on: the pass's options, the module it
+/// rewrites, the workspace (its analyses current when the sweep starts) and
+/// the statistics it adds to. Every peephole's sweep takes this one value, so
+/// the interface of a sweep is written here once.
+pub struct Sweep<'a> {
+    /// The pass (space, name, cost model).
+    pub pass: &'a DmaOptimization,
+    /// The module the sweep rewrites.
+    pub m: &'a mut Module,
+    /// Analyses and scratch of the pass.
+    pub ws: &'a mut DmaWorkspace,
+    /// Counts of what the sweep did and skipped.
+    pub st: &'a mut DmaStats,
+}
+
 /// One sweep of a peephole: returns how many rewrites it made.
-type Sweep =
-    fn(&DmaOptimization, &mut Module, &mut DmaWorkspace, &mut DmaStats) -> Result<u32, DmaError>;
+type SweepFn = fn(Sweep<'_>) -> Result<u32, DmaError>;
 
 impl DmaOptimization {
     /// Runs `sweep` until a sweep rewrites nothing or `most` sweeps ran,
@@ -643,12 +657,19 @@ impl DmaOptimization {
         st: &mut DmaStats,
         most: u32,
         with_index: bool,
-        sweep: Sweep,
+        sweep: SweepFn,
     ) -> Result<(), DmaError> {
         let mut skips = SkipCount::default();
         for _ in 0..most {
             ws.sync(m, self.space, with_index);
-            let n = skips.sweep(st, |st| sweep(self, m, ws, st))?;
+            let n = skips.sweep(st, |st| {
+                sweep(Sweep {
+                    pass: self,
+                    m,
+                    ws,
+                    st,
+                })
+            })?;
             ws.apply_remaps(m);
             ws.after_sweep(n);
             if n == 0 {
@@ -677,9 +698,9 @@ impl DmaOptimization {
         // one sweep, not every proposal.
         self.repeat(m, ws, &mut st, MAX_SWEEPS, true, load_merge::sweep)?;
         self.repeat(m, ws, &mut st, MAX_SWEEPS, true, dead_store::sweep)?;
-        self.repeat(m, ws, &mut st, MAX_ROUNDS, true, |pass, m, ws, st| {
-            st.rounds += 1;
-            coalesce::round(pass, m, ws, st)
+        self.repeat(m, ws, &mut st, MAX_ROUNDS, true, |cx| {
+            cx.st.rounds += 1;
+            coalesce::round(cx)
         })?;
         self.repeat(m, ws, &mut st, MAX_SWEEPS, false, partial::sweep)?;
         if self.space == Space::Psum {

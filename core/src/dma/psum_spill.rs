@@ -11,18 +11,13 @@
 //! reads the slot.
 
 use super::conflict::{accessed_between, loc_rect, Claim, Rect};
-use super::pass::{dma_view, DmaError, DmaOptimization, DmaStats, DmaView, DmaWorkspace, Proposal};
-use super::rewrite::space_dmas;
+use super::pass::{dma_view, DmaError, DmaOptimization, DmaView, DmaWorkspace, Proposal, Sweep};
+use super::rewrite::{apply_accepted, space_dmas};
 use crate::analysis::Interval;
 use crate::ir::{Inst, InstFlags, MemFlags, MemLoc, Module};
 
 /// One sweep; returns the number of reloads removed.
-pub fn sweep(
-    pass: &DmaOptimization,
-    m: &mut Module,
-    ws: &mut DmaWorkspace,
-    st: &mut DmaStats,
-) -> Result<u32, DmaError> {
+pub fn sweep(Sweep { pass, m, ws, st }: Sweep<'_>) -> Result<u32, DmaError> {
     ws.proposals.clear();
     for (pos, s, vs) in space_dmas(m, &ws.order, pass.space) {
         if let Some((r, drop_store, claim)) = judge(pass, m, ws, s, vs, pos) {
@@ -35,17 +30,12 @@ pub fn sweep(
             ws.proposals.propose(p, claim);
         }
     }
-    ws.proposals.settle();
-    let mut n = 0;
-    for k in 0..ws.proposals.len() {
-        let Some(p) = ws.proposals.accepted(k) else {
-            continue;
-        };
+    apply_accepted(ws, |ws, p| {
         let (Some(vs), Some(vr)) = (
             dma_view(m, p.other, pass.space),
             dma_view(m, p.inst, pass.space),
         ) else {
-            continue;
+            return Ok(false);
         };
         let (t, t2) = (m.aps.loc[vs.chip], m.aps.loc[vr.chip]);
         m.remove_inst(p.inst);
@@ -54,9 +44,8 @@ pub fn sweep(
         }
         ws.tracker.join(t2, t, 0);
         st.psum_spills_removed += 1;
-        n += 1;
-    }
-    Ok(n)
+        Ok(true)
+    })
 }
 
 fn judge(
@@ -123,23 +112,5 @@ fn judge(
     }
     let slot_reads = ws.live.access_writes(slot).filter(|&w| !w).count();
     let drop_store = slot_reads == 1;
-    Some((
-        r,
-        drop_store,
-        Claim {
-            win: w,
-            rect,
-            owner: t,
-            dram: Rect {
-                p0: 0,
-                p1: 0,
-                lo: 0,
-                hi: 0,
-            },
-            dram_loc: MemLoc::INVALID,
-            dram_write: false,
-            id: 0,
-            ok: false,
-        },
-    ))
+    Some((r, drop_store, Claim::on_chip(w, rect, t)))
 }

@@ -12,7 +12,7 @@ use alloc::vec::Vec;
 use arrayvec::ArrayVec;
 
 use super::conflict::{sweep_claims, Claim};
-use super::pass::{dma_view, reserve_err, DmaError, DmaView, Proposal};
+use super::pass::{dma_view, reserve_err, DmaError, DmaView, DmaWorkspace, Proposal};
 use crate::analysis::LinearOrder;
 use crate::ir::{Ap, ApSpec, Dim, Inst, InstFlags, InstSpec, MemLoc, Module, Space, MAX_DIMS};
 use crate::storage::HeapBytes;
@@ -163,4 +163,32 @@ impl Proposals {
             None
         }
     }
+
+    /// How many claims the claim sweep refused.
+    pub(crate) fn refused(&self) -> u32 {
+        self.claims.iter().filter(|c| !c.ok).count() as u32
+    }
+}
+
+/// Settles the sweep's proposals ([`Proposals::settle`]) and hands each
+/// accepted one, in claim order, to `apply`, which says whether it rewrote
+/// (false: skipped, say for headroom). Returns how many did.
+///
+/// Accepted proposals are conflict-free with each other, so each is applied
+/// on the program as the proposing scan saw it, in any order; `apply` gets
+/// the workspace back to re-point and record what it merged.
+pub(crate) fn apply_accepted(
+    ws: &mut DmaWorkspace,
+    mut apply: impl FnMut(&mut DmaWorkspace, Proposal) -> Result<bool, DmaError>,
+) -> Result<u32, DmaError> {
+    ws.proposals.settle();
+    let mut made = 0;
+    for k in 0..ws.proposals.len() {
+        if let Some(p) = ws.proposals.accepted(k) {
+            if apply(ws, p)? {
+                made += 1;
+            }
+        }
+    }
+    Ok(made)
 }

@@ -487,18 +487,21 @@ pub fn generate(params: &GenParams) -> Result<Module, IrError> {
 // --------------------------------------------------------------------------
 // Sinks: the same emission code either counts or builds.
 
+/// A location to declare: what [`Sink::mem`] makes.
+#[derive(Copy, Clone, Debug)]
+struct MemSpec<'n> {
+    name: &'n str,
+    space: Space,
+    parts: u16,
+    bytes: u32,
+    ty: DType,
+    flags: MemFlags,
+}
+
 /// Where generated entities go.
 trait Sink {
     fn func(&mut self, name: &str) -> Result<(), IrError>;
-    fn mem(
-        &mut self,
-        name: &str,
-        space: Space,
-        parts: u16,
-        bytes: u32,
-        ty: DType,
-        flags: MemFlags,
-    ) -> Result<MemLoc, IrError>;
+    fn mem(&mut self, spec: &MemSpec<'_>) -> Result<MemLoc, IrError>;
     fn reg(&mut self, name: &str, lanes: u8) -> Result<Reg, IrError>;
     fn inst(&mut self, spec: &InstSpec<'_>) -> Result<(), IrError>;
     /// Opens a loop whose induction variable is `name`.
@@ -539,16 +542,8 @@ impl Sink for Counter {
         self.need_block = true;
         Ok(())
     }
-    fn mem(
-        &mut self,
-        name: &str,
-        _: Space,
-        _: u16,
-        _: u32,
-        _: DType,
-        _: MemFlags,
-    ) -> Result<MemLoc, IrError> {
-        self.name(name.len());
+    fn mem(&mut self, spec: &MemSpec<'_>) -> Result<MemLoc, IrError> {
+        self.name(spec.name.len());
         self.cap.mems += 1;
         Ok(MemLoc::new(self.cap.mems - 1))
     }
@@ -602,15 +597,15 @@ impl Sink for Build<'_> {
     fn func(&mut self, name: &str) -> Result<(), IrError> {
         self.b.func(name).map(|_| ())
     }
-    fn mem(
-        &mut self,
-        name: &str,
-        space: Space,
-        parts: u16,
-        bytes: u32,
-        ty: DType,
-        flags: MemFlags,
-    ) -> Result<MemLoc, IrError> {
+    fn mem(&mut self, spec: &MemSpec<'_>) -> Result<MemLoc, IrError> {
+        let MemSpec {
+            name,
+            space,
+            parts,
+            bytes,
+            ty,
+            flags,
+        } = *spec;
         let l = self.b.mem(name, space, parts, bytes, ty.size(), flags)?;
         if !ty.is_raw() {
             self.b.module().set_dtype(l, ty)?;
@@ -678,6 +673,19 @@ const STILL: Motion = Motion {
 };
 
 impl Motion {
+    /// Moves down `parts` partitions per iteration of `lp`: each iteration
+    /// its own rows of a tile that stacks one slice per iteration.
+    fn rows_per_iteration(lp: Loop, parts: u16) -> Motion {
+        let mut motion = STILL;
+        motion.terms[0] = IvTerm {
+            lp,
+            parts: parts as i32,
+            bytes: 0,
+        };
+        motion.n_terms = 1;
+        motion
+    }
+
     fn ext(&self) -> ApExt {
         let mut e = ApExt {
             pstep: self.pstep,
@@ -1025,15 +1033,10 @@ fn dma<S: Sink>(
     offset: Option<Reg>,
     queue: u8,
 ) -> Result<(), IrError> {
-    let mut spec = InstSpec::new(op);
-    let outs = [dst.ap()];
-    let ins = [src.ap()];
     let uses: ArrayVec<Reg, 1> = offset.into_iter().collect();
-    spec.outputs = &outs;
-    spec.inputs = &ins;
-    spec.uses = &uses;
-    spec.queue = queue;
-    s.inst(&spec)
+    let mut head = InstSpec::new(op);
+    head.queue = queue;
+    emit(s, head, dst, &[src], &uses)
 }
 
 fn compute<S: Sink>(
@@ -1045,18 +1048,32 @@ fn compute<S: Sink>(
     uses: &[Reg],
     flags: InstFlags,
 ) -> Result<(), IrError> {
-    let mut spec = InstSpec::new(op);
-    spec.subop = sub;
-    spec.flags = flags;
+    let mut head = InstSpec::new(op);
+    head.subop = sub;
+    head.flags = flags;
+    emit(s, head, dst, srcs, uses)
+}
+
+/// Emits `head` (its opcode, sub-op, flags, queue) writing `dst` from the
+/// first three of `srcs`, with the register operands `uses`.
+fn emit<S: Sink>(
+    s: &mut S,
+    head: InstSpec<'_>,
+    dst: View,
+    srcs: &[View],
+    uses: &[Reg],
+) -> Result<(), IrError> {
     let outs = [dst.ap()];
     let mut ins: ArrayVec<ApSpec, 3> = ArrayVec::new();
     for v in srcs.iter().take(3) {
         ins.push(v.ap());
     }
-    spec.outputs = &outs;
-    spec.inputs = &ins;
-    spec.uses = uses;
-    s.inst(&spec)
+    s.inst(&InstSpec {
+        inputs: &ins,
+        outputs: &outs,
+        uses,
+        ..head
+    })
 }
 
 /// [`compute`] with no register operand and no flag: the common case.
@@ -1122,22 +1139,14 @@ struct Ctx {
     gathered: Option<(Tile, Space)>,
 }
 
-#[allow(clippy::too_many_arguments)]
-fn mem_tile<S: Sink>(
-    s: &mut S,
-    name: &str,
-    space: Space,
-    parts: u16,
-    bytes: u32,
-    ty: DType,
-    flags: MemFlags,
-) -> Result<Tile, IrError> {
-    let loc = s.mem(name, space, parts, bytes, ty, flags)?;
+/// Declares the location `spec` and returns it as a tile.
+fn mem_tile<S: Sink>(s: &mut S, spec: MemSpec<'_>) -> Result<Tile, IrError> {
+    let loc = s.mem(&spec)?;
     Ok(Tile {
         loc,
-        parts,
-        bytes,
-        ty,
+        parts: spec.parts,
+        bytes: spec.bytes,
+        ty: spec.ty,
     })
 }
 
@@ -1152,12 +1161,14 @@ fn tile<S: Sink>(
     let prefix = if space == Space::Psum { "p" } else { "t" };
     let t = mem_tile(
         s,
-        &name(prefix, st.tiles),
-        space,
-        parts,
-        bytes,
-        ty,
-        MemFlags::empty(),
+        MemSpec {
+            name: &name(prefix, st.tiles),
+            space,
+            parts,
+            bytes,
+            ty,
+            flags: MemFlags::empty(),
+        },
     )?;
     st.tiles += 1;
     Ok(t)
@@ -1200,12 +1211,14 @@ fn region<S: Sink>(
     let dram = |s: &mut S, prefix: &str, n: u32, flags| {
         mem_tile(
             s,
-            &name(prefix, r),
-            Space::Dram,
-            parts,
-            bytes * n,
-            ty,
-            flags,
+            MemSpec {
+                name: &name(prefix, r),
+                space: Space::Dram,
+                parts,
+                bytes: bytes * n,
+                ty,
+                flags,
+            },
         )
     };
     let input = dram(s, "in", units * SLOTS_PER_UNIT + accs, MemFlags::INPUT)?;
@@ -1275,17 +1288,21 @@ fn region<S: Sink>(
     let n_stream = ctx.streaming.count_ones();
     if let (true, Some(&(lp, trip))) = (n_stream > 0, ctx.known.first()) {
         if stacked && trip as u64 * parts as u64 <= p.target.sb_partitions as u64 {
-            let mut motion = STILL;
-            motion.terms[0] = IvTerm {
-                lp,
-                parts: parts as i32,
-                bytes: 0,
-            };
-            motion.n_terms = 1;
+            let motion = Motion::rows_per_iteration(lp, parts);
             let rows = trip as u16 * parts;
             let stream = |s: &mut S, prefix: &str, flags| {
                 let bytes = n_stream * bytes;
-                mem_tile(s, &name(prefix, r), Space::Dram, rows, bytes, ty, flags)
+                mem_tile(
+                    s,
+                    MemSpec {
+                        name: &name(prefix, r),
+                        space: Space::Dram,
+                        parts: rows,
+                        bytes,
+                        ty,
+                        flags,
+                    },
+                )
             };
             ctx.stream = Some(Stream {
                 input: stream(s, "xs", MemFlags::INPUT)?,
@@ -1330,12 +1347,14 @@ fn region<S: Sink>(
         }
         let out = mem_tile(
             s,
-            &name("go", r),
-            Space::Dram,
-            g.parts,
-            g.bytes,
-            g.ty,
-            MemFlags::OUTPUT,
+            MemSpec {
+                name: &name("go", r),
+                space: Space::Dram,
+                parts: g.parts,
+                bytes: g.bytes,
+                ty: g.ty,
+                flags: MemFlags::OUTPUT,
+            },
         )?;
         dma(s, Opcode::Save, out.full(), g.full(), None, ctx.queue)?;
     }
@@ -1384,12 +1403,14 @@ fn accumulate<S: Sink>(
         if motion.n_terms > 0 {
             let x = mem_tile(
                 s,
-                &name("ka", r),
-                Space::Dram,
-                parts,
-                accs.len() as u32 * t * xbytes,
-                ty,
-                MemFlags::INPUT,
+                MemSpec {
+                    name: &name("ka", r),
+                    space: Space::Dram,
+                    parts,
+                    bytes: accs.len() as u32 * t * xbytes,
+                    ty,
+                    flags: MemFlags::INPUT,
+                },
             )?;
             ka = Some((x, motion, t * xbytes));
         }
@@ -1494,9 +1515,243 @@ impl StepCtx<'_> {
     }
 }
 
+/// A compute step's emitter: where entities go, the generator's state, the
+/// step's region and unit, the random source. The steps call each other
+/// (a step that does not fit falls back to an activation) through it.
+struct Step<'a, 'p, S> {
+    s: &'a mut S,
+    st: &'a mut State,
+    c: &'a StepCtx<'p>,
+    ctx: &'a mut Ctx,
+    rng: &'a mut Rng,
+}
+
+impl<S: Sink> Step<'_, '_, S> {
+    /// An activation of `cur` (maybe with a bias column, maybe converting).
+    fn activation(&mut self, cur: View, inplace: InstFlags) -> Result<View, IrError> {
+        let from = cur.tile.ty;
+        let to = if self.c.plan.typed() && self.rng.percent(self.c.p.cast_pct) {
+            if from == DType::F32 {
+                if self.c.plan.ty == DType::F32 {
+                    DType::Bf16
+                } else {
+                    self.c.plan.ty
+                }
+            } else {
+                DType::F32
+            }
+        } else {
+            from
+        };
+        let bias = if self.rng.percent(self.c.p.bias_pct) {
+            // A per-partition bias vector among the weights, else the input's
+            // row maximum (softmax's shift).
+            Some(match self.ctx.residents.first() {
+                Some(&w) => w.range(0, w.elem()),
+                None => reduced_column(self.s, self.st, self.rng, cur)?,
+            })
+        } else {
+            None
+        };
+        let nx = fresh(self.s, self.st, &cur, cur.elems(), to)?;
+        let f = if to == from {
+            inplace
+        } else {
+            InstFlags::empty()
+        };
+        let sub = self.rng.pick(&ACTIVATIONS, SubOp::Identity);
+        match bias {
+            Some(b) => compute(
+                self.s,
+                Opcode::Activation,
+                sub,
+                nx.full(),
+                &[cur, b],
+                &[],
+                f,
+            )?,
+            None => compute(self.s, Opcode::Activation, sub, nx.full(), &[cur], &[], f)?,
+        }
+        Ok(nx.full())
+    }
+
+    /// `matmul` of a `[P x P]` stationary slice of `cur` with a `[P x N]`
+    /// operand into PSUM, evacuated to SB; an activation when `cur` holds
+    /// fewer than `P` elements.
+    fn matmul(&mut self, cur: View) -> Result<View, IrError> {
+        let parts = cur.tile.parts as u32;
+        if parts > self.c.p.target.sb_partitions as u32
+            || cur.elems() < parts
+            || self.c.bank < 4
+            || !self.c.psum_bank_free()
+        {
+            return self.activation(cur, InstFlags::empty());
+        }
+        let rhs = self.operand()?;
+        let n = rhs.elems().min(self.c.bank / 4);
+        let acc = self.c.plan.acc_ty();
+        let ps = tile(self.s, self.st, Space::Psum, cur.tile.parts, n * 4, acc)?;
+        compute_plain(
+            self.s,
+            Opcode::Matmul,
+            SubOp::None,
+            ps.full(),
+            &[cur.first(parts), rhs.first(n)],
+        )?;
+        evacuated(self.s, self.st, self.rng, ps)
+    }
+
+    /// `transpose` of the first `F <= 128` elements of `cur` (`[P x F]` to
+    /// PSUM `[F x P]`), its evacuation, and the product of the transposed tile
+    /// with itself (stationary and moving `[F x P]`, PSUM `[P x P]`), evacuated:
+    /// the attention-score shape, back on `P` partitions. An activation when
+    /// `P` fp32 do not fit a PSUM bank.
+    fn transpose(&mut self, cur: View) -> Result<View, IrError> {
+        let parts = cur.tile.parts;
+        let pe = self.c.p.target.sb_partitions as u32;
+        if parts as u32 > pe || parts as u32 * 4 > self.c.bank || !self.c.psum_bank_free() {
+            return self.activation(cur, InstFlags::empty());
+        }
+        let f = cur.elems().min(pe).max(1) as u16;
+        let acc = self.c.plan.acc_ty();
+        let pb = parts as u32 * 4;
+        let tt = tile(self.s, self.st, Space::Psum, f, pb, acc)?;
+        compute_plain(
+            self.s,
+            Opcode::Transpose,
+            SubOp::None,
+            tt.full(),
+            &[cur.first(f as u32)],
+        )?;
+        let sb = tile(self.s, self.st, Space::Sb, f, pb, acc)?;
+        compute_plain(
+            self.s,
+            Opcode::TensorCopy,
+            SubOp::None,
+            sb.full(),
+            &[tt.full()],
+        )?;
+        let g = tile(self.s, self.st, Space::Psum, parts, pb, acc)?;
+        compute_plain(
+            self.s,
+            Opcode::Matmul,
+            SubOp::None,
+            g.full(),
+            &[sb.full(), sb.full()],
+        )?;
+        evacuated(self.s, self.st, self.rng, g)
+    }
+
+    /// The first unit's gather (see [`Gather`]): `g <= GATHER_ELEMS` elements
+    /// of `cur` per iteration into their own slice of a tile that lives over
+    /// the loops, stacked in bytes, in partitions (the innermost loop's), or in
+    /// a PSUM bank through a matmul. A kind that does not fit falls back to
+    /// bytes; nothing when not even the innermost loop's slices fit.
+    fn gather(&mut self, cur: View) -> Result<(), IrError> {
+        let parts = cur.parts;
+        let acc = self.c.plan.acc_ty();
+        let pe = self.c.p.target.sb_partitions as u32;
+        let mut kind = self.ctx.gather;
+        if kind == Gather::Psum
+            && (cur.elems() < parts as u32 || parts as u32 > pe || !self.c.psum_bank_free())
+        {
+            kind = Gather::Bytes;
+        }
+        if kind == Gather::Psum {
+            let rhs = self.operand()?;
+            let g = cur.elems().min(rhs.elems()).min(GATHER_ELEMS);
+            let (motion, t) = slots(&self.ctx.known, g * 4, 1, self.c.bank as u64);
+            if motion.n_terms == 0 {
+                return Ok(());
+            }
+            let gp = tile(self.s, self.st, Space::Psum, parts, t * g * 4, acc)?;
+            let dst = gp.range(0, g * 4).moving(motion);
+            let srcs = [cur.first(parts as u32), rhs.first(g)];
+            compute_plain(self.s, Opcode::Matmul, SubOp::None, dst, &srcs)?;
+            self.ctx.gathered = Some((gp, Space::Psum));
+            return Ok(());
+        }
+        let g = cur.elems().min(GATHER_ELEMS);
+        // The SB tile and this iteration's slice of it: stacked in the
+        // partitions when the innermost loop's slices fit them, else in bytes.
+        let stacked = match (kind, self.ctx.known.first()) {
+            (Gather::Parts, Some(&(lp, trip))) => {
+                Some((lp, trip as u64 * parts as u64)).filter(|&(_, rows)| rows <= pe as u64)
+            }
+            _ => None,
+        };
+        let (gt, dst) = if let Some((lp, rows)) = stacked {
+            let gt = tile(self.s, self.st, Space::Sb, rows as u16, g * 4, acc)?;
+            let motion = Motion::rows_per_iteration(lp, parts);
+            (gt, gt.full().rows(parts).moving(motion))
+        } else {
+            let (motion, t) = slots(&self.ctx.known, g * 4, 1, GATHER_CAP);
+            if motion.n_terms == 0 {
+                return Ok(());
+            }
+            let gt = tile(self.s, self.st, Space::Sb, parts, t * g * 4, acc)?;
+            (gt, gt.range(0, g * 4).moving(motion))
+        };
+        compute_plain(
+            self.s,
+            Opcode::TensorCopy,
+            SubOp::None,
+            dst,
+            &[cur.first(g)],
+        )?;
+        self.ctx.gathered = Some((gt, Space::Sb));
+        Ok(())
+    }
+
+    /// The second operand of a binary step: a fresh load from the unit's
+    /// operand slice (DMA density) or a resident tile.
+    fn operand(&mut self) -> Result<View, IrError> {
+        if !self.ctx.residents.is_empty() && !self.rng.percent(self.c.p.dma_pct) {
+            let k = self.ctx.next_resident % self.ctx.residents.len();
+            self.ctx.next_resident = k + 1;
+            if let Some(t) = self.ctx.residents.get(k) {
+                return Ok(t.full());
+            }
+        }
+        let t = tile(
+            self.s,
+            self.st,
+            Space::Sb,
+            self.c.plan.parts,
+            self.c.plan.bytes,
+            self.c.plan.ty,
+        )?;
+        dma(
+            self.s,
+            Opcode::Load,
+            t.full(),
+            self.c.operand_src,
+            None,
+            self.ctx.queue,
+        )?;
+        Ok(t.full())
+    }
+}
+
 /// A new SB tile with `v`'s partitions, `n` elements of type `ty`.
 fn fresh<S: Sink>(s: &mut S, st: &mut State, v: &View, n: u32, ty: DType) -> Result<Tile, IrError> {
     tile(s, st, Space::Sb, v.parts, n * ty.size() as u32, ty)
+}
+
+/// `tensor_scalar` of `ins` (scaled by the registers `regs`, or by the
+/// per-partition column among `ins`) into `nx`, its op picked from `ops`.
+fn tensor_scalar<S: Sink>(
+    s: &mut S,
+    rng: &mut Rng,
+    nx: Tile,
+    ops: &[SubOp],
+    ins: &[View],
+    regs: &[Reg],
+    f: InstFlags,
+) -> Result<View, IrError> {
+    let sub = rng.pick(ops, SubOp::Mul);
+    compute(s, Opcode::TensorScalar, sub, nx.full(), ins, regs, f)?;
+    Ok(nx.full())
 }
 
 /// A `[P x 1]` column reduced from `cur` (`tensor_reduce` into one element
@@ -1516,129 +1771,6 @@ fn reduced_column<S: Sink>(
         &[cur],
     )?;
     Ok(col.full())
-}
-
-/// An activation of `cur` (maybe with a bias column, maybe converting).
-fn activation<S: Sink>(
-    s: &mut S,
-    st: &mut State,
-    c: &StepCtx<'_>,
-    ctx: &mut Ctx,
-    rng: &mut Rng,
-    cur: View,
-    inplace: InstFlags,
-) -> Result<View, IrError> {
-    let from = cur.tile.ty;
-    let to = if c.plan.typed() && rng.percent(c.p.cast_pct) {
-        if from == DType::F32 {
-            if c.plan.ty == DType::F32 {
-                DType::Bf16
-            } else {
-                c.plan.ty
-            }
-        } else {
-            DType::F32
-        }
-    } else {
-        from
-    };
-    let bias = if rng.percent(c.p.bias_pct) {
-        // A per-partition bias vector among the weights, else the input's
-        // row maximum (softmax's shift).
-        Some(match ctx.residents.first() {
-            Some(&w) => w.range(0, w.elem()),
-            None => reduced_column(s, st, rng, cur)?,
-        })
-    } else {
-        None
-    };
-    let nx = fresh(s, st, &cur, cur.elems(), to)?;
-    let f = if to == from {
-        inplace
-    } else {
-        InstFlags::empty()
-    };
-    let sub = rng.pick(&ACTIVATIONS, SubOp::Identity);
-    match bias {
-        Some(b) => compute(s, Opcode::Activation, sub, nx.full(), &[cur, b], &[], f)?,
-        None => compute(s, Opcode::Activation, sub, nx.full(), &[cur], &[], f)?,
-    }
-    Ok(nx.full())
-}
-
-/// `matmul` of a `[P x P]` stationary slice of `cur` with a `[P x N]`
-/// operand into PSUM, evacuated to SB; an activation when `cur` holds
-/// fewer than `P` elements.
-fn matmul_step<S: Sink>(
-    s: &mut S,
-    st: &mut State,
-    c: &StepCtx<'_>,
-    ctx: &mut Ctx,
-    rng: &mut Rng,
-    cur: View,
-) -> Result<View, IrError> {
-    let parts = cur.tile.parts as u32;
-    if parts > c.p.target.sb_partitions as u32
-        || cur.elems() < parts
-        || c.bank < 4
-        || !c.psum_bank_free()
-    {
-        return activation(s, st, c, ctx, rng, cur, InstFlags::empty());
-    }
-    let rhs = operand(s, st, c, ctx, rng)?;
-    let n = rhs.elems().min(c.bank / 4);
-    let acc = c.plan.acc_ty();
-    let ps = tile(s, st, Space::Psum, cur.tile.parts, n * 4, acc)?;
-    compute_plain(
-        s,
-        Opcode::Matmul,
-        SubOp::None,
-        ps.full(),
-        &[cur.first(parts), rhs.first(n)],
-    )?;
-    evacuated(s, st, rng, ps)
-}
-
-/// `transpose` of the first `F <= 128` elements of `cur` (`[P x F]` to
-/// PSUM `[F x P]`), its evacuation, and the product of the transposed tile
-/// with itself (stationary and moving `[F x P]`, PSUM `[P x P]`), evacuated:
-/// the attention-score shape, back on `P` partitions. An activation when
-/// `P` fp32 do not fit a PSUM bank.
-fn transpose_step<S: Sink>(
-    s: &mut S,
-    st: &mut State,
-    c: &StepCtx<'_>,
-    ctx: &mut Ctx,
-    rng: &mut Rng,
-    cur: View,
-) -> Result<View, IrError> {
-    let parts = cur.tile.parts;
-    let pe = c.p.target.sb_partitions as u32;
-    if parts as u32 > pe || parts as u32 * 4 > c.bank || !c.psum_bank_free() {
-        return activation(s, st, c, ctx, rng, cur, InstFlags::empty());
-    }
-    let f = cur.elems().min(pe).max(1) as u16;
-    let acc = c.plan.acc_ty();
-    let pb = parts as u32 * 4;
-    let tt = tile(s, st, Space::Psum, f, pb, acc)?;
-    compute_plain(
-        s,
-        Opcode::Transpose,
-        SubOp::None,
-        tt.full(),
-        &[cur.first(f as u32)],
-    )?;
-    let sb = tile(s, st, Space::Sb, f, pb, acc)?;
-    compute_plain(s, Opcode::TensorCopy, SubOp::None, sb.full(), &[tt.full()])?;
-    let g = tile(s, st, Space::Psum, parts, pb, acc)?;
-    compute_plain(
-        s,
-        Opcode::Matmul,
-        SubOp::None,
-        g.full(),
-        &[sb.full(), sb.full()],
-    )?;
-    evacuated(s, st, rng, g)
 }
 
 /// The PSUM result `ps` evacuated to a fresh SB tile of its shape by an
@@ -1680,10 +1812,17 @@ fn unit<S: Sink>(
         operand_src: slice(4, bytes),
         bank: p.target.psum_bank_bytes.max(4) & !3,
     };
+    let mut g = Step {
+        s,
+        st,
+        c: &c,
+        ctx,
+        rng,
+    };
     // This unit's stream and its place in it.
-    let stream = match ctx.stream {
-        Some(x) if j < 64 && ctx.streaming & (1 << j) != 0 => {
-            let rank = (ctx.streaming & ((1u64 << j) - 1)).count_ones();
+    let stream = match g.ctx.stream {
+        Some(x) if j < 64 && g.ctx.streaming & (1 << j) != 0 => {
+            let rank = (g.ctx.streaming & ((1u64 << j) - 1)).count_ones();
             Some((x, rank * x.span))
         }
         _ => None,
@@ -1697,13 +1836,13 @@ fn unit<S: Sink>(
         let tensor_insts = chain as u64 + 2;
         let num = tensor_insts * pct;
         let den = 100 - pct;
-        let n = num / den + u64::from(rng.below(den) < num % den);
+        let n = num / den + u64::from(g.rng.below(den) < num % den);
         for _ in 0..n {
-            let t = s.reg(&name("s", st.temps), 1)?;
-            st.temps += 1;
-            let a = temp.unwrap_or_else(|| st.long());
-            let b = st.long();
-            alu(s, rng.pick(&ALU_OPS, SubOp::Add), t, &[a, b])?;
+            let t = g.s.reg(&name("s", g.st.temps), 1)?;
+            g.st.temps += 1;
+            let a = temp.unwrap_or_else(|| g.st.long());
+            let b = g.st.long();
+            alu(g.s, g.rng.pick(&ALU_OPS, SubOp::Add), t, &[a, b])?;
             temp = Some(t);
         }
     }
@@ -1713,19 +1852,19 @@ fn unit<S: Sink>(
     // over-broad load of which only the first half is read.
     let mut dup_of: Option<(Tile, View, Option<Reg>)> = None;
     let mut cur: View;
-    if rng.percent(p.abutting_pct) {
-        let k = rng.range(2, 4) as u32;
+    if g.rng.percent(p.abutting_pct) {
+        let k = g.rng.range(2, 4) as u32;
         let mut tiles: ArrayVec<Tile, 4> = ArrayVec::new();
         for i in 0..k {
-            let t = tile(s, st, Space::Sb, parts, bytes, ty)?;
-            dma(s, Opcode::Load, t.full(), slice(i, bytes), None, q)?;
+            let t = tile(g.s, g.st, Space::Sb, parts, bytes, ty)?;
+            dma(g.s, Opcode::Load, t.full(), slice(i, bytes), None, q)?;
             tiles.push(t);
         }
         cur = tiles[0].full();
         for t in tiles.iter().skip(1) {
-            let nx = tile(s, st, Space::Sb, parts, bytes, ty)?;
+            let nx = tile(g.s, g.st, Space::Sb, parts, bytes, ty)?;
             compute_plain(
-                s,
+                g.s,
                 Opcode::TensorTensor,
                 SubOp::Add,
                 nx.full(),
@@ -1733,18 +1872,18 @@ fn unit<S: Sink>(
             )?;
             cur = nx.full();
         }
-    } else if rng.percent(p.overbroad_pct) {
-        let big = tile(s, st, Space::Sb, parts, 2 * bytes, ty)?;
-        dma(s, Opcode::Load, big.full(), slice(0, 2 * bytes), None, q)?;
+    } else if g.rng.percent(p.overbroad_pct) {
+        let big = tile(g.s, g.st, Space::Sb, parts, 2 * bytes, ty)?;
+        dma(g.s, Opcode::Load, big.full(), slice(0, 2 * bytes), None, q)?;
         cur = big.range(0, bytes);
     } else {
-        let a = tile(s, st, Space::Sb, parts, bytes, ty)?;
+        let a = tile(g.s, g.st, Space::Sb, parts, bytes, ty)?;
         let (src, offset) = if let Some((x, at)) = stream {
             (x.input.range(at, bytes).rows(parts).moving(x.motion), None)
-        } else if rng.percent(p.dyn_offset_pct) {
+        } else if g.rng.percent(p.dyn_offset_pct) {
             // `+$r*B` over the unit's own slots: the register is the loop
             // counter (a tile index) or the unit's address arithmetic.
-            let r = ctx.counter.or(temp).unwrap_or_else(|| st.long());
+            let r = g.ctx.counter.or(temp).unwrap_or_else(|| g.st.long());
             let lo = slot * bytes;
             let mut m = STILL;
             m.reg = Some(RegTerm {
@@ -1754,7 +1893,7 @@ fn unit<S: Sink>(
                 window_hi: lo + SLOTS_PER_UNIT * bytes,
             });
             (slice(0, bytes).moving(m), Some(r))
-        } else if rng.percent(p.pstep_pct)
+        } else if g.rng.percent(p.pstep_pct)
             && (parts as u64 - 1) * e as u64 + ((slot + 1) * bytes) as u64 <= input.bytes as u64
         {
             // Partition q reads the row from element q on (a sliding
@@ -1765,8 +1904,8 @@ fn unit<S: Sink>(
         } else {
             (slice(0, bytes), None)
         };
-        dma(s, Opcode::Load, a.full(), src, offset, q)?;
-        if rng.percent(p.duplicate_pct) {
+        dma(g.s, Opcode::Load, a.full(), src, offset, q)?;
+        if g.rng.percent(p.duplicate_pct) {
             dup_of = Some((a, src, offset));
         }
         cur = a.full();
@@ -1782,23 +1921,14 @@ fn unit<S: Sink>(
             }
         };
         if let (0, Some(t)) = (step, temp) {
-            let nx = fresh(s, st, &cur, cur.elems(), cur.tile.ty)?;
-            let f = inplace(rng);
-            compute(
-                s,
-                Opcode::TensorScalar,
-                rng.pick(&SCALAR_OPS, SubOp::Mul),
-                nx.full(),
-                &[cur],
-                &[t],
-                f,
-            )?;
-            cur = nx.full();
-        } else if rng.percent(p.matmul_pct) {
-            cur = matmul_step(s, st, &c, ctx, rng, cur)?;
-        } else if rng.percent(p.transpose_pct) {
-            cur = transpose_step(s, st, &c, ctx, rng, cur)?;
-        } else if rng.percent(p.reduce_pct) {
+            let nx = fresh(g.s, g.st, &cur, cur.elems(), cur.tile.ty)?;
+            let f = inplace(g.rng);
+            cur = tensor_scalar(g.s, g.rng, nx, &SCALAR_OPS, &[cur], &[t], f)?;
+        } else if g.rng.percent(p.matmul_pct) {
+            cur = g.matmul(cur)?;
+        } else if g.rng.percent(p.transpose_pct) {
+            cur = g.transpose(cur)?;
+        } else if g.rng.percent(p.reduce_pct) {
             // Each output element reduces `d` neighbours (a pooling), or
             // the whole row when nothing smaller divides it.
             let n = cur.elems();
@@ -1806,37 +1936,28 @@ fn unit<S: Sink>(
                 .into_iter()
                 .find(|&d| n % d == 0 && n > d)
                 .unwrap_or(n.max(1));
-            let nx = fresh(s, st, &cur, n / d, cur.tile.ty)?;
+            let nx = fresh(g.s, g.st, &cur, n / d, cur.tile.ty)?;
             compute_plain(
-                s,
+                g.s,
                 Opcode::TensorReduce,
-                rng.pick(&REDUCTIONS, SubOp::Add),
+                g.rng.pick(&REDUCTIONS, SubOp::Add),
                 nx.full(),
                 &[cur],
             )?;
             cur = nx.full();
-        } else if rng.percent(p.column_pct) {
-            let col = reduced_column(s, st, rng, cur)?;
-            let nx = fresh(s, st, &cur, cur.elems(), cur.tile.ty)?;
-            let f = inplace(rng);
-            compute(
-                s,
-                Opcode::TensorScalar,
-                rng.pick(&COLUMN_OPS, SubOp::Mul),
-                nx.full(),
-                &[cur, col],
-                &[],
-                f,
-            )?;
-            cur = nx.full();
-        } else if rng.percent(p.scan_pct) {
-            if rng.percent(50) {
+        } else if g.rng.percent(p.column_pct) {
+            let col = reduced_column(g.s, g.st, g.rng, cur)?;
+            let nx = fresh(g.s, g.st, &cur, cur.elems(), cur.tile.ty)?;
+            let f = inplace(g.rng);
+            cur = tensor_scalar(g.s, g.rng, nx, &COLUMN_OPS, &[cur, col], &[], f)?;
+        } else if g.rng.percent(p.scan_pct) {
+            if g.rng.percent(50) {
                 // out[i] = a[i]·out[i-1] + b[i]: a recurrence over the row.
-                let other = operand(s, st, &c, ctx, rng)?;
+                let other = g.operand()?;
                 let n = cur.elems().min(other.elems());
-                let nx = fresh(s, st, &cur, n, cur.tile.ty)?;
+                let nx = fresh(g.s, g.st, &cur, n, cur.tile.ty)?;
                 compute_plain(
-                    s,
+                    g.s,
                     Opcode::TensorScan,
                     SubOp::MulAdd,
                     nx.full(),
@@ -1844,60 +1965,51 @@ fn unit<S: Sink>(
                 )?;
                 cur = nx.full();
             } else {
-                let nx = fresh(s, st, &cur, cur.elems(), cur.tile.ty)?;
-                compute_plain(s, Opcode::TensorScan, SubOp::Add, nx.full(), &[cur])?;
+                let nx = fresh(g.s, g.st, &cur, cur.elems(), cur.tile.ty)?;
+                compute_plain(g.s, Opcode::TensorScan, SubOp::Add, nx.full(), &[cur])?;
                 cur = nx.full();
             }
         } else {
-            match rng.weighted(&[40, 35, 25]) {
+            match g.rng.weighted(&[40, 35, 25]) {
                 0 => {
-                    let f = inplace(rng);
-                    cur = activation(s, st, &c, ctx, rng, cur, f)?;
+                    let f = inplace(g.rng);
+                    cur = g.activation(cur, f)?;
                 }
                 1 => {
-                    let other = operand(s, st, &c, ctx, rng)?;
+                    let other = g.operand()?;
                     let n = cur.elems().min(other.elems());
                     let mut b = other.first(n);
-                    if rng.percent(p.broadcast_pct) {
+                    if g.rng.percent(p.broadcast_pct) {
                         // Every partition reads the operand's first (a
                         // row vector broadcast over the partitions).
                         b.motion.pstep = Some(0);
                     }
-                    let nx = fresh(s, st, &cur, n, cur.tile.ty)?;
+                    let nx = fresh(g.s, g.st, &cur, n, cur.tile.ty)?;
                     compute_plain(
-                        s,
+                        g.s,
                         Opcode::TensorTensor,
-                        rng.pick(&BINARY, SubOp::Add),
+                        g.rng.pick(&BINARY, SubOp::Add),
                         nx.full(),
                         &[cur.first(n), b],
                     )?;
                     cur = nx.full();
                 }
                 _ => {
-                    let nx = fresh(s, st, &cur, cur.elems(), cur.tile.ty)?;
-                    let f = inplace(rng);
-                    let r = st.long();
-                    compute(
-                        s,
-                        Opcode::TensorScalar,
-                        rng.pick(&SCALAR_OPS, SubOp::Mul),
-                        nx.full(),
-                        &[cur],
-                        &[r],
-                        f,
-                    )?;
-                    cur = nx.full();
+                    let nx = fresh(g.s, g.st, &cur, cur.elems(), cur.tile.ty)?;
+                    let f = inplace(g.rng);
+                    let r = g.st.long();
+                    cur = tensor_scalar(g.s, g.rng, nx, &SCALAR_OPS, &[cur], &[r], f)?;
                 }
             }
         }
         // A redundant reload of the unit's input into the same tile, read
         // once more: nothing wrote the tile since the first load.
         if let (0, Some((a, src, offset))) = (step, dup_of) {
-            dma(s, Opcode::Load, a.full(), src, offset, q)?;
+            dma(g.s, Opcode::Load, a.full(), src, offset, q)?;
             let n = cur.elems().min(a.full().elems());
-            let nx = fresh(s, st, &cur, n, cur.tile.ty)?;
+            let nx = fresh(g.s, g.st, &cur, n, cur.tile.ty)?;
             compute_plain(
-                s,
+                g.s,
                 Opcode::TensorTensor,
                 SubOp::Add,
                 nx.full(),
@@ -1909,19 +2021,19 @@ fn unit<S: Sink>(
 
     // The first unit's piece of the result, in this iteration's slice of a
     // tile the region saves after its loops (converted to fp32).
-    if j == 0 && ctx.gather != Gather::No {
-        gather(s, st, &c, ctx, rng, cur)?;
+    if j == 0 && g.ctx.gather != Gather::No {
+        g.gather(cur)?;
     }
 
     // A DMA does not convert: the result in the output's type first.
-    let cur = convert(s, st, plan, cur, ty)?;
+    let cur = convert(g.s, g.st, plan, cur, ty)?;
     // A save to the region's scratch that the next unit overwrites with the
     // same access pattern before anything reads it.
-    if let Some(scr) = ctx.scratch {
-        if rng.percent(p.dead_save_pct) {
-            let len = ctx.psum_bytes.min(cur.len);
+    if let Some(scr) = g.ctx.scratch {
+        if g.rng.percent(p.dead_save_pct) {
+            let len = g.ctx.psum_bytes.min(cur.len);
             dma(
-                s,
+                g.s,
                 Opcode::Save,
                 scr.range(0, len),
                 cur.tile.range(cur.lo, len),
@@ -1934,7 +2046,7 @@ fn unit<S: Sink>(
     let src = cur.tile.range(cur.lo, len);
     if let Some((x, at)) = stream {
         return dma(
-            s,
+            g.s,
             Opcode::Save,
             x.output.range(at, len).rows(parts).moving(x.motion),
             src,
@@ -1942,8 +2054,8 @@ fn unit<S: Sink>(
             q,
         );
     }
-    if rng.percent(p.dyn_offset_pct / 2) {
-        let r = ctx.counter.or(temp).unwrap_or_else(|| st.long());
+    if g.rng.percent(p.dyn_offset_pct / 2) {
+        let r = g.ctx.counter.or(temp).unwrap_or_else(|| g.st.long());
         let mut m = STILL;
         m.reg = Some(RegTerm {
             use_index: 0,
@@ -1951,116 +2063,17 @@ fn unit<S: Sink>(
             window_lo: j * bytes,
             window_hi: (j + 1) * bytes,
         });
-        let dst = ctx.output.range(j * bytes, len).moving(m);
-        return dma(s, Opcode::Save, dst, src, Some(r), q);
+        let dst = g.ctx.output.range(j * bytes, len).moving(m);
+        return dma(g.s, Opcode::Save, dst, src, Some(r), q);
     }
     dma(
-        s,
+        g.s,
         Opcode::Save,
-        ctx.output.range(j * bytes, len),
+        g.ctx.output.range(j * bytes, len),
         src,
         None,
         q,
     )
-}
-
-/// The first unit's gather (see [`Gather`]): `g <= GATHER_ELEMS` elements
-/// of `cur` per iteration into their own slice of a tile that lives over
-/// the loops, stacked in bytes, in partitions (the innermost loop's), or in
-/// a PSUM bank through a matmul. A kind that does not fit falls back to
-/// bytes; nothing when not even the innermost loop's slices fit.
-fn gather<S: Sink>(
-    s: &mut S,
-    st: &mut State,
-    c: &StepCtx<'_>,
-    ctx: &mut Ctx,
-    rng: &mut Rng,
-    cur: View,
-) -> Result<(), IrError> {
-    let parts = cur.parts;
-    let acc = c.plan.acc_ty();
-    let pe = c.p.target.sb_partitions as u32;
-    let mut kind = ctx.gather;
-    if kind == Gather::Psum
-        && (cur.elems() < parts as u32 || parts as u32 > pe || !c.psum_bank_free())
-    {
-        kind = Gather::Bytes;
-    }
-    if kind == Gather::Psum {
-        let rhs = operand(s, st, c, ctx, rng)?;
-        let g = cur.elems().min(rhs.elems()).min(GATHER_ELEMS);
-        let (motion, t) = slots(&ctx.known, g * 4, 1, c.bank as u64);
-        if motion.n_terms == 0 {
-            return Ok(());
-        }
-        let gp = tile(s, st, Space::Psum, parts, t * g * 4, acc)?;
-        compute_plain(
-            s,
-            Opcode::Matmul,
-            SubOp::None,
-            gp.range(0, g * 4).moving(motion),
-            &[cur.first(parts as u32), rhs.first(g)],
-        )?;
-        ctx.gathered = Some((gp, Space::Psum));
-        return Ok(());
-    }
-    let g = cur.elems().min(GATHER_ELEMS);
-    if let (Gather::Parts, Some(&(lp, trip))) = (kind, ctx.known.first()) {
-        let rows = trip as u64 * parts as u64;
-        if rows <= pe as u64 {
-            let gt = tile(s, st, Space::Sb, rows as u16, g * 4, acc)?;
-            let mut motion = STILL;
-            motion.terms[0] = IvTerm {
-                lp,
-                parts: parts as i32,
-                bytes: 0,
-            };
-            motion.n_terms = 1;
-            compute_plain(
-                s,
-                Opcode::TensorCopy,
-                SubOp::None,
-                gt.full().rows(parts).moving(motion),
-                &[cur.first(g)],
-            )?;
-            ctx.gathered = Some((gt, Space::Sb));
-            return Ok(());
-        }
-    }
-    let (motion, t) = slots(&ctx.known, g * 4, 1, GATHER_CAP);
-    if motion.n_terms > 0 {
-        let gt = tile(s, st, Space::Sb, parts, t * g * 4, acc)?;
-        compute_plain(
-            s,
-            Opcode::TensorCopy,
-            SubOp::None,
-            gt.range(0, g * 4).moving(motion),
-            &[cur.first(g)],
-        )?;
-        ctx.gathered = Some((gt, Space::Sb));
-    }
-    Ok(())
-}
-
-/// The second operand of a binary step: a fresh load from the unit's
-/// operand slice (DMA density) or a resident tile.
-fn operand<S: Sink>(
-    s: &mut S,
-    st: &mut State,
-    c: &StepCtx<'_>,
-    ctx: &mut Ctx,
-    rng: &mut Rng,
-) -> Result<View, IrError> {
-    if !ctx.residents.is_empty() && !rng.percent(c.p.dma_pct) {
-        let k = ctx.next_resident % ctx.residents.len();
-        ctx.next_resident = k + 1;
-        if let Some(t) = ctx.residents.get(k) {
-            return Ok(t.full());
-        }
-    }
-    let t = tile(s, st, Space::Sb, c.plan.parts, c.plan.bytes, c.plan.ty)?;
-    dma(s, Opcode::Load, t.full(), c.operand_src, None, ctx.queue)?;
-    Ok(t.full())
 }
 
 /// The constructs of real kernels [`Census`] counts, in its order.

@@ -68,6 +68,7 @@ use super::greedy::{GreedyRule, GreedyWorkspace};
 use super::problem::{align_offset, peak, Placement, Problem, Timeline};
 /// splitmix64 as a one-shot hash: the branch-order noise of an attempt.
 use crate::rng::mix64 as mix;
+use crate::storage::refill;
 
 /// A monotonic clock supplied by the caller.
 pub trait Clock {
@@ -507,11 +508,11 @@ impl ExactWorkspace {
             self.forbid_trail,
             self.frames,
             self.cands,
-            self.ends
+            self.ends,
+            self.canon,
+            self.greedy,
+            self.timeline
         )
-        .saturating_add(self.canon.heap_bytes())
-        .saturating_add(self.greedy.heap_bytes())
-        .saturating_add(self.timeline.heap_bytes())
     }
 
     /// Sizes every buffer of the search for `problem` (and smaller ones),
@@ -756,10 +757,8 @@ impl ExactWorkspace {
         let lb = problem.lower_bound(&mut self.timeline).bytes;
         let cap = problem.capacity;
         // The first solution: the better greedy rule.
-        self.incumbent.clear();
-        self.incumbent.resize(n, Placement::default());
-        self.current.clear();
-        self.current.resize(n, Placement::default());
+        refill(&mut self.incumbent, n, Placement::default());
+        refill(&mut self.current, n, Placement::default());
         let by_size = self
             .greedy
             .place(problem, GreedyRule::BySize, &mut self.incumbent);
@@ -1066,8 +1065,7 @@ impl ExactWorkspace {
             }
         }
         self.opt_at.push(self.opts.len() as u32);
-        self.forbid.clear();
-        self.forbid.resize(self.opts.len(), NO_LEVEL);
+        refill(&mut self.forbid, self.opts.len(), NO_LEVEL);
         // Identical buffers are placed in index order.
         self.order.clear();
         self.order
@@ -1078,8 +1076,7 @@ impl ExactWorkspace {
         });
         // Least neighbour sizes, over the buffers sorted by start (`order`
         // holds the searchable ones; pins also block, so they count too).
-        self.min_neighbour.clear();
-        self.min_neighbour.resize(n, NO_LEVEL);
+        refill(&mut self.min_neighbour, n, NO_LEVEL);
         for (x, &i) in self.order.iter().enumerate() {
             let a = &bufs[i as usize];
             for &j in &self.order[x + 1..] {
@@ -1099,16 +1096,14 @@ impl ExactWorkspace {
                 }
             }
         }
-        self.twin_prev.clear();
-        self.twin_prev.resize(n, NONE);
+        refill(&mut self.twin_prev, n, NONE);
         for w in self.order.windows(2) {
             if ident(&bufs[w[0] as usize]) == ident(&bufs[w[1] as usize]) {
                 self.twin_prev[w[1] as usize] = w[0];
             }
         }
         // Options live in each section, by start section (CSR).
-        self.live_at.clear();
-        self.live_at.resize(nsec + 2, 0);
+        refill(&mut self.live_at, nsec + 2, 0);
         for o in &self.opts {
             let b = o.buffer as usize;
             for s in self.sec_lo[b]..self.sec_hi[b] {
@@ -1118,12 +1113,10 @@ impl ExactWorkspace {
         for s in 0..=nsec {
             self.live_at[s + 1] += self.live_at[s];
         }
-        self.live.clear();
-        self.live.resize(self.live_at[nsec] as usize, 0);
+        refill(&mut self.live, self.live_at[nsec] as usize, 0);
         // `order` is sorted by start: fill each section's list in that order
         // (using floor_area as the fill cursor).
-        self.floor_area.clear();
-        self.floor_area.resize(nsec, 0);
+        refill(&mut self.floor_area, nsec, 0);
         for &b in &self.order {
             let b = b as usize;
             for o in self.opt_at[b]..self.opt_at[b + 1] {
@@ -1134,34 +1127,27 @@ impl ExactWorkspace {
                 }
             }
         }
-        self.start_at.clear();
-        self.start_at.resize(nsec + 2, 0);
+        refill(&mut self.start_at, nsec + 2, 0);
         for o in &self.opts {
             self.start_at[self.sec_lo[o.buffer as usize] as usize + 1] += 1;
         }
         for s in 0..=nsec {
             self.start_at[s + 1] += self.start_at[s];
         }
-        self.starting.clear();
-        self.starting.resize(self.opts.len(), 0);
+        refill(&mut self.starting, self.opts.len(), 0);
         self.floor_area.iter_mut().for_each(|x| *x = 0);
         for (o, opt) in self.opts.iter().enumerate() {
             let s = self.sec_lo[opt.buffer as usize] as usize;
             self.starting[self.start_at[s] as usize + self.floor_area[s] as usize] = o as u32;
             self.floor_area[s] += 1;
         }
-        self.fin.clear();
-        self.fin.resize(nsec + 1, false);
+        refill(&mut self.fin, nsec + 1, false);
         // Cells and sections.
-        self.floor.clear();
-        self.floor.resize(cells, 0);
-        self.count.clear();
-        self.count.resize(cells, 0);
+        refill(&mut self.floor, cells, 0);
+        refill(&mut self.count, cells, 0);
         self.tree.clear();
-        self.floor_area.clear();
-        self.floor_area.resize(nsec, 0);
-        self.remaining.clear();
-        self.remaining.resize(nsec, 0);
+        refill(&mut self.floor_area, nsec, 0);
+        refill(&mut self.remaining, nsec, 0);
         for b in 0..n {
             if !self.placed[b] {
                 self.count_options(b, true);
@@ -1171,8 +1157,7 @@ impl ExactWorkspace {
             }
         }
         self.tsize = cells.next_power_of_two();
-        self.tree.clear();
-        self.tree.resize(2 * self.tsize, NO_LEVEL);
+        refill(&mut self.tree, 2 * self.tsize, NO_LEVEL);
         for c in 0..cells {
             if self.count[c] > 0 {
                 self.tree[self.tsize + c] = self.floor[c];

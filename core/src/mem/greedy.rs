@@ -65,8 +65,7 @@ impl GreedyWorkspace {
 
     /// Heap bytes reserved.
     pub fn heap_bytes(&self) -> u64 {
-        crate::heap_bytes!(self.order, self.placed, self.near, self.scratch)
-            .saturating_add(self.index.heap_bytes())
+        crate::heap_bytes!(self.order, self.placed, self.near, self.scratch, self.index)
     }
 
     /// Sizes the storage for problems of up to `buffers` buffers.

@@ -233,11 +233,11 @@ impl GcaWorkspace {
             self.packed,
             self.placed,
             self.near,
-            self.current
+            self.current,
+            self.timeline,
+            self.greedy,
+            self.index
         )
-        .saturating_add(self.timeline.heap_bytes())
-        .saturating_add(self.greedy.heap_bytes())
-        .saturating_add(self.index.heap_bytes())
     }
 
     /// Places every buffer of `problem` into `out` (indexed like the

@@ -604,9 +604,7 @@ impl Timeline {
     /// Grows the storage to problems of up to `buffers` buffers (never
     /// shrinks it: one timeline serves the problems of every space).
     pub fn reserve(&mut self, buffers: usize) {
-        fn grow<T>(v: &mut Vec<T>, n: usize) {
-            v.reserve(n.saturating_sub(v.len()));
-        }
+        use crate::storage::grow;
         grow(&mut self.times, 2 * buffers);
         grow(&mut self.a, 2 * buffers + 1);
         grow(&mut self.b, 2 * buffers + 1);

@@ -36,6 +36,7 @@ use crate::analysis::{LinearOrder, MemLiveness};
 use crate::ir::{
     full_ap, slice_ap, Inst, InstFlags, InstSpec, IrError, MemFlags, MemLoc, Module, Opcode, Space,
 };
+use crate::report::DisplayNamed;
 
 /// Entries kept in the failure log; further failures are only counted.
 pub const LOG_CAPACITY: usize = 32;
@@ -124,37 +125,30 @@ impl SpillLog {
             self.dropped += 1;
         }
     }
-
-    /// The log as text, names resolved through `m`.
-    pub fn display<'a>(&'a self, m: &'a Module) -> SpillLogDisplay<'a> {
-        SpillLogDisplay { log: self, m }
-    }
 }
 
-/// [`SpillLog`] printed with names.
-#[derive(Debug)]
-pub struct SpillLogDisplay<'a> {
-    log: &'a SpillLog,
-    m: &'a Module,
-}
+crate::report::display_named!(
+    SpillLogDisplay for SpillLog,
+    "The log as text, names resolved through `m`."
+);
 
-impl fmt::Display for SpillLogDisplay<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        for e in &self.log.entries {
+impl DisplayNamed for SpillLog {
+    fn fmt_named(&self, m: &Module, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for e in &self.entries {
             let space = e.space.map_or("?", |s| s.upper());
             writeln!(
                 f,
                 "Failed to allocate %{} in {space} at position {}; {} live, spill candidates:",
-                self.m.mem_name(e.tensor),
+                m.mem_name(e.tensor),
                 e.position,
                 e.active
             )?;
             for (i, c) in e.candidates.iter().enumerate() {
-                writeln!(f, "  {i}: %{} ({space})", self.m.mem_name(*c))?;
+                writeln!(f, "  {i}: %{} ({space})", m.mem_name(*c))?;
             }
         }
-        if self.log.dropped > 0 {
-            writeln!(f, "({} more failures not logged)", self.log.dropped)?;
+        if self.dropped > 0 {
+            writeln!(f, "({} more failures not logged)", self.dropped)?;
         }
         Ok(())
     }
@@ -419,12 +413,7 @@ pub fn invariant_split(
         return None;
     }
     let k = acc.partition_point(|&q| q < s);
-    let (w, _) = live
-        .access_writes(v)
-        .take(k)
-        .enumerate()
-        .filter(|&(_, w)| w)
-        .last()?;
+    let w = live.last_write_among(v, k)?;
     let f = acc[k];
     // Hoist the first reload out of the loops that hold `f` but not `at`.
     let mut first = ReloadPoint {
@@ -480,12 +469,7 @@ pub fn remat_source(
 ) -> Option<MemLoc> {
     let acc = live.accesses(v);
     let before = acc.partition_point(|&q| q < reload_at);
-    let (k, _) = live
-        .access_writes(v)
-        .take(before)
-        .enumerate()
-        .filter(|&(_, w)| w)
-        .last()?;
+    let k = live.last_write_among(v, before)?;
     let def = acc[k];
     let i = order.inst_at(def);
     if !i.is_valid() || m.insts.opcode[i] != Opcode::Load {

@@ -56,6 +56,7 @@ use super::spill::{
 };
 use crate::analysis::{Bounds, LinearOrder, MemLiveness};
 use crate::ir::{Capacity, Inst, IrError, MemFlags, MemLoc, Module, Space};
+use crate::report::DisplayNamed;
 use crate::storage::{StorageBudget, StorageReport};
 
 /// How the coloring pass is tuned.
@@ -181,24 +182,14 @@ impl From<ProblemError> for ColoringError {
     }
 }
 
-impl ColoringError {
-    /// A printable form naming the tensors of `m`.
-    pub fn display<'m>(&'m self, m: &'m Module) -> ColoringErrorDisplay<'m> {
-        ColoringErrorDisplay { e: self, m }
-    }
-}
+crate::report::display_named!(
+    ColoringErrorDisplay for ColoringError,
+    "A printable form naming the tensors of `m`."
+);
 
-/// See [`ColoringError::display`].
-#[derive(Debug)]
-pub struct ColoringErrorDisplay<'m> {
-    e: &'m ColoringError,
-    m: &'m Module,
-}
-
-impl fmt::Display for ColoringErrorDisplay<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let m = self.m;
-        match *self.e {
+impl DisplayNamed for ColoringError {
+    fn fmt_named(&self, m: &Module, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match *self {
             ColoringError::DoesNotFit {
                 space,
                 peak,
@@ -446,10 +437,9 @@ impl ColoringWorkspace {
             .iter()
             .flatten()
             .fold(0u64, |n, p| n.saturating_add(p.heap_bytes()));
-        self.base_heap_bytes()
+        crate::heap_bytes!(self.gca, self.exact)
+            .saturating_add(self.base_heap_bytes())
             .saturating_add(problems)
-            .saturating_add(self.gca.heap_bytes())
-            .saturating_add(self.exact.heap_bytes())
     }
 
     /// Builds each space's problem once, to size the solvers from it, within

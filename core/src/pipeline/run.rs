@@ -45,6 +45,7 @@ use crate::mem::tensor_coloring::{
     self, ColoringError, ColoringOptions, ColoringReport, ColoringWorkspace,
 };
 use crate::reg::alloc::{RegAllocConfig, RegAllocError, RegAllocator, RegReport};
+use crate::report::DisplayNamed;
 use crate::storage::{Skipped, StorageBudget, StorageReport};
 use crate::verify::dataflow::{
     DataflowCapacity, DataflowChecker, DataflowError, Mismatch, SplitRunner,
@@ -248,13 +249,6 @@ pub enum PipelineError {
     },
 }
 
-impl PipelineError {
-    /// A printable form that names tensors and registers of `m`.
-    pub fn display<'m>(&'m self, m: &'m Module) -> PipelineErrorDisplay<'m> {
-        PipelineErrorDisplay { e: self, m }
-    }
-}
-
 /// Where a run failed, as far as the error says: the space that did not
 /// fit, the instruction or position of the failure, and the tensor that
 /// could not be placed with the rectangle it needs. Positions are in the
@@ -408,17 +402,14 @@ impl PipelineError {
     }
 }
 
-/// See [`PipelineError::display`].
-#[derive(Debug)]
-pub struct PipelineErrorDisplay<'m> {
-    e: &'m PipelineError,
-    m: &'m Module,
-}
+crate::report::display_named!(
+    PipelineErrorDisplay for PipelineError,
+    "A printable form that names tensors and registers of `m`."
+);
 
-impl fmt::Display for PipelineErrorDisplay<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let m = self.m;
-        match self.e {
+impl DisplayNamed for PipelineError {
+    fn fmt_named(&self, m: &Module, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
             PipelineError::Options(e) => write!(f, "{e}"),
             PipelineError::Lsa(e) => write!(f, "linear_scan_allocator: {}", e.display(m)),
             PipelineError::Coloring(e) => write!(f, "{}", e.display(m)),

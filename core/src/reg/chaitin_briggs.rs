@@ -51,6 +51,7 @@
 #![allow(clippy::needless_range_loop)]
 
 use crate::reg::reserve_total;
+use crate::storage::refill;
 use alloc::collections::BinaryHeap;
 use alloc::vec::Vec;
 use core::cmp::Reverse;
@@ -843,17 +844,12 @@ impl Colorer {
         let k = cfg.k as usize;
         let mut rng = Rng(cfg.seed | 1);
         self.uncol.clear();
-        self.upos.clear();
-        self.upos.resize(n, u32::MAX);
-        self.tabu_color.clear();
-        self.tabu_color.resize(n, NO_COLOR);
-        self.tabu_until.clear();
-        self.tabu_until.resize(n, 0);
+        refill(&mut self.upos, n, u32::MAX);
+        refill(&mut self.tabu_color, n, NO_COLOR);
+        refill(&mut self.tabu_until, n, 0);
         self.journal.clear();
-        self.lane_cost.clear();
-        self.lane_cost.resize(k, 0.0);
-        self.pair_cost.clear();
-        self.pair_cost.resize(k, 0.0);
+        refill(&mut self.lane_cost, k, 0.0);
+        refill(&mut self.pair_cost, k, 0.0);
         let mut f = 0.0f64;
         for v in 0..n {
             if colors[v] == NO_COLOR {

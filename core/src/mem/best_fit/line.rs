@@ -93,10 +93,7 @@ pub(super) struct Line {
 impl Line {
     /// Heap bytes reserved.
     pub(super) fn heap_bytes(&self) -> u64 {
-        crate::heap_bytes!(self.segs)
-            .saturating_add(self.by_size.heap_bytes())
-            .saturating_add(self.by_addr.heap_bytes())
-            .saturating_add(self.bins.heap_bytes())
+        crate::heap_bytes!(self.segs, self.by_size, self.by_addr, self.bins)
     }
 
     pub(super) fn reserve(&mut self, blocks: usize) {

@@ -99,14 +99,10 @@ pub(super) fn spill_victim(
     }
     if victim == o && remat.is_none() {
         // After the last write before p: the value the remaining reads see.
-        let writes = ws.live.access_writes(o).take(after);
-        let mut w = u32::MAX;
-        for (k, is_w) in writes.enumerate() {
-            if is_w {
-                w = acc[k];
-            }
-        }
-        store_after = w;
+        store_after = ws
+            .live
+            .last_write_among(o, after)
+            .map_or(u32::MAX, |k| acc[k]);
     }
     ws.records.push(SpillRecord {
         victim,

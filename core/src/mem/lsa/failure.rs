@@ -12,6 +12,8 @@
 
 use core::fmt;
 
+use crate::report::DisplayNamed;
+
 use super::{LsaWorkspace, SPILL_FRACTION, SPILL_SLACK};
 use crate::ir::{Inst, IrError, MemLoc, Module, Space};
 use crate::mem::best_fit::{ManagerError, Rect};
@@ -181,25 +183,15 @@ impl fmt::Display for LsaError {
     }
 }
 
-impl LsaError {
-    /// A printable form that names the tensors of `m` (`%name@SB<p,b>`).
-    pub fn display<'m>(&'m self, m: &'m Module) -> LsaErrorDisplay<'m> {
-        LsaErrorDisplay { e: self, m }
-    }
-}
+crate::report::display_named!(
+    LsaErrorDisplay for LsaError,
+    "A printable form that names the tensors of `m` (`%name@SB<p,b>`)."
+);
 
-/// See [`LsaError::display`].
-#[derive(Debug)]
-pub struct LsaErrorDisplay<'m> {
-    e: &'m LsaError,
-    m: &'m Module,
-}
-
-impl fmt::Display for LsaErrorDisplay<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let m = self.m;
+impl DisplayNamed for LsaError {
+    fn fmt_named(&self, m: &Module, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let name = |v: MemLoc| m.describe_mem(v);
-        match self.e {
+        match self {
             LsaError::PinnedUnplaced { tensor } => {
                 write!(f, "pinned location {} has no address", name(*tensor))
             }
@@ -218,7 +210,7 @@ impl fmt::Display for LsaErrorDisplay<'_> {
                 write!(f, "cannot place {}: {error}", name(*tensor))
             }
             LsaError::AllocationFailed(a) => a.write(f, Some(m)),
-            e => e.fmt(f),
+            e => fmt::Display::fmt(e, f),
         }
     }
 }

@@ -164,11 +164,11 @@ impl LsaWorkspace {
             self.slot,
             self.holder,
             self.records,
-            self.fixed
+            self.fixed,
+            self.bounds,
+            self.lrm,
+            self.manager
         )
-        .saturating_add(self.bounds.heap_bytes())
-        .saturating_add(self.lrm.heap_bytes())
-        .saturating_add(self.manager.heap_bytes())
     }
 
     /// Empty storage.

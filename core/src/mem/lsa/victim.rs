@@ -125,12 +125,7 @@ fn victim_score(
     let Some(&next) = acc.get(after) else {
         return 0;
     };
-    let mut store_after = p;
-    for (k, w) in live.access_writes(o).take(after).enumerate() {
-        if w {
-            store_after = acc[k];
-        }
-    }
+    let store_after = live.last_write_among(o, after).map_or(p, |k| acc[k]);
     spill::spill_score(
         m,
         order,

@@ -298,10 +298,10 @@ impl RegAllocator {
             self.n_fixed,
             self.colors,
             self.pressure,
-            self.chosen
+            self.chosen,
+            self.graph,
+            self.colorer
         )
-        .saturating_add(self.graph.heap_bytes())
-        .saturating_add(self.colorer.heap_bytes())
     }
 
     /// A workspace sized for `m` and the spill code it may need. The
