@@ -23,8 +23,8 @@
 //! instruction that writes in place may put an output on a dying input: its
 //! inputs and its outputs are counted as two groups and the larger counts.
 
+use crate::ir::DisplayNamed;
 use crate::ir::{Inst, InstFlags, MemLoc, Module, Space};
-use crate::report::DisplayNamed;
 
 /// Which of the three bounds sets a floor.
 #[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
@@ -219,7 +219,7 @@ fn only_at_zero(m: &Module, space: Space, rows: u16, total: u16) -> bool {
     }
 }
 
-crate::report::display_named!(
+crate::ir::display_named!(
     FloorDisplay for SpaceFloor,
     "The floor as a sentence naming the instruction with `m`'s names: instruction `…` (block b, 1st) needs N bytes per partition in partitions P..Q by itself."
 );

@@ -21,8 +21,9 @@ pub use ap::{Dim, MAX_DIMS};
 pub use builder::{full_ap, slice_ap, Builder};
 pub use column::{Column, EntityRef};
 pub use imm::ImmTable;
+pub(crate) use module::display_named;
 pub use module::{
-    Address, Ap, ApSpec, Block, BlockInsts, Capacity, Entity, Func, InModule, Inst,
+    Address, Ap, ApSpec, Block, BlockInsts, Capacity, DisplayNamed, Entity, Func, InModule, Inst,
     InstDescription, InstSpec, IrError, Limits, Loop, MemDescription, MemLoc, Module, ModuleId,
     Operands, Reg, RegDescription, StorageBytes, MAX_AP_PARTITIONS, NO_BANK, NO_EXT, NO_LANE,
     NO_PARTITION, UNKNOWN_TRIP, UNPLACED,

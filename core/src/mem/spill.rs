@@ -33,10 +33,10 @@
 use core::fmt;
 
 use crate::analysis::{LinearOrder, MemLiveness};
+use crate::ir::DisplayNamed;
 use crate::ir::{
     full_ap, slice_ap, Inst, InstFlags, InstSpec, IrError, MemFlags, MemLoc, Module, Opcode, Space,
 };
-use crate::report::DisplayNamed;
 
 /// Entries kept in the failure log; further failures are only counted.
 pub const LOG_CAPACITY: usize = 32;
@@ -127,7 +127,7 @@ impl SpillLog {
     }
 }
 
-crate::report::display_named!(
+crate::ir::display_named!(
     SpillLogDisplay for SpillLog,
     "The log as text, names resolved through `m`."
 );

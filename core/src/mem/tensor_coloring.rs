@@ -55,8 +55,8 @@ use super::spill::{
     remat_source, spill_cost, spill_runs, spill_score, ReloadPoint, SpillRecord,
 };
 use crate::analysis::{Bounds, LinearOrder, MemLiveness};
+use crate::ir::DisplayNamed;
 use crate::ir::{Capacity, Inst, IrError, MemFlags, MemLoc, Module, Space};
-use crate::report::DisplayNamed;
 use crate::storage::{StorageBudget, StorageReport};
 
 /// How the coloring pass is tuned.
@@ -182,7 +182,7 @@ impl From<ProblemError> for ColoringError {
     }
 }
 
-crate::report::display_named!(
+crate::ir::display_named!(
     ColoringErrorDisplay for ColoringError,
     "A printable form naming the tensors of `m`."
 );

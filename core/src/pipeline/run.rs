@@ -36,6 +36,7 @@ use crate::analysis::{
 use crate::dma::pass::{
     DmaError, DmaStats, DmaWorkspace, DMA_OPTIMIZATION_PSUM, DMA_OPTIMIZATION_SB,
 };
+use crate::ir::DisplayNamed;
 use crate::ir::{Capacity, Entity, Inst, MemFlags, MemLoc, Module, Space};
 use crate::mem::exact::{Budget, Clock};
 use crate::mem::interval_coloring::GcaOptions;
@@ -45,7 +46,6 @@ use crate::mem::tensor_coloring::{
     self, ColoringError, ColoringOptions, ColoringReport, ColoringWorkspace,
 };
 use crate::reg::alloc::{RegAllocConfig, RegAllocError, RegAllocator, RegReport};
-use crate::report::DisplayNamed;
 use crate::storage::{Skipped, StorageBudget, StorageReport};
 use crate::verify::dataflow::{
     DataflowCapacity, DataflowChecker, DataflowError, Mismatch, SplitRunner,
@@ -402,7 +402,7 @@ impl PipelineError {
     }
 }
 
-crate::report::display_named!(
+crate::ir::display_named!(
     PipelineErrorDisplay for PipelineError,
     "A printable form that names tensors and registers of `m`."
 );

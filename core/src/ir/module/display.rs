@@ -176,35 +176,67 @@ impl fmt::Display for MemDescription<'_> {
     }
 }
 
-/// A value (a finding, an error) with the module whose entities it names,
-/// for printing in the user's names: each value type says how in its
-/// `Display` impl for `InModule<'_, ItsType>`, and its `display(m)` returns
-/// one. The value itself prints without a module, by index, where it can.
-pub struct InModule<'m, T> {
-    /// The value printed.
-    pub(crate) item: &'m T,
-    /// The module that names its entities.
-    pub(crate) module: &'m Module,
+/// A value about a module (a finding, an error, a report) that prints in
+/// the module's own names: tensors, instructions and registers as the user
+/// wrote them, never internal ids.
+pub trait DisplayNamed {
+    /// Writes the value, naming what it refers to from `m`.
+    fn fmt_named(&self, m: &Module, f: &mut fmt::Formatter<'_>) -> fmt::Result;
 }
 
-impl<'m, T> InModule<'m, T> {
+/// A value with the module whose entities it names, printed through its
+/// [`DisplayNamed`]: what each finding's, error's and report's `display(m)`
+/// returns. The value itself prints without a module, by index, where it
+/// can.
+pub struct InModule<'m, T: ?Sized> {
+    /// The value printed.
+    item: &'m T,
+    /// The module that names its entities.
+    module: &'m Module,
+}
+
+impl<'m, T: ?Sized> InModule<'m, T> {
     /// `item` as `module` spells it.
-    pub(crate) fn new(item: &'m T, module: &'m Module) -> Self {
+    pub fn new(item: &'m T, module: &'m Module) -> Self {
         InModule { item, module }
     }
 }
 
-impl<T> Clone for InModule<'_, T> {
+impl<T: DisplayNamed + ?Sized> fmt::Display for InModule<'_, T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.item.fmt_named(self.module, f)
+    }
+}
+
+/// Gives `$ty` its `display(m)` (documented `$doc`): `$ty` printed with the
+/// names of `m` through its [`DisplayNamed`], under the public name
+/// `$alias`.
+macro_rules! display_named {
+    ($alias:ident for $ty:ty, $doc:literal) => {
+        impl $ty {
+            #[doc = $doc]
+            pub fn display<'m>(&'m self, m: &'m $crate::ir::Module) -> $alias<'m> {
+                $crate::ir::InModule::new(self, m)
+            }
+        }
+
+        #[doc = concat!("See [`", stringify!($ty), "::display`].")]
+        pub type $alias<'m> = $crate::ir::InModule<'m, $ty>;
+    };
+}
+pub(crate) use display_named;
+
+impl<T: ?Sized> Clone for InModule<'_, T> {
     fn clone(&self) -> Self {
         *self
     }
 }
 
-impl<T> Copy for InModule<'_, T> {}
+impl<T: ?Sized> Copy for InModule<'_, T> {}
 
-impl<T: fmt::Debug> fmt::Debug for InModule<'_, T> {
+impl<T: fmt::Debug + ?Sized> fmt::Debug for InModule<'_, T> {
     /// The value alone: the module is context, too large to print.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_tuple("InModule").field(self.item).finish()
+        f.debug_tuple("InModule").field(&self.item).finish()
     }
 }

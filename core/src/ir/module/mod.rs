@@ -36,7 +36,10 @@ mod spec;
 
 pub use capacity::{Capacity, StorageBytes};
 pub use columns::{Aps, Blocks, Funcs, Insts, Loops, Mems, Operands, Regs, NO_EXT};
-pub use display::{Address, InModule, InstDescription, MemDescription, RegDescription};
+pub(crate) use display::display_named;
+pub use display::{
+    Address, DisplayNamed, InModule, InstDescription, MemDescription, RegDescription,
+};
 pub use error::IrError;
 pub use ids::{Ap, Block, Entity, Func, Inst, Loop, MemLoc, ModuleId, Reg};
 pub use ids::{NO_BANK, NO_LANE, NO_PARTITION, UNKNOWN_TRIP, UNPLACED};

@@ -12,7 +12,7 @@
 
 use core::fmt;
 
-use crate::report::DisplayNamed;
+use crate::ir::DisplayNamed;
 
 use super::{LsaWorkspace, SPILL_FRACTION, SPILL_SLACK};
 use crate::ir::{Inst, IrError, MemLoc, Module, Space};
@@ -183,7 +183,7 @@ impl fmt::Display for LsaError {
     }
 }
 
-crate::report::display_named!(
+crate::ir::display_named!(
     LsaErrorDisplay for LsaError,
     "A printable form that names the tensors of `m` (`%name@SB<p,b>`)."
 );

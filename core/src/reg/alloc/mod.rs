@@ -53,7 +53,7 @@ use core::fmt;
 use super::chaitin_briggs::{ColorConfig, ColorError, ColorStats, Colorer, NO_COLOR};
 use super::graph::{GraphError, InterferenceGraph};
 use crate::analysis::{LinearOrder, RegLiveness};
-use crate::ir::{Capacity, InModule, Inst, InstFlags, IrError, Module, Reg, RegFlags, NO_LANE};
+use crate::ir::{Capacity, DisplayNamed, Inst, InstFlags, IrError, Module, Reg, RegFlags, NO_LANE};
 use spill::spill_headroom;
 pub use spill::{default_spill_temporaries, SPILL_TEMP_FRACTION, SPILL_TEMP_SLACK};
 
@@ -109,20 +109,14 @@ impl fmt::Display for RegAllocError {
     }
 }
 
-impl RegAllocError {
-    /// A printable form that names the registers (`$name`) and the
-    /// instruction of `m`.
-    pub fn display<'m>(&'m self, m: &'m Module) -> RegAllocErrorDisplay<'m> {
-        InModule::new(self, m)
-    }
-}
+crate::ir::display_named!(
+    RegAllocErrorDisplay for RegAllocError,
+    "A printable form that names the registers (`$name`) and the instruction of `m`."
+);
 
-/// See [`RegAllocError::display`].
-pub type RegAllocErrorDisplay<'m> = InModule<'m, RegAllocError>;
-
-impl fmt::Display for RegAllocErrorDisplay<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write_reg_error(self.item, f, Some(self.module))
+impl DisplayNamed for RegAllocError {
+    fn fmt_named(&self, m: &Module, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write_reg_error(self, f, Some(m))
     }
 }
 

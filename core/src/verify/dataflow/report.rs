@@ -2,7 +2,7 @@
 
 use core::fmt;
 
-use crate::ir::{Ap, InModule, Inst, MemLoc, Module, Reg};
+use crate::ir::{Ap, DisplayNamed, Inst, MemLoc, Module, Reg};
 
 /// Where a value was made.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -95,15 +95,10 @@ pub enum Mismatch {
     },
 }
 
-impl Mismatch {
-    /// A printable form naming instructions and locations.
-    pub fn display<'m>(&'m self, rewritten: &'m Module) -> MismatchDisplay<'m> {
-        InModule::new(self, rewritten)
-    }
-}
-
-/// A [`Mismatch`] with the (rewritten) module, for printing.
-pub type MismatchDisplay<'m> = InModule<'m, Mismatch>;
+crate::ir::display_named!(
+    MismatchDisplay for Mismatch,
+    "A printable form naming instructions and locations of the rewritten module `m`."
+);
 
 struct ValueDisplay<'m>(&'m Module, Value);
 
@@ -126,10 +121,9 @@ impl fmt::Display for ValueDisplay<'_> {
     }
 }
 
-impl fmt::Display for MismatchDisplay<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let m = self.module;
-        match *self.item {
+impl DisplayNamed for Mismatch {
+    fn fmt_named(&self, m: &Module, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match *self {
             Mismatch::Read {
                 inst,
                 operand,
@@ -255,20 +249,14 @@ impl fmt::Display for DataflowError {
     }
 }
 
-impl DataflowError {
-    /// A printable form that spells instructions as the (rewritten) module
-    /// `m` does; original instructions keep their place in a rewrite.
-    pub fn display<'m>(&'m self, m: &'m Module) -> DataflowErrorDisplay<'m> {
-        InModule::new(self, m)
-    }
-}
+crate::ir::display_named!(
+    DataflowErrorDisplay for DataflowError,
+    "A printable form that spells instructions as the (rewritten) module `m` does; original instructions keep their place in a rewrite."
+);
 
-/// See [`DataflowError::display`].
-pub type DataflowErrorDisplay<'m> = InModule<'m, DataflowError>;
-
-impl fmt::Display for DataflowErrorDisplay<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write_dataflow_error(self.item, f, Some(self.module))
+impl DisplayNamed for DataflowError {
+    fn fmt_named(&self, m: &Module, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write_dataflow_error(self, f, Some(m))
     }
 }
 

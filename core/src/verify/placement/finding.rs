@@ -6,7 +6,7 @@
 use arrayvec::ArrayVec;
 use core::fmt;
 
-use crate::ir::{Entity, InModule, Inst, MemLoc, Module, Reg, Space};
+use crate::ir::{DisplayNamed, Entity, Inst, MemLoc, Module, Reg, Space};
 
 /// Which coordinate of a location left its space.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -257,23 +257,19 @@ impl Finding {
         }
         v
     }
-
-    /// A printable form that spells locations as `%name@SB<p,b>(P x B)`.
-    pub fn display<'m>(&'m self, module: &'m Module) -> FindingDisplay<'m> {
-        InModule::new(self, module)
-    }
 }
 
-/// A [`Finding`] with the module it refers to, for printing.
-pub type FindingDisplay<'m> = InModule<'m, Finding>;
+crate::ir::display_named!(
+    FindingDisplay for Finding,
+    "A printable form that spells locations as `%name@SB<p,b>(P x B)`."
+);
 
-impl fmt::Display for FindingDisplay<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let m = self.module;
+impl DisplayNamed for Finding {
+    fn fmt_named(&self, m: &Module, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let d = |x: MemLoc| m.describe_mem(x);
         let r = |x: Reg| m.describe_reg(x);
         let i = |x: Inst| m.describe_inst(x);
-        match *self.item {
+        match *self {
             Finding::Unplaced { mem, inst, pos } => write!(
                 f,
                 "{} is live at {} (position {pos}) but has no placement",
