@@ -80,6 +80,23 @@ pub struct EngineCost {
 /// Invariant: `sb_usable_bytes <= sb_physical_bytes`,
 /// `psum_usable_banks <= psum_banks`, `start_rules` sorted by
 /// `max_partitions` with the last row covering `sb_partitions`.
+///
+/// A preset by name, narrowed by the overrides a user gives
+/// (`target trn2 sb-bytes=65536` in the text format), each range-checked
+/// against the preset's physical limits:
+///
+/// ```
+/// use tusk_core::{Target, TargetError};
+///
+/// let mut t = Target::by_name("trn2").expect("a preset");
+/// t.set("sb-bytes", 65536)?;
+/// assert_eq!((t.sb_usable_bytes, t.customized), (65536, true));
+/// // More SB than the part has is refused with the legal range.
+/// let too_much = u64::from(t.sb_physical_bytes) + 1;
+/// assert!(matches!(t.set("sb-bytes", too_much), Err(TargetError::BadValue { .. })));
+/// assert!(matches!(t.set("sb-megabytes", 1), Err(TargetError::UnknownKey)));
+/// # Ok::<(), TargetError>(())
+/// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct Target {

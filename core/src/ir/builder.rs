@@ -12,6 +12,39 @@ use super::types::{InstFlags, Opcode, Space, SubOp};
 pub const MAX_OPEN_LOOPS: usize = 64;
 
 /// Builds a module front to back.
+///
+/// Declarations first, then functions: each function's instructions go to
+/// its current block, and loops nest by `begin_loop` / `end_loop`.
+/// [`Builder::finish`] refuses an unbalanced or empty program.
+///
+/// ```
+/// use tusk_core::ir::{InstFlags, MemFlags, Opcode, Space, SubOp};
+/// use tusk_core::{Builder, Module, Target};
+///
+/// let mut m = Module::new(Target::default());
+/// let mut b = Builder::new(&mut m);
+/// let x = b.mem("x", Space::Dram, 128, 512, 4, MemFlags::INPUT)?;
+/// let y = b.mem("y", Space::Dram, 128, 512, 4, MemFlags::OUTPUT)?;
+/// let t = b.mem("t", Space::Sb, 128, 512, 4, MemFlags::empty())?;
+/// b.func("main")?;
+/// b.load(t, x, 0)?;
+/// // Four rounds of exp in place, as a loop with a known trip count.
+/// b.begin_loop(4)?;
+/// b.compute(Opcode::Activation, SubOp::Exp, t, &[t], InstFlags::empty())?;
+/// b.end_loop()?;
+/// b.save(y, t, 0)?;
+/// b.finish()?;
+/// assert_eq!(m.mem_name(t), "t");
+/// assert_eq!(m.program_order().count(), 3);
+///
+/// // A loop left open is an error value, not a panic.
+/// let mut m = Module::new(Target::default());
+/// let mut b = Builder::new(&mut m);
+/// b.func("main")?;
+/// b.begin_loop(2)?;
+/// assert!(b.finish().is_err());
+/// # Ok::<(), tusk_core::ir::IrError>(())
+/// ```
 #[derive(Debug)]
 pub struct Builder<'m> {
     module: &'m mut Module,
