@@ -26,7 +26,7 @@ pub use crate::mem::portfolio::{
     PORTFOLIO_LEN, PORTFOLIO_ORDER, WORK_BUDGET,
 };
 pub use crate::mem::problem::{
-    peak, Buffer, BufferNames, ByIndex, Geometry, LowerBound, Named, NamedDisplay, Placement,
-    Problem, ProblemError, Timeline, MAX_BYTES,
+    peak, Buffer, BufferNames, ByIndex, Geometry, LowerBound, NamedDisplay, Placement, Problem,
+    ProblemError, Timeline, WithBufferNames, MAX_BYTES,
 };
 pub use crate::verify::buffers::{BufferCheck, Finding, Validator};

@@ -204,18 +204,19 @@ pub trait NamedDisplay {
     fn write_named(&self, names: &dyn BufferNames, f: &mut fmt::Formatter<'_>) -> fmt::Result;
 
     /// The message with buffers named by `names`.
-    fn named<'a, N: BufferNames + ?Sized>(&'a self, names: &'a N) -> Named<'a, Self, N> {
-        Named { item: self, names }
+    fn named<'a, N: BufferNames + ?Sized>(&'a self, names: &'a N) -> WithBufferNames<'a, Self, N> {
+        WithBufferNames { item: self, names }
     }
 }
 
-/// [`NamedDisplay::named`]: a message and the names it uses.
-pub struct Named<'a, T: ?Sized, N: ?Sized> {
+/// [`NamedDisplay::named`]: a message about buffers and the names it uses
+/// for them (a module's entities are named by [`crate::ir::InModule`]).
+pub struct WithBufferNames<'a, T: ?Sized, N: ?Sized> {
     item: &'a T,
     names: &'a N,
 }
 
-impl<T: NamedDisplay + ?Sized, N: BufferNames + ?Sized> fmt::Display for Named<'_, T, N> {
+impl<T: NamedDisplay + ?Sized, N: BufferNames + ?Sized> fmt::Display for WithBufferNames<'_, T, N> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         self.item.write_named(&ByRef(self.names), f)
     }
@@ -230,9 +231,9 @@ impl<N: BufferNames + ?Sized> BufferNames for ByRef<'_, N> {
     }
 }
 
-impl<T: ?Sized, N: ?Sized> fmt::Debug for Named<'_, T, N> {
+impl<T: ?Sized, N: ?Sized> fmt::Debug for WithBufferNames<'_, T, N> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("Named")
+        f.write_str("WithBufferNames")
     }
 }
 
