@@ -215,6 +215,13 @@ pub fn load_with_comments(path: &Path) -> Result<(Module, text::Comments, Vec<u8
     Ok((m, c, bytes))
 }
 
+/// The size and modification time of the file at `path`, to tell whether
+/// a second read sees the text the first one did.
+fn file_stamp(path: &Path) -> Option<(u64, std::time::SystemTime)> {
+    let meta = std::fs::metadata(path).ok()?;
+    Some((meta.len(), meta.modified().ok()?))
+}
+
 /// Whether the input at `path` is read as JSON (its name, or `--from-json`).
 pub fn is_json(path: &Path, from_json: bool) -> bool {
     from_json || path.extension().is_some_and(|e| e == "json")
@@ -335,7 +342,14 @@ pub fn run_file(path: &Path, cfg: &JobConfig, out: &Outputs) -> FileOutcome {
 
 fn job(path: &Path, cfg: &JobConfig, out: &Outputs, o: &mut FileOutcome) -> u8 {
     let opts = &cfg.opts;
-    let (mut m, map) = match load_with_positions(path, cfg.from_json) {
+    // Positions cost a table of 8 bytes an instruction, filled while
+    // parsing. A run whose success prints none (no --json, no --report)
+    // parses without them and reads them only if it fails, from the input
+    // again: inputs are never changed, so the text is the same, unless
+    // another program changed the file (its size and time tell).
+    let eager = cfg.json || out.report.is_some() || path.as_os_str() == "-";
+    let stamp = file_stamp(path);
+    let (mut m, mut map) = match read(path, cfg.from_json, eager) {
         Ok(x) => x,
         Err((code, msg)) => {
             o.stderr.push_str(&msg);
@@ -382,6 +396,11 @@ fn job(path: &Path, cfg: &JobConfig, out: &Outputs, o: &mut FileOutcome) -> u8 {
     let report = match run::allocate(&mut m, opts, cfg.verify, cfg.check_threads) {
         Ok(r) => r,
         Err(e) => {
+            if !eager && stamp.is_some() && file_stamp(path) == stamp {
+                map = read(path, cfg.from_json, true)
+                    .ok()
+                    .and_then(|(_, map)| map);
+            }
             let msg = e.display(&m).to_string();
             let pos = blame::position(map.as_ref(), e.blamed());
             o.stderr
