@@ -215,10 +215,11 @@ pub fn load_with_comments(path: &Path) -> Result<(Module, text::Comments, Vec<u8
     Ok((m, c, bytes))
 }
 
-/// The size and modification time of the file at `path`, to tell whether
-/// a second read sees the text the first one did.
+/// The size and modification time of the regular file at `path`, to tell
+/// whether a second read sees the text the first one did; `None` for
+/// anything that cannot be read twice (standard input, a pipe, a device).
 fn file_stamp(path: &Path) -> Option<(u64, std::time::SystemTime)> {
-    let meta = std::fs::metadata(path).ok()?;
+    let meta = std::fs::metadata(path).ok().filter(|m| m.is_file())?;
     Some((meta.len(), meta.modified().ok()?))
 }
 
@@ -346,9 +347,11 @@ fn job(path: &Path, cfg: &JobConfig, out: &Outputs, o: &mut FileOutcome) -> u8 {
     // parsing. A run whose success prints none (no --json, no --report)
     // parses without them and reads them only if it fails, from the input
     // again: inputs are never changed, so the text is the same, unless
-    // another program changed the file (its size and time tell).
-    let eager = cfg.json || out.report.is_some() || path.as_os_str() == "-";
+    // another program changed the file (its size and time tell). An input
+    // that cannot be read twice (standard input, a pipe) has no stamp and
+    // is parsed with them.
     let stamp = file_stamp(path);
+    let eager = cfg.json || out.report.is_some() || stamp.is_none();
     let (mut m, mut map) = match read(path, cfg.from_json, eager) {
         Ok(x) => x,
         Err((code, msg)) => {
@@ -396,7 +399,7 @@ fn job(path: &Path, cfg: &JobConfig, out: &Outputs, o: &mut FileOutcome) -> u8 {
     let report = match run::allocate(&mut m, opts, cfg.verify, cfg.check_threads) {
         Ok(r) => r,
         Err(e) => {
-            if !eager && stamp.is_some() && file_stamp(path) == stamp {
+            if !eager && file_stamp(path) == stamp {
                 map = read(path, cfg.from_json, true)
                     .ok()
                     .and_then(|(_, map)| map);

@@ -758,6 +758,33 @@ fn messages_point_at_the_declaration_they_blame() {
         }
     }
     assert!(pointed >= 10, "only {pointed} messages checked");
+    // An input that cannot be read twice (standard input) gets the same
+    // position: it is parsed with positions from the start.
+    let name = "matmul_fully_optimized-out-of-bounds.tusk";
+    let from_file = run_in(&root, &["run", name]);
+    let first = from_file.stderr.lines().next().unwrap_or("");
+    let (l, c, _) = split_position(first.trim_start_matches("error: "), name)
+        .unwrap_or_else(|| panic!("no position in `{first}`"));
+    let mut child = std::process::Command::new(common::BIN)
+        .args(["run", "-"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("run tusk");
+    {
+        use std::io::Write;
+        let mut stdin = child.stdin.take().expect("stdin is piped");
+        stdin
+            .write_all(&fs::read(root.join(name)).unwrap())
+            .unwrap();
+    }
+    let out = child.wait_with_output().expect("wait for tusk");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.starts_with(&format!("error: <stdin>:{l}:{c}: ")),
+        "{stderr}"
+    );
     // From JSON, the same findings carry no position.
     let work = scratch("json-positions");
     let src = root.join("matmul_fully_optimized-overlap.tusk");
