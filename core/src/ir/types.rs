@@ -9,7 +9,31 @@ use core::fmt;
 /// parser back from the keyword and `Display` (the keyword), all from one
 /// list of `Variant => "keyword"`, so no value lacks its keyword or is
 /// missing from `ALL`. The discriminants are the declaration order.
+///
+/// An enum whose variants carry fields (`Variant => "keyword" { fields }`)
+/// gets the enum and its keyword method only: its values cannot be listed
+/// or parsed from a word.
 macro_rules! keyword_enum {
+    (
+        $(#[$m:meta])*
+        pub enum $name:ident, $what:literal: $keyword:ident {
+            $( $(#[$vm:meta])* $variant:ident => $word:literal { $($fields:tt)* }, )*
+        }
+    ) => {
+        $(#[$m])*
+        pub enum $name {
+            $( $(#[$vm])* $variant { $($fields)* }, )*
+        }
+
+        impl $name {
+            #[doc = concat!("The ", stringify!($keyword), " of the ", $what, ".")]
+            pub const fn $keyword(&self) -> &'static str {
+                match self {
+                    $( $name::$variant { .. } => $word, )*
+                }
+            }
+        }
+    };
     (
         $(#[$($m:tt)*])*
         pub enum $name:ident, $what:literal: $keyword:ident / $parse:ident {
@@ -48,6 +72,7 @@ macro_rules! keyword_enum {
         }
     };
 }
+pub(crate) use keyword_enum;
 
 /// A memory space. The discriminants are the reference's `MemoryType`
 /// values (DRAM = 8, SB = 16, PSUM = 32).
@@ -600,10 +625,20 @@ mod tests {
     #[test]
     fn scalar_opcodes_are_the_sequencers() {
         use Opcode::*;
-        for op in [ScalarImm, ScalarMov, ScalarAlu, RegSpillStore, RegReload, Branch, SyncWait] {
+        for op in [
+            ScalarImm,
+            ScalarMov,
+            ScalarAlu,
+            RegSpillStore,
+            RegReload,
+            Branch,
+            SyncWait,
+        ] {
             assert!(op.is_scalar(), "{op:?}");
         }
-        for op in [Load, Save, DmaCopy, Matmul, Activation, TensorCopy, Memset, TensorScan] {
+        for op in [
+            Load, Save, DmaCopy, Matmul, Activation, TensorCopy, Memset, TensorScan,
+        ] {
             assert!(!op.is_scalar(), "{op:?}");
         }
     }
