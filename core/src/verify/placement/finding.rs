@@ -172,7 +172,6 @@ keyword_enum! {
 impl Finding {
     /// The locations the finding is about (one or two).
     pub fn mems(&self) -> ArrayVec<MemLoc, 2> {
-        let mut v = ArrayVec::new();
         match *self {
             Finding::Unplaced { mem, .. }
             | Finding::OutOfBounds { mem, .. }
@@ -181,30 +180,21 @@ impl Finding {
             | Finding::PsumOffBank { mem, .. }
             | Finding::PsumBankSpan { mem, .. }
             | Finding::PsumBankMismatch { mem, .. }
-            | Finding::PatternOutside { mem, .. } => v.push(mem),
-            Finding::Overlap { a, b, .. } => {
-                v.push(a);
-                v.push(b);
-            }
-            _ => {}
+            | Finding::PatternOutside { mem, .. } => [mem].into_iter().collect(),
+            Finding::Overlap { a, b, .. } => [a, b].into(),
+            _ => ArrayVec::new(),
         }
-        v
     }
 
     /// The registers the finding is about (one or two).
     pub fn regs(&self) -> ArrayVec<Reg, 2> {
-        let mut v = ArrayVec::new();
         match *self {
             Finding::Uncolored { reg, .. }
             | Finding::LaneOutOfRange { reg, .. }
-            | Finding::OddPairLane { reg, .. } => v.push(reg),
-            Finding::LaneConflict { a, b, .. } => {
-                v.push(a);
-                v.push(b);
-            }
-            _ => {}
+            | Finding::OddPairLane { reg, .. } => [reg].into_iter().collect(),
+            Finding::LaneConflict { a, b, .. } => [a, b].into(),
+            _ => ArrayVec::new(),
         }
-        v
     }
 
     /// The instruction the finding names, if any.
