@@ -201,7 +201,7 @@ pub enum ColorError {
 
 impl fmt::Display for ColorError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
+        match *self {
             ColorError::BadK { k, max } => write!(f, "K = {k} lanes is out of range 1..={max}"),
             ColorError::Full { nodes, capacity } => write!(
                 f,
