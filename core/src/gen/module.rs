@@ -303,17 +303,22 @@ impl GenParams {
     /// more than the banks) and more long-lived scalars than register lanes.
     pub fn tight() -> Self {
         GenParams {
+            // Large fp32 tiles, all on 128 partitions.
             tile_bytes: [12288, 16384, 24576, 32768],
             tile_weights: [1, 2, 2, 1],
-            partition_weights: [1, 0, 0, 0],
             bf16_pct: 0,
+            partition_weights: [1, 0, 0, 0],
+            // Many tiles live at once: residents beside units of two or
+            // three tiles, binary operands taken from the residents.
+            residents: 5,
             chain_min: 2,
             chain_max: 4,
-            accumulate_pct: 40,
-            accumulators: 9,
-            residents: 5,
             dma_pct: 0,
+            // More accumulators than PSUM banks, more scalars than lanes.
+            accumulators: 9,
+            accumulate_pct: 40,
             live_scalars: 64,
+            // Fewer DMA peephole candidates: the preset is about capacity.
             abutting_pct: 0,
             overbroad_pct: 0,
             ..GenParams::default()

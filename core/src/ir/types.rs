@@ -9,7 +9,31 @@ use core::fmt;
 /// parser back from the keyword and `Display` (the keyword), all from one
 /// list of `Variant => "keyword"`, so no value lacks its keyword or is
 /// missing from `ALL`. The discriminants are the declaration order.
+///
+/// An enum whose variants carry fields (`Variant => "keyword" { fields }`)
+/// gets the enum and its keyword method only: its values cannot be listed
+/// or parsed from a word.
 macro_rules! keyword_enum {
+    (
+        $(#[$m:meta])*
+        pub enum $name:ident, $what:literal: $keyword:ident {
+            $( $(#[$vm:meta])* $variant:ident => $word:literal { $($fields:tt)* }, )*
+        }
+    ) => {
+        $(#[$m])*
+        pub enum $name {
+            $( $(#[$vm])* $variant { $($fields)* }, )*
+        }
+
+        impl $name {
+            #[doc = concat!("The ", stringify!($keyword), " of the ", $what, ".")]
+            pub const fn $keyword(&self) -> &'static str {
+                match self {
+                    $( $name::$variant { .. } => $word, )*
+                }
+            }
+        }
+    };
     (
         $(#[$($m:tt)*])*
         pub enum $name:ident, $what:literal: $keyword:ident / $parse:ident {
@@ -48,6 +72,7 @@ macro_rules! keyword_enum {
         }
     };
 }
+pub(crate) use keyword_enum;
 
 /// A memory space. The discriminants are the reference's `MemoryType`
 /// values (DRAM = 8, SB = 16, PSUM = 32).
@@ -213,18 +238,11 @@ impl Opcode {
     }
 
     /// True for the scalar-sequencer instructions that only touch registers
-    /// (and, for spill store / reload, one memory slot).
+    /// (and, for spill store / reload, one memory slot): those whose engine
+    /// is the sequencer, so that the list of them is written once, in
+    /// [`Opcode::default_engine`].
     pub const fn is_scalar(self) -> bool {
-        matches!(
-            self,
-            Opcode::ScalarImm
-                | Opcode::ScalarMov
-                | Opcode::ScalarAlu
-                | Opcode::RegSpillStore
-                | Opcode::RegReload
-                | Opcode::Branch
-                | Opcode::SyncWait
-        )
+        matches!(self.default_engine(), Engine::Sp)
     }
 }
 
@@ -500,22 +518,37 @@ impl fmt::Display for DType {
 
 /// Declares a flag set: its bits (a `bitflags` struct with the derives of
 /// every flag set of the IR) and, in the same list, each flag's text keyword,
-/// so that no flag can be added without its word. `$words` lists the flags
-/// with their keywords in declaration order, which is the printing order.
+/// so that no flag can be added without its word. The n-th flag listed is
+/// bit n (a flag beyond the width of the bits does not compile); `$words`
+/// lists the flags with their keywords in declaration order, which is the
+/// printing order.
 macro_rules! flag_set {
-    (
-        $(#[$($m:tt)*])*
-        pub struct $name:ident: $bits:ty, keywords in $words:ident {
-            $( $(#[$($fm:tt)*])* const $flag:ident = $value:expr => $word:literal; )*
-        }
-    ) => {
+    // Numbers the flags: `$out` holds the bitflags constants made so far,
+    // `$bit` the position of the next one.
+    (@bits $(#[$($m:tt)*])* $name:ident: $bits:ty, [$($out:tt)*] $bit:expr;) => {
         bitflags! {
             $(#[$($m)*])*
             #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, Default)]
             pub struct $name: $bits {
-                $( $(#[$($fm)*])* const $flag = $value; )*
+                $($out)*
             }
         }
+    };
+    (@bits $(#[$($m:tt)*])* $name:ident: $bits:ty, [$($out:tt)*] $bit:expr;
+        $(#[$($fm:tt)*])* $flag:ident $($rest:tt)*
+    ) => {
+        flag_set! {
+            @bits $(#[$($m)*])* $name: $bits, [$($out)* $(#[$($fm)*])* const $flag = 1 << ($bit);]
+            $bit + 1; $($rest)*
+        }
+    };
+    (
+        $(#[$($m:tt)*])*
+        pub struct $name:ident: $bits:ty, keywords in $words:ident {
+            $( $(#[$($fm:tt)*])* $flag:ident => $word:literal, )*
+        }
+    ) => {
+        flag_set! { @bits $(#[$($m)*])* $name: $bits, [] 0; $( $(#[$($fm)*])* $flag )* }
 
         #[doc = concat!("The text keywords of [`", stringify!($name), "`], in printing order.")]
         pub const $words: [($name, &str); [$(stringify!($flag)),*].len()] =
@@ -527,17 +560,17 @@ flag_set! {
     /// Properties of a memory location.
     pub struct MemFlags: u16, keywords in MEM_FLAG_WORDS {
         /// Holds module input data: defined before the first instruction.
-        const INPUT = 1 << 0 => "input";
+        INPUT => "input",
         /// Holds module output data: live until after the last instruction.
-        const OUTPUT = 1 << 1 => "output";
+        OUTPUT => "output",
         /// Placed by the user; allocators treat it as an obstacle, never move it.
-        const PINNED = 1 << 2 => "pinned";
+        PINNED => "pinned",
         /// A spill slot created by an allocator.
-        const SPILL = 1 << 3 => "spill";
+        SPILL => "spill",
         /// An internal (compiler-made) tensor, e.g. a DRAM scratch.
-        const INTERNAL = 1 << 4 => "internal";
+        INTERNAL => "internal",
         /// A reload copy created by a spill.
-        const RELOAD = 1 << 5 => "reload";
+        RELOAD => "reload",
     }
 }
 
@@ -545,9 +578,9 @@ flag_set! {
     /// Properties of a scalar register.
     pub struct RegFlags: u8, keywords in REG_FLAG_WORDS {
         /// Bound to a fixed lane by the user; never spilled.
-        const PINNED = 1 << 0 => "pinned";
+        PINNED => "pinned",
         /// A short-lived temporary made by register spilling; never spilled again.
-        const SPILL_TEMP = 1 << 1 => "spilltemp";
+        SPILL_TEMP => "spilltemp",
     }
 }
 
@@ -555,14 +588,58 @@ flag_set! {
     /// Properties of an instruction.
     pub struct InstFlags: u8, keywords in INST_FLAG_WORDS {
         /// May write its output over an input that dies at it.
-        const IN_PLACE = 1 << 0 => "inplace";
+        IN_PLACE => "inplace",
         /// May read memory that no instruction wrote (`canInstReadFromUninitMem`).
-        const CAN_READ_UNINIT = 1 << 1 => "uninit";
+        CAN_READ_UNINIT => "uninit",
         /// A store inserted by a spill.
-        const SPILL = 1 << 2 => "spill";
+        SPILL => "spill",
         /// A reload inserted by a spill.
-        const RELOAD = 1 << 3 => "reload";
+        RELOAD => "reload",
         /// Inserted by an optimization (merged DMA, on-chip copy).
-        const SYNTHETIC = 1 << 4 => "synthetic";
+        SYNTHETIC => "synthetic",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The n-th flag of a set is bit n, the numbering `flag_set!` promises.
+    #[test]
+    fn flags_are_numbered_in_declaration_order() {
+        for (n, (flag, _)) in MEM_FLAG_WORDS.iter().enumerate() {
+            assert_eq!(flag.bits(), 1 << n, "{flag:?}");
+        }
+        for (n, (flag, _)) in REG_FLAG_WORDS.iter().enumerate() {
+            assert_eq!(flag.bits(), 1 << n, "{flag:?}");
+        }
+        for (n, (flag, _)) in INST_FLAG_WORDS.iter().enumerate() {
+            assert_eq!(flag.bits(), 1 << n, "{flag:?}");
+        }
+        assert_eq!(MemFlags::RELOAD.bits(), 0b10_0000);
+        assert_eq!(InstFlags::SYNTHETIC.bits(), 0b1_0000);
+        assert_eq!(RegFlags::SPILL_TEMP.bits(), 0b10);
+    }
+
+    /// The scalar instructions are those the sequencer runs.
+    #[test]
+    fn scalar_opcodes_are_the_sequencers() {
+        use Opcode::*;
+        for op in [
+            ScalarImm,
+            ScalarMov,
+            ScalarAlu,
+            RegSpillStore,
+            RegReload,
+            Branch,
+            SyncWait,
+        ] {
+            assert!(op.is_scalar(), "{op:?}");
+        }
+        for op in [
+            Load, Save, DmaCopy, Matmul, Activation, TensorCopy, Memset, TensorScan,
+        ] {
+            assert!(!op.is_scalar(), "{op:?}");
+        }
     }
 }

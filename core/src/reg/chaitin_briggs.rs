@@ -201,7 +201,7 @@ pub enum ColorError {
 
 impl fmt::Display for ColorError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
+        match *self {
             ColorError::BadK { k, max } => write!(f, "K = {k} lanes is out of range 1..={max}"),
             ColorError::Full { nodes, capacity } => write!(
                 f,
@@ -298,6 +298,12 @@ pub struct Colorer {
     lane_cost: Vec<f64>,
     pair_cost: Vec<f64>,
 }
+
+/// What one coloring is asked, handed together to every phase: the graph,
+/// each node's spill cost, the precolored lanes and the knobs (the
+/// arguments of [`Colorer::color`], in its order).
+#[derive(Clone, Copy)]
+struct Problem<'a>(&'a InterferenceGraph, &'a [f64], &'a [u16], &'a ColorConfig);
 
 #[inline]
 fn words_for(k: u16) -> usize {
@@ -401,13 +407,8 @@ impl Colorer {
         reserve_totals!(self.k_cap as usize; self.lane_cost, self.pair_cost);
     }
 
-    fn check(
-        &self,
-        g: &InterferenceGraph,
-        cost: &[f64],
-        fixed: &[u16],
-        cfg: &ColorConfig,
-    ) -> Result<(), ColorError> {
+    fn check(&self, p: Problem<'_>) -> Result<(), ColorError> {
+        let Problem(g, cost, fixed, cfg) = p;
         let n = g.num_nodes();
         if cfg.k == 0 || cfg.k > self.k_cap {
             return Err(ColorError::BadK {
@@ -477,7 +478,8 @@ impl Colorer {
         affinity: Option<Affinity<'_>>,
         colors: &mut [u16],
     ) -> Result<ColorStats, ColorError> {
-        self.check(g, cost, fixed, cfg)?;
+        let p = Problem(g, cost, fixed, cfg);
+        self.check(p)?;
         if let Some(a) = affinity {
             if a.start.len() != g.num_nodes() + 1
                 || a.start
@@ -493,7 +495,7 @@ impl Colorer {
             return Err(ColorError::Mismatch);
         }
         let mut stats = ColorStats::default();
-        self.simplify(g, cost, fixed, cfg, &mut stats);
+        self.simplify(p, &mut stats);
         // Without an optimistic push every node passed the lane-weighted
         // test, so any color choice succeeds: skip the saturation count.
         let saturation = cfg.color_choice == ColorChoice::Saturation && stats.optimistic > 0;
@@ -506,20 +508,14 @@ impl Colorer {
         }
         stats.uncolored_before_repair = uncolored;
         if uncolored > 0 && cfg.repair_moves > 0 {
-            stats.repair_moves = self.repair(g, cost, fixed, cfg, colors);
+            stats.repair_moves = self.repair(p, colors);
         }
         self.finish_stats(g, cost, cfg, colors, &mut stats);
         Ok(stats)
     }
 
-    fn simplify(
-        &mut self,
-        g: &InterferenceGraph,
-        cost: &[f64],
-        fixed: &[u16],
-        cfg: &ColorConfig,
-        stats: &mut ColorStats,
-    ) {
+    fn simplify(&mut self, p: Problem<'_>, stats: &mut ColorStats) {
+        let Problem(g, cost, fixed, cfg) = p;
         let n = g.num_nodes();
         let k = cfg.k as i32;
         self.counts.clear();
@@ -832,14 +828,8 @@ impl Colorer {
         }
     }
 
-    fn repair(
-        &mut self,
-        g: &InterferenceGraph,
-        cost: &[f64],
-        fixed: &[u16],
-        cfg: &ColorConfig,
-        colors: &mut [u16],
-    ) -> u32 {
+    fn repair(&mut self, p: Problem<'_>, colors: &mut [u16]) -> u32 {
+        let Problem(g, cost, fixed, cfg) = p;
         let n = g.num_nodes();
         let k = cfg.k as usize;
         let mut rng = Rng(cfg.seed | 1);

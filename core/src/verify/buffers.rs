@@ -146,23 +146,11 @@ impl NamedDisplay for Finding {
                 pb,
             } => write!(
                 f,
-                "{} and {} overlap: {} holds bytes [{}, {}) of partitions [{}, {}) over [{}, {}), {} holds bytes [{}, {}) of partitions [{}, {}) over [{}, {})",
+                "{} and {} overlap: {}, {}",
                 name(first),
                 name(second),
-                name(first),
-                pa.offset,
-                pa.offset + a.size,
-                pa.base,
-                pa.base as u32 + a.partitions as u32,
-                a.lower,
-                a.upper,
-                name(second),
-                pb.offset,
-                pb.offset + b.size,
-                pb.base,
-                pb.base as u32 + b.partitions as u32,
-                b.lower,
-                b.upper
+                Held(name(first), &a, &pa),
+                Held(name(second), &b, &pb)
             ),
         }
     }
@@ -177,6 +165,26 @@ struct Name<'a> {
 impl fmt::Display for Name<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         self.names.write_name(self.i, f)
+    }
+}
+
+/// The cells one buffer of an overlap holds, for `write!`: its bytes and
+/// partitions as placed and its lifetime.
+struct Held<'a>(Name<'a>, &'a Buffer, &'a Placement);
+
+impl fmt::Display for Held<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let Held(name, b, p) = self;
+        write!(
+            f,
+            "{name} holds bytes [{}, {}) of partitions [{}, {}) over [{}, {})",
+            p.offset,
+            p.offset + b.size,
+            p.base,
+            p.base as u32 + b.partitions as u32,
+            b.lower,
+            b.upper
+        )
     }
 }
 
@@ -495,6 +503,11 @@ mod tests {
         let text = v.findings()[0].to_string();
         assert!(text.contains("buffer 0 and buffer 1 overlap"), "{text}");
         assert!(text.contains("[3, 9)"), "{text}");
+        assert_eq!(
+            text,
+            "buffer 0 and buffer 1 overlap: buffer 0 holds bytes [0, 4) of partitions [0, 1) \
+             over [0, 10), buffer 1 holds bytes [3, 9) of partitions [0, 1) over [5, 15)"
+        );
         // A caller with names gets them, and no index.
         let names = ["lhs", "acc"];
         let named = v.findings()[0].named(&names[..]).to_string();

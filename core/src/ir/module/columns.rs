@@ -18,20 +18,25 @@ use crate::ir::names::Name;
 use crate::ir::pattern::ApExt;
 use crate::ir::types::{DType, Engine, InstFlags, MemFlags, Opcode, RegFlags, Space, SubOp};
 
-/// Declares the tables. Each table names the [`Capacity`] field that
-/// counts its entities (which is also its field in [`Module`]), the column
-/// whose length is the table's, and the module's count of it; a column
-/// reserved by another count says so after `=>`. Generates the struct, its
+/// Declares the tables. Each table names the id that indexes it, the
+/// [`Capacity`] field that counts its entities (which is also its field in
+/// [`Module`]), the column whose length is the table's, and the module's
+/// count of it. A column is written with its element type and becomes a
+/// [`Column`] indexed by the table's id; a field reserved by another count
+/// says so after `=>` and is a structure of its own, written with its whole
+/// type (the sparse immediates). Generates the struct, its
 /// `reserve_exact`, `shrink_to_fit`, `reserved_bytes`, `len` and
 /// `capacity`, and the module's counts (`num_*`), `reserve_tables`,
 /// `count_tables` and `capacity_tables`.
 macro_rules! tables {
     (@count $extra:ident, $table:ident) => { $extra.$table };
     (@count $extra:ident, $table:ident, $column:ident) => { $extra.$column };
+    (@type $id:ident, $ty:ty) => { Column<$id, $ty> };
+    (@type $id:ident, $ty:ty, $column:ident) => { $ty };
     ($(
         $(#[$tm:meta])*
-        pub struct $name:ident in $table:ident, length of $key:ident,
-            counted by $num:ident = $num_doc:literal {
+        pub struct $name:ident of $id:ident in $table:ident, length of $key:ident,
+            counted by $num:ident: $num_doc:literal {
             $(
                 $(#[$fm:meta])*
                 $fv:vis $field:ident : $ty:ty $(=> $count:ident)?
@@ -42,7 +47,7 @@ macro_rules! tables {
             $(#[$tm])*
             #[derive(Clone, Debug, Default)]
             pub struct $name {
-                $( $(#[$fm])* $fv $field: $ty, )*
+                $( $(#[$fm])* $fv $field: tables!(@type $id, $ty $(, $count)?), )*
             }
 
             impl $name {
@@ -111,140 +116,140 @@ macro_rules! tables {
 
 tables! {
     /// Memory-location columns.
-    pub struct Mems in mems, length of space,
-        counted by num_mems = "Number of memory locations." {
+    pub struct Mems of MemLoc in mems, length of space,
+        counted by num_mems: "Number of memory locations." {
         /// The space the location lives in.
-        pub space: Column<MemLoc, Space>,
+        pub space: Space,
         /// Partitions (rows) the location spans.
-        pub partitions: Column<MemLoc, u16>,
+        pub partitions: u16,
         /// Bytes per partition.
-        pub bytes: Column<MemLoc, u32>,
+        pub bytes: u32,
         /// Byte alignment of the offset.
-        pub align: Column<MemLoc, u32>,
+        pub align: u32,
         /// Element type (its size is the element size).
-        pub dtype: Column<MemLoc, DType>,
+        pub dtype: DType,
         /// Interned name (without the `%`).
-        pub name: Column<MemLoc, Name>,
+        pub name: Name,
         /// Flags.
-        pub flags: Column<MemLoc, MemFlags>,
+        pub flags: MemFlags,
         /// First partition once placed (on-chip; DRAM: 0), else [`NO_PARTITION`].
-        pub base_partition: Column<MemLoc, u16>,
+        pub base_partition: u16,
         /// Byte offset once placed, else [`UNPLACED`]. SB: offset inside every
         /// partition; PSUM: offset inside a partition, bank × bank bytes + offset
         /// in bank; DRAM: byte address in the flat space.
-        pub offset: Column<MemLoc, u64>,
+        pub offset: u64,
         /// PSUM bank once placed, else [`NO_BANK`].
-        pub bank: Column<MemLoc, u8>,
+        pub bank: u8,
     }
 
     /// Register columns.
-    pub struct Regs in regs, length of lanes,
-        counted by num_regs = "Number of registers." {
+    pub struct Regs of Reg in regs, length of lanes,
+        counted by num_regs: "Number of registers." {
         /// 1 (32-bit) or 2 (64-bit, an aligned lane pair).
-        pub lanes: Column<Reg, u8>,
+        pub lanes: u8,
         /// Interned name (without the `$`).
-        pub name: Column<Reg, Name>,
+        pub name: Name,
         /// Flags.
-        pub flags: Column<Reg, RegFlags>,
+        pub flags: RegFlags,
         /// First physical lane once colored, else [`NO_LANE`].
-        pub lane: Column<Reg, u16>,
+        pub lane: u16,
     }
 
     /// Access-pattern columns (19 bytes per pattern).
-    pub struct Aps in aps, length of loc,
-        counted by num_aps = "Number of access patterns." {
+    pub struct Aps of Ap in aps, length of loc,
+        counted by num_aps: "Number of access patterns." {
         /// The location accessed.
-        pub loc: Column<Ap, MemLoc>,
+        pub loc: MemLoc,
         /// First partition, relative to the location's first partition
         /// (`u8`: locations have at most [`MAX_AP_PARTITIONS`] partitions).
-        pub part_start: Column<Ap, u8>,
+        pub part_start: u8,
         /// Partitions accessed.
-        pub part_count: Column<Ap, u8>,
+        pub part_count: u8,
         /// Byte offset inside each partition, relative to the location.
-        pub offset: Column<Ap, u32>,
+        pub offset: u32,
         /// Element size in bytes.
-        pub elem_size: Column<Ap, u8>,
+        pub elem_size: u8,
         /// The dims, read through [`Module::ap_dims`]: a single-dimension
         /// pattern's dim itself (count ≥ 1); for 2 or more dims, a marker
         /// with count 0 whose stride bits are `pool start << 3 | ndims`.
         /// Nearly every pattern has one dim, so this saves the pool index
         /// and the dim count per pattern.
-        pub(super) dim: Column<Ap, Dim>,
+        pub(super) dim: Dim,
         /// The pattern's extension ([`ApExt`]: loop terms, register term,
         /// partition step) as an index into the module's extension pool, or
         /// [`NO_EXT`] for a plain pattern (nearly all of them). Read it with
         /// [`Module::ap_ext`].
-        pub(super) ext: Column<Ap, u32>,
+        pub(super) ext: u32,
     }
 
     /// Instruction columns.
-    pub struct Insts in insts, length of opcode,
-        counted by num_insts = "Number of instructions ever created (including removed ones)." {
+    pub struct Insts of Inst in insts, length of opcode,
+        counted by num_insts: "Number of instructions ever created (including removed ones)." {
         /// What the instruction does.
-        pub opcode: Column<Inst, Opcode>,
+        pub opcode: Opcode,
         /// Sub-operation (ALU op, activation function).
-        pub subop: Column<Inst, SubOp>,
+        pub subop: SubOp,
         /// Engine.
-        pub engine: Column<Inst, Engine>,
+        pub engine: Engine,
         /// DMA queue (DMA instructions; sync waits: the queue waited on).
-        pub queue: Column<Inst, u8>,
+        pub queue: u8,
         /// Flags.
-        pub flags: Column<Inst, InstFlags>,
+        pub flags: InstFlags,
         /// Immediates (scalar `imm`, `memset` value), sparse: read them with
         /// [`Module::imm`].
         pub imms: ImmTable => imms,
         /// Operand handle.
-        pub operands: Column<Inst, Operands>,
+        pub operands: Operands,
         /// Containing block, [`Block::INVALID`] when removed or not yet placed.
-        pub block: Column<Inst, Block>,
+        pub block: Block,
         /// Previous instruction in the block.
-        pub prev: Column<Inst, Inst>,
+        pub prev: Inst,
         /// Next instruction in the block.
-        pub next: Column<Inst, Inst>,
+        pub next: Inst,
     }
 
     /// Block columns.
-    pub struct Blocks in blocks, length of name,
-        counted by num_blocks = "Number of blocks." {
+    pub struct Blocks of Block in blocks, length of name,
+        counted by num_blocks: "Number of blocks." {
         /// Label.
-        pub name: Column<Block, Name>,
+        pub name: Name,
         /// Owning function.
-        pub func: Column<Block, Func>,
+        pub func: Func,
         /// Innermost loop containing the block, or [`Loop::INVALID`].
-        pub loop_: Column<Block, Loop>,
+        pub loop_: Loop,
         /// First instruction.
-        pub first: Column<Block, Inst>,
+        pub first: Inst,
         /// Last instruction.
-        pub last: Column<Block, Inst>,
+        pub last: Inst,
     }
 
     /// Loop columns.
-    pub struct Loops in loops, length of trip,
-        counted by num_loops = "Number of loops." {
+    pub struct Loops of Loop in loops, length of trip,
+        counted by num_loops: "Number of loops." {
         /// Name of the induction variable (what loop terms of access patterns
         /// print), or [`Name::INVALID`] for an unnamed loop.
-        pub name: Column<Loop, Name>,
+        pub name: Name,
         /// Enclosing loop or [`Loop::INVALID`].
-        pub parent: Column<Loop, Loop>,
+        pub parent: Loop,
         /// Trip count or [`UNKNOWN_TRIP`].
-        pub trip: Column<Loop, u32>,
+        pub trip: u32,
         /// Nesting depth (1 for an outermost loop).
-        pub depth: Column<Loop, u16>,
+        pub depth: u16,
         /// First block.
-        pub first_block: Column<Loop, Block>,
+        pub first_block: Block,
         /// One past the last block.
-        pub end_block: Column<Loop, Block>,
+        pub end_block: Block,
     }
 
     /// Function columns.
-    pub struct Funcs in funcs, length of name,
-        counted by num_funcs = "Number of functions." {
+    pub struct Funcs of Func in funcs, length of name,
+        counted by num_funcs: "Number of functions." {
         /// Name (without the `@`).
-        pub name: Column<Func, Name>,
+        pub name: Name,
         /// First block.
-        pub first_block: Column<Func, Block>,
+        pub first_block: Block,
         /// One past the last block.
-        pub end_block: Column<Func, Block>,
+        pub end_block: Block,
     }
 }
 

@@ -25,15 +25,16 @@ pub(super) const FREE: u32 = u32::MAX;
 pub(super) const WALL: u32 = u32::MAX;
 
 /// One segment: `[start, end)`, its neighbours in address order, and for
-/// a used one the block's id and death (holes: [`FREE`], 0).
+/// a used one the block's id and death (holes: [`FREE`], 0). Plain data:
+/// its fields are as visible as the struct.
 #[derive(Clone, Copy, Debug)]
 pub(super) struct Seg {
-    pub(super) start: u64,
-    pub(super) end: u64,
-    pub(super) prev: u32,
-    pub(super) next: u32,
-    pub(super) owner: u32,
-    pub(super) death: u32,
+    pub start: u64,
+    pub end: u64,
+    pub prev: u32,
+    pub next: u32,
+    pub owner: u32,
+    pub death: u32,
 }
 
 impl Seg {

@@ -942,7 +942,7 @@ pub enum CheckedError {
 impl fmt::Display for CheckedError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            CheckedError::Alloc(e) => write!(f, "{e}"),
+            CheckedError::Alloc(e) => fmt::Display::fmt(e, f),
             CheckedError::Check(e) => write!(f, "the checker rejected the allocation: {e}"),
         }
     }

@@ -320,18 +320,20 @@ impl CfgChecker {
         let e = f.entry().0;
         self.stack.push((e, 0));
         self.seen[e as usize] = true;
-        while let Some(&mut (b, ref mut k)) = self.stack.last_mut() {
-            let succs = f.succs(Block(b));
-            if (*k as usize) < succs.len() {
-                let s = succs[*k as usize].0;
-                *k += 1;
-                if !self.seen[s as usize] {
-                    self.seen[s as usize] = true;
-                    self.stack.push((s, 0));
+        // Each stack entry is a block and how many of its successors were
+        // tried; a block is finished (post-order) when none is left.
+        while let Some(&mut (b, ref mut tried)) = self.stack.last_mut() {
+            match f.succs(Block(b)).get(*tried as usize) {
+                Some(&Block(s)) => {
+                    *tried += 1;
+                    if !core::mem::replace(&mut self.seen[s as usize], true) {
+                        self.stack.push((s, 0));
+                    }
                 }
-            } else {
-                self.rpo.push(b);
-                self.stack.pop();
+                None => {
+                    self.rpo.push(b);
+                    self.stack.pop();
+                }
             }
         }
         self.rpo.reverse();

@@ -237,7 +237,25 @@ impl FunctionBuf {
     }
 }
 
+/// Trait methods that return row `x` of the [`Rows`] field of the same name.
+macro_rules! rows_by_name {
+    ($($name:ident($x:ident: $id:ty) -> $item:ty;)*) => {$(
+        fn $name(&self, $x: $id) -> &[$item] {
+            self.$name.row($x.index())
+        }
+    )*};
+}
+
 impl CfgFunction for FunctionBuf {
+    rows_by_name! {
+        succs(b: Block) -> Block;
+        preds(b: Block) -> Block;
+        params(b: Block) -> VReg;
+        uses(i: CfgInst) -> VReg;
+        defs(i: CfgInst) -> VReg;
+        tied(i: CfgInst) -> TiedPair;
+    }
+
     fn num_blocks(&self) -> usize {
         self.block_insts.len()
     }
@@ -253,30 +271,12 @@ impl CfgFunction for FunctionBuf {
     fn block_insts(&self, b: Block) -> (u32, u32) {
         self.block_insts.get(b.index()).copied().unwrap_or((0, 0))
     }
-    fn succs(&self, b: Block) -> &[Block] {
-        self.succs.row(b.index())
-    }
-    fn preds(&self, b: Block) -> &[Block] {
-        self.preds.row(b.index())
-    }
-    fn params(&self, b: Block) -> &[VReg] {
-        self.params.row(b.index())
-    }
     fn edge_args(&self, b: Block, succ: usize) -> &[VReg] {
         let first = self.succs.start.get(b.index()).copied().unwrap_or(0) as usize;
         self.args.row(first + succ)
     }
     fn loop_depth(&self, b: Block) -> u32 {
         self.block_depth.get(b.index()).copied().unwrap_or(0)
-    }
-    fn uses(&self, i: CfgInst) -> &[VReg] {
-        self.uses.row(i.index())
-    }
-    fn defs(&self, i: CfgInst) -> &[VReg] {
-        self.defs.row(i.index())
-    }
-    fn tied(&self, i: CfgInst) -> &[TiedPair] {
-        self.tied.row(i.index())
     }
     fn is_move(&self, i: CfgInst) -> bool {
         self.moves.get(i.index()).copied().unwrap_or(false)

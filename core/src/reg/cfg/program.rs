@@ -154,6 +154,18 @@ pub struct Counts {
     pub max_args: usize,
 }
 
+/// Declares the readers of the compressed runs: `$name(i)` is the run
+/// `$items[$start[i]..$start[i + 1]]`.
+macro_rules! runs {
+    ($( $(#[$m:meta])* $name:ident($i:ident) in $items:ident from $start:ident; )*) => {$(
+        $(#[$m])*
+        #[inline]
+        pub fn $name(&self, $i: usize) -> &[u32] {
+            &self.$items[self.$start[$i] as usize..self.$start[$i + 1] as usize]
+        }
+    )*};
+}
+
 impl Program {
     /// Reserves for a function of counts `c` and the temporaries its spill
     /// code may add.
@@ -319,28 +331,15 @@ impl Program {
         self.lanes.len()
     }
 
-    /// Successors of `b`.
-    #[inline]
-    pub fn succs(&self, b: usize) -> &[u32] {
-        &self.succ[self.succ_start[b] as usize..self.succ_start[b + 1] as usize]
-    }
-
-    /// Predecessors of `b`.
-    #[inline]
-    pub fn preds(&self, b: usize) -> &[u32] {
-        &self.pred[self.pred_start[b] as usize..self.pred_start[b + 1] as usize]
-    }
-
-    /// Parameters of `b`.
-    #[inline]
-    pub fn params(&self, b: usize) -> &[u32] {
-        &self.param[self.param_start[b] as usize..self.param_start[b + 1] as usize]
-    }
-
-    /// Arguments of edge `e` (`succ_start[b] + k`).
-    #[inline]
-    pub fn args(&self, e: usize) -> &[u32] {
-        &self.arg[self.arg_start[e] as usize..self.arg_start[e + 1] as usize]
+    runs! {
+        /// Successors of `b`.
+        succs(b) in succ from succ_start;
+        /// Predecessors of `b`.
+        preds(b) in pred from pred_start;
+        /// Parameters of `b`.
+        params(b) in param from param_start;
+        /// Arguments of edge `e` (`succ_start[b] + k`).
+        args(e) in arg from arg_start;
     }
 
     /// Uses of instruction `i` (current vregs).

@@ -6,6 +6,7 @@
 use arrayvec::ArrayVec;
 use core::fmt;
 
+use crate::ir::types::keyword_enum;
 use crate::ir::{DisplayNamed, Entity, Inst, MemLoc, Module, Reg, Space};
 
 /// Which coordinate of a location left its space.
@@ -18,176 +19,159 @@ pub enum Axis {
     Bytes,
 }
 
-/// One broken rule. Every variant names the location(s) or register(s) it is
-/// about; conflicts also name an instruction where both are live (its id and
-/// its position in program order). Print with [`Finding::display`].
-#[derive(Copy, Clone, Debug, PartialEq, Eq)]
-#[cfg_attr(feature = "defmt", derive(defmt::Format))]
-pub enum Finding {
-    /// A live location has no placement.
-    Unplaced {
-        /// The location.
-        mem: MemLoc,
-        /// The first instruction where it is live.
-        inst: Inst,
-        /// Its position.
-        pos: u32,
-    },
-    /// A location reaches beyond its space.
-    OutOfBounds {
-        /// The location.
-        mem: MemLoc,
-        /// Which coordinate.
-        axis: Axis,
-        /// One past its last partition or byte.
-        end: u64,
-        /// The space's limit on that coordinate.
-        limit: u64,
-    },
-    /// A location's offset is not a multiple of its alignment.
-    Misaligned {
-        /// The location.
-        mem: MemLoc,
-        /// Its offset.
-        offset: u64,
-        /// Its alignment.
-        align: u32,
-    },
-    /// An on-chip location starts on a partition the start rule forbids.
-    BadStartPartition {
-        /// The location.
-        mem: MemLoc,
-        /// Its base partition.
-        base: u16,
-        /// Its partition count.
-        partitions: u16,
-        /// The required multiple for that count.
-        granularity: u16,
-    },
-    /// A PSUM location does not start on a bank boundary.
-    PsumOffBank {
-        /// The location.
-        mem: MemLoc,
-        /// Its offset.
-        offset: u64,
-        /// Bytes per bank.
-        bank_bytes: u32,
-    },
-    /// A PSUM location spans more consecutive banks than the target allows.
-    PsumBankSpan {
-        /// The location.
-        mem: MemLoc,
-        /// First bank touched.
-        first_bank: u64,
-        /// Last bank touched.
-        last_bank: u64,
-        /// Banks one tensor may span.
-        max_banks: u8,
-    },
-    /// A PSUM location's bank disagrees with its offset.
-    PsumBankMismatch {
-        /// The location.
-        mem: MemLoc,
-        /// The bank recorded.
-        bank: u8,
-        /// The bank its offset lies in.
-        expected: u64,
-    },
-    /// Two interfering locations share a cell.
-    Overlap {
-        /// The location that became live first (or entered the sweep first).
-        a: MemLoc,
-        /// The other location.
-        b: MemLoc,
-        /// An instruction where both are live.
-        inst: Inst,
-        /// Its position.
-        pos: u32,
-        /// The first shared partition (DRAM: 0).
-        partition: u32,
-        /// The first shared byte (PSUM: offset in the partition; DRAM: address).
-        byte: u64,
-    },
-    /// A live register has no lane.
-    Uncolored {
-        /// The register.
-        reg: Reg,
-        /// The first instruction where it is live.
-        inst: Inst,
-        /// Its position.
-        pos: u32,
-    },
-    /// A register's lanes reach beyond `max_regs`.
-    LaneOutOfRange {
-        /// The register.
-        reg: Reg,
-        /// Its first lane.
-        lane: u16,
-        /// Its lane count.
-        lanes: u8,
-        /// Lanes of the register file.
-        max_regs: u16,
-    },
-    /// A 2-lane register starts on an odd lane.
-    OddPairLane {
-        /// The register.
-        reg: Reg,
-        /// Its first lane.
-        lane: u16,
-    },
-    /// An access pattern reaches, at some iteration of its loops (or
-    /// anywhere in its register window), cells outside its location.
-    PatternOutside {
-        /// The instruction.
-        inst: Inst,
-        /// Its position.
-        pos: u32,
-        /// The pattern's operand index (inputs, then outputs).
-        operand: u8,
-        /// The location.
-        mem: MemLoc,
-        /// Where the pattern reaches.
-        reach: crate::verify::patterns::Reach,
-    },
-    /// Two interfering registers share a lane.
-    LaneConflict {
-        /// The register that became live first.
-        a: Reg,
-        /// The other register.
-        b: Reg,
-        /// An instruction where both are live.
-        inst: Inst,
-        /// Its position.
-        pos: u32,
-        /// The first shared lane.
-        lane: u16,
-    },
+keyword_enum! {
+    /// One broken rule. Every variant names the location(s) or register(s) it is
+    /// about; conflicts also name an instruction where both are live (its id and
+    /// its position in program order). Print with [`Finding::display`]. Its
+    /// [`Finding::kind`] (`overlap`, `out-of-bounds`, ...) is the word used by
+    /// `; expect:` lines of the broken examples.
+    #[derive(Copy, Clone, Debug, PartialEq, Eq)]
+    #[cfg_attr(feature = "defmt", derive(defmt::Format))]
+    pub enum Finding, "finding": kind {
+        /// A live location has no placement.
+        Unplaced => "unplaced" {
+            /// The location.
+            mem: MemLoc,
+            /// The first instruction where it is live.
+            inst: Inst,
+            /// Its position.
+            pos: u32,
+        },
+        /// A location reaches beyond its space.
+        OutOfBounds => "out-of-bounds" {
+            /// The location.
+            mem: MemLoc,
+            /// Which coordinate.
+            axis: Axis,
+            /// One past its last partition or byte.
+            end: u64,
+            /// The space's limit on that coordinate.
+            limit: u64,
+        },
+        /// A location's offset is not a multiple of its alignment.
+        Misaligned => "misaligned" {
+            /// The location.
+            mem: MemLoc,
+            /// Its offset.
+            offset: u64,
+            /// Its alignment.
+            align: u32,
+        },
+        /// An on-chip location starts on a partition the start rule forbids.
+        BadStartPartition => "bad-start-partition" {
+            /// The location.
+            mem: MemLoc,
+            /// Its base partition.
+            base: u16,
+            /// Its partition count.
+            partitions: u16,
+            /// The required multiple for that count.
+            granularity: u16,
+        },
+        /// A PSUM location does not start on a bank boundary.
+        PsumOffBank => "psum-off-bank-boundary" {
+            /// The location.
+            mem: MemLoc,
+            /// Its offset.
+            offset: u64,
+            /// Bytes per bank.
+            bank_bytes: u32,
+        },
+        /// A PSUM location spans more consecutive banks than the target allows.
+        PsumBankSpan => "psum-bank-crossing" {
+            /// The location.
+            mem: MemLoc,
+            /// First bank touched.
+            first_bank: u64,
+            /// Last bank touched.
+            last_bank: u64,
+            /// Banks one tensor may span.
+            max_banks: u8,
+        },
+        /// A PSUM location's bank disagrees with its offset.
+        PsumBankMismatch => "psum-bank-mismatch" {
+            /// The location.
+            mem: MemLoc,
+            /// The bank recorded.
+            bank: u8,
+            /// The bank its offset lies in.
+            expected: u64,
+        },
+        /// Two interfering locations share a cell.
+        Overlap => "overlap" {
+            /// The location that became live first (or entered the sweep first).
+            a: MemLoc,
+            /// The other location.
+            b: MemLoc,
+            /// An instruction where both are live.
+            inst: Inst,
+            /// Its position.
+            pos: u32,
+            /// The first shared partition (DRAM: 0).
+            partition: u32,
+            /// The first shared byte (PSUM: offset in the partition; DRAM: address).
+            byte: u64,
+        },
+        /// A live register has no lane.
+        Uncolored => "uncolored" {
+            /// The register.
+            reg: Reg,
+            /// The first instruction where it is live.
+            inst: Inst,
+            /// Its position.
+            pos: u32,
+        },
+        /// A register's lanes reach beyond `max_regs`.
+        LaneOutOfRange => "lane-out-of-range" {
+            /// The register.
+            reg: Reg,
+            /// Its first lane.
+            lane: u16,
+            /// Its lane count.
+            lanes: u8,
+            /// Lanes of the register file.
+            max_regs: u16,
+        },
+        /// A 2-lane register starts on an odd lane.
+        OddPairLane => "odd-lane-pair" {
+            /// The register.
+            reg: Reg,
+            /// Its first lane.
+            lane: u16,
+        },
+        /// An access pattern reaches, at some iteration of its loops (or
+        /// anywhere in its register window), cells outside its location.
+        PatternOutside => "pattern-outside" {
+            /// The instruction.
+            inst: Inst,
+            /// Its position.
+            pos: u32,
+            /// The pattern's operand index (inputs, then outputs).
+            operand: u8,
+            /// The location.
+            mem: MemLoc,
+            /// Where the pattern reaches.
+            reach: crate::verify::patterns::Reach,
+        },
+        /// Two interfering registers share a lane.
+        LaneConflict => "register-overlap" {
+            /// The register that became live first.
+            a: Reg,
+            /// The other register.
+            b: Reg,
+            /// An instruction where both are live.
+            inst: Inst,
+            /// Its position.
+            pos: u32,
+            /// The first shared lane.
+            lane: u16,
+        },
+    }
 }
 
 impl Finding {
-    /// A short kind name (`overlap`, `out-of-bounds`, ...), the word used by
-    /// `; expect:` lines of the broken examples.
-    pub const fn kind(&self) -> &'static str {
-        match self {
-            Finding::Unplaced { .. } => "unplaced",
-            Finding::OutOfBounds { .. } => "out-of-bounds",
-            Finding::Misaligned { .. } => "misaligned",
-            Finding::BadStartPartition { .. } => "bad-start-partition",
-            Finding::PsumOffBank { .. } => "psum-off-bank-boundary",
-            Finding::PsumBankSpan { .. } => "psum-bank-crossing",
-            Finding::PsumBankMismatch { .. } => "psum-bank-mismatch",
-            Finding::Overlap { .. } => "overlap",
-            Finding::Uncolored { .. } => "uncolored",
-            Finding::LaneOutOfRange { .. } => "lane-out-of-range",
-            Finding::OddPairLane { .. } => "odd-lane-pair",
-            Finding::LaneConflict { .. } => "register-overlap",
-            Finding::PatternOutside { .. } => "pattern-outside",
-        }
-    }
-
     /// The locations the finding is about (one or two).
     pub fn mems(&self) -> ArrayVec<MemLoc, 2> {
-        let mut v = ArrayVec::new();
         match *self {
             Finding::Unplaced { mem, .. }
             | Finding::OutOfBounds { mem, .. }
@@ -196,30 +180,21 @@ impl Finding {
             | Finding::PsumOffBank { mem, .. }
             | Finding::PsumBankSpan { mem, .. }
             | Finding::PsumBankMismatch { mem, .. }
-            | Finding::PatternOutside { mem, .. } => v.push(mem),
-            Finding::Overlap { a, b, .. } => {
-                v.push(a);
-                v.push(b);
-            }
-            _ => {}
+            | Finding::PatternOutside { mem, .. } => [mem].into_iter().collect(),
+            Finding::Overlap { a, b, .. } => [a, b].into(),
+            _ => ArrayVec::new(),
         }
-        v
     }
 
     /// The registers the finding is about (one or two).
     pub fn regs(&self) -> ArrayVec<Reg, 2> {
-        let mut v = ArrayVec::new();
         match *self {
             Finding::Uncolored { reg, .. }
             | Finding::LaneOutOfRange { reg, .. }
-            | Finding::OddPairLane { reg, .. } => v.push(reg),
-            Finding::LaneConflict { a, b, .. } => {
-                v.push(a);
-                v.push(b);
-            }
-            _ => {}
+            | Finding::OddPairLane { reg, .. } => [reg].into_iter().collect(),
+            Finding::LaneConflict { a, b, .. } => [a, b].into(),
+            _ => ArrayVec::new(),
         }
-        v
     }
 
     /// The instruction the finding names, if any.
