@@ -60,7 +60,8 @@
 
 use alloc::vec::Vec;
 
-use super::{Clock, ExactOptions, ExactWorkspace, Limit, Outcome, Stop, NONE, NO_LEVEL};
+use super::solve::Stop;
+use super::{Clock, ExactOptions, ExactWorkspace, Limit, Outcome, NONE, NO_LEVEL};
 use crate::mem::problem::{align_offset, Placement, Problem};
 
 /// A static preorder: the priority of three structural keys (all compared
