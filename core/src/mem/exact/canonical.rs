@@ -60,6 +60,7 @@
 
 use alloc::vec::Vec;
 
+use super::sizing::at_least;
 use super::solve::Stop;
 use super::{Clock, ExactOptions, ExactWorkspace, Limit, Outcome, NONE, NO_LEVEL};
 use crate::mem::problem::{align_offset, Placement, Problem};
@@ -193,9 +194,6 @@ enum Open {
 impl ExactWorkspace {
     /// Reserves this strategy's storage (called by `reserve_within`).
     pub(super) fn reserve_canonical(&mut self, n: usize, cells: usize, opts: usize, trail: usize) {
-        fn at_least<T>(v: &mut Vec<T>, n: usize) {
-            v.reserve(n.saturating_sub(v.len()));
-        }
         at_least(&mut self.canon.rank, n);
         at_least(&mut self.canon.nb_left, n);
         at_least(&mut self.canon.cross, 2 * n + 2);

@@ -51,7 +51,7 @@ pub struct SearchReservation {
 /// The element counts of the search's fixed storage: its cell grid,
 /// options and live lists.
 #[derive(Copy, Clone, Debug)]
-struct Grid {
+pub(super) struct Grid {
     /// Buffers.
     n: usize,
     /// Sections (at most two per buffer, plus one).
@@ -130,6 +130,64 @@ impl SearchSizes {
 /// greedy answer with [`Limit::Size`](super::Limit::Size).
 pub const MAX_SEARCH_BUFFERS: usize = 20_000;
 
+/// Grows the room of `v` to `len` elements, those it holds included.
+pub(super) fn at_least<T>(v: &mut Vec<T>, len: usize) {
+    v.reserve(len.saturating_sub(v.len()));
+}
+
+/// A table of the search, reserved ahead of the solves that fill it, with
+/// its element type left out so that tables of several types form one list
+/// ([`ExactWorkspace::grid_tables`]).
+trait Table {
+    /// Elements it has room for.
+    fn room(&self) -> usize;
+    /// [`at_least`].
+    fn reserve_to(&mut self, len: usize);
+}
+
+impl<T> Table for Vec<T> {
+    fn room(&self) -> usize {
+        self.capacity()
+    }
+
+    fn reserve_to(&mut self, len: usize) {
+        at_least(self, len);
+    }
+}
+
+impl Grid {
+    /// The counts of the search's cell grid and live lists for `problem`,
+    /// whose sections `timeline` holds (built for `problem`). Linear and
+    /// allocation-free.
+    pub(super) fn of(problem: &Problem, timeline: &Timeline) -> Grid {
+        let n = problem.len();
+        let parts = problem.partitions() as usize;
+        let t = timeline;
+        // Options: one per legal base of each buffer; live-list entries:
+        // one per option and section it is live in.
+        let (mut opts, mut spans) = (0usize, 0usize);
+        for b in problem.buffers() {
+            let bases = problem.legal_bases(b.partitions).count();
+            opts = opts.saturating_add(bases);
+            if !b.is_void() {
+                let (lo, hi) = (t.section_of(b.lower), t.section_of(b.upper));
+                spans = spans.saturating_add((hi - lo) * bases);
+            }
+        }
+        let nsec = 2 * n + 1;
+        // Stripes are cut at both ends of every option's partitions.
+        let nst = (parts + 1).min(2 * opts + 2).max(1);
+        Grid {
+            n,
+            nsec,
+            nst,
+            cells: nsec.saturating_mul(nst),
+            opts,
+            spans,
+        }
+    }
+}
+
 impl ExactWorkspace {
     /// An empty workspace.
     pub fn new() -> ExactWorkspace {
@@ -202,9 +260,6 @@ impl ExactWorkspace {
     /// [`Limit::Storage`](super::Limit::Storage) instead of growing. Returns what was asked and
     /// what was granted.
     pub fn reserve_within(&mut self, problem: &Problem, allowance: u64) -> SearchReservation {
-        fn at_least<T>(v: &mut Vec<T>, n: usize) {
-            v.reserve(n.saturating_sub(v.len()));
-        }
         let n = problem.len();
         self.greedy.reserve(n);
         for v in [&mut self.incumbent, &mut self.current] {
@@ -254,22 +309,18 @@ impl ExactWorkspace {
         at_least(&mut self.min_neighbour, n);
         at_least(&mut self.opt_at, n + 1);
         at_least(&mut self.placed, n);
-        at_least(&mut self.opts, s.grid.opts);
         at_least(&mut self.forbid, s.grid.opts);
-        at_least(&mut self.live_at, s.grid.nsec + 2);
-        at_least(&mut self.live, s.grid.spans);
         at_least(&mut self.start_at, s.grid.nsec + 2);
         at_least(&mut self.starting, s.grid.opts);
         at_least(&mut self.fin, s.grid.nsec + 1);
-        at_least(&mut self.ends, n);
         at_least(&mut self.cuts, 2 * s.grid.opts + 2);
         at_least(&mut self.width, s.grid.nst);
         for v in [&mut self.floor_area, &mut self.remaining] {
             at_least(v, s.grid.nsec);
         }
-        at_least(&mut self.floor, s.grid.cells);
-        at_least(&mut self.count, s.grid.cells);
-        at_least(&mut self.tree, 2 * s.grid.cells.next_power_of_two());
+        for (table, len) in self.grid_tables(&s.grid) {
+            table.reserve_to(len);
+        }
         at_least(&mut self.trail, scale(s.trail));
         at_least(&mut self.forbid_trail, scale(s.branches));
         at_least(&mut self.frames, scale(s.trail + 1));
@@ -282,56 +333,39 @@ impl ExactWorkspace {
         }
     }
 
-    /// True when the search's fixed storage (cell grid, options, live
-    /// lists) is reserved for `problem`: the workspace serves every space,
-    /// and a problem the budget refused finds it short.
-    /// Allocates nothing (unlike [`Self::sizes`]).
-    pub(super) fn reserved_for(&mut self, problem: &Problem) -> bool {
-        let g = self.grid(problem);
-        g.cells <= self.floor.capacity()
-            && g.cells <= self.count.capacity()
-            && 2 * g.cells.next_power_of_two() <= self.tree.capacity()
-            && g.spans <= self.live.capacity()
-            && g.opts <= self.opts.capacity()
-            && g.nsec + 2 <= self.live_at.capacity()
-            && g.n <= self.ends.capacity()
+    /// The fixed tables a solve checks before it searches, each with the
+    /// length the grid `g` gives it: the largest (the cells and the
+    /// min-tree over them, the live lists, the options) and one per
+    /// section and per buffer. [`Self::reserve_within`] reserves them with
+    /// the rest of the fixed tables; a solve runs only when they hold its
+    /// problem's grid ([`Self::reserved_for`]).
+    fn grid_tables(&mut self, g: &Grid) -> [(&mut dyn Table, usize); 7] {
+        [
+            (&mut self.floor, g.cells),
+            (&mut self.count, g.cells),
+            (&mut self.tree, 2 * g.cells.next_power_of_two()),
+            (&mut self.live, g.spans),
+            (&mut self.opts, g.opts),
+            (&mut self.live_at, g.nsec + 2),
+            (&mut self.ends, g.n),
+        ]
     }
 
-    /// The counts of the search's cell grid and live lists for `problem`
-    /// (builds the timeline: linear, allocation-free).
-    fn grid(&mut self, problem: &Problem) -> Grid {
-        let n = problem.len();
-        let parts = problem.partitions() as usize;
-        self.timeline.build(problem);
-        let t = &self.timeline;
-        // Options: one per legal base of each buffer; live-list entries:
-        // one per option and section it is live in.
-        let (mut opts, mut spans) = (0usize, 0usize);
-        for b in problem.buffers() {
-            let bases = problem.legal_bases(b.partitions).count();
-            opts = opts.saturating_add(bases);
-            if !b.is_void() {
-                let (lo, hi) = (t.section_of(b.lower), t.section_of(b.upper));
-                spans = spans.saturating_add((hi - lo) * bases);
-            }
-        }
-        let nsec = 2 * n + 1;
-        // Stripes are cut at both ends of every option's partitions.
-        let nst = (parts + 1).min(2 * opts + 2).max(1);
-        Grid {
-            n,
-            nsec,
-            nst,
-            cells: nsec.saturating_mul(nst),
-            opts,
-            spans,
-        }
+    /// True when the search's fixed storage (cell grid, options, live
+    /// lists) is reserved for a problem of grid `g`: the workspace serves
+    /// every space, and a problem the budget refused finds it short.
+    /// Allocates nothing.
+    pub(super) fn reserved_for(&mut self, g: &Grid) -> bool {
+        self.grid_tables(g)
+            .iter()
+            .all(|(table, len)| *len <= table.room())
     }
 
     /// The counts the search's storage follows for `problem` (builds the
     /// timeline: linear).
     fn sizes(&mut self, problem: &Problem) -> SearchSizes {
-        let grid = self.grid(problem);
+        self.timeline.build(problem);
+        let grid = Grid::of(problem, &self.timeline);
         let Grid { n, nst, cells, .. } = grid;
         let parts = problem.partitions() as usize;
         // The sum of the cells of every option bounds the trail of the
@@ -392,9 +426,6 @@ impl ExactWorkspace {
     /// search's own storage stays as [`reserve_for`](Self::reserve_for)
     /// sized it; the search stops at it ([`Limit::Storage`](super::Limit::Storage)).
     pub fn reserve_headroom(&mut self, buffers: usize) {
-        fn at_least<T>(v: &mut Vec<T>, n: usize) {
-            v.reserve(n.saturating_sub(v.len()));
-        }
         self.greedy.reserve(buffers);
         self.timeline.reserve(buffers);
         for v in [&mut self.incumbent, &mut self.current] {

@@ -14,6 +14,7 @@
 //! Every node of either search is counted by
 //! [`ExactWorkspace::count_node`], the one place the budget is checked.
 
+use super::sizing::Grid;
 use super::{
     Clock, ExactOptions, ExactWorkspace, Limit, Objective, Outcome, Status, Strategy,
     MAX_SEARCH_BUFFERS, PREORDERS,
@@ -114,9 +115,10 @@ impl ExactWorkspace {
             };
             return finish(self, out, outcome);
         }
+        // The grid is counted on the timeline the lower bound built.
         let refused = if n > MAX_SEARCH_BUFFERS {
             Some(Limit::Size)
-        } else if !self.reserved_for(problem) {
+        } else if !self.reserved_for(&Grid::of(problem, &self.timeline)) {
             Some(Limit::Budget)
         } else {
             None
