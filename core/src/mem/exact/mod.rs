@@ -18,7 +18,8 @@
 //!   (outcome, status, limit);
 //! - `sizing`: what the search's storage is for a problem, reserved once;
 //! - `model`: the sections, stripes and options both searches work on;
-//! - `skyline` and `canonical`: the two searches;
+//! - `skyline` and `canonical`: the two searches (`canonical::order`: the
+//!   canonical search's preorders);
 //! - `solve`: the greedy first solution, then the attempts of a strategy
 //!   under the budget, with restarts, and what the answer's status is.
 
