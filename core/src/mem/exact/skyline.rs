@@ -96,6 +96,11 @@ impl ExactWorkspace {
             self.record(problem, clock, t0, cap, outcome, &mut found);
             return (Stop::Done, true);
         }
+        // The first frame is bounded like every later one: a stack the
+        // storage budget scaled to nothing ends the search, never grows.
+        if self.frames.len() == self.frames.capacity() {
+            return (Stop::Limit(Limit::Storage), false);
+        }
         match self.expand(problem) {
             Ok(frame) => self.frames.push(frame),
             Err(l) => return (Stop::Limit(l), false),
