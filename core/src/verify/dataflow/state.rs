@@ -123,6 +123,114 @@ fn push_run<T>(v: &mut Vec<T>, x: T, cap: Option<usize>) -> Result<(), DataflowE
     push_grow(v, x, "the value-run state")
 }
 
+/// Whether the pieces one partition read are one run of one origin, each
+/// in a band of the same partition stride, and up to which partition those
+/// bands all reach: the next partitions then read the same run shifted by
+/// the stride, up to there.
+#[derive(Copy, Clone, Debug)]
+struct Stretch {
+    /// The run so far (origin, offset, bytes, partition stride); `None`
+    /// before the first piece.
+    run: Option<(Origin, u64, u64, u64)>,
+    /// The first band end (or the read's end).
+    hi: u32,
+    broken: bool,
+}
+
+/// A run on partition `q` of a stretch: `len` bytes of `origin` from
+/// `offset` on, and from `offset + k × pstride` on partition `q + k`.
+#[derive(Copy, Clone, Debug)]
+struct RunAt {
+    origin: Origin,
+    offset: u64,
+    len: u64,
+    pstride: u64,
+}
+
+impl Stretch {
+    fn new(p1: u32) -> Self {
+        Stretch {
+            run: None,
+            hi: p1,
+            broken: false,
+        }
+    }
+
+    /// The next piece of the partition: `len` bytes of `origin` from
+    /// `offset` on, in a band ending at partition `band.0` with partition
+    /// stride `band.1` (`None`: no band, uninitialized).
+    fn add(&mut self, origin: Origin, offset: u64, len: u64, band: Option<(u32, u64)>) {
+        let Some((end, pstride)) = band.filter(|_| !self.broken) else {
+            self.broken = true;
+            return;
+        };
+        self.hi = self.hi.min(end);
+        match &mut self.run {
+            None => self.run = Some((origin, offset, len, pstride)),
+            Some((o, off, n, ps))
+                if *o == origin && *ps == pstride && off.wrapping_add(*n) == offset =>
+            {
+                *n += len;
+            }
+            Some(_) => self.broken = true,
+        }
+    }
+
+    /// The run of the partition before `q` and the end of the partitions
+    /// from `q` on that read it shifted, when there are any.
+    fn rest(&self, q: u32) -> Option<(RunAt, u32)> {
+        let (origin, offset, len, pstride) = self.run.filter(|_| !self.broken)?;
+        (self.hi > q).then_some((
+            RunAt {
+                origin,
+                offset,
+                len,
+                pstride,
+            },
+            self.hi,
+        ))
+    }
+}
+
+/// The run a read is joining, not yet pushed: runs that continue it (the
+/// same origin, the next values) are added to it, so that a partition the
+/// state holds in several pieces reaches the output as one run.
+#[derive(Copy, Clone, Debug, Default)]
+struct Row {
+    open: Option<(Origin, u64, u64)>,
+}
+
+impl Row {
+    /// Adds `len` bytes of `origin` from `offset` on.
+    fn add(
+        &mut self,
+        out: &mut Pieces,
+        origin: Origin,
+        offset: u64,
+        len: u64,
+    ) -> Result<(), DataflowError> {
+        if let Some((o, off, n)) = &mut self.open {
+            let continues =
+                *o == origin && (origin == Origin::Uninit || off.wrapping_add(*n) == offset);
+            if continues {
+                *n = n.saturating_add(len);
+                return Ok(());
+            }
+        }
+        self.flush(out)?;
+        self.open = Some((origin, offset, len));
+        Ok(())
+    }
+
+    /// Pushes the open run.
+    fn flush(&mut self, out: &mut Pieces) -> Result<(), DataflowError> {
+        match self.open.take() {
+            Some((origin, offset, len)) => out.push(origin, offset, len),
+            None => Ok(()),
+        }
+    }
+}
+
 /// One write of [`CellMap::assign`]: cells `[p0, p1) × [a, b)` now hold
 /// `fill`, carried whole through the split and the repaint.
 #[derive(Clone, Copy)]
@@ -779,7 +887,36 @@ impl CellMap {
             return Ok(());
         }
         // Partitions ascend, so each piece's band cursor (the fourth field,
-        // from the slab's first band) only moves on.
+        // from the slab's first band) only moves on. The runs of one
+        // partition that continue each other are joined before they are
+        // pushed (`Row`), so that the next partition's joined run can form
+        // a group with it.
+        let mut row = Row::default();
+        if let [(_, _, 1)] = groups[..] {
+            // One segment, walked once. When a partition's pieces are one
+            // run of one origin, each in a band of the same partition
+            // stride, the partitions up to the first band end read the
+            // same run shifted by that stride: one group.
+            let mut q = p0;
+            while q < p1 {
+                let mut stretch = Stretch::new(p1);
+                for g in gather.iter_mut() {
+                    let (origin, off) = self.piece_at(g, q);
+                    let len = g.1 - g.0;
+                    row.add(out, origin, off, len)?;
+                    let band = (origin != Origin::Uninit).then(|| &self.bands[g.3 as usize]);
+                    stretch.add(origin, off, len, band.map(|b| (b.p1, b.pstride)));
+                }
+                q += 1;
+                if let Some((r, hi)) = stretch.rest(q) {
+                    row.flush(out)?;
+                    let next = r.offset.wrapping_add(r.pstride);
+                    out.push_group(r.origin, next, r.len, (hi - q) as u64, r.pstride)?;
+                    q = hi;
+                }
+            }
+            return row.flush(out);
+        }
         for q in p0..p1 {
             for &(g0, g1, reps) in groups.iter() {
                 // A segment that is one piece and walked many times is one
@@ -787,32 +924,51 @@ impl CellMap {
                 let (times, each) = if g1 - g0 == 1 { (1, reps) } else { (reps, 1) };
                 for t in 0..times {
                     for g in gather[g0 as usize..g1 as usize].iter_mut() {
-                        let (x0, x1) = (g.0, g.1);
-                        let mut piece = (Origin::Uninit, 0);
-                        let mut b = g.3;
-                        if t == 0 {
-                            while b != NIL && self.bands[b as usize].p1 <= q {
-                                b = self.bands[b as usize].next;
-                            }
-                            g.3 = b;
+                        let (origin, off) = if t == 0 {
+                            self.piece_at(g, q)
+                        } else {
+                            self.piece_here(g, q)
+                        };
+                        if each == 1 {
+                            row.add(out, origin, off, g.1 - g.0)?;
+                        } else {
+                            row.flush(out)?;
+                            out.push_group(origin, off, g.1 - g.0, each, 0)?;
                         }
-                        if b != NIL {
-                            let band = &self.bands[b as usize];
-                            if band.p0 <= q {
-                                let start = self.slabs[g.2 as usize].start;
-                                let off = band
-                                    .offset
-                                    .wrapping_add(((q - band.p0) as u64).wrapping_mul(band.pstride))
-                                    .wrapping_add(x0 - start);
-                                piece = (band.origin, off);
-                            }
-                        }
-                        out.push_group(piece.0, piece.1, x1 - x0, each, 0)?;
                     }
                 }
             }
         }
-        Ok(())
+        row.flush(out)
+    }
+
+    /// The value at the start of gathered piece `g` on partition `q`,
+    /// after moving its band cursor on to `q` (partitions ascend).
+    fn piece_at(&self, g: &mut (u64, u64, u32, u32), q: u32) -> (Origin, u64) {
+        let mut b = g.3;
+        while b != NIL && self.bands[b as usize].p1 <= q {
+            b = self.bands[b as usize].next;
+        }
+        g.3 = b;
+        self.piece_here(g, q)
+    }
+
+    /// The value at the start of gathered piece `g` on partition `q`, its
+    /// band cursor already at `q`.
+    fn piece_here(&self, g: &(u64, u64, u32, u32), q: u32) -> (Origin, u64) {
+        let b = g.3;
+        if b != NIL {
+            let band = &self.bands[b as usize];
+            if band.p0 <= q {
+                let start = self.slabs[g.2 as usize].start;
+                let off = band
+                    .offset
+                    .wrapping_add(((q - band.p0) as u64).wrapping_mul(band.pstride))
+                    .wrapping_add(g.0 - start);
+                return (band.origin, off);
+            }
+        }
+        (Origin::Uninit, 0)
     }
 
     /// Slabs held by `region` (for tests).
