@@ -59,6 +59,7 @@
 
 mod checker;
 mod pieces;
+mod release;
 mod report;
 mod shape;
 mod side;

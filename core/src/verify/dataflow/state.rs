@@ -359,6 +359,33 @@ impl CellMap {
         )
     }
 
+    /// Makes every cell of `region` uninitialized, its slabs and bands
+    /// back on the free lists.
+    pub fn drop_region(&mut self, region: usize) -> Result<(), DataflowError> {
+        let root = self.root_of(region)?;
+        if root == NIL {
+            return Ok(());
+        }
+        if let Some(r) = self.roots.get_mut(region) {
+            *r = NIL;
+        }
+        let mut stack = core::mem::take(&mut self.seq);
+        stack.clear();
+        let mut r = push_grow(&mut stack, root, "the slabs of a dropped region");
+        while let (Ok(()), Some(t)) = (&r, stack.pop()) {
+            let (left, right) = (self.slabs[t as usize].left, self.slabs[t as usize].right);
+            self.free_slab(t);
+            for c in [left, right] {
+                if c != NIL && r.is_ok() {
+                    r = push_grow(&mut stack, c, "the slabs of a dropped region");
+                }
+            }
+        }
+        stack.clear();
+        self.seq = stack;
+        r
+    }
+
     fn free_slab(&mut self, s: u32) {
         self.free_bands(self.slabs[s as usize].band);
         self.slabs[s as usize].band = NIL;

@@ -1177,12 +1177,16 @@ fn verdict(r: Result<DataflowReport<'_>, DataflowError>) -> String {
     }
 }
 
-/// Asserts the split walk says what the sequential one says; returns it.
+/// Asserts the split walk says what the sequential one says, and both what
+/// the walk that keeps every location to the end says; returns it.
 fn agree(o: &Module, r: &Module) -> String {
     let seq = verdict(DataflowChecker::new().check(o, r));
     let cap = DataflowCapacity::estimate(o, r);
     let split = verdict(DataflowChecker::new().check_split(o, r, cap, &QueueAll));
     assert_eq!(seq, split);
+    let mut keep = DataflowChecker::new();
+    keep.set_keep_all(true);
+    assert_eq!(seq, verdict(keep.check(o, r)));
     seq
 }
 
