@@ -192,45 +192,6 @@ impl Stretch {
     }
 }
 
-/// The run a read is joining, not yet pushed: runs that continue it (the
-/// same origin, the next values) are added to it, so that a partition the
-/// state holds in several pieces reaches the output as one run.
-#[derive(Copy, Clone, Debug, Default)]
-struct Row {
-    open: Option<(Origin, u64, u64)>,
-}
-
-impl Row {
-    /// Adds `len` bytes of `origin` from `offset` on.
-    fn add(
-        &mut self,
-        out: &mut Pieces,
-        origin: Origin,
-        offset: u64,
-        len: u64,
-    ) -> Result<(), DataflowError> {
-        if let Some((o, off, n)) = &mut self.open {
-            let continues =
-                *o == origin && (origin == Origin::Uninit || off.wrapping_add(*n) == offset);
-            if continues {
-                *n = n.saturating_add(len);
-                return Ok(());
-            }
-        }
-        self.flush(out)?;
-        self.open = Some((origin, offset, len));
-        Ok(())
-    }
-
-    /// Pushes the open run.
-    fn flush(&mut self, out: &mut Pieces) -> Result<(), DataflowError> {
-        match self.open.take() {
-            Some((origin, offset, len)) => out.push(origin, offset, len),
-            None => Ok(()),
-        }
-    }
-}
-
 /// One write of [`CellMap::assign`]: cells `[p0, p1) × [a, b)` now hold
 /// `fill`, carried whole through the split and the repaint.
 #[derive(Clone, Copy)]
@@ -914,11 +875,7 @@ impl CellMap {
             return Ok(());
         }
         // Partitions ascend, so each piece's band cursor (the fourth field,
-        // from the slab's first band) only moves on. The runs of one
-        // partition that continue each other are joined before they are
-        // pushed (`Row`), so that the next partition's joined run can form
-        // a group with it.
-        let mut row = Row::default();
+        // from the slab's first band) only moves on.
         if let [(_, _, 1)] = groups[..] {
             // One segment, walked once. When a partition's pieces are one
             // run of one origin, each in a band of the same partition
@@ -926,23 +883,26 @@ impl CellMap {
             // same run shifted by that stride: one group.
             let mut q = p0;
             while q < p1 {
+                // Only a partition with more after it can start a stretch.
                 let mut stretch = Stretch::new(p1);
+                stretch.broken = q + 1 == p1;
                 for g in gather.iter_mut() {
                     let (origin, off) = self.piece_at(g, q);
                     let len = g.1 - g.0;
-                    row.add(out, origin, off, len)?;
-                    let band = (origin != Origin::Uninit).then(|| &self.bands[g.3 as usize]);
-                    stretch.add(origin, off, len, band.map(|b| (b.p1, b.pstride)));
+                    out.push(origin, off, len)?;
+                    if !stretch.broken {
+                        let band = (origin != Origin::Uninit).then(|| &self.bands[g.3 as usize]);
+                        stretch.add(origin, off, len, band.map(|b| (b.p1, b.pstride)));
+                    }
                 }
                 q += 1;
                 if let Some((r, hi)) = stretch.rest(q) {
-                    row.flush(out)?;
                     let next = r.offset.wrapping_add(r.pstride);
                     out.push_group(r.origin, next, r.len, (hi - q) as u64, r.pstride)?;
                     q = hi;
                 }
             }
-            return row.flush(out);
+            return Ok(());
         }
         for q in p0..p1 {
             for &(g0, g1, reps) in groups.iter() {
@@ -956,17 +916,12 @@ impl CellMap {
                         } else {
                             self.piece_here(g, q)
                         };
-                        if each == 1 {
-                            row.add(out, origin, off, g.1 - g.0)?;
-                        } else {
-                            row.flush(out)?;
-                            out.push_group(origin, off, g.1 - g.0, each, 0)?;
-                        }
+                        out.push_group(origin, off, g.1 - g.0, each, 0)?;
                     }
                 }
             }
         }
-        row.flush(out)
+        Ok(())
     }
 
     /// The value at the start of gathered piece `g` on partition `q`,
