@@ -28,12 +28,20 @@ fn verdict(r: Result<DataflowReport<'_>, DataflowError>) -> String {
     }
 }
 
-/// Both walks' verdicts; asserts they agree.
+/// Both walks' verdicts; asserts they agree, and agree with the walk that
+/// keeps every location's values to the end.
 fn agree(o: &Module, r: &Module, what: &str) -> String {
     let seq = verdict(DataflowChecker::new().check(o, r));
     let cap = DataflowCapacity::estimate(o, r);
     let split = verdict(DataflowChecker::new().check_split(o, r, cap, &ThreadSplit));
     assert_eq!(seq, split, "{what}");
+    let mut keep = DataflowChecker::new();
+    keep.set_keep_all(true);
+    assert_eq!(
+        seq,
+        verdict(keep.check(o, r)),
+        "{what}: keeping every location"
+    );
     seq
 }
 
@@ -97,8 +105,15 @@ fn two_threads_find_what_one_finds() {
                 if what == "as allocated" {
                     assert_eq!(k, 0, "{ctx}: {v}");
                     // Enough executions for many batches.
-                    let n = DataflowChecker::new().check(orig, r).unwrap().compared;
+                    let mut c = DataflowChecker::new();
+                    let n = c.check(orig, r).unwrap().compared;
                     assert!(n as usize > 2 * BATCH_RECORDS, "{ctx}: {n}");
+                    // Dropping what the walk is done with holds fewer runs.
+                    let mut keep = DataflowChecker::new();
+                    keep.set_keep_all(true);
+                    keep.check(orig, r).unwrap();
+                    let (dropped, kept) = (c.used().runs, keep.used().runs);
+                    assert!(2 * dropped < kept, "{ctx}: {dropped} runs, {kept} kept");
                 }
                 // With the roles swapped, the original's half meets the
                 // broken patterns and the removed instructions.

@@ -232,6 +232,15 @@ impl DataflowChecker {
         self.storage_limit = bytes;
     }
 
+    /// Whether the walk keeps every location's values to the end instead of
+    /// dropping those of a location it is done with (`release`: the same
+    /// findings, a state that holds only what later executions may read).
+    /// Off by default; on, the check is the reference a test compares with.
+    pub fn set_keep_all(&mut self, on: bool) {
+        self.orig.release.keep_all = on;
+        self.rw.release.keep_all = on;
+    }
+
     /// A workspace with explicit reserved sizes.
     pub fn with_capacity(cap: DataflowCapacity) -> Self {
         let mut c = Self::new();

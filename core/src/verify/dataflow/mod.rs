@@ -55,10 +55,14 @@
 //! the fly into one). Storage: one slab and one band per value rectangle
 //! held, in two arenas per program reserved from the modules' counts
 //! ([`DataflowCapacity::estimate`]) that grow by doubling when a module
-//! needs more; see `state` for the invariants.
+//! needs more; see `state` for the invariants. A location the walk is done
+//! with (unplaced, not an output, past its last block and the loops around
+//! it) is dropped from its state (`release`), so the arenas hold what later
+//! executions may still read rather than everything the program wrote.
 
 mod checker;
 mod pieces;
+mod release;
 mod report;
 mod shape;
 mod side;

@@ -404,3 +404,9 @@ pub(super) fn reg_cells(m: &Module, r: Reg) -> (usize, u64, u64) {
         }
     }
 }
+
+/// The private region of location `l` when `m` holds it in one (unplaced:
+/// its cells are no other location's), else `None`.
+pub(super) fn private_region(m: &Module, l: MemLoc) -> Option<usize> {
+    (!m.is_placed(l)).then_some(FIRST_PRIVATE + l.index())
+}

@@ -10,6 +10,7 @@
 use alloc::vec::Vec;
 
 use super::pieces::{push_grow, Cursor, Piece, Pieces};
+use super::release::Release;
 use super::report::{DataflowError, Origin};
 use super::shape::{ap_rect, loc_rect, reg_cells, regions, Layout, Rect, Seg, LANE_BYTES};
 use super::state::{CellMap, Fill};
@@ -54,6 +55,9 @@ pub(super) struct Side {
     chunk: Vec<Piece>,
     /// The most runs one instruction's reads produced.
     pub reads_high: usize,
+    /// The locations the walk is done with, dropped from `state` as it
+    /// passes them.
+    pub release: Release,
 }
 
 impl Side {
@@ -63,6 +67,7 @@ impl Side {
             .saturating_add(self.state.heap_bytes())
             .saturating_add(self.walker.heap_bytes())
             .saturating_add(self.layout.heap_bytes())
+            .saturating_add(self.release.heap_bytes())
     }
 
     pub fn reserve(&mut self, runs: usize, reads: usize) {
@@ -93,6 +98,7 @@ impl Side {
                 self.state.assign(r.region, r.p0, r.p1, a, b, fill)?;
             }
         }
+        self.release.compute(m)?;
         self.walker.start(m);
         Ok(())
     }
@@ -103,12 +109,14 @@ impl Side {
         push_grow(&mut self.ops, at, "operands of one instruction")
     }
 
-    /// Reads every operand of `i` into `reads`: the input access
+    /// Drops the locations the walk is done with (`release`), then reads
+    /// every operand of `i` into `reads`: the input access
     /// patterns, the used registers, then — for each output with a
     /// register term — the window it may write, as it is before the write
     /// (a may-write keeps what it does not overwrite, so what it may keep
     /// must match too).
     pub fn read(&mut self, m: &Module, i: Inst) -> Result<(), DataflowError> {
+        self.release.enter(m, m.insts.block[i], &mut self.state)?;
         self.reads.clear();
         self.ops.clear();
         for a in m.inputs(i) {

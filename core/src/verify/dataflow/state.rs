@@ -123,6 +123,75 @@ fn push_run<T>(v: &mut Vec<T>, x: T, cap: Option<usize>) -> Result<(), DataflowE
     push_grow(v, x, "the value-run state")
 }
 
+/// Whether the pieces one partition read are one run of one origin, each
+/// in a band of the same partition stride, and up to which partition those
+/// bands all reach: the next partitions then read the same run shifted by
+/// the stride, up to there.
+#[derive(Copy, Clone, Debug)]
+struct Stretch {
+    /// The run so far (origin, offset, bytes, partition stride); `None`
+    /// before the first piece.
+    run: Option<(Origin, u64, u64, u64)>,
+    /// The first band end (or the read's end).
+    hi: u32,
+    broken: bool,
+}
+
+/// A run on partition `q` of a stretch: `len` bytes of `origin` from
+/// `offset` on, and from `offset + k × pstride` on partition `q + k`.
+#[derive(Copy, Clone, Debug)]
+struct RunAt {
+    origin: Origin,
+    offset: u64,
+    len: u64,
+    pstride: u64,
+}
+
+impl Stretch {
+    fn new(p1: u32) -> Self {
+        Stretch {
+            run: None,
+            hi: p1,
+            broken: false,
+        }
+    }
+
+    /// The next piece of the partition: `len` bytes of `origin` from
+    /// `offset` on, in a band ending at partition `band.0` with partition
+    /// stride `band.1` (`None`: no band, uninitialized).
+    fn add(&mut self, origin: Origin, offset: u64, len: u64, band: Option<(u32, u64)>) {
+        let Some((end, pstride)) = band.filter(|_| !self.broken) else {
+            self.broken = true;
+            return;
+        };
+        self.hi = self.hi.min(end);
+        match &mut self.run {
+            None => self.run = Some((origin, offset, len, pstride)),
+            Some((o, off, n, ps))
+                if *o == origin && *ps == pstride && off.wrapping_add(*n) == offset =>
+            {
+                *n += len;
+            }
+            Some(_) => self.broken = true,
+        }
+    }
+
+    /// The run of the partition before `q` and the end of the partitions
+    /// from `q` on that read it shifted, when there are any.
+    fn rest(&self, q: u32) -> Option<(RunAt, u32)> {
+        let (origin, offset, len, pstride) = self.run.filter(|_| !self.broken)?;
+        (self.hi > q).then_some((
+            RunAt {
+                origin,
+                offset,
+                len,
+                pstride,
+            },
+            self.hi,
+        ))
+    }
+}
+
 /// One write of [`CellMap::assign`]: cells `[p0, p1) × [a, b)` now hold
 /// `fill`, carried whole through the split and the repaint.
 #[derive(Clone, Copy)]
@@ -249,6 +318,33 @@ impl CellMap {
             s,
             self.run_cap,
         )
+    }
+
+    /// Makes every cell of `region` uninitialized, its slabs and bands
+    /// back on the free lists.
+    pub fn drop_region(&mut self, region: usize) -> Result<(), DataflowError> {
+        let root = self.root_of(region)?;
+        if root == NIL {
+            return Ok(());
+        }
+        if let Some(r) = self.roots.get_mut(region) {
+            *r = NIL;
+        }
+        let mut stack = core::mem::take(&mut self.seq);
+        stack.clear();
+        let mut r = push_grow(&mut stack, root, "the slabs of a dropped region");
+        while let (Ok(()), Some(t)) = (&r, stack.pop()) {
+            let (left, right) = (self.slabs[t as usize].left, self.slabs[t as usize].right);
+            self.free_slab(t);
+            for c in [left, right] {
+                if c != NIL && r.is_ok() {
+                    r = push_grow(&mut stack, c, "the slabs of a dropped region");
+                }
+            }
+        }
+        stack.clear();
+        self.seq = stack;
+        r
     }
 
     fn free_slab(&mut self, s: u32) {
@@ -780,6 +876,34 @@ impl CellMap {
         }
         // Partitions ascend, so each piece's band cursor (the fourth field,
         // from the slab's first band) only moves on.
+        if let [(_, _, 1)] = groups[..] {
+            // One segment, walked once. When a partition's pieces are one
+            // run of one origin, each in a band of the same partition
+            // stride, the partitions up to the first band end read the
+            // same run shifted by that stride: one group.
+            let mut q = p0;
+            while q < p1 {
+                // Only a partition with more after it can start a stretch.
+                let mut stretch = Stretch::new(p1);
+                stretch.broken = q + 1 == p1;
+                for g in gather.iter_mut() {
+                    let (origin, off) = self.piece_at(g, q);
+                    let len = g.1 - g.0;
+                    out.push(origin, off, len)?;
+                    if !stretch.broken {
+                        let band = (origin != Origin::Uninit).then(|| &self.bands[g.3 as usize]);
+                        stretch.add(origin, off, len, band.map(|b| (b.p1, b.pstride)));
+                    }
+                }
+                q += 1;
+                if let Some((r, hi)) = stretch.rest(q) {
+                    let next = r.offset.wrapping_add(r.pstride);
+                    out.push_group(r.origin, next, r.len, (hi - q) as u64, r.pstride)?;
+                    q = hi;
+                }
+            }
+            return Ok(());
+        }
         for q in p0..p1 {
             for &(g0, g1, reps) in groups.iter() {
                 // A segment that is one piece and walked many times is one
@@ -787,32 +911,46 @@ impl CellMap {
                 let (times, each) = if g1 - g0 == 1 { (1, reps) } else { (reps, 1) };
                 for t in 0..times {
                     for g in gather[g0 as usize..g1 as usize].iter_mut() {
-                        let (x0, x1) = (g.0, g.1);
-                        let mut piece = (Origin::Uninit, 0);
-                        let mut b = g.3;
-                        if t == 0 {
-                            while b != NIL && self.bands[b as usize].p1 <= q {
-                                b = self.bands[b as usize].next;
-                            }
-                            g.3 = b;
-                        }
-                        if b != NIL {
-                            let band = &self.bands[b as usize];
-                            if band.p0 <= q {
-                                let start = self.slabs[g.2 as usize].start;
-                                let off = band
-                                    .offset
-                                    .wrapping_add(((q - band.p0) as u64).wrapping_mul(band.pstride))
-                                    .wrapping_add(x0 - start);
-                                piece = (band.origin, off);
-                            }
-                        }
-                        out.push_group(piece.0, piece.1, x1 - x0, each, 0)?;
+                        let (origin, off) = if t == 0 {
+                            self.piece_at(g, q)
+                        } else {
+                            self.piece_here(g, q)
+                        };
+                        out.push_group(origin, off, g.1 - g.0, each, 0)?;
                     }
                 }
             }
         }
         Ok(())
+    }
+
+    /// The value at the start of gathered piece `g` on partition `q`,
+    /// after moving its band cursor on to `q` (partitions ascend).
+    fn piece_at(&self, g: &mut (u64, u64, u32, u32), q: u32) -> (Origin, u64) {
+        let mut b = g.3;
+        while b != NIL && self.bands[b as usize].p1 <= q {
+            b = self.bands[b as usize].next;
+        }
+        g.3 = b;
+        self.piece_here(g, q)
+    }
+
+    /// The value at the start of gathered piece `g` on partition `q`, its
+    /// band cursor already at `q`.
+    fn piece_here(&self, g: &(u64, u64, u32, u32), q: u32) -> (Origin, u64) {
+        let b = g.3;
+        if b != NIL {
+            let band = &self.bands[b as usize];
+            if band.p0 <= q {
+                let start = self.slabs[g.2 as usize].start;
+                let off = band
+                    .offset
+                    .wrapping_add(((q - band.p0) as u64).wrapping_mul(band.pstride))
+                    .wrapping_add(g.0 - start);
+                return (band.origin, off);
+            }
+        }
+        (Origin::Uninit, 0)
     }
 
     /// Slabs held by `region` (for tests).

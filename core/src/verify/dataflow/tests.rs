@@ -847,6 +847,68 @@ fn expand(pieces: &[super::pieces::Piece]) -> alloc::vec::Vec<Value> {
 }
 
 #[test]
+fn a_tile_written_in_column_slices_reads_back_as_one_group() {
+    // Four column slices of one value tile on partitions [0, 64) (values
+    // of a tile whose rows are twice as long, so that partitions do not
+    // abut), and on [64, 128) slices of two other origins in turn: four
+    // slabs of two bands each, which cannot merge. A read of [0, 64)
+    // joins each partition's four pieces into one run and the partitions
+    // into one group; a read across partition 64 gives that group, then
+    // four runs per partition.
+    use super::pieces::{Piece, Pieces};
+    use super::state::{CellMap, Fill};
+    const ROW: u64 = 8192;
+    let origin = Origin::Def {
+        inst: Inst::new(7),
+        operand: 0,
+    };
+    let other = Origin::Input(MemLoc::new(1));
+    let mut s = CellMap::default();
+    s.reserve(16);
+    s.clear(1);
+    for k in [2u64, 0, 3, 1] {
+        let (a, b) = (k * 2048, (k + 1) * 2048);
+        let low = Fill {
+            origin,
+            offset: a,
+            pstride: 2 * ROW,
+        };
+        s.assign(0, 0, 64, a, b, low).unwrap();
+        let high = Fill {
+            origin: if k % 2 == 0 { other } else { origin },
+            offset: a + 1_000_000,
+            pstride: ROW,
+        };
+        s.assign(0, 64, 128, a, b, high).unwrap();
+    }
+    assert_eq!(s.slabs_in(0), 4);
+    let group = Piece {
+        origin,
+        offset: 0,
+        len: ROW,
+        reps: 64,
+        stride: 2 * ROW,
+    };
+    let mut out = Pieces::default();
+    s.read(0, 0, 64, &[Seg::once(0, ROW)], &mut out).unwrap();
+    assert_eq!(out.v, [group]);
+    out.clear();
+    s.read(0, 60, 66, &[Seg::once(0, ROW)], &mut out).unwrap();
+    assert_eq!(
+        out.v[0],
+        Piece {
+            offset: 60 * 2 * ROW,
+            reps: 4,
+            ..group
+        }
+    );
+    assert_eq!(out.v.len(), 1 + 2 * 4);
+    assert_eq!(out.v[1], Piece::run(other, 1_000_000, 2048));
+    let bytes: u64 = out.v.iter().map(|p| p.bytes()).sum();
+    assert_eq!(bytes, 6 * ROW);
+}
+
+#[test]
 fn cell_map_agrees_with_a_byte_by_byte_model_on_random_writes_and_reads() {
     use super::pieces::{first_difference, Pieces};
     use super::state::{CellMap, Fill};
@@ -1115,12 +1177,16 @@ fn verdict(r: Result<DataflowReport<'_>, DataflowError>) -> String {
     }
 }
 
-/// Asserts the split walk says what the sequential one says; returns it.
+/// Asserts the split walk says what the sequential one says, and both what
+/// the walk that keeps every location to the end says; returns it.
 fn agree(o: &Module, r: &Module) -> String {
     let seq = verdict(DataflowChecker::new().check(o, r));
     let cap = DataflowCapacity::estimate(o, r);
     let split = verdict(DataflowChecker::new().check_split(o, r, cap, &QueueAll));
     assert_eq!(seq, split);
+    let mut keep = DataflowChecker::new();
+    keep.set_keep_all(true);
+    assert_eq!(seq, verdict(keep.check(o, r)));
     seq
 }
 
