@@ -185,6 +185,7 @@ fn the_dataflow_checker_catches_a_rematerialization_across_a_dram_write() {
             remat: true,
             failed: MemLoc::INVALID,
             at: reload_before - 1,
+            slice: None,
         };
         spill::finalize(&mut m, &order, &[rec]).unwrap();
         let mut d = DataflowChecker::with_capacity(DataflowCapacity::estimate(&original, &m));
@@ -326,6 +327,78 @@ fn a_loop_invariant_tile_read_on_both_sides_of_the_peak_is_split_in_the_loop() {
     for (flags, opts) in allocators() {
         if opts.optlevel != 8 && opts.allocator != Allocator::Lsa {
             invariant_case(flags, &opts);
+        }
+    }
+}
+
+/// `%w` (computed before the loop) is read a quarter at a time, one
+/// quarter per iteration, beside two tiles of that size: at the floor
+/// (all of `%w` and `%b` at the add, since the floor counts a
+/// loop-indexed read as every iteration's cells) it cannot stay in SB
+/// through the loop, and no access after the pressure point remains for
+/// a plain split. Its value goes to a slot once and each iteration reloads
+/// its quarter.
+const SLICED: &str = "\
+target trn2 sb-bytes=10240
+dram %x [128 x 8192] input
+dram %y [128 x 8192] output
+sb %w [128 x 8192]
+sb %b [128 x 2048]
+sb %c [128 x 2048]
+func @main {
+entry:
+  %w = load %x
+  %w = activation exp %w
+  loop k in 4 {
+  body:
+    %b = tensor_tensor add %w[p0:128, 0:2048 +2048*k], %w[p0:128, 0:2048 +2048*k]
+    %c = activation exp %b
+    %y[p0:128, 0:2048 +2048*k] = save %c
+  }
+}
+";
+
+fn sliced_case(text: &str, flags: &str, opts: &Options, stores: usize) {
+    let input = parse(text);
+    assert_eq!(Floor::of(&input).space(Space::Sb).bytes, 10240);
+    let mut m = input.clone();
+    let r = run_checked(&mut m, opts).unwrap_or_else(|e| panic!("{flags}: {}", e.display(&m)));
+    let sb = r.space(Space::Sb);
+    assert!(sb.peak <= 10240, "{flags}: peak {}", sb.peak);
+    let saves = inserted(&m, InstFlags::SPILL, Opcode::Save);
+    assert_eq!(saves.len(), stores, "{flags}: stores");
+    assert!(
+        saves.iter().all(|&i| !m.inst_loop(i).is_valid()),
+        "{flags}: the store runs once, before the loop"
+    );
+    let reloads = inserted(&m, InstFlags::RELOAD, Opcode::Load);
+    assert_eq!(reloads.len(), 1, "{flags}: one reload");
+    assert!(m.inst_loop(reloads[0]).is_valid(), "{flags}: in the loop");
+    let copy = m.aps().loc[m.outputs(reloads[0]).next().unwrap()];
+    assert_eq!(
+        (m.mems().partitions[copy], m.mems().bytes[copy]),
+        (128, 2048),
+        "{flags}: the copy holds one iteration's quarter"
+    );
+    // The store of all of %w (if any) and a quarter in each of the 4
+    // iterations.
+    let whole = 128 * 8192;
+    assert_eq!(
+        sb.spill_bytes,
+        stores as u64 * whole + 4 * whole / 4,
+        "{flags}"
+    );
+}
+
+#[test]
+fn a_tile_read_a_slice_per_iteration_is_reloaded_a_slice_at_a_time() {
+    // Computed before the loop: stored once. Loaded unchanged: its quarter
+    // is read again from the input.
+    let loaded = SLICED.replace("  %w = activation exp %w\n", "");
+    for (flags, opts) in allocators() {
+        if opts.optlevel != 8 && opts.allocator != Allocator::Lsa {
+            sliced_case(SLICED, flags, &opts, 1);
+            sliced_case(&loaded, flags, &opts, 0);
         }
     }
 }

@@ -23,7 +23,11 @@
 //!    are split: a `save` to a DRAM slot after their last access before the
 //!    peak, a `load` into a fresh copy before their next access, later
 //!    readers re-pointed (the same rewrite as the linear scan's,
-//!    [`super::spill::finalize`]). Then the space is colored again.
+//!    [`super::spill::finalize`]). A tile that a loop around the peak
+//!    reads a slice per iteration may instead leave SB for the whole loop,
+//!    each iteration reloading its slice ([`super::spill::slice_split`]);
+//!    each tensor enters a round by its better-ranked plan. Then the space
+//!    is colored again.
 //!
 //! `--gca-dma-optlevel` (default 1):
 //! - `-1`: never insert spill traffic; report the failure.
@@ -52,7 +56,8 @@ use super::interval_coloring::{GcaOptions, GcaOutcome, GcaWorkspace};
 use super::problem::{Buffer, Placement, Problem, ProblemError};
 use super::spill::{
     add_reload_copy, add_slot, finalize, invariant_split, loop_split_ok, reload_point,
-    remat_source, spill_cost, spill_runs, spill_score, ReloadPoint, SpillRecord,
+    remat_source, slice_split, spill_cost, spill_runs, spill_score, ReloadPoint, SliceSplit,
+    SpillRecord,
 };
 use crate::analysis::{Bounds, LinearOrder, MemLiveness};
 use crate::ir::DisplayNamed;
@@ -261,14 +266,36 @@ pub struct ColoringWorkspace {
     gca: GcaWorkspace,
     exact: ExactWorkspace,
     records: Vec<SpillRecord>,
-    /// Spill candidates: rank, tensor, last access before the peak (the
-    /// store goes after it), next access after it, and for a loop-invariant
-    /// split ([`invariant_split`]) its first copy's reload.
-    candidates: Vec<(u64, MemLoc, u32, u32, Option<ReloadPoint>)>,
+    /// Spill candidates of the round.
+    candidates: Vec<Candidate>,
     /// True when `order` and `live` were handed in as describing the module
     /// the next [`run`] gets ([`ColoringWorkspace::exchange_analyses`]); the
     /// first round of that run then skips recomputing them.
     current: bool,
+}
+
+/// One spill candidate of a round: its rank (higher first), the tensor,
+/// and how it would be split.
+#[derive(Copy, Clone, Debug)]
+struct Candidate {
+    score: u64,
+    v: MemLoc,
+    plan: Plan,
+}
+
+#[derive(Copy, Clone, Debug)]
+enum Plan {
+    /// Around the peak: the store after `before` (the last access before
+    /// it, or the last write before the loop for a loop-invariant split),
+    /// the reload before `after`, and for a loop-invariant split
+    /// ([`invariant_split`]) its first copy's reload.
+    Split {
+        before: u32,
+        after: u32,
+        first: Option<ReloadPoint>,
+    },
+    /// Per-iteration slices of a loop around the peak ([`slice_split`]).
+    Slice(SliceSplit),
 }
 
 /// Spill headroom reserved per on-chip pass: this many spills (two
@@ -298,6 +325,8 @@ impl ColoringWorkspace {
             mems: 2 * SPILL_HEADROOM,
             names: 2 * SPILL_HEADROOM,
             name_bytes: 64 * SPILL_HEADROOM,
+            // A slice reload's source moves with the loop it is in.
+            ap_exts: SPILL_HEADROOM,
             ..Capacity::default()
         }
     }
@@ -873,6 +902,76 @@ fn live_at(m: &Module, space: Space, live: &MemLiveness, at: u32) -> (u32, MemLo
     (n, best.1)
 }
 
+/// The plain split of `v` around `at` (or its loop-invariant split), as a
+/// candidate of the round; `None` when neither applies.
+fn split_candidate(
+    m: &Module,
+    opts: &ColoringOptions,
+    ws: &ColoringWorkspace,
+    v: MemLoc,
+    at: u32,
+) -> Option<Candidate> {
+    // Split around the peak: the last access before it, the next one
+    // after it; not accessed at the peak itself, and no value around
+    // a back edge of the loops there (the rule the linear scan uses).
+    let acc = ws.live.accesses(v);
+    let k = acc.partition_point(|&q| q <= at);
+    let &before = acc.get(k.wrapping_sub(1))?;
+    let &after = acc.get(k)?;
+    if before == at {
+        return None;
+    }
+    let bytes = m.mems.bytes[v] as u64;
+    if !loop_split_ok(m, &ws.order, &ws.live, v, at) {
+        // A tile the loop only reads, read before the peak too: two
+        // copies in the loop (see `spill::invariant_split`).
+        let split = invariant_split(m, &ws.order, &ws.live, v, at)?;
+        let moved = m.mems.partitions[v] as u64 * bytes;
+        let reload = reload_point(m, &ws.order, &ws.live, v, at, after);
+        let remat = remat_source(m, &ws.order, &ws.live, v, after).is_some();
+        let store = (!remat).then_some(split.store_after);
+        let cost = spill_cost(m, &ws.order, moved, store, reload.runs_at())
+            .saturating_add(spill_cost(m, &ws.order, moved, None, split.first.runs_at()));
+        let gain = bytes.saturating_mul((after - at) as u64);
+        let score = match opts.dma_optlevel {
+            0 => bytes,
+            _ => gain.saturating_mul(1 << 20) / cost.max(1),
+        };
+        return Some(Candidate {
+            score,
+            v,
+            plan: Plan::Split {
+                before: split.store_after,
+                after,
+                first: Some(split.first),
+            },
+        });
+    }
+    let score = match opts.dma_optlevel {
+        0 => bytes,
+        _ => spill_score(
+            m,
+            &ws.order,
+            &ws.live,
+            v,
+            bytes,
+            m.mems.partitions[v],
+            before,
+            at,
+            after,
+        ),
+    };
+    Some(Candidate {
+        score,
+        v,
+        plan: Plan::Split {
+            before,
+            after,
+            first: None,
+        },
+    })
+}
+
 /// Splits victims around `at`; returns how many were spilled.
 fn spill_round(
     m: &mut Module,
@@ -897,58 +996,19 @@ fn spill_round(
         if !iv.contains(at) {
             continue;
         }
-        // Split around the peak: the last access before it, the next one
-        // after it; not accessed at the peak itself, and no value around
-        // a back edge of the loops there (the rule the linear scan uses).
-        let acc = ws.live.accesses(v);
-        let k = acc.partition_point(|&q| q <= at);
-        let Some(&before) = acc.get(k.wrapping_sub(1)) else {
-            continue;
+        // Each tensor enters a round once, by its better plan.
+        let plain = split_candidate(m, opts, ws, v, at);
+        let slice = slice_candidate(m, opts, ws, v, at, iv.end);
+        let best = match (plain, slice) {
+            (Some(a), Some(b)) => Some(if b.score > a.score { b } else { a }),
+            (a, b) => a.or(b),
         };
-        let Some(&after) = acc.get(k) else { continue };
-        if before == at {
-            continue;
+        if let Some(c) = best {
+            ws.candidates.push(c);
         }
-        let bytes = m.mems.bytes[v] as u64;
-        if !loop_split_ok(m, &ws.order, &ws.live, v, at) {
-            // A tile the loop only reads, read before the peak too: two
-            // copies in the loop (see `spill::invariant_split`).
-            let Some(split) = invariant_split(m, &ws.order, &ws.live, v, at) else {
-                continue;
-            };
-            let moved = m.mems.partitions[v] as u64 * bytes;
-            let reload = reload_point(m, &ws.order, &ws.live, v, at, after);
-            let remat = remat_source(m, &ws.order, &ws.live, v, after).is_some();
-            let store = (!remat).then_some(split.store_after);
-            let cost = spill_cost(m, &ws.order, moved, store, reload.runs_at())
-                .saturating_add(spill_cost(m, &ws.order, moved, None, split.first.runs_at()));
-            let gain = bytes.saturating_mul((after - at) as u64);
-            let score = match opts.dma_optlevel {
-                0 => bytes,
-                _ => gain.saturating_mul(1 << 20) / cost.max(1),
-            };
-            ws.candidates
-                .push((score, v, split.store_after, after, Some(split.first)));
-            continue;
-        }
-        let score = match opts.dma_optlevel {
-            0 => bytes,
-            _ => spill_score(
-                m,
-                &ws.order,
-                &ws.live,
-                v,
-                bytes,
-                m.mems.partitions[v],
-                before,
-                at,
-                after,
-            ),
-        };
-        ws.candidates.push((score, v, before, after, None));
     }
     ws.candidates
-        .sort_unstable_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
+        .sort_unstable_by(|a, b| b.score.cmp(&a.score).then(a.v.cmp(&b.v)));
     let want = if opts.dma_optlevel == 0 {
         1
     } else {
@@ -957,10 +1017,28 @@ fn spill_round(
     ws.records.clear();
     let mut freed = 0u64;
     let mut count = 0u32;
-    for &(_, v, before, after, first) in ws.candidates.iter().take(want) {
+    for k in 0..want.min(ws.candidates.len()) {
         if freed >= overflow.max(1) && count > 0 {
             break;
         }
+        let Some(&Candidate { v, plan, .. }) = ws.candidates.get(k) else {
+            break;
+        };
+        let (before, after, first) = match plan {
+            Plan::Split {
+                before,
+                after,
+                first,
+            } => (before, after, first),
+            Plan::Slice(split) => {
+                if (report.reloads + 2) as usize > SPILL_HEADROOM {
+                    break;
+                }
+                freed += slice_split_records(m, ws, v, at, &split, report.spills + count, report)?;
+                count += 1;
+                continue;
+            }
+        };
         // Each reload copy takes at most one headroom slot (two
         // instructions, two locations, four patterns): stop at the end of
         // what was reserved, whatever the other passes left.
@@ -1004,6 +1082,7 @@ fn spill_round(
             remat: remat.is_some(),
             failed: MemLoc::INVALID,
             at,
+            slice: None,
         };
         let mut moved_runs = 0u64;
         let mut first_cycles = 0u64;
@@ -1041,6 +1120,170 @@ fn spill_round(
     finalize(m, &ws.order, &ws.records)?;
     report.spills += count;
     Ok(count)
+}
+
+/// The best per-iteration slice split of `v` ([`slice_split`]) over the
+/// loops around `at`, ranked as a plain split is (the bytes it frees at
+/// `at` — `v`'s less its slice's — times the distance to `v`'s next whole
+/// use, its next access after the loop or the end of its interval `end`,
+/// per DMA cycle of the store, the per-iteration reloads and the whole
+/// reload after the loop): an inner loop gives a smaller slice, reloaded
+/// more often, and the rank weighs the two.
+fn slice_candidate(
+    m: &Module,
+    opts: &ColoringOptions,
+    ws: &ColoringWorkspace,
+    v: MemLoc,
+    at: u32,
+    end: u32,
+) -> Option<Candidate> {
+    let bytes = m.mems.bytes[v] as u64;
+    let mut best: Option<Candidate> = None;
+    let mut l = ws.order.loop_at(at);
+    while l.is_valid() {
+        if let Some(split) = slice_split(m, &ws.order, &ws.live, v, l) {
+            let (cost, _) = slice_traffic(m, ws, v, at, &split);
+            let freed = bytes - split.slice_bytes();
+            let next = split.after.unwrap_or(end.saturating_add(1));
+            let score = match opts.dma_optlevel {
+                0 => freed,
+                _ => {
+                    freed
+                        .saturating_mul(next.saturating_sub(at) as u64)
+                        .saturating_mul(1 << 20)
+                        / cost.max(1)
+                }
+            };
+            if best.as_ref().map_or(true, |b| score > b.score) {
+                best = Some(Candidate {
+                    score,
+                    v,
+                    plan: Plan::Slice(split),
+                });
+            }
+        }
+        l = m.loops.parent[l];
+    }
+    best
+}
+
+/// The DRAM source a slice split of `v` rereads instead of a slot, if any:
+/// one that serves its slice reloads and its whole reload after the loop.
+fn slice_remat(
+    ws: &ColoringWorkspace,
+    m: &Module,
+    v: MemLoc,
+    split: &SliceSplit,
+) -> Option<MemLoc> {
+    let src = remat_source(m, &ws.order, &ws.live, v, split.span.0)?;
+    match split.after {
+        Some(after) => (remat_source(m, &ws.order, &ws.live, v, after) == Some(src)).then_some(src),
+        None => Some(src),
+    }
+}
+
+/// The DMA cycles and bytes a slice split of `v` moves as the program
+/// runs: its store (none for a rematerialization), a slice reload per
+/// execution of the loop's first instruction, and the whole reload before
+/// its next access after the loop, if any.
+fn slice_traffic(
+    m: &Module,
+    ws: &ColoringWorkspace,
+    v: MemLoc,
+    at: u32,
+    split: &SliceSplit,
+) -> (u64, u64) {
+    let whole = m.mems.partitions[v] as u64 * m.mems.bytes[v] as u64;
+    let slice = split.part_count as u64 * split.slice_bytes();
+    let store = slice_remat(ws, m, v, split)
+        .is_none()
+        .then_some(split.store_after);
+    let mut cycles = spill_cost(m, &ws.order, slice, None, split.span.0);
+    let mut moved = slice * spill_runs(m, &ws.order, None, split.span.0);
+    if let Some(p) = store {
+        cycles = cycles.saturating_add(spill_cost(m, &ws.order, whole, None, p));
+        moved = moved.saturating_add(whole * spill_runs(m, &ws.order, None, p));
+    }
+    if let Some(after) = split.after {
+        let reload = reload_point(m, &ws.order, &ws.live, v, at, after);
+        cycles = cycles.saturating_add(spill_cost(m, &ws.order, whole, None, reload.runs_at()));
+        moved = moved.saturating_add(whole * spill_runs(m, &ws.order, None, reload.runs_at()));
+    }
+    (cycles, moved)
+}
+
+/// Records the slice split of `v` (the `n`-th spill of the pass): a slice
+/// copy reloaded in every iteration of the loop, and a whole copy before
+/// the next access after it; returns the bytes per partition it frees at
+/// `at`.
+fn slice_split_records(
+    m: &mut Module,
+    ws: &mut ColoringWorkspace,
+    v: MemLoc,
+    at: u32,
+    split: &SliceSplit,
+    n: u32,
+    report: &mut ColoringReport,
+) -> Result<u64, ColoringError> {
+    let parts = m.mems.partitions[v];
+    let bytes = m.mems.bytes[v];
+    let remat = slice_remat(ws, m, v, split);
+    let (cycles, moved) = slice_traffic(m, ws, v, at, split);
+    let slot = match remat {
+        Some(src) => src,
+        None => add_slot(m, v, spill_name(m, v, n, "Slot").as_str())?,
+    };
+    let slice_name = spill_name(m, v, n, "Slice");
+    let copy = add_reload_copy(
+        m,
+        v,
+        slice_name.as_str(),
+        split.part_count,
+        split.slice_bytes() as u32,
+    )?;
+    let record = |copy, store_after, reload_before, reload_hoisted| SpillRecord {
+        victim: v,
+        origin: v,
+        slot,
+        copy,
+        store_after,
+        reload_before,
+        reload_hoisted,
+        part_start: 0,
+        part_count: parts,
+        byte_lo: 0,
+        byte_hi: bytes,
+        remat: remat.is_some(),
+        failed: MemLoc::INVALID,
+        at,
+        slice: None,
+    };
+    let store_after = if remat.is_some() {
+        u32::MAX
+    } else {
+        split.store_after
+    };
+    ws.records.push(SpillRecord {
+        part_start: split.part_start,
+        part_count: split.part_count,
+        byte_lo: split.byte_lo,
+        byte_hi: split.byte_hi,
+        slice: Some(split.terms),
+        ..record(copy, store_after, split.span.0, false)
+    });
+    report.reloads += 1;
+    if let Some(after) = split.after {
+        let reload = reload_point(m, &ws.order, &ws.live, v, at, after);
+        let name = spill_name(m, v, n, "Reload");
+        let c = add_reload_copy(m, v, name.as_str(), parts, bytes)?;
+        ws.records
+            .push(record(c, u32::MAX, reload.before, reload.hoisted));
+        report.reloads += 1;
+    }
+    report.spill_bytes += moved;
+    report.spill_cycles += cycles;
+    report.remats += remat.is_some() as u32;
+    Ok(bytes as u64 - split.slice_bytes())
 }
 
 fn spill_name(m: &Module, v: MemLoc, n: u32, what: &str) -> heapless::String<300> {
