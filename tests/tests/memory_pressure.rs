@@ -245,13 +245,21 @@ entry:
 }
 ";
 
-fn loop_invariant_case(flags: &str, opts: &Options) {
-    let input = parse(LOOP_INVARIANT);
-    assert_eq!(Floor::of(&input).space(Space::Sb).bytes, 12288);
+/// Parses `text`, whose SB floor is `floor` and its capacity too, runs
+/// `opts` on it with both checkers, and asserts that it fits.
+fn fits_at_floor(text: &str, floor: u64, flags: &str, opts: &Options) -> (Module, RunReport) {
+    let input = parse(text);
+    assert_eq!(Floor::of(&input).space(Space::Sb).bytes, floor);
     let mut m = input.clone();
     let r = run_checked(&mut m, opts).unwrap_or_else(|e| panic!("{flags}: {}", e.display(&m)));
+    let peak = r.space(Space::Sb).peak;
+    assert!(peak <= floor, "{flags}: peak {peak}");
+    (m, r)
+}
+
+fn loop_invariant_case(flags: &str, opts: &Options) {
+    let (m, r) = fits_at_floor(LOOP_INVARIANT, 12288, flags, opts);
     let sb = r.space(Space::Sb);
-    assert!(sb.peak <= 12288, "{flags}: peak {}", sb.peak);
     assert!(sb.spills >= 1, "{flags}: %a must leave SB inside the loop");
     assert!(
         sb.remats >= 1,
@@ -300,12 +308,8 @@ entry:
 ";
 
 fn invariant_case(flags: &str, opts: &Options) {
-    let input = parse(INVARIANT_READ_AROUND_PEAK);
-    assert_eq!(Floor::of(&input).space(Space::Sb).bytes, 12288);
-    let mut m = input.clone();
-    let r = run_checked(&mut m, opts).unwrap_or_else(|e| panic!("{flags}: {}", e.display(&m)));
+    let (m, r) = fits_at_floor(INVARIANT_READ_AROUND_PEAK, 12288, flags, opts);
     let sb = r.space(Space::Sb);
-    assert!(sb.peak <= 12288, "{flags}: peak {}", sb.peak);
     let stores = inserted(&m, InstFlags::SPILL, Opcode::Save);
     assert_eq!(stores.len(), 1, "{flags}: one store");
     assert!(
@@ -340,11 +344,11 @@ fn a_loop_invariant_tile_read_on_both_sides_of_the_peak_is_split_in_the_loop() {
 /// its quarter.
 const SLICED: &str = "\
 target trn2 sb-bytes=10240
-dram %x [128 x 8192] input
-dram %y [128 x 8192] output
-sb %w [128 x 8192]
-sb %b [128 x 2048]
-sb %c [128 x 2048]
+sb %w [128 x 8192] fp32      ; read a quarter per iteration
+sb %b [128 x 2048] fp32
+sb %c [128 x 2048] fp32
+dram %x [128 x 8192] fp32 input
+dram %y [128 x 8192] fp32 output
 func @main {
 entry:
   %w = load %x
@@ -359,12 +363,8 @@ entry:
 ";
 
 fn sliced_case(text: &str, flags: &str, opts: &Options, stores: usize) {
-    let input = parse(text);
-    assert_eq!(Floor::of(&input).space(Space::Sb).bytes, 10240);
-    let mut m = input.clone();
-    let r = run_checked(&mut m, opts).unwrap_or_else(|e| panic!("{flags}: {}", e.display(&m)));
+    let (m, r) = fits_at_floor(text, 10240, flags, opts);
     let sb = r.space(Space::Sb);
-    assert!(sb.peak <= 10240, "{flags}: peak {}", sb.peak);
     let saves = inserted(&m, InstFlags::SPILL, Opcode::Save);
     assert_eq!(saves.len(), stores, "{flags}: stores");
     assert!(

@@ -139,6 +139,38 @@ impl SliceTerms {
 }
 
 impl SpillRecord {
+    /// A plain record that moves all of `v` (victim and origin) through
+    /// `slot` into `copy`, reloaded at `reload`, for a split at `at`.
+    #[allow(clippy::too_many_arguments)]
+    pub fn whole(
+        m: &Module,
+        v: MemLoc,
+        slot: MemLoc,
+        copy: MemLoc,
+        store_after: u32,
+        reload: ReloadPoint,
+        remat: bool,
+        at: u32,
+    ) -> Self {
+        SpillRecord {
+            victim: v,
+            origin: v,
+            slot,
+            copy,
+            store_after,
+            reload_before: reload.before,
+            reload_hoisted: reload.hoisted,
+            part_start: 0,
+            part_count: m.mems.partitions[v],
+            byte_lo: 0,
+            byte_hi: m.mems.bytes[v],
+            remat,
+            failed: MemLoc::INVALID,
+            at,
+            slice: None,
+        }
+    }
+
     /// Bytes one DMA of this spill moves.
     pub fn bytes(&self) -> u64 {
         self.part_count as u64 * (self.byte_hi - self.byte_lo) as u64

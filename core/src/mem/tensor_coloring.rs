@@ -1067,22 +1067,12 @@ fn spill_round(
         let store_after = if remat.is_some() { u32::MAX } else { before };
         // Every record of the value (its first copy's, when it has one, and
         // the main reload's) moves the whole tensor through one slot.
-        let whole = |copy, store_after, reload_before, reload_hoisted| SpillRecord {
-            victim: v,
-            origin: v,
-            slot,
-            copy,
-            store_after,
-            reload_before,
-            reload_hoisted,
-            part_start: 0,
-            part_count: parts,
-            byte_lo: 0,
-            byte_hi: bytes,
-            remat: remat.is_some(),
-            failed: MemLoc::INVALID,
-            at,
-            slice: None,
+        let whole = |m: &Module, copy, store_after, reload_before, reload_hoisted| {
+            let reload = ReloadPoint {
+                before: reload_before,
+                hoisted: reload_hoisted,
+            };
+            SpillRecord::whole(m, v, slot, copy, store_after, reload, remat.is_some(), at)
         };
         let mut moved_runs = 0u64;
         let mut first_cycles = 0u64;
@@ -1092,7 +1082,7 @@ fn spill_round(
             let name = spill_name(m, v, n, "ReloadInLoop");
             let c = add_reload_copy(m, v, name.as_str(), parts, bytes)?;
             ws.records
-                .push(whole(c, store_after, first.before, first.hoisted));
+                .push(whole(m, c, store_after, first.before, first.hoisted));
             let moved = parts as u64 * bytes as u64;
             moved_runs = moved * spill_runs(m, &ws.order, None, first.runs_at());
             first_cycles = spill_cost(m, &ws.order, moved, None, first.runs_at());
@@ -1104,7 +1094,7 @@ fn spill_round(
             store_after
         };
         ws.records
-            .push(whole(copy, main_store, reload.before, reload.hoisted));
+            .push(whole(m, copy, main_store, reload.before, reload.hoisted));
         let moved = parts as u64 * bytes as u64;
         let store = remat.is_none().then_some(before);
         let runs = spill_runs(m, &ws.order, store, reload.runs_at());
@@ -1241,23 +1231,6 @@ fn slice_split_records(
         split.part_count,
         split.slice_bytes() as u32,
     )?;
-    let record = |copy, store_after, reload_before, reload_hoisted| SpillRecord {
-        victim: v,
-        origin: v,
-        slot,
-        copy,
-        store_after,
-        reload_before,
-        reload_hoisted,
-        part_start: 0,
-        part_count: parts,
-        byte_lo: 0,
-        byte_hi: bytes,
-        remat: remat.is_some(),
-        failed: MemLoc::INVALID,
-        at,
-        slice: None,
-    };
     let store_after = if remat.is_some() {
         u32::MAX
     } else {
@@ -1269,15 +1242,35 @@ fn slice_split_records(
         byte_lo: split.byte_lo,
         byte_hi: split.byte_hi,
         slice: Some(split.terms),
-        ..record(copy, store_after, split.span.0, false)
+        ..SpillRecord::whole(
+            m,
+            v,
+            slot,
+            copy,
+            store_after,
+            ReloadPoint {
+                before: split.span.0,
+                hoisted: false,
+            },
+            remat.is_some(),
+            at,
+        )
     });
     report.reloads += 1;
     if let Some(after) = split.after {
         let reload = reload_point(m, &ws.order, &ws.live, v, at, after);
         let name = spill_name(m, v, n, "Reload");
         let c = add_reload_copy(m, v, name.as_str(), parts, bytes)?;
-        ws.records
-            .push(record(c, u32::MAX, reload.before, reload.hoisted));
+        ws.records.push(SpillRecord::whole(
+            m,
+            v,
+            slot,
+            c,
+            u32::MAX,
+            reload,
+            remat.is_some(),
+            at,
+        ));
         report.reloads += 1;
     }
     report.spill_bytes += moved;
