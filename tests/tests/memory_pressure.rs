@@ -403,6 +403,59 @@ fn a_tile_read_a_slice_per_iteration_is_reloaded_a_slice_at_a_time() {
     }
 }
 
+/// Two pressure points of 6144 bytes per partition each, the capacity:
+/// `%r`'s add, whose three full-width operands fit exactly, and `%b`'s
+/// exp, where `%w`, `%a` and `%b`, 64 partitions each, cannot all lie in
+/// 128 partitions without two sharing rows (8192 bytes there). The live
+/// bound fits; the placement runs over at the second point, where `%w` is
+/// live but not accessed: it is split there (reloaded from `%xw`), not at
+/// the bound's peak, where every live tensor is accessed.
+const FRAGMENTED: &str = "\
+target trn2 sb-bytes=6144
+sb %p [128 x 2048] fp32
+sb %q [128 x 2048] fp32
+sb %r [128 x 2048] fp32
+sb %w [64 x 4096] fp32       ; read at the end only
+sb %a [64 x 4096] fp32
+sb %b [64 x 4096] fp32
+sb %c [64 x 4096] fp32
+dram %x0 [128 x 2048] fp32 input
+dram %x1 [128 x 2048] fp32 input
+dram %xw [64 x 4096] fp32 input
+dram %xa [64 x 4096] fp32 input
+dram %y0 [128 x 2048] fp32 output
+dram %y1 [64 x 4096] fp32 output
+dram %y2 [64 x 4096] fp32 output
+func @main {
+entry:
+  %p = load %x0
+  %q = load %x1
+  %r = tensor_tensor add %p, %q
+  %y0 = save %r
+  %w = load %xw
+  %a = load %xa
+  %b = activation exp %a
+  %y1 = save %b
+  %c = tensor_tensor add %w, %w
+  %y2 = save %c
+}
+";
+
+#[test]
+fn a_placement_that_runs_over_where_the_bound_fits_splits_where_it_ran_over() {
+    for (flags, opts) in allocators() {
+        if opts.optlevel != 8 && opts.allocator != Allocator::Lsa {
+            let (m, r) = fits_at_floor(FRAGMENTED, 6144, flags, &opts);
+            let sb = r.space(Space::Sb);
+            assert_eq!((sb.spills, sb.remats), (1, 1), "{flags}");
+            let reloads = inserted(&m, InstFlags::RELOAD, Opcode::Load);
+            assert_eq!(reloads.len(), 1, "{flags}");
+            let src = m.aps().loc[m.inputs(reloads[0]).next().unwrap()];
+            assert_eq!(m.mem_name(src), "xw", "{flags}: %w is read again");
+        }
+    }
+}
+
 #[test]
 #[ignore = "the linear scan cannot split a tile it already placed for the accesses before the pressure point \
             (a forward scan does not move earlier accesses to a copy): %w is read before %d in the same iteration"]
@@ -564,10 +617,11 @@ fn generated_modules_below_the_floor_fail_with_the_floor() {
 }
 
 #[test]
-#[ignore = "fails above the floor on seed 1 at 7680 and 6144 B (floor 6144): the coloring allocator's spill rounds \
-            split at the position of the live bound's peak, and once the bound fits but the placement does not \
-            (fragmentation) they find nothing there to split; the linear scan cannot split %t0, read before the \
-            pressure point in the same iteration (issue 20, items 1 and 3); run with --ignored to list the cells"]
+#[ignore = "fails above the floor on seed 1 at 7680 and 6144 B (floor 6144): `%t53 = tensor_tensor add %t52, %t51` \
+            needs three 64-partition tiles of 4096 B at once, which no placement holds in under 8192 B per partition \
+            (192 rows in 128 partitions: two share rows), and the floor's area bound (6144) does not see it; the \
+            linear scan also cannot split %t0, read before the pressure point in the same iteration (issue 20, \
+            item 3); run with --ignored to list the cells"]
 fn generated_modules_fit_at_every_capacity_above_the_floor() {
     let mut failures = Vec::new();
     for seed in [1, 2] {

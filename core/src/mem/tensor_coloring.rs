@@ -19,8 +19,10 @@
 //! 1. The exact search ([`super::exact`]) runs with the caller's budget: a
 //!    fit costs nothing at run time, a spill costs DMA traffic.
 //! 2. Otherwise a spill round (unless `--gca-dma-optlevel -1`): at the
-//!    position of peak pressure, victims live there but not accessed there
-//!    are split: a `save` to a DRAM slot after their last access before the
+//!    position of peak pressure (while the live bound exceeds the
+//!    capacity; once it fits, where the placement ran over, since there
+//!    the placement, not the bound, failed), victims live there but not
+//!    accessed there are split: a `save` to a DRAM slot after their last access before the
 //!    peak, a `load` into a fresh copy before their next access, later
 //!    readers re-pointed (the same rewrite as the linear scan's,
 //!    [`super::spill::finalize`]). A tile that a loop around the peak
@@ -838,9 +840,17 @@ fn color_rounds(
             report.placed = problem.len() as u32 - report.pins;
             return Ok(());
         }
-        // Spill round.
+        // Spill round: around the live bound's peak while the bound does
+        // not fit; once it does (the placement fails by fragmentation
+        // elsewhere), or when nothing can be split at the bound's peak,
+        // around the point where the placement ran over.
         ws.bounds.compute(m, &ws.order, &ws.live);
-        let at = ws.bounds.space(space).peak_pos;
+        let bound_at = ws.bounds.space(space).peak_pos;
+        let over = overflow_point(problem, &ws.out, cap);
+        let at = match over {
+            Some((p, _)) if g.lower_bound <= cap => p,
+            _ => bound_at,
+        };
         let rounds = report.spill_rounds;
         let at_inst = if (at as usize) < ws.order.len() {
             ws.order.inst_at(at)
@@ -867,7 +877,17 @@ fn color_rounds(
         {
             return Err(fail(largest, live_here));
         }
-        let spilled = spill_round(m, space, opts, ws, at, g.peak.saturating_sub(cap), report)?;
+        let mut spilled = spill_round(m, space, opts, ws, at, g.peak.saturating_sub(cap), report)?;
+        if spilled == 0 {
+            // The other point, if it differs.
+            let other = match over {
+                Some((p, _)) if p != at => Some(p),
+                _ => (bound_at != at).then_some(bound_at),
+            };
+            if let Some(p) = other {
+                spilled = spill_round(m, space, opts, ws, p, g.peak.saturating_sub(cap), report)?;
+            }
+        }
         if spilled == 0 {
             return Err(fail(largest, live_here));
         }
@@ -883,6 +903,58 @@ fn write_back(m: &mut Module, space: Space, p: &Problem, locs: &[MemLoc], out: &
         let base = if space == Space::Dram { 0 } else { out[i].base };
         m.place(v, base, out[i].offset);
     }
+}
+
+/// Where the placement `out` of `p` runs over the capacity `cap`: the
+/// instant, within the lifetime of the buffer that reaches highest, at
+/// which the buffers sharing partitions with it hold the most bytes (the
+/// point where splitting one of them gives the colorer the most room),
+/// and by how much that buffer runs over. `None` when nothing runs over.
+/// The most congested instant of an interval is the start of one of the
+/// buffers live in it, so only those are measured: the work is the square
+/// of the buffers overlapping that one, on the failure path only.
+fn overflow_point(p: &Problem, out: &[Placement], cap: u64) -> Option<(u32, u64)> {
+    let bufs = p.buffers();
+    let place = |i: usize| {
+        bufs.get(i)
+            .and_then(|b| b.pin)
+            .or_else(|| out.get(i).copied())
+            .unwrap_or_default()
+    };
+    let (top, worst) = bufs
+        .iter()
+        .enumerate()
+        .filter(|(_, b)| !b.is_void())
+        .map(|(i, b)| (place(i).offset + b.size, i))
+        .max()?;
+    if top <= cap {
+        return None;
+    }
+    let w = bufs.get(worst)?;
+    let base = place(worst).base as u64;
+    let rows = |i: usize, b: &Buffer| {
+        let lo = place(i).base as u64;
+        lo < base + w.partitions as u64 && base < lo + b.partitions as u64
+    };
+    let overlapping =
+        |i: usize, b: &Buffer| !b.is_void() && b.lower < w.upper && w.lower < b.upper && rows(i, b);
+    let mut best = (0u64, w.lower);
+    for (i, b) in bufs.iter().enumerate() {
+        if !overlapping(i, b) {
+            continue;
+        }
+        let q = b.lower.max(w.lower);
+        let held: u64 = bufs
+            .iter()
+            .enumerate()
+            .filter(|&(j, c)| overlapping(j, c) && c.lower <= q && q < c.upper)
+            .map(|(_, c)| c.size)
+            .sum();
+        if held > best.0 || (held == best.0 && q < best.1) {
+            best = (held, q);
+        }
+    }
+    Some((u32::try_from(best.1).ok()?, top - cap))
 }
 
 /// Locations of `space` live at `at`, and the largest of them.
