@@ -403,6 +403,63 @@ fn a_tile_read_a_slice_per_iteration_is_reloaded_a_slice_at_a_time() {
     }
 }
 
+/// `%acc` is accumulated a quarter per iteration while `%w`, read whole in
+/// every iteration, holds the rest of SB: the loop keeps one quarter of
+/// `%acc` on chip at a time, reloaded at the start of the iteration and
+/// saved back after its last write, so the slot holds every quarter by
+/// the time `%y` reads all of it.
+const ACCUMULATED: &str = "\
+target trn2 sb-bytes=6144
+sb %acc [128 x 4096] fp32    ; a quarter per iteration
+sb %w [128 x 4096] fp32
+sb %t [128 x 1024] fp32
+dram %y [128 x 4096] fp32 output
+func @main {
+entry:
+  %acc = memset 0
+  %w = memset 1
+  loop d in 4 {
+  body:
+    %t = tensor_tensor add %w[p0:128, 0:1024], %w[p0:128, 3072:4096]
+    %acc[p0:128, 0:1024 +1024*d] = tensor_tensor add %acc[p0:128, 0:1024 +1024*d], %t
+  }
+  %y = save %acc
+}
+";
+
+#[test]
+fn a_tile_accumulated_a_slice_per_iteration_is_saved_back_each_iteration() {
+    for (flags, opts) in allocators() {
+        if opts.optlevel == 8 || opts.allocator == Allocator::Lsa {
+            continue;
+        }
+        let mut m = parse(ACCUMULATED);
+        let r = run_checked(&mut m, &opts).unwrap_or_else(|e| panic!("{flags}: {}", e.display(&m)));
+        let sb = r.space(Space::Sb);
+        assert!(sb.peak <= 6144, "{flags}: peak {}", sb.peak);
+        assert_eq!(sb.spills, 1, "{flags}");
+        let saves = inserted(&m, InstFlags::SPILL, Opcode::Save);
+        let in_loop = |i: &&tusk_core::ir::Inst| m.inst_loop(**i).is_valid();
+        assert_eq!(
+            saves.iter().filter(in_loop).count(),
+            1,
+            "{flags}: the write-back"
+        );
+        assert_eq!(saves.len(), 2, "{flags}: and the store before the loop");
+        let reloads = inserted(&m, InstFlags::RELOAD, Opcode::Load);
+        assert_eq!(
+            reloads.iter().filter(in_loop).count(),
+            1,
+            "{flags}: the quarter"
+        );
+        assert_eq!(reloads.len(), 2, "{flags}: and all of it after the loop");
+        // All of %acc stored once and reloaded once, a quarter reloaded and
+        // saved back in each of the 4 iterations.
+        let whole = 128 * 4096;
+        assert_eq!(sb.spill_bytes, 2 * whole + 2 * whole, "{flags}");
+    }
+}
+
 /// Two pressure points of 6144 bytes per partition each, the capacity:
 /// `%r`'s add, whose three full-width operands fit exactly, and `%b`'s
 /// exp, where `%w`, `%a` and `%b`, 64 partitions each, cannot all lie in

@@ -82,8 +82,8 @@ pub struct SpillRecord {
     pub at: u32,
     /// For a per-iteration slice reload ([`SliceSplit`]): the loop terms
     /// that move the slice read from the slot, taken off the re-pointed
-    /// accesses; the store then saves all of the victim. `None` for a
-    /// plain reload.
+    /// accesses, and where the slice is saved back; the store then saves
+    /// all of the victim. `None` for a plain reload.
     pub slice: Option<SliceTerms>,
 }
 
@@ -98,6 +98,10 @@ pub const SLICE_TERMS: usize = 4;
 pub struct SliceTerms {
     len: u8,
     terms: [IvTerm; SLICE_TERMS],
+    /// Position after which each iteration saves its slice back to the
+    /// slot (the last write of the victim in the loop), or `u32::MAX` when
+    /// the loop only reads it.
+    pub write_back_after: u32,
 }
 
 impl SliceTerms {
@@ -112,6 +116,7 @@ impl SliceTerms {
         SliceTerms {
             len: 0,
             terms: [Self::NONE; SLICE_TERMS],
+            write_back_after: u32::MAX,
         }
     }
 
@@ -532,26 +537,30 @@ pub fn invariant_split(
 }
 
 /// A split of `v` into per-iteration slices of a loop `L` around the
-/// pressure point, for a `v` that `L` only reads, a part per iteration
-/// (a strip of weights per output tile, a window per shift): tiles indexed
-/// by the loop's variable are read one slice at a time, so only that slice
-/// need be on chip. `v`'s value goes to its slot once, after its last write
+/// pressure point, for a `v` that `L` accesses a part per iteration (a
+/// strip of weights per output tile, a window per shift, an accumulator
+/// tile per output block): tiles indexed by the loop's variable are used
+/// one slice at a time, so only that slice need be on chip. `v`'s value goes to its slot once, after its last write
 /// before `L` (or not at all for a rematerialization); a copy of one
 /// iteration's slice is reloaded at the start of every iteration of `L`,
 /// its source moved by the loop terms the accesses had, and those accesses
 /// read it with the terms taken off. The copy is written before it is read
 /// in every iteration, so it crosses no back edge; `v` is not live inside
-/// `L`. An access after `L` gets a whole reload before it (as a plain
-/// split's).
+/// `L`. When `L` also writes `v`, each iteration saves its slice back to
+/// the slot after its last write of it, so the slot holds `v`'s value
+/// between iterations and after `L`. An access after `L` gets a whole
+/// reload before it (as a plain split's).
 ///
-/// Needs: every access of `v` in `L` a read, with no register term, and
+/// Needs: no access of `v` in `L` with a register term, and
 /// all of them moved alike by the loops from `L` outwards (the slice of an
 /// iteration is then the union of their cells with those terms off, at
 /// most [`SLICE_TERMS`] terms); the slice narrower than `v`; a write of
 /// `v` before `L`; and for every loop `P` around `L` that repeats, either
 /// no access of `v` in `P` before `L` and no write in `P` (the slot keeps
 /// the value every iteration of `P` reads), or `v` local to an iteration
-/// of `P` (its first access in `P`, before `L`, writes all of it).
+/// of `P` (its first access in `P`, before `L`, writes all of it). When
+/// `L` writes `v`, the slot carries what it wrote around `P`'s back edge:
+/// then only writes outside `L` count.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub struct SliceSplit {
     /// Positions `[start, end]` of `L`; the slice reload goes before
@@ -594,10 +603,19 @@ pub fn slice_split(
     let acc = live.accesses(v);
     let k0 = acc.partition_point(|&q| q < s);
     let k1 = acc.partition_point(|&q| q <= e);
-    if k0 == 0 || k1 == k0 || live.access_writes(v).skip(k0).take(k1 - k0).any(|w| w) {
+    if k0 == 0 || k1 == k0 {
         return None;
     }
     let w = live.last_write_among(v, k0)?;
+    // The last write in `L`, if it writes.
+    let write_back_after = live
+        .access_writes(v)
+        .enumerate()
+        .skip(k0)
+        .take(k1 - k0)
+        .filter(|&(_, w)| w)
+        .last()
+        .map_or(u32::MAX, |(k, _)| acc[k]);
     // `t` is `l` or a loop around it.
     let outward = |t: Loop| {
         let mut x = l;
@@ -646,7 +664,8 @@ pub fn slice_split(
             bhi = bhi.max(x.byte_hi);
         }
     }
-    let terms = terms?;
+    let mut terms = terms?;
+    terms.write_back_after = write_back_after;
     if plo < 0 || blo < 0 || phi <= plo || bhi <= blo || bhi - blo >= m.mems.bytes[v] as i64 {
         return None;
     }
@@ -657,12 +676,16 @@ pub fn slice_split(
         if let Some((ps, pe)) = order.repeating_span(m, p) {
             let kin = acc.partition_point(|&q| q < ps);
             let kout = acc.partition_point(|&q| q <= pe);
-            let written = live.access_writes(v).skip(kin).take(kout - kin).any(|w| w);
-            let ok = if written {
-                kin < k0 && fully_defines(m, order, v, acc[kin])
-            } else {
-                kin == k0
-            };
+            // Writes of `v` in `P` outside `L` (the slot holds what `L`
+            // writes).
+            let written = live
+                .access_writes(v)
+                .enumerate()
+                .skip(kin)
+                .take(kout - kin)
+                .any(|(k, w)| w && !(k0..k1).contains(&k));
+            let local = kin < k0 && fully_defines(m, order, v, acc[kin]);
+            let ok = local || (!written && kin == k0);
             if !ok {
                 return None;
             }
@@ -825,6 +848,17 @@ pub fn finalize(
             m.insert_after(order.inst_at(r.reload_before - 1), &s)?;
         } else {
             m.insert_before(order.inst_at(r.reload_before), &s)?;
+        }
+        if let Some(t) = r.slice.filter(|t| t.write_back_after != u32::MAX) {
+            // The iteration's slice back to where the next one (and the
+            // reload after the loop) reads it.
+            let outs = [ins[0].clone()];
+            let from = [full_ap(m, r.copy)];
+            let mut s = InstSpec::new(Opcode::Save);
+            s.flags = InstFlags::SPILL;
+            s.outputs = &outs;
+            s.inputs = &from;
+            m.insert_after(order.inst_at(t.write_back_after), &s)?;
         }
         // Readers from the reload up to the next reload of the same origin.
         let until = records[k + 1..]

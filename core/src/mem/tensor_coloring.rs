@@ -1203,7 +1203,18 @@ fn slice_candidate(
     let mut best: Option<Candidate> = None;
     let mut l = ws.order.loop_at(at);
     while l.is_valid() {
-        if let Some(split) = slice_split(m, &ws.order, &ws.live, v, l) {
+        // A whole reload that would run inside the loop (hoisted to just
+        // after its last instruction) brings `v` back into every
+        // iteration: the split would not keep it out of the loop (and it
+        // would precede the iteration's write-back, which goes after the
+        // same instruction).
+        let split = slice_split(m, &ws.order, &ws.live, v, l).filter(|sp| {
+            sp.after.map_or(true, |after| {
+                let r = reload_point(m, &ws.order, &ws.live, v, at, after).runs_at();
+                !(sp.span.0..=sp.span.1).contains(&r)
+            })
+        });
+        if let Some(split) = split {
             let (cost, _) = slice_traffic(m, ws, v, at, &split);
             let freed = bytes - split.slice_bytes();
             let next = split.after.unwrap_or(end.saturating_add(1));
@@ -1230,13 +1241,19 @@ fn slice_candidate(
 }
 
 /// The DRAM source a slice split of `v` rereads instead of a slot, if any:
-/// one that serves its slice reloads and its whole reload after the loop.
+/// one that serves its slice reloads and its whole reload after the loop,
+/// of a loop that only reads `v`.
 fn slice_remat(
     ws: &ColoringWorkspace,
     m: &Module,
     v: MemLoc,
     split: &SliceSplit,
 ) -> Option<MemLoc> {
+    // A loop that writes `v` saves its slices back: into a slot of its
+    // own, never into the DRAM it was loaded from.
+    if split.terms.write_back_after != u32::MAX {
+        return None;
+    }
     let src = remat_source(m, &ws.order, &ws.live, v, split.span.0)?;
     match split.after {
         Some(after) => (remat_source(m, &ws.order, &ws.live, v, after) == Some(src)).then_some(src),
@@ -1246,7 +1263,8 @@ fn slice_remat(
 
 /// The DMA cycles and bytes a slice split of `v` moves as the program
 /// runs: its store (none for a rematerialization), a slice reload per
-/// execution of the loop's first instruction, and the whole reload before
+/// execution of the loop's first instruction (and a slice saved back per
+/// execution of its last write in the loop), and the whole reload before
 /// its next access after the loop, if any.
 fn slice_traffic(
     m: &Module,
@@ -1262,6 +1280,11 @@ fn slice_traffic(
         .then_some(split.store_after);
     let mut cycles = spill_cost(m, &ws.order, slice, None, split.span.0);
     let mut moved = slice * spill_runs(m, &ws.order, None, split.span.0);
+    let back = split.terms.write_back_after;
+    if back != u32::MAX {
+        cycles = cycles.saturating_add(spill_cost(m, &ws.order, slice, None, back));
+        moved = moved.saturating_add(slice * spill_runs(m, &ws.order, None, back));
+    }
     if let Some(p) = store {
         cycles = cycles.saturating_add(spill_cost(m, &ws.order, whole, None, p));
         moved = moved.saturating_add(whole * spill_runs(m, &ws.order, None, p));
