@@ -80,7 +80,7 @@ pub struct SpillRecord {
     pub failed: MemLoc,
     /// Position of the failure.
     pub at: u32,
-    /// For a per-iteration slice reload ([`SliceSplit`]): the loop terms
+    /// For a per-iteration slice reload (a slice split): the loop terms
     /// that move the slice read from the slot, taken off the re-pointed
     /// accesses, and where the slice is saved back; the store then saves
     /// all of the victim. `None` for a plain reload.

@@ -63,7 +63,7 @@ use super::spill::{
 };
 use crate::analysis::{Bounds, LinearOrder, MemLiveness};
 use crate::ir::DisplayNamed;
-use crate::ir::{Capacity, Inst, IrError, MemFlags, MemLoc, Module, Space};
+use crate::ir::{Capacity, Inst, IrError, Loop, MemFlags, MemLoc, Module, Space};
 use crate::storage::{StorageBudget, StorageReport};
 
 /// How the coloring pass is tuned.
@@ -128,7 +128,9 @@ pub struct ColoringReport {
     /// from, without a store.
     pub remats: u32,
     /// Reload copies inserted (a loop-invariant split inserts two for one
-    /// spill); at most [`SPILL_HEADROOM`], the headroom the pass reserved.
+    /// spill; a slice split's write-back without a whole copy after the
+    /// loop counts as one); at most [`SPILL_HEADROOM`], the headroom the
+    /// pass reserved.
     pub reloads: u32,
     /// Spill traffic in bytes (stores + reloads), each DMA as often as the
     /// loops around it run it.
@@ -296,8 +298,10 @@ enum Plan {
         after: u32,
         first: Option<ReloadPoint>,
     },
-    /// Per-iteration slices of a loop around the peak ([`slice_split`]).
-    Slice(SliceSplit),
+    /// Per-iteration slices of this loop around the peak
+    /// ([`slice_split`], planned again when applied: the candidates stay
+    /// small, one per live tensor).
+    Slice(Loop),
 }
 
 /// Spill headroom reserved per on-chip pass: this many spills (two
@@ -315,11 +319,14 @@ impl ColoringWorkspace {
         Self::default()
     }
 
-    /// The module headroom one on-chip coloring pass needs: [`SPILL_HEADROOM`]
-    /// spills of two instructions, two locations and two access patterns.
-    /// The spill code accesses contiguous slices (one dim, kept inline), so
-    /// it takes no pooled dims.
-    pub fn headroom() -> Capacity {
+    /// The module headroom one on-chip coloring pass needs on `m`:
+    /// [`SPILL_HEADROOM`] spills of two instructions, two locations and two
+    /// access patterns. The spill code accesses contiguous slices (one dim,
+    /// kept inline), so it takes no pooled dims. A slice split's reload and
+    /// write-back carry the loop terms its victim's accesses had, so a
+    /// module with loop-indexed patterns gets room for two extensions per
+    /// spill, one without none.
+    pub fn headroom(m: &Module) -> Capacity {
         Capacity {
             insts: 2 * SPILL_HEADROOM,
             aps: 4 * SPILL_HEADROOM,
@@ -327,8 +334,11 @@ impl ColoringWorkspace {
             mems: 2 * SPILL_HEADROOM,
             names: 2 * SPILL_HEADROOM,
             name_bytes: 64 * SPILL_HEADROOM,
-            // A slice reload's source moves with the loop it is in.
-            ap_exts: SPILL_HEADROOM,
+            ap_exts: if m.counts().ap_exts > 0 {
+                2 * SPILL_HEADROOM
+            } else {
+                0
+            },
             ..Capacity::default()
         }
     }
@@ -337,9 +347,9 @@ impl ColoringWorkspace {
     /// DRAM, which never spills (a DRAM spill would save to DRAM: its slot
     /// is live at the peak where the victim was, so it frees nothing);
     /// [`Self::headroom`] for an on-chip space.
-    pub fn headroom_for(space: Space) -> Capacity {
+    pub fn headroom_for(m: &Module, space: Space) -> Capacity {
         if space.is_on_chip() {
-            Self::headroom()
+            Self::headroom(m)
         } else {
             Capacity::default()
         }
@@ -370,7 +380,7 @@ impl ColoringWorkspace {
     /// budget.
     pub fn reserve_for_spaces(&mut self, m: &mut Module, spaces: &[Space], exact: bool) {
         if spaces.iter().any(|s| s.is_on_chip()) {
-            m.reserve(Self::headroom());
+            m.reserve(Self::headroom(m));
         }
         let cap = m.capacity();
         // Any location added within the capacity may be a DRAM one.
@@ -1102,10 +1112,14 @@ fn spill_round(
                 after,
                 first,
             } => (before, after, first),
-            Plan::Slice(split) => {
+            Plan::Slice(l) => {
                 if (report.reloads + 2) as usize > SPILL_HEADROOM {
                     break;
                 }
+                // The analyses are those the candidate was ranked on.
+                let Some(split) = slice_split(m, &ws.order, &ws.live, v, l) else {
+                    continue;
+                };
                 freed += slice_split_records(m, ws, v, at, &split, report.spills + count, report)?;
                 count += 1;
                 continue;
@@ -1231,7 +1245,7 @@ fn slice_candidate(
                 best = Some(Candidate {
                     score,
                     v,
-                    plan: Plan::Slice(split),
+                    plan: Plan::Slice(l),
                 });
             }
         }
@@ -1351,7 +1365,10 @@ fn slice_split_records(
             at,
         )
     });
-    report.reloads += 1;
+    // A write-back takes a copy's share of the headroom (its instruction
+    // and patterns), whether or not a whole copy follows.
+    report.reloads +=
+        1 + (split.after.is_none() && split.terms.write_back_after != u32::MAX) as u32;
     if let Some(after) = split.after {
         let reload = reload_point(m, &ws.order, &ws.live, v, at, after);
         let name = spill_name(m, v, n, "Reload");
