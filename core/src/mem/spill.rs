@@ -35,7 +35,8 @@ use core::fmt;
 use crate::analysis::{LinearOrder, MemLiveness};
 use crate::ir::DisplayNamed;
 use crate::ir::{
-    full_ap, slice_ap, Inst, InstFlags, InstSpec, IrError, MemFlags, MemLoc, Module, Opcode, Space,
+    full_ap, slice_ap, ApExt, Inst, InstFlags, InstSpec, IrError, IvTerm, Loop, MemFlags, MemLoc,
+    Module, Opcode, Space,
 };
 
 /// Entries kept in the failure log; further failures are only counted.
@@ -79,9 +80,102 @@ pub struct SpillRecord {
     pub failed: MemLoc,
     /// Position of the failure.
     pub at: u32,
+    /// For a per-iteration slice reload (a slice split): the loop terms
+    /// that move the slice read from the slot, taken off the re-pointed
+    /// accesses, and where the slice is saved back; the store then saves
+    /// all of the victim. `None` for a plain reload.
+    pub slice: Option<SliceTerms>,
+}
+
+/// Most loop terms a per-iteration slice reload carries (those of the
+/// sliced loop and the loops around it that the victim's accesses move
+/// with).
+pub const SLICE_TERMS: usize = 4;
+
+/// The loop terms of a per-iteration slice reload (see
+/// [`SpillRecord::slice`]): fixed-capacity, so that a record stays `Copy`.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct SliceTerms {
+    len: u8,
+    terms: [IvTerm; SLICE_TERMS],
+    /// Position after which each iteration saves its slice back to the
+    /// slot (the last write of the victim in the loop), or `u32::MAX` when
+    /// the loop only reads it.
+    pub write_back_after: u32,
+}
+
+impl SliceTerms {
+    const NONE: IvTerm = IvTerm {
+        lp: Loop::INVALID,
+        parts: 0,
+        bytes: 0,
+    };
+
+    /// No term: a slice that does not move.
+    pub const fn empty() -> Self {
+        SliceTerms {
+            len: 0,
+            terms: [Self::NONE; SLICE_TERMS],
+            write_back_after: u32::MAX,
+        }
+    }
+
+    /// The terms.
+    pub fn as_slice(&self) -> &[IvTerm] {
+        self.terms.get(..self.len as usize).unwrap_or(&[])
+    }
+
+    /// Adds a term; false when full.
+    fn push(&mut self, t: IvTerm) -> bool {
+        match self.terms.get_mut(self.len as usize) {
+            Some(slot) => {
+                *slot = t;
+                self.len += 1;
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// True when `l` is one of the terms' loops.
+    fn moves_with(&self, l: Loop) -> bool {
+        self.as_slice().iter().any(|t| t.lp == l)
+    }
 }
 
 impl SpillRecord {
+    /// A plain record that moves all of `v` (victim and origin) through
+    /// `slot` into `copy`, reloaded at `reload`, for a split at `at`.
+    #[allow(clippy::too_many_arguments)]
+    pub fn whole(
+        m: &Module,
+        v: MemLoc,
+        slot: MemLoc,
+        copy: MemLoc,
+        store_after: u32,
+        reload: ReloadPoint,
+        remat: bool,
+        at: u32,
+    ) -> Self {
+        SpillRecord {
+            victim: v,
+            origin: v,
+            slot,
+            copy,
+            store_after,
+            reload_before: reload.before,
+            reload_hoisted: reload.hoisted,
+            part_start: 0,
+            part_count: m.mems.partitions[v],
+            byte_lo: 0,
+            byte_hi: m.mems.bytes[v],
+            remat,
+            failed: MemLoc::INVALID,
+            at,
+            slice: None,
+        }
+    }
+
     /// Bytes one DMA of this spill moves.
     pub fn bytes(&self) -> u64 {
         self.part_count as u64 * (self.byte_hi - self.byte_lo) as u64
@@ -442,6 +536,175 @@ pub fn invariant_split(
     })
 }
 
+/// A split of `v` into per-iteration slices of a loop `L` around the
+/// pressure point, for a `v` that `L` accesses a part per iteration (a
+/// strip of weights per output tile, a window per shift, an accumulator
+/// tile per output block): tiles indexed by the loop's variable are used
+/// one slice at a time, so only that slice need be on chip. `v`'s value goes to its slot once, after its last write
+/// before `L` (or not at all for a rematerialization); a copy of one
+/// iteration's slice is reloaded at the start of every iteration of `L`,
+/// its source moved by the loop terms the accesses had, and those accesses
+/// read it with the terms taken off. The copy is written before it is read
+/// in every iteration, so it crosses no back edge; `v` is not live inside
+/// `L`. When `L` also writes `v`, each iteration saves its slice back to
+/// the slot after its last write of it, so the slot holds `v`'s value
+/// between iterations and after `L`. An access after `L` gets a whole
+/// reload before it (as a plain split's).
+///
+/// Needs: no access of `v` in `L` with a register term, and
+/// all of them moved alike by the loops from `L` outwards (the slice of an
+/// iteration is then the union of their cells with those terms off, at
+/// most [`SLICE_TERMS`] terms); the slice narrower than `v`; a write of
+/// `v` before `L`; and for every loop `P` around `L` that repeats, either
+/// no access of `v` in `P` before `L` and no write in `P` (the slot keeps
+/// the value every iteration of `P` reads), or `v` local to an iteration
+/// of `P` (its first access in `P`, before `L`, writes all of it). When
+/// `L` writes `v`, the slot carries what it wrote around `P`'s back edge:
+/// then only writes outside `L` count.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct SliceSplit {
+    /// Positions `[start, end]` of `L`; the slice reload goes before
+    /// `start`, in `L`.
+    pub span: (u32, u32),
+    /// The last write of `v` before `L` (the store goes after it).
+    pub store_after: u32,
+    /// The last access of `v` before `L`.
+    pub before: u32,
+    /// The first access of `v` after `L`, if any.
+    pub after: Option<u32>,
+    /// First partition of iteration 0's slice, relative to `v`.
+    pub part_start: u16,
+    /// Partitions of the slice.
+    pub part_count: u16,
+    /// First byte of the slice.
+    pub byte_lo: u32,
+    /// One past its last byte.
+    pub byte_hi: u32,
+    /// The loop terms that move the slice.
+    pub terms: SliceTerms,
+}
+
+impl SliceSplit {
+    /// Bytes per partition of the slice copy.
+    pub fn slice_bytes(&self) -> u64 {
+        (self.byte_hi - self.byte_lo) as u64
+    }
+}
+
+/// See [`SliceSplit`]; `None` when it does not apply to `v` and loop `l`.
+pub fn slice_split(
+    m: &Module,
+    order: &LinearOrder,
+    live: &MemLiveness,
+    v: MemLoc,
+    l: Loop,
+) -> Option<SliceSplit> {
+    let (s, e) = order.repeating_span(m, l)?;
+    let acc = live.accesses(v);
+    let k0 = acc.partition_point(|&q| q < s);
+    let k1 = acc.partition_point(|&q| q <= e);
+    if k0 == 0 || k1 == k0 {
+        return None;
+    }
+    let w = live.last_write_among(v, k0)?;
+    // The last write in `L`, if it writes.
+    let write_back_after = live
+        .access_writes(v)
+        .enumerate()
+        .skip(k0)
+        .take(k1 - k0)
+        .filter(|&(_, w)| w)
+        .last()
+        .map_or(u32::MAX, |(k, _)| acc[k]);
+    // `t` is `l` or a loop around it.
+    let outward = |t: Loop| {
+        let mut x = l;
+        while x.is_valid() {
+            if x == t {
+                return true;
+            }
+            x = m.loops.parent[x];
+        }
+        false
+    };
+    let mut terms: Option<SliceTerms> = None;
+    let (mut plo, mut phi, mut blo, mut bhi) = (i64::MAX, i64::MIN, i64::MAX, i64::MIN);
+    for &p in acc.get(k0..k1)? {
+        let i = order.inst_at(p);
+        for a in m.all_aps(i).filter(|&a| m.aps.loc[a] == v) {
+            let ext = m.ap_ext(a);
+            if ext.reg.is_some() {
+                return None;
+            }
+            let mut own = SliceTerms::empty();
+            for t in ext.terms.iter().filter(|t| outward(t.lp)) {
+                if !own.push(*t) {
+                    return None;
+                }
+            }
+            match terms {
+                None => terms = Some(own),
+                Some(t) => {
+                    let same =
+                        t.len == own.len && t.as_slice().iter().all(|x| own.as_slice().contains(x));
+                    if !same {
+                        return None;
+                    }
+                }
+            }
+            let mut rest: ApExt = ext.clone();
+            rest.terms.retain(|t| !outward(t.lp));
+            let x = m.ap_extent_with(a, &rest);
+            if x.flat {
+                return None;
+            }
+            plo = plo.min(x.part_lo);
+            phi = phi.max(x.part_hi);
+            blo = blo.min(x.byte_lo);
+            bhi = bhi.max(x.byte_hi);
+        }
+    }
+    let mut terms = terms?;
+    terms.write_back_after = write_back_after;
+    if plo < 0 || blo < 0 || phi <= plo || bhi <= blo || bhi - blo >= m.mems.bytes[v] as i64 {
+        return None;
+    }
+    // The loops around `l`: the slot must hold the value each of their
+    // iterations reads in `l`.
+    let mut p = m.loops.parent[l];
+    while p.is_valid() {
+        if let Some((ps, pe)) = order.repeating_span(m, p) {
+            let kin = acc.partition_point(|&q| q < ps);
+            let kout = acc.partition_point(|&q| q <= pe);
+            // Writes of `v` in `P` outside `L` (the slot holds what `L`
+            // writes).
+            let written = live
+                .access_writes(v)
+                .enumerate()
+                .skip(kin)
+                .take(kout - kin)
+                .any(|(k, w)| w && !(k0..k1).contains(&k));
+            let local = kin < k0 && fully_defines(m, order, v, acc[kin]);
+            let ok = local || (!written && kin == k0);
+            if !ok {
+                return None;
+            }
+        }
+        p = m.loops.parent[p];
+    }
+    Some(SliceSplit {
+        span: (s, e),
+        store_after: acc[w],
+        before: acc[k0 - 1],
+        after: acc.get(k1).copied(),
+        part_start: u16::try_from(plo).ok()?,
+        part_count: u16::try_from(phi - plo).ok()?,
+        byte_lo: u32::try_from(blo).ok()?,
+        byte_hi: u32::try_from(bhi).ok()?,
+        terms,
+    })
+}
+
 /// True when the instruction at `pos` writes all of `v` through one plain
 /// pattern and does not read it.
 fn fully_defines(m: &Module, order: &LinearOrder, v: MemLoc, pos: u32) -> bool {
@@ -545,24 +808,35 @@ pub fn finalize(
     records: &[SpillRecord],
 ) -> Result<(), IrError> {
     for (k, r) in records.iter().enumerate() {
-        let slot_ap = slice_ap(m, r.slot, r.part_start, r.part_count, r.byte_lo, r.byte_hi);
+        let mut slot_ap = slice_ap(m, r.slot, r.part_start, r.part_count, r.byte_lo, r.byte_hi);
         if r.store_after != u32::MAX {
             let at = order.inst_at(r.store_after);
-            let src = slice_ap(
-                m,
-                r.victim,
-                r.part_start,
-                r.part_count,
-                r.byte_lo,
-                r.byte_hi,
-            );
-            let outs = [slot_ap.clone()];
+            // A slice record's store saves all of the victim: every
+            // iteration reloads another part of it.
+            let (src, dst) = match r.slice {
+                Some(_) => (full_ap(m, r.victim), full_ap(m, r.slot)),
+                None => (
+                    slice_ap(
+                        m,
+                        r.victim,
+                        r.part_start,
+                        r.part_count,
+                        r.byte_lo,
+                        r.byte_hi,
+                    ),
+                    slot_ap.clone(),
+                ),
+            };
+            let outs = [dst];
             let ins = [src];
             let mut s = InstSpec::new(Opcode::Save);
             s.flags = InstFlags::SPILL;
             s.outputs = &outs;
             s.inputs = &ins;
             m.insert_after(at, &s)?;
+        }
+        if let Some(t) = r.slice {
+            slot_ap.ext.terms.extend(t.as_slice().iter().copied());
         }
         let outs = [full_ap(m, r.copy)];
         let ins = [slot_ap];
@@ -575,6 +849,17 @@ pub fn finalize(
         } else {
             m.insert_before(order.inst_at(r.reload_before), &s)?;
         }
+        if let Some(t) = r.slice.filter(|t| t.write_back_after != u32::MAX) {
+            // The iteration's slice back to where the next one (and the
+            // reload after the loop) reads it.
+            let outs = [ins[0].clone()];
+            let from = [full_ap(m, r.copy)];
+            let mut s = InstSpec::new(Opcode::Save);
+            s.flags = InstFlags::SPILL;
+            s.outputs = &outs;
+            s.inputs = &from;
+            m.insert_after(order.inst_at(t.write_back_after), &s)?;
+        }
         // Readers from the reload up to the next reload of the same origin.
         let until = records[k + 1..]
             .iter()
@@ -583,7 +868,7 @@ pub fn finalize(
         let mut p = r.reload_before;
         while p < until && (p as usize) < order.len() {
             let i = order.inst_at(p);
-            repoint(m, i, r);
+            repoint(m, i, r)?;
             p += 1;
         }
     }
@@ -591,15 +876,22 @@ pub fn finalize(
 }
 
 /// Re-points the accesses (reads and writes) of `r.origin` (or of the
-/// victim) in `i` to the copy.
-fn repoint(m: &mut Module, i: Inst, r: &SpillRecord) {
+/// victim) in `i` to the copy; for a slice record, without the loop terms
+/// its reload took over.
+fn repoint(m: &mut Module, i: Inst, r: &SpillRecord) -> Result<(), IrError> {
     let aps: heapless::Vec<crate::ir::Ap, 32> = m.all_aps(i).collect();
-    for a in aps {
+    for (k, a) in aps.into_iter().enumerate() {
         let l = m.aps.loc[a];
         if l == r.origin || l == r.victim {
+            if let Some(t) = r.slice {
+                let mut ext = m.ap_ext(a).clone();
+                ext.terms.retain(|x| !t.moves_with(x.lp));
+                m.set_ap_ext(i, k, ext)?;
+            }
             // Reads were made relative to the origin; rebase onto the copy
             // (which holds every iteration's cells: see the scan's range).
             m.shift_ap(a, r.copy, -(r.part_start as i32), -(r.byte_lo as i64));
         }
     }
+    Ok(())
 }

@@ -19,11 +19,17 @@
 //! 1. The exact search ([`super::exact`]) runs with the caller's budget: a
 //!    fit costs nothing at run time, a spill costs DMA traffic.
 //! 2. Otherwise a spill round (unless `--gca-dma-optlevel -1`): at the
-//!    position of peak pressure, victims live there but not accessed there
-//!    are split: a `save` to a DRAM slot after their last access before the
+//!    position of peak pressure (while the live bound exceeds the
+//!    capacity; once it fits, where the placement ran over, since there
+//!    the placement, not the bound, failed), victims live there but not
+//!    accessed there are split: a `save` to a DRAM slot after their last access before the
 //!    peak, a `load` into a fresh copy before their next access, later
 //!    readers re-pointed (the same rewrite as the linear scan's,
-//!    [`super::spill::finalize`]). Then the space is colored again.
+//!    [`super::spill::finalize`]). A tile that a loop around the peak
+//!    reads a slice per iteration may instead leave SB for the whole loop,
+//!    each iteration reloading its slice ([`super::spill::slice_split`]);
+//!    each tensor enters a round by its better-ranked plan. Then the space
+//!    is colored again.
 //!
 //! `--gca-dma-optlevel` (default 1):
 //! - `-1`: never insert spill traffic; report the failure.
@@ -52,11 +58,12 @@ use super::interval_coloring::{GcaOptions, GcaOutcome, GcaWorkspace};
 use super::problem::{Buffer, Placement, Problem, ProblemError};
 use super::spill::{
     add_reload_copy, add_slot, finalize, invariant_split, loop_split_ok, reload_point,
-    remat_source, spill_cost, spill_runs, spill_score, ReloadPoint, SpillRecord,
+    remat_source, slice_split, spill_cost, spill_runs, spill_score, ReloadPoint, SliceSplit,
+    SpillRecord,
 };
 use crate::analysis::{Bounds, LinearOrder, MemLiveness};
 use crate::ir::DisplayNamed;
-use crate::ir::{Capacity, Inst, IrError, MemFlags, MemLoc, Module, Space};
+use crate::ir::{Capacity, Inst, IrError, Loop, MemFlags, MemLoc, Module, Space};
 use crate::storage::{StorageBudget, StorageReport};
 
 /// How the coloring pass is tuned.
@@ -121,7 +128,9 @@ pub struct ColoringReport {
     /// from, without a store.
     pub remats: u32,
     /// Reload copies inserted (a loop-invariant split inserts two for one
-    /// spill); at most [`SPILL_HEADROOM`], the headroom the pass reserved.
+    /// spill; a slice split's write-back without a whole copy after the
+    /// loop counts as one); at most [`SPILL_HEADROOM`], the headroom the
+    /// pass reserved.
     pub reloads: u32,
     /// Spill traffic in bytes (stores + reloads), each DMA as often as the
     /// loops around it run it.
@@ -261,14 +270,38 @@ pub struct ColoringWorkspace {
     gca: GcaWorkspace,
     exact: ExactWorkspace,
     records: Vec<SpillRecord>,
-    /// Spill candidates: rank, tensor, last access before the peak (the
-    /// store goes after it), next access after it, and for a loop-invariant
-    /// split ([`invariant_split`]) its first copy's reload.
-    candidates: Vec<(u64, MemLoc, u32, u32, Option<ReloadPoint>)>,
+    /// Spill candidates of the round.
+    candidates: Vec<Candidate>,
     /// True when `order` and `live` were handed in as describing the module
     /// the next [`run`] gets ([`ColoringWorkspace::exchange_analyses`]); the
     /// first round of that run then skips recomputing them.
     current: bool,
+}
+
+/// One spill candidate of a round: its rank (higher first), the tensor,
+/// and how it would be split.
+#[derive(Copy, Clone, Debug)]
+struct Candidate {
+    score: u64,
+    v: MemLoc,
+    plan: Plan,
+}
+
+#[derive(Copy, Clone, Debug)]
+enum Plan {
+    /// Around the peak: the store after `before` (the last access before
+    /// it, or the last write before the loop for a loop-invariant split),
+    /// the reload before `after`, and for a loop-invariant split
+    /// ([`invariant_split`]) its first copy's reload.
+    Split {
+        before: u32,
+        after: u32,
+        first: Option<ReloadPoint>,
+    },
+    /// Per-iteration slices of this loop around the peak
+    /// ([`slice_split`], planned again when applied: the candidates stay
+    /// small, one per live tensor).
+    Slice(Loop),
 }
 
 /// Spill headroom reserved per on-chip pass: this many spills (two
@@ -286,11 +319,14 @@ impl ColoringWorkspace {
         Self::default()
     }
 
-    /// The module headroom one on-chip coloring pass needs: [`SPILL_HEADROOM`]
-    /// spills of two instructions, two locations and two access patterns.
-    /// The spill code accesses contiguous slices (one dim, kept inline), so
-    /// it takes no pooled dims.
-    pub fn headroom() -> Capacity {
+    /// The module headroom one on-chip coloring pass needs on `m`:
+    /// [`SPILL_HEADROOM`] spills of two instructions, two locations and two
+    /// access patterns. The spill code accesses contiguous slices (one dim,
+    /// kept inline), so it takes no pooled dims. A slice split's reload and
+    /// write-back carry the loop terms its victim's accesses had, so a
+    /// module with loop-indexed patterns gets room for two extensions per
+    /// spill, one without none.
+    pub fn headroom(m: &Module) -> Capacity {
         Capacity {
             insts: 2 * SPILL_HEADROOM,
             aps: 4 * SPILL_HEADROOM,
@@ -298,6 +334,11 @@ impl ColoringWorkspace {
             mems: 2 * SPILL_HEADROOM,
             names: 2 * SPILL_HEADROOM,
             name_bytes: 64 * SPILL_HEADROOM,
+            ap_exts: if m.counts().ap_exts > 0 {
+                2 * SPILL_HEADROOM
+            } else {
+                0
+            },
             ..Capacity::default()
         }
     }
@@ -306,9 +347,9 @@ impl ColoringWorkspace {
     /// DRAM, which never spills (a DRAM spill would save to DRAM: its slot
     /// is live at the peak where the victim was, so it frees nothing);
     /// [`Self::headroom`] for an on-chip space.
-    pub fn headroom_for(space: Space) -> Capacity {
+    pub fn headroom_for(m: &Module, space: Space) -> Capacity {
         if space.is_on_chip() {
-            Self::headroom()
+            Self::headroom(m)
         } else {
             Capacity::default()
         }
@@ -339,7 +380,7 @@ impl ColoringWorkspace {
     /// budget.
     pub fn reserve_for_spaces(&mut self, m: &mut Module, spaces: &[Space], exact: bool) {
         if spaces.iter().any(|s| s.is_on_chip()) {
-            m.reserve(Self::headroom());
+            m.reserve(Self::headroom(m));
         }
         let cap = m.capacity();
         // Any location added within the capacity may be a DRAM one.
@@ -809,9 +850,17 @@ fn color_rounds(
             report.placed = problem.len() as u32 - report.pins;
             return Ok(());
         }
-        // Spill round.
+        // Spill round: around the live bound's peak while the bound does
+        // not fit; once it does (the placement fails by fragmentation
+        // elsewhere), or when nothing can be split at the bound's peak,
+        // around the point where the placement ran over.
         ws.bounds.compute(m, &ws.order, &ws.live);
-        let at = ws.bounds.space(space).peak_pos;
+        let bound_at = ws.bounds.space(space).peak_pos;
+        let over = overflow_point(problem, &ws.out, cap);
+        let at = match over {
+            Some((p, _)) if g.lower_bound <= cap => p,
+            _ => bound_at,
+        };
         let rounds = report.spill_rounds;
         let at_inst = if (at as usize) < ws.order.len() {
             ws.order.inst_at(at)
@@ -838,7 +887,17 @@ fn color_rounds(
         {
             return Err(fail(largest, live_here));
         }
-        let spilled = spill_round(m, space, opts, ws, at, g.peak.saturating_sub(cap), report)?;
+        let mut spilled = spill_round(m, space, opts, ws, at, g.peak.saturating_sub(cap), report)?;
+        if spilled == 0 {
+            // The other point, if it differs.
+            let other = match over {
+                Some((p, _)) if p != at => Some(p),
+                _ => (bound_at != at).then_some(bound_at),
+            };
+            if let Some(p) = other {
+                spilled = spill_round(m, space, opts, ws, p, g.peak.saturating_sub(cap), report)?;
+            }
+        }
         if spilled == 0 {
             return Err(fail(largest, live_here));
         }
@@ -856,6 +915,58 @@ fn write_back(m: &mut Module, space: Space, p: &Problem, locs: &[MemLoc], out: &
     }
 }
 
+/// Where the placement `out` of `p` runs over the capacity `cap`: the
+/// instant, within the lifetime of the buffer that reaches highest, at
+/// which the buffers sharing partitions with it hold the most bytes (the
+/// point where splitting one of them gives the colorer the most room),
+/// and by how much that buffer runs over. `None` when nothing runs over.
+/// The most congested instant of an interval is the start of one of the
+/// buffers live in it, so only those are measured: the work is the square
+/// of the buffers overlapping that one, on the failure path only.
+fn overflow_point(p: &Problem, out: &[Placement], cap: u64) -> Option<(u32, u64)> {
+    let bufs = p.buffers();
+    let place = |i: usize| {
+        bufs.get(i)
+            .and_then(|b| b.pin)
+            .or_else(|| out.get(i).copied())
+            .unwrap_or_default()
+    };
+    let (top, worst) = bufs
+        .iter()
+        .enumerate()
+        .filter(|(_, b)| !b.is_void())
+        .map(|(i, b)| (place(i).offset + b.size, i))
+        .max()?;
+    if top <= cap {
+        return None;
+    }
+    let w = bufs.get(worst)?;
+    let base = place(worst).base as u64;
+    let rows = |i: usize, b: &Buffer| {
+        let lo = place(i).base as u64;
+        lo < base + w.partitions as u64 && base < lo + b.partitions as u64
+    };
+    let overlapping =
+        |i: usize, b: &Buffer| !b.is_void() && b.lower < w.upper && w.lower < b.upper && rows(i, b);
+    let mut best = (0u64, w.lower);
+    for (i, b) in bufs.iter().enumerate() {
+        if !overlapping(i, b) {
+            continue;
+        }
+        let q = b.lower.max(w.lower);
+        let held: u64 = bufs
+            .iter()
+            .enumerate()
+            .filter(|&(j, c)| overlapping(j, c) && c.lower <= q && q < c.upper)
+            .map(|(_, c)| c.size)
+            .sum();
+        if held > best.0 || (held == best.0 && q < best.1) {
+            best = (held, q);
+        }
+    }
+    Some((u32::try_from(best.1).ok()?, top - cap))
+}
+
 /// Locations of `space` live at `at`, and the largest of them.
 fn live_at(m: &Module, space: Space, live: &MemLiveness, at: u32) -> (u32, MemLoc) {
     let mut n = 0;
@@ -871,6 +982,76 @@ fn live_at(m: &Module, space: Space, live: &MemLiveness, at: u32) -> (u32, MemLo
         }
     }
     (n, best.1)
+}
+
+/// The plain split of `v` around `at` (or its loop-invariant split), as a
+/// candidate of the round; `None` when neither applies.
+fn split_candidate(
+    m: &Module,
+    opts: &ColoringOptions,
+    ws: &ColoringWorkspace,
+    v: MemLoc,
+    at: u32,
+) -> Option<Candidate> {
+    // Split around the peak: the last access before it, the next one
+    // after it; not accessed at the peak itself, and no value around
+    // a back edge of the loops there (the rule the linear scan uses).
+    let acc = ws.live.accesses(v);
+    let k = acc.partition_point(|&q| q <= at);
+    let &before = acc.get(k.wrapping_sub(1))?;
+    let &after = acc.get(k)?;
+    if before == at {
+        return None;
+    }
+    let bytes = m.mems.bytes[v] as u64;
+    if !loop_split_ok(m, &ws.order, &ws.live, v, at) {
+        // A tile the loop only reads, read before the peak too: two
+        // copies in the loop (see `spill::invariant_split`).
+        let split = invariant_split(m, &ws.order, &ws.live, v, at)?;
+        let moved = m.mems.partitions[v] as u64 * bytes;
+        let reload = reload_point(m, &ws.order, &ws.live, v, at, after);
+        let remat = remat_source(m, &ws.order, &ws.live, v, after).is_some();
+        let store = (!remat).then_some(split.store_after);
+        let cost = spill_cost(m, &ws.order, moved, store, reload.runs_at())
+            .saturating_add(spill_cost(m, &ws.order, moved, None, split.first.runs_at()));
+        let gain = bytes.saturating_mul((after - at) as u64);
+        let score = match opts.dma_optlevel {
+            0 => bytes,
+            _ => gain.saturating_mul(1 << 20) / cost.max(1),
+        };
+        return Some(Candidate {
+            score,
+            v,
+            plan: Plan::Split {
+                before: split.store_after,
+                after,
+                first: Some(split.first),
+            },
+        });
+    }
+    let score = match opts.dma_optlevel {
+        0 => bytes,
+        _ => spill_score(
+            m,
+            &ws.order,
+            &ws.live,
+            v,
+            bytes,
+            m.mems.partitions[v],
+            before,
+            at,
+            after,
+        ),
+    };
+    Some(Candidate {
+        score,
+        v,
+        plan: Plan::Split {
+            before,
+            after,
+            first: None,
+        },
+    })
 }
 
 /// Splits victims around `at`; returns how many were spilled.
@@ -897,58 +1078,19 @@ fn spill_round(
         if !iv.contains(at) {
             continue;
         }
-        // Split around the peak: the last access before it, the next one
-        // after it; not accessed at the peak itself, and no value around
-        // a back edge of the loops there (the rule the linear scan uses).
-        let acc = ws.live.accesses(v);
-        let k = acc.partition_point(|&q| q <= at);
-        let Some(&before) = acc.get(k.wrapping_sub(1)) else {
-            continue;
+        // Each tensor enters a round once, by its better plan.
+        let plain = split_candidate(m, opts, ws, v, at);
+        let slice = slice_candidate(m, opts, ws, v, at, iv.end);
+        let best = match (plain, slice) {
+            (Some(a), Some(b)) => Some(if b.score > a.score { b } else { a }),
+            (a, b) => a.or(b),
         };
-        let Some(&after) = acc.get(k) else { continue };
-        if before == at {
-            continue;
+        if let Some(c) = best {
+            ws.candidates.push(c);
         }
-        let bytes = m.mems.bytes[v] as u64;
-        if !loop_split_ok(m, &ws.order, &ws.live, v, at) {
-            // A tile the loop only reads, read before the peak too: two
-            // copies in the loop (see `spill::invariant_split`).
-            let Some(split) = invariant_split(m, &ws.order, &ws.live, v, at) else {
-                continue;
-            };
-            let moved = m.mems.partitions[v] as u64 * bytes;
-            let reload = reload_point(m, &ws.order, &ws.live, v, at, after);
-            let remat = remat_source(m, &ws.order, &ws.live, v, after).is_some();
-            let store = (!remat).then_some(split.store_after);
-            let cost = spill_cost(m, &ws.order, moved, store, reload.runs_at())
-                .saturating_add(spill_cost(m, &ws.order, moved, None, split.first.runs_at()));
-            let gain = bytes.saturating_mul((after - at) as u64);
-            let score = match opts.dma_optlevel {
-                0 => bytes,
-                _ => gain.saturating_mul(1 << 20) / cost.max(1),
-            };
-            ws.candidates
-                .push((score, v, split.store_after, after, Some(split.first)));
-            continue;
-        }
-        let score = match opts.dma_optlevel {
-            0 => bytes,
-            _ => spill_score(
-                m,
-                &ws.order,
-                &ws.live,
-                v,
-                bytes,
-                m.mems.partitions[v],
-                before,
-                at,
-                after,
-            ),
-        };
-        ws.candidates.push((score, v, before, after, None));
     }
     ws.candidates
-        .sort_unstable_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
+        .sort_unstable_by(|a, b| b.score.cmp(&a.score).then(a.v.cmp(&b.v)));
     let want = if opts.dma_optlevel == 0 {
         1
     } else {
@@ -957,10 +1099,32 @@ fn spill_round(
     ws.records.clear();
     let mut freed = 0u64;
     let mut count = 0u32;
-    for &(_, v, before, after, first) in ws.candidates.iter().take(want) {
+    for k in 0..want.min(ws.candidates.len()) {
         if freed >= overflow.max(1) && count > 0 {
             break;
         }
+        let Some(&Candidate { v, plan, .. }) = ws.candidates.get(k) else {
+            break;
+        };
+        let (before, after, first) = match plan {
+            Plan::Split {
+                before,
+                after,
+                first,
+            } => (before, after, first),
+            Plan::Slice(l) => {
+                if (report.reloads + 2) as usize > SPILL_HEADROOM {
+                    break;
+                }
+                // The analyses are those the candidate was ranked on.
+                let Some(split) = slice_split(m, &ws.order, &ws.live, v, l) else {
+                    continue;
+                };
+                freed += slice_split_records(m, ws, v, at, &split, report.spills + count, report)?;
+                count += 1;
+                continue;
+            }
+        };
         // Each reload copy takes at most one headroom slot (two
         // instructions, two locations, four patterns): stop at the end of
         // what was reserved, whatever the other passes left.
@@ -989,21 +1153,12 @@ fn spill_round(
         let store_after = if remat.is_some() { u32::MAX } else { before };
         // Every record of the value (its first copy's, when it has one, and
         // the main reload's) moves the whole tensor through one slot.
-        let whole = |copy, store_after, reload_before, reload_hoisted| SpillRecord {
-            victim: v,
-            origin: v,
-            slot,
-            copy,
-            store_after,
-            reload_before,
-            reload_hoisted,
-            part_start: 0,
-            part_count: parts,
-            byte_lo: 0,
-            byte_hi: bytes,
-            remat: remat.is_some(),
-            failed: MemLoc::INVALID,
-            at,
+        let whole = |m: &Module, copy, store_after, reload_before, reload_hoisted| {
+            let reload = ReloadPoint {
+                before: reload_before,
+                hoisted: reload_hoisted,
+            };
+            SpillRecord::whole(m, v, slot, copy, store_after, reload, remat.is_some(), at)
         };
         let mut moved_runs = 0u64;
         let mut first_cycles = 0u64;
@@ -1013,7 +1168,7 @@ fn spill_round(
             let name = spill_name(m, v, n, "ReloadInLoop");
             let c = add_reload_copy(m, v, name.as_str(), parts, bytes)?;
             ws.records
-                .push(whole(c, store_after, first.before, first.hoisted));
+                .push(whole(m, c, store_after, first.before, first.hoisted));
             let moved = parts as u64 * bytes as u64;
             moved_runs = moved * spill_runs(m, &ws.order, None, first.runs_at());
             first_cycles = spill_cost(m, &ws.order, moved, None, first.runs_at());
@@ -1025,7 +1180,7 @@ fn spill_round(
             store_after
         };
         ws.records
-            .push(whole(copy, main_store, reload.before, reload.hoisted));
+            .push(whole(m, copy, main_store, reload.before, reload.hoisted));
         let moved = parts as u64 * bytes as u64;
         let store = remat.is_none().then_some(before);
         let runs = spill_runs(m, &ws.order, store, reload.runs_at());
@@ -1041,6 +1196,199 @@ fn spill_round(
     finalize(m, &ws.order, &ws.records)?;
     report.spills += count;
     Ok(count)
+}
+
+/// The best per-iteration slice split of `v` ([`slice_split`]) over the
+/// loops around `at`, ranked as a plain split is (the bytes it frees at
+/// `at` — `v`'s less its slice's — times the distance to `v`'s next whole
+/// use, its next access after the loop or the end of its interval `end`,
+/// per DMA cycle of the store, the per-iteration reloads and the whole
+/// reload after the loop): an inner loop gives a smaller slice, reloaded
+/// more often, and the rank weighs the two.
+fn slice_candidate(
+    m: &Module,
+    opts: &ColoringOptions,
+    ws: &ColoringWorkspace,
+    v: MemLoc,
+    at: u32,
+    end: u32,
+) -> Option<Candidate> {
+    let bytes = m.mems.bytes[v] as u64;
+    let mut best: Option<Candidate> = None;
+    let mut l = ws.order.loop_at(at);
+    while l.is_valid() {
+        // A whole reload that would run inside the loop (hoisted to just
+        // after its last instruction) brings `v` back into every
+        // iteration: the split would not keep it out of the loop (and it
+        // would precede the iteration's write-back, which goes after the
+        // same instruction).
+        let split = slice_split(m, &ws.order, &ws.live, v, l).filter(|sp| {
+            sp.after.map_or(true, |after| {
+                let r = reload_point(m, &ws.order, &ws.live, v, at, after).runs_at();
+                !(sp.span.0..=sp.span.1).contains(&r)
+            })
+        });
+        if let Some(split) = split {
+            let (cost, _) = slice_traffic(m, ws, v, at, &split);
+            let freed = bytes - split.slice_bytes();
+            let next = split.after.unwrap_or(end.saturating_add(1));
+            let score = match opts.dma_optlevel {
+                0 => freed,
+                _ => {
+                    freed
+                        .saturating_mul(next.saturating_sub(at) as u64)
+                        .saturating_mul(1 << 20)
+                        / cost.max(1)
+                }
+            };
+            if best.as_ref().map_or(true, |b| score > b.score) {
+                best = Some(Candidate {
+                    score,
+                    v,
+                    plan: Plan::Slice(l),
+                });
+            }
+        }
+        l = m.loops.parent[l];
+    }
+    best
+}
+
+/// The DRAM source a slice split of `v` rereads instead of a slot, if any:
+/// one that serves its slice reloads and its whole reload after the loop,
+/// of a loop that only reads `v`.
+fn slice_remat(
+    ws: &ColoringWorkspace,
+    m: &Module,
+    v: MemLoc,
+    split: &SliceSplit,
+) -> Option<MemLoc> {
+    // A loop that writes `v` saves its slices back: into a slot of its
+    // own, never into the DRAM it was loaded from.
+    if split.terms.write_back_after != u32::MAX {
+        return None;
+    }
+    let src = remat_source(m, &ws.order, &ws.live, v, split.span.0)?;
+    match split.after {
+        Some(after) => (remat_source(m, &ws.order, &ws.live, v, after) == Some(src)).then_some(src),
+        None => Some(src),
+    }
+}
+
+/// The DMA cycles and bytes a slice split of `v` moves as the program
+/// runs: its store (none for a rematerialization), a slice reload per
+/// execution of the loop's first instruction (and a slice saved back per
+/// execution of its last write in the loop), and the whole reload before
+/// its next access after the loop, if any.
+fn slice_traffic(
+    m: &Module,
+    ws: &ColoringWorkspace,
+    v: MemLoc,
+    at: u32,
+    split: &SliceSplit,
+) -> (u64, u64) {
+    let whole = m.mems.partitions[v] as u64 * m.mems.bytes[v] as u64;
+    let slice = split.part_count as u64 * split.slice_bytes();
+    let store = slice_remat(ws, m, v, split)
+        .is_none()
+        .then_some(split.store_after);
+    let mut cycles = spill_cost(m, &ws.order, slice, None, split.span.0);
+    let mut moved = slice * spill_runs(m, &ws.order, None, split.span.0);
+    let back = split.terms.write_back_after;
+    if back != u32::MAX {
+        cycles = cycles.saturating_add(spill_cost(m, &ws.order, slice, None, back));
+        moved = moved.saturating_add(slice * spill_runs(m, &ws.order, None, back));
+    }
+    if let Some(p) = store {
+        cycles = cycles.saturating_add(spill_cost(m, &ws.order, whole, None, p));
+        moved = moved.saturating_add(whole * spill_runs(m, &ws.order, None, p));
+    }
+    if let Some(after) = split.after {
+        let reload = reload_point(m, &ws.order, &ws.live, v, at, after);
+        cycles = cycles.saturating_add(spill_cost(m, &ws.order, whole, None, reload.runs_at()));
+        moved = moved.saturating_add(whole * spill_runs(m, &ws.order, None, reload.runs_at()));
+    }
+    (cycles, moved)
+}
+
+/// Records the slice split of `v` (the `n`-th spill of the pass): a slice
+/// copy reloaded in every iteration of the loop, and a whole copy before
+/// the next access after it; returns the bytes per partition it frees at
+/// `at`.
+fn slice_split_records(
+    m: &mut Module,
+    ws: &mut ColoringWorkspace,
+    v: MemLoc,
+    at: u32,
+    split: &SliceSplit,
+    n: u32,
+    report: &mut ColoringReport,
+) -> Result<u64, ColoringError> {
+    let parts = m.mems.partitions[v];
+    let bytes = m.mems.bytes[v];
+    let remat = slice_remat(ws, m, v, split);
+    let (cycles, moved) = slice_traffic(m, ws, v, at, split);
+    let slot = match remat {
+        Some(src) => src,
+        None => add_slot(m, v, spill_name(m, v, n, "Slot").as_str())?,
+    };
+    let slice_name = spill_name(m, v, n, "Slice");
+    let copy = add_reload_copy(
+        m,
+        v,
+        slice_name.as_str(),
+        split.part_count,
+        split.slice_bytes() as u32,
+    )?;
+    let store_after = if remat.is_some() {
+        u32::MAX
+    } else {
+        split.store_after
+    };
+    ws.records.push(SpillRecord {
+        part_start: split.part_start,
+        part_count: split.part_count,
+        byte_lo: split.byte_lo,
+        byte_hi: split.byte_hi,
+        slice: Some(split.terms),
+        ..SpillRecord::whole(
+            m,
+            v,
+            slot,
+            copy,
+            store_after,
+            ReloadPoint {
+                before: split.span.0,
+                hoisted: false,
+            },
+            remat.is_some(),
+            at,
+        )
+    });
+    // A write-back takes a copy's share of the headroom (its instruction
+    // and patterns), whether or not a whole copy follows.
+    report.reloads +=
+        1 + (split.after.is_none() && split.terms.write_back_after != u32::MAX) as u32;
+    if let Some(after) = split.after {
+        let reload = reload_point(m, &ws.order, &ws.live, v, at, after);
+        let name = spill_name(m, v, n, "Reload");
+        let c = add_reload_copy(m, v, name.as_str(), parts, bytes)?;
+        ws.records.push(SpillRecord::whole(
+            m,
+            v,
+            slot,
+            c,
+            u32::MAX,
+            reload,
+            remat.is_some(),
+            at,
+        ));
+        report.reloads += 1;
+    }
+    report.spill_bytes += moved;
+    report.spill_cycles += cycles;
+    report.remats += remat.is_some() as u32;
+    Ok(bytes as u64 - split.slice_bytes())
 }
 
 fn spill_name(m: &Module, v: MemLoc, n: u32, what: &str) -> heapless::String<300> {

@@ -598,8 +598,8 @@ impl Workspace {
         for p in &list {
             let h = match p {
                 Pass::LinearScan => LsaWorkspace::headroom(m, &lo),
-                Pass::Coloring(s) | Pass::Exact(s) => ColoringWorkspace::headroom_for(*s),
-                Pass::RegSpillSlots => ColoringWorkspace::headroom_for(Space::Dram),
+                Pass::Coloring(s) | Pass::Exact(s) => ColoringWorkspace::headroom_for(m, *s),
+                Pass::RegSpillSlots => ColoringWorkspace::headroom_for(m, Space::Dram),
                 Pass::DmaOptimization(s) => {
                     dmas = dmas.max(DmaWorkspace::candidate_bound(m, *s, inserted));
                     DmaWorkspace::headroom_in(m, *s, core::mem::take(&mut spill_insts))

@@ -119,6 +119,7 @@ pub(super) fn spill_victim(
         remat: remat.is_some(),
         failed,
         at: p,
+        slice: None,
     });
     // Free the victim now; the copy lives from the reload to the old end.
     let end = ws.lrm.end(victim);
