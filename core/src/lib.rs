@@ -98,6 +98,7 @@
 //! lookups first, and the fuzz targets (`targets/fuzz`) test that.
 
 #![no_std]
+#![forbid(unsafe_code)]
 #![warn(missing_docs)]
 #![cfg_attr(
     not(test),

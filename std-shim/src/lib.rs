@@ -12,6 +12,7 @@ pub mod fmt;
 #[cfg(any(test, feature = "fuzz"))]
 pub mod fuzz;
 pub mod gen;
+pub mod heap;
 pub mod info;
 pub mod inset;
 pub mod io;

@@ -227,6 +227,7 @@ fn optlevel_parser() -> impl clap::builder::TypedValueParser<Value = u8> {
 }
 
 fn main() -> ExitCode {
+    tusk_shim::heap::return_large_blocks_on_free();
     let cli = Cli::parse();
     tusk_shim::tempfiles::install_signal_cleanup();
     let code = match &cli.command {

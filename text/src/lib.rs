@@ -40,6 +40,8 @@
 //! assert_eq!((err.line, err.col), (2, 15)); // at `fp33`
 //! ```
 
+#![forbid(unsafe_code)]
+
 pub mod comments;
 pub mod error;
 pub mod lexer;
