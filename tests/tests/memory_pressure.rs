@@ -674,11 +674,6 @@ fn generated_modules_below_the_floor_fail_with_the_floor() {
 }
 
 #[test]
-#[ignore = "fails above the floor on seed 1 at 7680 and 6144 B (floor 6144): `%t53 = tensor_tensor add %t52, %t51` \
-            needs three 64-partition tiles of 4096 B at once, which no placement holds in under 8192 B per partition \
-            (192 rows in 128 partitions: two share rows), and the floor's area bound (6144) does not see it; the \
-            linear scan also cannot split %t0, read before the pressure point in the same iteration (issue 20, \
-            item 3); run with --ignored to list the cells"]
 fn generated_modules_fit_at_every_capacity_above_the_floor() {
     let mut failures = Vec::new();
     for seed in [1, 2] {

@@ -14,7 +14,14 @@
 //!   up to the narrowest of them, so their bytes add up there;
 //! - *area bytes*: the operands' partitions × bytes spread evenly over every
 //!   partition, rounded up;
-//! - *single bytes*: the widest operand's bytes, which some partition holds.
+//! - *single bytes*: the widest operand's bytes, which some partition holds;
+//! - *shared bytes*: operands too tall to sit side by side must share
+//!   partitions. Of operands each taller than `P / (k + 1)` partitions, no
+//!   k + 1 fit pairwise apart. Their partition ranges are intervals, and
+//!   intervals that avoid k + 1 pairwise-disjoint members fall into at most
+//!   k groups with a partition common to each group (interval graphs are
+//!   perfect; intervals meeting pairwise share a point), so some partition
+//!   holds at least ⌈n / k⌉ of the n operands: at least the ⌈n / k⌉ smallest.
 //!
 //! PSUM operands count whole banks (a PSUM tensor starts on a bank
 //! boundary). The floor of the space is the largest of the three over every
@@ -25,6 +32,7 @@
 
 use crate::ir::DisplayNamed;
 use crate::ir::{Inst, InstFlags, MemLoc, Module, Space};
+use arrayvec::ArrayVec;
 
 /// Which of the three bounds sets a floor.
 #[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
@@ -38,6 +46,8 @@ pub enum FloorKind {
     Area,
     /// One operand's bytes per partition.
     Single,
+    /// Operands too tall to sit side by side, sharing a partition.
+    Shared,
 }
 
 /// The floor of one on-chip space and the instruction that sets it.
@@ -165,6 +175,9 @@ fn inst_need(m: &Module, i: Inst, space: Space, g: Group) -> SpaceFloor {
     let bank = t.psum_bank_bytes.max(1) as u64;
     let (mut stacked, mut narrowest, mut area) = (0u64, u16::MAX, 0u64);
     let (mut single, mut single_loc, mut single_parts) = (0u64, MemLoc::INVALID, 0u16);
+    // Every operand's (bytes, rows): at most one entry per access pattern,
+    // and the module limits those per instruction to a u8.
+    let mut tall: ArrayVec<(u64, u16), 256> = ArrayVec::new();
     each_operand(m, i, space, g, |l, rows, bytes| {
         let bytes = match space {
             Space::Psum => bytes.div_ceil(bank) * bank,
@@ -175,11 +188,13 @@ fn inst_need(m: &Module, i: Inst, space: Space, g: Group) -> SpaceFloor {
             narrowest = narrowest.min(rows);
         }
         area += rows as u64 * bytes;
+        let _ = tall.try_push((bytes, rows));
         if bytes > single {
             (single, single_loc, single_parts) = (bytes, l, rows);
         }
     });
     let area = area.div_ceil(total as u64);
+    let shared = shared_bytes(&mut tall, total);
     // On a tie the more specific bound names the witness: one operand,
     // then the stack at partition 0, then the area.
     let mut best = SpaceFloor {
@@ -190,6 +205,7 @@ fn inst_need(m: &Module, i: Inst, space: Space, g: Group) -> SpaceFloor {
         (single, single_parts, FloorKind::Single, single_loc),
         (stacked, narrowest, FloorKind::Stacked, MemLoc::INVALID),
         (area, total, FloorKind::Area, MemLoc::INVALID),
+        (shared, total, FloorKind::Shared, MemLoc::INVALID),
     ];
     for (bytes, part_hi, kind, operand) in bounds {
         if bytes > best.bytes {
@@ -202,6 +218,26 @@ fn inst_need(m: &Module, i: Inst, space: Space, g: Group) -> SpaceFloor {
                 operand,
             };
         }
+    }
+    best
+}
+
+/// The shared-bytes bound of the module doc over `ops` (bytes, rows), for
+/// every k: the ⌈n / k⌉ smallest of the n operands taller than
+/// `total / (k + 1)`.
+fn shared_bytes(ops: &mut [(u64, u16)], total: u16) -> u64 {
+    ops.sort_unstable();
+    let mut best = 0u64;
+    for k in 1..=ops.len() as u64 {
+        let taller = |r: u16| r as u64 * (k + 1) > total as u64;
+        let n = ops.iter().filter(|&&(_, r)| taller(r)).count() as u64;
+        let sum = ops
+            .iter()
+            .filter(|&&(_, r)| taller(r))
+            .take(n.div_ceil(k) as usize)
+            .map(|&(b, _)| b)
+            .sum::<u64>();
+        best = best.max(sum);
     }
     best
 }
@@ -244,6 +280,10 @@ impl DisplayNamed for SpaceFloor {
                 " (its operands that can only start at partition 0, stacked)"
             ),
             FloorKind::Area => write!(f, " (its operands' area spread over every partition)"),
+            FloorKind::Shared => write!(
+                f,
+                " (its operands too tall to sit side by side, sharing a partition)"
+            ),
             FloorKind::Single if x.operand.is_valid() => {
                 write!(f, " (its operand %{})", m.mem_name(x.operand))
             }
@@ -258,6 +298,36 @@ mod tests {
     use crate::ir::{Builder, MemFlags, Opcode};
     use crate::target::Target;
     use crate::testing::{add, mem};
+
+    /// An add of `n` tiles of 64 partitions × 4096 bytes (inputs and output).
+    fn half_height_tiles(n: usize) -> SpaceFloor {
+        let mut m = Module::new(Target::default());
+        let mut bl = Builder::new(&mut m);
+        let names = ["a", "b", "c", "d"];
+        let t: alloc::vec::Vec<MemLoc> = names[..n]
+            .iter()
+            .map(|x| mem(&mut bl, x, Space::Sb, 64, 4096, 1, MemFlags::empty()))
+            .collect();
+        bl.func("f").unwrap();
+        for &x in &t[..n - 1] {
+            bl.op(Opcode::Memset, &[bl.full(x)], &[]).unwrap();
+        }
+        add(&mut bl, t[n - 1], &t[..n - 1]);
+        *Floor::of(&m).space(Space::Sb)
+    }
+
+    #[test]
+    fn tiles_too_tall_to_sit_side_by_side_share_a_partition() {
+        // Two half-height tiles sit side by side: one tile's bytes.
+        assert_eq!(half_height_tiles(2).bytes, 4096);
+        // Of three, two share partitions whatever their starts: 8192, where
+        // the area over every partition says 6144.
+        let three = half_height_tiles(3);
+        assert_eq!(three.bytes, 8192);
+        assert_eq!(three.kind, FloorKind::Shared);
+        // Four half-height tiles: two per partition again.
+        assert_eq!(half_height_tiles(4).bytes, 8192);
+    }
 
     #[test]
     fn floor_is_the_largest_instruction_by_geometry() {
