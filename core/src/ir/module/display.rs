@@ -210,7 +210,10 @@ impl<T: DisplayNamed + ?Sized> fmt::Display for InModule<'_, T> {
 
 /// Gives `$ty` its `display(m)` (documented `$doc`): `$ty` printed with the
 /// names of `m` through its [`DisplayNamed`], under the public name
-/// `$alias`.
+/// `$alias`. With `; by $write`, also writes both of `$ty`'s printed forms
+/// from one function `$write(&$ty, &mut Formatter, Option<&Module>)`:
+/// `Display` (no module: entities by index) and [`DisplayNamed`] (`m`'s
+/// names), so the two are the same text but for the names.
 macro_rules! display_named {
     ($alias:ident for $ty:ty, $doc:literal) => {
         impl $ty {
@@ -222,6 +225,30 @@ macro_rules! display_named {
 
         #[doc = concat!("See [`", stringify!($ty), "::display`].")]
         pub type $alias<'m> = $crate::ir::InModule<'m, $ty>;
+    };
+    ($alias:ident for $ty:ty, $doc:literal; by $write:path) => {
+        $crate::ir::display_named!($alias for $ty, $doc);
+
+        impl core::fmt::Display for $ty {
+            #[doc = concat!(
+                "Without the module: entities by index. A driver prints [`",
+                stringify!($ty),
+                "::display`] instead, which names them."
+            )]
+            fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+                $write(self, f, None)
+            }
+        }
+
+        impl $crate::ir::DisplayNamed for $ty {
+            fn fmt_named(
+                &self,
+                m: &$crate::ir::Module,
+                f: &mut core::fmt::Formatter<'_>,
+            ) -> core::fmt::Result {
+                $write(self, f, Some(m))
+            }
+        }
     };
 }
 pub(crate) use display_named;

@@ -53,7 +53,7 @@ use core::fmt;
 use super::chaitin_briggs::{ColorConfig, ColorError, ColorStats, Colorer, NO_COLOR};
 use super::graph::{GraphError, InterferenceGraph};
 use crate::analysis::{LinearOrder, RegLiveness};
-use crate::ir::{Capacity, DisplayNamed, Inst, InstFlags, IrError, Module, Reg, RegFlags, NO_LANE};
+use crate::ir::{Capacity, Inst, InstFlags, IrError, Module, Reg, RegFlags, NO_LANE};
 use spill::spill_headroom;
 pub use spill::{default_spill_temporaries, SPILL_TEMP_FRACTION, SPILL_TEMP_SLACK};
 
@@ -101,24 +101,11 @@ pub enum RegAllocError {
     },
 }
 
-impl fmt::Display for RegAllocError {
-    /// Without the module: registers and instructions by index. A driver
-    /// prints [`RegAllocError::display`] instead, which names them.
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write_reg_error(self, f, None)
-    }
-}
-
 crate::ir::display_named!(
     RegAllocErrorDisplay for RegAllocError,
-    "A printable form that names the registers (`$name`) and the instruction of `m`."
+    "A printable form that names the registers (`$name`) and the instruction of `m`.";
+    by write_reg_error
 );
-
-impl DisplayNamed for RegAllocError {
-    fn fmt_named(&self, m: &Module, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write_reg_error(self, f, Some(m))
-    }
-}
 
 /// The text of `e`, naming registers and instructions of `m` when given.
 fn write_reg_error(

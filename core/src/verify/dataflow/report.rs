@@ -241,24 +241,11 @@ pub enum DataflowError {
     },
 }
 
-impl fmt::Display for DataflowError {
-    /// Without the module: instructions by index. A driver prints
-    /// [`DataflowError::display`], which names them.
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write_dataflow_error(self, f, None)
-    }
-}
-
 crate::ir::display_named!(
     DataflowErrorDisplay for DataflowError,
-    "A printable form that spells instructions as the (rewritten) module `m` does; original instructions keep their place in a rewrite."
+    "A printable form that spells instructions as the (rewritten) module `m` does; original instructions keep their place in a rewrite.";
+    by write_dataflow_error
 );
-
-impl DisplayNamed for DataflowError {
-    fn fmt_named(&self, m: &Module, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write_dataflow_error(self, f, Some(m))
-    }
-}
 
 fn write_dataflow_error(
     e: &DataflowError,
