@@ -144,7 +144,9 @@ pub struct RunReport {
     pub findings: u64,
     /// True when the checks ran (not `--no-verify`).
     pub verified: bool,
-    /// Microseconds of the checks.
+    /// Microseconds of the checks, by the wall clock (when an embedder runs
+    /// the end steps side by side, the schedule model running beside them is
+    /// included).
     pub verify_micros: u64,
     /// What the workspace's reservation is made of, and the methods it
     /// skipped or cut short for the storage budget.
