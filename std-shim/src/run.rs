@@ -6,7 +6,7 @@ use std::time::Instant;
 use serde_json::{json, Value};
 use tusk_core::analysis::{CostlyDep, ScheduleReport};
 use tusk_core::ir::{Engine, Entity, Module, Space};
-use tusk_core::{passes, Checks, Clock, Options, PipelineError, RunReport, Workspace};
+use tusk_core::{passes, Checks, Clock, EndSteps, Options, PipelineError, RunReport, Workspace};
 
 use crate::blame;
 use crate::text::SourceMap;
@@ -31,7 +31,9 @@ impl Clock for WallClock {
 /// checks. The input copy for the dataflow check is taken here (without
 /// the name index: it is only read, and it is held through every pass). The check
 /// runs on `check_threads` threads (1 or 2; `None`: 2 when the machine has
-/// a second core).
+/// a second core). On two threads the end steps of the run (the schedule
+/// model, the placement verifier, the dataflow check) run at the same time
+/// ([`end_concurrently`]), with the result the one-thread run gives.
 pub fn allocate(
     m: &mut Module,
     opts: &Options,
@@ -48,13 +50,47 @@ pub fn allocate(
         Some(1) => None,
         Some(_) => Some(Box::new(crate::split::ThreadSplit) as Box<_>),
     };
+    let parallel = split.is_some();
     ws.set_split_runner(split);
     let mut clock = WallClock::default();
     let checks = match &original {
         Some(input) => Checks::Full { input },
         None => Checks::None,
     };
-    tusk_core::reserve_and_run(m, opts, &mut ws, &mut clock, checks)
+    if !parallel {
+        return tusk_core::reserve_and_run(m, opts, &mut ws, &mut clock, checks);
+    }
+    let passed = tusk_core::reserve_and_run_passes(m, opts, &mut ws, &mut clock, checks)?;
+    let steps = ws.end_steps(passed, &mut clock);
+    end_concurrently(steps, m, &mut clock)
+}
+
+/// Runs the end steps of a run on `m` side by side and finishes: the
+/// dataflow check (itself on two threads, its critical path the rewrite's
+/// walk) here, and the placement verifier then the schedule model on a
+/// scoped thread, where they fill the time the original's walk leaves its
+/// core idle. The steps only read `m` and each writes its own storage; the
+/// findings and the result are those of the steps run in order
+/// ([`EndSteps::finish`]).
+pub fn end_concurrently(
+    mut steps: EndSteps<'_, '_>,
+    m: &Module,
+    clock: &mut dyn Clock,
+) -> Result<RunReport, PipelineError> {
+    std::thread::scope(|s| {
+        let EndSteps {
+            schedule,
+            placement,
+            dataflow,
+            ..
+        } = &mut steps;
+        s.spawn(|| {
+            placement.run(m);
+            schedule.run(m);
+        });
+        dataflow.run(m);
+    });
+    steps.finish(m, clock)
 }
 
 /// The pass names `opts` runs, one per line.

@@ -1,12 +1,18 @@
 //! The pipeline: options and the selection map ([`options`]), the pass list
-//! each selection runs ([`mod@passes`]), and the runner with its reusable
-//! workspace and report ([`mod@run`]).
+//! each selection runs ([`mod@passes`]), the runner with its reusable
+//! workspace and report ([`mod@run`]), and the steps that end a run
+//! ([`mod@finish`]).
 
+pub(crate) mod finish;
 pub(crate) mod options;
 pub(crate) mod passes;
 #[allow(clippy::indexing_slicing)] // per-space report arrays by Space::slot (see the crate docs)
 pub(crate) mod run;
 
+pub use finish::{DataflowStep, EndSteps, Passed, PlacementStep, ScheduleStep};
 pub use options::{Allocator, Options, OptionsError, Rotation, Selection, OPTLEVELS};
 pub use passes::{passes, Pass};
-pub use run::{reserve_and_run, run, Checks, FailureSite, PipelineError, RunReport, Workspace};
+pub use run::{
+    reserve_and_run, reserve_and_run_passes, run, run_passes, Checks, FailureSite, PipelineError,
+    RunReport, Workspace,
+};

@@ -28,6 +28,7 @@
 use arrayvec::ArrayVec;
 use core::fmt;
 
+use super::finish::Passed;
 use super::options::{Allocator, Options, OptionsError, Selection};
 use super::passes::{passes, Pass, MAX_PASSES};
 use crate::analysis::{
@@ -143,7 +144,9 @@ pub struct RunReport {
     pub findings: u64,
     /// True when the checks ran (not `--no-verify`).
     pub verified: bool,
-    /// Microseconds of the checks.
+    /// Microseconds of the checks, by the wall clock (when an embedder runs
+    /// the end steps side by side, the schedule model running beside them is
+    /// included).
     pub verify_micros: u64,
     /// What the workspace's reservation is made of, and the methods it
     /// skipped or cut short for the storage budget.
@@ -503,20 +506,20 @@ impl DisplayNamed for PipelineError {
 /// allocates; the workspace must be reserved again before the next run.
 #[derive(Debug, Default)]
 pub struct Workspace {
-    release_spent: bool,
+    pub(super) release_spent: bool,
     lsa: LsaWorkspace,
-    coloring: ColoringWorkspace,
+    pub(super) coloring: ColoringWorkspace,
     dma: DmaWorkspace,
     reg: Option<RegAllocator>,
-    verifier: Verifier,
-    dataflow: DataflowChecker,
+    pub(super) verifier: Verifier,
+    pub(super) dataflow: DataflowChecker,
     /// Runs the dataflow check's original half on another thread, when
     /// given ([`Workspace::set_split_runner`]).
-    split: Option<alloc::boxed::Box<dyn SplitRunner>>,
-    order: LinearOrder,
-    live: MemLiveness,
-    bounds: Bounds,
-    schedule: Schedule,
+    pub(super) split: Option<alloc::boxed::Box<dyn SplitRunner>>,
+    pub(super) order: LinearOrder,
+    pub(super) live: MemLiveness,
+    pub(super) bounds: Bounds,
+    pub(super) schedule: Schedule,
     rotation: Rotation,
     storage: StorageReport,
 }
@@ -815,7 +818,8 @@ impl<'a> Checks<'a> {
 
 /// Runs the pipeline `opts` selects on `m`, then the `checks`: the placement
 /// verifier on the result, and the dataflow checker against the input copy
-/// [`Checks::Full`] holds.
+/// [`Checks::Full`] holds. The same as [`run_passes`], then the
+/// [`Workspace::end_steps`] run in order.
 pub fn run(
     m: &mut Module,
     opts: &Options,
@@ -823,7 +827,8 @@ pub fn run(
     clock: &mut dyn Clock,
     checks: Checks<'_>,
 ) -> Result<RunReport, PipelineError> {
-    run_from(m, opts, ws, clock, checks, false)
+    let passed = run_from(m, opts, ws, clock, checks, false)?;
+    ws.end_steps(passed, clock).run_in_order(m, clock)
 }
 
 /// [`Workspace::reserve`] then [`run`]: the order and liveness the
@@ -836,20 +841,46 @@ pub fn reserve_and_run(
     clock: &mut dyn Clock,
     checks: Checks<'_>,
 ) -> Result<RunReport, PipelineError> {
-    ws.reserve(m, opts, checks);
-    run_from(m, opts, ws, clock, checks, true)
+    let passed = reserve_and_run_passes(m, opts, ws, clock, checks)?;
+    ws.end_steps(passed, clock).run_in_order(m, clock)
 }
 
-/// [`run`]; `analyses_current` when `ws.order`/`ws.live` describe `m`.
-fn run_from(
+/// The passes of [`run`] without its end steps (the schedule model and the
+/// `checks`), for an embedder that runs those itself, e.g. on several
+/// threads: [`Workspace::end_steps`] on the result, then
+/// [`EndSteps::finish`](super::finish::EndSteps::finish), gives what [`run`]
+/// gives.
+pub fn run_passes<'a>(
     m: &mut Module,
     opts: &Options,
     ws: &mut Workspace,
     clock: &mut dyn Clock,
-    checks: Checks<'_>,
+    checks: Checks<'a>,
+) -> Result<Passed<'a>, PipelineError> {
+    run_from(m, opts, ws, clock, checks, false)
+}
+
+/// [`Workspace::reserve`] then [`run_passes`] (see [`reserve_and_run`]).
+pub fn reserve_and_run_passes<'a>(
+    m: &mut Module,
+    opts: &Options,
+    ws: &mut Workspace,
+    clock: &mut dyn Clock,
+    checks: Checks<'a>,
+) -> Result<Passed<'a>, PipelineError> {
+    ws.reserve(m, opts, checks);
+    run_from(m, opts, ws, clock, checks, true)
+}
+
+/// [`run_passes`]; `analyses_current` when `ws.order`/`ws.live` describe `m`.
+fn run_from<'a>(
+    m: &mut Module,
+    opts: &Options,
+    ws: &mut Workspace,
+    clock: &mut dyn Clock,
+    checks: Checks<'a>,
     analyses_current: bool,
-) -> Result<RunReport, PipelineError> {
-    let original = checks.input();
+) -> Result<Passed<'a>, PipelineError> {
     let opts = opts.normalize().map_err(PipelineError::Options)?;
     let mut report = RunReport {
         optlevel: opts.optlevel,
@@ -1046,9 +1077,6 @@ fn run_from(
         }
     }
     summarize(m, &mut report);
-    if opts.schedule_model {
-        report.schedule = Some(ws.schedule.run(m, &ScheduleOptions::default()));
-    }
     if !checks.placement() {
         // The bounds of the result, from the pipeline's analyses (made
         // current if a pass changed the program).
@@ -1058,70 +1086,12 @@ fn run_from(
         }
         ws.bounds.compute(m, &ws.order, &ws.live);
         result_bounds(&ws.bounds, &mut report);
-    } else {
-        if ws.release_spent {
-            // Spent: the checks bring their own analyses.
-            (ws.coloring, ws.order) = (ColoringWorkspace::default(), LinearOrder::default());
-            (ws.live, ws.bounds) = (MemLiveness::default(), Bounds::default());
-        }
-        let t0 = clock.now_micros();
-        report.verified = true;
-        ws.verifier.set_scope(Scope::default());
-        let r = ws.verifier.verify(m);
-        report.findings = r.total();
-        if let Some(first) = r.findings.first() {
-            return Err(PipelineError::Verify {
-                pass: "verify",
-                total: r.total(),
-                first: *first,
-            });
-        }
-        // The bounds of the result, from the analyses the verifier just
-        // computed of it.
-        let (order, live) = ws.verifier.analyses();
-        ws.bounds.compute(m, order, live);
-        result_bounds(&ws.bounds, &mut report);
-        if ws.release_spent {
-            ws.verifier = Verifier::new();
-        }
-        if let Some(orig) = original {
-            // The checker grows its own reservation when the estimate is
-            // short (this is the check, not a pass).
-            // Reserved (within the budget) by `Workspace::reserve`; the
-            // walk grows what proves short, up to the storage limit.
-            let start = DataflowCapacity::default();
-            let d = match &ws.split {
-                Some(runner) => ws.dataflow.check_split(orig, m, start, runner.as_ref()),
-                None => ws.dataflow.check_growing(orig, m, start),
-            }
-            .map_err(PipelineError::DataflowCheck)?;
-            if !d.is_clean() {
-                // Explain a mismatch the input causes: lanes it colors that
-                // conflict make its own reads see other registers' values.
-                ws.verifier.set_scope(Scope {
-                    psum: false,
-                    sb: false,
-                    dram: false,
-                    registers: true,
-                    uncolored: false,
-                });
-                let r = ws.verifier.verify(orig);
-                if let Some(first) = r.findings.first() {
-                    return Err(PipelineError::InputRegisterConflict {
-                        total: r.total(),
-                        first: alloc::format!("{}", first.display(orig)),
-                        finding: *first,
-                    });
-                }
-                return Err(PipelineError::Dataflow {
-                    mismatches: d.mismatches.len() as u32 + d.dropped.min(u32::MAX as u64) as u32,
-                    first: d.mismatches.first().copied(),
-                });
-            }
-        }
-        report.verify_micros = clock.now_micros().saturating_sub(t0);
     }
-    Ok(report)
+    Ok(Passed {
+        report,
+        schedule: opts.schedule_model,
+        checks,
+    })
 }
 
 /// True when the pipeline of `opts` runs an allocator of `space` and `m`
@@ -1177,7 +1147,7 @@ fn unplace_provisional_dram(m: &mut Module, base: u64) {
 }
 
 /// The lower bounds `b` (of the result) into the report.
-fn result_bounds(b: &Bounds, report: &mut RunReport) {
+pub(super) fn result_bounds(b: &Bounds, report: &mut RunReport) {
     for s in Space::ALL {
         report.spaces[s.slot()].lower_bound = b.space(s).lower_bound();
     }

@@ -34,6 +34,9 @@ pub(super) struct Release {
     /// `locs[starts[k] .. starts[k + 1]]` may be dropped from block `k` on.
     starts: Vec<u32>,
     locs: Vec<MemLoc>,
+    /// Per block, the next free slot of its list in `locs`; scratch of
+    /// [`Self::compute`], kept so that a later check reuses it.
+    next: Vec<u32>,
     /// Blocks `[0, done)` have had their lists dropped.
     done: u32,
     /// Keep every location to the end ([`Self::compute`] plans no drop).
@@ -55,7 +58,7 @@ fn grow<T: Clone>(v: &mut Vec<T>, n: usize, x: T) -> Result<(), DataflowError> {
 impl Release {
     /// Heap bytes reserved.
     pub fn heap_bytes(&self) -> u64 {
-        crate::heap_bytes!(self.key, self.starts, self.locs)
+        crate::heap_bytes!(self.key, self.starts, self.locs, self.next)
     }
 
     /// The drop lists of `m` (see the module doc), in one pass over its
@@ -103,14 +106,13 @@ impl Release {
             self.starts[k] += self.starts[k - 1];
         }
         grow(&mut self.locs, n, MemLoc::INVALID)?;
-        // `key` becomes the next free slot of each block's list.
-        let mut next: Vec<u32> = Vec::new();
-        grow(&mut next, blocks + 1, 0)?;
-        next.copy_from_slice(&self.starts[..blocks + 1]);
+        // `next` holds the next free slot of each block's list.
+        grow(&mut self.next, blocks + 1, 0)?;
+        self.next.copy_from_slice(&self.starts[..blocks + 1]);
         for l in m.mems.space.keys() {
             let key = self.key[l.index()];
             if droppable(l, key) {
-                if let Some(at) = next.get_mut(key as usize) {
+                if let Some(at) = self.next.get_mut(key as usize) {
                     self.locs[*at as usize] = l;
                     *at += 1;
                 }

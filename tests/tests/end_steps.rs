@@ -1,0 +1,127 @@
+//! The end steps of a run (the schedule model, the placement verifier, the
+//! dataflow check) side by side on threads (`tusk_shim::run::end_concurrently`,
+//! what `tusk run` does on a machine with a second core) against the steps
+//! run in order (what `tusk_core::run` does), on allocated generated modules
+//! with planted violations of either check: the same result, report and
+//! error, field for field.
+
+use tusk_core::gen::module::{generate, GenParams};
+use tusk_core::ir::{Module, Opcode, Space};
+use tusk_core::{Checks, Options, PipelineError, RunReport, Workspace};
+use tusk_shim::split::ThreadSplit;
+use tusk_tests::harness::Ticks;
+
+type Plant = fn(&mut Module);
+
+fn nth_of(m: &Module, op: Opcode, frac: usize) -> tusk_core::ir::Inst {
+    let all: Vec<_> = m
+        .program_order()
+        .filter(|&i| m.insts().opcode[i] == op)
+        .collect();
+    all[(all.len() - 1) * frac / 100]
+}
+
+/// The result with the clock's readings zeroed (both runs read the clock a
+/// different number of times), as text: every other field compared.
+fn verdict(r: Result<RunReport, PipelineError>) -> String {
+    match r {
+        Ok(mut r) => {
+            r.verify_micros = 0;
+            for p in &mut r.passes {
+                p.micros = 0;
+            }
+            format!("{r:?}")
+        }
+        Err(e) => format!("error {e:?}"),
+    }
+}
+
+/// Runs `opts`' passes on a copy of `orig`, plants `plant` in the result,
+/// and ends the run in order or concurrently.
+fn end(orig: &Module, opts: &Options, plant: Plant, concurrent: bool) -> String {
+    let mut m = orig.clone();
+    let input = orig.clone();
+    let mut ws = Workspace::new();
+    ws.set_release_spent(true);
+    ws.set_split_runner(Some(Box::new(ThreadSplit)));
+    let mut clock = Ticks::per_read(1);
+    let checks = Checks::Full { input: &input };
+    let passed = tusk_core::reserve_and_run_passes(&mut m, opts, &mut ws, &mut clock, checks)
+        .unwrap_or_else(|e| panic!("{}", e.display(&m)));
+    plant(&mut m);
+    let steps = ws.end_steps(passed, &mut clock);
+    let r = if concurrent {
+        tusk_shim::run::end_concurrently(steps, &m, &mut clock)
+    } else {
+        steps.run_in_order(&m, &mut clock)
+    };
+    verdict(r)
+}
+
+#[test]
+fn concurrent_end_steps_give_what_the_steps_in_order_give() {
+    let cases: [(&str, Plant); 5] = [
+        ("as allocated", |_| {}),
+        ("a save writes 4 bytes further", |r| {
+            let s = nth_of(r, Opcode::Save, 50);
+            let a = r.outputs(s).next().unwrap();
+            let l = r.aps().loc[a];
+            r.shift_ap(a, l, 0, 4);
+        }),
+        ("a load removed", |r| {
+            let ld = nth_of(r, Opcode::Load, 50);
+            r.remove_inst(ld);
+        }),
+        ("a load reads outside", |r| {
+            let ld = nth_of(r, Opcode::Load, 95);
+            let a = r.inputs(ld).next().unwrap();
+            r.set_ap_offset(a, 1 << 30);
+        }),
+        ("every SB tile at the first one's place", |r| {
+            let sb: Vec<_> = r
+                .mems()
+                .space
+                .keys()
+                .filter(|&v| r.mems().space[v] == Space::Sb && r.is_placed(v))
+                .collect();
+            let (p, o) = (r.mems().base_partition[sb[0]], r.mems().offset[sb[0]]);
+            for v in sb {
+                if r.mems().base_partition[v] == p {
+                    r.place(v, p, o);
+                }
+            }
+        }),
+    ];
+    let orig = generate(&GenParams {
+        instructions: 6_000,
+        seed: 3,
+        ..GenParams::default()
+    })
+    .unwrap();
+    let mut seen = [0usize; 3]; // clean, placement findings, dataflow
+    for optlevel in [2u8, 8] {
+        let opts = Options {
+            optlevel,
+            schedule_model: true,
+            ..Options::default()
+        };
+        for (what, plant) in cases {
+            let seq = end(&orig, &opts, plant, false);
+            let par = end(&orig, &opts, plant, true);
+            assert_eq!(seq, par, "optlevel {optlevel}: {what}");
+            let k = if !seq.starts_with("error") {
+                0
+            } else if seq.starts_with("error Verify") {
+                1
+            } else {
+                2
+            };
+            seen[k] += 1;
+            if what == "as allocated" {
+                assert_eq!(k, 0, "optlevel {optlevel}: {seq}");
+                assert!(seq.contains("schedule: Some"), "{seq}");
+            }
+        }
+    }
+    assert!(seen.iter().all(|&n| n > 0), "{seen:?}");
+}
