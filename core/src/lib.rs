@@ -143,8 +143,8 @@ pub(crate) use ir::entity::entity_id;
 pub use ir::{Builder, Module};
 pub use mem::exact::{Clock, NoClock};
 pub use pipeline::{
-    passes, reserve_and_run, run, Allocator, Checks, FailureSite, Options, OptionsError, Pass,
-    PipelineError, Rotation, RunReport, Selection, Workspace, OPTLEVELS,
+    passes, reserve_and_run, run, Allocator, Checks, DmaAffinity, FailureSite, Options,
+    OptionsError, Pass, PipelineError, Rotation, RunReport, Selection, Workspace, OPTLEVELS,
 };
 pub(crate) use storage::heap_bytes;
 pub use storage::{StorageBudget, StorageReport};

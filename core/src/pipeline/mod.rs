@@ -7,6 +7,6 @@ pub(crate) mod passes;
 #[allow(clippy::indexing_slicing)] // per-space report arrays by Space::slot (see the crate docs)
 pub(crate) mod run;
 
-pub use options::{Allocator, Options, OptionsError, Rotation, Selection, OPTLEVELS};
+pub use options::{Allocator, DmaAffinity, Options, OptionsError, Rotation, Selection, OPTLEVELS};
 pub use passes::{passes, Pass};
 pub use run::{reserve_and_run, run, Checks, FailureSite, PipelineError, RunReport, Workspace};
