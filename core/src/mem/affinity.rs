@@ -17,10 +17,10 @@
 //! # Never at a cost the plain placement did not have
 //! [`Joiner::honour`] runs after the plain placement fits. The joined
 //! placement is kept only when its peak stays within the capacity and
-//! within `slack_pct` percent of the plain peak; otherwise all chains are
-//! dropped and tried again one at a time (at most `trials` colorings), each
-//! kept when the placement with it and those kept before still meets the
-//! same limit. The plain placement is the fallback, so no affinity causes a
+//! within `slack_pct` percent of the plain peak; otherwise the chains are
+//! tested in groups (at most `trials` more colorings): a group is kept
+//! when the placement with it and the groups kept before still meets the
+//! same limit, else halved, and a single chain that does not is refused. The plain placement is the fallback, so no affinity causes a
 //! spill (spill rounds run before, on the plain problem) or a peak past
 //! what is allowed.
 //!
@@ -94,6 +94,9 @@ pub struct Joiner {
     prev: Vec<u32>,
     /// Chain heads, and their state.
     heads: Vec<u32>,
+    /// Ranges of chain indices still to test (a stack, at most
+    /// 2 log2(chains) + 2 deep).
+    ranges: Vec<(u32, u32)>,
     state: Vec<State>,
     /// Per buffer: its index in the joined problem, and its offset there.
     slot: Vec<u32>,
@@ -119,6 +122,7 @@ impl Joiner {
         grow(&mut self.next, buffers);
         grow(&mut self.prev, buffers);
         grow(&mut self.heads, buffers);
+        self.ranges.reserve(2 * 64 + 2);
         grow(&mut self.slot, buffers);
         self.state.reserve(buffers.saturating_sub(self.state.len()));
         self.within
@@ -138,6 +142,7 @@ impl Joiner {
             self.next,
             self.prev,
             self.heads,
+            self.ranges,
             self.state,
             self.slot,
             self.within,
@@ -196,17 +201,43 @@ impl Joiner {
             for s in self.state.iter_mut() {
                 *s = State::Off;
             }
-            for h in 0..self.heads.len() {
+            // Group testing: a range of chains that fits with those kept
+            // is kept whole, one that does not is halved, a single chain
+            // that does not is refused. The few chains that cost memory
+            // are found in O(k log n) colorings for k of them, not n.
+            self.ranges.clear();
+            let n_heads = self.heads.len() as u32;
+            self.ranges.push((n_heads / 2, n_heads));
+            self.ranges.push((0, n_heads / 2));
+            while let Some((lo, hi)) = self.ranges.pop() {
+                if lo >= hi {
+                    continue;
+                }
                 if r.trials > trials {
                     break;
                 }
-                self.state[h] = State::On;
+                let range = lo as usize..hi as usize;
+                for s in &mut self.state[range.clone()] {
+                    *s = State::On;
+                }
                 r.trials += 1;
                 if self.try_joined(p, &mut joined, gca, opts, limit) {
-                    self.state[h] = State::Kept;
+                    for s in &mut self.state[range] {
+                        *s = State::Kept;
+                    }
                     kept_any = true;
+                } else if hi - lo == 1 {
+                    self.state[lo as usize] = State::Refused;
                 } else {
-                    self.state[h] = State::Refused;
+                    for s in &mut self.state[range] {
+                        *s = State::Off;
+                    }
+                    let mid = lo + (hi - lo) / 2;
+                    if self.ranges.len() + 2 > self.ranges.capacity() {
+                        break;
+                    }
+                    self.ranges.push((mid, hi));
+                    self.ranges.push((lo, mid));
                 }
             }
         }
@@ -403,5 +434,96 @@ impl Joiner {
             });
         }
         true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::mem::problem::peak;
+    use crate::verify::buffers::Validator;
+
+    /// Buffers `[lower, upper)` of 1024 B over all 128 partitions, buffer
+    /// i being location i; the plain placement and the joiner's result.
+    fn run(
+        spans: &[(u64, u64)],
+        pins: &[usize],
+        pairs: &[(u32, u32)],
+        limit_of: impl Fn(u64) -> u64,
+    ) -> (Problem, AffinityReport, alloc::vec::Vec<Placement>, u64) {
+        let t = Target::default();
+        let mut p = Problem::partitioned(&t, 1 << 20, spans.len());
+        for (i, &(lower, upper)) in spans.iter().enumerate() {
+            let pin = pins.contains(&i).then_some(Placement {
+                offset: 8192,
+                base: 0,
+            });
+            p.push(Buffer {
+                lower,
+                upper,
+                size: 1024,
+                align: 4,
+                partitions: 128,
+                pin,
+            })
+            .unwrap();
+        }
+        let locs: alloc::vec::Vec<MemLoc> = (0..spans.len() as u32).map(MemLoc::from_u32).collect();
+        let mut gca = GcaWorkspace::new();
+        gca.reserve_for(&p, 0, 0);
+        let opts = GcaOptions::default();
+        let mut out = alloc::vec![Placement::default(); p.len()];
+        let plain = gca.solve(&p, &opts, &mut out).peak;
+        let mut j = Joiner::default();
+        j.reserve(&t, 1 << 20, pairs.len(), p.len(), p.len());
+        for &(a, b) in pairs {
+            j.pairs.push((MemLoc::from_u32(a), MemLoc::from_u32(b)));
+        }
+        let r = j.honour(&p, &locs, &mut gca, &opts, limit_of(plain), 8, &mut out);
+        let mut v = Validator::with_capacity(p.len(), 8);
+        assert_eq!(v.check(&p, &out, u64::MAX).total, 0, "an illegal placement");
+        (p, r, out, plain)
+    }
+
+    #[test]
+    fn an_affinity_that_costs_nothing_is_honoured() {
+        // b outlives a, so the plain colorer takes it first and puts a
+        // above it; side by side costs nothing (c is live with both).
+        let (p, r, out, plain) = run(&[(0, 3), (1, 5), (2, 4)], &[], &[(0, 1)], |pk| pk);
+        assert_eq!((r.pairs, r.honoured, r.apart()), (1, 1, 0));
+        assert_eq!(out[1].offset, out[0].offset + 1024);
+        assert_eq!(out[1].base, out[0].base);
+        assert_eq!(peak(&p, &out), plain);
+    }
+
+    #[test]
+    fn an_affinity_past_the_limit_is_refused_for_capacity() {
+        // a dies at 3, where w takes its cells; a and b side by side until
+        // b's end would need a fourth slot.
+        let spans = [(0, 3), (1, 6), (2, 6), (3, 6)];
+        let (p, r, out, plain) = run(&spans, &[], &[(0, 1)], |pk| pk);
+        assert_eq!(plain, 3072);
+        assert_eq!((r.honoured, r.capacity, r.lifetime), (0, 1, 0));
+        assert_eq!(peak(&p, &out), plain, "the plain placement is kept");
+        assert_eq!(r.trials, 2, "all at once, then the one chain alone");
+    }
+
+    #[test]
+    fn disjoint_lifetimes_are_refused_as_lifetime_and_pins_as_placed() {
+        let (_, r, _, _) = run(&[(0, 2), (2, 4)], &[], &[(0, 1)], |pk| pk);
+        assert_eq!((r.honoured, r.lifetime, r.capacity), (0, 1, 0));
+        let (_, r, _, _) = run(&[(0, 3), (1, 5)], &[1], &[(0, 1)], |pk| pk);
+        assert_eq!((r.honoured, r.placed, r.trials), (0, 1, 0));
+    }
+
+    #[test]
+    fn chains_join_in_order_and_one_refused_chain_keeps_the_others() {
+        // Chain 0 -> 1 -> 2 costs nothing (all live together); chain 3 -> 4
+        // has disjoint lifetimes and is refused at the plain peak.
+        let spans = [(0, 6), (0, 6), (0, 6), (0, 2), (3, 5)];
+        let (_, r, out, _) = run(&spans, &[], &[(0, 1), (1, 2), (3, 4)], |pk| pk);
+        assert_eq!((r.pairs, r.honoured, r.lifetime), (3, 2, 1));
+        assert_eq!(out[1].offset, out[0].offset + 1024);
+        assert_eq!(out[2].offset, out[1].offset + 1024);
     }
 }

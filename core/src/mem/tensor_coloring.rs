@@ -106,7 +106,7 @@ impl Default for ColoringOptions {
             prefer_exact: false,
             affinity: false,
             affinity_slack_pct: 5,
-            affinity_trials: 8,
+            affinity_trials: 32,
         }
     }
 }
