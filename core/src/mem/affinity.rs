@@ -18,7 +18,8 @@
 //! [`Joiner::honour`] runs after the plain placement fits. The joined
 //! placement is kept only when its peak stays within the capacity and
 //! within `slack_pct` percent of the plain peak; otherwise the chains are
-//! tested in groups (at most `trials` more colorings): a group is kept
+//! tested in groups, cheapest first (by the bytes × positions joining adds
+//! to the live set), at most `trials` more colorings: a group is kept
 //! when the placement with it and the groups kept before still meets the
 //! same limit, else halved, and a single chain that does not is refused. The plain placement is the fallback, so no affinity causes a
 //! spill (spill rounds run before, on the plain problem) or a peak past
@@ -333,6 +334,30 @@ impl Joiner {
                 self.state.push(State::Off);
             }
         }
+        // Cheapest first: what joining adds to the live bytes is each
+        // member's size over the part of the hull it was not live in. The
+        // chains that add nothing lead, so the group tests below keep
+        // them in few colorings and the costly ones gather at the end.
+        let next = &self.next;
+        let added = |head: u32| {
+            let (mut lo, mut hi) = (u64::MAX, 0);
+            let mut k = head as usize;
+            while k != NONE as usize {
+                lo = lo.min(bufs[k].lower);
+                hi = hi.max(bufs[k].upper);
+                k = next[k] as usize;
+            }
+            let mut cost = 0u64;
+            let mut k = head as usize;
+            while k != NONE as usize {
+                let b = &bufs[k];
+                let own = b.upper - b.lower;
+                cost = cost.saturating_add(b.size.saturating_mul((hi - lo).saturating_sub(own)));
+                k = next[k] as usize;
+            }
+            cost
+        };
+        self.heads.sort_unstable_by_key(|&h| (added(h), h));
     }
 
     /// True when following `next` from `from` reaches `to`.
