@@ -144,8 +144,9 @@ pub use ir::{Builder, Module};
 pub use mem::exact::{Clock, NoClock};
 pub use pipeline::{
     passes, reserve_and_run, reserve_and_run_passes, run, run_passes, Allocator, Checks,
-    DataflowStep, EndSteps, FailureSite, Options, OptionsError, Pass, Passed, PipelineError,
-    PlacementStep, Rotation, RunReport, ScheduleStep, Selection, Workspace, OPTLEVELS,
+    DataflowStep, DmaAffinity, EndSteps, FailureSite, Options, OptionsError, Pass, Passed,
+    PipelineError, PlacementStep, Rotation, RunReport, ScheduleStep, Selection, Workspace,
+    OPTLEVELS,
 };
 pub(crate) use storage::heap_bytes;
 pub use storage::{StorageBudget, StorageReport};

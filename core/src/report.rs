@@ -7,6 +7,7 @@
 pub use crate::analysis::{CostlyDep, Floor, FloorKind, ScheduleReport, SpaceFloor};
 pub use crate::dma::{descriptor_lower_bound, dma_analysis, DmaError, DmaReport, DmaStats, Vetoes};
 pub use crate::ir::{DisplayNamed, InModule};
+pub use crate::mem::affinity::AffinityReport;
 pub use crate::mem::lsa::{AllocationFailure, LsaError, LsaErrorDisplay, LsaReport, SpaceReport};
 pub use crate::mem::rotation::RotationReport;
 pub use crate::mem::spill::{FailureEntry, SpillLog, SpillLogDisplay, SpillRecord};

@@ -19,7 +19,7 @@ use std::process::ExitCode;
 use clap::{Args, Parser, Subcommand};
 use tusk_core::ir::{Module, Space, NO_LANE};
 use tusk_core::verify::{Scope, Verifier};
-use tusk_core::{Allocator, Generation, Options, Rotation};
+use tusk_core::{Allocator, DmaAffinity, Generation, Options, Rotation};
 use tusk_shim::batch::{self, JobConfig, OutputDirs, Outputs};
 use tusk_shim::console::{self, EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK};
 use tusk_shim::{blame, text};
@@ -195,6 +195,12 @@ struct RunArgs {
     /// or `psum` (successive PSUM tiles go round the free banks).
     #[arg(long, default_value = "off", value_name = "off|psum")]
     rotation: String,
+    /// DMA-aware placement: `off` (the allocators minimize the peak only)
+    /// or `on` (the SB colorer places DMA pairs whose DRAM sides abut side
+    /// by side, when that costs no spill and the peak stays within 5%, so
+    /// the DMA passes can merge them; optlevels 2, 3 and 6).
+    #[arg(long, default_value = "off", value_name = "off|on")]
+    dma_affinity: String,
 }
 
 /// `--svg-window START:END`: two positions, START below END.
@@ -413,6 +419,13 @@ fn run(a: &RunArgs) -> u8 {
         ));
         return EXIT_BAD_INPUT;
     };
+    let Some(dma_affinity) = DmaAffinity::from_name(&a.dma_affinity) else {
+        console::error(format_args!(
+            "--dma-affinity {} is not a setting (known: off on)",
+            a.dma_affinity
+        ));
+        return EXIT_BAD_INPUT;
+    };
     let opts = Options {
         optlevel: a.optlevel,
         allocator,
@@ -427,6 +440,7 @@ fn run(a: &RunArgs) -> u8 {
         reg_max_spill_temporaries: None,
         storage_limit: a.max_memory,
         rotation,
+        dma_affinity,
     };
     let opts = match opts.normalize() {
         Ok(o) => o,

@@ -6,6 +6,7 @@ use std::time::Instant;
 use serde_json::{json, Value};
 use tusk_core::analysis::{CostlyDep, ScheduleReport};
 use tusk_core::ir::{Engine, Entity, Module, Space};
+use tusk_core::report::AffinityReport;
 use tusk_core::{passes, Checks, Clock, EndSteps, Options, PipelineError, RunReport, Workspace};
 
 use crate::blame;
@@ -202,7 +203,16 @@ pub fn summary(file: &str, m: &Module, r: &RunReport) -> String {
             }
             let v = vetoes(&d.vetoes);
             if !v.is_empty() {
-                let list: Vec<String> = v.iter().map(|(k, n)| format!("{k} {n}")).collect();
+                let refused = affinity(r).map(affinity_causes).unwrap_or_default();
+                let list: Vec<String> = v
+                    .iter()
+                    .map(|&(k, n)| match (k, *name) {
+                        ("not_adjacent", "SB") if !refused.is_empty() => {
+                            format!("{k} {n} (affinity refused: {})", refused.join(", "))
+                        }
+                        _ => format!("{k} {n}"),
+                    })
+                    .collect();
                 s.push_str(&format!(
                     "  DMA {:<4} coalescing vetoes: {}\n",
                     name,
@@ -210,6 +220,22 @@ pub fn summary(file: &str, m: &Module, r: &RunReport) -> String {
                 ));
             }
         }
+    }
+    if let Some(a) = affinity(r) {
+        let causes = affinity_causes(a);
+        s.push_str(&format!(
+            "  SB    affinity: {} DMA pair{} abut in DRAM, {} placed side by side, {} apart{} ({})\n",
+            a.pairs,
+            if a.pairs == 1 { "" } else { "s" },
+            a.honoured,
+            a.apart(),
+            if causes.is_empty() {
+                String::new()
+            } else {
+                format!(": {}", causes.join(", "))
+            },
+            count(a.trials as u64, "coloring")
+        ));
     }
     if let Some(g) = &r.reg {
         s.push_str(&format!(
@@ -352,6 +378,26 @@ pub fn vetoes(v: &tusk_core::report::Vetoes) -> Vec<(&'static str, u32)> {
     ]
     .into_iter()
     .filter(|&(_, n)| n > 0)
+    .collect()
+}
+
+/// The SB colorer's affinity report, when `--dma-affinity on` ran it.
+fn affinity(r: &RunReport) -> Option<&AffinityReport> {
+    r.coloring[Space::Sb.slot()].as_ref()?.affinity.as_ref()
+}
+
+/// Why affinity pairs stayed apart, the causes with a count.
+fn affinity_causes(a: &AffinityReport) -> Vec<String> {
+    [
+        ("capacity", a.capacity),
+        ("lifetime", a.lifetime),
+        ("placed", a.placed),
+        ("alignment", a.alignment),
+        ("untried", a.untried),
+    ]
+    .into_iter()
+    .filter(|&(_, n)| n > 0)
+    .map(|(k, n)| format!("{k} {n}"))
     .collect()
 }
 
@@ -546,6 +592,19 @@ pub fn report_json(file: &str, m: &Module, r: &RunReport, map: Option<&SourceMap
         "verify_micros": r.verify_micros,
         "storage": storage_json(&r.storage),
         "schedule": r.schedule.as_ref().map(|x| schedule_json(m, x, map)),
+        "dma_affinity": affinity(r).map(|a| json!({
+            "pairs": a.pairs,
+            "honoured": a.honoured,
+            "apart": a.apart(),
+            "refused": {
+                "capacity": a.capacity,
+                "lifetime": a.lifetime,
+                "placed": a.placed,
+                "alignment": a.alignment,
+                "untried": a.untried,
+            },
+            "colorings": a.trials,
+        })),
         "rotation": r.rotation.as_ref().map(|x| json!({
             "tiles": x.tiles,
             "moved": x.moved,

@@ -192,6 +192,11 @@ fn real_reports_match_the_schema_and_use_all_of_it() {
         "--rotation".into(),
         "psum".into(),
     ]);
+    runs.push(vec![
+        ex("block_matmul.tusk"),
+        "--dma-affinity".into(),
+        "on".into(),
+    ]);
     // A run that spills: the tight generated module at optlevel 8.
     let g = run_in(
         &work,

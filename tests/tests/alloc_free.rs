@@ -5,7 +5,7 @@
 //! the current thread while a thread-local flag is armed (the test harness
 //! runs tests on several threads; counting per thread keeps them apart).
 //! For every pipeline — optlevels 0, 1, 2, 3, 6, 7, 8, `--allocator lsa` at
-//! 6, `--allocator exact`, each ending in the register colorer and its DRAM
+//! 6, `--allocator exact`, `--dma-affinity on` at 2 and 6, each ending in the register colorer and its DRAM
 //! spill-slot placement, the DMA passes inside 1/2/3/6/7/8 — over generated
 //! modules of several shapes (default kernels, loop-heavy, memory-tight ones
 //! that make every allocator spill, a target with a small SB, the DMA-heavy
@@ -37,7 +37,7 @@ use tusk_core::gen::dma::{dma_heavy, DmaGenParams};
 use tusk_core::gen::module::{generate, GenParams};
 use tusk_core::ir::Module;
 use tusk_core::verify::{DataflowCapacity, DataflowChecker, DataflowError, Verifier};
-use tusk_core::{Allocator, Checks, Clock, Options, Target, Workspace};
+use tusk_core::{Allocator, Checks, Clock, DmaAffinity, Options, Target, Workspace};
 
 thread_local! {
     static ARMED: Cell<bool> = const { Cell::new(false) };
@@ -203,6 +203,20 @@ fn pipelines() -> Vec<(&'static str, Options)> {
         ("opt7", o(7, Allocator::Default)),
         ("opt8", o(8, Allocator::Default)),
         ("opt2 exact", o(2, Allocator::Exact)),
+        (
+            "opt2 dma-affinity",
+            Options {
+                dma_affinity: DmaAffinity::On,
+                ..o(2, Allocator::Default)
+            },
+        ),
+        (
+            "opt6 dma-affinity",
+            Options {
+                dma_affinity: DmaAffinity::On,
+                ..o(6, Allocator::Default)
+            },
+        ),
     ]
 }
 

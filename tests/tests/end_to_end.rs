@@ -19,7 +19,7 @@ use std::path::{Path, PathBuf};
 
 use tusk_core::gen::module::{generate, Census, GenParams};
 use tusk_core::ir::{MemFlags, Module, Space, NO_LANE};
-use tusk_core::{Allocator, Checks, Options, Rotation, RunReport, Workspace};
+use tusk_core::{Allocator, Checks, DmaAffinity, Options, Rotation, RunReport, Workspace};
 use tusk_shim::text;
 use tusk_tests::harness::Ticks;
 
@@ -91,6 +91,26 @@ fn selections() -> Vec<(String, Options)> {
             ..Options::default()
         },
     ));
+    for (flags, optlevel, allocator) in [
+        ("--optlevel 2 --dma-affinity on", 2, Allocator::Default),
+        ("--optlevel 3 --dma-affinity on", 3, Allocator::Default),
+        ("--optlevel 6 --dma-affinity on", 6, Allocator::Default),
+        (
+            "--optlevel 2 --allocator exact --dma-affinity on",
+            2,
+            Allocator::Exact,
+        ),
+    ] {
+        v.push((
+            flags.into(),
+            Options {
+                optlevel,
+                allocator,
+                dma_affinity: DmaAffinity::On,
+                ..Options::default()
+            },
+        ));
+    }
     v
 }
 
@@ -277,4 +297,54 @@ fn generated_modules_placed_by_optlevel_2_pass_optlevel_7() {
         let r = run_checked(&mut placed, &o7).unwrap_or_else(|e| panic!("{what}: {e}"));
         assert_complete(&what, &placed, &r);
     }
+}
+
+/// `--dma-affinity on` against off on every example and generated module
+/// at optlevel 2: never a spill the plain placement did not have, an SB
+/// peak within the colorer's 5% slack of the plain one, never more DMA
+/// descriptors after the DMA passes, and the checks clean (`run_checked`).
+#[test]
+fn dma_affinity_costs_no_spill_and_never_adds_descriptors() {
+    let mut inputs: Vec<(String, Module)> = examples("")
+        .iter()
+        .map(|p| (p.display().to_string(), load(p)))
+        .collect();
+    inputs.extend(generated());
+    let mut honoured = 0;
+    for (name, input) in inputs {
+        let mut runs = Vec::new();
+        for a in [DmaAffinity::Off, DmaAffinity::On] {
+            let opts = Options {
+                dma_affinity: a,
+                ..Options::default()
+            };
+            let mut m = input.clone();
+            let r = run_checked(&mut m, &opts).unwrap_or_else(|e| panic!("{name} {a:?}: {e}"));
+            assert_complete(&format!("{name} {a:?}"), &m, &r);
+            runs.push((r, tusk_core::report::dma_analysis(&m).descriptors));
+        }
+        let ((off, d_off), (on, d_on)) = (&runs[0], &runs[1]);
+        let (so, sn) = (off.space(Space::Sb), on.space(Space::Sb));
+        assert!(
+            sn.spills <= so.spills,
+            "{name}: {} spills, off {}",
+            sn.spills,
+            so.spills
+        );
+        assert!(
+            sn.peak * 100 <= so.peak * 105,
+            "{name}: SB peak {} with affinities, {} without",
+            sn.peak,
+            so.peak
+        );
+        assert!(d_on <= d_off, "{name}: {d_on} descriptors, off {d_off}");
+        assert!(off.coloring[Space::Sb.slot()]
+            .and_then(|c| c.affinity)
+            .is_none());
+        let a = on.coloring[Space::Sb.slot()]
+            .and_then(|c| c.affinity)
+            .unwrap_or_else(|| panic!("{name}: no affinity report"));
+        honoured += a.honoured;
+    }
+    assert!(honoured > 0, "no affinity was honoured anywhere");
 }

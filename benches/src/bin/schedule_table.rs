@@ -9,6 +9,10 @@
 //!
 //! `cargo run --release -p tusk-benches --bin schedule_table` prints the
 //! Markdown table of BENCHMARKS.md ("Schedule model and PSUM rotation").
+//! With the argument `affinity` it prints the table of "DMA-aware
+//! placement" instead: the same modules with `--dma-affinity off` and
+//! `on` (rotation off), the affinity pairs found, honoured and refused by
+//! cause, and the SB spills.
 
 use std::time::Instant;
 
@@ -16,7 +20,7 @@ use tusk_benches::{examples, load};
 use tusk_core::gen::module::{generate, GenParams};
 use tusk_core::ir::{Module, Space};
 use tusk_core::report::dma_analysis;
-use tusk_core::{Checks, Clock, Options, Rotation, Workspace};
+use tusk_core::{Checks, Clock, DmaAffinity, Options, Rotation, Workspace};
 
 struct Wall(Instant);
 
@@ -32,17 +36,9 @@ fn row(name: &str, input: &Module, rotation: Rotation) {
         rotation,
         ..Options::default()
     };
-    let mut ws = Workspace::new();
-    ws.reserve(&mut m, &opts, Checks::Full { input });
-    let mut clock = Wall(Instant::now());
-    let r = match tusk_core::run(&mut m, &opts, &mut ws, &mut clock, Checks::Full { input }) {
-        Ok(r) => r,
-        Err(e) => {
-            println!("| {name} | {rotation:?} | failed: {} |", e.display(&m));
-            return;
-        }
+    let Some(r) = run(name, &mut m, input, &opts) else {
+        return;
     };
-    assert!(r.verified && r.findings == 0, "{name}: checks not clean");
     let s = r.schedule.clone().unwrap_or_default();
     let rot = r
         .rotation
@@ -69,17 +65,110 @@ fn row(name: &str, input: &Module, rotation: Rotation) {
     );
 }
 
+/// Runs `opts` on `m` with both checks; `None` (a table row saying so)
+/// when the run fails.
+fn run(name: &str, m: &mut Module, input: &Module, opts: &Options) -> Option<tusk_core::RunReport> {
+    let mut ws = Workspace::new();
+    ws.reserve(m, opts, Checks::Full { input });
+    let mut clock = Wall(Instant::now());
+    match tusk_core::run(m, opts, &mut ws, &mut clock, Checks::Full { input }) {
+        Ok(r) => {
+            assert!(r.verified && r.findings == 0, "{name}: checks not clean");
+            Some(r)
+        }
+        Err(e) => {
+            println!(
+                "| {name} | {:?} {:?} | failed: {} |",
+                opts.rotation,
+                opts.dma_affinity,
+                e.display(m)
+            );
+            None
+        }
+    }
+}
+
+/// One row of the affinity table.
+fn affinity_row(name: &str, input: &Module, dma_affinity: DmaAffinity) {
+    let mut m = input.clone();
+    let opts = Options {
+        dma_affinity,
+        ..Options::default()
+    };
+    let Some(r) = run(name, &mut m, input, &opts) else {
+        return;
+    };
+    let s = r.schedule.clone().unwrap_or_default();
+    let a = r.coloring[Space::Sb.slot()].and_then(|c| c.affinity);
+    let pairs = a.map_or("—".to_string(), |a| {
+        let causes: Vec<String> = [
+            ("capacity", a.capacity),
+            ("lifetime", a.lifetime),
+            ("placed", a.placed),
+            ("alignment", a.alignment),
+            ("untried", a.untried),
+        ]
+        .iter()
+        .filter(|(_, n)| *n > 0)
+        .map(|(k, n)| format!("{k} {n}"))
+        .collect();
+        format!(
+            "{} / {} / {}",
+            a.pairs,
+            a.honoured,
+            if causes.is_empty() {
+                "0".to_string()
+            } else {
+                causes.join(", ")
+            }
+        )
+    });
+    println!(
+        "| {name} | {} | {} | {} | {} | {} | {} | {} ({:.1}%) | {} |",
+        match dma_affinity {
+            DmaAffinity::Off => "off",
+            DmaAffinity::On => "on",
+        },
+        r.space(Space::Sb).peak,
+        r.space(Space::Sb).spills,
+        dma_analysis(&m).instructions,
+        dma_analysis(&m).descriptors,
+        s.makespan,
+        s.loss(),
+        s.loss_pct(),
+        pairs
+    );
+}
+
 fn main() {
+    if std::env::args().nth(1).as_deref() == Some("affinity") {
+        println!("| module | affinity | SB peak | SB spills | DMAs after | DMA descriptors after | model makespan | loss | pairs found / placed side by side / apart by cause |");
+        println!("|---|---|---|---|---|---|---|---|---|");
+        for (name, m) in modules() {
+            for a in [DmaAffinity::Off, DmaAffinity::On] {
+                affinity_row(&name, &m, a);
+            }
+        }
+        return;
+    }
     println!("| module | rotation | SB peak | PSUM peak | DMA descriptors after | model makespan | unlimited memory | loss | tiles moved | executions simulated |");
     println!("|---|---|---|---|---|---|---|---|---|---|");
+    for (name, m) in modules() {
+        for r in [Rotation::Off, Rotation::Psum] {
+            row(&name, &m, r);
+        }
+    }
+}
+
+/// Every example, then the three generated modules.
+fn modules() -> Vec<(String, Module)> {
+    let mut v = Vec::new();
     for p in examples("") {
         let m = load(&p);
         let name = p
             .file_name()
             .map_or(String::new(), |n| n.to_string_lossy().into());
-        for r in [Rotation::Off, Rotation::Psum] {
-            row(&name, &m, r);
-        }
+        v.push((name, m));
     }
     let generated = [
         ("gen default 2k", GenParams::new(2000, 1)),
@@ -105,8 +194,7 @@ fn main() {
     ];
     for (name, p) in generated {
         let m = generate(&p).unwrap_or_else(|e| panic!("{name}: {e}"));
-        for r in [Rotation::Off, Rotation::Psum] {
-            row(name, &m, r);
-        }
+        v.push((name.to_string(), m));
     }
+    v
 }

@@ -38,11 +38,11 @@
 
 use super::conflict::{ap_rect, Claim, Rect};
 use super::pass::{
-    dma_view, has_room, write_count, write_span, DmaError, DmaOptimization, DmaStats, DmaWorkspace,
-    Proposal, Sweep,
+    dma_sides, dma_view, has_room, write_count, write_span, DmaError, DmaOptimization, DmaStats,
+    DmaWorkspace, Proposal, Sweep, Vetoes,
 };
 use super::rewrite::{apply_accepted, insert_like, run_like, whole};
-use crate::analysis::Interval;
+use crate::analysis::{Interval, MemLiveness};
 use crate::ir::{Inst, InstFlags, MemFlags, MemLoc, Module, Space};
 use crate::target::Target;
 
@@ -123,74 +123,174 @@ pub fn round(Sweep { pass, m, ws, st }: Sweep<'_>) -> Result<u32, DmaError> {
     Ok(made)
 }
 
+/// A per-DMA predicate that refused a DMA, by the veto it counts as.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub(crate) enum DmaVeto {
+    DynamicOffset,
+    LoopIndexed,
+    NotFullAccess,
+    NotContiguous,
+    TooLarge,
+    ProducerChain,
+}
+
+impl DmaVeto {
+    pub(crate) fn count(self, v: &mut Vetoes) {
+        match self {
+            DmaVeto::DynamicOffset => v.dynamic_offset += 1,
+            DmaVeto::LoopIndexed => v.loop_indexed += 1,
+            DmaVeto::NotFullAccess => v.not_full_access += 1,
+            DmaVeto::NotContiguous => v.not_contiguous += 1,
+            DmaVeto::TooLarge => v.too_large += 1,
+            DmaVeto::ProducerChain => v.producer_chain += 1,
+        }
+    }
+}
+
+/// What the per-DMA predicates know of a candidate, placed or not.
+#[derive(Copy, Clone, Debug)]
+pub(crate) struct Facts {
+    pub(crate) load: bool,
+    /// Sort key without the bucket: kind, queue, flags, DRAM loc,
+    /// partitions, elem, loop. Two DMAs may merge only when equal.
+    pub(crate) key: (u8, u8, u32, u16, u16, u8, u32),
+    pub(crate) flags: u8,
+    pub(crate) dram_off: u64,
+    pub(crate) bytes: u64,
+    pub(crate) chip_loc: MemLoc,
+    pub(crate) live: Interval,
+}
+
+/// The per-DMA predicates of coalescing on `i` at position `pos`: `None`
+/// when `i` is no DMA of `space` this pass looks at, the veto that refuses
+/// it, or its facts. With `placed`, both sides must be placed (the pass);
+/// without, placement is not looked at (the affinities, before allocation).
+pub(crate) fn screen(
+    m: &Module,
+    live: &MemLiveness,
+    pos: u32,
+    i: Inst,
+    space: Space,
+    placed: bool,
+) -> Option<Result<Facts, DmaVeto>> {
+    let t = &m.target;
+    if let Some(veto) = moving(m, i, space) {
+        // `dma_view` refuses it; say why.
+        return Some(Err(match veto {
+            Moving::Register => DmaVeto::DynamicOffset,
+            Moving::Loop => DmaVeto::LoopIndexed,
+        }));
+    }
+    let v = if placed {
+        dma_view(m, i, space)
+    } else {
+        dma_sides(m, i, space)
+    }?;
+    let chip_loc = m.aps.loc[v.chip];
+    let dram_loc = m.aps.loc[v.dram];
+    if !m.is_full_access(v.chip) {
+        return Some(Err(DmaVeto::NotFullAccess));
+    }
+    if !m.is_contiguous(v.dram) {
+        return Some(Err(DmaVeto::NotContiguous));
+    }
+    let elem = m.aps.elem_size[v.chip];
+    if m.aps.elem_size[v.dram] != elem || m.aps.part_count[v.dram] != m.aps.part_count[v.chip] {
+        return Some(Err(DmaVeto::NotContiguous));
+    }
+    if elem as u32 > t.dma_coalesce_align_gate {
+        return Some(Err(DmaVeto::TooLarge));
+    }
+    let flags = m.mems.flags[chip_loc];
+    let single = write_count(live, chip_loc) == 1
+        && (!v.load || live.accesses(chip_loc).first() == Some(&pos));
+    if !single || flags.intersects(MemFlags::PINNED | MemFlags::INPUT | MemFlags::OUTPUT) {
+        return Some(Err(DmaVeto::ProducerChain));
+    }
+    let iv = live.interval(chip_loc)?;
+    Some(Ok(Facts {
+        load: v.load,
+        key: (
+            m.insts.opcode[i] as u8,
+            m.insts.queue[i],
+            dram_loc.as_u32(),
+            m.aps.part_start[v.dram].into(),
+            m.aps.part_count[v.dram].into(),
+            elem,
+            m.inst_loop(i).as_u32(),
+        ),
+        flags: m.insts.flags[i].bits(),
+        dram_off: m.aps.offset[v.dram] as u64,
+        bytes: m.ap_bytes_per_partition(v.chip),
+        chip_loc,
+        live: iv,
+    }))
+}
+
+/// `tooLargeForCoalescing` of a merged DMA of `bytes` per partition over
+/// `parts` partitions: over the byte budget or the descriptor ceiling.
+pub(crate) fn merged_too_large(t: &Target, parts: u64, bytes: u64) -> bool {
+    let descriptors = parts * bytes.div_ceil(t.dma_descriptor_max_bytes.max(1) as u64);
+    bytes > t.dma_coalesce_budget as u64
+        || descriptors > t.dma_coalesce_max_elements as u64
+        || bytes > u32::MAX as u64 / 2
+}
+
+/// True when a merged load placed at `merged_pos` would read `dram_loc`
+/// before anything initializes it, for a member DMA `inst` that may not
+/// read uninitialized memory.
+pub(crate) fn reads_uninit(
+    m: &Module,
+    live: &MemLiveness,
+    dram_loc: MemLoc,
+    load: bool,
+    inst: Inst,
+    merged_pos: u32,
+) -> bool {
+    if !load || m.insts.flags[inst].contains(InstFlags::CAN_READ_UNINIT) {
+        return false;
+    }
+    let input = m.mems.flags[dram_loc].contains(MemFlags::INPUT);
+    !(input || write_span(live, dram_loc).is_some_and(|(w0, _)| w0 < merged_pos))
+}
+
 fn collect(pass: &DmaOptimization, m: &Module, ws: &mut DmaWorkspace, st: &mut DmaStats) {
     ws.cands.clear();
     let t = &m.target;
     for (pos, &i) in ws.order.insts().iter().enumerate() {
-        if let Some(veto) = moving(m, i, pass.space) {
-            // `dma_view` refuses it; say why.
-            match veto {
-                Moving::Register => st.vetoes.dynamic_offset += 1,
-                Moving::Loop => st.vetoes.loop_indexed += 1,
+        let f = match screen(m, &ws.live, pos as u32, i, pass.space, true) {
+            None => continue,
+            Some(Err(veto)) => {
+                veto.count(&mut st.vetoes);
+                continue;
             }
-            continue;
-        }
-        let Some(v) = dma_view(m, i, pass.space) else {
-            continue;
+            Some(Ok(f)) => f,
         };
-        let chip_loc = m.aps.loc[v.chip];
-        let dram_loc = m.aps.loc[v.dram];
-        if !m.is_full_access(v.chip) {
-            st.vetoes.not_full_access += 1;
-            continue;
-        }
-        if !m.is_contiguous(v.dram) {
-            st.vetoes.not_contiguous += 1;
-            continue;
-        }
-        let elem = m.aps.elem_size[v.chip];
-        if m.aps.elem_size[v.dram] != elem || m.aps.part_count[v.dram] != m.aps.part_count[v.chip] {
-            st.vetoes.not_contiguous += 1;
-            continue;
-        }
-        if elem as u32 > t.dma_coalesce_align_gate {
-            st.vetoes.too_large += 1;
-            continue;
-        }
-        let flags = m.mems.flags[chip_loc];
-        let single = write_count(&ws.live, chip_loc) == 1
-            && (!v.load || ws.live.accesses(chip_loc).first() == Some(&(pos as u32)));
-        if !single || flags.intersects(MemFlags::PINNED | MemFlags::INPUT | MemFlags::OUTPUT) {
-            st.vetoes.producer_chain += 1;
-            continue;
-        }
-        let Some(live) = ws.live.interval(chip_loc) else {
-            continue;
-        };
-        let base = m.mems.base_partition[chip_loc];
+        let base = m.mems.base_partition[f.chip_loc];
         if ws.cands.len() == ws.cands.capacity() {
             break;
         }
+        let k = f.key;
         ws.cands.push(Cand {
             inst: i,
             pos: pos as u32,
-            load: v.load,
+            load: f.load,
             key: (
                 bucket(t, pass.space, base),
-                m.insts.opcode[i] as u8,
-                m.insts.queue[i],
-                m.insts.flags[i].bits(),
-                dram_loc.as_u32(),
-                m.aps.part_start[v.dram].into(),
-                m.aps.part_count[v.dram].into(),
-                elem,
-                m.inst_loop(i).as_u32(),
+                k.0,
+                k.1,
+                f.flags,
+                k.2,
+                k.3,
+                k.4,
+                k.5,
+                k.6,
             ),
-            dram_off: m.aps.offset[v.dram] as u64,
-            chip_lo: m.mems.offset[chip_loc],
-            bytes: m.ap_bytes_per_partition(v.chip),
-            chip_loc,
-            live,
+            dram_off: f.dram_off,
+            chip_lo: m.mems.offset[f.chip_loc],
+            bytes: f.bytes,
+            chip_loc: f.chip_loc,
+            live: f.live,
         });
     }
     ws.cands
@@ -336,12 +436,7 @@ fn admit(
         return Err(Veto::Count);
     }
     let bytes = g.hi_chip + c.bytes - g.lo_chip;
-    let parts = first.key.6 as u64;
-    let descriptors = parts * bytes.div_ceil(t.dma_descriptor_max_bytes.max(1) as u64);
-    if bytes > t.dma_coalesce_budget as u64
-        || descriptors > t.dma_coalesce_max_elements as u64
-        || bytes > u32::MAX as u64 / 2
-    {
+    if merged_too_large(t, first.key.6 as u64, bytes) {
         return Err(Veto::TooLarge);
     }
     if pass.space == Space::Psum {
@@ -359,13 +454,8 @@ fn admit(
     // The merged read: every member's source must be initialized at the
     // merged position, unless the member may read uninitialized memory.
     let dram_loc = MemLoc::from_u32(first.key.4);
-    let uninit = |cand: &Cand| {
-        if !first.load || m.insts.flags[cand.inst].contains(InstFlags::CAN_READ_UNINIT) {
-            return false;
-        }
-        let input = m.mems.flags[dram_loc].contains(MemFlags::INPUT);
-        !(input || write_span(&ws.live, dram_loc).is_some_and(|(w0, _)| w0 < merged_pos))
-    };
+    let uninit =
+        |cand: &Cand| reads_uninit(m, &ws.live, dram_loc, first.load, cand.inst, merged_pos);
     if uninit(c) || (merged_pos != g.merged_pos && ws.cands[k..j].iter().any(uninit)) {
         return Err(Veto::Uninit);
     }

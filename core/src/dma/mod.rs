@@ -32,6 +32,7 @@
 //! is skipped before it changes anything and counted
 //! ([`DmaStats::headroom_skipped`]).
 
+pub mod affinity;
 pub mod coalesce;
 pub mod conflict;
 pub mod dead_store;

@@ -505,6 +505,14 @@ pub(crate) struct DmaView {
 /// The DRAM and on-chip sides of `i` when it is a one-to-one DMA between
 /// DRAM and `space` with both locations placed.
 pub(crate) fn dma_view(m: &Module, i: Inst, space: Space) -> Option<DmaView> {
+    let v = dma_sides(m, i, space)?;
+    (m.is_placed(m.aps.loc[v.dram]) && m.is_placed(m.aps.loc[v.chip])).then_some(v)
+}
+
+/// [`dma_view`] without the placement test: the sides of a plain one-to-one
+/// DMA between DRAM and `space`, placed or not (the placement affinities
+/// look at the DMAs before allocation).
+pub(crate) fn dma_sides(m: &Module, i: Inst, space: Space) -> Option<DmaView> {
     if !m.insts.opcode[i].is_dma() {
         return None;
     }
@@ -520,9 +528,6 @@ pub(crate) fn dma_view(m: &Module, i: Inst, space: Space) -> Option<DmaView> {
         return None;
     }
     let (ls, ld) = (m.aps.loc[src], m.aps.loc[dst]);
-    if !m.is_placed(ls) || !m.is_placed(ld) {
-        return None;
-    }
     let (ss, sd) = (m.mems.space[ls], m.mems.space[ld]);
     if ss == Space::Dram && sd == space {
         Some(DmaView {

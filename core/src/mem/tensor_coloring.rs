@@ -52,10 +52,11 @@ use alloc::vec::Vec;
 use arrayvec::ArrayVec;
 use core::fmt;
 
+use super::affinity::{AffinityReport, Joiner};
 use super::budgeted;
 use super::exact::{Budget, Clock, ExactOptions, ExactWorkspace, Objective, Status};
 use super::interval_coloring::{GcaOptions, GcaOutcome, GcaWorkspace};
-use super::problem::{Buffer, Placement, Problem, ProblemError};
+use super::problem::{peak, Buffer, Placement, Problem, ProblemError};
 use super::spill::{
     add_reload_copy, add_slot, finalize, invariant_split, loop_split_ok, reload_point,
     remat_source, slice_split, spill_cost, spill_runs, spill_score, ReloadPoint, SliceSplit,
@@ -80,6 +81,16 @@ pub struct ColoringOptions {
     /// Run the exact search even when the colorer fits, minimizing the peak
     /// within the budget (`--allocator exact`), and keep the lower peak.
     pub prefer_exact: bool,
+    /// `--dma-affinity on`: in SB, try to place the pairs handed in
+    /// ([`ColoringWorkspace::affinity_pairs_mut`]) side by side once the
+    /// plain placement fits ([`super::affinity`]).
+    pub affinity: bool,
+    /// How far an honoured affinity may raise the SB peak over the plain
+    /// placement's, in percent (never past the capacity).
+    pub affinity_slack_pct: u32,
+    /// Most extra colorings spent on chains one at a time when honouring
+    /// all of them at once went past the limit.
+    pub affinity_trials: u32,
 }
 
 impl Default for ColoringOptions {
@@ -93,6 +104,9 @@ impl Default for ColoringOptions {
             dma_optlevel: 1,
             max_spill_rounds: 64,
             prefer_exact: false,
+            affinity: false,
+            affinity_slack_pct: 5,
+            affinity_trials: 32,
         }
     }
 }
@@ -137,6 +151,8 @@ pub struct ColoringReport {
     pub spill_bytes: u64,
     /// Estimated cycles of the spill traffic (`Target::dma_cycles`).
     pub spill_cycles: u64,
+    /// What became of the placement affinities (SB with `affinity` on).
+    pub affinity: Option<AffinityReport>,
 }
 
 /// Why a coloring pass failed.
@@ -272,6 +288,8 @@ pub struct ColoringWorkspace {
     records: Vec<SpillRecord>,
     /// Spill candidates of the round.
     candidates: Vec<Candidate>,
+    /// The placement affinities of SB and their storage.
+    joiner: Joiner,
     /// True when `order` and `live` were handed in as describing the module
     /// the next [`run`] gets ([`ColoringWorkspace::exchange_analyses`]); the
     /// first round of that run then skips recomputing them.
@@ -577,6 +595,32 @@ impl ColoringWorkspace {
         }
     }
 
+    /// The affinity pairs the next SB run tries to honour (filled by the
+    /// caller, within the room [`Self::reserve_affinity`] made).
+    pub fn affinity_pairs_mut(&mut self) -> &mut Vec<(MemLoc, MemLoc)> {
+        &mut self.joiner.pairs
+    }
+
+    /// Reserves the affinity tables for `m` (its capacity of locations and
+    /// instructions: at most one pair per DMA). Only a run with affinities
+    /// on needs them; the others reserve nothing for them.
+    pub fn reserve_affinity(&mut self, m: &Module, storage: &mut StorageReport) {
+        let cap = m.capacity();
+        let buffers = Self::buffer_bound(m, Space::Sb, 0);
+        let before = self.joiner.heap_bytes();
+        self.joiner.reserve(
+            &m.target,
+            capacity_of(m, Space::Sb),
+            cap.insts,
+            buffers,
+            cap.mems.max(m.num_mems()),
+        );
+        storage.add(
+            "coloring: placement affinities (SB)",
+            self.joiner.heap_bytes() - before,
+        );
+    }
+
     /// Exchanges the workspace's program order and liveness with the
     /// caller's (a swap: no copy, no allocation; the side the run computes
     /// into, the workspace's after the swap, must be reserved to the
@@ -845,6 +889,27 @@ fn color_rounds(
             }
         }
         if fits {
+            if opts.affinity && space == Space::Sb {
+                let limit = cap.min(
+                    report
+                        .peak
+                        .saturating_add(report.peak * opts.affinity_slack_pct as u64 / 100),
+                );
+                let a = ws.joiner.honour(
+                    problem,
+                    &ws.locs,
+                    &mut ws.gca,
+                    &opts.gca,
+                    limit,
+                    opts.affinity_trials,
+                    &mut ws.out,
+                );
+                if a.honoured > 0 {
+                    report.peak = peak(problem, &ws.out);
+                    report.exact_used = false;
+                }
+                report.affinity = Some(a);
+            }
             write_back(m, space, problem, &ws.locs, &ws.out);
             report.pins = problem.buffers().iter().filter(|b| b.pin.is_some()).count() as u32;
             report.placed = problem.len() as u32 - report.pins;

@@ -10,7 +10,7 @@ pub(crate) mod passes;
 pub(crate) mod run;
 
 pub use finish::{DataflowStep, EndSteps, Passed, PlacementStep, ScheduleStep};
-pub use options::{Allocator, Options, OptionsError, Rotation, Selection, OPTLEVELS};
+pub use options::{Allocator, DmaAffinity, Options, OptionsError, Rotation, Selection, OPTLEVELS};
 pub use passes::{passes, Pass};
 pub use run::{
     reserve_and_run, reserve_and_run_passes, run, run_passes, Checks, FailureSite, PipelineError,

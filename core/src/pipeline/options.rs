@@ -148,6 +148,33 @@ pub struct Options {
     /// `--rotation`: the address-rotation pass after allocation
     /// (the rotation pass); off keeps the allocators' placements.
     pub rotation: Rotation,
+    /// `--dma-affinity`: the SB colorer tries to place coalescing
+    /// candidates side by side (optlevels whose pipeline colors SB before
+    /// the SB DMA pass: 2, 3 and 6); off keeps the plain placements.
+    pub dma_affinity: DmaAffinity,
+}
+
+/// `--dma-affinity {off,on}`.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum DmaAffinity {
+    /// The allocators minimize the peak only.
+    #[default]
+    Off,
+    /// DMA pairs whose DRAM sides abut become placement affinities
+    /// (`mem::affinity`).
+    On,
+}
+
+impl DmaAffinity {
+    /// Parses the option's value (`off`, `on`).
+    pub fn from_name(s: &str) -> Option<DmaAffinity> {
+        match s {
+            "off" => Some(DmaAffinity::Off),
+            "on" => Some(DmaAffinity::On),
+            _ => None,
+        }
+    }
 }
 
 /// `--rotation {off,psum}`.
@@ -189,6 +216,7 @@ impl Default for Options {
             reg_max_spill_temporaries: None,
             storage_limit: None,
             rotation: Rotation::Off,
+            dma_affinity: DmaAffinity::Off,
         }
     }
 }

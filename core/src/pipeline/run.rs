@@ -29,11 +29,12 @@ use arrayvec::ArrayVec;
 use core::fmt;
 
 use super::finish::Passed;
-use super::options::{Allocator, Options, OptionsError, Selection};
+use super::options::{Allocator, DmaAffinity, Options, OptionsError, Selection};
 use super::passes::{passes, Pass, MAX_PASSES};
 use crate::analysis::{
     Bounds, Floor, LinearOrder, MemLiveness, Schedule, ScheduleOptions, ScheduleReport, SpaceFloor,
 };
+use crate::dma::affinity::AffinityFinder;
 use crate::dma::pass::{
     DmaError, DmaStats, DmaWorkspace, DMA_OPTIMIZATION_PSUM, DMA_OPTIMIZATION_SB,
 };
@@ -521,6 +522,9 @@ pub struct Workspace {
     pub(super) bounds: Bounds,
     pub(super) schedule: Schedule,
     rotation: Rotation,
+    /// The coalescing candidates found before the SB colorer
+    /// (`--dma-affinity on`).
+    affinity: AffinityFinder,
     storage: StorageReport,
 }
 
@@ -718,6 +722,11 @@ impl Workspace {
                 .reserve(&cap, ScheduleOptions::default().window);
             storage.add("schedule model", self.schedule.heap_bytes());
         }
+        if affinity_active(opts) {
+            self.affinity.reserve(cap.insts);
+            storage.add("placement affinities", self.affinity.heap_bytes());
+            self.coloring.reserve_affinity(m, &mut storage);
+        }
         if list.contains(&Pass::RotationPsum) {
             self.rotation.reserve(&cap);
             storage.add("address rotation", self.rotation.heap_bytes());
@@ -774,6 +783,7 @@ pub fn coloring_options(opts: &Options) -> ColoringOptions {
         }),
         dma_optlevel: opts.gca_dma_optlevel,
         prefer_exact: opts.allocator == Allocator::Exact,
+        affinity: affinity_active(opts),
         ..ColoringOptions::default()
     }
 }
@@ -973,6 +983,15 @@ fn run_from<'a>(
             Pass::Coloring(space) | Pass::Exact(space) => {
                 let mut o = copts;
                 o.prefer_exact = matches!(pass, Pass::Exact(_));
+                if o.affinity && space == Space::Sb {
+                    if !fresh {
+                        ws.order.compute(m);
+                        ws.live.compute(m, &ws.order);
+                        fresh = true;
+                    }
+                    let pairs = ws.coloring.affinity_pairs_mut();
+                    ws.affinity.find(m, &ws.order, &ws.live, Space::Sb, pairs);
+                }
                 ws.coloring
                     .exchange_analyses(&mut ws.order, &mut ws.live, fresh);
                 let r = tensor_coloring::run(m, space, &o, &mut ws.coloring, clock);
@@ -1092,6 +1111,21 @@ fn run_from<'a>(
         schedule: opts.schedule_model,
         checks,
     })
+}
+
+/// True when `--dma-affinity on` has an effect on the pipeline of `opts`:
+/// the SB colorer runs before the SB DMA pass, which then merges what it
+/// placed side by side.
+fn affinity_active(opts: &Options) -> bool {
+    let list = passes(opts);
+    let sb_color = list
+        .iter()
+        .position(|p| matches!(p, Pass::Coloring(Space::Sb) | Pass::Exact(Space::Sb)));
+    let sb_dma = list
+        .iter()
+        .position(|p| *p == Pass::DmaOptimization(Space::Sb));
+    opts.dma_affinity == DmaAffinity::On
+        && matches!((sb_color, sb_dma), (Some(c), Some(d)) if c < d)
 }
 
 /// True when the pipeline of `opts` runs an allocator of `space` and `m`
