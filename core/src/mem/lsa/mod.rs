@@ -210,6 +210,9 @@ impl LsaWorkspace {
             mems: 2 * spills,
             names: 2 * spills,
             name_bytes: spills * (2 * longest + COPY_NAME_EXTRA + SLOT_NAME_EXTRA),
+            // A slice split's reload and write-back carry the loop terms its
+            // victim's accesses had: only modules with such patterns.
+            ap_exts: if m.counts().ap_exts > 0 { 2 * spills } else { 0 },
             ..Default::default()
         }
     }
