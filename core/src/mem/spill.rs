@@ -866,8 +866,13 @@ pub fn invariant_score(
     let reload = reload_point(m, order, live, v, at, after);
     let remat = remat_source(m, order, live, v, after).is_some();
     let store = (!remat).then_some(split.store_after);
-    let cost = spill_cost(m, order, moved, store, reload.runs_at())
-        .saturating_add(spill_cost(m, order, moved, None, split.first.runs_at()));
+    let cost = spill_cost(m, order, moved, store, reload.runs_at()).saturating_add(spill_cost(
+        m,
+        order,
+        moved,
+        None,
+        split.first.runs_at(),
+    ));
     let gain = bytes.saturating_mul(after.saturating_sub(at) as u64);
     gain.saturating_mul(1 << 20) / cost.max(1)
 }
@@ -891,9 +896,12 @@ impl SpillRecord {
                 Some(_) => m.mems.partitions[self.victim] as u64 * m.mems.bytes[self.victim] as u64,
                 None => part,
             };
-            moved = moved.saturating_add(
-                stored.saturating_mul(spill_runs(m, order, None, self.store_after)),
-            );
+            moved = moved.saturating_add(stored.saturating_mul(spill_runs(
+                m,
+                order,
+                None,
+                self.store_after,
+            )));
             cycles = cycles.saturating_add(spill_cost(m, order, stored, None, self.store_after));
         }
         if let Some(t) = self.slice.filter(|t| t.write_back_after != u32::MAX) {

@@ -212,7 +212,11 @@ impl LsaWorkspace {
             name_bytes: spills * (2 * longest + COPY_NAME_EXTRA + SLOT_NAME_EXTRA),
             // A slice split's reload and write-back carry the loop terms its
             // victim's accesses had: only modules with such patterns.
-            ap_exts: if m.counts().ap_exts > 0 { 2 * spills } else { 0 },
+            ap_exts: if m.counts().ap_exts > 0 {
+                2 * spills
+            } else {
+                0
+            },
             ..Default::default()
         }
     }

@@ -92,8 +92,8 @@ pub(super) fn choose_victim(
             spill::best_slice_split(m, order, live, c, p, lrm.end(c), false)
         {
             let base = m.mems.base_partition[c];
-            let legal = m.mems.space[c] != Space::Sb
-                || m.target.is_legal_start(base, split.part_count);
+            let legal =
+                m.mems.space[c] != Space::Sb || m.target.is_legal_start(base, split.part_count);
             if legal {
                 offer(score, c, Plan::Slice(split));
             }
