@@ -776,7 +776,9 @@ pub fn slice_traffic(
 /// rank weighs the two. A split whose whole reload would run inside the
 /// loop (hoisted to just after its last instruction) is refused: it would
 /// bring `v` back into every iteration (and precede the iteration's
-/// write-back, which goes after the same instruction).
+/// write-back, which goes after the same instruction). Only splits
+/// `accept` takes are ranked.
+#[allow(clippy::too_many_arguments)]
 pub fn best_slice_split(
     m: &Module,
     order: &LinearOrder,
@@ -785,6 +787,7 @@ pub fn best_slice_split(
     at: u32,
     end: u32,
     by_bytes: bool,
+    accept: impl Fn(&SliceSplit) -> bool,
 ) -> Option<(u64, SliceSplit)> {
     let bytes = m.mems.bytes[v] as u64;
     let mut best: Option<(u64, SliceSplit)> = None;
@@ -816,6 +819,7 @@ pub fn best_slice_split(
             let later_ok = holds_at || span.is_some_and(|(s, e)| inside_at_loops(s, e));
             let split = slice_split(m, order, live, v, l).filter(|sp| {
                 later_ok
+                    && accept(sp)
                     && sp.after.map_or(true, |after| {
                         let r = reload_point(m, order, live, v, at, after).runs_at();
                         !(sp.span.0..=sp.span.1).contains(&r)

@@ -156,22 +156,33 @@ fn slot_of(m: &mut Module, ws: &mut LsaWorkspace, o: MemLoc) -> Result<MemLoc, L
 }
 
 /// A reload copy of `o` of `partitions × bytes`, named
-/// `<o>_ReloadStore<N>_ShrinkedCopy` after the record it will belong to.
-fn new_copy(
+/// `<o>_ReloadStore<N>_<what>` after the record it will belong to (N its
+/// index: unique per `what`).
+fn named_copy(
     m: &mut Module,
-    ws: &LsaWorkspace,
     o: MemLoc,
     nth: usize,
+    what: &str,
     partitions: u16,
     bytes: u32,
 ) -> Result<MemLoc, LsaError> {
     let mut name: heapless::String<300> = heapless::String::new();
     let _ = fmt::write(
         &mut name,
-        format_args!("{}_ReloadStore{}_ShrinkedCopy", m.mem_name(o), nth),
+        format_args!("{}_ReloadStore{}_{}", m.mem_name(o), nth, what),
     );
-    debug_assert_eq!(nth, ws.records.len());
     Ok(spill::add_reload_copy(m, o, &name, partitions, bytes)?)
+}
+
+/// [`named_copy`] as `<o>_ReloadStore<N>_ShrinkedCopy`.
+fn new_copy(
+    m: &mut Module,
+    o: MemLoc,
+    nth: usize,
+    partitions: u16,
+    bytes: u32,
+) -> Result<MemLoc, LsaError> {
+    named_copy(m, o, nth, "ShrinkedCopy", partitions, bytes)
 }
 
 /// Splits the original `o` (still in its first placement) at position `p`,
@@ -194,6 +205,12 @@ pub(super) fn split_victim(
     failed: MemLoc,
     p: u32,
 ) -> Result<(), LsaError> {
+    if ws.origin[o.index()] != o {
+        let Plan::Slice(split) = plan else {
+            return spill_victim(m, ws, o, failed, p);
+        };
+        return resplit_copy(m, ws, o, split, p);
+    }
     let (remat, store_after, first, slice) = match plan {
         Plan::Plain => return spill_victim(m, ws, o, failed, p),
         Plan::Invariant(split) => {
@@ -256,7 +273,7 @@ pub(super) fn split_victim(
         Some(sp) => (sp.part_count, sp.slice_bytes() as u32),
         None => (parts, bytes),
     };
-    let inner = new_copy(m, ws, o, nth, cp, cb)?;
+    let inner = new_copy(m, o, nth, cp, cb)?;
     // A slice copy of a loop after `p` is placed when its reload comes.
     let later = first.before > p;
     if !later {
@@ -280,7 +297,7 @@ pub(super) fn split_victim(
     let mut reload = None;
     if let Some(next) = next {
         let rp = spill::reload_point(m, &ws.order, &ws.live, o, p, next);
-        wc = new_copy(m, ws, o, nth + 1, parts, bytes)?;
+        wc = new_copy(m, o, nth + 1, parts, bytes)?;
         let r = SpillRecord::whole(m, o, slot, wc, u32::MAX, rp, remat.is_some(), p);
         ws.records.push(SpillRecord { failed, ..r });
         ws.origin[wc.index()] = o;
@@ -295,6 +312,108 @@ pub(super) fn split_victim(
     } else if slice.is_some() && slice_end >= p {
         // The slice copy keeps its corner of the rectangle while the loop
         // still accesses it.
+        let req = super::scan::request(m, inner, p, slice_end);
+        ws.manager
+            .place_fixed(&req, base, offset)
+            .map_err(|error| LsaError::Manager {
+                tensor: inner,
+                error,
+            })?;
+        ws.lrm.add_interval(inner, p, slice_end, slice_uses);
+        ws.lrm.make_live(m, inner);
+        ws.ends.push(Reverse((slice_end, inner.as_u32())));
+        ws.holder[o.index()] = inner;
+    }
+    if let Some(rp) = reload {
+        ws.lrm.add_interval(wc, rp.before, end, whole_uses);
+        ws.pending.push(Reverse((rp.before, wc.as_u32())));
+    }
+    Ok(())
+}
+
+/// Turns the record of the reload copy `c`, reloaded at the start of the
+/// loop of `split` (around `p`), into that loop's slice reload: a slice
+/// copy in `c`'s rectangle (which `c` held from the loop's start to `p`)
+/// is reloaded in every iteration instead of all of `c` once, the loop's
+/// accesses read it with the loop terms off (and write it back, when the
+/// loop writes it), and a copy of `c`'s cells is reloaded before the next
+/// access after the loop. `c`'s store, slot and rematerialization stay.
+fn resplit_copy(
+    m: &mut Module,
+    ws: &mut LsaWorkspace,
+    c: MemLoc,
+    split: spill::SliceSplit,
+    p: u32,
+) -> Result<(), LsaError> {
+    if ws.records.len() + 1 > ws.max_spills as usize {
+        return Err(LsaError::SpillHeadroom {
+            max_spills: ws.max_spills,
+        });
+    }
+    let o = ws.origin[c.index()];
+    let Some(k) = ws.records.iter().rposition(|r| r.copy == c) else {
+        return Ok(());
+    };
+    let r = ws.records[k];
+    let (base, offset) = (m.mems.base_partition[c], m.mems.offset[c]);
+    let end = ws.lrm.end(c);
+    let acc = ws.live.accesses(o);
+    let last = *acc.last().unwrap_or(&0);
+    let k0 = acc.partition_point(|&q| q <= p);
+    let k1 = acc.partition_point(|&q| q <= split.span.1);
+    let (slice_uses, slice_end) = ((k1.saturating_sub(k0)) as u32, acc[k1 - 1]);
+    let whole_uses = split.after.map_or(0, |n| {
+        (acc.len() - acc.partition_point(|&q| q < n)) as u32 + (end > last) as u32
+    });
+    // Named after the record it replaces (whose copy keeps the
+    // `ShrinkedCopy` name).
+    let inner = named_copy(
+        m,
+        o,
+        k,
+        "SliceCopy",
+        split.part_count,
+        split.slice_bytes() as u32,
+    )?;
+    m.place(inner, base, offset);
+    ws.records[k] = SpillRecord {
+        copy: inner,
+        part_start: split.part_start,
+        part_count: split.part_count,
+        byte_lo: split.byte_lo,
+        byte_hi: split.byte_hi,
+        slice: Some(split.terms),
+        ..r
+    };
+    ws.origin[inner.index()] = o;
+    let mut wc = MemLoc::INVALID;
+    let mut reload = None;
+    if let Some(next) = split.after {
+        let rp = spill::reload_point(m, &ws.order, &ws.live, o, p, next);
+        let nth = ws.records.len();
+        wc = new_copy(m, o, nth, r.part_count, r.byte_hi - r.byte_lo)?;
+        ws.records.push(SpillRecord {
+            victim: inner,
+            copy: wc,
+            store_after: u32::MAX,
+            reload_before: rp.before,
+            reload_hoisted: rp.hoisted,
+            slice: None,
+            at: p,
+            ..r
+        });
+        ws.origin[wc.index()] = o;
+        reload = Some(rp);
+    }
+    // `c` is gone: its record is the slice's.
+    ws.manager
+        .free(c.as_u32())
+        .map_err(|error| LsaError::Manager { tensor: c, error })?;
+    ws.lrm.kill(m, c);
+    ws.lrm.cut(c, p.saturating_sub(1));
+    ws.origin[c.index()] = MemLoc::INVALID;
+    ws.holder[o.index()] = wc;
+    if slice_end >= p {
         let req = super::scan::request(m, inner, p, slice_end);
         ws.manager
             .place_fixed(&req, base, offset)

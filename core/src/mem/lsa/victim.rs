@@ -72,11 +72,17 @@ pub(super) fn choose_victim(
             let score = victim_score(m, &ws.order, &ws.live, ws.origin[c.index()], c, p);
             offer(score, c, Plan::Plain);
         }
-        // The splits inside loops, for an original still in its first
-        // placement (its first copy and slice copy take its rectangle).
+        // A reload copy reloaded at the start of a loop around `p` that
+        // reads it a slice per iteration: its record becomes that slice's
+        // (see `evict::resplit_copy`).
         if ws.origin[c.index()] != c {
+            if let Some((score, split)) = copy_slice(m, ws, c, p) {
+                offer(score, c, Plan::Slice(split));
+            }
             continue;
         }
+        // The splits inside loops, for an original still in its first
+        // placement (its first copy and slice copy take its rectangle).
         let (order, live) = (&ws.order, &ws.live);
         let acc = live.accesses(c);
         let after = acc.partition_point(|&q| q <= p);
@@ -89,7 +95,7 @@ pub(super) fn choose_victim(
             }
         }
         if let Some((score, split)) =
-            spill::best_slice_split(m, order, live, c, p, lrm.end(c), false)
+            spill::best_slice_split(m, order, live, c, p, lrm.end(c), false, |_| true)
         {
             let base = m.mems.base_partition[c];
             let legal =
@@ -100,6 +106,39 @@ pub(super) fn choose_victim(
         }
     }
     best.map(|(_, c, plan)| (c, plan))
+}
+
+/// The best slice split of the reload copy `c` at `p` over a loop around
+/// `p` that starts where `c` was reloaded (not hoisted), with its rank: the
+/// copy's record then reloads one slice per iteration instead of the whole
+/// copy ([`super::evict::resplit_copy`]). Needs `c` to be the latest copy
+/// of its origin, its slot able to take the loop's write-backs (a
+/// rematerialized copy's source never is), and the whole reload after the
+/// loop to read the same source as `c`'s.
+fn copy_slice(m: &Module, ws: &LsaWorkspace, c: MemLoc, p: u32) -> Option<(u64, SliceSplit)> {
+    let o = ws.origin[c.index()];
+    let r = ws.records.iter().rev().find(|r| r.origin == o)?;
+    if r.copy != c || r.reload_hoisted || r.slice.is_some() {
+        return None;
+    }
+    let (order, live) = (&ws.order, &ws.live);
+    let accept = |sp: &SliceSplit| {
+        let writes_back = sp.terms.write_back_after != u32::MAX;
+        let same_source = sp.after.map_or(true, |a| {
+            !r.remat || remat_source(m, order, live, o, a) == Some(r.slot)
+        });
+        sp.span.0 == r.reload_before
+            && sp.span.0 <= p
+            && p <= sp.span.1
+            && !(r.remat && writes_back)
+            && same_source
+            && (m.mems.space[c] != Space::Sb
+                || m.target.is_legal_start(m.mems.base_partition[c], sp.part_count))
+            // The slice inside the cells the copy holds.
+            && sp.part_start >= r.part_start
+            && sp.byte_lo >= r.byte_lo
+    };
+    spill::best_slice_split(m, order, live, o, p, ws.lrm.end(c), false, accept)
 }
 
 /// May `c` leave its space at all at `p`: not fixed, not accessed by the
