@@ -329,9 +329,7 @@ fn invariant_case(flags: &str, opts: &Options) {
 #[test]
 fn a_loop_invariant_tile_read_on_both_sides_of_the_peak_is_split_in_the_loop() {
     for (flags, opts) in allocators() {
-        if opts.optlevel != 8 && opts.allocator != Allocator::Lsa {
-            invariant_case(flags, &opts);
-        }
+        invariant_case(flags, &opts);
     }
 }
 
@@ -396,10 +394,8 @@ fn a_tile_read_a_slice_per_iteration_is_reloaded_a_slice_at_a_time() {
     // is read again from the input.
     let loaded = SLICED.replace("  %w = activation exp %w\n", "");
     for (flags, opts) in allocators() {
-        if opts.optlevel != 8 && opts.allocator != Allocator::Lsa {
-            sliced_case(SLICED, flags, &opts, 1);
-            sliced_case(&loaded, flags, &opts, 0);
-        }
+        sliced_case(SLICED, flags, &opts, 1);
+        sliced_case(&loaded, flags, &opts, 0);
     }
 }
 
@@ -430,9 +426,6 @@ entry:
 #[test]
 fn a_tile_accumulated_a_slice_per_iteration_is_saved_back_each_iteration() {
     for (flags, opts) in allocators() {
-        if opts.optlevel == 8 || opts.allocator == Allocator::Lsa {
-            continue;
-        }
         let mut m = parse(ACCUMULATED);
         let r = run_checked(&mut m, &opts).unwrap_or_else(|e| panic!("{flags}: {}", e.display(&m)));
         let sb = r.space(Space::Sb);
@@ -501,7 +494,7 @@ entry:
 #[test]
 fn a_placement_that_runs_over_where_the_bound_fits_splits_where_it_ran_over() {
     for (flags, opts) in allocators() {
-        if opts.optlevel != 8 && opts.allocator != Allocator::Lsa {
+        {
             let (m, r) = fits_at_floor(FRAGMENTED, 6144, flags, &opts);
             let sb = r.space(Space::Sb);
             assert_eq!((sb.spills, sb.remats), (1, 1), "{flags}");
@@ -509,17 +502,6 @@ fn a_placement_that_runs_over_where_the_bound_fits_splits_where_it_ran_over() {
             assert_eq!(reloads.len(), 1, "{flags}");
             let src = m.aps().loc[m.inputs(reloads[0]).next().unwrap()];
             assert_eq!(m.mem_name(src), "xw", "{flags}: %w is read again");
-        }
-    }
-}
-
-#[test]
-#[ignore = "the linear scan cannot split a tile it already placed for the accesses before the pressure point \
-            (a forward scan does not move earlier accesses to a copy): %w is read before %d in the same iteration"]
-fn a_loop_invariant_tile_read_on_both_sides_of_the_peak_by_the_linear_scan() {
-    for (flags, opts) in allocators() {
-        if opts.optlevel == 8 || opts.allocator == Allocator::Lsa {
-            invariant_case(flags, &opts);
         }
     }
 }
@@ -680,4 +662,62 @@ fn generated_modules_fit_at_every_capacity_above_the_floor() {
         failures.extend(sweep(seed, true));
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// The examples the linear scan fits only by splitting inside loops, each
+/// at a capacity where it did not before (the pressure table of
+/// BENCHMARKS.md): conv1d at 75 % of its unconstrained peak (its filters,
+/// reloaded at the start of the shifted-window loop, become one shift's
+/// slice per iteration), mamba_v3 and rmsnorm_qkv at their floors. Both
+/// checkers accept every result; the scan's traffic is no more than the
+/// coloring allocator's wherever that fits too.
+#[test]
+fn the_linear_scan_fits_the_examples_that_need_splits_inside_loops() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples");
+    for (name, pct) in [
+        ("conv1d", Some(75u64)),
+        ("mamba_v3", None),
+        ("rmsnorm_qkv", None),
+    ] {
+        let path = dir.join(format!("{name}.tusk"));
+        let input = parse(&std::fs::read_to_string(&path).unwrap());
+        let floor = Floor::of(&input).space(Space::Sb).bytes;
+        let o2 = Options {
+            optlevel: 2,
+            ..Options::default()
+        };
+        let cap = match pct {
+            Some(pct) => {
+                let mut m = input.clone();
+                let peak = run_checked(&mut m, &o2).unwrap().space(Space::Sb).peak;
+                peak * pct / 100
+            }
+            None => floor,
+        };
+        assert!(cap >= floor, "{name}: {cap} below the floor {floor}");
+        let mut colorer = input.clone();
+        colorer.target.set("sb-bytes", cap).unwrap();
+        let least = run_checked(&mut colorer, &o2)
+            .ok()
+            .map(|r| r.space(Space::Sb).spill_bytes);
+        for (flags, opts) in allocators() {
+            if opts.optlevel != 8 && opts.allocator != Allocator::Lsa {
+                continue;
+            }
+            let mut m = input.clone();
+            m.target.set("sb-bytes", cap).unwrap();
+            let r = run_checked(&mut m, &opts)
+                .unwrap_or_else(|e| panic!("{name} {flags} at {cap}: {}", e.display(&m)));
+            let sb = r.space(Space::Sb);
+            assert!(r.verified && r.findings == 0, "{name} {flags}");
+            assert!(sb.peak <= cap && sb.spills >= 1, "{name} {flags}");
+            if let Some(least) = least {
+                assert!(
+                    sb.spill_bytes <= least,
+                    "{name} {flags}: {} bytes moved, the colorer {least}",
+                    sb.spill_bytes
+                );
+            }
+        }
+    }
 }

@@ -705,6 +705,218 @@ pub fn slice_split(
     })
 }
 
+/// The DRAM source a slice split of `v` rereads instead of a slot, if any:
+/// one that serves its slice reloads and its whole reload after the loop,
+/// of a loop that only reads `v`. A loop that writes `v` saves its slices
+/// back: into a slot of its own, never into the DRAM it was loaded from.
+pub fn slice_remat(
+    m: &Module,
+    order: &LinearOrder,
+    live: &MemLiveness,
+    v: MemLoc,
+    split: &SliceSplit,
+) -> Option<MemLoc> {
+    if split.terms.write_back_after != u32::MAX {
+        return None;
+    }
+    let src = remat_source(m, order, live, v, split.span.0)?;
+    match split.after {
+        Some(after) => (remat_source(m, order, live, v, after) == Some(src)).then_some(src),
+        None => Some(src),
+    }
+}
+
+/// The DMA cycles and bytes a slice split of `v` around `at` moves as the
+/// program runs: its store of all of `v` (none for a rematerialization), a
+/// slice reload per execution of the loop's first instruction (and a slice
+/// saved back per execution of its last write in the loop), and the whole
+/// reload before its next access after the loop, if any.
+pub fn slice_traffic(
+    m: &Module,
+    order: &LinearOrder,
+    live: &MemLiveness,
+    v: MemLoc,
+    at: u32,
+    split: &SliceSplit,
+) -> (u64, u64) {
+    let whole = m.mems.partitions[v] as u64 * m.mems.bytes[v] as u64;
+    let slice = split.part_count as u64 * split.slice_bytes();
+    let store = slice_remat(m, order, live, v, split)
+        .is_none()
+        .then_some(split.store_after);
+    let mut cycles = spill_cost(m, order, slice, None, split.span.0);
+    let mut moved = slice * spill_runs(m, order, None, split.span.0);
+    let back = split.terms.write_back_after;
+    if back != u32::MAX {
+        cycles = cycles.saturating_add(spill_cost(m, order, slice, None, back));
+        moved = moved.saturating_add(slice * spill_runs(m, order, None, back));
+    }
+    if let Some(p) = store {
+        cycles = cycles.saturating_add(spill_cost(m, order, whole, None, p));
+        moved = moved.saturating_add(whole * spill_runs(m, order, None, p));
+    }
+    if let Some(after) = split.after {
+        let reload = reload_point(m, order, live, v, at, after);
+        cycles = cycles.saturating_add(spill_cost(m, order, whole, None, reload.runs_at()));
+        moved = moved.saturating_add(whole * spill_runs(m, order, None, reload.runs_at()));
+    }
+    (cycles, moved)
+}
+
+/// The best slice split of `v` ([`slice_split`]) over the loops around
+/// `at`, and over the loops that hold `v`'s next access after `at` but not
+/// `at` itself when every repeating loop around `at` holds them too (`v`
+/// is then not accessed between `at` and such a loop: it leaves at `at`
+/// and only its slices come back in that loop), with its rank: the bytes
+/// per partition it frees at `at` (`v`'s less its slice's when the loop
+/// holds `at`) times the distance to `v`'s next whole use (its next access
+/// after the loop, or the end of its interval `end`), per DMA cycle of
+/// [`slice_traffic`] (the bytes freed alone with `by_bytes`, optlevel 0's
+/// rank). An inner loop gives a smaller slice reloaded more often; the
+/// rank weighs the two. A split whose whole reload would run inside the
+/// loop (hoisted to just after its last instruction) is refused: it would
+/// bring `v` back into every iteration (and precede the iteration's
+/// write-back, which goes after the same instruction). Only splits
+/// `accept` takes are ranked.
+#[allow(clippy::too_many_arguments)]
+pub fn best_slice_split(
+    m: &Module,
+    order: &LinearOrder,
+    live: &MemLiveness,
+    v: MemLoc,
+    at: u32,
+    end: u32,
+    by_bytes: bool,
+    accept: impl Fn(&SliceSplit) -> bool,
+) -> Option<(u64, SliceSplit)> {
+    let bytes = m.mems.bytes[v] as u64;
+    let mut best: Option<(u64, SliceSplit)> = None;
+    let acc = live.accesses(v);
+    let next = acc.get(acc.partition_point(|&q| q <= at)).copied();
+    // The repeating loops around `at` hold the later loop `(s, e)`.
+    let inside_at_loops = |s: u32, e: u32| {
+        let mut l = order.loop_at(at);
+        while l.is_valid() {
+            if let Some((ls, le)) = order.repeating_span(m, l) {
+                if !(ls <= s && e <= le) {
+                    return false;
+                }
+            }
+            l = m.loops.parent[l];
+        }
+        true
+    };
+    let starts = [Some(at), next];
+    for (k, from) in starts.iter().enumerate() {
+        let Some(from) = *from else { continue };
+        let mut l = order.loop_at(from);
+        while l.is_valid() {
+            let span = order.loop_span(l);
+            let holds_at = span.is_some_and(|(s, e)| s <= at && at <= e);
+            if k == 1 && holds_at {
+                break; // tried from `at`
+            }
+            let later_ok = holds_at || span.is_some_and(|(s, e)| inside_at_loops(s, e));
+            let split = slice_split(m, order, live, v, l).filter(|sp| {
+                later_ok
+                    && accept(sp)
+                    && sp.after.map_or(true, |after| {
+                        let r = reload_point(m, order, live, v, at, after).runs_at();
+                        !(sp.span.0..=sp.span.1).contains(&r)
+                    })
+            });
+            if let Some(split) = split {
+                let (cost, _) = slice_traffic(m, order, live, v, at, &split);
+                let freed = if holds_at {
+                    bytes - split.slice_bytes()
+                } else {
+                    bytes
+                };
+                let next = split.after.unwrap_or(end.saturating_add(1));
+                let score = if by_bytes {
+                    freed
+                } else {
+                    freed
+                        .saturating_mul(next.saturating_sub(at) as u64)
+                        .saturating_mul(1 << 20)
+                        / cost.max(1)
+                };
+                if best.as_ref().map_or(true, |b| score > b.0) {
+                    best = Some((score, split));
+                }
+            }
+            l = m.loops.parent[l];
+        }
+    }
+    best
+}
+
+/// The rank of an [`InvariantSplit`] of `v` around `at`, next accessed at
+/// `after`, on [`spill_score`]'s scale: the bytes per partition it frees
+/// times the distance to `after`, per DMA cycle of the store (none for a
+/// rematerialization) and of both copies' reloads, each as often as its
+/// loops run it.
+pub fn invariant_score(
+    m: &Module,
+    order: &LinearOrder,
+    live: &MemLiveness,
+    v: MemLoc,
+    at: u32,
+    after: u32,
+    split: &InvariantSplit,
+) -> u64 {
+    let bytes = m.mems.bytes[v] as u64;
+    let moved = m.mems.partitions[v] as u64 * bytes;
+    let reload = reload_point(m, order, live, v, at, after);
+    let remat = remat_source(m, order, live, v, after).is_some();
+    let store = (!remat).then_some(split.store_after);
+    let cost = spill_cost(m, order, moved, store, reload.runs_at()).saturating_add(spill_cost(
+        m,
+        order,
+        moved,
+        None,
+        split.first.runs_at(),
+    ));
+    let gain = bytes.saturating_mul(after.saturating_sub(at) as u64);
+    gain.saturating_mul(1 << 20) / cost.max(1)
+}
+
+impl SpillRecord {
+    /// The bytes and DMA cycles this record's instructions move as the
+    /// program runs, each as often as the loops around it run it: the
+    /// store (all of the victim for a slice record, else the record's
+    /// cells), the reload, and a slice record's write-back. `order` is the
+    /// order the record's positions refer to.
+    pub fn traffic(&self, m: &Module, order: &LinearOrder) -> (u64, u64) {
+        let part = self.bytes();
+        let reload = ReloadPoint {
+            before: self.reload_before,
+            hoisted: self.reload_hoisted,
+        };
+        let mut moved = part.saturating_mul(spill_runs(m, order, None, reload.runs_at()));
+        let mut cycles = spill_cost(m, order, part, None, reload.runs_at());
+        if self.store_after != u32::MAX {
+            let stored = match self.slice {
+                Some(_) => m.mems.partitions[self.victim] as u64 * m.mems.bytes[self.victim] as u64,
+                None => part,
+            };
+            moved = moved.saturating_add(stored.saturating_mul(spill_runs(
+                m,
+                order,
+                None,
+                self.store_after,
+            )));
+            cycles = cycles.saturating_add(spill_cost(m, order, stored, None, self.store_after));
+        }
+        if let Some(t) = self.slice.filter(|t| t.write_back_after != u32::MAX) {
+            let back = t.write_back_after;
+            moved = moved.saturating_add(part.saturating_mul(spill_runs(m, order, None, back)));
+            cycles = cycles.saturating_add(spill_cost(m, order, part, None, back));
+        }
+        (moved, cycles)
+    }
+}
+
 /// True when the instruction at `pos` writes all of `v` through one plain
 /// pattern and does not read it.
 fn fully_defines(m: &Module, order: &LinearOrder, v: MemLoc, pos: u32) -> bool {

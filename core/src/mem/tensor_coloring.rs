@@ -1319,32 +1319,17 @@ fn slice_candidate(
     best
 }
 
-/// The DRAM source a slice split of `v` rereads instead of a slot, if any:
-/// one that serves its slice reloads and its whole reload after the loop,
-/// of a loop that only reads `v`.
+/// [`super::spill::slice_remat`] on the round's analyses.
 fn slice_remat(
     ws: &ColoringWorkspace,
     m: &Module,
     v: MemLoc,
     split: &SliceSplit,
 ) -> Option<MemLoc> {
-    // A loop that writes `v` saves its slices back: into a slot of its
-    // own, never into the DRAM it was loaded from.
-    if split.terms.write_back_after != u32::MAX {
-        return None;
-    }
-    let src = remat_source(m, &ws.order, &ws.live, v, split.span.0)?;
-    match split.after {
-        Some(after) => (remat_source(m, &ws.order, &ws.live, v, after) == Some(src)).then_some(src),
-        None => Some(src),
-    }
+    super::spill::slice_remat(m, &ws.order, &ws.live, v, split)
 }
 
-/// The DMA cycles and bytes a slice split of `v` moves as the program
-/// runs: its store (none for a rematerialization), a slice reload per
-/// execution of the loop's first instruction (and a slice saved back per
-/// execution of its last write in the loop), and the whole reload before
-/// its next access after the loop, if any.
+/// [`super::spill::slice_traffic`] on the round's analyses.
 fn slice_traffic(
     m: &Module,
     ws: &ColoringWorkspace,
@@ -1352,28 +1337,7 @@ fn slice_traffic(
     at: u32,
     split: &SliceSplit,
 ) -> (u64, u64) {
-    let whole = m.mems.partitions[v] as u64 * m.mems.bytes[v] as u64;
-    let slice = split.part_count as u64 * split.slice_bytes();
-    let store = slice_remat(ws, m, v, split)
-        .is_none()
-        .then_some(split.store_after);
-    let mut cycles = spill_cost(m, &ws.order, slice, None, split.span.0);
-    let mut moved = slice * spill_runs(m, &ws.order, None, split.span.0);
-    let back = split.terms.write_back_after;
-    if back != u32::MAX {
-        cycles = cycles.saturating_add(spill_cost(m, &ws.order, slice, None, back));
-        moved = moved.saturating_add(slice * spill_runs(m, &ws.order, None, back));
-    }
-    if let Some(p) = store {
-        cycles = cycles.saturating_add(spill_cost(m, &ws.order, whole, None, p));
-        moved = moved.saturating_add(whole * spill_runs(m, &ws.order, None, p));
-    }
-    if let Some(after) = split.after {
-        let reload = reload_point(m, &ws.order, &ws.live, v, at, after);
-        cycles = cycles.saturating_add(spill_cost(m, &ws.order, whole, None, reload.runs_at()));
-        moved = moved.saturating_add(whole * spill_runs(m, &ws.order, None, reload.runs_at()));
-    }
-    (cycles, moved)
+    super::spill::slice_traffic(m, &ws.order, &ws.live, v, at, split)
 }
 
 /// Records the slice split of `v` (the `n`-th spill of the pass): a slice

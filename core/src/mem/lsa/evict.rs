@@ -16,6 +16,7 @@
 use core::cmp::Reverse;
 use core::fmt;
 
+use super::victim::Plan;
 use super::{LsaError, LsaWorkspace};
 use crate::ir::{MemLoc, Module};
 use crate::mem::best_fit::ManagerError;
@@ -74,35 +75,19 @@ pub(super) fn spill_victim(
     // A value loaded from DRAM that stays unwritten is read again from
     // there; otherwise the slot, once per original.
     let remat = remat_source(m, &ws.order, &ws.live, o, q);
+    // After the last write before p: the value the remaining reads see.
+    let last_write = ws
+        .live
+        .last_write_among(o, after)
+        .map_or(u32::MAX, |k| acc[k]);
+    let (n_acc, last) = (acc.len(), *acc.last().unwrap_or(&0));
     let mut store_after = u32::MAX;
-    let mut slot = remat.unwrap_or(ws.slot[o.index()]);
-    if !slot.is_valid() {
-        let mut sname: heapless::String<300> = heapless::String::new();
-        let _ = fmt::write(&mut sname, format_args!("{}_SpillSlot", m.mem_name(o)));
-        slot = spill::add_slot(m, o, &sname)?;
-        let align = m.mems.align[slot].max(1) as u64;
-        let at = ws.dram_bump.div_ceil(align) * align;
-        let end = at + m.mem_footprint(slot);
-        if end > m.target.dram_bytes {
-            return Err(LsaError::Manager {
-                tensor: slot,
-                error: ManagerError::NeverFits {
-                    what: "DRAM spill slot end",
-                    value: end,
-                    max: m.target.dram_bytes,
-                },
-            });
-        }
-        m.place(slot, 0, at);
-        ws.dram_bump = end;
-        ws.slot[o.index()] = slot;
-    }
+    let slot = match remat {
+        Some(src) => src,
+        None => slot_of(m, ws, o)?,
+    };
     if victim == o && remat.is_none() {
-        // After the last write before p: the value the remaining reads see.
-        store_after = ws
-            .live
-            .last_write_among(o, after)
-            .map_or(u32::MAX, |k| acc[k]);
+        store_after = last_write;
     }
     ws.records.push(SpillRecord {
         victim,
@@ -133,10 +118,329 @@ pub(super) fn spill_victim(
     // The victim keeps its address: it stays live up to its store and its
     // last read before p, both earlier than p.
     ws.lrm.cut(victim, p.saturating_sub(1));
-    let uses = (acc.len() - after) as u32 + (end > *acc.last().unwrap_or(&0)) as u32;
+    let uses = (n_acc - after) as u32 + (end > last) as u32;
     ws.lrm.add_interval(copy, reload.before, end, uses);
     ws.origin[copy.index()] = o;
     ws.holder[o.index()] = copy;
     ws.pending.push(Reverse((reload.before, copy.as_u32())));
+    Ok(())
+}
+
+/// The DRAM spill slot of original `o`, made and placed (by the bump above
+/// every DRAM location placed before the scan) on its first spill.
+fn slot_of(m: &mut Module, ws: &mut LsaWorkspace, o: MemLoc) -> Result<MemLoc, LsaError> {
+    let slot = ws.slot[o.index()];
+    if slot.is_valid() {
+        return Ok(slot);
+    }
+    let mut sname: heapless::String<300> = heapless::String::new();
+    let _ = fmt::write(&mut sname, format_args!("{}_SpillSlot", m.mem_name(o)));
+    let slot = spill::add_slot(m, o, &sname)?;
+    let align = m.mems.align[slot].max(1) as u64;
+    let at = ws.dram_bump.div_ceil(align) * align;
+    let end = at + m.mem_footprint(slot);
+    if end > m.target.dram_bytes {
+        return Err(LsaError::Manager {
+            tensor: slot,
+            error: ManagerError::NeverFits {
+                what: "DRAM spill slot end",
+                value: end,
+                max: m.target.dram_bytes,
+            },
+        });
+    }
+    m.place(slot, 0, at);
+    ws.dram_bump = end;
+    ws.slot[o.index()] = slot;
+    Ok(slot)
+}
+
+/// A reload copy of `o` of `partitions × bytes`, named
+/// `<o>_ReloadStore<N>_<what>` after the record it will belong to (N its
+/// index: unique per `what`).
+fn named_copy(
+    m: &mut Module,
+    o: MemLoc,
+    nth: usize,
+    what: &str,
+    partitions: u16,
+    bytes: u32,
+) -> Result<MemLoc, LsaError> {
+    let mut name: heapless::String<300> = heapless::String::new();
+    let _ = fmt::write(
+        &mut name,
+        format_args!("{}_ReloadStore{}_{}", m.mem_name(o), nth, what),
+    );
+    Ok(spill::add_reload_copy(m, o, &name, partitions, bytes)?)
+}
+
+/// [`named_copy`] as `<o>_ReloadStore<N>_ShrinkedCopy`.
+fn new_copy(
+    m: &mut Module,
+    o: MemLoc,
+    nth: usize,
+    partitions: u16,
+    bytes: u32,
+) -> Result<MemLoc, LsaError> {
+    named_copy(m, o, nth, "ShrinkedCopy", partitions, bytes)
+}
+
+/// Splits the original `o` (still in its first placement) at position `p`,
+/// where `failed` found no room, by a loop-invariant or slice plan of the
+/// shared planner ([`spill::invariant_split`], [`spill::slice_split`]). A
+/// forward scan cannot move the accesses it already passed, but it need not:
+/// the copy that takes the accesses of the loop before `p` (the invariant
+/// split's first copy, the slice copy) lies inside `o`'s rectangle, which
+/// `o` held over every position from its start to `p`, so no tensor placed
+/// so far meets it; `o` itself then ends before the loop (its store), and
+/// the copy is written before it is read in every iteration, so neither
+/// crosses the loop's back edge. From `p` on only the slice copy (if it is
+/// accessed again in the loop) keeps part of the rectangle; the whole copy
+/// after the loop is placed when its reload comes, as a plain split's.
+pub(super) fn split_victim(
+    m: &mut Module,
+    ws: &mut LsaWorkspace,
+    o: MemLoc,
+    plan: Plan,
+    failed: MemLoc,
+    p: u32,
+) -> Result<(), LsaError> {
+    if ws.origin[o.index()] != o {
+        let Plan::Slice(split) = plan else {
+            return spill_victim(m, ws, o, failed, p);
+        };
+        return resplit_copy(m, ws, o, split, p);
+    }
+    let (remat, store_after, first, slice) = match plan {
+        Plan::Plain => return spill_victim(m, ws, o, failed, p),
+        Plan::Invariant(split) => {
+            let acc = ws.live.accesses(o);
+            let next = acc[acc.partition_point(|&q| q <= p)];
+            let remat = remat_source(m, &ws.order, &ws.live, o, next);
+            (remat, split.store_after, split.first, None)
+        }
+        Plan::Slice(split) => {
+            let remat = spill::slice_remat(m, &ws.order, &ws.live, o, &split);
+            let start = spill::ReloadPoint {
+                before: split.span.0,
+                hoisted: false,
+            };
+            (remat, split.store_after, start, Some(split))
+        }
+    };
+    if ws.records.len() + 2 > ws.max_spills as usize {
+        return Err(LsaError::SpillHeadroom {
+            max_spills: ws.max_spills,
+        });
+    }
+    debug_assert_eq!(ws.origin[o.index()], o);
+    let (parts, bytes) = (m.mems.partitions[o], m.mems.bytes[o]);
+    let (base, offset) = (m.mems.base_partition[o], m.mems.offset[o]);
+    let end = ws.lrm.end(o);
+    let acc = ws.live.accesses(o);
+    let last = *acc.last().unwrap_or(&0);
+    // The whole copy's next access: the next one after `p` (invariant), the
+    // first after the loop (slice), if any.
+    let next = match slice {
+        None => acc.get(acc.partition_point(|&q| q <= p)).copied(),
+        Some(sp) => sp.after,
+    };
+    // The accesses the whole copy takes.
+    let whole_uses = next.map_or(0, |n| {
+        (acc.len() - acc.partition_point(|&q| q < n)) as u32 + (end > last) as u32
+    });
+    // The slice copy's accesses from `p` on in the loop, and its last.
+    let (slice_uses, slice_end) = match slice {
+        Some(sp) => {
+            let k0 = acc.partition_point(|&q| q <= p);
+            let k1 = acc.partition_point(|&q| q <= sp.span.1);
+            ((k1.saturating_sub(k0)) as u32, acc[k1 - 1])
+        }
+        None => (0, 0),
+    };
+    let slot = match remat {
+        Some(src) => src,
+        None => slot_of(m, ws, o)?,
+    };
+    let store_after = if remat.is_some() {
+        u32::MAX
+    } else {
+        store_after
+    };
+    // The copy of the loop's accesses before `p`, in `o`'s rectangle.
+    let nth = ws.records.len();
+    let (cp, cb) = match slice {
+        Some(sp) => (sp.part_count, sp.slice_bytes() as u32),
+        None => (parts, bytes),
+    };
+    let inner = new_copy(m, o, nth, cp, cb)?;
+    // A slice copy of a loop after `p` is placed when its reload comes.
+    let later = first.before > p;
+    if !later {
+        m.place(inner, base, offset);
+    }
+    let r = SpillRecord::whole(m, o, slot, inner, store_after, first, remat.is_some(), p);
+    ws.records.push(match slice {
+        Some(sp) => SpillRecord {
+            part_start: sp.part_start,
+            part_count: sp.part_count,
+            byte_lo: sp.byte_lo,
+            byte_hi: sp.byte_hi,
+            slice: Some(sp.terms),
+            failed,
+            ..r
+        },
+        None => SpillRecord { failed, ..r },
+    });
+    ws.origin[inner.index()] = o;
+    let mut wc = MemLoc::INVALID;
+    let mut reload = None;
+    if let Some(next) = next {
+        let rp = spill::reload_point(m, &ws.order, &ws.live, o, p, next);
+        wc = new_copy(m, o, nth + 1, parts, bytes)?;
+        let r = SpillRecord::whole(m, o, slot, wc, u32::MAX, rp, remat.is_some(), p);
+        ws.records.push(SpillRecord { failed, ..r });
+        ws.origin[wc.index()] = o;
+        reload = Some(rp);
+    }
+    release(m, ws, o, p)?;
+    ws.holder[o.index()] = wc;
+    if later {
+        ws.lrm
+            .add_interval(inner, first.before, slice_end, slice_uses);
+        ws.pending.push(Reverse((first.before, inner.as_u32())));
+    } else if slice.is_some() && slice_end >= p {
+        // The slice copy keeps its corner of the rectangle while the loop
+        // still accesses it.
+        let req = super::scan::request(m, inner, p, slice_end);
+        ws.manager
+            .place_fixed(&req, base, offset)
+            .map_err(|error| LsaError::Manager {
+                tensor: inner,
+                error,
+            })?;
+        ws.lrm.add_interval(inner, p, slice_end, slice_uses);
+        ws.lrm.make_live(m, inner);
+        ws.ends.push(Reverse((slice_end, inner.as_u32())));
+        ws.holder[o.index()] = inner;
+    }
+    if let Some(rp) = reload {
+        ws.lrm.add_interval(wc, rp.before, end, whole_uses);
+        ws.pending.push(Reverse((rp.before, wc.as_u32())));
+    }
+    Ok(())
+}
+
+/// Turns the record of the reload copy `c`, reloaded at the start of the
+/// loop of `split` (around `p`), into that loop's slice reload: a slice
+/// copy in `c`'s rectangle (which `c` held from the loop's start to `p`)
+/// is reloaded in every iteration instead of all of `c` once, the loop's
+/// accesses read it with the loop terms off (and write it back, when the
+/// loop writes it), and a copy of `c`'s cells is reloaded before the next
+/// access after the loop. `c`'s store, slot and rematerialization stay.
+fn resplit_copy(
+    m: &mut Module,
+    ws: &mut LsaWorkspace,
+    c: MemLoc,
+    split: spill::SliceSplit,
+    p: u32,
+) -> Result<(), LsaError> {
+    if ws.records.len() + 1 > ws.max_spills as usize {
+        return Err(LsaError::SpillHeadroom {
+            max_spills: ws.max_spills,
+        });
+    }
+    let o = ws.origin[c.index()];
+    let Some(k) = ws.records.iter().rposition(|r| r.copy == c) else {
+        return Ok(());
+    };
+    let r = ws.records[k];
+    let (base, offset) = (m.mems.base_partition[c], m.mems.offset[c]);
+    let end = ws.lrm.end(c);
+    let acc = ws.live.accesses(o);
+    let last = *acc.last().unwrap_or(&0);
+    let k0 = acc.partition_point(|&q| q <= p);
+    let k1 = acc.partition_point(|&q| q <= split.span.1);
+    let (slice_uses, slice_end) = ((k1.saturating_sub(k0)) as u32, acc[k1 - 1]);
+    let whole_uses = split.after.map_or(0, |n| {
+        (acc.len() - acc.partition_point(|&q| q < n)) as u32 + (end > last) as u32
+    });
+    // Named after the record it replaces (whose copy keeps the
+    // `ShrinkedCopy` name).
+    let inner = named_copy(
+        m,
+        o,
+        k,
+        "SliceCopy",
+        split.part_count,
+        split.slice_bytes() as u32,
+    )?;
+    m.place(inner, base, offset);
+    ws.records[k] = SpillRecord {
+        copy: inner,
+        part_start: split.part_start,
+        part_count: split.part_count,
+        byte_lo: split.byte_lo,
+        byte_hi: split.byte_hi,
+        slice: Some(split.terms),
+        ..r
+    };
+    ws.origin[inner.index()] = o;
+    let mut wc = MemLoc::INVALID;
+    let mut reload = None;
+    if let Some(next) = split.after {
+        let rp = spill::reload_point(m, &ws.order, &ws.live, o, p, next);
+        let nth = ws.records.len();
+        wc = new_copy(m, o, nth, r.part_count, r.byte_hi - r.byte_lo)?;
+        ws.records.push(SpillRecord {
+            victim: inner,
+            copy: wc,
+            store_after: u32::MAX,
+            reload_before: rp.before,
+            reload_hoisted: rp.hoisted,
+            slice: None,
+            at: p,
+            ..r
+        });
+        ws.origin[wc.index()] = o;
+        reload = Some(rp);
+    }
+    // `c` is gone: its record is the slice's.
+    ws.manager
+        .free(c.as_u32())
+        .map_err(|error| LsaError::Manager { tensor: c, error })?;
+    ws.lrm.kill(m, c);
+    ws.lrm.cut(c, p.saturating_sub(1));
+    ws.origin[c.index()] = MemLoc::INVALID;
+    ws.holder[o.index()] = wc;
+    if slice_end >= p {
+        let req = super::scan::request(m, inner, p, slice_end);
+        ws.manager
+            .place_fixed(&req, base, offset)
+            .map_err(|error| LsaError::Manager {
+                tensor: inner,
+                error,
+            })?;
+        ws.lrm.add_interval(inner, p, slice_end, slice_uses);
+        ws.lrm.make_live(m, inner);
+        ws.ends.push(Reverse((slice_end, inner.as_u32())));
+        ws.holder[o.index()] = inner;
+    }
+    if let Some(rp) = reload {
+        ws.lrm.add_interval(wc, rp.before, end, whole_uses);
+        ws.pending.push(Reverse((rp.before, wc.as_u32())));
+    }
+    Ok(())
+}
+
+/// Frees the original `o` at `p`: its space goes back to the manager and
+/// its interval ends before `p` (it keeps its address, live up to its store
+/// and its last access before the loop, both earlier than `p`).
+fn release(m: &Module, ws: &mut LsaWorkspace, o: MemLoc, p: u32) -> Result<(), LsaError> {
+    ws.manager
+        .free(o.as_u32())
+        .map_err(|error| LsaError::Manager { tensor: o, error })?;
+    ws.lrm.kill(m, o);
+    ws.lrm.cut(o, p.saturating_sub(1));
     Ok(())
 }

@@ -12,12 +12,16 @@
 //! ([`super::live_range`]) and retries, until the tensor fits or no
 //! candidate is left, which is an [`LsaError::AllocationFailed`].
 //!
-//! Spillable: not fixed, not accessed by the failing instruction, accessed
-//! again later, defined before the failure, not accessed earlier in a loop
-//! that contains the failure (the back edge would reach the freed space),
-//! and — for a reload copy — not written since its reload (its slot would be
-//! stale). A tensor written again later is spillable: every later access,
-//! read or write, moves to the reload copy.
+//! Spillable plainly: not fixed, not accessed by the failing instruction,
+//! accessed again later, defined before the failure, not accessed earlier
+//! in a loop that contains the failure (the back edge would reach the freed
+//! space), and — for a reload copy — not written since its reload (its slot
+//! would be stale). A tensor written again later is spillable: every later
+//! access, read or write, moves to the reload copy. Inside loops the scan
+//! also takes the shared planner's loop-invariant and slice splits
+//! ([`super::spill`]; see `victim` and `evict`): the copy for the loop's
+//! accesses already passed lies in the victim's rectangle, which it held
+//! up to the failure.
 //!
 //! [`run`] is the reference's non-loop variant: intervals are the
 //! straight-line `[first access, last access]`, valid only for programs
@@ -210,6 +214,13 @@ impl LsaWorkspace {
             mems: 2 * spills,
             names: 2 * spills,
             name_bytes: spills * (2 * longest + COPY_NAME_EXTRA + SLOT_NAME_EXTRA),
+            // A slice split's reload and write-back carry the loop terms its
+            // victim's accesses had: only modules with such patterns.
+            ap_exts: if m.counts().ap_exts > 0 {
+                2 * spills
+            } else {
+                0
+            },
             ..Default::default()
         }
     }

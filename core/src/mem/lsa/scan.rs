@@ -14,7 +14,7 @@
 
 use core::cmp::Reverse;
 
-use super::evict::spill_victim;
+use super::evict::split_victim;
 use super::failure::failure;
 use super::victim::choose_victim;
 use super::{LsaError, LsaOptions, LsaReport, LsaWorkspace, SpaceReport};
@@ -92,7 +92,7 @@ pub(super) fn scan(
     Ok(report)
 }
 
-fn request(m: &Module, v: MemLoc, birth: u32, death: u32) -> Request {
+pub(super) fn request(m: &Module, v: MemLoc, birth: u32, death: u32) -> Request {
     Request {
         id: v.as_u32(),
         partitions: m.mems.partitions[v],
@@ -167,7 +167,14 @@ fn scan_space(
                 break;
             }
             ws.pending.pop();
-            place(m, ws, space, MemLoc::from_u32(c), p, inst, log)?;
+            let c = MemLoc::from_u32(c);
+            // From its reload on, the copy holds its origin's value (after
+            // a slice split, the slice copy did inside the loop).
+            let o = ws.origin[c.index()];
+            if o.is_valid() {
+                ws.holder[o.index()] = c;
+            }
+            place(m, ws, space, c, p, inst, log)?;
         }
         // 3. In-place: inputs dying here hand their space to the outputs.
         if m.insts.flags[inst].contains(InstFlags::IN_PLACE) {
@@ -206,18 +213,19 @@ fn scan_space(
     rep.peak = ws.manager.peak();
     rep.placed = ws.manager.placed();
     rep.fragmentation = ws.manager.fragmentation();
+    // Each DMA as often as the loops around it run it. The records of one
+    // split (its inner copy's and its whole copy's) are consecutive, with
+    // the same origin and point: they count as one spill.
+    let mut prev: Option<(MemLoc, u32)> = None;
     for r in ws.records.iter().filter(|r| m.mems.space[r.copy] == space) {
-        // Each DMA as often as the loops around it run it.
-        let store = (r.store_after != u32::MAX).then_some(r.store_after);
-        let reload = spill::ReloadPoint {
-            before: r.reload_before,
-            hoisted: r.reload_hoisted,
-        };
-        let runs = spill::spill_runs(m, &ws.order, store, reload.runs_at());
-        rep.spills += 1;
-        rep.remats += r.remat as u32;
-        rep.spill_bytes += runs * r.bytes();
-        rep.spill_cycles += spill::spill_cost(m, &ws.order, r.bytes(), store, reload.runs_at());
+        let (moved, cycles) = r.traffic(m, &ws.order);
+        if prev != Some((r.origin, r.at)) {
+            rep.spills += 1;
+            rep.remats += r.remat as u32;
+        }
+        prev = Some((r.origin, r.at));
+        rep.spill_bytes += moved;
+        rep.spill_cycles += cycles;
     }
     Ok(rep)
 }
@@ -310,12 +318,12 @@ fn place(
                 let _ = entry.candidates.push(c);
             }
             log.push(entry);
-            let Some(victim) = choose_victim(m, ws, p, inst) else {
+            let Some((victim, plan)) = choose_victim(m, ws, p, inst) else {
                 return Err(LsaError::AllocationFailed(failure(
                     m, ws, space, v, p, inst,
                 )));
             };
-            spill_victim(m, ws, victim, v, p)?;
+            split_victim(m, ws, victim, plan, v, p)?;
         }
     }
     ws.lrm.make_live(m, v);

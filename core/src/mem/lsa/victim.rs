@@ -1,7 +1,14 @@
 //! Victim choice: which live tensor the scan spills when a tensor finds no
-//! room. A candidate must be spillable (the rules of the module doc of
-//! [`super`]); among those the best [`spill::spill_score`] wins, and on a
-//! tie the active set's order (the furthest end first) decides.
+//! room, and how. A candidate must be spillable (the rules of the module
+//! doc of [`super`]); each one is planned by the shared planner of
+//! [`spill`] as the coloring allocator's spill rounds plan theirs — a plain
+//! split ([`loop_split_ok`]), a loop-invariant split
+//! ([`spill::invariant_split`]) of an original the loop only reads but reads
+//! before the failure too, or a per-iteration slice split
+//! ([`spill::best_slice_split`]) — and enters by its best-ranked plan
+//! (Belady's rule times bytes freed, per DMA cycle with the loops' trip
+//! counts). Among those the best rank wins; on a tie the active set's order
+//! (the furthest end first) decides, and a plain split before the others.
 //!
 //! Invariant: the choice only reads the workspace and the module; spilling
 //! the victim is `evict`'s.
@@ -9,67 +16,162 @@
 use super::scan::is_fixed;
 use super::LsaWorkspace;
 use crate::analysis::{LinearOrder, MemLiveness};
-use crate::ir::{Inst, MemLoc, Module};
-use crate::mem::spill::{self, loop_split_ok, remat_source};
+use crate::ir::{Inst, MemLoc, Module, Space};
+use crate::mem::spill::{self, loop_split_ok, remat_source, InvariantSplit, SliceSplit};
+
+/// How a victim leaves its space.
+#[derive(Copy, Clone, Debug)]
+pub(super) enum Plan {
+    /// Stored after its last write before the failure, reloaded before its
+    /// next access.
+    Plain,
+    /// Stored once before the loop, reloaded by two copies in it.
+    Invariant(InvariantSplit),
+    /// Stored once before the loop, a slice reloaded per iteration.
+    Slice(SliceSplit),
+}
 
 /// The spillable active interval of the best rank at position `p`
-/// (instruction `inst`), or `None` when no active interval may be spilled.
-pub(super) fn choose_victim(m: &Module, ws: &LsaWorkspace, p: u32, inst: Inst) -> Option<MemLoc> {
+/// (instruction `inst`) and its plan, or `None` when no active interval
+/// may be spilled.
+pub(super) fn choose_victim(
+    m: &Module,
+    ws: &LsaWorkspace,
+    p: u32,
+    inst: Inst,
+) -> Option<(MemLoc, Plan)> {
     let lrm = &ws.lrm;
-    let mut best: Option<(u64, MemLoc)> = None;
+    let mut best: Option<(u64, MemLoc, Plan)> = None;
+    let mut offer = |score: u64, c: MemLoc, plan: Plan| {
+        if best.as_ref().map_or(true, |b| score > b.0) {
+            best = Some((score, c, plan));
+        }
+    };
     for &c in lrm.active() {
-        let ok = spillable(
+        if !accessible(m, &ws.origin, &ws.holder, &ws.fixed, c, inst) {
+            continue;
+        }
+        // A slice copy moves with its loop: its cells are not its origin's
+        // at one offset, so it is not split again (the failure path only:
+        // a search of the records).
+        if ws.origin[c.index()] != c && ws.records.iter().any(|r| r.copy == c && r.slice.is_some())
+        {
+            continue;
+        }
+        let plain = spillable(
             m,
             &ws.order,
             &ws.live,
             &ws.origin,
-            &ws.holder,
-            &ws.fixed,
             &ws.slot,
             c,
             lrm.start(c),
             p,
-            inst,
         );
-        if !ok {
+        if plain {
+            let score = victim_score(m, &ws.order, &ws.live, ws.origin[c.index()], c, p);
+            offer(score, c, Plan::Plain);
+        }
+        // A reload copy reloaded at the start of a loop around `p` that
+        // reads it a slice per iteration: its record becomes that slice's
+        // (see `evict::resplit_copy`).
+        if ws.origin[c.index()] != c {
+            if let Some((score, split)) = copy_slice(m, ws, c, p) {
+                offer(score, c, Plan::Slice(split));
+            }
             continue;
         }
-        let score = victim_score(m, &ws.order, &ws.live, ws.origin[c.index()], c, p);
-        if best.map_or(true, |(b, _)| score > b) {
-            best = Some((score, c));
+        // The splits inside loops, for an original still in its first
+        // placement (its first copy and slice copy take its rectangle).
+        let (order, live) = (&ws.order, &ws.live);
+        let acc = live.accesses(c);
+        let after = acc.partition_point(|&q| q <= p);
+        if !plain {
+            if let (Some(&next), Some(split)) =
+                (acc.get(after), spill::invariant_split(m, order, live, c, p))
+            {
+                let score = spill::invariant_score(m, order, live, c, p, next, &split);
+                offer(score, c, Plan::Invariant(split));
+            }
+        }
+        if let Some((score, split)) =
+            spill::best_slice_split(m, order, live, c, p, lrm.end(c), false, |_| true)
+        {
+            let base = m.mems.base_partition[c];
+            let legal =
+                m.mems.space[c] != Space::Sb || m.target.is_legal_start(base, split.part_count);
+            if legal {
+                offer(score, c, Plan::Slice(split));
+            }
         }
     }
-    best.map(|(_, c)| c)
+    best.map(|(_, c, plan)| (c, plan))
 }
 
-/// May `c` be spilled at position `p` (instruction `inst`)?
+/// The best slice split of the reload copy `c` at `p` over a loop around
+/// `p` that starts where `c` was reloaded (not hoisted), with its rank: the
+/// copy's record then reloads one slice per iteration instead of the whole
+/// copy ([`super::evict::resplit_copy`]). Needs `c` to be the latest copy
+/// of its origin, its slot able to take the loop's write-backs (a
+/// rematerialized copy's source never is), and the whole reload after the
+/// loop to read the same source as `c`'s.
+fn copy_slice(m: &Module, ws: &LsaWorkspace, c: MemLoc, p: u32) -> Option<(u64, SliceSplit)> {
+    let o = ws.origin[c.index()];
+    let r = ws.records.iter().rev().find(|r| r.origin == o)?;
+    if r.copy != c || r.reload_hoisted || r.slice.is_some() {
+        return None;
+    }
+    let (order, live) = (&ws.order, &ws.live);
+    let accept = |sp: &SliceSplit| {
+        let writes_back = sp.terms.write_back_after != u32::MAX;
+        let same_source = sp.after.map_or(true, |a| {
+            !r.remat || remat_source(m, order, live, o, a) == Some(r.slot)
+        });
+        sp.span.0 == r.reload_before
+            && sp.span.0 <= p
+            && p <= sp.span.1
+            && !(r.remat && writes_back)
+            && same_source
+            && (m.mems.space[c] != Space::Sb
+                || m.target.is_legal_start(m.mems.base_partition[c], sp.part_count))
+            // The slice inside the cells the copy holds.
+            && sp.part_start >= r.part_start
+            && sp.byte_lo >= r.byte_lo
+    };
+    spill::best_slice_split(m, order, live, o, p, ws.lrm.end(c), false, accept)
+}
+
+/// May `c` leave its space at all at `p`: not fixed, not accessed by the
+/// instruction being allocated, and holding a value.
+fn accessible(
+    m: &Module,
+    origin: &[MemLoc],
+    holder: &[MemLoc],
+    fixed: &[bool],
+    c: MemLoc,
+    inst: Inst,
+) -> bool {
+    !is_fixed(fixed, c)
+        && !m
+            .all_aps(inst)
+            .any(|a| holder[m.aps.loc[a].index()] == c || m.aps.loc[a] == c)
+        && origin[c.index()].is_valid()
+}
+
+/// May `c` be split plainly at position `p` (stored, freed, reloaded
+/// before its next access)? [`accessible`] is checked first.
 #[allow(clippy::too_many_arguments)]
 fn spillable(
     m: &Module,
     order: &LinearOrder,
     live: &MemLiveness,
     origin: &[MemLoc],
-    holder: &[MemLoc],
-    fixed: &[bool],
     slot: &[MemLoc],
     c: MemLoc,
     c_start: u32,
     p: u32,
-    inst: Inst,
 ) -> bool {
-    if is_fixed(fixed, c) {
-        return false;
-    }
-    // Not accessed by the instruction being allocated.
-    if m.all_aps(inst)
-        .any(|a| holder[m.aps.loc[a].index()] == c || m.aps.loc[a] == c)
-    {
-        return false;
-    }
     let o = origin[c.index()];
-    if !o.is_valid() {
-        return false;
-    }
     let acc = live.accesses(o);
     let after = acc.partition_point(|&q| q <= p);
     // Something left to reload for. Later writes are fine: every later
@@ -111,7 +213,13 @@ fn spillable(
 }
 
 /// [`spill::spill_score`] of spilling `c` (holding origin `o`'s value) at
-/// position `p`: its next access, the last write before `p` to store after.
+/// position `p`: the last write before `p` to store after, and as its next
+/// use the point its copy comes back — its next access, or the start of
+/// the loop its reload is hoisted to ([`spill::reload_point`]): from there
+/// the copy holds the whole tile over all of that loop, so the split frees
+/// nothing beyond it (a forward scan meets that loop after the split, and
+/// a slice split of the loop, which keeps only a slice there, ranks by the
+/// pressure it relieves inside it).
 fn victim_score(
     m: &Module,
     order: &LinearOrder,
@@ -126,6 +234,7 @@ fn victim_score(
         return 0;
     };
     let store_after = live.last_write_among(o, after).map_or(p, |k| acc[k]);
+    let next = spill::reload_point(m, order, live, o, p, next).before;
     spill::spill_score(
         m,
         order,
