@@ -83,7 +83,7 @@ pub struct ColoringOptions {
     pub prefer_exact: bool,
     /// `--dma-affinity on`: in SB, try to place the pairs handed in
     /// ([`ColoringWorkspace::affinity_pairs_mut`]) side by side once the
-    /// plain placement fits ([`super::affinity`]).
+    /// plain placement fits (`mem::affinity`).
     pub affinity: bool,
     /// How far an honoured affinity may raise the SB peak over the plain
     /// placement's, in percent (never past the capacity).
