@@ -310,25 +310,66 @@ pub(super) fn split_victim(
             .add_interval(inner, first.before, slice_end, slice_uses);
         ws.pending.push(Reverse((first.before, inner.as_u32())));
     } else if slice.is_some() && slice_end >= p {
-        // The slice copy keeps its corner of the rectangle while the loop
-        // still accesses it.
-        let req = super::scan::request(m, inner, p, slice_end);
-        ws.manager
-            .place_fixed(&req, base, offset)
-            .map_err(|error| LsaError::Manager {
-                tensor: inner,
-                error,
-            })?;
-        ws.lrm.add_interval(inner, p, slice_end, slice_uses);
-        ws.lrm.make_live(m, inner);
-        ws.ends.push(Reverse((slice_end, inner.as_u32())));
-        ws.holder[o.index()] = inner;
+        let corner = SliceCorner {
+            copy: inner,
+            at: (base, offset),
+            end: slice_end,
+            uses: slice_uses,
+        };
+        keep_corner(m, ws, o, p, corner)?;
     }
+    await_reload(ws, wc, reload, end, whole_uses);
+    Ok(())
+}
+
+/// A slice copy that keeps its corner of the victim's rectangle from the
+/// failure point on, while the loop still accesses it.
+struct SliceCorner {
+    copy: MemLoc,
+    /// The victim's base partition and offset: the corner's.
+    at: (u16, u64),
+    /// The copy's last access in the loop, and how many it has from `p` on.
+    end: u32,
+    uses: u32,
+}
+
+/// Places `c.copy` at its corner from `p` to its last access and makes it
+/// `o`'s holder. The corner is free of anything placed so far: the victim
+/// held the whole rectangle up to `p`.
+fn keep_corner(
+    m: &Module,
+    ws: &mut LsaWorkspace,
+    o: MemLoc,
+    p: u32,
+    c: SliceCorner,
+) -> Result<(), LsaError> {
+    let req = super::scan::request(m, c.copy, p, c.end);
+    ws.manager
+        .place_fixed(&req, c.at.0, c.at.1)
+        .map_err(|error| LsaError::Manager {
+            tensor: c.copy,
+            error,
+        })?;
+    ws.lrm.add_interval(c.copy, p, c.end, c.uses);
+    ws.lrm.make_live(m, c.copy);
+    ws.ends.push(Reverse((c.end, c.copy.as_u32())));
+    ws.holder[o.index()] = c.copy;
+    Ok(())
+}
+
+/// The whole copy `wc`, when it comes back (`reload`), lives from its
+/// reload to `end` with `uses` accesses and waits to be placed then.
+fn await_reload(
+    ws: &mut LsaWorkspace,
+    wc: MemLoc,
+    reload: Option<spill::ReloadPoint>,
+    end: u32,
+    uses: u32,
+) {
     if let Some(rp) = reload {
-        ws.lrm.add_interval(wc, rp.before, end, whole_uses);
+        ws.lrm.add_interval(wc, rp.before, end, uses);
         ws.pending.push(Reverse((rp.before, wc.as_u32())));
     }
-    Ok(())
 }
 
 /// Turns the record of the reload copy `c`, reloaded at the start of the
@@ -414,22 +455,15 @@ fn resplit_copy(
     ws.origin[c.index()] = MemLoc::INVALID;
     ws.holder[o.index()] = wc;
     if slice_end >= p {
-        let req = super::scan::request(m, inner, p, slice_end);
-        ws.manager
-            .place_fixed(&req, base, offset)
-            .map_err(|error| LsaError::Manager {
-                tensor: inner,
-                error,
-            })?;
-        ws.lrm.add_interval(inner, p, slice_end, slice_uses);
-        ws.lrm.make_live(m, inner);
-        ws.ends.push(Reverse((slice_end, inner.as_u32())));
-        ws.holder[o.index()] = inner;
+        let corner = SliceCorner {
+            copy: inner,
+            at: (base, offset),
+            end: slice_end,
+            uses: slice_uses,
+        };
+        keep_corner(m, ws, o, p, corner)?;
     }
-    if let Some(rp) = reload {
-        ws.lrm.add_interval(wc, rp.before, end, whole_uses);
-        ws.pending.push(Reverse((rp.before, wc.as_u32())));
-    }
+    await_reload(ws, wc, reload, end, whole_uses);
     Ok(())
 }
 
