@@ -7,10 +7,40 @@
 //! helpers unwrap; they declare in the order they are called, so ids,
 //! names and placements are the same as when the calls are written out.
 
-use crate::ir::{Builder, Inst, InstFlags, MemFlags, MemLoc, Module, Opcode, Space, SubOp};
+use crate::ir::{Builder, Inst, InstFlags, MemFlags, MemLoc, Module, Opcode, Reg, Space, SubOp};
+use crate::target::Target;
 use crate::verify::dataflow::{DataflowCapacity, DataflowChecker};
 use crate::verify::placement::{Scope, Verifier};
 use alloc::format;
+
+/// Four scalar registers around a loop of 8: `i` counts (`i = 0`,
+/// `one = 1`, then `i += one` and a branch on `i` in the loop), `k` is
+/// defined in the loop and read after it by `z = k`, and a branch reads `z`.
+/// Instructions 0..=6 in linear order; the loop spans 2..=4.
+pub(crate) fn counter_loop() -> (Module, [Reg; 4]) {
+    let mut m = Module::new(Target::default());
+    let mut b = Builder::new(&mut m);
+    let i = b.reg("i", 1).unwrap();
+    let one = b.reg("one", 1).unwrap();
+    let k = b.reg("k", 2).unwrap();
+    let z = b.reg("z", 1).unwrap();
+    b.func("f").unwrap();
+    b.scalar(Opcode::ScalarImm, SubOp::None, &[i], &[], 0)
+        .unwrap(); // 0
+    b.scalar(Opcode::ScalarImm, SubOp::None, &[one], &[], 1)
+        .unwrap(); // 1
+    b.begin_loop(8).unwrap();
+    b.scalar(Opcode::ScalarAlu, SubOp::Add, &[i], &[i, one], 0)
+        .unwrap(); // 2
+    b.scalar(Opcode::ScalarImm, SubOp::None, &[k], &[], 7)
+        .unwrap(); // 3
+    b.scalar(Opcode::Branch, SubOp::None, &[], &[i], 0).unwrap(); // 4
+    b.end_loop().unwrap();
+    b.scalar(Opcode::ScalarMov, SubOp::None, &[z], &[k], 0)
+        .unwrap(); // 5
+    b.scalar(Opcode::Branch, SubOp::None, &[], &[z], 0).unwrap(); // 6
+    (m, [i, one, k, z])
+}
 
 /// A tensor `name` in `space`: `parts` partitions of `bytes` bytes, of
 /// `elem`-byte elements.

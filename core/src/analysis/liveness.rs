@@ -665,7 +665,7 @@ mod tests {
     use super::*;
     use crate::ir::{Builder, Opcode, Space, SubOp};
     use crate::target::Target;
-    use crate::testing::{dram_io, exp, tiles};
+    use crate::testing::{counter_loop, dram_io, exp, tiles};
 
     /// x(in) → t = load x; loop 3 { u = exp t; v = exp u }; y = save v.
     fn loop_module() -> (Module, [MemLoc; 5]) {
@@ -749,30 +749,13 @@ mod tests {
 
     #[test]
     fn register_intervals() {
-        let mut m = Module::new(Target::default());
-        let mut b = Builder::new(&mut m);
-        let i = b.reg("i", 1).unwrap();
-        let one = b.reg("one", 1).unwrap();
-        let k = b.reg("k", 2).unwrap();
-        b.func("f").unwrap();
-        b.scalar(Opcode::ScalarImm, SubOp::None, &[i], &[], 0)
-            .unwrap(); // 0
-        b.scalar(Opcode::ScalarImm, SubOp::None, &[one], &[], 1)
-            .unwrap(); // 1
-        b.begin_loop(8).unwrap();
-        b.scalar(Opcode::ScalarAlu, SubOp::Add, &[i], &[i, one], 0)
-            .unwrap(); // 2
-        b.scalar(Opcode::ScalarImm, SubOp::None, &[k], &[], 7)
-            .unwrap(); // 3
-        b.scalar(Opcode::Branch, SubOp::None, &[], &[i], 0).unwrap(); // 4
-        b.end_loop().unwrap();
-        b.scalar(Opcode::ScalarMov, SubOp::None, &[k], &[k], 0)
-            .unwrap(); // 5
+        let (m, [i, one, k, z]) = counter_loop();
         let o = LinearOrder::of(&m);
         let l = RegLiveness::of(&m, &o);
         assert_eq!(l.interval(i), Some(Interval { start: 0, end: 4 }));
         assert_eq!(l.interval(one), Some(Interval { start: 1, end: 4 }));
         assert_eq!(l.interval(k), Some(Interval { start: 3, end: 5 }));
+        assert_eq!(l.interval(z), Some(Interval { start: 5, end: 6 }));
         assert_eq!(o.loop_span(Loop::new(0)), Some((2, 4)));
     }
 }

@@ -178,37 +178,11 @@ pub(super) fn lane_table_len(m: &Module) -> usize {
 mod tests {
     use super::super::tests::texts;
     use super::*;
-    use crate::ir::{Builder, Opcode, SubOp};
-    use crate::target::Target;
-
-    fn reg_module() -> (Module, [Reg; 4]) {
-        let mut m = Module::new(Target::default());
-        let mut b = Builder::new(&mut m);
-        let i = b.reg("i", 1).unwrap();
-        let one = b.reg("one", 1).unwrap();
-        let k = b.reg("k", 2).unwrap();
-        let z = b.reg("z", 1).unwrap();
-        b.func("f").unwrap();
-        b.scalar(Opcode::ScalarImm, SubOp::None, &[i], &[], 0)
-            .unwrap(); // 0
-        b.scalar(Opcode::ScalarImm, SubOp::None, &[one], &[], 1)
-            .unwrap(); // 1
-        b.begin_loop(8).unwrap();
-        b.scalar(Opcode::ScalarAlu, SubOp::Add, &[i], &[i, one], 0)
-            .unwrap(); // 2
-        b.scalar(Opcode::ScalarImm, SubOp::None, &[k], &[], 7)
-            .unwrap(); // 3
-        b.scalar(Opcode::Branch, SubOp::None, &[], &[i], 0).unwrap(); // 4
-        b.end_loop().unwrap();
-        b.scalar(Opcode::ScalarMov, SubOp::None, &[z], &[k], 0)
-            .unwrap(); // 5
-        b.scalar(Opcode::Branch, SubOp::None, &[], &[z], 0).unwrap(); // 6
-        (m, [i, one, k, z])
-    }
+    use crate::testing::counter_loop;
 
     #[test]
     fn registers_legal_coloring_passes() {
-        let (mut m, [i, one, k, z]) = reg_module();
+        let (mut m, [i, one, k, z]) = counter_loop();
         m.regs.lane[i] = 0;
         m.regs.lane[one] = 1;
         m.regs.lane[k] = 2;
@@ -220,7 +194,7 @@ mod tests {
 
     #[test]
     fn register_violations_are_found() {
-        let (mut m, [i, one, k, z]) = reg_module();
+        let (mut m, [i, one, k, z]) = counter_loop();
         m.regs.lane[i] = 2;
         m.regs.lane[one] = 0;
         m.regs.lane[k] = 3; // odd pair, and shares lane 3? no: lanes 3,4; conflicts with i at 2? no
