@@ -42,6 +42,9 @@ use crate::{blame, console, explain, io, json, memmap, run, svg, text, textmap};
 pub struct JobConfig {
     /// Normalized pipeline options.
     pub opts: Options,
+    /// `--set KEY=VALUE` target overrides, applied in order after the
+    /// preset (`opts.target`) and the module's own overrides.
+    pub target_overrides: Vec<(String, u64)>,
     /// Read every input as JSON.
     pub from_json: bool,
     /// Print the pass list before running.
@@ -370,6 +373,12 @@ fn job(path: &Path, cfg: &JobConfig, out: &Outputs, o: &mut FileOutcome) -> u8 {
                 ));
                 return EXIT_BAD_INPUT;
             }
+        }
+    }
+    for (k, v) in &cfg.target_overrides {
+        if let Err(e) = m.target.set(k, *v) {
+            o.stderr.push_str(&format!("error: --set {k}={v}: {e}\n"));
+            return EXIT_BAD_INPUT;
         }
     }
     if let Some(r) = opts.max_regs {

@@ -100,6 +100,20 @@ struct InfoArgs {
     json: bool,
 }
 
+/// `KEY=VALUE` of `--set`: the key as written (checked against the target
+/// when it is applied, so the message lists the known keys), the value a
+/// number.
+fn parse_override(s: &str) -> Result<(String, u64), String> {
+    let (k, v) = s
+        .split_once('=')
+        .ok_or_else(|| format!("`{s}` is not KEY=VALUE (e.g. sb-bytes=65536)"))?;
+    let v = v
+        .trim()
+        .parse::<u64>()
+        .map_err(|_| format!("`{v}` in `{s}` is not a non-negative integer"))?;
+    Ok((k.trim().to_string(), v))
+}
+
 /// Every flag of `tusk run` (README).
 #[derive(Args, Debug)]
 struct RunArgs {
@@ -137,6 +151,13 @@ struct RunArgs {
     /// Override MaxRegNumPerEngine (scalar register lanes).
     #[arg(long, value_parser = clap::value_parser!(u16).range(2..=4096))]
     max_regs: Option<u16>,
+    /// Override one number of the target, as the module's `target` line
+    /// does (`sb-bytes=65536`; keys: max-regs, psum-banks, sb-bytes,
+    /// psum-span, dram-bytes, coalesce-budget, coalesce-count,
+    /// coalesce-elements). Repeatable; applied after `--target` and the
+    /// module's own overrides, before `--max-regs`.
+    #[arg(long = "set", value_name = "KEY=VALUE", value_parser = parse_override)]
+    set: Vec<(String, u64)>,
     /// Write the allocated module here (atomically); `-` writes it to
     /// standard output and the summary to standard error; with several
     /// inputs, a directory that gets `<stem>.tusk` per input.
@@ -451,6 +472,7 @@ fn run(a: &RunArgs) -> u8 {
     };
     let cfg = JobConfig {
         opts,
+        target_overrides: a.set.clone(),
         from_json: a.from_json,
         print_pipeline: a.print_pipeline,
         json: a.json,

@@ -567,6 +567,17 @@ fn run_validates_every_flag_and_allocates() {
         (&["--max-regs", "1"][..], "1 is not in 2..=4096"),
         (&["--max-regs", "0"][..], "0 is not in 2..=4096"),
         (&["--max-regs", "99999"][..], "99999 is not in 2..=4096"),
+        // `--set` names the override it refuses and the legal keys or range.
+        (&["--set", "sb-bytes"][..], "`sb-bytes` is not KEY=VALUE"),
+        (&["--set", "sb-bytes=lots"][..], "`lots` in `sb-bytes=lots`"),
+        (
+            &["--set", "sb-megs=3"][..],
+            "--set sb-megs=3: unknown target override (known: max-regs,",
+        ),
+        (
+            &["--set", "sb-bytes=0"][..],
+            "--set sb-bytes=0: target override value must be a number in 1..=",
+        ),
     ] {
         let mut v = vec!["run", "m.tusk"];
         v.extend_from_slice(args);
@@ -574,6 +585,47 @@ fn run_validates_every_flag_and_allocates() {
         assert_eq!(o.code, 2, "{v:?}: {}", o.stderr);
         assert!(o.stderr.contains(msg), "{v:?}: {}", o.stderr);
     }
+    // `--set` overrides the target as the module's `target` line does: the
+    // 8 KiB tile does not fit 4096 bytes per partition (the floor's refusal,
+    // naming the override), fits 8192, and the placed module records it.
+    fs::write(
+        work.join("big.tusk"),
+        "sb %t [128 x 8192]\nfunc @f {\nentry:\n  %t = memset 0\n}\n",
+    )
+    .unwrap();
+    let o = run_in(
+        &work,
+        &[
+            "run",
+            "big.tusk",
+            "--set",
+            "sb-bytes=4096",
+            "-o",
+            "small.tusk",
+        ],
+    );
+    assert_eq!(o.code, 1, "{}", o.stderr);
+    assert!(
+        o.stderr.contains("SB has 4096 bytes per partition"),
+        "{}",
+        o.stderr
+    );
+    assert!(!work.join("small.tusk").exists());
+    let o = run_in(
+        &work,
+        &[
+            "run",
+            "big.tusk",
+            "--set",
+            "sb-bytes=8192",
+            "-o",
+            "fits.tusk",
+        ],
+    );
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    assert!(o.stdout.contains("100.0% of 8192"), "{}", o.stdout);
+    let placed = fs::read_to_string(work.join("fits.tusk")).unwrap();
+    assert!(placed.contains("sb-bytes=8192"), "{placed}");
     // The help lists every flag's values.
     let help = run_in(&work, &["run", "--help"]).stdout;
     for values in [
