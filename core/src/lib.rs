@@ -77,6 +77,11 @@
 //! - [`dsa`]: one-dimensional buffer placement (`tusk dsa`);
 //! - [`regalloc`]: the register allocators on their own (the CFG allocator
 //!   and the module's register colorer);
+//! - [`options`]: what [`Options`] is made of (the selection map, the
+//!   allocator families, the switches, the storage budget);
+//! - [`steps`]: the run in steps (the passes, then the end steps apart,
+//!   as the driver runs them on two threads);
+//! - [`target`]: the hardware model's parts and its override keys;
 //! - [`pass`]: each pass on its own; [`report`]: the report's parts;
 //! - `gen` (feature `gen`): seeded generators of modules and problems for
 //!   tests, benchmarks and fuzzing.
@@ -125,6 +130,7 @@ pub mod gen;
 pub mod ir;
 #[allow(clippy::indexing_slicing)] // ids and reserved workspace positions (see above)
 pub(crate) mod mem;
+pub mod options;
 pub mod pass;
 pub(crate) mod pipeline;
 #[allow(clippy::indexing_slicing)] // ids and reserved workspace positions (see above)
@@ -132,8 +138,9 @@ pub(crate) mod reg;
 pub mod regalloc;
 pub mod report;
 mod rng;
+pub mod steps;
 pub(crate) mod storage;
-pub(crate) mod target;
+pub mod target;
 #[cfg(test)]
 mod testing;
 #[allow(clippy::indexing_slicing)] // ids and reserved workspace positions (see above)
@@ -142,12 +149,6 @@ pub mod verify;
 pub(crate) use ir::entity::entity_id;
 pub use ir::{Builder, Module};
 pub use mem::exact::{Clock, NoClock};
-pub use pipeline::{
-    passes, reserve_and_run, reserve_and_run_passes, run, run_passes, Allocator, Checks,
-    DataflowStep, DmaAffinity, EndSteps, FailureSite, Options, OptionsError, Pass, Passed,
-    PipelineError, PlacementStep, Rotation, RunReport, ScheduleStep, Selection, Workspace,
-    OPTLEVELS,
-};
+pub use pipeline::{reserve_and_run, run, Checks, Options, PipelineError, RunReport, Workspace};
 pub(crate) use storage::heap_bytes;
-pub use storage::{StorageBudget, StorageReport};
-pub use target::{EngineCost, Generation, StartRule, Target, TargetError};
+pub use target::Target;

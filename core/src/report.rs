@@ -16,5 +16,6 @@ pub use crate::mem::tensor_coloring::{
 };
 pub use crate::pipeline::passes::MAX_PASSES;
 pub use crate::pipeline::run::{PassRecord, PipelineErrorDisplay, SpaceSummary};
+pub use crate::pipeline::FailureSite;
 pub use crate::reg::RegReport;
-pub use crate::storage::{Skipped, StoragePart};
+pub use crate::storage::{Skipped, StoragePart, StorageReport};

@@ -86,7 +86,8 @@ pub struct EngineCost {
 /// against the preset's physical limits:
 ///
 /// ```
-/// use tusk_core::{Target, TargetError};
+/// use tusk_core::target::TargetError;
+/// use tusk_core::Target;
 ///
 /// let mut t = Target::by_name("trn2").expect("a preset");
 /// t.set("sb-bytes", 65536)?;

@@ -14,7 +14,9 @@ use tusk_core::dsa::{
     GcaOptions, GcaWorkspace, GreedyRule, GreedyWorkspace, NamedDisplay, Objective, Placement,
     Status, Timeline, Validator,
 };
-use tusk_core::{Clock, StorageBudget, StorageReport};
+use tusk_core::options::StorageBudget;
+use tusk_core::report::StorageReport;
+use tusk_core::Clock;
 
 use crate::console::{self, EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK};
 use crate::csv;

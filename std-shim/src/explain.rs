@@ -18,9 +18,10 @@ use std::fmt::Write as _;
 use serde_json::{json, Value};
 use tusk_core::analysis::{LinearOrder, MemLiveness};
 use tusk_core::ir::{Entity, InstFlags, MemFlags, MemLoc, Module, Space};
+use tusk_core::options::Pass;
 use tusk_core::report::{ColoringError, LsaError};
 use tusk_core::verify::{Axis, Finding};
-use tusk_core::{Pass, PipelineError, RunReport};
+use tusk_core::{PipelineError, RunReport};
 
 use crate::blame;
 use crate::text::SourceMap;

@@ -13,12 +13,12 @@ use arbitrary::{Arbitrary, Unstructured};
 use tusk_core::dsa::{GreedyRule, GreedyWorkspace, Placement, Timeline, Validator};
 use tusk_core::gen::module::{generate, GenParams};
 use tusk_core::ir::{Module, Space};
+use tusk_core::options::{Allocator, OPTLEVELS};
 use tusk_core::regalloc::{ColorConfig, RegAllocError, NO_COLOR};
 use tusk_core::report::{ColoringError, LsaError};
+use tusk_core::target::Generation;
 use tusk_core::verify::{Finding, Verifier};
-use tusk_core::{
-    Allocator, Checks, Clock, Generation, Options, PipelineError, Target, Workspace, OPTLEVELS,
-};
+use tusk_core::{Checks, Clock, Options, PipelineError, Target, Workspace};
 
 use crate::{color, csv, dimacs, info, json, text};
 

@@ -18,8 +18,10 @@ use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand};
 use tusk_core::ir::{Module, Space, NO_LANE};
+use tusk_core::options::{Allocator, DmaAffinity, Rotation};
+use tusk_core::target::Generation;
 use tusk_core::verify::{Scope, Verifier};
-use tusk_core::{Allocator, DmaAffinity, Generation, Options, Rotation};
+use tusk_core::Options;
 use tusk_shim::batch::{self, JobConfig, OutputDirs, Outputs};
 use tusk_shim::console::{self, EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK};
 use tusk_shim::{blame, text};
@@ -241,14 +243,14 @@ fn parse_window(s: &str) -> Result<(u64, u64), String> {
     Ok((a, b))
 }
 
-/// `--optlevel`: one of [`tusk_core::OPTLEVELS`], listed in
+/// `--optlevel`: one of [`tusk_core::options::OPTLEVELS`], listed in
 /// `--help` and in the error for any other value.
 fn optlevel_parser() -> impl clap::builder::TypedValueParser<Value = u8> {
     use clap::builder::TypedValueParser;
     const NAMES: [&str; 7] = ["0", "1", "2", "3", "6", "7", "8"];
     clap::builder::PossibleValuesParser::new(NAMES).map(|s| {
         let level = s.parse::<u8>().unwrap_or(u8::MAX);
-        debug_assert!(tusk_core::OPTLEVELS.contains(&level));
+        debug_assert!(tusk_core::options::OPTLEVELS.contains(&level));
         level
     })
 }

@@ -20,7 +20,7 @@
 
 use tusk_core::analysis::{LinearOrder, MemLiveness};
 use tusk_core::ir::{InstFlags, MemFlags, MemLoc, Module, Space};
-use tusk_core::FailureSite;
+use tusk_core::report::FailureSite;
 
 use crate::svg::{bytes_label, keep_largest, Chart, Item, Kind, Marker, MarkerKind, Panel};
 

@@ -6,8 +6,10 @@ use std::time::Instant;
 use serde_json::{json, Value};
 use tusk_core::analysis::{CostlyDep, ScheduleReport};
 use tusk_core::ir::{Engine, Entity, Module, Space};
+use tusk_core::options::passes;
 use tusk_core::report::AffinityReport;
-use tusk_core::{passes, Checks, Clock, EndSteps, Options, PipelineError, RunReport, Workspace};
+use tusk_core::steps::EndSteps;
+use tusk_core::{Checks, Clock, Options, PipelineError, RunReport, Workspace};
 
 use crate::blame;
 use crate::text::SourceMap;
@@ -61,7 +63,7 @@ pub fn allocate(
     if !parallel {
         return tusk_core::reserve_and_run(m, opts, &mut ws, &mut clock, checks);
     }
-    let passed = tusk_core::reserve_and_run_passes(m, opts, &mut ws, &mut clock, checks)?;
+    let passed = tusk_core::steps::reserve_and_run_passes(m, opts, &mut ws, &mut clock, checks)?;
     let steps = ws.end_steps(passed, &mut clock);
     end_concurrently(steps, m, &mut clock)
 }
@@ -403,7 +405,7 @@ fn affinity_causes(a: &AffinityReport) -> Vec<String> {
 
 /// The summary's `storage:` lines, each after `indent`: every method the
 /// budget skipped or cut short, and how many more were not listed.
-pub(crate) fn storage_lines(st: &tusk_core::StorageReport, indent: &str) -> String {
+pub(crate) fn storage_lines(st: &tusk_core::report::StorageReport, indent: &str) -> String {
     let mut s = String::new();
     for k in &st.skipped {
         s.push_str(&format!("{indent}storage: {k}\n"));
@@ -418,7 +420,7 @@ pub(crate) fn storage_lines(st: &tusk_core::StorageReport, indent: &str) -> Stri
 }
 
 /// The reservation's make-up and what the budget left out.
-fn storage_json(st: &tusk_core::StorageReport) -> Value {
+fn storage_json(st: &tusk_core::report::StorageReport) -> Value {
     json!({
         "limit": st.limit,
         "reserved": st.total(),

@@ -36,8 +36,9 @@ use std::time::Instant;
 use tusk_core::gen::dma::{dma_heavy, DmaGenParams};
 use tusk_core::gen::module::{generate, GenParams};
 use tusk_core::ir::Module;
+use tusk_core::options::{Allocator, DmaAffinity};
 use tusk_core::verify::{DataflowCapacity, DataflowChecker, DataflowError, Verifier};
-use tusk_core::{Allocator, Checks, Clock, DmaAffinity, Options, Target, Workspace};
+use tusk_core::{Checks, Clock, Options, Target, Workspace};
 
 thread_local! {
     static ARMED: Cell<bool> = const { Cell::new(false) };

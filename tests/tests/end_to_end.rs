@@ -19,7 +19,8 @@ use std::path::{Path, PathBuf};
 
 use tusk_core::gen::module::{generate, Census, GenParams};
 use tusk_core::ir::{MemFlags, Module, Space, NO_LANE};
-use tusk_core::{Allocator, Checks, DmaAffinity, Options, Rotation, RunReport, Workspace};
+use tusk_core::options::{Allocator, DmaAffinity, Rotation};
+use tusk_core::{Checks, Options, RunReport, Workspace};
 use tusk_shim::text;
 use tusk_tests::harness::Ticks;
 

@@ -8,9 +8,10 @@
 use tusk_core::analysis::{Floor, LinearOrder, MemLiveness};
 use tusk_core::gen::module::{generate, GenParams};
 use tusk_core::ir::{Capacity, InstFlags, MemFlags, MemLoc, Module, Opcode, Space};
+use tusk_core::options::Allocator;
 use tusk_core::pass::spill::{self, SpillRecord};
 use tusk_core::verify::{DataflowCapacity, DataflowChecker};
-use tusk_core::{Allocator, Options, PipelineError, RunReport};
+use tusk_core::{Options, PipelineError, RunReport};
 use tusk_tests::harness::{self, parse, Ticks};
 
 /// Every allocator the selection map reaches: the coloring allocator at

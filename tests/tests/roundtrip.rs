@@ -17,7 +17,8 @@ use tusk_core::ir::{
     ApExt, ApSpec, Block, DType, Dim, Engine, Func, InstFlags, InstSpec, IvTerm, Loop, MemFlags,
     MemLoc, Module, Opcode, Reg, RegFlags, RegTerm, Space, SubOp, UNKNOWN_TRIP,
 };
-use tusk_core::{Generation, Target};
+use tusk_core::target::Generation;
+use tusk_core::Target;
 use tusk_shim::{json, text};
 
 /// xorshift64*: deterministic, so a failing seed reproduces.

@@ -36,7 +36,9 @@ use tusk_core::gen::dma::{dma_heavy, DmaGenParams};
 use tusk_core::gen::dsa::{perfect_packing, PerfectPacking};
 use tusk_core::gen::module::{generate, GenParams, MAX_RESIDENTS};
 use tusk_core::ir::Module;
-use tusk_core::{Allocator, Checks, Options, StorageBudget, StorageReport, Target, Workspace};
+use tusk_core::options::{Allocator, StorageBudget};
+use tusk_core::report::StorageReport;
+use tusk_core::{Checks, Options, Target, Workspace};
 use tusk_tests::harness::Ticks;
 
 thread_local! {

@@ -446,7 +446,7 @@ impl<'a> Parser<'a> {
             let vt = self.tok;
             let value = self.int_in("override value", 0, u64::MAX)?;
             target.set(key, value).map_err(|e| match e {
-                tusk_core::TargetError::UnknownKey => self.err_at(
+                tusk_core::target::TargetError::UnknownKey => self.err_at(
                     k.start,
                     ErrorKind::UnknownWord {
                         what: "target override",
@@ -455,7 +455,7 @@ impl<'a> Parser<'a> {
                                 coalesce-count coalesce-elements",
                     },
                 ),
-                tusk_core::TargetError::BadValue { min, max } => self.err_at(
+                tusk_core::target::TargetError::BadValue { min, max } => self.err_at(
                     vt.start,
                     ErrorKind::OutOfRange {
                         what: "target override value",

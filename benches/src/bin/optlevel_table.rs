@@ -18,8 +18,9 @@ use std::time::Instant;
 use tusk_benches::{examples, load};
 use tusk_core::gen::module::{generate, GenParams};
 use tusk_core::ir::{Module, Space};
+use tusk_core::options::Allocator;
 use tusk_core::report::dma_analysis;
-use tusk_core::{Allocator, Checks, Clock, Options, RunReport, Workspace};
+use tusk_core::{Checks, Clock, Options, RunReport, Workspace};
 use tusk_shim::text;
 
 struct Wall(Instant);

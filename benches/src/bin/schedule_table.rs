@@ -19,8 +19,9 @@ use std::time::Instant;
 use tusk_benches::{examples, load};
 use tusk_core::gen::module::{generate, GenParams};
 use tusk_core::ir::{Module, Space};
+use tusk_core::options::{DmaAffinity, Rotation};
 use tusk_core::report::dma_analysis;
-use tusk_core::{Checks, Clock, DmaAffinity, Options, Rotation, Workspace};
+use tusk_core::{Checks, Clock, Options, Workspace};
 
 struct Wall(Instant);
 

@@ -1,5 +1,5 @@
 //! Reserving the buffer-problem solvers within a storage budget (see
-//! [`StorageBudget`](crate::StorageBudget)), for the coloring passes and `tusk dsa` alike.
+//! [`StorageBudget`](crate::options::StorageBudget)), for the coloring passes and `tusk dsa` alike.
 //!
 //! Each solver has a linear part it always reserves (per-buffer tables:
 //! sort lists, the greedy fallback, the incumbent placement) and a part

@@ -99,7 +99,8 @@ impl Selection {
 /// [`Options::normalize`] before use:
 ///
 /// ```
-/// use tusk_core::{Options, Selection};
+/// use tusk_core::options::Selection;
+/// use tusk_core::Options;
 ///
 /// let o = Options { loops_in_backend: true, ..Options::default() };
 /// // The selection map: loops in the back end turn optlevel 2 into 6.
@@ -107,7 +108,7 @@ impl Selection {
 /// assert_eq!((o.optlevel, o.selection()), (6, Some(Selection::ColoringWithLoop)));
 /// // An optlevel outside the map is an error value, not a panic.
 /// assert!(Options { optlevel: 5, ..Options::default() }.normalize().is_err());
-/// # Ok::<(), tusk_core::OptionsError>(())
+/// # Ok::<(), tusk_core::options::OptionsError>(())
 /// ```
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]

@@ -25,7 +25,9 @@ use tusk_core::ir::{
 };
 use tusk_core::pass::linear_scan::SPILL_SLACK;
 use tusk_core::verify::{DataflowCapacity, DataflowChecker, Verifier};
-use tusk_core::{Checks, Clock, Options, StorageBudget, StorageReport, Target, Workspace};
+use tusk_core::{Checks, Clock, Options, Target, Workspace};
+use tusk_core::options::{StorageBudget};
+use tusk_core::report::{StorageReport};
 
 /// The heap arena: 512 KiB of the board's PSRAM (QEMU's MPS2 boards map it
 /// at 0x2100_0000), a fixed memory region the global allocator serves, the
