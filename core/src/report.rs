@@ -5,6 +5,7 @@
 //! names of the module it speaks of. docs/REPORT.md documents every field.
 
 pub use crate::analysis::{CostlyDep, Floor, FloorKind, ScheduleReport, SpaceFloor};
+pub use crate::dma::affinity::coalescing_bound;
 pub use crate::dma::{descriptor_lower_bound, dma_analysis, DmaError, DmaReport, DmaStats, Vetoes};
 pub use crate::ir::{DisplayNamed, InModule};
 pub use crate::mem::affinity::AffinityReport;

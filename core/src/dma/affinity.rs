@@ -20,6 +20,7 @@
 use alloc::vec::Vec;
 
 use super::coalesce::{merged_too_large, reads_uninit, screen, Facts};
+use super::report::{dma_analysis, dma_descriptors, partition_descriptors};
 use crate::analysis::{LinearOrder, MemLiveness};
 use crate::ir::{MemLoc, Module, Space};
 
@@ -52,6 +53,61 @@ impl AffinityFinder {
         out: &mut Vec<(MemLoc, MemLoc)>,
     ) -> u32 {
         out.clear();
+        let mut dropped = 0;
+        self.chains(m, order, live, space, |chain| {
+            for w in chain.windows(2) {
+                if out.len() < out.capacity() {
+                    out.push((w[0].0.chip_loc, w[1].0.chip_loc));
+                } else {
+                    dropped += 1;
+                }
+            }
+        });
+        dropped
+    }
+
+    /// The coalescing bound of `space` in `m` (described by `order` and
+    /// `live`): the DMA descriptors of `m` if every chain the finder forms
+    /// were merged into one DMA. The address-free predicates are a subset
+    /// of the pass's and hereditary (a run inside a legal group is legal),
+    /// so growing each chain greedily in DRAM order gives the fewest
+    /// groups any placement allows these DMAs. Their descriptors are the
+    /// bound: exact when each chain's bytes per partition fit one
+    /// descriptor (every grouping then costs a partition count per group),
+    /// otherwise within one descriptor per partition and group of the
+    /// fewest. The capacity is ignored: a bound, not a placement.
+    pub fn coalescing_bound(
+        &mut self,
+        m: &Module,
+        order: &LinearOrder,
+        live: &MemLiveness,
+        space: Space,
+    ) -> u64 {
+        let max = m.target.dma_descriptor_max_bytes as u64;
+        let mut saved = 0u64;
+        self.chains(m, order, live, space, |chain| {
+            let members: u64 = chain
+                .iter()
+                .map(|&(_, pos)| dma_descriptors(m, order.inst_at(pos)))
+                .sum();
+            let bytes: u64 = chain.iter().map(|(f, _)| f.bytes).sum();
+            let parts = chain[0].0.key.4 as u64;
+            let merged = parts * partition_descriptors(bytes, bytes, bytes, max);
+            saved += members.saturating_sub(merged);
+        });
+        dma_analysis(m).descriptors.saturating_sub(saved)
+    }
+
+    /// Calls `chain` with every chain of two or more candidate DMAs that
+    /// the coalescing pass could merge into one group, in DRAM order.
+    fn chains(
+        &mut self,
+        m: &Module,
+        order: &LinearOrder,
+        live: &MemLiveness,
+        space: Space,
+        mut chain: impl FnMut(&[(Facts, u32)]),
+    ) {
         self.cands.clear();
         for (pos, &i) in order.insts().iter().enumerate() {
             let Some(Ok(f)) = screen(m, live, pos as u32, i, space, false) else {
@@ -65,7 +121,6 @@ impl AffinityFinder {
         self.cands
             .sort_unstable_by_key(|(f, pos)| (f.key, f.flags, f.dram_off, *pos));
         let t = &m.target;
-        let mut dropped = 0;
         let mut k = 0;
         let n = self.cands.len();
         while k < n {
@@ -98,20 +153,34 @@ impl AffinityFinder {
                 {
                     break;
                 }
-                let (prev, _) = self.cands[j - 1];
-                if out.len() < out.capacity() {
-                    out.push((prev.chip_loc, c.chip_loc));
-                } else {
-                    dropped += 1;
-                }
                 merged_pos = pos_after;
                 hi += c.bytes;
                 bytes += c.bytes;
                 members += 1;
                 j += 1;
             }
+            if j - k >= 2 {
+                chain(&self.cands[k..j]);
+            }
             k = j;
         }
-        dropped
     }
+}
+
+/// The coalescing bound of `m` over SB and PSUM
+/// (`AffinityFinder::coalescing_bound` of each): a reporting helper for
+/// a result, not a pass (it allocates its analyses).
+pub fn coalescing_bound(m: &Module) -> u64 {
+    let mut order = LinearOrder::new();
+    order.compute(m);
+    let mut live = MemLiveness::new();
+    live.compute(m, &order);
+    let mut f = AffinityFinder::default();
+    f.reserve(m.num_insts());
+    let all = dma_analysis(m).descriptors;
+    let mut saved = 0;
+    for s in [Space::Sb, Space::Psum] {
+        saved += all - f.coalescing_bound(m, &order, &live, s);
+    }
+    all - saved
 }

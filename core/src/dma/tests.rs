@@ -717,3 +717,32 @@ fn full_ap_helpers_are_in_scope() {
     let x = m.mem_by_name("x").unwrap();
     assert_eq!(full_ap(&m, x), slice_ap(&m, x, 0, 128, 0, 64));
 }
+
+#[test]
+fn coalescing_bound_ignores_the_placement_and_the_pass_reaches_it_when_adjacent() {
+    // 8 loads and 8 saves of 1 KiB per partition: one chain of loads and
+    // one of saves, 128 descriptors each when merged, at any placement.
+    let mut apart = tiled(8, 1024, Target::default());
+    for k in 0..8u64 {
+        let t = apart.mem_by_name(&alloc::format!("t{k}")).unwrap();
+        apart.place(t, 0, (7 - k) * 1024);
+    }
+    let bound = crate::dma::affinity::coalescing_bound(&apart);
+    assert_eq!(bound, 2 * 128);
+    assert_eq!(dma_analysis(&apart).descriptors, 16 * 128);
+    // Placed in DRAM order, the pass merges down to the bound.
+    let mut m = tiled(8, 1024, Target::default());
+    assert_eq!(crate::dma::affinity::coalescing_bound(&m), bound);
+    let st = run(DMA_OPTIMIZATION_SB, &mut m);
+    assert_eq!(st.post.descriptors, bound);
+    // A count limit of 2 allows no merge: the bound is today's count.
+    let t = Target {
+        dma_coalesce_count_limit: 2,
+        ..Target::default()
+    };
+    let m = tiled(4, 1024, t);
+    assert_eq!(
+        crate::dma::affinity::coalescing_bound(&m),
+        dma_analysis(&m).descriptors
+    );
+}
