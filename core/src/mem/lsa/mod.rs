@@ -121,7 +121,7 @@ pub const SPILL_SMALL_CAP: u32 = 1024;
 /// The spill limit of a scan of `m` when [`LsaOptions::max_spills`] is
 /// `None`: one per [`SPILL_FRACTION`] on-chip locations plus
 /// [`SPILL_SLACK`], and at least one per access of an on-chip location up
-/// to [`SPILL_SMALL_CAP`] in all. The second term is for small kernels
+/// to `SPILL_SMALL_CAP` (1024) in all. The second term is for small kernels
 /// under pressure: a tile reused by several instructions (a matmul's
 /// operand tiles) may leave and come back before each of its accesses, so
 /// the spills needed grow with the accesses, not with the locations;
