@@ -406,46 +406,8 @@ fn resplit_copy(
     let whole_uses = split.after.map_or(0, |n| {
         (acc.len() - acc.partition_point(|&q| q < n)) as u32 + (end > last) as u32
     });
-    // Named after the record it replaces (whose copy keeps the
-    // `ShrinkedCopy` name).
-    let inner = named_copy(
-        m,
-        o,
-        k,
-        "SliceCopy",
-        split.part_count,
-        split.slice_bytes() as u32,
-    )?;
+    let (inner, wc, reload) = slice_record(m, ws, k, &split, r.reload_before, p)?;
     m.place(inner, base, offset);
-    ws.records[k] = SpillRecord {
-        copy: inner,
-        part_start: split.part_start,
-        part_count: split.part_count,
-        byte_lo: split.byte_lo,
-        byte_hi: split.byte_hi,
-        slice: Some(split.terms),
-        ..r
-    };
-    ws.origin[inner.index()] = o;
-    let mut wc = MemLoc::INVALID;
-    let mut reload = None;
-    if let Some(next) = split.after {
-        let rp = spill::reload_point(m, &ws.order, &ws.live, o, p, next);
-        let nth = ws.records.len();
-        wc = new_copy(m, o, nth, r.part_count, r.byte_hi - r.byte_lo)?;
-        ws.records.push(SpillRecord {
-            victim: inner,
-            copy: wc,
-            store_after: u32::MAX,
-            reload_before: rp.before,
-            reload_hoisted: rp.hoisted,
-            slice: None,
-            at: p,
-            ..r
-        });
-        ws.origin[wc.index()] = o;
-        reload = Some(rp);
-    }
     // `c` is gone: its record is the slice's.
     ws.manager
         .free(c.as_u32())
@@ -465,6 +427,114 @@ fn resplit_copy(
     }
     await_reload(ws, wc, reload, end, whole_uses);
     Ok(())
+}
+
+/// Turns the record of the reload copy `c`, due at `p` (in the loop of
+/// `split`) and not placed yet because nothing could make room for
+/// all of it, into that loop's slice reload, as [`resplit_copy`] does for
+/// a placed copy: a slice copy reloaded in every iteration takes the loop's
+/// accesses, and a copy of `c`'s cells is reloaded before the next access
+/// after the loop. Returns the slice copy, with its interval from `p` to
+/// its last access in the loop, for the scan to place instead of `c`. `c`'s
+/// store, slot and rematerialization stay; the reload stays at `p`, now in
+/// every iteration (a hoisted one moves into the loop).
+pub(super) fn shrink_reload(
+    m: &mut Module,
+    ws: &mut LsaWorkspace,
+    c: MemLoc,
+    split: spill::SliceSplit,
+    p: u32,
+) -> Result<MemLoc, LsaError> {
+    if ws.records.len() + 1 > ws.max_spills as usize {
+        return Err(LsaError::SpillHeadroom {
+            max_spills: ws.max_spills,
+        });
+    }
+    let o = ws.origin[c.index()];
+    let Some(k) = ws.records.iter().rposition(|r| r.copy == c) else {
+        return Ok(c);
+    };
+    let end = ws.lrm.end(c);
+    let acc = ws.live.accesses(o);
+    let last = *acc.last().unwrap_or(&0);
+    // Every access of the loop from `p` on: the copy was not placed, so
+    // none of them has been passed.
+    let k0 = acc.partition_point(|&q| q < p);
+    let k1 = acc.partition_point(|&q| q <= split.span.1);
+    if k1 <= k0 {
+        return Ok(c);
+    }
+    let (slice_uses, slice_end) = ((k1 - k0) as u32, acc[k1 - 1]);
+    let whole_uses = split.after.map_or(0, |n| {
+        (acc.len() - acc.partition_point(|&q| q < n)) as u32 + (end > last) as u32
+    });
+    let (inner, wc, reload) = slice_record(m, ws, k, &split, p, p)?;
+    // `c` never held anything: its interval ends before it began.
+    ws.lrm.cut(c, p.saturating_sub(1));
+    ws.origin[c.index()] = MemLoc::INVALID;
+    ws.holder[o.index()] = inner;
+    ws.lrm.add_interval(inner, p, slice_end, slice_uses);
+    await_reload(ws, wc, reload, end, whole_uses);
+    Ok(inner)
+}
+
+/// Turns record `k` (a reload copy's) into the slice reload of `split`,
+/// reloaded before position `before` in every iteration, with a new slice
+/// copy (named after the record it replaces, whose copy keeps the
+/// `ShrinkedCopy` name); when the origin is accessed after the loop, adds
+/// the record of a copy of the old copy's cells reloaded before that
+/// access. Returns the slice copy, the whole copy (or
+/// [`MemLoc::INVALID`]) and its reload point. The record's store, slot and
+/// rematerialization stay.
+#[allow(clippy::type_complexity)]
+fn slice_record(
+    m: &mut Module,
+    ws: &mut LsaWorkspace,
+    k: usize,
+    split: &spill::SliceSplit,
+    before: u32,
+    p: u32,
+) -> Result<(MemLoc, MemLoc, Option<spill::ReloadPoint>), LsaError> {
+    let r = ws.records[k];
+    let o = r.origin;
+    let inner = named_copy(
+        m,
+        o,
+        k,
+        "SliceCopy",
+        split.part_count,
+        split.slice_bytes() as u32,
+    )?;
+    ws.records[k] = SpillRecord {
+        copy: inner,
+        reload_before: before,
+        reload_hoisted: false,
+        part_start: split.part_start,
+        part_count: split.part_count,
+        byte_lo: split.byte_lo,
+        byte_hi: split.byte_hi,
+        slice: Some(split.terms),
+        ..r
+    };
+    ws.origin[inner.index()] = o;
+    let Some(next) = split.after else {
+        return Ok((inner, MemLoc::INVALID, None));
+    };
+    let rp = spill::reload_point(m, &ws.order, &ws.live, o, p, next);
+    let nth = ws.records.len();
+    let wc = new_copy(m, o, nth, r.part_count, r.byte_hi - r.byte_lo)?;
+    ws.records.push(SpillRecord {
+        victim: inner,
+        copy: wc,
+        store_after: u32::MAX,
+        reload_before: rp.before,
+        reload_hoisted: rp.hoisted,
+        slice: None,
+        at: p,
+        ..r
+    });
+    ws.origin[wc.index()] = o;
+    Ok((inner, wc, Some(rp)))
 }
 
 /// Frees the original `o` at `p`: its space goes back to the manager and

@@ -14,7 +14,7 @@ use core::fmt;
 
 use crate::ir::DisplayNamed;
 
-use super::{LsaWorkspace, SPILL_FRACTION, SPILL_SLACK};
+use super::{LsaWorkspace, SPILL_FRACTION, SPILL_SLACK, SPILL_SMALL_CAP};
 use crate::ir::{Inst, IrError, MemLoc, Module, Space};
 use crate::mem::best_fit::{ManagerError, Rect};
 
@@ -176,7 +176,7 @@ impl fmt::Display for LsaError {
             LsaError::AllocationFailed(a) => a.fmt(f),
             LsaError::SpillHeadroom { max_spills } => write!(
                 f,
-                "the linear scan needs more than its limit of {max_spills} spills (by default one per {SPILL_FRACTION} on-chip locations plus {SPILL_SLACK}; raise LsaOptions::max_spills, in a pipeline Options::lsa_max_spills)"
+                "the linear scan needs more than its limit of {max_spills} spills (by default one per {SPILL_FRACTION} on-chip locations plus {SPILL_SLACK}, at least one per on-chip access up to {SPILL_SMALL_CAP}; raise LsaOptions::max_spills, in a pipeline Options::lsa_max_spills)"
             ),
             LsaError::Ir(e) => write!(f, "inserting spill code: {e}"),
         }

@@ -87,8 +87,8 @@ pub struct LsaOptions {
     pub policy: Policy,
     /// Spills the scan may insert (headroom reserved in the module).
     /// `None`: [`default_spill_limit`] — one per eight on-chip locations
-    /// plus 16, since a scan that spills more than that has a memory
-    /// problem the headroom should not hide (and headroom for one spill
+    /// plus 16 (on a small module at least one per on-chip access), since a
+    /// scan that spills more than that has a memory problem the headroom should not hide (and headroom for one spill
     /// per location would reserve two instructions, four access patterns
     /// and two named locations per location on every module).
     pub max_spills: Option<u32>,
@@ -114,13 +114,33 @@ const COPY_NAME_EXTRA: usize = "_ReloadStore".len() + 10 + "_ShrinkedCopy".len()
 /// Bytes a spill slot's name adds: `_SpillSlot`.
 const SLOT_NAME_EXTRA: usize = "_SpillSlot".len();
 
+/// On a small module the default limit is at least one spill per access
+/// of an on-chip location, up to this many spills in all.
+pub const SPILL_SMALL_CAP: u32 = 1024;
+
 /// The spill limit of a scan of `m` when [`LsaOptions::max_spills`] is
 /// `None`: one per [`SPILL_FRACTION`] on-chip locations plus
-/// [`SPILL_SLACK`]. A scan needing more fails with
+/// [`SPILL_SLACK`], and at least one per access of an on-chip location up
+/// to `SPILL_SMALL_CAP` (1024) in all. The second term is for small kernels
+/// under pressure: a tile reused by several instructions (a matmul's
+/// operand tiles) may leave and come back before each of its accesses, so
+/// the spills needed grow with the accesses, not with the locations;
+/// capped by a constant, its headroom costs a bounded amount on any module,
+/// and a large module keeps the first term. A scan needing more fails with
 /// [`LsaError::SpillHeadroom`], which names the limit and how to raise it.
 pub fn default_spill_limit(m: &Module) -> u32 {
     let on_chip = m.mems.space.values().filter(|s| s.is_on_chip()).count() as u32;
-    on_chip / SPILL_FRACTION + SPILL_SLACK
+    let by_locations = on_chip / SPILL_FRACTION + SPILL_SLACK;
+    if by_locations >= SPILL_SMALL_CAP {
+        return by_locations;
+    }
+    let accesses = m
+        .aps
+        .loc
+        .values()
+        .filter(|&&v| v.is_valid() && m.mems.space[v].is_on_chip())
+        .count() as u32;
+    by_locations.max(accesses.min(SPILL_SMALL_CAP))
 }
 
 /// Every table of the scan, reusable across modules.

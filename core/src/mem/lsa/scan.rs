@@ -14,9 +14,9 @@
 
 use core::cmp::Reverse;
 
-use super::evict::split_victim;
+use super::evict::{shrink_reload, split_victim};
 use super::failure::failure;
-use super::victim::choose_victim;
+use super::victim::{choose_victim, pending_copy_slice};
 use super::{LsaError, LsaOptions, LsaReport, LsaWorkspace, SpaceReport};
 use crate::ir::{Inst, InstFlags, MemFlags, MemLoc, Module, Space};
 use crate::mem::best_fit::{Corner, ManagerError, Request};
@@ -283,8 +283,9 @@ fn place(
     inst: Inst,
     log: &mut SpillLog,
 ) -> Result<(), LsaError> {
-    let end = ws.lrm.end(v);
-    let req = request(m, v, p, end);
+    let mut v = v;
+    let mut end = ws.lrm.end(v);
+    let mut req = request(m, v, p, end);
     if is_fixed(&ws.fixed, v) {
         ws.manager
             .place_fixed(&req, m.mems.base_partition[v], m.mems.offset[v])
@@ -319,6 +320,19 @@ fn place(
             }
             log.push(entry);
             let Some((victim, plan)) = choose_victim(m, ws, p, inst) else {
+                // A reload copy due at the start of a loop that reads it a
+                // slice per iteration needs only the slice: it comes back
+                // as that loop's slice reload, and the scan places the
+                // slice copy instead.
+                if let Some(split) = pending_copy_slice(m, ws, v, p) {
+                    let inner = shrink_reload(m, ws, v, split, p)?;
+                    if inner != v {
+                        v = inner;
+                        end = ws.lrm.end(v);
+                        req = request(m, v, p, end);
+                        continue;
+                    }
+                }
                 return Err(LsaError::AllocationFailed(failure(
                     m, ws, space, v, p, inst,
                 )));

@@ -116,9 +116,41 @@ pub(super) fn choose_victim(
 /// rematerialized copy's source never is), and the whole reload after the
 /// loop to read the same source as `c`'s.
 fn copy_slice(m: &Module, ws: &LsaWorkspace, c: MemLoc, p: u32) -> Option<(u64, SliceSplit)> {
+    slice_of_copy(m, ws, c, p, false)
+}
+
+/// The best slice split of the reload copy `c` that is due at `p` (its
+/// reload point) and finds no room there, over a loop around `p` that the
+/// copy's spill preceded: the copy is then reloaded a slice per iteration
+/// at `p` and needs only the slice's cells
+/// ([`super::evict::shrink_reload`]). A reload hoisted out of that loop
+/// qualifies too: it is not placed yet, so its record can still move into
+/// the loop.
+pub(super) fn pending_copy_slice(
+    m: &Module,
+    ws: &LsaWorkspace,
+    c: MemLoc,
+    p: u32,
+) -> Option<SliceSplit> {
+    let o = ws.origin[c.index()];
+    if !o.is_valid() || o == c || ws.manager.is_placed(c.as_u32()) {
+        return None;
+    }
+    slice_of_copy(m, ws, c, p, true).map(|(_, sp)| sp)
+}
+
+/// [`copy_slice`] and [`pending_copy_slice`]: `pending` takes a reload
+/// hoisted to the loop's start as well.
+fn slice_of_copy(
+    m: &Module,
+    ws: &LsaWorkspace,
+    c: MemLoc,
+    p: u32,
+    pending: bool,
+) -> Option<(u64, SliceSplit)> {
     let o = ws.origin[c.index()];
     let r = ws.records.iter().rev().find(|r| r.origin == o)?;
-    if r.copy != c || r.reload_hoisted || r.slice.is_some() {
+    if r.copy != c || (r.reload_hoisted && !pending) || r.slice.is_some() {
         return None;
     }
     let (order, live) = (&ws.order, &ws.live);
@@ -127,12 +159,25 @@ fn copy_slice(m: &Module, ws: &LsaWorkspace, c: MemLoc, p: u32) -> Option<(u64, 
         let same_source = sp.after.map_or(true, |a| {
             !r.remat || remat_source(m, order, live, o, a) == Some(r.slot)
         });
-        sp.span.0 == r.reload_before
+        // A placed copy was reloaded at the loop's start. A pending one is
+        // reloaded at `p`, anywhere in the loop, when it was spilled before
+        // the loop: no access of its origin lies between the loop's start
+        // and `p` (the reload precedes the next access after the spill),
+        // so the slice reload at `p` serves every access of the iteration.
+        let starts = if pending {
+            r.at < sp.span.0 && r.reload_before == p
+        } else {
+            sp.span.0 == r.reload_before
+        };
+        starts
             && sp.span.0 <= p
             && p <= sp.span.1
             && !(r.remat && writes_back)
             && same_source
-            && (m.mems.space[c] != Space::Sb
+            // A placed copy's slice keeps its corner; a pending one is
+            // placed by the manager, at a legal start.
+            && (pending
+                || m.mems.space[c] != Space::Sb
                 || m.target.is_legal_start(m.mems.base_partition[c], sp.part_count))
             // The slice inside the cells the copy holds.
             && sp.part_start >= r.part_start
