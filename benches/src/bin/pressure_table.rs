@@ -141,6 +141,16 @@ fn main() {
                     Cell::Fails(e) => format!("**fails**: {e}"),
                 })
                 .collect();
+            // A verified placement below the floor would mean the floor
+            // over-states what the program needs.
+            for c in &row {
+                if let Cell::Fits { peak, .. } = c {
+                    assert!(
+                        *peak >= floor,
+                        "{name} at {cap}: peak {peak} below the floor {floor}"
+                    );
+                }
+            }
             if cap >= floor {
                 above += row.len();
                 fits += row

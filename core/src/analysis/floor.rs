@@ -3,12 +3,14 @@
 //!
 //! An instruction needs every location it accesses resident while it runs.
 //! What a placement must hold of one location there is the rectangle the
-//! instruction's patterns name over all of its iterations
-//! ([`Module::ap_hull`]): the allocators keep a location (or a reload copy
-//! of it) as one rectangle for the whole loop, never one per iteration, so
-//! no spill, reload or rematerialization can shrink an operand below that
-//! hull. Per instruction, over its operands of one space (each location
-//! once, its hulls joined):
+//! instruction's patterns name in one iteration of the loops around it (a
+//! register-indexed pattern's whole window, since the register's value is
+//! not known ahead): a reload copy may hold one iteration's slice and be
+//! loaded again in the next (the spill modules' slice splits do), so the
+//! rectangle over every iteration ([`Module::ap_hull`]) is no bound.
+//! Patterns are affine in the loop counters, so every iteration's
+//! rectangle has the size of the first one's. Per instruction, over its
+//! operands of one space (each location once, its rectangles joined):
 //! - *stacked bytes*: operands that can only start at partition 0 (the
 //!   start-partition rule leaves them no other start) all cover partition 0
 //!   up to the narrowest of them, so their bytes add up there;
@@ -148,10 +150,10 @@ fn each_operand(m: &Module, i: Inst, space: Space, g: Group, mut f: impl FnMut(M
         {
             continue; // counted with its first pattern
         }
-        let (mut r0, mut r1, mut lo, mut hi) = m.ap_hull(a);
+        let (mut r0, mut r1, mut lo, mut hi) = iteration_rect(m, a);
         for (j, b) in m.all_aps(i).enumerate().skip(k + 1) {
             if in_group(j) && m.aps.loc[b] == l {
-                let (q0, q1, c0, c1) = m.ap_hull(b);
+                let (q0, q1, c0, c1) = iteration_rect(m, b);
                 r0 = r0.min(q0);
                 r1 = r1.max(q1);
                 lo = lo.min(c0);
@@ -162,6 +164,36 @@ fn each_operand(m: &Module, i: Inst, space: Space, g: Group, mut f: impl FnMut(M
             f(l, r1 - r0, hi - lo);
         }
     }
+}
+
+/// The rectangle of its location `a` names in the first iteration of the
+/// loops around it: partitions `[r0, r1)` and bytes `[lo, hi)` per
+/// partition, as [`Module::ap_hull`] gives over every iteration but with
+/// the loop terms left out (the register window and the partition step
+/// stay). Clamped to the location.
+fn iteration_rect(m: &Module, a: crate::ir::Ap) -> (u16, u16, u64, u64) {
+    let ext = m.ap_ext(a);
+    if ext.terms.is_empty() {
+        return m.ap_hull(a);
+    }
+    let mut first = ext.clone();
+    first.terms.clear();
+    let l = m.aps.loc[a];
+    let bytes = m.mems.bytes[l] as u64;
+    let rows = m.mems.partitions[l];
+    let e = m.ap_extent_with(a, &first);
+    if e.flat {
+        return (0, rows, 0, bytes);
+    }
+    let clamp_rows = |x: i64| x.clamp(0, rows as i64) as u16;
+    let clamp_bytes = |x: i64| x.clamp(0, bytes as i64) as u64;
+    let (r0, mut r1) = (clamp_rows(e.part_lo), clamp_rows(e.part_hi));
+    if first.is_broadcast(m.mems.space[l]) {
+        r1 = r1
+            .saturating_add((m.aps.part_count[a] as u16).saturating_sub(1))
+            .min(rows);
+    }
+    (r0, r1, clamp_bytes(e.byte_lo), clamp_bytes(e.byte_hi))
 }
 
 /// What `i`'s operands of group `g` need in `space` by themselves.
@@ -327,6 +359,41 @@ mod tests {
         assert_eq!(three.kind, FloorKind::Shared);
         // Four half-height tiles: two per partition again.
         assert_eq!(half_height_tiles(4).bytes, 8192);
+    }
+
+    #[test]
+    fn a_loop_indexed_operand_counts_one_iteration() {
+        // `w` (8192 bytes) is written and read a quarter per iteration,
+        // beside `b` (2048): a copy of one quarter per iteration serves
+        // the add, so it needs 2048 + 2048 stacked at partition 0, not the
+        // 8192 + 2048 its operands name over every iteration (which a
+        // linear-scan placement with a reloaded slice undercuts).
+        let mut m = Module::new(Target::default());
+        let mut bl = Builder::new(&mut m);
+        let w = mem(&mut bl, "w", Space::Sb, 128, 8192, 1, MemFlags::empty());
+        let b = mem(&mut bl, "b", Space::Sb, 128, 2048, 1, MemFlags::empty());
+        bl.func("f").unwrap();
+        let lp = bl.begin_loop(4).unwrap();
+        bl.module().set_loop_name(lp, "k").unwrap();
+        let mut quarter = bl.slice(w, 0, 128, 0, 2048);
+        quarter.ext.terms.push(crate::ir::IvTerm {
+            lp,
+            parts: 0,
+            bytes: 2048,
+        });
+        bl.op(Opcode::Memset, core::slice::from_ref(&quarter), &[])
+            .unwrap();
+        let ins = [quarter.clone(), quarter];
+        let outs = [bl.full(b)];
+        let mut spec = crate::ir::InstSpec::new(Opcode::TensorTensor);
+        spec.subop = crate::ir::SubOp::Add;
+        spec.inputs = &ins;
+        spec.outputs = &outs;
+        bl.inst(&spec).unwrap();
+        bl.end_loop().unwrap();
+        let sb = *Floor::of(&m).space(Space::Sb);
+        assert_eq!(sb.bytes, 4096);
+        assert_eq!(sb.kind, FloorKind::Stacked);
     }
 
     #[test]

@@ -59,12 +59,12 @@ use super::interval_coloring::{GcaOptions, GcaOutcome, GcaWorkspace};
 use super::problem::{peak, Buffer, Placement, Problem, ProblemError};
 use super::spill::{
     add_reload_copy, add_slot, finalize, invariant_split, loop_split_ok, reload_point,
-    remat_source, slice_split, spill_cost, spill_runs, spill_score, ReloadPoint, SliceSplit,
+    remat_source, spill_cost, spill_runs, spill_score, ReloadPoint, SliceSplit,
     SpillRecord,
 };
 use crate::analysis::{Bounds, LinearOrder, MemLiveness};
 use crate::ir::DisplayNamed;
-use crate::ir::{Capacity, Inst, IrError, Loop, MemFlags, MemLoc, Module, Space};
+use crate::ir::{Capacity, Inst, IrError, MemFlags, MemLoc, Module, Space};
 use crate::storage::{StorageBudget, StorageReport};
 
 /// How the coloring pass is tuned.
@@ -316,10 +316,9 @@ enum Plan {
         after: u32,
         first: Option<ReloadPoint>,
     },
-    /// Per-iteration slices of this loop around the peak
-    /// ([`slice_split`], planned again when applied: the candidates stay
-    /// small, one per live tensor).
-    Slice(Loop),
+    /// Per-iteration slices of a loop around the peak, or of a later loop
+    /// that holds the tensor's next access ([`super::spill::best_slice_split`]).
+    Slice(SliceSplit),
 }
 
 /// Spill headroom reserved per on-chip pass: this many spills (two
@@ -1177,14 +1176,10 @@ fn spill_round(
                 after,
                 first,
             } => (before, after, first),
-            Plan::Slice(l) => {
+            Plan::Slice(split) => {
                 if (report.reloads + 2) as usize > SPILL_HEADROOM {
                     break;
                 }
-                // The analyses are those the candidate was ranked on.
-                let Some(split) = slice_split(m, &ws.order, &ws.live, v, l) else {
-                    continue;
-                };
                 freed += slice_split_records(m, ws, v, at, &split, report.spills + count, report)?;
                 count += 1;
                 continue;
@@ -1263,13 +1258,10 @@ fn spill_round(
     Ok(count)
 }
 
-/// The best per-iteration slice split of `v` ([`slice_split`]) over the
-/// loops around `at`, ranked as a plain split is (the bytes it frees at
-/// `at` — `v`'s less its slice's — times the distance to `v`'s next whole
-/// use, its next access after the loop or the end of its interval `end`,
-/// per DMA cycle of the store, the per-iteration reloads and the whole
-/// reload after the loop): an inner loop gives a smaller slice, reloaded
-/// more often, and the rank weighs the two.
+/// The best per-iteration slice split of `v` at `at`: the linear scan's
+/// choice ([`super::spill::best_slice_split`], over the loops around `at`
+/// and the later loops that hold `v`'s next access), ranked as a plain
+/// split is, so both allocators consider the same splits.
 fn slice_candidate(
     m: &Module,
     opts: &ColoringOptions,
@@ -1278,45 +1270,14 @@ fn slice_candidate(
     at: u32,
     end: u32,
 ) -> Option<Candidate> {
-    let bytes = m.mems.bytes[v] as u64;
-    let mut best: Option<Candidate> = None;
-    let mut l = ws.order.loop_at(at);
-    while l.is_valid() {
-        // A whole reload that would run inside the loop (hoisted to just
-        // after its last instruction) brings `v` back into every
-        // iteration: the split would not keep it out of the loop (and it
-        // would precede the iteration's write-back, which goes after the
-        // same instruction).
-        let split = slice_split(m, &ws.order, &ws.live, v, l).filter(|sp| {
-            sp.after.map_or(true, |after| {
-                let r = reload_point(m, &ws.order, &ws.live, v, at, after).runs_at();
-                !(sp.span.0..=sp.span.1).contains(&r)
-            })
-        });
-        if let Some(split) = split {
-            let (cost, _) = slice_traffic(m, ws, v, at, &split);
-            let freed = bytes - split.slice_bytes();
-            let next = split.after.unwrap_or(end.saturating_add(1));
-            let score = match opts.dma_optlevel {
-                0 => freed,
-                _ => {
-                    freed
-                        .saturating_mul(next.saturating_sub(at) as u64)
-                        .saturating_mul(1 << 20)
-                        / cost.max(1)
-                }
-            };
-            if best.as_ref().map_or(true, |b| score > b.score) {
-                best = Some(Candidate {
-                    score,
-                    v,
-                    plan: Plan::Slice(l),
-                });
-            }
-        }
-        l = m.loops.parent[l];
-    }
-    best
+    let by_bytes = opts.dma_optlevel == 0;
+    let (score, split) =
+        super::spill::best_slice_split(m, &ws.order, &ws.live, v, at, end, by_bytes, |_| true)?;
+    Some(Candidate {
+        score,
+        v,
+        plan: Plan::Slice(split),
+    })
 }
 
 /// [`super::spill::slice_remat`] on the round's analyses.
