@@ -94,7 +94,14 @@ impl OverlapIndex {
 
     /// Calls `f(index)` for every indexed buffer whose lifetime shares an
     /// instant with `b`'s (`b` itself included when it is indexed).
-    pub fn for_each_overlapping(&self, b: &Buffer, mut f: impl FnMut(u32)) {
+    pub fn for_each_overlapping(&self, b: &Buffer, f: impl FnMut(u32)) {
+        self.walk(&self.tree, b, f);
+    }
+
+    /// The descent of [`for_each_overlapping`](Self::for_each_overlapping)
+    /// over `tree`, a max-tree of uppers in this index's order whose every
+    /// node is at most the index's own (so it prunes at least as much).
+    fn walk(&self, tree: &[u64], b: &Buffer, mut f: impl FnMut(u32)) {
         if b.is_void() || self.by_lower.is_empty() {
             return;
         }
@@ -107,7 +114,7 @@ impl OverlapIndex {
         while top > 0 {
             top -= 1;
             let (i, first, len) = stack[top];
-            if first >= end || self.tree[i] <= b.lower {
+            if first >= end || tree[i] <= b.lower {
                 continue;
             }
             if len == 1 {
@@ -141,6 +148,69 @@ impl OverlapIndex {
             .map(|&i| self.degree(&bufs[i as usize]) as u64)
             .sum();
         sum / 2
+    }
+}
+
+/// A growing subset of the buffers of an [`OverlapIndex`] ("inserted", e.g.
+/// the placed ones), queried by time overlap without visiting the others.
+///
+/// It keeps a second max-tree over the index's lifetime-start order whose
+/// leaves are an inserted buffer's end and 0 for the rest, so a query
+/// descends only into subtrees holding an inserted buffer that ends after
+/// the query's start: O((1 + d) log n) for d inserted overlaps, however many
+/// uninserted buffers share the interval. Insertion updates one leaf-to-root
+/// path, O(log n). Storage: one word per buffer plus the tree.
+#[derive(Clone, Debug, Default)]
+pub struct OverlapSubset {
+    /// Leaf position of every buffer in the index's order (`u32::MAX`: void).
+    pos: Vec<u32>,
+    /// Max-tree of the inserted uppers; leaves at `size + p`.
+    live: Vec<u64>,
+}
+
+impl OverlapSubset {
+    /// Heap bytes reserved.
+    pub fn heap_bytes(&self) -> u64 {
+        crate::heap_bytes!(self.pos, self.live)
+    }
+
+    /// Grows the storage to problems of `n` buffers.
+    pub fn reserve(&mut self, n: usize) {
+        self.pos.reserve(n.saturating_sub(self.pos.len()));
+        let t = 2 * n.next_power_of_two();
+        self.live.reserve(t.saturating_sub(self.live.len()));
+    }
+
+    /// Empties the subset for `index` (built over a problem of `n` buffers).
+    pub fn reset(&mut self, index: &OverlapIndex, n: usize) {
+        self.pos.clear();
+        self.pos.resize(n, u32::MAX);
+        for (p, &i) in index.by_lower.iter().enumerate() {
+            self.pos[i as usize] = p as u32;
+        }
+        self.live.clear();
+        self.live.resize(2 * index.size, 0);
+    }
+
+    /// Adds buffer `i` (of the problem `index` was built over; void buffers
+    /// are ignored: they overlap nothing).
+    pub fn insert(&mut self, index: &OverlapIndex, i: usize) {
+        let p = self.pos[i];
+        if p == u32::MAX {
+            return;
+        }
+        let mut at = index.size + p as usize;
+        let u = index.tree[at];
+        while at >= 1 && self.live[at] < u {
+            self.live[at] = u;
+            at /= 2;
+        }
+    }
+
+    /// Calls `f(index)` for every inserted buffer whose lifetime shares an
+    /// instant with `b`'s, in the index's lifetime-start order.
+    pub fn for_each_overlapping(&self, index: &OverlapIndex, b: &Buffer, f: impl FnMut(u32)) {
+        index.walk(&self.live, b, f);
     }
 }
 
@@ -180,6 +250,25 @@ mod tests {
                 }
             }
             assert_eq!(ix.pairs(&p), pairs as u64 / 2);
+            // A growing subset reports exactly its own overlapping members.
+            let mut sub = OverlapSubset::default();
+            sub.reserve(n);
+            sub.reset(&ix, n);
+            let mut member = vec![false; n];
+            for step in 0..n {
+                let k = rng.below(n as u64) as usize;
+                sub.insert(&ix, k);
+                member[k] = true;
+                let a = &bufs[step];
+                let mut got = vec![];
+                sub.for_each_overlapping(&ix, a, |j| got.push(j as usize));
+                got.sort_unstable();
+                let want: Vec<usize> = (0..n)
+                    .filter(|&j| member[j] && !bufs[j].is_void() && !a.is_void())
+                    .filter(|&j| a.overlaps_in_time(&bufs[j]))
+                    .collect();
+                assert_eq!(got, want, "round {round} subset step {step}");
+            }
         }
     }
 }

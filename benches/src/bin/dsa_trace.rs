@@ -1,0 +1,53 @@
+//! The scale targets of issue 15 alone: generated trace-like instances
+//! (`gen::dsa::trace_like`, seed 1) of 20k, 100k and 1M buffers, each
+//! greedy rule timed in one run, with peak / lower bound and workspace
+//! bytes per buffer; every answer checked by the independent validator.
+//!
+//! `cargo run --release -p tusk-benches --bin dsa_trace [N ...]`
+//! (default `20000 100000 1000000`). `DSA_TRACE_RULES=size` runs greedy
+//! by size only (for peak-RSS measurements of one method).
+
+use std::time::Instant;
+
+use tusk_core::dsa::{GreedyRule, GreedyWorkspace, Placement, Problem, Timeline, Validator};
+use tusk_core::gen::dsa::{trace_like, TraceLike};
+
+fn main() {
+    let mut sizes: Vec<usize> = std::env::args()
+        .skip(1)
+        .filter_map(|a| a.parse().ok())
+        .collect();
+    if sizes.is_empty() {
+        sizes = vec![20_000, 100_000, 1_000_000];
+    }
+    let only = std::env::var("DSA_TRACE_RULES").unwrap_or_default();
+    println!("| buffers | method | ms | peak / lower bound | workspace bytes / buffer |");
+    println!("|---|---|---|---|---|");
+    for n in sizes {
+        let mut p = Problem::linear(u64::MAX / 8, n);
+        trace_like(&TraceLike::new(n), 1, &mut p).expect("generated");
+        let lb = p.lower_bound(&mut Timeline::with_capacity(n)).bytes;
+        let mut out = vec![Placement::default(); n];
+        let mut v = Validator::with_capacity(n, 4);
+        let rules = [
+            ("size", "greedy by size", GreedyRule::BySize),
+            ("fit", "best fit by start", GreedyRule::StartBestFit),
+        ];
+        for (key, label, rule) in rules {
+            if !only.is_empty() && only != key {
+                continue;
+            }
+            let mut g = GreedyWorkspace::new();
+            g.reserve(n);
+            let t = Instant::now();
+            let pk = g.place(&p, rule, &mut out);
+            let ms = t.elapsed().as_secs_f64() * 1e3;
+            assert_eq!(v.check(&p, &out, u64::MAX).total, 0, "illegal placement");
+            println!(
+                "| {n} | {label} | {ms:.0} | {:.4} | {:.0} |",
+                pk as f64 / lb as f64,
+                g.heap_bytes() as f64 / n as f64
+            );
+        }
+    }
+}
