@@ -7,6 +7,7 @@
 /// The graph-coloring tensor allocator of one memory space
 /// (`TensorColoringAllocator` in the reference).
 pub mod coloring {
+    pub use crate::dma::affinity::AffinityPair;
     pub use crate::mem::tensor_coloring::{
         run, ColoringOptions, ColoringWorkspace, SPILL_HEADROOM,
     };

@@ -24,6 +24,23 @@ use super::report::{dma_analysis, dma_descriptors, partition_descriptors};
 use crate::analysis::{LinearOrder, MemLiveness};
 use crate::ir::{MemLoc, Module, Space};
 
+/// One affinity: `second`'s tile should sit right after `first`'s, in the
+/// same partitions.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct AffinityPair {
+    /// The tile whose DRAM side comes first.
+    pub first: MemLoc,
+    /// The tile whose DRAM side abuts it.
+    pub second: MemLoc,
+    /// For a pair of saves inside a repeating loop, the inclusive span of
+    /// positions over which the merged save's location stays live: it is
+    /// written in parts, one per member's producer, and liveness carries a
+    /// location written in parts over the whole loop nest (the coalescing
+    /// pass requires those cells free over the span).
+    /// `None` for loads and for saves outside a repeating loop.
+    pub nest: Option<(u32, u32)>,
+}
+
 /// Reusable storage of the finder: one entry per candidate DMA.
 #[derive(Debug, Default)]
 pub struct AffinityFinder {
@@ -50,14 +67,28 @@ impl AffinityFinder {
         order: &LinearOrder,
         live: &MemLiveness,
         space: Space,
-        out: &mut Vec<(MemLoc, MemLoc)>,
+        out: &mut Vec<AffinityPair>,
     ) -> u32 {
         out.clear();
         let mut dropped = 0;
         self.chains(m, order, live, space, |chain| {
             for w in chain.windows(2) {
+                let (a, b) = (&w[0].0, &w[1].0);
+                let nest = if a.load {
+                    None
+                } else {
+                    let span = |f: &Facts| order.outermost_loop_span(m, f.live.start);
+                    match (span(a), span(b)) {
+                        (Some((s0, e0)), Some((s1, e1))) => Some((s0.min(s1), e0.max(e1))),
+                        (x, y) => x.or(y),
+                    }
+                };
                 if out.len() < out.capacity() {
-                    out.push((w[0].0.chip_loc, w[1].0.chip_loc));
+                    out.push(AffinityPair {
+                        first: a.chip_loc,
+                        second: b.chip_loc,
+                        nest,
+                    });
                 } else {
                     dropped += 1;
                 }

@@ -7,7 +7,9 @@
 //! The pairs form chains A, B, C, .... A chain is placed as one *joined*
 //! buffer: its lifetime the hull of its members' (from the first one's
 //! start to the last one's end, which is what the merged DMA's location
-//! occupies), its size the sum of theirs, its partitions and alignment the
+//! occupies) and, for a chain of saves inside a repeating loop, the loop
+//! nest the merged location stays live over ([`AffinityPair::nest`]),
+//! its size the sum of theirs, its partitions and alignment the
 //! first member's. The colorer places the joined problem; member k then
 //! sits at the joined buffer's offset plus the sizes before it. Each
 //! member's cells lie inside the joined buffer's cells over a sub-interval
@@ -40,6 +42,7 @@ use alloc::vec::Vec;
 
 use super::interval_coloring::{GcaOptions, GcaWorkspace};
 use super::problem::{Buffer, Placement, Problem};
+use crate::dma::affinity::AffinityPair;
 use crate::ir::MemLoc;
 use crate::target::Target;
 
@@ -87,7 +90,12 @@ enum State {
 #[derive(Debug, Default)]
 pub struct Joiner {
     /// The pairs of the next run (set by the pipeline).
-    pub pairs: Vec<(MemLoc, MemLoc)>,
+    pub pairs: Vec<AffinityPair>,
+    /// Per buffer, `[lower, upper)` that its chain's joined buffer must
+    /// cover besides the members' lifetimes (`(u64::MAX, 0)`: nothing): the
+    /// loop nest over which a merged save stays live
+    /// ([`AffinityPair::nest`]).
+    reach: Vec<(u64, u64)>,
     /// Buffer index of each location (by [`MemLoc::index`]), [`NONE`]
     /// when it has none.
     buf_of: Vec<u32>,
@@ -121,6 +129,7 @@ impl Joiner {
         self.pairs.reserve(pairs.saturating_sub(self.pairs.len()));
         grow(&mut self.buf_of, mems);
         grow(&mut self.next, buffers);
+        self.reach.reserve(buffers.saturating_sub(self.reach.len()));
         grow(&mut self.prev, buffers);
         grow(&mut self.heads, buffers);
         self.ranges.reserve(2 * 64 + 2);
@@ -139,6 +148,7 @@ impl Joiner {
         let joined = self.joined.as_ref().map_or(0, |p| p.heap_bytes());
         crate::heap_bytes!(
             self.pairs,
+            self.reach,
             self.buf_of,
             self.next,
             self.prev,
@@ -274,10 +284,17 @@ impl Joiner {
         self.next.resize(n, NONE);
         self.prev.clear();
         self.prev.resize(n, NONE);
+        self.reach.clear();
+        self.reach.resize(n, (u64::MAX, 0));
         self.heads.clear();
         self.state.clear();
         let free = |b: &Buffer| b.pin.is_none() && !b.is_void();
-        for &(a, b) in &self.pairs {
+        for &AffinityPair {
+            first: a,
+            second: b,
+            nest,
+        } in &self.pairs
+        {
             let ia = self.buf_of.get(a.index()).copied().unwrap_or(NONE);
             let ib = self.buf_of.get(b.index()).copied().unwrap_or(NONE);
             let (Some(ba), Some(bb)) = (bufs.get(ia as usize), bufs.get(ib as usize)) else {
@@ -327,6 +344,15 @@ impl Joiner {
             }
             self.next[ia] = ib as u32;
             self.prev[ib] = ia as u32;
+            if let Some((start, end)) = nest {
+                // Positions are the problem's time: a buffer of positions
+                // [s, e] is [s, e + 1).
+                let span = (start as u64, end as u64 + 1);
+                for k in [ia, ib] {
+                    let r = &mut self.reach[k];
+                    *r = (r.0.min(span.0), r.1.max(span.1));
+                }
+            }
         }
         for i in 0..n {
             if self.prev[i] == NONE && self.next[i] != NONE {
@@ -338,13 +364,13 @@ impl Joiner {
         // member's size over the part of the hull it was not live in. The
         // chains that add nothing lead, so the group tests below keep
         // them in few colorings and the costly ones gather at the end.
-        let next = &self.next;
+        let (next, reach) = (&self.next, &self.reach);
         let added = |head: u32| {
             let (mut lo, mut hi) = (u64::MAX, 0);
             let mut k = head as usize;
             while k != NONE as usize {
-                lo = lo.min(bufs[k].lower);
-                hi = hi.max(bufs[k].upper);
+                lo = lo.min(bufs[k].lower).min(reach[k].0);
+                hi = hi.max(bufs[k].upper).max(reach[k].1);
                 k = next[k] as usize;
             }
             let mut cost = 0u64;
@@ -423,8 +449,8 @@ impl Joiner {
             let (mut k, mut off) = (head as usize, 0);
             while k != NONE as usize {
                 let bk = &bufs[k];
-                b.lower = b.lower.min(bk.lower);
-                b.upper = b.upper.max(bk.upper);
+                b.lower = b.lower.min(bk.lower).min(self.reach[k].0);
+                b.upper = b.upper.max(bk.upper).max(self.reach[k].1);
                 self.slot[k] = idx;
                 self.within[k] = off;
                 off += bk.size;
@@ -502,7 +528,11 @@ mod tests {
         let mut j = Joiner::default();
         j.reserve(&t, 1 << 20, pairs.len(), p.len(), p.len());
         for &(a, b) in pairs {
-            j.pairs.push((MemLoc::from_u32(a), MemLoc::from_u32(b)));
+            j.pairs.push(AffinityPair {
+                first: MemLoc::from_u32(a),
+                second: MemLoc::from_u32(b),
+                nest: None,
+            });
         }
         let r = j.honour(&p, &locs, &mut gca, &opts, limit_of(plain), 8, &mut out);
         let mut v = Validator::with_capacity(p.len(), 8);

@@ -596,7 +596,7 @@ impl ColoringWorkspace {
 
     /// The affinity pairs the next SB run tries to honour (filled by the
     /// caller, within the room [`Self::reserve_affinity`] made).
-    pub fn affinity_pairs_mut(&mut self) -> &mut Vec<(MemLoc, MemLoc)> {
+    pub fn affinity_pairs_mut(&mut self) -> &mut Vec<crate::dma::affinity::AffinityPair> {
         &mut self.joiner.pairs
     }
 
