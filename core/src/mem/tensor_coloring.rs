@@ -89,7 +89,11 @@ pub struct ColoringOptions {
     /// placement's, in percent (never past the capacity).
     pub affinity_slack_pct: u32,
     /// Most extra colorings spent on chains one at a time when honouring
-    /// all of them at once went past the limit.
+    /// all of them at once went past the limit. Group testing finds k
+    /// costly chains among n in about 2k log2(n / k) colorings, so the
+    /// default leaves room for about ten costly chains among a few hundred
+    /// (a kernel of a few thousand instructions); larger modules end with
+    /// chains `untried`, counted in the report.
     pub affinity_trials: u32,
 }
 
@@ -106,7 +110,7 @@ impl Default for ColoringOptions {
             prefer_exact: false,
             affinity: false,
             affinity_slack_pct: 5,
-            affinity_trials: 32,
+            affinity_trials: 128,
         }
     }
 }
