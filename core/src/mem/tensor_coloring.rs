@@ -59,8 +59,7 @@ use super::interval_coloring::{GcaOptions, GcaOutcome, GcaWorkspace};
 use super::problem::{peak, Buffer, Placement, Problem, ProblemError};
 use super::spill::{
     add_reload_copy, add_slot, finalize, invariant_split, loop_split_ok, reload_point,
-    remat_source, spill_cost, spill_runs, spill_score, ReloadPoint, SliceSplit,
-    SpillRecord,
+    remat_source, spill_cost, spill_runs, spill_score, ReloadPoint, SliceSplit, SpillRecord,
 };
 use crate::analysis::{Bounds, LinearOrder, MemLiveness};
 use crate::ir::DisplayNamed;
