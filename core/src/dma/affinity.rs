@@ -19,7 +19,7 @@
 
 use alloc::vec::Vec;
 
-use super::coalesce::{merged_too_large, reads_uninit, screen, Facts};
+use super::coalesce::{merged_too_large, reads_uninit, save_nest, screen, Facts};
 use super::report::{dma_analysis, dma_descriptors, partition_descriptors};
 use crate::analysis::{LinearOrder, MemLiveness};
 use crate::ir::{MemLoc, Module, Space};
@@ -33,11 +33,9 @@ pub struct AffinityPair {
     /// The tile whose DRAM side abuts it.
     pub second: MemLoc,
     /// For a pair of saves inside a repeating loop, the inclusive span of
-    /// positions over which the merged save's location stays live: it is
-    /// written in parts, one per member's producer, and liveness carries a
-    /// location written in parts over the whole loop nest (the coalescing
-    /// pass requires those cells free over the span).
-    /// `None` for loads and for saves outside a repeating loop.
+    /// positions over which their merged location stays live, the loop
+    /// nest (the coalescing pass requires the cells free over it). `None`
+    /// for loads and for saves outside a repeating loop.
     pub nest: Option<(u32, u32)>,
 }
 
@@ -77,11 +75,7 @@ impl AffinityFinder {
                 let nest = if a.load {
                     None
                 } else {
-                    let span = |f: &Facts| order.outermost_loop_span(m, f.live.start);
-                    match (span(a), span(b)) {
-                        (Some((s0, e0)), Some((s1, e1))) => Some((s0.min(s1), e0.max(e1))),
-                        (x, y) => x.or(y),
-                    }
+                    save_nest(m, order, [a.live.start, b.live.start])
                 };
                 if out.len() < out.capacity() {
                     out.push(AffinityPair {

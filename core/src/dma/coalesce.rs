@@ -42,7 +42,7 @@ use super::pass::{
     DmaWorkspace, Proposal, Sweep, Vetoes,
 };
 use super::rewrite::{apply_accepted, insert_like, run_like, whole};
-use crate::analysis::{Interval, MemLiveness};
+use crate::analysis::{Interval, LinearOrder, MemLiveness};
 use crate::ir::{Inst, InstFlags, MemFlags, MemLoc, Module, Space};
 use crate::target::Target;
 
@@ -225,6 +225,20 @@ pub(crate) fn screen(
         chip_loc,
         live: iv,
     }))
+}
+
+/// The inclusive span of positions over which a merged save of members
+/// live from `starts` stays live, `None` outside a repeating loop. Its
+/// location is written in parts, one per member's producer, and inside a
+/// loop liveness carries such a location over the whole loop nest (its
+/// loop rule for partial writes), so the cells that must stay free for the
+/// merge are that nest's, for the pass and for the finder that places
+/// the members beforehand alike.
+pub(crate) fn save_nest(m: &Module, order: &LinearOrder, starts: [u32; 2]) -> Option<(u32, u32)> {
+    starts
+        .iter()
+        .filter_map(|&p| order.outermost_loop_span(m, p))
+        .reduce(|(s0, e0), (s1, e1)| (s0.min(s1), e0.max(e1)))
 }
 
 /// `tooLargeForCoalescing` of a merged DMA of `bytes` per partition over
@@ -464,15 +478,9 @@ fn admit(
         end: g.hull.end.max(c.live.end).max(merged_pos),
     };
     if !first.load {
-        // A merged save's location is written in parts, one per member's
-        // producer: inside a loop, liveness carries such a location over the
-        // whole loop nest (its loop rule for partial writes), so the hull
-        // that must be free is that nest too.
-        for start in [first.live.start, c.live.start] {
-            if let Some((ls, le)) = ws.order.outermost_loop_span(m, start) {
-                hull.start = hull.start.min(ls);
-                hull.end = hull.end.max(le);
-            }
+        if let Some((ls, le)) = save_nest(m, &ws.order, [first.live.start, c.live.start]) {
+            hull.start = hull.start.min(ls);
+            hull.end = hull.end.max(le);
         }
     }
     // Cells: nobody else may live in the union of the tiles during the hull.
