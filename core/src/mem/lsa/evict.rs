@@ -309,13 +309,8 @@ pub(super) fn split_victim(
         ws.lrm
             .add_interval(inner, first.before, slice_end, slice_uses);
         ws.pending.push(Reverse((first.before, inner.as_u32())));
-    } else if slice.is_some() && slice_end >= p {
-        let corner = SliceCorner {
-            copy: inner,
-            at: (base, offset),
-            end: slice_end,
-            uses: slice_uses,
-        };
+    } else if slice.is_some() {
+        let corner = SliceCorner::new(inner, (base, offset), slice_end, slice_uses);
         keep_corner(m, ws, o, p, corner)?;
     }
     await_reload(ws, wc, reload, end, whole_uses);
@@ -333,9 +328,22 @@ struct SliceCorner {
     uses: u32,
 }
 
+impl SliceCorner {
+    fn new(copy: MemLoc, at: (u16, u64), end: u32, uses: u32) -> Self {
+        Self {
+            copy,
+            at,
+            end,
+            uses,
+        }
+    }
+}
+
 /// Places `c.copy` at its corner from `p` to its last access and makes it
-/// `o`'s holder. The corner is free of anything placed so far: the victim
-/// held the whole rectangle up to `p`.
+/// `o`'s holder, when the loop still accesses the slice at or after `p`
+/// (otherwise the slice needs no room from `p` on and nothing happens).
+/// The corner is free of anything placed so far: the victim held the
+/// whole rectangle up to `p`.
 fn keep_corner(
     m: &Module,
     ws: &mut LsaWorkspace,
@@ -343,6 +351,9 @@ fn keep_corner(
     p: u32,
     c: SliceCorner,
 ) -> Result<(), LsaError> {
+    if c.end < p {
+        return Ok(());
+    }
     let req = super::scan::request(m, c.copy, p, c.end);
     ws.manager
         .place_fixed(&req, c.at.0, c.at.1)
@@ -416,15 +427,8 @@ fn resplit_copy(
     ws.lrm.cut(c, p.saturating_sub(1));
     ws.origin[c.index()] = MemLoc::INVALID;
     ws.holder[o.index()] = wc;
-    if slice_end >= p {
-        let corner = SliceCorner {
-            copy: inner,
-            at: (base, offset),
-            end: slice_end,
-            uses: slice_uses,
-        };
-        keep_corner(m, ws, o, p, corner)?;
-    }
+    let corner = SliceCorner::new(inner, (base, offset), slice_end, slice_uses);
+    keep_corner(m, ws, o, p, corner)?;
     await_reload(ws, wc, reload, end, whole_uses);
     Ok(())
 }
