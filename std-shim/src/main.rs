@@ -214,9 +214,11 @@ struct RunArgs {
     /// at least 1 GiB.
     #[arg(long, value_name = "BYTES", value_parser = tusk_shim::io::parse_bytes)]
     max_memory: Option<u64>,
-    /// Address rotation after allocation: `off` (the allocators' placements)
-    /// or `psum` (successive PSUM tiles go round the free banks).
-    #[arg(long, default_value = "off", value_name = "off|psum")]
+    /// Address rotation after allocation: `off` (the allocators' placements),
+    /// `psum` (successive PSUM tiles go round the free banks) or `all`
+    /// (PSUM, and SB tiles whose shared cells cost the schedule model's
+    /// makespan move to cells of their own, the peak growing at most 5%).
+    #[arg(long, default_value = "off", value_name = "off|psum|all")]
     rotation: String,
     /// DMA-aware placement: `off` (the allocators minimize the peak only)
     /// or `on` (the SB colorer places DMA pairs whose DRAM sides abut side
@@ -437,7 +439,7 @@ fn run(a: &RunArgs) -> u8 {
     };
     let Some(rotation) = Rotation::from_name(&a.rotation) else {
         console::error(format_args!(
-            "--rotation {} is not a rotation (known: off psum)",
+            "--rotation {} is not a rotation (known: off psum all)",
             a.rotation
         ));
         return EXIT_BAD_INPUT;

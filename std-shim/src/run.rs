@@ -256,6 +256,29 @@ pub fn summary(file: &str, m: &Module, r: &RunReport) -> String {
             x.moved, x.tiles, x.banks_before, x.banks_after
         ));
     }
+    if let Some(x) = &r.sb_rotation {
+        s.push_str(&format!(
+            "  SB    rotation: {} of {} movable tiles moved ({} tried), peak {} -> {} B (limit {}), makespan {} -> {} cycles (unlimited memory {})\n",
+            x.moved,
+            x.movable,
+            x.tried,
+            x.peak_before,
+            x.peak_after,
+            x.limit,
+            x.makespan_before,
+            x.makespan_after,
+            x.makespan_unlimited
+        ));
+        if let Some(p) = &x.probe {
+            s.push_str(&format!(
+                "        the rest of the loss: a peak of {} B would take the makespan to {} cycles ({} more move{})\n",
+                p.peak,
+                p.makespan,
+                p.moves,
+                if p.moves == 1 { "" } else { "s" }
+            ));
+        }
+    }
     if let Some(x) = &r.schedule {
         s.push_str(&schedule_lines(m, x));
     }
@@ -612,6 +635,22 @@ pub fn report_json(file: &str, m: &Module, r: &RunReport, map: Option<&SourceMap
             "moved": x.moved,
             "banks_before": x.banks_before,
             "banks_after": x.banks_after,
+        })),
+        "sb_rotation": r.sb_rotation.as_ref().map(|x| json!({
+            "movable": x.movable,
+            "tried": x.tried,
+            "moved": x.moved,
+            "peak_before": x.peak_before,
+            "peak_after": x.peak_after,
+            "limit": x.limit,
+            "makespan_before": x.makespan_before,
+            "makespan_after": x.makespan_after,
+            "makespan_unlimited": x.makespan_unlimited,
+            "probe": x.probe.as_ref().map(|p| json!({
+                "peak": p.peak,
+                "makespan": p.makespan,
+                "moves": p.moves,
+            })),
         })),
     })
 }

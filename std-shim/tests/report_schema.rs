@@ -192,6 +192,8 @@ fn real_reports_match_the_schema_and_use_all_of_it() {
         "--rotation".into(),
         "psum".into(),
     ]);
+    // SB rotation with a loss the headroom cannot remove: the probe.
+    runs.push(vec![ex("mamba_v3.tusk"), "--rotation".into(), "all".into()]);
     runs.push(vec![
         ex("block_matmul.tusk"),
         "--dma-affinity".into(),

@@ -64,14 +64,40 @@ fn selections() -> Vec<(String, Options)> {
             ..Options::default()
         },
     ));
-    // PSUM address rotation re-places after allocation: both checks see
-    // its result like any allocator's.
-    for (flags, optlevel, allocator) in [
-        ("--optlevel 2 --rotation psum", 2, Allocator::Default),
+    // Address rotation re-places after allocation: both checks see its
+    // result like any allocator's.
+    for (flags, optlevel, allocator, rotation) in [
+        (
+            "--optlevel 2 --rotation psum",
+            2,
+            Allocator::Default,
+            Rotation::Psum,
+        ),
         (
             "--optlevel 6 --allocator lsa --rotation psum",
             6,
             Allocator::Lsa,
+            Rotation::Psum,
+        ),
+        // SB rotation moves tiles after the SB allocator, before the
+        // DMA passes: every allocator's placement goes through it.
+        (
+            "--optlevel 2 --rotation all",
+            2,
+            Allocator::Default,
+            Rotation::All,
+        ),
+        (
+            "--optlevel 6 --rotation all",
+            6,
+            Allocator::Default,
+            Rotation::All,
+        ),
+        (
+            "--optlevel 8 --rotation all",
+            8,
+            Allocator::Default,
+            Rotation::All,
         ),
     ] {
         v.push((
@@ -79,7 +105,7 @@ fn selections() -> Vec<(String, Options)> {
             Options {
                 optlevel,
                 allocator,
-                rotation: Rotation::Psum,
+                rotation,
                 ..Options::default()
             },
         ));

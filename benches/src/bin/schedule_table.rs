@@ -1,9 +1,10 @@
 //! The table of issue 14: every example under `examples/` and three
 //! generated modules (default, DMA-heavy, loop-heavy: 2000 instructions,
-//! seed 1) at optlevel 2, with `--rotation off` and `--rotation psum`. Per
+//! seed 1) at optlevel 2, with `--rotation off`, `psum` and `all`. Per
 //! run: SB and PSUM peak, DMA descriptors of the result, the schedule
 //! model's makespan, its makespan with unlimited memory and the loss
-//! between them, what the rotation moved, and the executions the model
+//! between them, what the rotations moved, the SB peak the SB rotation's
+//! probe found for the rest of the loss, and the executions the model
 //! simulated ("N of M": extrapolated). Both checks run on every row
 //! and must be clean.
 //!
@@ -44,11 +45,21 @@ fn row(name: &str, input: &Module, rotation: Rotation) {
     let rot = r
         .rotation
         .map_or("—".to_string(), |x| format!("{} / {}", x.moved, x.tiles));
+    let sb = r.sb_rotation.map_or("—".to_string(), |x| {
+        format!("{} / {}", x.moved, x.movable)
+    });
+    let probe = r
+        .sb_rotation
+        .and_then(|x| x.probe)
+        .map_or("—".to_string(), |p| {
+            format!("{} B: {} cycles", p.peak, p.makespan)
+        });
     println!(
-        "| {name} | {} | {} | {} | {} | {} | {} | {} ({:.1}%) | {} | {} |",
+        "| {name} | {} | {} | {} | {} | {} | {} | {} ({:.1}%) | {} | {} | {} | {} |",
         match rotation {
             Rotation::Off => "off",
             Rotation::Psum => "psum",
+            Rotation::All => "all",
         },
         r.space(Space::Sb).peak,
         r.space(Space::Psum).peak,
@@ -58,6 +69,8 @@ fn row(name: &str, input: &Module, rotation: Rotation) {
         s.loss(),
         s.loss_pct(),
         rot,
+        sb,
+        probe,
         if s.extrapolated {
             format!("{} of {}", s.executions, s.total_executions)
         } else {
@@ -168,10 +181,10 @@ fn main() {
         }
         return;
     }
-    println!("| module | rotation | SB peak | PSUM peak | DMA descriptors after | model makespan | unlimited memory | loss | tiles moved | executions simulated |");
-    println!("|---|---|---|---|---|---|---|---|---|---|");
+    println!("| module | rotation | SB peak | PSUM peak | DMA descriptors after | model makespan | unlimited memory | loss | PSUM tiles moved | SB tiles moved / movable | the rest of the loss would need | executions simulated |");
+    println!("|---|---|---|---|---|---|---|---|---|---|---|---|");
     for (name, m) in modules() {
-        for r in [Rotation::Off, Rotation::Psum] {
+        for r in [Rotation::Off, Rotation::Psum, Rotation::All] {
             row(&name, &m, r);
         }
     }

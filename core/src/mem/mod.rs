@@ -17,6 +17,7 @@ pub mod portfolio;
 pub mod problem;
 pub mod quantile;
 pub mod rotation;
+pub mod sb_rotation;
 pub mod size_bins;
 pub mod spill;
 pub mod tensor_coloring;

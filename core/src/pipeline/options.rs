@@ -178,7 +178,7 @@ impl DmaAffinity {
     }
 }
 
-/// `--rotation {off,psum}`.
+/// `--rotation {off,psum,all}`.
 #[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub enum Rotation {
@@ -188,14 +188,20 @@ pub enum Rotation {
     /// Successive PSUM tiles go round the free banks
     /// (`address_rotation_psum`).
     Psum,
+    /// PSUM as [`Rotation::Psum`], and SB tiles whose shared cells cost
+    /// the schedule model's makespan moved to cells of their own, within
+    /// a headroom over the peak (`address_rotation_sb`,
+    /// [`crate::mem::sb_rotation`]).
+    All,
 }
 
 impl Rotation {
-    /// Parses the option's value (`off`, `psum`).
+    /// Parses the option's value (`off`, `psum`, `all`).
     pub fn from_name(s: &str) -> Option<Rotation> {
         match s {
             "off" => Some(Rotation::Off),
             "psum" => Some(Rotation::Psum),
+            "all" => Some(Rotation::All),
             _ => None,
         }
     }

@@ -32,6 +32,11 @@ pub enum Pass {
     /// free banks (`--rotation psum`; not at optlevel 7, whose placements
     /// are the user's fixed assignment).
     RotationPsum,
+    /// `address_rotation_sb`: SB tiles whose shared cells cost the schedule
+    /// model's makespan moved to cells of their own (`--rotation all`;
+    /// after the SB allocator and before the SB DMA pass, whose merged
+    /// transfers alias the tiles they merge; not at optlevel 7).
+    RotationSb,
     /// `coloring_allocator_reg`: the register colorer (always runs).
     ColoringReg,
     /// `coloring_allocator_dram` of the low-level stage: places the spill
@@ -54,6 +59,7 @@ impl Pass {
             Pass::DmaOptimization(_) => "dma_optimization_sb",
             Pass::CheckInPlace => "check_in_place",
             Pass::RotationPsum => "address_rotation_psum",
+            Pass::RotationSb => "address_rotation_sb",
             Pass::ColoringReg => "coloring_allocator_reg",
             Pass::RegSpillSlots => "coloring_allocator_dram(reg spill slots)",
         }
@@ -114,7 +120,17 @@ pub fn passes(opts: &Options) -> ArrayVec<Pass, MAX_PASSES> {
             p.push(Pass::Coloring(Space::Dram));
         }
     }
-    if opts.rotation == Rotation::Psum && opts.selection() != Some(Selection::ColoringVerified) {
+    let rotates = opts.selection() != Some(Selection::ColoringVerified);
+    if rotates && opts.rotation == Rotation::All {
+        // After the SB allocator, before the SB DMA pass: its merges
+        // alias SB tiles by placement.
+        let at = p
+            .iter()
+            .position(|x| *x == Pass::DmaOptimization(Space::Sb))
+            .unwrap_or(p.len());
+        p.insert(at, Pass::RotationSb);
+    }
+    if rotates && opts.rotation != Rotation::Off {
         p.push(Pass::RotationPsum);
     }
     p.push(Pass::ColoringReg);

@@ -44,6 +44,7 @@ use crate::mem::exact::{Budget, Clock};
 use crate::mem::interval_coloring::GcaOptions;
 use crate::mem::lsa::{self, LsaError, LsaOptions, LsaReport, LsaWorkspace};
 use crate::mem::rotation::{Rotation, RotationReport};
+use crate::mem::sb_rotation::{SbRotation, SbRotationOptions, SbRotationReport};
 use crate::mem::tensor_coloring::{
     self, ColoringError, ColoringOptions, ColoringReport, ColoringWorkspace,
 };
@@ -157,6 +158,8 @@ pub struct RunReport {
     pub schedule: Option<ScheduleReport>,
     /// The PSUM address rotation's report, when it ran.
     pub rotation: Option<RotationReport>,
+    /// The SB address rotation's report, when it ran.
+    pub sb_rotation: Option<SbRotationReport>,
 }
 
 impl RunReport {
@@ -522,6 +525,7 @@ pub struct Workspace {
     pub(super) bounds: Bounds,
     pub(super) schedule: Schedule,
     rotation: Rotation,
+    sb_rotation: SbRotation,
     /// The coalescing candidates found before the SB colorer
     /// (`--dma-affinity on`).
     affinity: AffinityFinder,
@@ -611,7 +615,9 @@ impl Workspace {
                     dmas = dmas.max(DmaWorkspace::candidate_bound(m, *s, inserted));
                     DmaWorkspace::headroom_in(m, *s, core::mem::take(&mut spill_insts))
                 }
-                Pass::CheckInPlace | Pass::ColoringReg | Pass::RotationPsum => Capacity::default(),
+                Pass::CheckInPlace | Pass::ColoringReg | Pass::RotationPsum | Pass::RotationSb => {
+                    Capacity::default()
+                }
             };
             new_dram = new_dram.saturating_add(match p {
                 Pass::LinearScan => LsaWorkspace::spill_slots(m, &lo),
@@ -730,6 +736,11 @@ impl Workspace {
         if list.contains(&Pass::RotationPsum) {
             self.rotation.reserve(&cap);
             storage.add("address rotation", self.rotation.heap_bytes());
+        }
+        if list.contains(&Pass::RotationSb) {
+            self.sb_rotation
+                .reserve(&cap, &SbRotationOptions::default());
+            storage.add("SB address rotation", self.sb_rotation.heap_bytes());
         }
         // The checker may grow into what the whole reservation left.
         self.dataflow.set_storage_limit(
@@ -1037,6 +1048,16 @@ fn run_from<'a>(
                 }
                 // Placement only: the analyses stay fresh.
                 report.rotation = Some(ws.rotation.run(m, &ws.live));
+            }
+            Pass::RotationSb => {
+                if !fresh {
+                    ws.order.compute(m);
+                    ws.live.compute(m, &ws.order);
+                    fresh = true;
+                }
+                // Placement only: the analyses stay fresh.
+                let o = SbRotationOptions::default();
+                report.sb_rotation = Some(ws.sb_rotation.run(m, &ws.live, &o));
             }
             Pass::CheckInPlace => {
                 // Memory, and the registers the input colored: the fixed

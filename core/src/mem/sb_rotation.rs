@@ -1,0 +1,544 @@
+//! SB address rotation (`address_rotation_sb`): after allocation, a tile
+//! whose reused cells make an engine wait moves to cells of its own when
+//! that shortens the schedule model's makespan.
+//!
+//! The allocators minimize the peak, so tiles whose lifetimes do not
+//! overlap share cells; when they belong to different engines, the later
+//! tile's first write has to wait for the earlier tile's last reader (a
+//! placement-added dependency, [`crate::analysis::schedule`]). The model
+//! names the dependencies that cost the makespan most. This pass works
+//! down that list: for each, it tries to move one of the two tiles (the
+//! waiting one first) to the lowest gaps of the SB address range, and to
+//! the highest, that are free, on its partitions, of every tile live with
+//! it and of the tile it waited for; it re-runs the model and keeps the
+//! first move that makes the makespan drop, or keeps it and makes fewer
+//! executions wait for reused cells (where the loss is spread over many
+//! waits, each alone is off the critical path, and removing them one by
+//! one is what shortens it). The property it exploits is that the
+//! model's costliest dependency is where a move can gain most, and that
+//! the model, not a rule of thumb, decides whether a move gains.
+//!
+//! Invariants: only byte offsets change (the base partition stays); a move
+//! is legal whatever else holds: the new cells are shared with no tile
+//! whose live interval overlaps the mover's on a common partition, aligned
+//! to the mover's alignment, and end at or below the limit: the SB peak
+//! before the pass plus the headroom ([`SbRotationOptions::headroom_pct`]),
+//! never past the usable SB. A tile moves only when nothing depends on
+//! where it is:
+//! - it is not pinned, an input or an output, and it is placed and live;
+//! - its first access writes it (a tile first read relies on the cells it
+//!   was given, e.g. a spill slice that keeps its victim's corner);
+//! - no IN_PLACE instruction accesses it (its operands must coincide);
+//! - its cells meet no tile that is first read without being an input
+//!   (such a tile reads what this one left there).
+//!
+//! The pass runs before the DMA passes, whose merged transfers alias the
+//! tiles they merge. The placement verifier and the dataflow checker see
+//! the result like any allocator's. Moves are never spills: no
+//! instruction is added.
+//!
+//! When the loss stays above the headroom's reach, [`SbRotation::run`]
+//! goes on with the usable SB as the limit and then undoes those moves:
+//! the report says what peak the rest of the loss would need and what
+//! makespan that peak would give ([`SbProbe`]).
+//!
+//! Storage: [`SbRotation::reserve`] from the location count;
+//! [`SbRotation::run`] does not allocate after it.
+
+use alloc::vec::Vec;
+use arrayvec::ArrayVec;
+
+use crate::analysis::schedule::{Schedule, ScheduleOptions, ScheduleReport};
+use crate::analysis::{Interval, MemLiveness};
+use crate::ir::{Capacity, InstFlags, MemFlags, MemLoc, Module, Space};
+
+/// The pass's limits.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct SbRotationOptions {
+    /// The SB peak may grow by this percentage of the peak before the
+    /// pass (the memory a user trades for speed).
+    pub headroom_pct: u32,
+    /// Moves tried (each costs one run of the model) at most, in the
+    /// kept phase and in the probe each.
+    pub max_trials: u32,
+    /// Executions the model may simulate over all the trials of one phase
+    /// (each run simulates at most `schedule.max_executions`), so the
+    /// pass's time is bounded by a fixed number of model walks however
+    /// large the module.
+    pub max_executions: u64,
+    /// The model's limits for each run.
+    pub schedule: ScheduleOptions,
+}
+
+impl Default for SbRotationOptions {
+    fn default() -> Self {
+        SbRotationOptions {
+            // The placement issue's bound on the memory traded for speed.
+            headroom_pct: 5,
+            // Each trial is one model run (bounded by its execution cap):
+            // a few dozen keep the pass a small multiple of the model.
+            max_trials: 48,
+            // Sixteen walks at the model's own cap: a kernel's few
+            // thousand executions per walk leave the trial cap binding.
+            max_executions: 16 << 16,
+            schedule: ScheduleOptions::default(),
+        }
+    }
+}
+
+/// What the rest of the loss would need (see the module doc).
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+pub struct SbProbe {
+    /// The SB peak (bytes per partition) the probe's moves reached.
+    pub peak: u64,
+    /// The model's makespan at that peak.
+    pub makespan: u64,
+    /// Moves the probe kept (then undid).
+    pub moves: u32,
+}
+
+/// What one SB rotation did.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+pub struct SbRotationReport {
+    /// SB tiles that may move (see the module doc).
+    pub movable: u32,
+    /// Moves tried (model runs).
+    pub tried: u32,
+    /// Tiles moved and kept.
+    pub moved: u32,
+    /// SB peak before and after (bytes per partition).
+    pub peak_before: u64,
+    /// See `peak_before`.
+    pub peak_after: u64,
+    /// The limit the kept moves stayed within.
+    pub limit: u64,
+    /// The model's makespan before and after.
+    pub makespan_before: u64,
+    /// See `makespan_before`.
+    pub makespan_after: u64,
+    /// The makespan with unlimited memory (no placement-added dependency).
+    pub makespan_unlimited: u64,
+    /// When moves past the limit (up to the usable SB) shortened the
+    /// makespan further: what they needed and gave.
+    pub probe: Option<SbProbe>,
+}
+
+/// One location in the legality scan: its cells and live interval.
+#[derive(Copy, Clone, Debug)]
+struct Cells {
+    p0: u32,
+    p1: u32,
+    b0: u64,
+    b1: u64,
+}
+
+/// The pass's storage.
+#[derive(Clone, Debug, Default)]
+pub struct SbRotation {
+    movable: Vec<bool>,
+    /// Busy byte ranges on the mover's partitions, for the gap search.
+    busy: Vec<(u64, u64)>,
+    /// Moves kept in the probe: (tile, its offset before).
+    undo: Vec<(MemLoc, u64)>,
+    schedule: Schedule,
+}
+
+impl SbRotation {
+    /// Empty storage.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Heap bytes reserved.
+    pub fn heap_bytes(&self) -> u64 {
+        crate::heap_bytes!(self.movable, self.busy, self.undo) + self.schedule.heap_bytes()
+    }
+
+    /// Sizes the storage for up to `cap.mems` locations and the model's
+    /// `window`.
+    pub fn reserve(&mut self, cap: &Capacity, opts: &SbRotationOptions) {
+        use crate::storage::grow;
+        grow(&mut self.movable, cap.mems);
+        grow(&mut self.busy, cap.mems);
+        grow(&mut self.undo, opts.max_trials as usize);
+        self.schedule.reserve(cap, opts.schedule.window);
+    }
+
+    /// Rotates the SB tiles of `m`; `live` must describe `m`.
+    pub fn run(
+        &mut self,
+        m: &mut Module,
+        live: &MemLiveness,
+        opts: &SbRotationOptions,
+    ) -> SbRotationReport {
+        let peak = sb_peak(m);
+        let usable = m.target.sb_usable_bytes as u64;
+        let limit = usable.min(peak + peak * opts.headroom_pct as u64 / 100);
+        let mut rep = SbRotationReport {
+            peak_before: peak,
+            peak_after: peak,
+            limit,
+            ..SbRotationReport::default()
+        };
+        rep.movable = self.mark_movable(m, live);
+        let first = self.schedule.run(m, &opts.schedule);
+        rep.makespan_before = first.makespan;
+        rep.makespan_unlimited = first.makespan_unlimited;
+        let (kept, tried, moved) = self.improve(m, live, opts, first, limit, false);
+        rep.makespan_after = kept.makespan;
+        rep.tried = tried;
+        rep.moved = moved;
+        rep.peak_after = sb_peak(m);
+        if kept.loss() > 0 && limit < usable {
+            self.undo.clear();
+            let (probe, _, moves) = self.improve(m, live, opts, kept, usable, true);
+            if moves > 0 {
+                rep.probe = Some(SbProbe {
+                    peak: sb_peak(m),
+                    makespan: probe.makespan,
+                    moves,
+                });
+            }
+            while let Some((v, off)) = self.undo.pop() {
+                m.place(v, m.mems.base_partition[v], off);
+            }
+        }
+        rep
+    }
+
+    /// Marks the tiles that may move (see the module doc); returns how
+    /// many.
+    fn mark_movable(&mut self, m: &Module, live: &MemLiveness) -> u32 {
+        let n = m.num_mems();
+        self.movable.clear();
+        if self.movable.capacity() < n {
+            // Not reserved for this module: nothing moves.
+            return 0;
+        }
+        let fixed = MemFlags::PINNED | MemFlags::INPUT | MemFlags::OUTPUT;
+        for v in m.mems.space.keys() {
+            let ok = m.mems.space[v] == Space::Sb
+                && m.is_placed(v)
+                && live.interval(v).is_some()
+                && !m.mems.flags[v].intersects(fixed)
+                && live.access_writes(v).next() == Some(true);
+            self.movable.push(ok);
+        }
+        for i in m.insts.flags.keys() {
+            if m.insts.flags[i].contains(InstFlags::IN_PLACE) {
+                for a in m.inputs(i).chain(m.outputs(i)) {
+                    self.movable[m.aps.loc[a].index()] = false;
+                }
+            }
+        }
+        // Tiles first read that are not inputs read what a tile sharing
+        // their cells left there: neither side may move.
+        for r in m.mems.space.keys() {
+            let relies = m.mems.space[r] == Space::Sb
+                && m.is_placed(r)
+                && !m.mems.flags[r].contains(MemFlags::INPUT)
+                && live.access_writes(r).next() == Some(false);
+            if !relies {
+                continue;
+            }
+            let cr = cells(m, r, m.mems.offset[r]);
+            for v in m.mems.space.keys() {
+                if self.movable[v.index()] && meets(cr, cells(m, v, m.mems.offset[v])) {
+                    self.movable[v.index()] = false;
+                }
+            }
+        }
+        self.movable.iter().filter(|&&x| x).count() as u32
+    }
+
+    /// Works down the model's costliest dependencies, keeping each move
+    /// that shortens the makespan (or keeps it and removes placement
+    /// waits), until no candidate gains or the trials run out. With `probe`, kept moves are logged for undoing. Returns
+    /// the last report, the trials made and the moves kept.
+    fn improve(
+        &mut self,
+        m: &mut Module,
+        live: &MemLiveness,
+        opts: &SbRotationOptions,
+        mut best: ScheduleReport,
+        limit: u64,
+        probe: bool,
+    ) -> (ScheduleReport, u32, u32) {
+        let quick = ScheduleOptions {
+            what_if_executions: 0,
+            ..opts.schedule
+        };
+        let (mut tried, mut moved, mut spent) = (0u32, 0u32, 0u64);
+        let within =
+            |tried: u32, spent: u64| tried < opts.max_trials && spent < opts.max_executions;
+        'rounds: while best.loss() > 0 && within(tried, spent) {
+            let deps = best.costliest.clone();
+            for d in &deps {
+                for (v, partner) in [(d.loc, d.other), (d.other, d.loc)] {
+                    if !self.movable.get(v.index()).copied().unwrap_or(false) {
+                        continue;
+                    }
+                    let from = m.mems.offset[v];
+                    for to in self.gaps(m, live, v, partner, limit) {
+                        if to == from || !within(tried, spent) {
+                            continue;
+                        }
+                        tried += 1;
+                        m.place(v, m.mems.base_partition[v], to);
+                        let r = self.schedule.run(m, &quick);
+                        spent = spent.saturating_add(r.executions);
+                        if (r.makespan, r.placement_waits) < (best.makespan, best.placement_waits) {
+                            if probe && self.undo.len() == self.undo.capacity() {
+                                // No room to undo it later: take it back now.
+                                m.place(v, m.mems.base_partition[v], from);
+                                break 'rounds;
+                            }
+                            if probe {
+                                self.undo.push((v, from));
+                            }
+                            moved += 1;
+                            // The next round's candidates: the quick walk's,
+                            // by their local delay (pricing each by a what-if
+                            // walk would cost a walk per candidate).
+                            best = r;
+                            continue 'rounds;
+                        }
+                        m.place(v, m.mems.base_partition[v], from);
+                    }
+                }
+            }
+            break;
+        }
+        (best, tried, moved)
+    }
+
+    /// Where `v` may go: the lowest aligned start of each of the first
+    /// gaps of `[0, limit)` on its partitions that hold it clear of every
+    /// tile live with it and of `partner`, ascending, then the highest
+    /// aligned start of the last gap that holds it. Low addresses first:
+    /// the least memory that removes the dependency; the highest last: the
+    /// cells least likely to be shared with anything.
+    fn gaps(
+        &mut self,
+        m: &Module,
+        live: &MemLiveness,
+        v: MemLoc,
+        partner: MemLoc,
+        limit: u64,
+    ) -> ArrayVec<u64, { GAPS_TRIED + 1 }> {
+        let mut out = ArrayVec::new();
+        let Some(iv) = live.interval(v) else {
+            return out;
+        };
+        let me = cells(m, v, 0);
+        self.busy.clear();
+        for w in m.mems.space.keys() {
+            if w == v || m.mems.space[w] != Space::Sb || !m.is_placed(w) {
+                continue;
+            }
+            let cw = cells(m, w, m.mems.offset[w]);
+            if cw.p0 >= me.p1 || me.p0 >= cw.p1 {
+                continue;
+            }
+            let with = |x: Option<Interval>| x.is_some_and(|x| x.overlaps(iv));
+            if (w == partner || with(live.interval(w))) && self.busy.len() < self.busy.capacity() {
+                self.busy.push((cw.b0, cw.b1));
+            }
+        }
+        self.busy.sort_unstable();
+        let bytes = me.b1;
+        let align = (m.mems.align[v] as u64).max(1);
+        let mut high = None;
+        let mut pos = 0u64;
+        for k in 0..=self.busy.len() {
+            let gap_end = self.busy.get(k).map_or(limit, |b| b.0.min(limit));
+            if let Some(start) = crate::mem::problem::align_up(pos, align) {
+                if start + bytes <= gap_end {
+                    if out.len() < GAPS_TRIED {
+                        out.push(start);
+                    }
+                    high = Some((gap_end - bytes) / align * align);
+                }
+            }
+            if let Some(b) = self.busy.get(k) {
+                pos = pos.max(b.1);
+            }
+            if pos >= limit {
+                break;
+            }
+        }
+        if let Some(h) = high.filter(|h| !out.contains(h)) {
+            out.push(h);
+        }
+        out
+    }
+}
+
+/// Gaps whose lowest start is tried for one move (then the highest start).
+const GAPS_TRIED: usize = 2;
+
+/// The cells of `v` with its bytes at `offset`.
+fn cells(m: &Module, v: MemLoc, offset: u64) -> Cells {
+    let p0 = m.mems.base_partition[v] as u32;
+    Cells {
+        p0,
+        p1: p0 + m.mems.partitions[v] as u32,
+        b0: offset,
+        b1: offset + m.mems.bytes[v] as u64,
+    }
+}
+
+/// True when two cell rectangles share a cell.
+fn meets(a: Cells, b: Cells) -> bool {
+    a.p0 < b.p1 && b.p0 < a.p1 && a.b0 < b.b1 && b.b0 < a.b1
+}
+
+/// The end of the highest placed SB tile (bytes per partition).
+fn sb_peak(m: &Module) -> u64 {
+    m.mems
+        .space
+        .keys()
+        .filter(|&v| m.mems.space[v] == Space::Sb && m.is_placed(v))
+        .map(|v| m.mems.offset[v] + m.mems.bytes[v] as u64)
+        .max()
+        .unwrap_or(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::analysis::LinearOrder;
+    use crate::ir::{Builder, Opcode};
+    use crate::target::Target;
+    use crate::testing::{assert_placed_legally, assert_sound, dram_io, exp, mem, tiles};
+
+    /// `a` and `b` loaded from DRAM on one queue, each drained by ACT into
+    /// an output tile of its own; `b` shares `a`'s cells, so its load waits
+    /// for ACT's read of `a` (a placement-added dependency). Peak 1536 B:
+    /// `a`/`b` at 0, the outputs at 512 and 1024. With `cleared`, POOL
+    /// clears `o2` first, so both outputs are live from the start and the
+    /// only free cells are above the peak.
+    fn shared_load(cleared: bool) -> Module {
+        let mut m = Module::new(Target::default());
+        let mut bl = Builder::new(&mut m);
+        let [x, _] = dram_io(&mut bl, 128, 512, 4);
+        let [a, b] = tiles(&mut bl, Space::Sb, ["a", "b"], 128, 512, 4);
+        let o1 = mem(&mut bl, "o1", Space::Sb, 128, 512, 4, MemFlags::OUTPUT);
+        let o2 = mem(&mut bl, "o2", Space::Sb, 128, 512, 4, MemFlags::OUTPUT);
+        bl.func("f").unwrap();
+        if cleared {
+            let full = bl.full(o2);
+            bl.op(Opcode::Memset, &[full], &[]).unwrap();
+        }
+        bl.load(a, x, 0).unwrap();
+        exp(&mut bl, o1, a);
+        bl.load(b, x, 0).unwrap();
+        exp(&mut bl, o2, b);
+        for (t, off) in [(a, 0), (b, 0), (o1, 512), (o2, 1024)] {
+            m.place(t, 0, off);
+        }
+        m
+    }
+
+    fn rotate(m: &mut Module, opts: &SbRotationOptions) -> SbRotationReport {
+        let o = LinearOrder::of(m);
+        let live = MemLiveness::of(m, &o);
+        let mut r = SbRotation::new();
+        r.reserve(&m.capacity(), opts);
+        r.run(m, &live, opts)
+    }
+
+    #[test]
+    fn a_tile_moves_to_cells_free_while_it_lives_without_growing_the_peak() {
+        let before = shared_load(false);
+        let mut m = before.clone();
+        let rep = rotate(&mut m, &SbRotationOptions::default());
+        assert!(rep.makespan_before > rep.makespan_unlimited);
+        assert_eq!(rep.makespan_after, rep.makespan_unlimited);
+        assert_eq!((rep.movable, rep.moved), (2, 1));
+        // `b`'s wait is on `a`'s cells; `b` finds no room within the
+        // headroom (the outputs live with it hold 512..1536), `a` does: in
+        // `o2`'s cells, which `o2` takes only after `a`'s last read.
+        let a = m.mem_by_name("a").unwrap();
+        assert_eq!(m.mems.offset[a], 1024);
+        assert_eq!((rep.peak_before, rep.peak_after), (1536, 1536));
+        assert_eq!(rep.probe, None);
+        assert_placed_legally("rotated", &m);
+        assert_sound(&before, &m);
+    }
+
+    #[test]
+    fn a_load_waiting_for_reused_cells_moves_when_the_headroom_allows() {
+        let before = shared_load(true);
+        let mut m = before.clone();
+        let opts = SbRotationOptions {
+            headroom_pct: 50,
+            ..SbRotationOptions::default()
+        };
+        let rep = rotate(&mut m, &opts);
+        assert!(rep.makespan_before > rep.makespan_unlimited);
+        assert_eq!(rep.makespan_after, rep.makespan_unlimited);
+        assert_eq!((rep.movable, rep.moved), (2, 1));
+        // The lowest gap free of `a` and of the outputs live with `b`.
+        let b = m.mem_by_name("b").unwrap();
+        assert_eq!(m.mems.offset[b], 1536);
+        assert_eq!(
+            (rep.peak_before, rep.peak_after, rep.limit),
+            (1536, 2048, 2304)
+        );
+        assert_eq!(rep.probe, None);
+        assert_placed_legally("rotated", &m);
+        assert_sound(&before, &m);
+    }
+
+    #[test]
+    fn within_the_default_headroom_nothing_moves_and_the_probe_says_what_it_would_need() {
+        let before = shared_load(true);
+        let mut m = before.clone();
+        let rep = rotate(&mut m, &SbRotationOptions::default());
+        assert_eq!(rep.moved, 0);
+        assert_eq!(rep.limit, 1536 + 1536 * 5 / 100);
+        assert_eq!(rep.makespan_after, rep.makespan_before);
+        let p = rep.probe.expect("the probe ran");
+        assert_eq!(
+            (p.peak, p.makespan, p.moves),
+            (2048, rep.makespan_unlimited, 1)
+        );
+        // The probe's moves are undone: the placement is the input's.
+        for v in before.mems.space.keys() {
+            assert_eq!(m.mems.offset[v], before.mems.offset[v]);
+        }
+    }
+
+    #[test]
+    fn outputs_pinned_tiles_and_tiles_first_read_stay() {
+        // `w` is cleared and dies; `r`, in `w`'s cells, is first read: it
+        // relies on what `w` left there, so neither moves. `p` is pinned,
+        // `o` an output; `t` is written first and moves.
+        let mut m = Module::new(Target::default());
+        let mut bl = Builder::new(&mut m);
+        let [w, r, t] = tiles(&mut bl, Space::Sb, ["w", "r", "t"], 128, 512, 4);
+        let p = mem(&mut bl, "p", Space::Sb, 128, 512, 4, MemFlags::PINNED);
+        let o = mem(&mut bl, "o", Space::Sb, 128, 512, 4, MemFlags::OUTPUT);
+        bl.func("f").unwrap();
+        for x in [w, p, t] {
+            let full = bl.full(x);
+            bl.op(Opcode::Memset, &[full], &[]).unwrap();
+        }
+        exp(&mut bl, o, w);
+        exp(&mut bl, o, r);
+        exp(&mut bl, o, p);
+        exp(&mut bl, o, t);
+        for (x, off) in [(w, 0), (r, 0), (t, 512), (p, 1024), (o, 1536)] {
+            m.place(x, 0, off);
+        }
+        let order = LinearOrder::of(&m);
+        let live = MemLiveness::of(&m, &order);
+        let mut rot = SbRotation::new();
+        let opts = SbRotationOptions::default();
+        rot.reserve(&m.capacity(), &opts);
+        assert_eq!(rot.mark_movable(&m, &live), 1);
+        let movable: Vec<bool> = [w, r, t, p, o].map(|x| rot.movable[x.index()]).into();
+        assert_eq!(movable, [false, false, true, false, false]);
+    }
+}
