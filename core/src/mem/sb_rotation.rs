@@ -144,6 +144,7 @@ pub struct SbRotation {
 }
 
 impl SbRotation {
+    #[cfg(test)]
     /// Empty storage.
     pub fn new() -> Self {
         Self::default()

@@ -190,8 +190,7 @@ pub enum Rotation {
     Psum,
     /// PSUM as [`Rotation::Psum`], and SB tiles whose shared cells cost
     /// the schedule model's makespan moved to cells of their own, within
-    /// a headroom over the peak (`address_rotation_sb`,
-    /// [`crate::mem::sb_rotation`]).
+    /// a headroom over the peak (`address_rotation_sb`, `mem/sb_rotation.rs`).
     All,
 }
 
