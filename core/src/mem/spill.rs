@@ -17,10 +17,11 @@
 //! re-points the readers afterwards, in record order.
 //!
 //! A *rematerialization* is a spill whose value needs no slot: the last
-//! write before the reload is a full `load` of a DRAM location of the same
-//! shape that nothing writes from that load to the reload (loops around
-//! either included), so the reload reads that location again and no store
-//! is inserted ([`remat_source`], shared by both allocators). The dataflow
+//! write before the reload is a `load` that fills all of the tensor from a
+//! DRAM rectangle (all of a location, or a block of its rows and columns)
+//! that nothing writes from that load to the reload (loops around either
+//! included), so the reload reads that rectangle again and no store is
+//! inserted ([`remat_from`], shared by both allocators). The dataflow
 //! checker sees the reload as a read of those DRAM bytes: had they been
 //! written in between, the reload's value would differ from the input's.
 //!
@@ -76,6 +77,14 @@ pub struct SpillRecord {
     /// True when `slot` is the DRAM location the value was loaded from (a
     /// rematerialization: no store, the reload reads it again).
     pub remat: bool,
+    /// Where the origin's first cell lies in `slot`: its partition (row)
+    /// and byte. Zero for a spill slot, which is shaped like the origin;
+    /// for a rematerialization, the corner of the rectangle the load read
+    /// ([`RematSource`]), so that the reload of the origin's cells reads
+    /// the bytes the load put there.
+    pub slot_part: u16,
+    /// See [`SpillRecord::slot_part`].
+    pub slot_byte: u32,
     /// The tensor that found no room.
     pub failed: MemLoc,
     /// Position of the failure.
@@ -154,9 +163,10 @@ impl SpillRecord {
         copy: MemLoc,
         store_after: u32,
         reload: ReloadPoint,
-        remat: bool,
+        remat: Option<RematSource>,
         at: u32,
     ) -> Self {
+        let (slot_part, slot_byte) = remat.map_or((0, 0), |r| (r.part, r.byte));
         SpillRecord {
             victim: v,
             origin: v,
@@ -169,11 +179,23 @@ impl SpillRecord {
             part_count: m.mems.partitions[v],
             byte_lo: 0,
             byte_hi: m.mems.bytes[v],
-            remat,
+            remat: remat.is_some(),
+            slot_part,
+            slot_byte,
             failed: MemLoc::INVALID,
             at,
             slice: None,
         }
+    }
+
+    /// The DRAM rectangle a rematerialization reloads from; `None` for a
+    /// reload from a spill slot.
+    pub fn remat_source(&self) -> Option<RematSource> {
+        self.remat.then_some(RematSource {
+            loc: self.slot,
+            part: self.slot_part,
+            byte: self.slot_byte,
+        })
     }
 
     /// Bytes one DMA of this spill moves.
@@ -715,13 +737,13 @@ pub fn slice_remat(
     live: &MemLiveness,
     v: MemLoc,
     split: &SliceSplit,
-) -> Option<MemLoc> {
+) -> Option<RematSource> {
     if split.terms.write_back_after != u32::MAX {
         return None;
     }
-    let src = remat_source(m, order, live, v, split.span.0)?;
+    let src = remat_from(m, order, live, v, split.span.0)?;
     match split.after {
-        Some(after) => (remat_source(m, order, live, v, after) == Some(src)).then_some(src),
+        Some(after) => (remat_from(m, order, live, v, after) == Some(src)).then_some(src),
         None => Some(src),
     }
 }
@@ -927,21 +949,40 @@ fn fully_defines(m: &Module, order: &LinearOrder, v: MemLoc, pos: u32) -> bool {
         && !m.inputs(i).any(|a| m.aps.loc[a] == v)
 }
 
-/// The DRAM location a reload of `v` before position `reload_at` can read
-/// instead of a spill slot, if any: the last write of `v` before
-/// `reload_at` is a `load` that fills all of `v` from all of a DRAM
-/// location of `v`'s shape (plain patterns: no loop or register terms), and
-/// no instruction writes that location from the outermost loop around the
-/// load to the end of the outermost loop around the reload. Then every
-/// execution of the reload reads the bytes the load read, and `v`'s
-/// remaining reads see the same value as in the input.
-pub fn remat_source(
+/// The DRAM rectangle a rematerialization reloads: `loc`, from partition
+/// (row) `part` and byte `byte` of each row on, as many rows and bytes per
+/// row as the tensor it fills has, so that the tensor's cell `(p, b)` holds
+/// the location's byte `byte + b` of row `part + p`.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct RematSource {
+    /// The DRAM location.
+    pub loc: MemLoc,
+    /// Its row that holds the tensor's partition 0.
+    pub part: u16,
+    /// Its byte, in each of those rows, that holds the tensor's byte 0.
+    pub byte: u32,
+}
+
+/// The DRAM a reload of `v` before position `reload_at` can read instead
+/// of a spill slot, if any: the last write of `v` before `reload_at` is a
+/// `load` that fills all of `v` (one plain pattern) from a rectangle of a
+/// DRAM location — all of it, or a block of its rows and of the bytes of
+/// each row, read through a plain contiguous pattern of `v`'s partitions
+/// and bytes per partition, so cell `(p, b)` of `v` is byte `offset + b` of
+/// row `part_start + p` (see [`RematSource`]) — and no instruction writes
+/// that location from the outermost loop around the load to the end of the
+/// outermost loop around the reload. Then every execution of the reload
+/// reads the bytes the load read, and `v`'s remaining reads see the same
+/// value as in the input. Any part of `v`'s cells reloads through the same
+/// shift, so slice reloads (moved by loop terms in `v`'s rows and bytes)
+/// read the rectangle's matching cells.
+pub fn remat_from(
     m: &Module,
     order: &LinearOrder,
     live: &MemLiveness,
     v: MemLoc,
     reload_at: u32,
-) -> Option<MemLoc> {
+) -> Option<RematSource> {
     let acc = live.accesses(v);
     let before = acc.partition_point(|&q| q < reload_at);
     let k = live.last_write_among(v, before)?;
@@ -959,14 +1000,16 @@ pub fn remat_source(
         return None;
     };
     let src = m.aps.loc[a];
-    let same_shape =
-        m.mems.partitions[src] == m.mems.partitions[v] && m.mems.bytes[src] == m.mems.bytes[v];
-    if m.aps.loc[o] != v
-        || !m.is_full_access(o)
-        || m.mems.space[src] != Space::Dram
-        || !m.is_full_access(a)
-        || !same_shape
-    {
+    // A plain dense block of `v`'s rows and bytes per row, inside `src`.
+    let (part, count) = (m.aps.part_start[a] as u16, u16::from(m.aps.part_count[a]));
+    let (byte, per_row) = (m.aps.offset[a], m.ap_bytes_per_partition(a));
+    let rectangle = m.ap_is_plain(a)
+        && m.is_contiguous(a)
+        && count == m.mems.partitions[v]
+        && per_row == m.mems.bytes[v] as u64
+        && part as u32 + count as u32 <= m.mems.partitions[src] as u32
+        && byte as u64 + per_row <= m.mems.bytes[src] as u64;
+    if m.aps.loc[o] != v || !m.is_full_access(o) || m.mems.space[src] != Space::Dram || !rectangle {
         return None;
     }
     let (lo, _) = outer_loop_span(m, order, def);
@@ -976,7 +1019,22 @@ pub fn remat_source(
         .iter()
         .zip(live.access_writes(src))
         .any(|(&q, w)| w && lo <= q && q <= hi);
-    (!written).then_some(src)
+    (!written).then_some(RematSource {
+        loc: src,
+        part,
+        byte,
+    })
+}
+
+/// The DRAM location of [`remat_from`], if any.
+pub fn remat_source(
+    m: &Module,
+    order: &LinearOrder,
+    live: &MemLiveness,
+    v: MemLoc,
+    reload_at: u32,
+) -> Option<MemLoc> {
+    remat_from(m, order, live, v, reload_at).map(|r| r.loc)
 }
 
 /// The DRAM spill slot of `of`, named `name`: shaped like `of`, flagged
@@ -1020,7 +1078,16 @@ pub fn finalize(
     records: &[SpillRecord],
 ) -> Result<(), IrError> {
     for (k, r) in records.iter().enumerate() {
-        let mut slot_ap = slice_ap(m, r.slot, r.part_start, r.part_count, r.byte_lo, r.byte_hi);
+        // The origin's cells in the slot (shifted onto the rectangle a
+        // rematerialized load read).
+        let mut slot_ap = slice_ap(
+            m,
+            r.slot,
+            r.part_start + r.slot_part,
+            r.part_count,
+            r.byte_lo + r.slot_byte,
+            r.byte_hi + r.slot_byte,
+        );
         if r.store_after != u32::MAX {
             let at = order.inst_at(r.store_after);
             // A slice record's store saves all of the victim: every
