@@ -584,6 +584,68 @@ fn a_tile_loaded_from_a_block_of_its_dram_is_reloaded_a_slice_at_a_time_from_it(
     }
 }
 
+/// `%a` is filled a strip per iteration of the inner loop `s` (loads of
+/// `%x` moved by `s`), in every iteration of `i`, and read after `%d`,
+/// whose three tiles leave no room for it. No single instruction writes
+/// all of `%a`, but the strip loop does before anything reads it, so no
+/// value of `%a` crosses `i`'s back edge and it may be split around `%d`:
+/// each strip is saved as it is loaded (the slot then holds all of `%a`
+/// when the strip loop ends, and no store reads a strip not yet loaded),
+/// and `%a` is reloaded before its read. A loop-indexed load is not
+/// rematerialized.
+const STRIPS: &str = "\
+target trn2 sb-bytes=12288
+dram %x [128 x 4096] input
+dram %y [128 x 8192] output
+sb %a [128 x 4096]
+sb %b [128 x 4096]
+sb %c [128 x 4096]
+sb %d [128 x 4096]
+sb %e [128 x 4096]
+func @main {
+entry:
+  loop i in 2 {
+  body:
+    loop s in 4 {
+    strip:
+      %a[p0:128, 0:1024 +1024*s] = load %x[p0:128, 0:1024 +1024*s]
+    }
+  rest:
+    %b = memset 0
+    %c = memset 1
+    %d = tensor_tensor add %b, %c
+    %e = tensor_tensor add %d, %a
+    %y[p0:128, 0:4096 +4096*i] = save %e
+  }
+}
+";
+
+#[test]
+fn a_tile_filled_by_a_strip_loop_is_split_in_the_loop_around_it() {
+    for (flags, opts) in allocators() {
+        let (m, r) = fits_at_floor(STRIPS, 12288, flags, &opts);
+        let sb = r.space(Space::Sb);
+        assert!(sb.spills >= 1, "{flags}: %a must leave SB at %d");
+        assert_eq!(sb.remats, 0, "{flags}: a loop-indexed load is stored");
+        let saves = inserted(&m, InstFlags::SPILL, Opcode::Save);
+        assert!(!saves.is_empty(), "{flags}: %a is stored");
+        for &i in &saves {
+            assert_eq!(
+                m.loop_name(m.inst_loop(i)),
+                Some("s"),
+                "{flags}: each strip is saved in the strip loop"
+            );
+        }
+        let reloads = inserted(&m, InstFlags::RELOAD, Opcode::Load);
+        assert!(
+            reloads
+                .iter()
+                .all(|&i| m.loop_name(m.inst_loop(i)) == Some("i")),
+            "{flags}: %a is reloaded in every iteration of i, after the strips"
+        );
+    }
+}
+
 /// `%acc` is accumulated a quarter per iteration while `%w`, read whole in
 /// every iteration, holds the rest of SB: the loop keeps one quarter of
 /// `%acc` on chip at a time, reloaded at the start of the iteration and
