@@ -105,6 +105,53 @@ fn a_dram_backed_tile_is_rematerialized_not_spilled() {
     }
 }
 
+/// [`REMAT`] with `%a` loaded from a block of `%x`: rows 64..192, the
+/// second half of each row. The reload reads that block again through the
+/// load's own rectangle (no store, no slot), not a slot-shaped pattern at
+/// `%x`'s corner.
+fn remat_block() -> String {
+    let text = REMAT
+        .replace("dram %x [128 x 4096] input", "dram %x [192 x 8192] input")
+        .replace("  %a = load %x\n", "  %a = load %x[p64:192, 4096:8192]\n");
+    assert!(text.contains("%x[p64:192, 4096:8192]") && text.contains("[192 x 8192]"));
+    text
+}
+
+#[test]
+fn a_tile_loaded_from_a_block_of_its_dram_is_rematerialized_from_that_block() {
+    let input = parse(&remat_block());
+    for (flags, opts) in allocators() {
+        let mut m = input.clone();
+        let r = run_checked(&mut m, &opts).unwrap_or_else(|e| panic!("{flags}: {}", e.display(&m)));
+        assert!(r.verified, "{flags}: the checks did not run");
+        let sb = r.space(Space::Sb);
+        assert!(sb.peak <= 12288, "{flags}: peak {}", sb.peak);
+        assert_eq!((sb.spills, sb.remats), (1, 1), "{flags}");
+        assert!(
+            inserted(&m, InstFlags::SPILL, Opcode::Save).is_empty(),
+            "{flags}: a rematerialization stores nothing"
+        );
+        let reloads = inserted(&m, InstFlags::RELOAD, Opcode::Load);
+        assert_eq!(reloads.len(), 1, "{flags}");
+        let a = m.inputs(reloads[0]).next().unwrap();
+        assert_eq!(
+            m.mem_name(m.aps().loc[a]),
+            "x",
+            "{flags}: the reload reads %x"
+        );
+        assert_eq!(
+            (
+                m.aps().part_start[a],
+                m.aps().part_count[a],
+                m.aps().offset[a]
+            ),
+            (64, 128, 4096),
+            "{flags}: rows 64..192 from byte 4096, as the load read"
+        );
+        assert_eq!(sb.spill_bytes, 128 * 4096, "{flags}");
+    }
+}
+
 /// As [`REMAT`], but `%a` is loaded from the internal DRAM tensor `%t`,
 /// which is written again before `%a`'s next read: re-loading `%t` would
 /// read the new bytes, so `%a` must be stored and reloaded.
@@ -196,6 +243,8 @@ fn the_dataflow_checker_catches_a_rematerialization_across_a_dram_write() {
             byte_lo: 0,
             byte_hi: 4096,
             remat: true,
+            slot_part: 0,
+            slot_byte: 0,
             failed: MemLoc::INVALID,
             at: reload_before - 1,
             slice: None,
@@ -215,6 +264,95 @@ fn the_dataflow_checker_catches_a_rematerialization_across_a_dram_write() {
         let planned = spill::remat_source(&original, &order, &live, a, reload_before);
         assert_eq!(planned.is_some(), clean);
     }
+}
+
+/// Plants a rematerialization of `%a` from `%t`, its first cell at byte
+/// `slot_byte` of each row, before `%a`'s last read (with the allocators'
+/// own rewrite); returns whether the dataflow checker accepts the result
+/// and what the planner would reload from there.
+fn plant_remat(src: &str, slot_byte: u32) -> (bool, Option<spill::RematSource>) {
+    let original = parse(src);
+    let mut m = original.clone();
+    m.reserve(Capacity {
+        insts: 2,
+        aps: 4,
+        mems: 1,
+        names: 1,
+        name_bytes: 64,
+        ..Capacity::default()
+    });
+    let order = LinearOrder::of(&m);
+    let find = |name: &str| -> MemLoc {
+        m.mems()
+            .space
+            .keys()
+            .find(|&v| m.mem_name(v) == name)
+            .unwrap()
+    };
+    let (a, t) = (find("a"), find("t"));
+    let live = MemLiveness::of(&m, &order);
+    let reload_before = *live.accesses(a).last().unwrap();
+    let copy = m.add_mem("a_copy", Space::Sb, 128, 4096).unwrap();
+    m.set_mem_flags(copy, MemFlags::RELOAD | MemFlags::INTERNAL);
+    let rec = SpillRecord {
+        victim: a,
+        origin: a,
+        slot: t,
+        copy,
+        store_after: u32::MAX,
+        reload_before,
+        reload_hoisted: false,
+        part_start: 0,
+        part_count: 128,
+        byte_lo: 0,
+        byte_hi: 4096,
+        remat: true,
+        slot_part: 0,
+        slot_byte,
+        failed: MemLoc::INVALID,
+        at: reload_before - 1,
+        slice: None,
+    };
+    spill::finalize(&mut m, &order, &[rec]).unwrap();
+    let mut d = DataflowChecker::with_capacity(DataflowCapacity::estimate(&original, &m));
+    let report = d.check(&original, &m).unwrap();
+    let planned = spill::remat_from(&original, &order, &live, a, reload_before);
+    (report.is_clean(), planned)
+}
+
+/// [`REMAT_ACROSS_WRITE`] with `%t` twice as wide and `%a` loaded from the
+/// second half of its rows, which the second write writes again.
+fn remat_block_across_write() -> String {
+    let text = REMAT_ACROSS_WRITE
+        .replace("dram %t [128 x 4096]", "dram %t [128 x 8192]")
+        .replace("  %t = save %b\n", "  %t[p0:128, 4096:8192] = save %b\n")
+        .replace("  %a = load %t\n", "  %a = load %t[p0:128, 4096:8192]\n")
+        .replace("  %t = save %d\n", "  %t[p0:128, 4096:8192] = save %d\n");
+    assert_eq!(text.matches("%t[p0:128, 4096:8192]").count(), 3);
+    text
+}
+
+/// As the test above, for a load of part of each row: a reload of that
+/// block across its second write is caught, one without the write is
+/// clean, and one that reads the rows from their first byte (not the
+/// block the load read) is caught too, though nothing writes `%t` in
+/// between: the checker follows the bytes, not the location.
+#[test]
+fn the_dataflow_checker_catches_a_rematerialization_of_a_block_across_a_dram_write() {
+    let written = remat_block_across_write();
+    let unwritten = written.replace("  %t[p0:128, 4096:8192] = save %d\n", "  %y = save %d\n");
+    assert_ne!(written, unwritten);
+    let (clean, planned) = plant_remat(&written, 4096);
+    assert!(!clean, "a reload of the block after its second write");
+    assert_eq!(planned, None, "the planner refuses it");
+    let (clean, planned) = plant_remat(&unwritten, 4096);
+    assert!(clean, "a reload of the unwritten block");
+    assert_eq!(planned.map(|r| (r.part, r.byte)), Some((0, 4096)));
+    let (clean, _) = plant_remat(&unwritten, 0);
+    assert!(
+        !clean,
+        "a reload of the rows' first half, which the load did not read"
+    );
 }
 
 /// [`REMAT_ACROSS_WRITE`] without the second write of `%t` (its value goes
@@ -416,6 +554,95 @@ fn a_tile_read_a_slice_per_iteration_is_reloaded_a_slice_at_a_time() {
     for (flags, opts) in allocators() {
         sliced_case(SLICED, flags, &opts, 1);
         sliced_case(&loaded, flags, &opts, 0);
+    }
+}
+
+#[test]
+fn a_tile_loaded_from_a_block_of_its_dram_is_reloaded_a_slice_at_a_time_from_it() {
+    // `%w` is the second half of each row of `%x`: each iteration's quarter
+    // is read again from there, moved by the loop as the reads were.
+    let block = SLICED
+        .replace("  %w = activation exp %w\n", "")
+        .replace(
+            "dram %x [128 x 8192] fp32 input",
+            "dram %x [128 x 16384] fp32 input",
+        )
+        .replace("  %w = load %x\n", "  %w = load %x[p0:128, 8192:16384]\n");
+    assert!(block.contains("load %x[p0:128, 8192:16384]"));
+    for (flags, opts) in allocators() {
+        sliced_case(&block, flags, &opts, 0);
+        let (m, r) = fits_at(&block, 10240, 8192, flags, &opts);
+        assert_eq!(r.space(Space::Sb).remats, 1, "{flags}");
+        let reload = inserted(&m, InstFlags::RELOAD, Opcode::Load)[0];
+        let a = m.inputs(reload).next().unwrap();
+        assert_eq!(m.mem_name(m.aps().loc[a]), "x", "{flags}");
+        assert_eq!(
+            m.aps().offset[a],
+            8192,
+            "{flags}: iteration 0 reads bytes 8192..10240"
+        );
+    }
+}
+
+/// `%a` is filled a strip per iteration of the inner loop `s` (loads of
+/// `%x` moved by `s`), in every iteration of `i`, and read after `%d`,
+/// whose three tiles leave no room for it. No single instruction writes
+/// all of `%a`, but the strip loop does before anything reads it, so no
+/// value of `%a` crosses `i`'s back edge and it may be split around `%d`:
+/// each strip is saved as it is loaded (the slot then holds all of `%a`
+/// when the strip loop ends, and no store reads a strip not yet loaded),
+/// and `%a` is reloaded before its read. A loop-indexed load is not
+/// rematerialized.
+const STRIPS: &str = "\
+target trn2 sb-bytes=12288
+dram %x [128 x 4096] input
+dram %y [128 x 8192] output
+sb %a [128 x 4096]
+sb %b [128 x 4096]
+sb %c [128 x 4096]
+sb %d [128 x 4096]
+sb %e [128 x 4096]
+func @main {
+entry:
+  loop i in 2 {
+  body:
+    loop s in 4 {
+    strip:
+      %a[p0:128, 0:1024 +1024*s] = load %x[p0:128, 0:1024 +1024*s]
+    }
+  rest:
+    %b = memset 0
+    %c = memset 1
+    %d = tensor_tensor add %b, %c
+    %e = tensor_tensor add %d, %a
+    %y[p0:128, 0:4096 +4096*i] = save %e
+  }
+}
+";
+
+#[test]
+fn a_tile_filled_by_a_strip_loop_is_split_in_the_loop_around_it() {
+    for (flags, opts) in allocators() {
+        let (m, r) = fits_at_floor(STRIPS, 12288, flags, &opts);
+        let sb = r.space(Space::Sb);
+        assert!(sb.spills >= 1, "{flags}: %a must leave SB at %d");
+        assert_eq!(sb.remats, 0, "{flags}: a loop-indexed load is stored");
+        let saves = inserted(&m, InstFlags::SPILL, Opcode::Save);
+        assert!(!saves.is_empty(), "{flags}: %a is stored");
+        for &i in &saves {
+            assert_eq!(
+                m.loop_name(m.inst_loop(i)),
+                Some("s"),
+                "{flags}: each strip is saved in the strip loop"
+            );
+        }
+        let reloads = inserted(&m, InstFlags::RELOAD, Opcode::Load);
+        assert!(
+            reloads
+                .iter()
+                .all(|&i| m.loop_name(m.inst_loop(i)) == Some("i")),
+            "{flags}: %a is reloaded in every iteration of i, after the strips"
+        );
     }
 }
 

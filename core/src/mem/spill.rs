@@ -17,10 +17,11 @@
 //! re-points the readers afterwards, in record order.
 //!
 //! A *rematerialization* is a spill whose value needs no slot: the last
-//! write before the reload is a full `load` of a DRAM location of the same
-//! shape that nothing writes from that load to the reload (loops around
-//! either included), so the reload reads that location again and no store
-//! is inserted ([`remat_source`], shared by both allocators). The dataflow
+//! write before the reload is a `load` that fills all of the tensor from a
+//! DRAM rectangle (all of a location, or a block of its rows and columns)
+//! that nothing writes from that load to the reload (loops around either
+//! included), so the reload reads that rectangle again and no store is
+//! inserted ([`remat_from`], shared by both allocators). The dataflow
 //! checker sees the reload as a read of those DRAM bytes: had they been
 //! written in between, the reload's value would differ from the input's.
 //!
@@ -34,9 +35,11 @@ use core::fmt;
 
 use crate::analysis::{LinearOrder, MemLiveness};
 use crate::ir::DisplayNamed;
+use arrayvec::ArrayVec;
+
 use crate::ir::{
-    full_ap, slice_ap, ApExt, Inst, InstFlags, InstSpec, IrError, IvTerm, Loop, MemFlags, MemLoc,
-    Module, Opcode, Space,
+    full_ap, slice_ap, Ap, ApExt, Inst, InstFlags, InstSpec, IrError, IvTerm, Loop, MemFlags,
+    MemLoc, Module, Opcode, Space, MAX_IV_TERMS,
 };
 
 /// Entries kept in the failure log; further failures are only counted.
@@ -76,6 +79,14 @@ pub struct SpillRecord {
     /// True when `slot` is the DRAM location the value was loaded from (a
     /// rematerialization: no store, the reload reads it again).
     pub remat: bool,
+    /// Where the origin's first cell lies in `slot`: its partition (row)
+    /// and byte. Zero for a spill slot, which is shaped like the origin;
+    /// for a rematerialization, the corner of the rectangle the load read
+    /// ([`RematSource`]), so that the reload of the origin's cells reads
+    /// the bytes the load put there.
+    pub slot_part: u16,
+    /// See [`SpillRecord::slot_part`].
+    pub slot_byte: u32,
     /// The tensor that found no room.
     pub failed: MemLoc,
     /// Position of the failure.
@@ -154,9 +165,10 @@ impl SpillRecord {
         copy: MemLoc,
         store_after: u32,
         reload: ReloadPoint,
-        remat: bool,
+        remat: Option<RematSource>,
         at: u32,
     ) -> Self {
+        let (slot_part, slot_byte) = remat.map_or((0, 0), |r| (r.part, r.byte));
         SpillRecord {
             victim: v,
             origin: v,
@@ -169,11 +181,23 @@ impl SpillRecord {
             part_count: m.mems.partitions[v],
             byte_lo: 0,
             byte_hi: m.mems.bytes[v],
-            remat,
+            remat: remat.is_some(),
+            slot_part,
+            slot_byte,
             failed: MemLoc::INVALID,
             at,
             slice: None,
         }
+    }
+
+    /// The DRAM rectangle a rematerialization reloads from; `None` for a
+    /// reload from a spill slot.
+    pub fn remat_source(&self) -> Option<RematSource> {
+        self.remat.then_some(RematSource {
+            loc: self.slot,
+            part: self.slot_part,
+            byte: self.slot_byte,
+        })
     }
 
     /// Bytes one DMA of this spill moves.
@@ -270,8 +294,9 @@ pub fn outer_loop_span(m: &Module, order: &LinearOrder, at: u32) -> (u32, u32) {
 ///   `L`: every iteration reaches `at` with `v`'s value unchanged, and a
 ///   reload inside `L` (per iteration) reads the same value each time;
 /// - `v` is local to an iteration of `L`: not accessed before `L`, and its
-///   first access in `L` writes all of it without reading it, so no value
-///   of `v` crosses `L`'s back edge; then the store after the last write
+///   first access in `L` writes all of it without reading it — one
+///   instruction, or a strip loop inside `L` that tiles it (see
+///   [`tiling_nest`]) — so no value of `v` crosses `L`'s back edge; then the store after the last write
 ///   before `at` and the reload before the next access run in the same
 ///   iteration (or the reload once after `L`, reading the last iteration's
 ///   store).
@@ -292,7 +317,7 @@ pub fn loop_split_ok(
             let first_in = acc.partition_point(|&q| q < s);
             let accessed_before = first_in < acc.len() && acc[first_in] < at;
             let ok = if accessed_before {
-                first_in == 0 && fully_defines(m, order, v, acc[first_in])
+                first_in == 0 && defines_in(m, order, v, acc[first_in], l)
             } else {
                 !acc.iter()
                     .zip(live.access_writes(v))
@@ -310,7 +335,7 @@ pub fn loop_split_ok(
 /// Where the reload of `v`, split around `at`, goes given its next access
 /// `next`: before `next`, unless a loop that holds `next` but not `at`
 /// carries `v` around its back edge (writes it, and an iteration does not
-/// start by writing all of it) — a reload in every iteration of that loop
+/// start by writing all of it, by one instruction or a strip loop) — a reload in every iteration of that loop
 /// would overwrite what an iteration wrote — and then at the start of the outermost such
 /// loop, hoisted out of it (after the instruction before it: see
 /// [`SpillRecord::reload_hoisted`]), so that inside it the copy carries the
@@ -344,7 +369,7 @@ pub fn reload_point(
                 // An iteration that starts by writing all of `v` does not
                 // read what the previous one wrote: no value crosses.
                 let first = acc[acc.partition_point(|&q| q < s)];
-                if written && !fully_defines(m, order, v, first) {
+                if written && !defines_in(m, order, v, first, l) {
                     point = ReloadPoint {
                         before: s.min(point.before),
                         hoisted: true,
@@ -442,7 +467,33 @@ pub fn spill_runs(
     reload_at: u32,
 ) -> u64 {
     executions(m, order, reload_at)
-        .saturating_add(store_after.map_or(0, |p| executions(m, order, p)))
+        .saturating_add(store_after.map_or(0, |p| store_runs(m, order, p)))
+}
+
+/// How many times the store after position `p` runs, as DMAs of the whole
+/// tensor: as often as `p` runs; after a strip of a [`tiling_nest`] (where
+/// each iteration saves the strip it wrote: see [`finalize`]), as often as
+/// the nest runs, since its strips together move the tensor once per run.
+/// The model then counts one DMA's fixed cost per run rather than one per
+/// strip.
+pub fn store_runs(m: &Module, order: &LinearOrder, p: u32) -> u64 {
+    let i = order.inst_at(p);
+    let nest = i.is_valid().then(|| {
+        m.outputs(i)
+            .find_map(|o| tiling_nest(m, order, m.aps.loc[o], p))
+    });
+    match nest.flatten() {
+        Some((nest, _)) => {
+            let mut n = 1u64;
+            let mut l = m.loops.parent[nest];
+            while l.is_valid() {
+                n = n.saturating_mul(m.loops.trip[l].max(1) as u64);
+                l = m.loops.parent[l];
+            }
+            n
+        }
+        None => executions(m, order, p),
+    }
 }
 
 /// A split of `v` around `at` inside the outermost loop there, for a `v`
@@ -558,7 +609,9 @@ pub fn invariant_split(
 /// `v` before `L`; and for every loop `P` around `L` that repeats, either
 /// no access of `v` in `P` before `L` and no write in `P` (the slot keeps
 /// the value every iteration of `P` reads), or `v` local to an iteration
-/// of `P` (its first access in `P`, before `L`, writes all of it). When
+/// of `P` (its first access in `P`, before `L`, writes all of it, by one
+/// instruction or a strip loop: [`tiling_nest`]), and every write of `v`
+/// in `L` writes the whole slice. When
 /// `L` writes `v`, the slot carries what it wrote around `P`'s back edge:
 /// then only writes outside `L` count.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -669,6 +722,22 @@ pub fn slice_split(
     if plo < 0 || blo < 0 || phi <= plo || bhi <= blo || bhi - blo >= m.mems.bytes[v] as i64 {
         return None;
     }
+    // Every write of `v` in `L` writes the whole slice (with the slice's
+    // terms off): a copy written in part and read back (by its write-back)
+    // keeps earlier bytes, so the liveness rule would carry it over every
+    // loop around the write, where `v`'s own space is reused.
+    for &p in acc.get(k0..k1)? {
+        let i = order.inst_at(p);
+        for a in m.outputs(i).filter(|&a| m.aps.loc[a] == v) {
+            let mut rest: ApExt = m.ap_ext(a).clone();
+            rest.terms.retain(|t| !outward(t.lp));
+            let x = m.ap_extent_with(a, &rest);
+            let whole = (x.part_lo, x.part_hi, x.byte_lo, x.byte_hi) == (plo, phi, blo, bhi);
+            if !rest.terms.is_empty() || !m.is_contiguous(a) || !whole {
+                return None;
+            }
+        }
+    }
     // The loops around `l`: the slot must hold the value each of their
     // iterations reads in `l`.
     let mut p = m.loops.parent[l];
@@ -684,7 +753,7 @@ pub fn slice_split(
                 .skip(kin)
                 .take(kout - kin)
                 .any(|(k, w)| w && !(k0..k1).contains(&k));
-            let local = kin < k0 && fully_defines(m, order, v, acc[kin]);
+            let local = kin < k0 && defines_in(m, order, v, acc[kin], p);
             let ok = local || (!written && kin == k0);
             if !ok {
                 return None;
@@ -715,13 +784,13 @@ pub fn slice_remat(
     live: &MemLiveness,
     v: MemLoc,
     split: &SliceSplit,
-) -> Option<MemLoc> {
+) -> Option<RematSource> {
     if split.terms.write_back_after != u32::MAX {
         return None;
     }
-    let src = remat_source(m, order, live, v, split.span.0)?;
+    let src = remat_from(m, order, live, v, split.span.0)?;
     match split.after {
-        Some(after) => (remat_source(m, order, live, v, after) == Some(src)).then_some(src),
+        Some(after) => (remat_from(m, order, live, v, after) == Some(src)).then_some(src),
         None => Some(src),
     }
 }
@@ -896,17 +965,16 @@ impl SpillRecord {
         let mut moved = part.saturating_mul(spill_runs(m, order, None, reload.runs_at()));
         let mut cycles = spill_cost(m, order, part, None, reload.runs_at());
         if self.store_after != u32::MAX {
+            let whole = m.mems.partitions[self.victim] as u64 * m.mems.bytes[self.victim] as u64;
+            let nest = tiling_nest(m, order, self.victim, self.store_after).is_some();
             let stored = match self.slice {
-                Some(_) => m.mems.partitions[self.victim] as u64 * m.mems.bytes[self.victim] as u64,
+                Some(_) => whole,
+                None if nest => whole,
                 None => part,
             };
-            moved = moved.saturating_add(stored.saturating_mul(spill_runs(
-                m,
-                order,
-                None,
-                self.store_after,
-            )));
-            cycles = cycles.saturating_add(spill_cost(m, order, stored, None, self.store_after));
+            let runs = store_runs(m, order, self.store_after);
+            moved = moved.saturating_add(stored.saturating_mul(runs));
+            cycles = cycles.saturating_add(m.target.dma_cycles(stored).max(1).saturating_mul(runs));
         }
         if let Some(t) = self.slice.filter(|t| t.write_back_after != u32::MAX) {
             let back = t.write_back_after;
@@ -927,21 +995,142 @@ fn fully_defines(m: &Module, order: &LinearOrder, v: MemLoc, pos: u32) -> bool {
         && !m.inputs(i).any(|a| m.aps.loc[a] == v)
 }
 
-/// The DRAM location a reload of `v` before position `reload_at` can read
-/// instead of a spill slot, if any: the last write of `v` before
-/// `reload_at` is a `load` that fills all of `v` from all of a DRAM
-/// location of `v`'s shape (plain patterns: no loop or register terms), and
-/// no instruction writes that location from the outermost loop around the
-/// load to the end of the outermost loop around the reload. Then every
-/// execution of the reload reads the bytes the load read, and `v`'s
-/// remaining reads see the same value as in the input.
-pub fn remat_source(
+/// The loop nest in which the instruction at `pos` writes all of `v`
+/// without reading it, a part per iteration, if it does: one pattern whose
+/// loop terms belong to loops around `pos` tiles `v` — a strip loop of
+/// loads or memsets filling a tile one strip per iteration — and nothing
+/// else in those loops accesses `v` (a read there could see a cell the
+/// nest has not written yet; another write would change a strip after it
+/// was written). The tiling holds when iteration 0 writes a dense
+/// rectangle and, per dimension, each term moves it by exactly what the
+/// terms of smaller stride cover together, until the location is covered
+/// from its first cell. Returns the outermost of the terms' loops (the
+/// nest) and the pattern.
+pub fn tiling_nest(m: &Module, order: &LinearOrder, v: MemLoc, pos: u32) -> Option<(Loop, Ap)> {
+    let i = order.inst_at(pos);
+    if !i.is_valid() || m.inputs(i).any(|a| m.aps.loc[a] == v) {
+        return None;
+    }
+    let mut outs = m.outputs(i).filter(|&o| m.aps.loc[o] == v);
+    let (Some(o), None) = (outs.next(), outs.next()) else {
+        return None;
+    };
+    let ext = m.ap_ext(o);
+    if ext.reg.is_some() || ext.pstep.is_some() || ext.terms.is_empty() || !m.is_contiguous(o) {
+        return None;
+    }
+    let mut outer = Loop::INVALID;
+    let mut found = 0;
+    let mut l = order.loop_at(pos);
+    while l.is_valid() {
+        if ext.terms.iter().any(|t| t.lp == l) {
+            found += 1;
+            outer = l;
+        }
+        l = m.loops.parent[l];
+    }
+    if found != ext.terms.len() {
+        return None;
+    }
+    let (s, e) = order.loop_span(outer)?;
+    for q in s..=e {
+        let j = order.inst_at(q);
+        if q != pos && j.is_valid() && m.all_aps(j).any(|a| m.aps.loc[a] == v) {
+            return None;
+        }
+    }
+    // Per dimension: (stride, trip) of the terms that move it.
+    let mut parts: ArrayVec<(i64, u32), MAX_IV_TERMS> = ArrayVec::new();
+    let mut bytes = parts.clone();
+    for t in &ext.terms {
+        let trip = m.loops.trip[t.lp];
+        let (stride, dim) = match (t.parts, t.bytes) {
+            (0, b) if b > 0 => (b, &mut bytes),
+            (p, 0) if p > 0 => (p as i64, &mut parts),
+            _ => return None,
+        };
+        if trip == 0 || dim.try_push((stride, trip)).is_err() {
+            return None;
+        }
+    }
+    let covers = |terms: &mut [(i64, u32)], start: u64, width: u64, whole: u64| {
+        terms.sort_unstable();
+        let mut w = width;
+        for &(stride, trip) in terms.iter() {
+            if stride as u64 != w {
+                return false;
+            }
+            w = w.saturating_mul(trip as u64);
+        }
+        start == 0 && w == whole
+    };
+    let tiles = covers(
+        &mut parts,
+        m.aps.part_start[o] as u64,
+        u16::from(m.aps.part_count[o]) as u64,
+        m.mems.partitions[v] as u64,
+    ) && covers(
+        &mut bytes,
+        m.aps.offset[o] as u64,
+        m.ap_bytes_per_partition(o),
+        m.mems.bytes[v] as u64,
+    );
+    tiles.then_some((outer, o))
+}
+
+/// True when the instruction at `pos` leaves all of `v` written within one
+/// iteration of loop `ctx` (within the program, for [`Loop::INVALID`])
+/// before anything reads it, so that no value of `v` from an earlier
+/// iteration of `ctx` is read after `pos`: one plain pattern writes all of
+/// it ([`fully_defines`]), or a [`tiling_nest`] strictly inside `ctx` does.
+fn defines_in(m: &Module, order: &LinearOrder, v: MemLoc, pos: u32, ctx: Loop) -> bool {
+    if fully_defines(m, order, v, pos) {
+        return true;
+    }
+    let Some((nest, _)) = tiling_nest(m, order, v, pos) else {
+        return false;
+    };
+    let mut l = m.loops.parent[nest];
+    while l.is_valid() && l != ctx {
+        l = m.loops.parent[l];
+    }
+    l == ctx
+}
+
+/// The DRAM rectangle a rematerialization reloads: `loc`, from partition
+/// (row) `part` and byte `byte` of each row on, as many rows and bytes per
+/// row as the tensor it fills has, so that the tensor's cell `(p, b)` holds
+/// the location's byte `byte + b` of row `part + p`.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct RematSource {
+    /// The DRAM location.
+    pub loc: MemLoc,
+    /// Its row that holds the tensor's partition 0.
+    pub part: u16,
+    /// Its byte, in each of those rows, that holds the tensor's byte 0.
+    pub byte: u32,
+}
+
+/// The DRAM a reload of `v` before position `reload_at` can read instead
+/// of a spill slot, if any: the last write of `v` before `reload_at` is a
+/// `load` that fills all of `v` (one plain pattern) from a rectangle of a
+/// DRAM location — all of it, or a block of its rows and of the bytes of
+/// each row, read through a plain contiguous pattern of `v`'s partitions
+/// and bytes per partition, so cell `(p, b)` of `v` is byte `offset + b` of
+/// row `part_start + p` (see [`RematSource`]) — and no instruction writes
+/// that location from the outermost loop around the load to the end of the
+/// outermost loop around the reload. Then every execution of the reload
+/// reads the bytes the load read, and `v`'s remaining reads see the same
+/// value as in the input. Any part of `v`'s cells reloads through the same
+/// shift, so slice reloads (moved by loop terms in `v`'s rows and bytes)
+/// read the rectangle's matching cells.
+pub fn remat_from(
     m: &Module,
     order: &LinearOrder,
     live: &MemLiveness,
     v: MemLoc,
     reload_at: u32,
-) -> Option<MemLoc> {
+) -> Option<RematSource> {
     let acc = live.accesses(v);
     let before = acc.partition_point(|&q| q < reload_at);
     let k = live.last_write_among(v, before)?;
@@ -959,14 +1148,16 @@ pub fn remat_source(
         return None;
     };
     let src = m.aps.loc[a];
-    let same_shape =
-        m.mems.partitions[src] == m.mems.partitions[v] && m.mems.bytes[src] == m.mems.bytes[v];
-    if m.aps.loc[o] != v
-        || !m.is_full_access(o)
-        || m.mems.space[src] != Space::Dram
-        || !m.is_full_access(a)
-        || !same_shape
-    {
+    // A plain dense block of `v`'s rows and bytes per row, inside `src`.
+    let (part, count) = (m.aps.part_start[a] as u16, u16::from(m.aps.part_count[a]));
+    let (byte, per_row) = (m.aps.offset[a], m.ap_bytes_per_partition(a));
+    let rectangle = m.ap_is_plain(a)
+        && m.is_contiguous(a)
+        && count == m.mems.partitions[v]
+        && per_row == m.mems.bytes[v] as u64
+        && part as u32 + count as u32 <= m.mems.partitions[src] as u32
+        && byte as u64 + per_row <= m.mems.bytes[src] as u64;
+    if m.aps.loc[o] != v || !m.is_full_access(o) || m.mems.space[src] != Space::Dram || !rectangle {
         return None;
     }
     let (lo, _) = outer_loop_span(m, order, def);
@@ -976,7 +1167,22 @@ pub fn remat_source(
         .iter()
         .zip(live.access_writes(src))
         .any(|(&q, w)| w && lo <= q && q <= hi);
-    (!written).then_some(src)
+    (!written).then_some(RematSource {
+        loc: src,
+        part,
+        byte,
+    })
+}
+
+/// The DRAM location of [`remat_from`], if any.
+pub fn remat_source(
+    m: &Module,
+    order: &LinearOrder,
+    live: &MemLiveness,
+    v: MemLoc,
+    reload_at: u32,
+) -> Option<MemLoc> {
+    remat_from(m, order, live, v, reload_at).map(|r| r.loc)
 }
 
 /// The DRAM spill slot of `of`, named `name`: shaped like `of`, flagged
@@ -1020,14 +1226,33 @@ pub fn finalize(
     records: &[SpillRecord],
 ) -> Result<(), IrError> {
     for (k, r) in records.iter().enumerate() {
-        let mut slot_ap = slice_ap(m, r.slot, r.part_start, r.part_count, r.byte_lo, r.byte_hi);
+        // The origin's cells in the slot (shifted onto the rectangle a
+        // rematerialized load read).
+        let mut slot_ap = slice_ap(
+            m,
+            r.slot,
+            r.part_start + r.slot_part,
+            r.part_count,
+            r.byte_lo + r.slot_byte,
+            r.byte_hi + r.slot_byte,
+        );
         if r.store_after != u32::MAX {
             let at = order.inst_at(r.store_after);
             // A slice record's store saves all of the victim: every
             // iteration reloads another part of it.
-            let (src, dst) = match r.slice {
-                Some(_) => (full_ap(m, r.victim), full_ap(m, r.slot)),
-                None => (
+            // After a strip of a tiling nest, each iteration saves the
+            // strip it wrote: the slot holds all of the victim once the
+            // nest is done, and no store reads cells not yet written.
+            let nest = tiling_nest(m, order, r.victim, r.store_after);
+            let (src, dst) = match (nest, r.slice) {
+                (Some((_, o)), _) => {
+                    let src = m.ap_spec(o);
+                    let mut dst = src.clone();
+                    dst.loc = r.slot;
+                    (src, dst)
+                }
+                (None, Some(_)) => (full_ap(m, r.victim), full_ap(m, r.slot)),
+                (None, None) => (
                     slice_ap(
                         m,
                         r.victim,

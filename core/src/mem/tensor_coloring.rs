@@ -38,10 +38,11 @@
 //!   (positions between the last access before and the next access after
 //!   the peak), so one round frees the most pressure for the fewest DMAs,
 //!   and spill as many as the overflow needs in one round.
-//! - `2`: as 1, and a victim whose value is an unmodified copy of a DRAM
-//!   location (its only write a full `load` from a DRAM tensor nobody
-//!   writes) is rematerialized: no store, the reload reads the original
-//!   DRAM tensor.
+//! - `2`: as 1, and a victim whose value is an unmodified copy of DRAM
+//!   (its last write a `load` that fills it from a rectangle of a DRAM
+//!   tensor nobody writes in between: all of it, or a block of its rows and
+//!   bytes) is rematerialized: no store, the reload reads that rectangle
+//!   again (`spill::remat_from`).
 //!
 //! A victim must be safely splittable: an access before and after the peak,
 //! and none of its accesses inside the outermost loop around the peak (so
@@ -1205,10 +1206,10 @@ fn spill_round(
         // an invariant split the DRAM is unwritten from the load's loop
         // nest to the end of the one around `after`, which holds the first
         // copy's reload too.)
-        let remat = remat_source(m, &ws.order, &ws.live, v, after);
+        let remat = super::spill::remat_from(m, &ws.order, &ws.live, v, after);
         let reload = reload_point(m, &ws.order, &ws.live, v, at, after);
         let slot = match remat {
-            Some(src) => src,
+            Some(src) => src.loc,
             None => add_slot(m, v, name.as_str())?,
         };
         let copy_name = spill_name(m, v, n, "Reload");
@@ -1221,7 +1222,7 @@ fn spill_round(
                 before: reload_before,
                 hoisted: reload_hoisted,
             };
-            SpillRecord::whole(m, v, slot, copy, store_after, reload, remat.is_some(), at)
+            SpillRecord::whole(m, v, slot, copy, store_after, reload, remat, at)
         };
         let mut moved_runs = 0u64;
         let mut first_cycles = 0u64;
@@ -1289,7 +1290,7 @@ fn slice_remat(
     m: &Module,
     v: MemLoc,
     split: &SliceSplit,
-) -> Option<MemLoc> {
+) -> Option<super::spill::RematSource> {
     super::spill::slice_remat(m, &ws.order, &ws.live, v, split)
 }
 
@@ -1322,7 +1323,7 @@ fn slice_split_records(
     let remat = slice_remat(ws, m, v, split);
     let (cycles, moved) = slice_traffic(m, ws, v, at, split);
     let slot = match remat {
-        Some(src) => src,
+        Some(src) => src.loc,
         None => add_slot(m, v, spill_name(m, v, n, "Slot").as_str())?,
     };
     let slice_name = spill_name(m, v, n, "Slice");
@@ -1354,7 +1355,7 @@ fn slice_split_records(
                 before: split.span.0,
                 hoisted: false,
             },
-            remat.is_some(),
+            remat,
             at,
         )
     });
@@ -1373,7 +1374,7 @@ fn slice_split_records(
             c,
             u32::MAX,
             reload,
-            remat.is_some(),
+            remat,
             at,
         ));
         report.reloads += 1;

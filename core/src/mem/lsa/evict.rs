@@ -20,7 +20,7 @@ use super::victim::Plan;
 use super::{LsaError, LsaWorkspace};
 use crate::ir::{MemLoc, Module};
 use crate::mem::best_fit::ManagerError;
-use crate::mem::spill::{self, remat_source, SpillRecord};
+use crate::mem::spill::{self, remat_from, SpillRecord};
 
 /// Spills `victim` at position `p`, where `failed` found no room.
 pub(super) fn spill_victim(
@@ -74,7 +74,7 @@ pub(super) fn spill_victim(
     let copy = spill::add_reload_copy(m, o, &name, phi - plo, (hi - lo) as u32)?;
     // A value loaded from DRAM that stays unwritten is read again from
     // there; otherwise the slot, once per original.
-    let remat = remat_source(m, &ws.order, &ws.live, o, q);
+    let remat = remat_from(m, &ws.order, &ws.live, o, q);
     // After the last write before p: the value the remaining reads see.
     let last_write = ws
         .live
@@ -83,7 +83,7 @@ pub(super) fn spill_victim(
     let (n_acc, last) = (acc.len(), *acc.last().unwrap_or(&0));
     let mut store_after = u32::MAX;
     let slot = match remat {
-        Some(src) => src,
+        Some(src) => src.loc,
         None => slot_of(m, ws, o)?,
     };
     if victim == o && remat.is_none() {
@@ -102,6 +102,8 @@ pub(super) fn spill_victim(
         byte_lo: lo as u32,
         byte_hi: hi as u32,
         remat: remat.is_some(),
+        slot_part: remat.map_or(0, |r| r.part),
+        slot_byte: remat.map_or(0, |r| r.byte),
         failed,
         at: p,
         slice: None,
@@ -216,7 +218,7 @@ pub(super) fn split_victim(
         Plan::Invariant(split) => {
             let acc = ws.live.accesses(o);
             let next = acc[acc.partition_point(|&q| q <= p)];
-            let remat = remat_source(m, &ws.order, &ws.live, o, next);
+            let remat = remat_from(m, &ws.order, &ws.live, o, next);
             (remat, split.store_after, split.first, None)
         }
         Plan::Slice(split) => {
@@ -259,7 +261,7 @@ pub(super) fn split_victim(
         None => (0, 0),
     };
     let slot = match remat {
-        Some(src) => src,
+        Some(src) => src.loc,
         None => slot_of(m, ws, o)?,
     };
     let store_after = if remat.is_some() {
@@ -279,7 +281,7 @@ pub(super) fn split_victim(
     if !later {
         m.place(inner, base, offset);
     }
-    let r = SpillRecord::whole(m, o, slot, inner, store_after, first, remat.is_some(), p);
+    let r = SpillRecord::whole(m, o, slot, inner, store_after, first, remat, p);
     ws.records.push(match slice {
         Some(sp) => SpillRecord {
             part_start: sp.part_start,
@@ -298,7 +300,7 @@ pub(super) fn split_victim(
     if let Some(next) = next {
         let rp = spill::reload_point(m, &ws.order, &ws.live, o, p, next);
         wc = new_copy(m, o, nth + 1, parts, bytes)?;
-        let r = SpillRecord::whole(m, o, slot, wc, u32::MAX, rp, remat.is_some(), p);
+        let r = SpillRecord::whole(m, o, slot, wc, u32::MAX, rp, remat, p);
         ws.records.push(SpillRecord { failed, ..r });
         ws.origin[wc.index()] = o;
         reload = Some(rp);

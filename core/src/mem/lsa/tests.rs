@@ -81,15 +81,14 @@ fn check_output_scoped(original: &Module, m: &Module, dram: bool) {
 fn forced_spill_inserts_store_after_def_and_reload_before_next_use() {
     let mut m = Module::new(sb_target(256));
     let mut b = Builder::new(&mut m);
-    // `a` loads half of `xa`: not a full copy of a DRAM location, so it
-    // is stored and reloaded, not rematerialized (see the next test).
-    let xa = mem(&mut b, "xa", Space::Dram, 200, MemFlags::INPUT);
+    // `a` is computed (a memset): its value is nowhere else, so it is
+    // stored and reloaded, not rematerialized (see the next tests).
     let [xb, xc] = drams(&mut b, MemFlags::INPUT, ["xb", "xc"]);
     let [ya, yb, yc] = drams(&mut b, MemFlags::OUTPUT, ["ya", "yb", "yc"]);
     let [a, bb, c] = tiles(&mut b, ["a", "b", "c"]);
     b.func("main").unwrap();
-    let (da, sa) = (b.full(a), b.slice(xa, 0, 128, 0, 100));
-    b.op(Opcode::Load, &[da], &[sa]).unwrap(); // 0
+    let da = b.full(a);
+    b.op(Opcode::Memset, &[da], &[]).unwrap(); // 0
                                                // 1, 2: no room for c at 2: spill a.
     loads(&mut b, &[(bb, xb), (c, xc)]);
     // 3, 4 (a reloaded before it), 5.
@@ -108,19 +107,19 @@ fn forced_spill_inserts_store_after_def_and_reload_before_next_use() {
     let slot = m.mem_by_name("a_SpillSlot").unwrap();
     assert_eq!(m.mems.space[slot], Space::Dram);
     assert_eq!(m.mems.flags[slot], MemFlags::SPILL | MemFlags::INTERNAL);
-    // Program order: load a, SPILL save a, load b, load c, save yb,
+    // Program order: memset a, SPILL save a, load b, load c, save yb,
     // RELOAD load copy, save ya (from the copy), save yc.
     let order: Vec<(Opcode, InstFlags, MemLoc)> = m
         .program_order()
         .map(|i| {
-            let src = m.aps.loc[m.inputs(i).next().unwrap()];
+            let src = m.inputs(i).next().map_or(MemLoc::INVALID, |a| m.aps.loc[a]);
             (m.insts.opcode[i], m.insts.flags[i], src)
         })
         .collect();
     assert_eq!(
         order,
         [
-            (Opcode::Load, InstFlags::empty(), xa),
+            (Opcode::Memset, InstFlags::empty(), MemLoc::INVALID),
             (Opcode::Save, InstFlags::SPILL, a),
             (Opcode::Load, InstFlags::empty(), xb),
             (Opcode::Load, InstFlags::empty(), xc),
@@ -166,6 +165,35 @@ fn an_unmodified_full_load_is_rematerialized_from_its_dram() {
         .map(|i| m.aps.loc[m.inputs(i).next().unwrap()])
         .collect();
     assert_eq!(reloads, [xa]);
+    check_output(&original, &m);
+}
+
+#[test]
+fn a_load_of_half_of_each_row_is_rematerialized_from_that_half() {
+    let mut m = Module::new(sb_target(256));
+    let mut b = Builder::new(&mut m);
+    let xa = mem(&mut b, "xa", Space::Dram, 200, MemFlags::INPUT);
+    let [xb, xc] = drams(&mut b, MemFlags::INPUT, ["xb", "xc"]);
+    let y = mem(&mut b, "y", Space::Dram, 100, MemFlags::OUTPUT);
+    let [a, bb, c] = tiles(&mut b, ["a", "b", "c"]);
+    b.func("main").unwrap();
+    // 0: `a` is bytes 100..200 of each row of `xa`.
+    let (da, sa) = (b.full(a), b.slice(xa, 0, 128, 100, 200));
+    b.op(Opcode::Load, &[da], &[sa]).unwrap();
+    // 1, 2: no room for c at 2: drop a.
+    loads(&mut b, &[(bb, xb), (c, xc)]);
+    // 3, 4 (a loaded from the same half of xa again before it), 5.
+    saves(&mut b, &[(y, bb), (y, a), (y, c)]);
+    let (original, _, rep) = scan_ok(&mut m);
+    assert_eq!((rep.sb.spills, rep.sb.remats), (1, 1));
+    assert_eq!(rep.sb.spill_bytes, 128 * 100);
+    assert!(m.mem_by_name("a_SpillSlot").is_none());
+    let reload = m
+        .program_order()
+        .find(|&i| m.insts.flags[i].contains(InstFlags::RELOAD))
+        .unwrap();
+    let src = m.inputs(reload).next().unwrap();
+    assert_eq!((m.aps.loc[src], m.aps.offset[src]), (xa, 100));
     check_output(&original, &m);
 }
 

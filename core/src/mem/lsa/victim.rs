@@ -157,7 +157,7 @@ fn slice_of_copy(
     let accept = |sp: &SliceSplit| {
         let writes_back = sp.terms.write_back_after != u32::MAX;
         let same_source = sp.after.map_or(true, |a| {
-            !r.remat || remat_source(m, order, live, o, a) == Some(r.slot)
+            !r.remat || spill::remat_from(m, order, live, o, a) == r.remat_source()
         });
         // A placed copy was reloaded at the loop's start. A pending one is
         // reloaded at `p`, anywhere in the loop, when it was spilled before
