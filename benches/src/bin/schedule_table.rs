@@ -45,14 +45,19 @@ fn row(name: &str, input: &Module, rotation: Rotation) {
     let rot = r
         .rotation
         .map_or("—".to_string(), |x| format!("{} / {}", x.moved, x.tiles));
+    // The SB rotation's own model runs come after the SB allocator and
+    // before the DMA passes: its makespans are of that program.
     let sb = r.sb_rotation.map_or("—".to_string(), |x| {
-        format!("{} / {}", x.moved, x.movable)
+        format!(
+            "{} / {}: {} → {} (unlimited {})",
+            x.moved, x.movable, x.makespan_before, x.makespan_after, x.makespan_unlimited
+        )
     });
     let probe = r
         .sb_rotation
         .and_then(|x| x.probe)
         .map_or("—".to_string(), |p| {
-            format!("{} B: {} cycles", p.peak, p.makespan)
+            format!("{} B: {}", p.peak, p.makespan)
         });
     println!(
         "| {name} | {} | {} | {} | {} | {} | {} | {} ({:.1}%) | {} | {} | {} | {} |",
@@ -181,7 +186,7 @@ fn main() {
         }
         return;
     }
-    println!("| module | rotation | SB peak | PSUM peak | DMA descriptors after | model makespan | unlimited memory | loss | PSUM tiles moved | SB tiles moved / movable | the rest of the loss would need | executions simulated |");
+    println!("| module | rotation | SB peak | PSUM peak | DMA descriptors after | model makespan | unlimited memory | loss | PSUM tiles moved | SB tiles moved / movable: its model before → after | its probe: peak: makespan | executions simulated |");
     println!("|---|---|---|---|---|---|---|---|---|---|---|---|");
     for (name, m) in modules() {
         for r in [Rotation::Off, Rotation::Psum, Rotation::All] {

@@ -193,7 +193,9 @@ impl SbRotation {
         if kept.loss() > 0 && limit < usable {
             self.undo.clear();
             let (probe, _, moves) = self.improve(m, live, opts, kept, usable, true);
-            if moves > 0 {
+            // Moves that only removed waits off the critical path say
+            // nothing about what the makespan needs.
+            if moves > 0 && probe.makespan < rep.makespan_after {
                 rep.probe = Some(SbProbe {
                     peak: sb_peak(m),
                     makespan: probe.makespan,
