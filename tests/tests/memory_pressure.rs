@@ -206,54 +206,9 @@ fn the_dataflow_checker_catches_a_rematerialization_across_a_dram_write() {
         (REMAT_ACROSS_WRITE.to_string(), false),
         (remat_unwritten(), true),
     ] {
-        let original = parse(&src);
-        let mut m = original.clone();
-        m.reserve(Capacity {
-            insts: 2,
-            aps: 4,
-            mems: 1,
-            names: 1,
-            name_bytes: 64,
-            ..Capacity::default()
-        });
-        let order = LinearOrder::of(&m);
-        let find = |name: &str| -> MemLoc {
-            m.mems()
-                .space
-                .keys()
-                .find(|&v| m.mem_name(v) == name)
-                .unwrap()
-        };
-        let (a, t) = (find("a"), find("t"));
-        // `%a`'s next read: the add of `%d` and `%a`.
-        let live = MemLiveness::of(&m, &order);
-        let reload_before = *live.accesses(a).last().unwrap();
-        let copy = m.add_mem("a_copy", Space::Sb, 128, 4096).unwrap();
-        m.set_mem_flags(copy, MemFlags::RELOAD | MemFlags::INTERNAL);
-        let rec = SpillRecord {
-            victim: a,
-            origin: a,
-            slot: t,
-            copy,
-            store_after: u32::MAX,
-            reload_before,
-            reload_hoisted: false,
-            part_start: 0,
-            part_count: 128,
-            byte_lo: 0,
-            byte_hi: 4096,
-            remat: true,
-            slot_part: 0,
-            slot_byte: 0,
-            failed: MemLoc::INVALID,
-            at: reload_before - 1,
-            slice: None,
-        };
-        spill::finalize(&mut m, &order, &[rec]).unwrap();
-        let mut d = DataflowChecker::with_capacity(DataflowCapacity::estimate(&original, &m));
-        let report = d.check(&original, &m).unwrap();
+        let (checked, planned) = plant_remat(&src, 0);
         assert_eq!(
-            report.is_clean(),
+            checked,
             clean,
             "{}: a reload of %t {} its second write",
             if clean { "unwritten" } else { "written" },
@@ -261,7 +216,6 @@ fn the_dataflow_checker_catches_a_rematerialization_across_a_dram_write() {
         );
         // The planner agrees: it rematerializes exactly when the checker
         // accepts it.
-        let planned = spill::remat_source(&original, &order, &live, a, reload_before);
         assert_eq!(planned.is_some(), clean);
     }
 }
