@@ -123,7 +123,7 @@ pub struct SbRotationReport {
     pub probe: Option<SbProbe>,
 }
 
-/// One location in the legality scan: its cells and live interval.
+/// A location's cells: partitions `p0..p1`, bytes `b0..b1` of each.
 #[derive(Copy, Clone, Debug)]
 struct Cells {
     p0: u32,
@@ -344,7 +344,12 @@ impl SbRotation {
                 continue;
             }
             let with = |x: Option<Interval>| x.is_some_and(|x| x.overlaps(iv));
-            if (w == partner || with(live.interval(w))) && self.busy.len() < self.busy.capacity() {
+            if w == partner || with(live.interval(w)) {
+                if self.busy.len() == self.busy.capacity() {
+                    // Not reserved for this many: a range left out could
+                    // make the move illegal, so `v` stays.
+                    return ArrayVec::new();
+                }
                 self.busy.push((cw.b0, cw.b1));
             }
         }
