@@ -200,15 +200,6 @@ mod tests {
     use super::*;
     use std::path::Path;
 
-    /// The public data folder: `$TUSK_DATA` if set, else `../shared/data`
-    /// from the workspace root.
-    fn data_dir() -> PathBuf {
-        match std::env::var_os("TUSK_DATA") {
-            Some(d) => PathBuf::from(d),
-            None => Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/data"),
-        }
-    }
-
     /// The chromatic numbers of the coloring table in the data's own
     /// README (`| graph | nodes | edges | chromatic number |`).
     fn documented_chromatic_numbers(data: &Path) -> Vec<(String, u16)> {
@@ -240,7 +231,7 @@ mod tests {
         #[test]
         #[ignore = "needs ../shared/data/coloring (or TUSK_DATA/coloring); CI runs it"]
         fn dimacs_graphs_colored_at_the_chromatic_number() {
-            let data = data_dir();
+            let data = crate::shared_data::dir();
             let dir = data.join("coloring");
             assert!(
                 dir.is_dir(),

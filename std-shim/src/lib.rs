@@ -20,6 +20,7 @@ pub mod json;
 pub mod memmap;
 pub mod regalloc;
 pub mod run;
+pub mod shared_data;
 pub mod split;
 pub mod svg;
 pub mod tempfiles;

@@ -506,15 +506,6 @@ pub fn run(args: &RegallocArgs) -> u8 {
 mod tests {
     use super::*;
 
-    /// The public data folder: `$TUSK_DATA`, else `../shared/data` from the
-    /// workspace root.
-    fn data_dir() -> PathBuf {
-        match std::env::var_os("TUSK_DATA") {
-            Some(d) => PathBuf::from(d),
-            None => Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/data"),
-        }
-    }
-
     const GOOD: &str = r#"{"format":"regalloc-vregs-only-v1","num_vregs":4,"entry":0,
       "blocks":[{"insts":[0,2],"succs":[1],"params":[],"args":[[0]],"depth":0},
                 {"insts":[2,4],"succs":[],"params":[1],"args":[],"depth":0}],
@@ -679,7 +670,7 @@ mod tests {
         #[test]
         #[ignore = "needs ../shared/data/regalloc/bz2-wasm (or TUSK_DATA/regalloc); CI runs it"]
         fn bz2_functions_allocate_and_check() {
-            let dir = data_dir().join("regalloc/bz2-wasm");
+            let dir = crate::shared_data::dir().join("regalloc/bz2-wasm");
             let files = input_files(&dir).unwrap_or_default();
             assert!(
                 files.len() == 54,

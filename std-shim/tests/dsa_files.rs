@@ -11,17 +11,15 @@ use tusk_core::pass::best_fit::Policy;
 use tusk_core::NoClock;
 use tusk_shim::dsa::{run, Algo, DsaArgs};
 
-/// The public DSA instances: `TUSK_DATA_DIR/dsa` (or `TUSK_DATA/dsa`), else `../shared/data/dsa`
-/// beside the checkout (CI has it). Missing data fails the test loudly: a
-/// test that needs it never passes on nothing.
+/// The public DSA instances: `dsa/` in the public data folder
+/// (`tusk_shim::shared_data::dir`: `$TUSK_DATA`, else `../shared/data`
+/// beside the checkout, where CI has it). Missing data fails the test
+/// loudly: a test that needs it never passes on nothing.
 fn data_dir() -> PathBuf {
-    let dir = match std::env::var_os("TUSK_DATA_DIR").or_else(|| std::env::var_os("TUSK_DATA")) {
-        Some(d) => PathBuf::from(d).join("dsa"),
-        None => PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/data/dsa"),
-    };
+    let dir = tusk_shim::shared_data::dir().join("dsa");
     assert!(
         dir.is_dir(),
-        "{} is absent: these tests need the public DSA instances (set TUSK_DATA_DIR or TUSK_DATA to the data folder)",
+        "{} is absent: these tests need the public DSA instances (set TUSK_DATA to the data folder)",
         dir.display()
     );
     dir
@@ -160,7 +158,7 @@ mod shared_data {
     use super::*;
 
     #[test]
-    #[ignore = "needs ../shared/data/dsa (or TUSK_DATA_DIR/dsa); CI runs it"]
+    #[ignore = "needs ../shared/data/dsa (or TUSK_DATA/dsa); CI runs it"]
     fn portfolio_places_the_shipped_files_legally() {
         let dir = data_dir();
         for name in ["C.1048576.csv", "G.1048576.csv", "K.1048576.csv"] {
@@ -184,7 +182,7 @@ mod shared_data {
     }
 
     #[test]
-    #[ignore = "needs ../shared/data/dsa (or TUSK_DATA_DIR/dsa); CI runs it"]
+    #[ignore = "needs ../shared/data/dsa (or TUSK_DATA/dsa); CI runs it"]
     fn greedy_rules_are_legal_on_the_shipped_files() {
         let dir = data_dir();
         for name in [
@@ -209,7 +207,7 @@ mod shared_data {
     }
 
     #[test]
-    #[ignore = "needs ../shared/data/dsa (or TUSK_DATA_DIR/dsa); CI runs it"]
+    #[ignore = "needs ../shared/data/dsa (or TUSK_DATA/dsa); CI runs it"]
     fn exact_fits_c_at_its_lower_bound_and_g_at_capacity() {
         let dir = data_dir();
         let mut c = load(&dir, "C.1048576.csv");
@@ -230,7 +228,7 @@ mod shared_data {
     }
 
     #[test]
-    #[ignore = "needs ../shared/data/dsa (or TUSK_DATA_DIR/dsa); CI runs it"]
+    #[ignore = "needs ../shared/data/dsa (or TUSK_DATA/dsa); CI runs it"]
     fn lower_bounds_are_the_documented_ones() {
         let dir = data_dir();
         for name in ["A", "B", "C", "D", "E", "F", "G", "H", "I", "J", "K"] {
@@ -242,7 +240,7 @@ mod shared_data {
     }
 
     #[test]
-    #[ignore = "needs ../shared/data/dsa (or TUSK_DATA_DIR/dsa); CI runs it"]
+    #[ignore = "needs ../shared/data/dsa (or TUSK_DATA/dsa); CI runs it"]
     fn exact_is_never_worse_than_the_heuristics_on_the_eleven_instances() {
         // A short budget: where the search does not fit, the answer written is
         // still the best of the search, the colorer and the linear scan.

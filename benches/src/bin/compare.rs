@@ -138,10 +138,7 @@ fn main() {
         .ok()
         .and_then(|s| s.parse().ok())
         .unwrap_or(2000);
-    let data = match std::env::var_os("TUSK_DATA") {
-        Some(d) => Path::new(&d).join("dsa"),
-        None => Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/data/dsa"),
-    };
+    let data = tusk_shim::shared_data::dir().join("dsa");
     let mut rows = Vec::new();
     match std::fs::read_dir(&data) {
         Ok(dir) => {

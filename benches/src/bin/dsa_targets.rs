@@ -78,10 +78,7 @@ fn minimalloc(bin: &Path, p: &Problem, name: &str) -> Option<f64> {
 }
 
 fn main() {
-    let data = match std::env::var_os("TUSK_DATA") {
-        Some(d) => PathBuf::from(d).join("dsa"),
-        None => Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/data/dsa"),
-    };
+    let data = tusk_shim::shared_data::dir().join("dsa");
     let budget_ms = env_u64("DSA_BUDGET_MS", 4000);
     let mm = std::env::var_os("MINIMALLOC_BIN").map(PathBuf::from);
     let names = ["A", "B", "C", "D", "E", "F", "G", "H", "I", "J", "K"];

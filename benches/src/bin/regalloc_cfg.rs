@@ -14,7 +14,7 @@
 //! (DATA_DIR defaults to `$TUSK_DATA`, else `../shared/data`);
 //! `RA_QUICK=1` drops the 100,000-instruction functions.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Instant;
 
 use regalloc2::checker::Checker;
@@ -63,10 +63,7 @@ fn data_dir() -> PathBuf {
     if let Some(a) = std::env::args().nth(1) {
         return PathBuf::from(a);
     }
-    match std::env::var_os("TUSK_DATA") {
-        Some(d) => PathBuf::from(d),
-        None => Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/data"),
-    }
+    tusk_shim::shared_data::dir()
 }
 
 fn bz2() -> Vec<FunctionBuf> {
