@@ -117,6 +117,7 @@
 
 extern crate alloc;
 
+pub(crate) mod align;
 #[allow(clippy::indexing_slicing)] // ids and reserved workspace positions (see above)
 pub mod analysis;
 #[allow(clippy::indexing_slicing)] // node ids minted by the pool they index

@@ -195,8 +195,13 @@ pub struct Target {
     /// Per compute engine, in the order of [`crate::ir::Engine::ALL`]
     /// without the DMA entry (PE, ACT, DVE, POOL, SP): the schedule model's
     /// throughput assumptions ([`EngineCost`]).
-    pub engine_costs: [EngineCost; 5],
+    pub engine_costs: [EngineCost; COMPUTE_ENGINES],
 }
+
+/// Compute engines of a NeuronCore (PE, ACT, DVE, POOL and the SP
+/// sequencer): the length of [`Target::engine_costs`] and the schedule
+/// model's compute resources, before its DMA queues.
+pub const COMPUTE_ENGINES: usize = 5;
 
 /// What an override changed or why it was refused.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -402,6 +407,13 @@ impl Target {
             }
             None => false,
         }
+    }
+
+    /// What a PSUM tensor of `bytes` bytes per partition holds: whole banks
+    /// (a tensor starts on a bank boundary and an accumulation group owns
+    /// its bank), so `bytes` rounded up to the bank size.
+    pub const fn psum_footprint(&self, bytes: u64) -> u64 {
+        crate::align::align_saturating(bytes, self.psum_bank_bytes as u64)
     }
 
     /// Usable PSUM bytes per partition.

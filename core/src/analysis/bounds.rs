@@ -129,8 +129,7 @@ impl Bounds {
                     Space::Dram => (parts * bytes, parts * bytes),
                     Space::Sb | Space::Psum => {
                         if space == Space::Psum {
-                            let bank = t.psum_bank_bytes.max(1) as u64;
-                            bytes = bytes.div_ceil(bank) * bank;
+                            bytes = t.psum_footprint(bytes);
                         }
                         let full = if parts * 2 > total_parts as u64 {
                             bytes

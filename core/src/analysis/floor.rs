@@ -204,7 +204,6 @@ fn inst_need(m: &Module, i: Inst, space: Space, g: Group) -> SpaceFloor {
         _ => t.sb_partitions,
     }
     .max(1);
-    let bank = t.psum_bank_bytes.max(1) as u64;
     let (mut stacked, mut narrowest, mut area) = (0u64, u16::MAX, 0u64);
     let (mut single, mut single_loc, mut single_parts) = (0u64, MemLoc::INVALID, 0u16);
     // Every operand's (bytes, rows): at most one entry per access pattern,
@@ -212,7 +211,7 @@ fn inst_need(m: &Module, i: Inst, space: Space, g: Group) -> SpaceFloor {
     let mut tall: ArrayVec<(u64, u16), 256> = ArrayVec::new();
     each_operand(m, i, space, g, |l, rows, bytes| {
         let bytes = match space {
-            Space::Psum => bytes.div_ceil(bank) * bank,
+            Space::Psum => t.psum_footprint(bytes),
             _ => bytes,
         };
         if only_at_zero(m, space, rows, total) {

@@ -58,7 +58,7 @@ pub fn sweep(Sweep { pass, m, ws, st }: Sweep<'_>) -> Result<u32, DmaError> {
         let grain = (m.mems.align[t] as u64).max(m.elem_size(t) as u64).max(1);
         let elem = m.elem_size(t).max(1) as u64;
         let lo = lo / grain * grain;
-        let hi = hi.div_ceil(elem) * elem;
+        let hi = crate::align::align_saturating(hi, elem);
         if hi > bytes || hi <= lo || hi - lo >= bytes {
             continue;
         }

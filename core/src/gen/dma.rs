@@ -82,8 +82,8 @@ impl Gen<'_, '_> {
             f,
         )?;
         self.placed.push((l, self.dram));
-        let a = self.dram_align.max(1);
-        self.dram += (self.parts as u64 * bytes as u64).div_ceil(a) * a;
+        self.dram +=
+            crate::align::align_saturating(self.parts as u64 * bytes as u64, self.dram_align);
         Ok(l)
     }
     fn dma(&mut self, op: Opcode, s: ApSpec, d: ApSpec) -> Result<(), IrError> {

@@ -640,20 +640,7 @@ impl Timeline {
     }
 }
 
-/// Rounds `x` up to a multiple of `align` (0 counts as 1); `None` when the
-/// multiple is beyond `u64`.
-#[inline]
-pub const fn align_up(x: u64, align: u64) -> Option<u64> {
-    let a = if align == 0 { 1 } else { align };
-    let r = x % a;
-    if r == 0 {
-        Some(x)
-    } else {
-        x.checked_add(a - r)
-    }
-}
-
-/// [`align_up`] for the offsets the allocators of a [`Problem`] compute
+/// [`align_up`](crate::align::align_up) for the offsets the allocators of a [`Problem`] compute
 /// (the greedy rules, the colorer, the exact search): each is the top of
 /// a stack of the problem's buffers, each at its alignment, on a pin, or a
 /// level of the exact search (at most its capacity, clamped to
@@ -665,10 +652,7 @@ pub const fn align_up(x: u64, align: u64) -> Option<u64> {
 /// than wrapping.
 #[inline]
 pub(crate) const fn align_offset(x: u64, align: u64) -> u64 {
-    match align_up(x, align) {
-        Some(v) => v,
-        None => u64::MAX,
-    }
+    crate::align::align_saturating(x, align)
 }
 
 #[cfg(test)]
@@ -724,10 +708,6 @@ mod tests {
         assert_eq!(refused, Some(63));
         assert_eq!(p.len(), 63);
         assert_eq!(p.push(b), Err(ProblemError::TooLarge { index: 63 }));
-        assert_eq!(align_up(u64::MAX - 1, 4), None);
-        assert_eq!(align_up(u64::MAX - 3, 4), Some(u64::MAX - 3));
-        assert_eq!(align_up(5, 0), Some(5));
-        assert_eq!(align_offset(u64::MAX - 1, 4), u64::MAX);
     }
 
     #[test]

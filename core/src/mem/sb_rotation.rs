@@ -360,7 +360,7 @@ impl SbRotation {
         let mut pos = 0u64;
         for k in 0..=self.busy.len() {
             let gap_end = self.busy.get(k).map_or(limit, |b| b.0.min(limit));
-            if let Some(start) = crate::mem::problem::align_up(pos, align) {
+            if let Some(start) = crate::align::align_up(pos, align) {
                 if start + bytes <= gap_end {
                     if out.len() < GAPS_TRIED {
                         out.push(start);

@@ -1183,8 +1183,8 @@ fn place_dram_provisionally(m: &mut Module) -> u64 {
         if m.mems.space[v] != Space::Dram || m.is_placed(v) {
             continue;
         }
-        let align = (m.mems.align[v] as u64).max(64);
-        at = at.next_multiple_of(align);
+        let align = (m.mems.align[v] as u64).max(m.target.dram_min_align as u64);
+        at = crate::align::align_saturating(at, align);
         m.place(v, 0, at);
         at += m.mem_footprint(v);
     }
@@ -1222,8 +1222,7 @@ fn summarize(m: &Module, report: &mut RunReport) {
         let mut top = m.mems.offset[v] + m.mem_footprint(v);
         if s == Space::Psum {
             // A PSUM tensor owns whole banks (the bound counts them so too).
-            let bank = t.psum_bank_bytes.max(1) as u64;
-            top = top.div_ceil(bank) * bank;
+            top = t.psum_footprint(top);
         }
         let sum = &mut report.spaces[s.slot()];
         sum.placed += 1;

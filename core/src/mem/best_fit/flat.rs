@@ -6,10 +6,10 @@
 //! Invariant: `flat_seg[id]` names the segment of a placed id; an entry is
 //! current only while that segment is owned by the id.
 
-use super::super::problem::align_up;
 use super::super::size_bins;
 use super::line::{align_down, size_key, Side, NIL};
 use super::{BestFitMemoryManager, Corner, Geometry, ManagerError, Placement, Request};
+use crate::align::align_up;
 
 /// Most candidates the flat line compares ([`super::Policy::candidates`]
 /// is clamped to it there): the length of the search's inline shortlist.

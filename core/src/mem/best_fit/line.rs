@@ -12,9 +12,9 @@
 
 use alloc::vec::Vec;
 
-use super::super::problem::align_up;
 use super::super::size_bins::SizeBins;
 use super::ManagerError;
+use crate::align::align_up;
 use crate::collections::treap::{MapFull, TreapMap};
 
 /// No segment: the end of the list, an id not placed.
@@ -99,7 +99,7 @@ impl Line {
 
     pub(super) fn reserve(&mut self, blocks: usize) {
         let segs = 2 * blocks + 2;
-        self.segs.reserve(segs.saturating_sub(self.segs.len()));
+        crate::storage::grow(&mut self.segs, segs);
         self.by_size.reserve(blocks + 2);
         self.by_addr.reserve(blocks + 2);
         self.bins.reserve(segs);

@@ -138,8 +138,7 @@ fn slot_of(m: &mut Module, ws: &mut LsaWorkspace, o: MemLoc) -> Result<MemLoc, L
     let mut sname: heapless::String<300> = heapless::String::new();
     let _ = fmt::write(&mut sname, format_args!("{}_SpillSlot", m.mem_name(o)));
     let slot = spill::add_slot(m, o, &sname)?;
-    let align = m.mems.align[slot].max(1) as u64;
-    let at = ws.dram_bump.div_ceil(align) * align;
+    let at = crate::align::align_saturating(ws.dram_bump, m.mems.align[slot] as u64);
     let end = at + m.mem_footprint(slot);
     if end > m.target.dram_bytes {
         return Err(LsaError::Manager {
