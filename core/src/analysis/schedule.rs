@@ -58,6 +58,7 @@ use super::order::{executions_with, BlockSpan};
 use crate::dma::conflict::Rect;
 use crate::ir::UNKNOWN_TRIP;
 use crate::ir::{ap, Ap, Capacity, Engine, Inst, Limits, MemLoc, Module, Opcode, Space};
+use crate::target::COMPUTE_ENGINES;
 use alloc::vec::Vec;
 
 /// How many of the costliest placement-added dependencies a report keeps.
@@ -68,10 +69,10 @@ pub const MAX_COSTLY: usize = 5;
 /// more are priced than reported.
 const MAX_CANDIDATES: usize = 12;
 
-/// Resources: the five compute engines, then one DMA queue per queue id an
+/// Resources: the compute engines, then one DMA queue per queue id an
 /// instruction can name (the IR's queue column is a `u8`), each its own
 /// resource at one engine's bandwidth.
-const RESOURCES: usize = 5 + (u8::MAX as usize + 1);
+const RESOURCES: usize = COMPUTE_ENGINES + (u8::MAX as usize + 1);
 
 /// Limits of one run of the model.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -487,7 +488,7 @@ impl Schedule {
             }
         }
         if m.insts.opcode[i] == Opcode::SyncWait {
-            let q = 5 + m.insts.queue[i] as usize;
+            let q = COMPUTE_ENGINES + m.insts.queue[i] as usize;
             if let Some(d) = free.get(q) {
                 ready = [ready[0].max(d[0]), ready[1].max(d[1])];
             }
@@ -727,7 +728,10 @@ fn latency(m: &Module, i: Inst) -> (u64, u16) {
             .max()
             .unwrap_or(0);
         let d = crate::dma::report::dma_descriptors(m, i);
-        return (t.dma_transfer_cycles(bytes, d), 5 + m.insts.queue[i] as u16);
+        return (
+            t.dma_transfer_cycles(bytes, d),
+            COMPUTE_ENGINES as u16 + m.insts.queue[i] as u16,
+        );
     }
     let k = match engine {
         Engine::Pe => 0,

@@ -308,7 +308,7 @@ impl TreapMap {
 
     /// Makes room for `n` entries in all.
     pub(crate) fn reserve(&mut self, n: usize) {
-        self.entries.reserve(n.saturating_sub(self.entries.len()));
+        crate::storage::grow(&mut self.entries, n);
     }
 
     /// Drops every entry, keeping the reservation.

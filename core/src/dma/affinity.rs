@@ -48,7 +48,7 @@ pub struct AffinityFinder {
 impl AffinityFinder {
     /// Room for `dmas` candidates (the module's instructions bound them).
     pub fn reserve(&mut self, dmas: usize) {
-        self.cands.reserve(dmas.saturating_sub(self.cands.len()));
+        crate::storage::grow(&mut self.cands, dmas);
     }
 
     /// Heap bytes reserved.

@@ -455,9 +455,8 @@ impl DmaWorkspace {
             self.name_seq += 1;
             match m.try_add_mem(&name, space, partitions, bytes) {
                 Ok(l) => {
-                    let _ = m.set_elem_size(l, m.elem_size(like));
-                    m.mems.align[l] = m.mems.align[like];
-                    m.mems.flags[l] = m.mems.flags[like] & !(MemFlags::PINNED);
+                    m.copy_layout(l, like);
+                    m.set_mem_flags(l, m.mems.flags[like] & !(MemFlags::PINNED));
                     m.place(l, base, offset);
                     if !self.tracker.grow_to(m.num_mems()) {
                         return Err(DmaError::Reserve {

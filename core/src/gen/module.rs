@@ -2698,10 +2698,11 @@ mod tests {
         }
     }
 
-    /// The scale run of issue 9: `cargo test -p tusk-core --features gen
-    /// --release -- --ignored five_million` (time it with `/usr/bin/time -v`).
+    /// Generating at the scale of BENCHMARKS.md §1: `cargo test -p
+    /// tusk-core --features gen --release -- --ignored five_million` (time it
+    /// with `/usr/bin/time -v`).
     #[test]
-    #[ignore]
+    #[ignore = "slow: 5M instructions (~1 GB); a scale run, not a unit test"]
     fn five_million_instructions() {
         let m = generate(&GenParams::new(5_000_000, 1)).unwrap();
         assert_eq!(m.num_live_insts(), 5_000_000);

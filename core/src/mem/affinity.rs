@@ -125,21 +125,19 @@ impl Joiner {
         buffers: usize,
         mems: usize,
     ) {
-        let grow = |v: &mut Vec<u32>, n: usize| v.reserve(n.saturating_sub(v.len()));
-        self.pairs.reserve(pairs.saturating_sub(self.pairs.len()));
+        let grow = |v: &mut Vec<u32>, n: usize| crate::storage::grow(v, n);
+        crate::storage::grow(&mut self.pairs, pairs);
         grow(&mut self.buf_of, mems);
         grow(&mut self.next, buffers);
-        self.reach.reserve(buffers.saturating_sub(self.reach.len()));
+        crate::storage::grow(&mut self.reach, buffers);
         grow(&mut self.prev, buffers);
         grow(&mut self.heads, buffers);
         self.ranges.reserve(2 * 64 + 2);
         grow(&mut self.slot, buffers);
-        self.state.reserve(buffers.saturating_sub(self.state.len()));
-        self.within
-            .reserve(buffers.saturating_sub(self.within.len()));
-        self.joined_out
-            .reserve(buffers.saturating_sub(self.joined_out.len()));
-        self.best.reserve(buffers.saturating_sub(self.best.len()));
+        crate::storage::grow(&mut self.state, buffers);
+        crate::storage::grow(&mut self.within, buffers);
+        crate::storage::grow(&mut self.joined_out, buffers);
+        crate::storage::grow(&mut self.best, buffers);
         self.joined = Some(Problem::partitioned(t, capacity, buffers));
     }
 

@@ -72,11 +72,10 @@ impl GreedyWorkspace {
 
     /// Sizes the storage for problems of up to `buffers` buffers.
     pub fn reserve(&mut self, buffers: usize) {
-        self.order.reserve(buffers.saturating_sub(self.order.len()));
+        crate::storage::grow(&mut self.order, buffers);
         self.placed.reserve(buffers);
-        self.near.reserve(buffers.saturating_sub(self.near.len()));
-        self.scratch
-            .reserve(buffers.saturating_sub(self.scratch.len()));
+        crate::storage::grow(&mut self.near, buffers);
+        crate::storage::grow(&mut self.scratch, buffers);
         self.index.reserve(buffers);
     }
 

@@ -193,7 +193,7 @@ impl GcaWorkspace {
         allowance: u64,
     ) -> GraphReservation {
         let n = problem.len() + headroom;
-        self.packed.reserve(n.saturating_sub(self.packed.len()));
+        crate::storage::grow(&mut self.packed, n);
         let needed = OverlapIndex::bytes_for(n);
         let refused = needed > allowance;
         let e = if refused {
@@ -201,7 +201,7 @@ impl GcaWorkspace {
         } else {
             self.count_edges(problem).saturating_add(headroom_edges)
         };
-        let grow = |v: &mut Vec<u32>, k: usize| v.reserve(k.saturating_sub(v.len()));
+        let grow = |v: &mut Vec<u32>, k: usize| crate::storage::grow(v, k);
         // The workspace serves every space: what one problem was refused
         // does not shrink what another was granted. A problem the reserved
         // index cannot hold is placed greedily (see `solve`).
@@ -212,10 +212,10 @@ impl GcaWorkspace {
         }
         grow(&mut self.order, n);
         grow(&mut self.best_order, n);
-        self.keys.reserve(n.saturating_sub(self.keys.len()));
-        self.placed.reserve(n.saturating_sub(self.placed.len()));
-        self.near.reserve(n.saturating_sub(self.near.len()));
-        self.current.reserve(n.saturating_sub(self.current.len()));
+        crate::storage::grow(&mut self.keys, n);
+        crate::storage::grow(&mut self.placed, n);
+        crate::storage::grow(&mut self.near, n);
+        crate::storage::grow(&mut self.current, n);
         self.timeline.reserve(n);
         GraphReservation {
             edges: e,

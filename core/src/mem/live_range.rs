@@ -73,9 +73,8 @@ impl LiveRangeManager {
         self.defined.reserve(ids.saturating_sub(self.defined.len()));
         self.active_flag
             .reserve(ids.saturating_sub(self.active_flag.len()));
-        self.by_start
-            .reserve(ids.saturating_sub(self.by_start.len()));
-        self.active.reserve(ids.saturating_sub(self.active.len()));
+        crate::storage::grow(&mut self.by_start, ids);
+        crate::storage::grow(&mut self.active, ids);
     }
 
     /// Builds the intervals of `space`. With `loop_aware` the intervals are

@@ -48,7 +48,7 @@ impl OverlapIndex {
     /// Grows the storage to problems of `n` buffers.
     pub fn reserve(&mut self, n: usize) {
         fn at_least<T>(v: &mut Vec<T>, n: usize) {
-            v.reserve(n.saturating_sub(v.len()));
+            crate::storage::grow(v, n);
         }
         at_least(&mut self.by_lower, n);
         at_least(&mut self.lowers, n);
@@ -176,9 +176,9 @@ impl OverlapSubset {
 
     /// Grows the storage to problems of `n` buffers.
     pub fn reserve(&mut self, n: usize) {
-        self.pos.reserve(n.saturating_sub(self.pos.len()));
+        crate::storage::grow(&mut self.pos, n);
         let t = 2 * n.next_power_of_two();
-        self.live.reserve(t.saturating_sub(self.live.len()));
+        crate::storage::grow(&mut self.live, t);
     }
 
     /// Empties the subset for `index` (built over a problem of `n` buffers).

@@ -256,13 +256,13 @@ impl BufferWorkspace {
     pub fn reserve(&mut self, n: usize) {
         self.manager.reserve(n, 0);
         for v in [&mut self.by_lower, &mut self.by_lower_rev] {
-            v.reserve(n.saturating_sub(v.len()));
+            crate::storage::grow(v, n);
         }
-        self.mirrored.reserve(n.saturating_sub(self.mirrored.len()));
-        self.reserve.reserve(n.saturating_sub(self.reserve.len()));
-        self.tree.reserve((2 * n).saturating_sub(self.tree.len()));
+        crate::storage::grow(&mut self.mirrored, n);
+        crate::storage::grow(&mut self.reserve, n);
+        crate::storage::grow(&mut self.tree, 2 * n);
         self.live.reserve(n.saturating_sub(self.live.len()));
-        self.best.reserve(n.saturating_sub(self.best.len()));
+        crate::storage::grow(&mut self.best, n);
     }
 
     /// Variants a call on `n` buffers runs: 1 when `tighten_rounds == 0`,

@@ -84,10 +84,8 @@ impl Rotation {
 
     /// Sizes the storage for up to `cap.mems` locations.
     pub fn reserve(&mut self, cap: &Capacity) {
-        self.tiles
-            .reserve(cap.mems.saturating_sub(self.tiles.len()));
-        self.active
-            .reserve(cap.mems.saturating_sub(self.active.len()));
+        crate::storage::grow(&mut self.tiles, cap.mems);
+        crate::storage::grow(&mut self.active, cap.mems);
     }
 
     /// Rotates the PSUM tiles of `m`; `live` must describe `m`.

@@ -74,7 +74,7 @@ impl SizeBins {
     /// touches no memory).
     pub fn reserve(&mut self, segs: usize) {
         for v in [&mut self.prev, &mut self.next] {
-            v.reserve(segs.saturating_sub(v.len()));
+            crate::storage::grow(v, segs);
         }
     }
 

@@ -1192,7 +1192,7 @@ pub fn remat_source(
 /// places its slots its own way).
 pub fn add_slot(m: &mut Module, of: MemLoc, name: &str) -> Result<MemLoc, IrError> {
     let s = m.try_add_mem(name, Space::Dram, m.mems.partitions[of], m.mems.bytes[of])?;
-    m.mems.flags[s] = MemFlags::SPILL | MemFlags::INTERNAL;
+    m.set_mem_flags(s, MemFlags::SPILL | MemFlags::INTERNAL);
     m.set_elem_size(s, m.elem_size(of))?;
     Ok(s)
 }
@@ -1210,7 +1210,7 @@ pub fn add_reload_copy(
     bytes: u32,
 ) -> Result<MemLoc, IrError> {
     let copy = m.try_add_mem(name, m.mems.space[of], partitions, bytes)?;
-    m.mems.flags[copy] = MemFlags::RELOAD | MemFlags::INTERNAL;
+    m.set_mem_flags(copy, MemFlags::RELOAD | MemFlags::INTERNAL);
     m.set_dtype(copy, m.mems.dtype[of])?;
     m.set_align(copy, m.mems.align[of])?;
     Ok(copy)

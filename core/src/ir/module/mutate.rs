@@ -44,6 +44,15 @@ impl Module {
         Ok(())
     }
 
+    /// Gives `to` the element size (untyped) and the alignment of `from`,
+    /// for a location made to hold `from`'s bytes as they are (a merged DMA
+    /// tile). Infallible: `from`'s own size and alignment already meet what
+    /// [`Module::set_dtype`] and [`Module::set_align`] check.
+    pub fn copy_layout(&mut self, to: MemLoc, from: MemLoc) {
+        self.mems.dtype[to] = DType::Raw(self.elem_size(from));
+        self.mems.align[to] = self.mems.align[from];
+    }
+
     /// Names a loop's induction variable (what the text prints in loop
     /// terms). The name is interned.
     pub fn set_loop_name(&mut self, l: Loop, name: &str) -> Result<(), IrError> {

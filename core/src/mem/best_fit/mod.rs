@@ -402,12 +402,11 @@ impl BestFitMemoryManager {
         for l in self.lines.iter_mut().take(rows) {
             l.reserve(blocks.min(ids));
         }
-        let at_least = |v: &mut Vec<_>, n: usize| v.reserve(n.saturating_sub(v.len()));
-        self.slots.reserve(ids.saturating_sub(self.slots.len()));
+        let at_least = |v: &mut Vec<_>, n: usize| crate::storage::grow(v, n);
+        crate::storage::grow(&mut self.slots, ids);
         at_least(&mut self.row_segs, ids.saturating_mul(rows));
         at_least(&mut self.flat_seg, ids);
-        self.obstacles
-            .reserve(obstacles.saturating_sub(self.obstacles.len()));
+        crate::storage::grow(&mut self.obstacles, obstacles);
     }
 
     /// Sets the lifetime policy.
@@ -596,7 +595,7 @@ impl BestFitMemoryManager {
 
     fn footprint(&self, bytes: u64) -> u64 {
         match self.geometry {
-            Geometry::Psum => bytes.div_ceil(self.bank_bytes) * self.bank_bytes,
+            Geometry::Psum => crate::align::align_saturating(bytes, self.bank_bytes),
             _ => bytes,
         }
     }

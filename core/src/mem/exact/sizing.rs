@@ -132,7 +132,7 @@ pub const MAX_SEARCH_BUFFERS: usize = 20_000;
 
 /// Grows the room of `v` to `len` elements, those it holds included.
 pub(super) fn at_least<T>(v: &mut Vec<T>, len: usize) {
-    v.reserve(len.saturating_sub(v.len()));
+    crate::storage::grow(v, len);
 }
 
 /// A table of the search, reserved ahead of the solves that fill it, with

@@ -15,7 +15,7 @@ use core::fmt;
 use crate::ir::DisplayNamed;
 
 use super::{LsaWorkspace, SPILL_FRACTION, SPILL_SLACK, SPILL_SMALL_CAP};
-use crate::ir::{Inst, IrError, MemLoc, Module, Space};
+use crate::ir::{Ap, Inst, IrError, MemLoc, Module, Space};
 use crate::mem::best_fit::{ManagerError, Rect};
 
 /// Most live tensors listed in an [`AllocationFailure`].
@@ -237,12 +237,18 @@ pub(super) fn failure(
             break;
         }
     }
+    // Each holder in `space` once, however many of the instruction's
+    // patterns reach it: a pattern counts only when no earlier one has the
+    // same holder. Quadratic in the patterns of one instruction (at most a
+    // `u8` of them), on the failure path only, and exact at any count.
+    let holder_of = |a: Ap| ws.holder[m.aps.loc[a].index()];
     let mut accessed = 0u64;
-    let mut seen: heapless::Vec<MemLoc, 16> = heapless::Vec::new();
-    for a in m.all_aps(inst) {
-        let l = ws.holder[m.aps.loc[a].index()];
-        if l.is_valid() && m.mems.space[l] == space && !seen.contains(&l) {
-            let _ = seen.push(l);
+    for (k, a) in m.all_aps(inst).enumerate() {
+        let l = holder_of(a);
+        if l.is_valid()
+            && m.mems.space[l] == space
+            && !m.all_aps(inst).take(k).any(|b| holder_of(b) == l)
+        {
             accessed += m.mems.bytes[l] as u64;
         }
     }

@@ -293,11 +293,10 @@ impl LsaWorkspace {
             .reserve(spills.saturating_sub(self.pending.len()));
         self.ends.reserve(ids.saturating_sub(self.ends.len()));
         for v in [&mut self.origin, &mut self.slot, &mut self.holder] {
-            v.reserve(ids.saturating_sub(v.len()));
+            crate::storage::grow(v, ids);
         }
-        self.fixed.reserve(ids.saturating_sub(self.fixed.len()));
-        self.records
-            .reserve(spills.saturating_sub(self.records.len()));
+        crate::storage::grow(&mut self.fixed, ids);
+        crate::storage::grow(&mut self.records, spills);
     }
 
     /// Swaps the order, liveness and bounds with the caller's (the

@@ -630,7 +630,7 @@ impl RegAllocator {
                 continue;
             }
             let c = self.colors[v as usize];
-            m.regs.lane[r] = c;
+            m.set_reg_lane(r, c);
             for l in c as usize..c as usize + m.regs.lanes[r] as usize {
                 if let Some(w) = used.get_mut(l / 64) {
                     *w |= 1 << (l % 64);

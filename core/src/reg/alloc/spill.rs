@@ -226,7 +226,7 @@ impl RegAllocator {
         let lane_bytes = m.target.reg_lane_bytes;
         let slot = m.try_add_mem(&name, Space::Dram, 1, lane_bytes as u32 * lanes as u32)?;
         m.set_elem_size(slot, lane_bytes)?;
-        m.mems.flags[slot] = MemFlags::SPILL | MemFlags::INTERNAL;
+        m.set_mem_flags(slot, MemFlags::SPILL | MemFlags::INTERNAL);
         report.spilled_registers += 1;
         let ap = [full_ap(m, slot)];
         let mut last = u32::MAX;
@@ -249,7 +249,7 @@ impl RegAllocator {
             if uses_r {
                 let tn = Self::fresh_name(m, "spill.t", serial);
                 let t = m.try_add_reg(&tn, lanes)?;
-                m.regs.flags[t] = RegFlags::SPILL_TEMP;
+                m.set_reg_flags(t, RegFlags::SPILL_TEMP);
                 let defs = [t];
                 let mut spec = InstSpec::new(Opcode::RegReload);
                 spec.inputs = &ap;
@@ -267,7 +267,7 @@ impl RegAllocator {
             if defs_r {
                 let tn = Self::fresh_name(m, "spill.t", serial);
                 let t = m.try_add_reg(&tn, lanes)?;
-                m.regs.flags[t] = RegFlags::SPILL_TEMP;
+                m.set_reg_flags(t, RegFlags::SPILL_TEMP);
                 for x in m.regs_mut(i)[n_use..].iter_mut() {
                     if *x == r {
                         *x = t;

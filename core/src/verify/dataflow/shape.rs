@@ -18,9 +18,6 @@ use super::pieces::push_grow;
 use super::report::DataflowError;
 use crate::ir::{Ap, Dim, Inst, Loop, MemLoc, Module, Reg, Space, NO_LANE};
 
-/// Bytes of one 32-bit register lane.
-pub(super) const LANE_BYTES: u64 = 4;
-
 /// The register file's region; the three spaces take regions 0–2 by
 /// their [`Space::slot`].
 const REGISTER_FILE: usize = 3;
@@ -395,11 +392,12 @@ pub(super) fn loc_rect(m: &Module, layout: &Layout, l: MemLoc) -> (Rect, Seg) {
 
 /// The cells of a register: (region, start, end) on partition 0.
 pub(super) fn reg_cells(m: &Module, r: Reg) -> (usize, u64, u64) {
-    let n = m.regs.lanes[r] as u64 * LANE_BYTES;
+    let lane_bytes = m.target.reg_lane_bytes as u64;
+    let n = m.regs.lanes[r] as u64 * lane_bytes;
     match m.regs.lane[r] {
         NO_LANE => (FIRST_PRIVATE + m.num_mems() + r.index(), 0, n),
         lane => {
-            let a = lane as u64 * LANE_BYTES;
+            let a = lane as u64 * lane_bytes;
             (REGISTER_FILE, a, a + n)
         }
     }

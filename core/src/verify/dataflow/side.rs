@@ -12,7 +12,7 @@ use alloc::vec::Vec;
 use super::pieces::{push_grow, Cursor, Piece, Pieces};
 use super::release::Release;
 use super::report::{DataflowError, Origin};
-use super::shape::{ap_rect, loc_rect, reg_cells, regions, Layout, Rect, Seg, LANE_BYTES};
+use super::shape::{ap_rect, loc_rect, reg_cells, regions, Layout, Rect, Seg};
 use super::state::{CellMap, Fill};
 use super::walk::Walker;
 use crate::ir::{Ap, Inst, MemFlags, Module, Opcode};
@@ -207,7 +207,8 @@ impl Side {
             }
             Opcode::RegReload if o.n_in == 1 && o.n_use == 0 && o.n_out == 0 && o.n_def == 1 => {
                 let r = m.defs(i)[0];
-                (self.read_bytes(0) == m.regs.lanes[r] as u64 * LANE_BYTES).then_some(0)
+                (self.read_bytes(0) == m.regs.lanes[r] as u64 * m.target.reg_lane_bytes as u64)
+                    .then_some(0)
             }
             Opcode::ScalarMov if o.n_in == 0 && o.n_use == 1 && o.n_out == 0 && o.n_def == 1 => {
                 let (s, d) = (m.uses(i)[0], m.defs(i)[0]);

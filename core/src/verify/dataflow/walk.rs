@@ -42,7 +42,7 @@ pub(super) struct LoopPlan {
 impl LoopPlan {
     /// Reserves for `loops` loops.
     pub fn reserve(&mut self, loops: usize) {
-        self.exact.reserve(loops.saturating_sub(self.exact.len()));
+        crate::storage::grow(&mut self.exact, loops);
     }
 
     /// Heap bytes reserved.
@@ -153,8 +153,7 @@ impl Walker {
 
     /// Reserves the loop-nesting stack for `loops` loops.
     pub fn reserve(&mut self, loops: usize) {
-        self.frames
-            .reserve((loops + 1).saturating_sub(self.frames.len()));
+        crate::storage::grow(&mut self.frames, loops + 1);
     }
 
     /// Starts at the first block of `m`.

@@ -228,7 +228,7 @@ impl Verifier {
     /// Sets how many findings are kept (the rest are counted).
     pub fn set_max_findings(&mut self, n: usize) {
         self.max_findings = n;
-        self.findings.reserve(n.saturating_sub(self.findings.len()));
+        crate::storage::grow(&mut self.findings, n);
     }
 
     /// Sizes every buffer for `m` and anything it may grow to while passes
@@ -253,7 +253,7 @@ impl Verifier {
     fn reserve_buffers(&mut self, m: &Module, cap: &Capacity) {
         let (mems, regs) = (cap.mems, cap.regs);
         fn grow<T>(v: &mut Vec<T>, n: usize) {
-            v.reserve(n.saturating_sub(v.len()));
+            crate::storage::grow(v, n);
         }
         grow(&mut self.findings, self.max_findings);
         grow(&mut self.swept, mems.max(regs));

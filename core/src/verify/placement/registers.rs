@@ -197,7 +197,7 @@ mod tests {
         let (mut m, [i, one, k, z]) = counter_loop();
         m.regs.lane[i] = 2;
         m.regs.lane[one] = 0;
-        m.regs.lane[k] = 3; // odd pair, and shares lane 3? no: lanes 3,4; conflicts with i at 2? no
+        m.regs.lane[k] = 3; // a pair on an odd lane, its lanes 3..=4 past a 4-lane file
         m.target.max_regs = 4;
         let mut ver = Verifier::new();
         let r = ver.verify(&m);
