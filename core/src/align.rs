@@ -15,10 +15,12 @@ pub const fn align_up(x: u64, align: u64) -> Option<u64> {
     }
 }
 
-/// [`align_up`] that saturates at `u64::MAX` instead of failing: for
-/// offsets and sizes that are far below `u64::MAX` by construction (each
-/// caller says why), where a saturated value would show as a placement off
-/// the top, which the peak and the verifier report, rather than wrap.
+/// [`align_up`] that saturates at `u64::MAX` instead of failing: for the
+/// sizes and offsets of a module or a problem, which their limits keep far
+/// below `u64::MAX` (bytes per partition are a `u32`, offsets stay within a
+/// space's capacity, a problem's sums stay below `u64::MAX / 4`). Were one
+/// to reach it, the saturated value shows as a placement off the top, which
+/// the peak and the verifier report, rather than wrapping to a small one.
 #[inline]
 pub const fn align_saturating(x: u64, align: u64) -> u64 {
     match align_up(x, align) {
