@@ -114,17 +114,17 @@ impl Bounds {
                 Space::Psum => t.psum_partitions,
                 Space::Dram => 1,
             };
-            for v in m.mems.space.keys() {
-                if m.mems.space[v] != space {
+            for v in m.mems().space.keys() {
+                if m.mems().space[v] != space {
                     continue;
                 }
                 let Some(iv) = live.interval(v) else { continue };
-                let external = m.mems.flags[v].intersects(MemFlags::INPUT | MemFlags::OUTPUT);
+                let external = m.mems().flags[v].intersects(MemFlags::INPUT | MemFlags::OUTPUT);
                 if space == Space::Dram && external && !m.is_placed(v) {
                     continue;
                 }
-                let parts = m.mems.partitions[v] as u64;
-                let mut bytes = m.mems.bytes[v] as u64;
+                let parts = m.mems().partitions[v] as u64;
+                let mut bytes = m.mems().bytes[v] as u64;
                 let (full, area) = match space {
                     Space::Dram => (parts * bytes, parts * bytes),
                     Space::Sb | Space::Psum => {

@@ -97,7 +97,7 @@ impl Floor {
         let mut f = Self::default();
         for i in m.program_order() {
             for space in [Space::Sb, Space::Psum] {
-                let in_place = m.insts.flags[i].contains(InstFlags::IN_PLACE);
+                let in_place = m.insts().flags[i].contains(InstFlags::IN_PLACE);
                 let groups: &[Group] = if in_place {
                     &[Group::Inputs, Group::Outputs]
                 } else {
@@ -139,20 +139,20 @@ fn each_operand(m: &Module, i: Inst, space: Space, g: Group, mut f: impl FnMut(M
     };
     // Inputs come first in `all_aps`.
     for (k, a) in m.all_aps(i).enumerate() {
-        let l = m.aps.loc[a];
-        if !in_group(k) || m.mems.space[l] != space {
+        let l = m.aps().loc[a];
+        if !in_group(k) || m.mems().space[l] != space {
             continue;
         }
         if m.all_aps(i)
             .take(k)
             .enumerate()
-            .any(|(j, b)| in_group(j) && m.aps.loc[b] == l)
+            .any(|(j, b)| in_group(j) && m.aps().loc[b] == l)
         {
             continue; // counted with its first pattern
         }
         let (mut r0, mut r1, mut lo, mut hi) = iteration_rect(m, a);
         for (j, b) in m.all_aps(i).enumerate().skip(k + 1) {
-            if in_group(j) && m.aps.loc[b] == l {
+            if in_group(j) && m.aps().loc[b] == l {
                 let (q0, q1, c0, c1) = iteration_rect(m, b);
                 r0 = r0.min(q0);
                 r1 = r1.max(q1);
@@ -178,9 +178,9 @@ fn iteration_rect(m: &Module, a: crate::ir::Ap) -> (u16, u16, u64, u64) {
     }
     let mut first = ext.clone();
     first.terms.clear();
-    let l = m.aps.loc[a];
-    let bytes = m.mems.bytes[l] as u64;
-    let rows = m.mems.partitions[l];
+    let l = m.aps().loc[a];
+    let bytes = m.mems().bytes[l] as u64;
+    let rows = m.mems().partitions[l];
     let e = m.ap_extent_with(a, &first);
     if e.flat {
         return (0, rows, 0, bytes);
@@ -188,9 +188,9 @@ fn iteration_rect(m: &Module, a: crate::ir::Ap) -> (u16, u16, u64, u64) {
     let clamp_rows = |x: i64| x.clamp(0, rows as i64) as u16;
     let clamp_bytes = |x: i64| x.clamp(0, bytes as i64) as u64;
     let (r0, mut r1) = (clamp_rows(e.part_lo), clamp_rows(e.part_hi));
-    if first.is_broadcast(m.mems.space[l]) {
+    if first.is_broadcast(m.mems().space[l]) {
         r1 = r1
-            .saturating_add((m.aps.part_count[a] as u16).saturating_sub(1))
+            .saturating_add((m.aps().part_count[a] as u16).saturating_sub(1))
             .min(rows);
     }
     (r0, r1, clamp_bytes(e.byte_lo), clamp_bytes(e.byte_hi))

@@ -292,7 +292,7 @@ impl<K: EntityRef> Liveness<K> {
                         widest = widest.max(le);
                     }
                 }
-                l = m.loops.parent[l];
+                l = m.loops().parent[l];
             }
             end = widest;
         }
@@ -337,7 +337,7 @@ impl<K: EntityRef> Liveness<K> {
                             carried = Some((ls, le));
                         }
                     }
-                    l = m.loops.parent[l];
+                    l = m.loops().parent[l];
                 }
                 if let Some((ls, le)) = carried {
                     start = start.min(ls);
@@ -386,10 +386,10 @@ fn covering_write(
         return None;
     }
     let i = order.inst_at(p);
-    if m.inputs(i).any(|a| m.aps.loc[a] == v) {
+    if m.inputs(i).any(|a| m.aps().loc[a] == v) {
         return None;
     }
-    let mut writes = m.outputs(i).filter(|&a| m.aps.loc[a] == v);
+    let mut writes = m.outputs(i).filter(|&a| m.aps().loc[a] == v);
     let (Some(w), None) = (writes.next(), writes.next()) else {
         return None;
     };
@@ -408,12 +408,12 @@ fn covering_write(
             return None;
         }
         let t = ext.terms.iter().find(|t| t.lp == l)?;
-        let trip = m.loops.trip[l];
+        let trip = m.loops().trip[l];
         if t.parts != 0 || trip == crate::ir::UNKNOWN_TRIP || trip == 0 {
             return None;
         }
         strides.push((t.bytes, trip));
-        l = m.loops.parent[l];
+        l = m.loops().parent[l];
     }
     // `l` is now the loop whose one iteration holds the whole sweep.
     strides.sort_unstable();
@@ -436,7 +436,7 @@ fn covering_write(
     } else {
         let mut top = m.inst_loop(i);
         for _ in 1..d {
-            top = m.loops.parent[top];
+            top = m.loops().parent[top];
         }
         let (top_start, top_end) = order.loop_span(top)?;
         (top_end, l, Some((top_start, top_end)))
@@ -465,8 +465,8 @@ fn covering_write(
     let inner_end = order.loop_span(w_loop).map_or(p, |(_, e)| e);
     let (w_lo, w_hi) = static_span(m, w)?;
     let w_rows = (
-        m.aps.part_start[w] as u32,
-        m.aps.part_start[w] as u32 + m.aps.part_count[w] as u32,
+        m.aps().part_start[w] as u32,
+        m.aps().part_start[w] as u32 + m.aps().part_count[w] as u32,
     );
     let in_slice = |a: crate::ir::Ap| -> bool {
         let e = m.ap_ext(a);
@@ -480,7 +480,7 @@ fn covering_write(
             return false;
         };
         for t in e.terms.iter().filter(|t| !ext.terms.contains(t)) {
-            let trip = m.loops.trip[t.lp];
+            let trip = m.loops().trip[t.lp];
             if t.parts != 0 || trip == crate::ir::UNKNOWN_TRIP || !nested_in(m, t.lp, w_loop) {
                 return false;
             }
@@ -488,8 +488,8 @@ fn covering_write(
             lo += reach.min(0);
             hi += reach.max(0);
         }
-        let r0 = m.aps.part_start[a] as u32;
-        let r1 = r0 + m.aps.part_count[a] as u32;
+        let r0 = m.aps().part_start[a] as u32;
+        let r1 = r0 + m.aps().part_count[a] as u32;
         w_rows.0 <= r0 && r1 <= w_rows.1 && w_lo <= lo && hi <= w_hi
     };
     let covered = acc[k + 1..]
@@ -500,7 +500,7 @@ fn covering_write(
             let mine = m
                 .inputs(j)
                 .chain(m.outputs(j))
-                .filter(|&a| m.aps.loc[a] == v);
+                .filter(|&a| m.aps().loc[a] == v);
             if q <= after_sweep {
                 q <= inner_end && { mine }.all(in_slice)
             } else {
@@ -517,19 +517,19 @@ fn covering_write(
 /// location.
 fn static_span(m: &Module, a: crate::ir::Ap) -> Option<(i64, i64)> {
     let (lo, hi) = crate::ir::ap::element_span(m.ap_dims(a))?;
-    let es = m.aps.elem_size[a] as i64;
-    let base = m.aps.offset[a] as i64;
+    let es = m.aps().elem_size[a] as i64;
+    let base = m.aps().offset[a] as i64;
     Some((base + lo * es, base + hi * es))
 }
 
 /// True when loop `inner` is nested strictly inside loop `outer`.
 fn nested_in(m: &Module, inner: Loop, outer: Loop) -> bool {
-    let mut l = m.loops.parent[inner];
+    let mut l = m.loops().parent[inner];
     while l.is_valid() {
         if l == outer {
             return true;
         }
-        l = m.loops.parent[l];
+        l = m.loops().parent[l];
     }
     false
 }
@@ -576,7 +576,7 @@ impl LiveValue for MemLoc {
     fn compute(l: &mut Liveness<MemLoc>, m: &Module, order: &LinearOrder) {
         l.build(m, order, m.num_mems(), |m, i, f| {
             for a in m.inputs(i) {
-                f(m.aps.loc[a], 0);
+                f(m.aps().loc[a], 0);
             }
             for a in m.outputs(i) {
                 let w = if m.is_full_access(a) {
@@ -584,11 +584,11 @@ impl LiveValue for MemLoc {
                 } else {
                     PARTIAL_WRITE
                 };
-                f(m.aps.loc[a], w);
+                f(m.aps().loc[a], w);
             }
         });
-        for v in m.mems.space.keys() {
-            let flags = m.mems.flags[v];
+        for v in m.mems().space.keys() {
+            let flags = m.mems().flags[v];
             l.finish_value(
                 m,
                 order,
@@ -630,12 +630,12 @@ impl Liveness<MemLoc> {
             return false;
         }
         let i = order.inst_at(d.end);
-        if !i.is_valid() || !m.insts.flags[i].contains(InstFlags::IN_PLACE) {
+        if !i.is_valid() || !m.insts().flags[i].contains(InstFlags::IN_PLACE) {
             return false;
         }
-        let reads = m.inputs(i).any(|x| m.aps.loc[x] == dying);
-        let writes_dying = m.outputs(i).any(|x| m.aps.loc[x] == dying);
-        let writes = m.outputs(i).any(|x| m.aps.loc[x] == born);
+        let reads = m.inputs(i).any(|x| m.aps().loc[x] == dying);
+        let writes_dying = m.outputs(i).any(|x| m.aps().loc[x] == dying);
+        let writes = m.outputs(i).any(|x| m.aps().loc[x] == born);
         reads && writes && !writes_dying
     }
 }
@@ -654,7 +654,7 @@ impl LiveValue for Reg {
                 f(r, FULL_WRITE);
             }
         });
-        for v in m.regs.lanes.keys() {
+        for v in m.regs().lanes.keys() {
             l.finish_value(m, order, v, false, false, &|_, _| None);
         }
     }

@@ -66,26 +66,26 @@ impl LinearOrder {
         self.pos.resize(m.num_insts(), NO_POS);
         self.block_start.clear();
         self.block_end.clear();
-        for b in m.blocks.name.keys() {
-            let start = self.insts.len() as u32;
-            let l = m.blocks.loop_[b];
+        for b in m.blocks().name.keys() {
+            let start = self.insts().len() as u32;
+            let l = m.blocks().loop_[b];
             for i in m.block_insts(b) {
-                self.pos[i] = self.insts.len() as u32;
+                self.pos[i] = self.insts().len() as u32;
                 self.insts.push(i);
                 self.loop_at.push(l);
             }
             self.block_start.push(start);
-            self.block_end.push(self.insts.len() as u32);
+            self.block_end.push(self.insts().len() as u32);
         }
         self.loop_start.clear();
         self.loop_end.clear();
-        for l in m.loops.trip.keys() {
-            let (fb, eb) = (m.loops.first_block[l], m.loops.end_block[l]);
+        for l in m.loops().trip.keys() {
+            let (fb, eb) = (m.loops().first_block[l], m.loops().end_block[l]);
             let start = self
                 .block_start
                 .get(fb)
                 .copied()
-                .unwrap_or(self.insts.len() as u32);
+                .unwrap_or(self.insts().len() as u32);
             let end = if eb.index() > fb.index() {
                 self.block_end[Block::new(eb.index() - 1)]
             } else {
@@ -100,13 +100,13 @@ impl LinearOrder {
     /// Number of linked instructions.
     #[inline]
     pub fn len(&self) -> usize {
-        self.insts.len()
+        self.insts().len()
     }
 
     /// True for a module without instructions.
     #[inline]
     pub fn is_empty(&self) -> bool {
-        self.insts.is_empty()
+        self.insts().is_empty()
     }
 
     /// Instructions in program order.
@@ -151,7 +151,7 @@ impl LinearOrder {
     /// runs once has no back edge, so the loop rule of liveness and the
     /// spill rules leave it out.
     pub fn repeating_span(&self, m: &Module, l: Loop) -> Option<(u32, u32)> {
-        if m.loops.trip[l] == 1 {
+        if m.loops().trip[l] == 1 {
             return None;
         }
         self.loop_span(l)
@@ -175,7 +175,7 @@ impl LinearOrder {
             if let Some((ls, le)) = self.repeating_span(m, l) {
                 span = Some(span.map_or((ls, le), |(s, e)| (s.min(ls), e.max(le))));
             }
-            l = m.loops.parent[l];
+            l = m.loops().parent[l];
         }
         span
     }
@@ -287,7 +287,7 @@ impl BlockSpan {
     pub(crate) fn enter_child(&mut self, m: &Module) -> Option<BlockSpan> {
         let b = self.block();
         let child = child_loop_starting_at(m, self.lp, b)?;
-        let end = m.loops.end_block[child].as_u32().max(b.as_u32() + 1);
+        let end = m.loops().end_block[child].as_u32().max(b.as_u32() + 1);
         self.next = end;
         Some(BlockSpan {
             lp: child,
@@ -309,10 +309,10 @@ pub(crate) fn executions_with(m: &Module, passes: impl Fn(Loop) -> u64) -> u64 {
         let b = Block::new(b);
         let n = m.block_insts(b).count() as u64;
         let mut mult = 1u64;
-        let mut l = m.blocks.loop_[b];
+        let mut l = m.blocks().loop_[b];
         while l.is_valid() {
             mult = mult.saturating_mul(passes(l));
-            l = m.loops.parent[l];
+            l = m.loops().parent[l];
         }
         total = total.saturating_add(n.saturating_mul(mult));
     }
@@ -321,12 +321,12 @@ pub(crate) fn executions_with(m: &Module, passes: impl Fn(Loop) -> u64) -> u64 {
 
 /// The loop directly inside `outer` whose first block is `b`, if any.
 fn child_loop_starting_at(m: &Module, outer: Loop, b: Block) -> Option<Loop> {
-    let mut l = m.blocks.loop_[b];
+    let mut l = m.blocks().loop_[b];
     while l.is_valid() && l != outer {
-        if m.loops.parent[l] == outer {
-            return (m.loops.first_block[l] == b).then_some(l);
+        if m.loops().parent[l] == outer {
+            return (m.loops().first_block[l] == b).then_some(l);
         }
-        l = m.loops.parent[l];
+        l = m.loops().parent[l];
     }
     None
 }

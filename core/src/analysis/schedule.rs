@@ -362,7 +362,7 @@ impl Schedule {
             let b = top.block();
             if let Some(span) = self.frames[depth].enter_child(m) {
                 let child = span.lp();
-                let trip = match m.loops.trip[child] {
+                let trip = match m.loops().trip[child] {
                     UNKNOWN_TRIP => 1,
                     t => t,
                 };
@@ -413,11 +413,15 @@ impl Schedule {
         if be.reg {
             db = 0;
         }
-        let loc = m.aps.loc[a];
-        let space = m.mems.space[loc];
-        let row = m.mems.bytes[loc] as i64;
+        let loc = m.aps().loc[a];
+        let space = m.mems().space[loc];
+        let row = m.mems().bytes[loc] as i64;
         let placed = m.is_placed(loc);
-        let off = if placed { m.mems.offset[loc] as i64 } else { 0 };
+        let off = if placed {
+            m.mems().offset[loc] as i64
+        } else {
+            0
+        };
         let u = |x: i64| x.max(0) as u64;
         let rect = if be.flat {
             let s = dp.saturating_mul(row).saturating_add(db);
@@ -437,7 +441,7 @@ impl Schedule {
             }
         } else {
             let bp = if placed {
-                m.mems.base_partition[loc] as i64
+                m.mems().base_partition[loc] as i64
             } else {
                 0
             };
@@ -487,8 +491,8 @@ impl Schedule {
                 ready = [ready[0].max(d[0]), ready[1].max(d[1])];
             }
         }
-        if m.insts.opcode[i] == Opcode::SyncWait {
-            let q = COMPUTE_ENGINES + m.insts.queue[i] as usize;
+        if m.insts().opcode[i] == Opcode::SyncWait {
+            let q = COMPUTE_ENGINES + m.insts().queue[i] as usize;
             if let Some(d) = free.get(q) {
                 ready = [ready[0].max(d[0]), ready[1].max(d[1])];
             }
@@ -642,8 +646,8 @@ impl Schedule {
             let i = c.inst;
             let d = CostlyDep {
                 inst: i,
-                engine: m.insts.engine[i],
-                queue: m.insts.queue[i],
+                engine: m.insts().engine[i],
+                queue: m.insts().queue[i],
                 waits_for: c.waits_for,
                 loc: c.loc,
                 other: c.other,
@@ -718,8 +722,8 @@ fn covers(a: &Rect, b: &Rect) -> bool {
 /// The model latency of `i` and its resource index.
 fn latency(m: &Module, i: Inst) -> (u64, u16) {
     let t = &m.target;
-    let op = m.insts.opcode[i];
-    let engine = m.insts.engine[i];
+    let op = m.insts().opcode[i];
+    let engine = m.insts().engine[i];
     if engine == Engine::Dma || op.is_dma() {
         let bytes = m
             .outputs(i)
@@ -730,7 +734,7 @@ fn latency(m: &Module, i: Inst) -> (u64, u16) {
         let d = crate::dma::report::dma_descriptors(m, i);
         return (
             t.dma_transfer_cycles(bytes, d),
-            COMPUTE_ENGINES as u16 + m.insts.queue[i] as u16,
+            COMPUTE_ENGINES as u16 + m.insts().queue[i] as u16,
         );
     }
     let k = match engine {
@@ -754,7 +758,7 @@ fn latency(m: &Module, i: Inst) -> (u64, u16) {
 /// Executions of the whole program: each block's instructions times the
 /// trip counts around it (unknown: 1), saturating.
 fn total_executions(m: &Module) -> u64 {
-    executions_with(m, |l| match m.loops.trip[l] {
+    executions_with(m, |l| match m.loops().trip[l] {
         UNKNOWN_TRIP => 1,
         t => t as u64,
     })
@@ -833,8 +837,8 @@ mod tests {
         assert_eq!(r.placement_waits, 1);
         let d = r.costliest[0];
         assert_eq!(r.costliest.len(), 1);
-        assert_eq!(m.insts.opcode[d.inst], Opcode::TensorCopy);
-        assert_eq!(m.insts.opcode[d.waits_for], Opcode::Activation);
+        assert_eq!(m.insts().opcode[d.inst], Opcode::TensorCopy);
+        assert_eq!(m.insts().opcode[d.waits_for], Opcode::Activation);
         assert_eq!(d.engine, Engine::Dve);
         assert_eq!((m.mem_name(d.loc), m.mem_name(d.other)), ("b", "a"));
         // It could have started at 320 and started at 1120.

@@ -88,11 +88,11 @@ enum Moving {
 /// are not both plain, and how it moves.
 fn moving(m: &Module, i: Inst, space: Space) -> Option<Moving> {
     let o = m.operands(i);
-    if !m.insts.opcode[i].is_dma() || o.n_in != 1 || o.n_out != 1 {
+    if !m.insts().opcode[i].is_dma() || o.n_in != 1 || o.n_out != 1 {
         return None;
     }
     let (a, b) = (m.inputs(i).next()?, m.outputs(i).next()?);
-    let sp = |x| m.mems.space[m.aps.loc[x]];
+    let sp = |x| m.mems().space[m.aps().loc[x]];
     let ours = (sp(a) == Space::Dram && sp(b) == space) || (sp(a) == space && sp(b) == Space::Dram);
     if !ours || (m.ap_is_plain(a) && m.ap_is_plain(b)) {
         return None;
@@ -186,22 +186,23 @@ pub(crate) fn screen(
     } else {
         dma_sides(m, i, space)
     }?;
-    let chip_loc = m.aps.loc[v.chip];
-    let dram_loc = m.aps.loc[v.dram];
+    let chip_loc = m.aps().loc[v.chip];
+    let dram_loc = m.aps().loc[v.dram];
     if !m.is_full_access(v.chip) {
         return Some(Err(DmaVeto::NotFullAccess));
     }
     if !m.is_contiguous(v.dram) {
         return Some(Err(DmaVeto::NotContiguous));
     }
-    let elem = m.aps.elem_size[v.chip];
-    if m.aps.elem_size[v.dram] != elem || m.aps.part_count[v.dram] != m.aps.part_count[v.chip] {
+    let elem = m.aps().elem_size[v.chip];
+    if m.aps().elem_size[v.dram] != elem || m.aps().part_count[v.dram] != m.aps().part_count[v.chip]
+    {
         return Some(Err(DmaVeto::NotContiguous));
     }
     if elem as u32 > t.dma_coalesce_align_gate {
         return Some(Err(DmaVeto::TooLarge));
     }
-    let flags = m.mems.flags[chip_loc];
+    let flags = m.mems().flags[chip_loc];
     let single = write_count(live, chip_loc) == 1
         && (!v.load || live.accesses(chip_loc).first() == Some(&pos));
     if !single || flags.intersects(MemFlags::PINNED | MemFlags::INPUT | MemFlags::OUTPUT) {
@@ -211,16 +212,16 @@ pub(crate) fn screen(
     Some(Ok(Facts {
         load: v.load,
         key: (
-            m.insts.opcode[i] as u8,
-            m.insts.queue[i],
+            m.insts().opcode[i] as u8,
+            m.insts().queue[i],
             dram_loc.as_u32(),
-            m.aps.part_start[v.dram].into(),
-            m.aps.part_count[v.dram].into(),
+            m.aps().part_start[v.dram].into(),
+            m.aps().part_count[v.dram].into(),
             elem,
             m.inst_loop(i).as_u32(),
         ),
-        flags: m.insts.flags[i].bits(),
-        dram_off: m.aps.offset[v.dram] as u64,
+        flags: m.insts().flags[i].bits(),
+        dram_off: m.aps().offset[v.dram] as u64,
         bytes: m.ap_bytes_per_partition(v.chip),
         chip_loc,
         live: iv,
@@ -261,10 +262,10 @@ pub(crate) fn reads_uninit(
     inst: Inst,
     merged_pos: u32,
 ) -> bool {
-    if !load || m.insts.flags[inst].contains(InstFlags::CAN_READ_UNINIT) {
+    if !load || m.insts().flags[inst].contains(InstFlags::CAN_READ_UNINIT) {
         return false;
     }
-    let input = m.mems.flags[dram_loc].contains(MemFlags::INPUT);
+    let input = m.mems().flags[dram_loc].contains(MemFlags::INPUT);
     !(input || write_span(live, dram_loc).is_some_and(|(w0, _)| w0 < merged_pos))
 }
 
@@ -280,7 +281,7 @@ fn collect(pass: &DmaOptimization, m: &Module, ws: &mut DmaWorkspace, st: &mut D
             }
             Some(Ok(f)) => f,
         };
-        let base = m.mems.base_partition[f.chip_loc];
+        let base = m.mems().base_partition[f.chip_loc];
         if ws.cands.len() == ws.cands.capacity() {
             break;
         }
@@ -301,7 +302,7 @@ fn collect(pass: &DmaOptimization, m: &Module, ws: &mut DmaWorkspace, st: &mut D
                 k.6,
             ),
             dram_off: f.dram_off,
-            chip_lo: m.mems.offset[f.chip_loc],
+            chip_lo: m.mems().offset[f.chip_loc],
             bytes: f.bytes,
             chip_loc: f.chip_loc,
             live: f.live,
@@ -373,8 +374,8 @@ fn propose(pass: &DmaOptimization, m: &Module, ws: &mut DmaWorkspace, st: &mut D
         }
         if g.members >= 2 {
             let fl = first.chip_loc;
-            let base = m.mems.base_partition[fl] as u32;
-            let parts = m.mems.partitions[fl] as u32;
+            let base = m.mems().base_partition[fl] as u32;
+            let parts = m.mems().partitions[fl] as u32;
             let dram_ap_parts = (first.key.5 as u32, first.key.5 as u32 + first.key.6 as u32);
             let p = Proposal {
                 inst: first.inst,
@@ -484,8 +485,8 @@ fn admit(
         }
     }
     // Cells: nobody else may live in the union of the tiles during the hull.
-    let base = m.mems.base_partition[c.chip_loc] as u32;
-    let p1 = base + m.mems.partitions[c.chip_loc] as u32;
+    let base = m.mems().base_partition[c.chip_loc] as u32;
+    let p1 = base + m.mems().partitions[c.chip_loc] as u32;
     let union = Rect {
         p0: base,
         p1,
@@ -506,15 +507,15 @@ fn admit(
             return true;
         };
         let (a, b) = if from < to { (from, to) } else { (to, from) };
-        let own_loc = m.aps.loc
+        let own_loc = m.aps().loc
             [dma_view(m, cand.inst, pass.space).map_or(crate::ir::Ap::INVALID, |v| v.dram)];
         // Same location: exact per-partition check on its access list.
         let local = {
             let v = dma_view(m, cand.inst, pass.space);
             v.is_some_and(|v| {
                 let span = m.ap_byte_span(v.dram);
-                let ps = m.aps.part_start[v.dram] as u64;
-                let pc = m.aps.part_count[v.dram] as u64;
+                let ps = m.aps().part_start[v.dram] as u64;
+                let pc = m.aps().part_count[v.dram] as u64;
                 span.is_some_and(|(lo, hi)| {
                     touched_between(m, ws, own_loc, ps, pc, lo, hi, a, b, first.load)
                 })
@@ -579,7 +580,7 @@ pub(crate) fn touched_between(
         }
         let i = ws.order.inst_at(p);
         let hit = |x: crate::ir::Ap| {
-            if m.aps.loc[x] != l {
+            if m.aps().loc[x] != l {
                 return false;
             }
             let (x0, x1) = m.ap_rows(x);
@@ -611,8 +612,8 @@ fn apply(
     };
     let fl = first.chip_loc;
     let total: u64 = ws.cands[k..k + n].iter().map(|c| c.bytes).sum();
-    let elem = m.aps.elem_size[v.chip].max(1);
-    let parts = m.mems.partitions[fl];
+    let elem = m.aps().elem_size[v.chip].max(1);
+    let parts = m.mems().partitions[fl];
     let new_loc = ws.add_loc(m, pass.name, "c", fl, total as u32, first.chip_lo)?;
     let dram = run_like(m, v.dram, first.dram_off as u32, elem, total);
     let chip = whole(new_loc, parts, elem, total);

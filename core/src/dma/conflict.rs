@@ -42,8 +42,8 @@ pub fn loc_rect(m: &Module, l: MemLoc) -> Option<Rect> {
     if !m.is_placed(l) {
         return None;
     }
-    let off = m.mems.offset[l];
-    Some(match m.mems.space[l] {
+    let off = m.mems().offset[l];
+    Some(match m.mems().space[l] {
         Space::Dram => Rect {
             p0: 0,
             p1: 1,
@@ -51,12 +51,12 @@ pub fn loc_rect(m: &Module, l: MemLoc) -> Option<Rect> {
             hi: off + m.mem_footprint(l),
         },
         _ => {
-            let b = m.mems.base_partition[l] as u32;
+            let b = m.mems().base_partition[l] as u32;
             Rect {
                 p0: b,
-                p1: b + m.mems.partitions[l] as u32,
+                p1: b + m.mems().partitions[l] as u32,
                 lo: off,
-                hi: off + m.mems.bytes[l] as u64,
+                hi: off + m.mems().bytes[l] as u64,
             }
         }
     })
@@ -65,17 +65,17 @@ pub fn loc_rect(m: &Module, l: MemLoc) -> Option<Rect> {
 /// The cells an access pattern touches (its hull for strided DRAM patterns
 /// over several partitions), or `None` when its location is unplaced.
 pub fn ap_rect(m: &Module, a: Ap) -> Option<Rect> {
-    let l = m.aps.loc[a];
+    let l = m.aps().loc[a];
     if !m.is_placed(l) {
         return None;
     }
     let (lo, hi) = m.ap_byte_span(a)?;
-    let off = m.mems.offset[l];
+    let off = m.mems().offset[l];
     let (r0, r1) = m.ap_rows(a);
     let (ps, pc) = (r0 as u64, r1.saturating_sub(r0) as u64);
-    Some(match m.mems.space[l] {
+    Some(match m.mems().space[l] {
         Space::Dram => {
-            let pitch = m.mems.bytes[l] as u64;
+            let pitch = m.mems().bytes[l] as u64;
             Rect {
                 p0: 0,
                 p1: 1,
@@ -84,7 +84,7 @@ pub fn ap_rect(m: &Module, a: Ap) -> Option<Rect> {
             }
         }
         _ => {
-            let b = m.mems.base_partition[l] as u64 + ps;
+            let b = m.mems().base_partition[l] as u64 + ps;
             Rect {
                 p0: b as u32,
                 p1: (b + pc) as u32,
@@ -133,8 +133,8 @@ impl LiveIndex {
     pub fn build(&mut self, m: &Module, live: &MemLiveness, space: Space) {
         self.entries.clear();
         self.by_address = space == Space::Dram;
-        for l in m.mems.space.keys() {
-            if m.mems.space[l] != space || !m.is_placed(l) {
+        for l in m.mems().space.keys() {
+            if m.mems().space[l] != space || !m.is_placed(l) {
                 continue;
             }
             if let (Some(iv), Some(r)) = (live.interval(l), loc_rect(m, l)) {
@@ -247,7 +247,7 @@ pub fn accessed_between(
             break;
         }
         let i = order.inst_at(p);
-        let hit = |a: Ap| m.aps.loc[a] == loc && ap_rect(m, a).map_or(true, |x| x.overlaps(r));
+        let hit = |a: Ap| m.aps().loc[a] == loc && ap_rect(m, a).map_or(true, |x| x.overlaps(r));
         if m.outputs(i).any(hit) || (!writes_only && m.inputs(i).any(hit)) {
             return true;
         }

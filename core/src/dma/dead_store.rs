@@ -32,8 +32,8 @@ pub fn sweep(Sweep { pass, m, ws, st }: Sweep<'_>) -> Result<u32, DmaError> {
 }
 
 fn is_dead(m: &Module, ws: &DmaWorkspace, s: Inst, ps: u32, d: Ap) -> bool {
-    let dl = m.aps.loc[d];
-    if m.mems.flags[dl].intersects(MemFlags::OUTPUT | MemFlags::PINNED) || !m.is_contiguous(d) {
+    let dl = m.aps().loc[d];
+    if m.mems().flags[dl].intersects(MemFlags::OUTPUT | MemFlags::PINNED) || !m.is_contiguous(d) {
         return false;
     }
     let Some((lo, hi)) = m.ap_byte_span(d) else {
@@ -74,7 +74,7 @@ fn is_dead(m: &Module, ws: &DmaWorkspace, s: Inst, ps: u32, d: Ap) -> bool {
     let from = acc.partition_point(|&p| p <= ps);
     for &p in &acc[from..] {
         let j = ws.order.inst_at(p);
-        let on = |x: &Ap| m.aps.loc[*x] == dl;
+        let on = |x: &Ap| m.aps().loc[*x] == dl;
         if m.inputs(j).filter(on).any(overlaps) {
             return false;
         }
@@ -91,21 +91,21 @@ fn is_dead(m: &Module, ws: &DmaWorkspace, s: Inst, ps: u32, d: Ap) -> bool {
         let a = acc.partition_point(|&p| p < ls);
         for &p in &acc[a..from] {
             let j = ws.order.inst_at(p);
-            if m.inputs(j).filter(|x| m.aps.loc[*x] == dl).any(overlaps) {
+            if m.inputs(j).filter(|x| m.aps().loc[*x] == dl).any(overlaps) {
                 return false;
             }
         }
         // An enclosing loop may run the body again: any read of D in the
         // outermost loop around S keeps it.
         let mut outer = lp;
-        while m.loops.parent[outer].is_valid() {
-            outer = m.loops.parent[outer];
+        while m.loops().parent[outer].is_valid() {
+            outer = m.loops().parent[outer];
         }
         if let Some((os, _)) = ws.order.loop_span(outer) {
             let a = acc.partition_point(|&p| p < os);
             for &p in &acc[a..from] {
                 let j = ws.order.inst_at(p);
-                if m.inputs(j).filter(|x| m.aps.loc[*x] == dl).any(overlaps) {
+                if m.inputs(j).filter(|x| m.aps().loc[*x] == dl).any(overlaps) {
                     return false;
                 }
             }

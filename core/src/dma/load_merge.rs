@@ -40,13 +40,13 @@ type Key = (u32, u16, u16, u8, u8, u8, bool, u32);
 
 fn key(m: &Module, i: Inst, dram: crate::ir::Ap) -> Key {
     (
-        m.aps.loc[dram].as_u32(),
-        m.aps.part_start[dram].into(),
-        m.aps.part_count[dram].into(),
-        m.aps.elem_size[dram],
-        m.insts.opcode[i] as u8,
-        m.insts.queue[i],
-        m.insts.flags[i].contains(InstFlags::CAN_READ_UNINIT),
+        m.aps().loc[dram].as_u32(),
+        m.aps().part_start[dram].into(),
+        m.aps().part_count[dram].into(),
+        m.aps().elem_size[dram],
+        m.insts().opcode[i] as u8,
+        m.insts().queue[i],
+        m.insts().flags[i].contains(InstFlags::CAN_READ_UNINIT),
         m.inst_loop(i).as_u32(),
     )
 }
@@ -75,7 +75,7 @@ pub fn sweep(Sweep { pass, m, ws, st }: Sweep<'_>) -> Result<u32, DmaError> {
         if v.load
             && m.is_contiguous(v.dram)
             && m.is_contiguous(v.chip)
-            && m.aps.elem_size[v.dram] == m.aps.elem_size[v.chip]
+            && m.aps().elem_size[v.dram] == m.aps().elem_size[v.chip]
             && ws.load_keys.len() < ws.load_keys.capacity().min(ws.members.capacity())
         {
             ws.load_keys.push((packed(key(m, i, v.dram)), pos));
@@ -149,12 +149,12 @@ fn judge(
     let (a, b) = (ws.order.inst_at(pa), ws.order.inst_at(pb));
     let va = dma_view(m, a, pass.space)?;
     let vb = dma_view(m, b, pass.space)?;
-    let (ta, tb) = (m.aps.loc[va.chip], m.aps.loc[vb.chip]);
-    let dram = m.aps.loc[va.dram];
+    let (ta, tb) = (m.aps().loc[va.chip], m.aps().loc[vb.chip]);
+    let dram = m.aps().loc[va.dram];
     let (sa, sb) = (m.ap_byte_span(va.dram)?, m.ap_byte_span(vb.dram)?);
     let ra = loc_rect(m, ta)?;
-    let ps = m.aps.part_start[va.dram] as u64;
-    let pc = m.aps.part_count[va.dram] as u64;
+    let ps = m.aps().part_start[va.dram] as u64;
+    let pc = m.aps().part_count[va.dram] as u64;
     // The source bytes must be unchanged between A and B.
     let src_rect = ap_rect(m, vb.dram)?;
     if touched_between(m, ws, dram, ps, pc, sb.0, sb.1, pa, pb, true)
@@ -178,8 +178,8 @@ fn judge(
     let same_ap = sa == sb && m.ap_dims(va.dram) == m.ap_dims(vb.dram);
     let same_dst = ap_rect(m, va.chip) == ap_rect(m, vb.chip)
         && m.ap_dims(va.chip) == m.ap_dims(vb.chip)
-        && m.aps.elem_size[va.chip] == m.aps.elem_size[vb.chip];
-    let flags_b = m.mems.flags[tb];
+        && m.aps().elem_size[va.chip] == m.aps().elem_size[vb.chip];
+    let flags_b = m.mems().flags[tb];
     if same_ap && same_dst && !flags_b.intersects(MemFlags::PINNED | MemFlags::OUTPUT) {
         let rb = loc_rect(m, tb)?;
         let inside = rb.p0 == ra.p0 && rb.p1 == ra.p1 && rb.lo >= ra.lo && rb.hi <= ra.hi;
@@ -198,8 +198,8 @@ fn judge(
         }
     }
     // transform_load: B's source inside A's, partitions match.
-    let pcs_match = m.aps.part_count[va.chip] == m.aps.part_count[vb.chip]
-        && m.aps.elem_size[va.chip] == m.aps.elem_size[vb.chip];
+    let pcs_match = m.aps().part_count[va.chip] == m.aps().part_count[vb.chip]
+        && m.aps().elem_size[va.chip] == m.aps().elem_size[vb.chip];
     if !same_ap && pcs_match && sb.0 >= sa.0 && sb.1 <= sa.1 {
         let bytes = m.ap_bytes(vb.dram);
         let per_part = m.ap_bytes_per_partition(vb.dram);
@@ -223,10 +223,10 @@ fn merge_load(pass: &DmaOptimization, m: &mut Module, ws: &mut DmaWorkspace, a: 
     let (Some(va), Some(vb)) = (dma_view(m, a, pass.space), dma_view(m, b, pass.space)) else {
         return;
     };
-    let (ta, tb) = (m.aps.loc[va.chip], m.aps.loc[vb.chip]);
+    let (ta, tb) = (m.aps().loc[va.chip], m.aps().loc[vb.chip]);
     m.remove_inst(b);
     if ta != tb {
-        let delta = m.mems.offset[tb] - m.mems.offset[ta];
+        let delta = m.mems().offset[tb] - m.mems().offset[ta];
         ws.tracker.join(tb, ta, delta as u32);
     }
 }
@@ -250,20 +250,20 @@ fn transform_load(
     if m.ap_ndims(vb.chip) > m.target.compute_max_dims as usize {
         return Ok(());
     }
-    let elem = m.aps.elem_size[vb.chip].max(1);
+    let elem = m.aps().elem_size[vb.chip].max(1);
     let bytes = m.ap_bytes_per_partition(vb.dram);
-    let offset = m.aps.offset[va.chip] + (sb.0 - sa.0) as u32;
+    let offset = m.aps().offset[va.chip] + (sb.0 - sa.0) as u32;
     let src = run_like(m, va.chip, offset, elem, bytes);
     let mut dd = ArrayVec::<Dim, { crate::ir::MAX_DIMS }>::new();
     for &d in m.ap_dims(vb.chip) {
         dd.push(d);
     }
     let dst = ApSpec {
-        loc: m.aps.loc[vb.chip],
-        part_start: m.aps.part_start[vb.chip].into(),
-        part_count: m.aps.part_count[vb.chip].into(),
-        offset: m.aps.offset[vb.chip],
-        elem_size: m.aps.elem_size[vb.chip],
+        loc: m.aps().loc[vb.chip],
+        part_start: m.aps().part_start[vb.chip].into(),
+        part_count: m.aps().part_count[vb.chip].into(),
+        offset: m.aps().offset[vb.chip],
+        elem_size: m.aps().elem_size[vb.chip],
         dims: dd,
         ext: Default::default(),
     };

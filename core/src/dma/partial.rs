@@ -21,11 +21,11 @@ pub fn sweep(Sweep { pass, m, ws, st }: Sweep<'_>) -> Result<u32, DmaError> {
         if !v.load || !m.is_full_access(v.chip) || !m.is_contiguous(v.dram) {
             continue;
         }
-        if m.aps.elem_size[v.dram] != m.aps.elem_size[v.chip] {
+        if m.aps().elem_size[v.dram] != m.aps().elem_size[v.chip] {
             continue;
         }
-        let t = m.aps.loc[v.chip];
-        if m.mems.flags[t].intersects(MemFlags::PINNED | MemFlags::INPUT | MemFlags::OUTPUT)
+        let t = m.aps().loc[v.chip];
+        if m.mems().flags[t].intersects(MemFlags::PINNED | MemFlags::INPUT | MemFlags::OUTPUT)
             || write_count(&ws.live, t) != 1
         {
             continue;
@@ -38,7 +38,7 @@ pub fn sweep(Sweep { pass, m, ws, st }: Sweep<'_>) -> Result<u32, DmaError> {
             }
             let j = ws.order.inst_at(p);
             for a in m.inputs(j) {
-                if m.aps.loc[a] != t {
+                if m.aps().loc[a] != t {
                     continue;
                 }
                 let Some((l, h)) = m.ap_byte_span(a) else {
@@ -54,8 +54,8 @@ pub fn sweep(Sweep { pass, m, ws, st }: Sweep<'_>) -> Result<u32, DmaError> {
         if readers == 0 {
             continue;
         }
-        let bytes = m.mems.bytes[t] as u64;
-        let grain = (m.mems.align[t] as u64).max(m.elem_size(t) as u64).max(1);
+        let bytes = m.mems().bytes[t] as u64;
+        let grain = (m.mems().align[t] as u64).max(m.elem_size(t) as u64).max(1);
         let elem = m.elem_size(t).max(1) as u64;
         let lo = lo / grain * grain;
         let hi = crate::align::align_saturating(hi, elem);
@@ -78,12 +78,12 @@ pub fn sweep(Sweep { pass, m, ws, st }: Sweep<'_>) -> Result<u32, DmaError> {
             st.headroom_skipped += 1;
             continue;
         }
-        let t = m.aps.loc[v.chip];
+        let t = m.aps().loc[v.chip];
         let len = hi as u64 - lo;
-        let elem = m.aps.elem_size[v.chip].max(1);
-        let parts = m.mems.partitions[t];
-        let new = ws.add_loc(m, pass.name, "p", t, len as u32, m.mems.offset[t] + lo)?;
-        let dram = run_like(m, v.dram, m.aps.offset[v.dram] + lo as u32, elem, len);
+        let elem = m.aps().elem_size[v.chip].max(1);
+        let parts = m.mems().partitions[t];
+        let new = ws.add_loc(m, pass.name, "p", t, len as u32, m.mems().offset[t] + lo)?;
+        let dram = run_like(m, v.dram, m.aps().offset[v.dram] + lo as u32, elem, len);
         let chip = whole(new, parts, elem, len);
         insert_like(pass.name, m, i, i, true, dram, chip)?;
         m.remove_inst(i);
@@ -98,14 +98,14 @@ pub fn sweep(Sweep { pass, m, ws, st }: Sweep<'_>) -> Result<u32, DmaError> {
             }
         }
         st.partial_shrunk += 1;
-        st.partial_bytes_saved += m.mems.bytes[t] as u64 - len;
+        st.partial_bytes_saved += m.mems().bytes[t] as u64 - len;
         made += 1;
     }
     Ok(made)
 }
 
 fn repoint(m: &mut Module, a: Ap, from: crate::ir::MemLoc, to: crate::ir::MemLoc, lo: u32) {
-    if m.aps.loc[a] == from {
+    if m.aps().loc[a] == from {
         m.shift_ap(a, to, 0, -(lo as i64));
     }
 }

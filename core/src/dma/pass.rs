@@ -326,7 +326,7 @@ impl DmaWorkspace {
     pub fn reserve_tables(&mut self, m: &Module, dmas: usize) {
         let mems = m.capacity().mems.max(m.num_mems());
         let new = mems - m.num_mems();
-        let count = |s: Space| m.mems.space.values().filter(|&&x| x == s).count();
+        let count = |s: Space| m.mems().space.values().filter(|&&x| x == s).count();
         let chip = count(Space::Sb).max(count(Space::Psum));
         self.current = false;
         self.index = LiveIndex::with_capacity(chip + new);
@@ -419,7 +419,7 @@ impl DmaWorkspace {
         }
         for k in 0..m.num_aps() {
             let a = crate::ir::Ap::new(k);
-            let l = m.aps.loc[a];
+            let l = m.aps().loc[a];
             let (to, d) = self.tracker.resolve(l);
             if to != l {
                 m.shift_ap(a, to, 0, d as i64);
@@ -440,8 +440,8 @@ impl DmaWorkspace {
         bytes: u32,
         offset: u64,
     ) -> Result<MemLoc, DmaError> {
-        let space = m.mems.space[like];
-        let (partitions, base) = (m.mems.partitions[like], m.mems.base_partition[like]);
+        let space = m.mems().space[like];
+        let (partitions, base) = (m.mems().partitions[like], m.mems().base_partition[like]);
         let mut last = IrError::Full {
             what: "names",
             limit: 0,
@@ -456,7 +456,7 @@ impl DmaWorkspace {
             match m.try_add_mem(&name, space, partitions, bytes) {
                 Ok(l) => {
                     m.copy_layout(l, like);
-                    m.set_mem_flags(l, m.mems.flags[like] & !(MemFlags::PINNED));
+                    m.set_mem_flags(l, m.mems().flags[like] & !(MemFlags::PINNED));
                     m.place(l, base, offset);
                     if !self.tracker.grow_to(m.num_mems()) {
                         return Err(DmaError::Reserve {
@@ -505,14 +505,14 @@ pub(crate) struct DmaView {
 /// DRAM and `space` with both locations placed.
 pub(crate) fn dma_view(m: &Module, i: Inst, space: Space) -> Option<DmaView> {
     let v = dma_sides(m, i, space)?;
-    (m.is_placed(m.aps.loc[v.dram]) && m.is_placed(m.aps.loc[v.chip])).then_some(v)
+    (m.is_placed(m.aps().loc[v.dram]) && m.is_placed(m.aps().loc[v.chip])).then_some(v)
 }
 
 /// [`dma_view`] without the placement test: the sides of a plain one-to-one
 /// DMA between DRAM and `space`, placed or not (the placement affinities
 /// look at the DMAs before allocation).
 pub(crate) fn dma_sides(m: &Module, i: Inst, space: Space) -> Option<DmaView> {
-    if !m.insts.opcode[i].is_dma() {
+    if !m.insts().opcode[i].is_dma() {
         return None;
     }
     let o = m.operands(i);
@@ -526,8 +526,8 @@ pub(crate) fn dma_sides(m: &Module, i: Inst, space: Space) -> Option<DmaView> {
     if !m.ap_is_plain(src) || !m.ap_is_plain(dst) {
         return None;
     }
-    let (ls, ld) = (m.aps.loc[src], m.aps.loc[dst]);
-    let (ss, sd) = (m.mems.space[ls], m.mems.space[ld]);
+    let (ls, ld) = (m.aps().loc[src], m.aps().loc[dst]);
+    let (ss, sd) = (m.mems().space[ls], m.mems().space[ld]);
     if ss == Space::Dram && sd == space {
         Some(DmaView {
             load: true,
@@ -571,10 +571,10 @@ fn candidates(m: &Module, space: Option<Space>) -> usize {
     m.program_order()
         .filter(|&i| {
             let o = m.operands(i);
-            if !m.insts.opcode[i].is_dma() || o.n_in != 1 || o.n_out != 1 {
+            if !m.insts().opcode[i].is_dma() || o.n_in != 1 || o.n_out != 1 {
                 return false;
             }
-            let side = |a: Option<crate::ir::Ap>| a.map(|a| m.mems.space[m.aps.loc[a]]);
+            let side = |a: Option<crate::ir::Ap>| a.map(|a| m.mems().space[m.aps().loc[a]]);
             let (Some(ss), Some(sd)) = (side(m.inputs(i).next()), side(m.outputs(i).next())) else {
                 return false;
             };
@@ -616,7 +616,7 @@ impl SkipCount {
 
 /// `skip_pass`: true when the module has no DMA-bearing instruction.
 pub fn skip_pass(m: &Module) -> bool {
-    !m.program_order().any(|i| m.insts.opcode[i].is_dma())
+    !m.program_order().any(|i| m.insts().opcode[i].is_dma())
 }
 
 /// Maps an IR refusal during a rewrite to the pass's error.

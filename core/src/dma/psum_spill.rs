@@ -37,7 +37,7 @@ pub fn sweep(Sweep { pass, m, ws, st }: Sweep<'_>) -> Result<u32, DmaError> {
         ) else {
             return Ok(false);
         };
-        let (t, t2) = (m.aps.loc[vs.chip], m.aps.loc[vr.chip]);
+        let (t, t2) = (m.aps().loc[vs.chip], m.aps().loc[vr.chip]);
         m.remove_inst(p.inst);
         if p.a != 0 {
             m.remove_inst(p.other);
@@ -59,13 +59,13 @@ fn judge(
     if vs.load {
         return None;
     }
-    let slot = m.aps.loc[vs.dram];
-    let spill =
-        m.insts.flags[s].contains(InstFlags::SPILL) || m.mems.flags[slot].contains(MemFlags::SPILL);
-    if !spill || m.mems.flags[slot].intersects(MemFlags::OUTPUT | MemFlags::PINNED) {
+    let slot = m.aps().loc[vs.dram];
+    let spill = m.insts().flags[s].contains(InstFlags::SPILL)
+        || m.mems().flags[slot].contains(MemFlags::SPILL);
+    if !spill || m.mems().flags[slot].intersects(MemFlags::OUTPUT | MemFlags::PINNED) {
         return None;
     }
-    let t = m.aps.loc[vs.chip];
+    let t = m.aps().loc[vs.chip];
     if !m.is_full_access(vs.chip) {
         return None;
     }
@@ -74,24 +74,24 @@ fn judge(
     let next = acc.get(acc.partition_point(|&p| p <= ps)).copied()?;
     let r = ws.order.inst_at(next);
     let vr = dma_view(m, r, pass.space)?;
-    if !vr.load || m.aps.loc[vr.dram] != slot {
+    if !vr.load || m.aps().loc[vr.dram] != slot {
         return None;
     }
-    let same_bytes = m.aps.offset[vr.dram] == m.aps.offset[vs.dram]
-        && m.aps.part_start[vr.dram] == m.aps.part_start[vs.dram]
-        && m.aps.part_count[vr.dram] == m.aps.part_count[vs.dram]
+    let same_bytes = m.aps().offset[vr.dram] == m.aps().offset[vs.dram]
+        && m.aps().part_start[vr.dram] == m.aps().part_start[vs.dram]
+        && m.aps().part_count[vr.dram] == m.aps().part_count[vs.dram]
         && m.ap_dims(vr.dram) == m.ap_dims(vs.dram)
-        && m.aps.elem_size[vr.dram] == m.aps.elem_size[vs.dram];
-    let t2 = m.aps.loc[vr.chip];
+        && m.aps().elem_size[vr.dram] == m.aps().elem_size[vs.dram];
+    let t2 = m.aps().loc[vr.chip];
     let same_shape = m.is_full_access(vr.chip)
-        && m.mems.partitions[t2] == m.mems.partitions[t]
-        && m.mems.bytes[t2] == m.mems.bytes[t]
+        && m.mems().partitions[t2] == m.mems().partitions[t]
+        && m.mems().bytes[t2] == m.mems().bytes[t]
         && m.elem_size(t2) == m.elem_size(t);
     if !same_bytes
         || !same_shape
         || t2 == t
         || m.inst_loop(r) != m.inst_loop(s)
-        || m.mems.flags[t2].intersects(MemFlags::PINNED | MemFlags::OUTPUT | MemFlags::INPUT)
+        || m.mems().flags[t2].intersects(MemFlags::PINNED | MemFlags::OUTPUT | MemFlags::INPUT)
         || ws.live.accesses(t2).first() != Some(&next)
     {
         return None;

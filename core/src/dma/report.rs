@@ -105,8 +105,8 @@ pub fn dma_descriptors(m: &Module, i: Inst) -> u64 {
     let (Some(src), Some(dst)) = (m.inputs(i).next(), m.outputs(i).next()) else {
         return 0;
     };
-    let cs = dense_run_bytes(m.ap_dims(src), m.aps.elem_size[src] as u64);
-    let cd = dense_run_bytes(m.ap_dims(dst), m.aps.elem_size[dst] as u64);
+    let cs = dense_run_bytes(m.ap_dims(src), m.aps().elem_size[src] as u64);
+    let cd = dense_run_bytes(m.ap_dims(dst), m.aps().elem_size[dst] as u64);
     let parts = transfer_partitions(m, src, dst);
     // Bytes per counted partition: a DMA that reshapes (different
     // partition counts on its two sides) moves its total bytes over the
@@ -118,10 +118,10 @@ pub fn dma_descriptors(m: &Module, i: Inst) -> u64 {
 /// Partitions a transfer is split into: the on-chip side's, or the
 /// source's for a DRAM-to-DRAM copy.
 fn transfer_partitions(m: &Module, src: Ap, dst: Ap) -> u64 {
-    if m.mems.space[m.aps.loc[dst]].is_on_chip() {
-        m.aps.part_count[dst] as u64
+    if m.mems().space[m.aps().loc[dst]].is_on_chip() {
+        m.aps().part_count[dst] as u64
     } else {
-        m.aps.part_count[src] as u64
+        m.aps().part_count[src] as u64
     }
 }
 
@@ -129,7 +129,7 @@ fn transfer_partitions(m: &Module, src: Ap, dst: Ap) -> u64 {
 pub fn dma_analysis(m: &Module) -> DmaReport {
     let mut r = DmaReport::default();
     for i in m.program_order() {
-        if !m.insts.opcode[i].is_dma() {
+        if !m.insts().opcode[i].is_dma() {
             continue;
         }
         let (Some(src), Some(dst)) = (m.inputs(i).next(), m.outputs(i).next()) else {
@@ -139,10 +139,10 @@ pub fn dma_analysis(m: &Module) -> DmaReport {
         r.instructions += 1;
         r.bytes += bytes;
         r.descriptors += dma_descriptors(m, i);
-        if m.mems.space[m.aps.loc[src]] == Space::Dram {
+        if m.mems().space[m.aps().loc[src]] == Space::Dram {
             r.dram_bytes_loaded += m.ap_bytes(src);
         }
-        if m.mems.space[m.aps.loc[dst]] == Space::Dram {
+        if m.mems().space[m.aps().loc[dst]] == Space::Dram {
             r.dram_bytes_saved += bytes;
         }
     }
@@ -170,14 +170,14 @@ pub struct Piece {
 /// Physical `(partition, address)` of byte `b` of partition `p` of an access
 /// pattern's walk, for a pattern whose per-partition walk is dense.
 fn phys(m: &Module, a: Ap, p: u64, b: u64) -> (u32, u64) {
-    let l = m.aps.loc[a];
-    let off = m.mems.offset[l];
-    let ap_off = m.aps.offset[a] as u64 + b;
-    let part = m.aps.part_start[a] as u64 + p;
-    match m.mems.space[l] {
-        Space::Dram => (0, off + part * m.mems.bytes[l] as u64 + ap_off),
+    let l = m.aps().loc[a];
+    let off = m.mems().offset[l];
+    let ap_off = m.aps().offset[a] as u64 + b;
+    let part = m.aps().part_start[a] as u64 + p;
+    match m.mems().space[l] {
+        Space::Dram => (0, off + part * m.mems().bytes[l] as u64 + ap_off),
         _ => (
-            (m.mems.base_partition[l] as u64 + part) as u32,
+            (m.mems().base_partition[l] as u64 + part) as u32,
             off + ap_off,
         ),
     }
@@ -198,7 +198,7 @@ pub fn descriptor_lower_bound(m: &Module, scratch: &mut Vec<Piece>) -> u64 {
     let max = m.target.dma_descriptor_max_bytes.max(1) as u64;
     let mut strided = 0u64;
     for i in m.program_order() {
-        let op = m.insts.opcode[i];
+        let op = m.insts().opcode[i];
         if !op.is_dma() {
             continue;
         }
@@ -207,8 +207,8 @@ pub fn descriptor_lower_bound(m: &Module, scratch: &mut Vec<Piece>) -> u64 {
         };
         if !m.is_contiguous(src)
             || !m.is_contiguous(dst)
-            || !m.is_placed(m.aps.loc[src])
-            || !m.is_placed(m.aps.loc[dst])
+            || !m.is_placed(m.aps().loc[src])
+            || !m.is_placed(m.aps().loc[dst])
         {
             strided += dma_descriptors(m, i);
             continue;
@@ -216,8 +216,8 @@ pub fn descriptor_lower_bound(m: &Module, scratch: &mut Vec<Piece>) -> u64 {
         let len = m.ap_bytes_per_partition(dst);
         let kind = (
             op as u8,
-            m.mems.space[m.aps.loc[src]] as u8,
-            m.mems.space[m.aps.loc[dst]] as u8,
+            m.mems().space[m.aps().loc[src]] as u8,
+            m.mems().space[m.aps().loc[dst]] as u8,
         );
         for p in 0..transfer_partitions(m, src, dst) {
             let (sp, sa) = phys(m, src, p, 0);

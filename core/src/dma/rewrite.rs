@@ -58,9 +58,9 @@ fn dense(
 /// `like` accesses.
 pub(crate) fn run_like(m: &Module, like: Ap, offset: u32, elem: u8, bytes: u64) -> ApSpec {
     dense(
-        m.aps.loc[like],
-        m.aps.part_start[like].into(),
-        m.aps.part_count[like].into(),
+        m.aps().loc[like],
+        m.aps().part_start[like].into(),
+        m.aps().part_count[like].into(),
         offset,
         elem,
         bytes,
@@ -83,10 +83,10 @@ pub(crate) fn insert_like(
     dram: ApSpec,
     chip: ApSpec,
 ) -> Result<Inst, DmaError> {
-    let mut spec = InstSpec::new(m.insts.opcode[like]);
-    spec.engine = m.insts.engine[like];
-    spec.queue = m.insts.queue[like];
-    spec.flags = m.insts.flags[like] | InstFlags::SYNTHETIC;
+    let mut spec = InstSpec::new(m.insts().opcode[like]);
+    spec.engine = m.insts().engine[like];
+    spec.queue = m.insts().queue[like];
+    spec.flags = m.insts().flags[like] | InstFlags::SYNTHETIC;
     let (ins, outs) = if load {
         ([dram], [chip])
     } else {

@@ -36,12 +36,12 @@ impl Machine {
     /// Memory sized for every placed location of `m`, inputs filled.
     pub fn new(m: &Module) -> Machine {
         let (mut sbp, mut psp, mut dr) = (1usize, 1usize, 1usize);
-        for l in m.mems.space.keys() {
+        for l in m.mems().space.keys() {
             if !m.is_placed(l) {
                 continue;
             }
-            let end = m.mems.offset[l] as usize + m.mem_footprint(l) as usize;
-            match m.mems.space[l] {
+            let end = m.mems().offset[l] as usize + m.mem_footprint(l) as usize;
+            match m.mems().space[l] {
                 Space::Sb => sbp = sbp.max(end),
                 Space::Psum => psp = psp.max(end),
                 Space::Dram => dr = dr.max(end),
@@ -56,8 +56,8 @@ impl Machine {
             dram: vec![0; dr],
         };
         let mut addrs = Vec::new();
-        for l in m.mems.space.keys() {
-            if m.is_placed(l) && m.mems.flags[l].contains(MemFlags::INPUT) {
+        for l in m.mems().space.keys() {
+            if m.is_placed(l) && m.mems().flags[l].contains(MemFlags::INPUT) {
                 let a = full(m, l);
                 mc.addresses(m, &a, &mut addrs);
                 for &(s, i) in &addrs {
@@ -82,7 +82,7 @@ impl Machine {
     fn addresses(&self, m: &Module, a: &FullAp, out: &mut Vec<(u8, usize)>) {
         out.clear();
         let l = a.loc;
-        let off = m.mems.offset[l] as i64;
+        let off = m.mems().offset[l] as i64;
         let es = a.elem as i64;
         let total: u64 = a.dims.iter().map(|d| d.1 as u64).product();
         for p in 0..a.parts as i64 {
@@ -95,20 +95,20 @@ impl Machine {
                 }
                 for b in 0..es {
                     let byte = a.offset as i64 + e * es + b;
-                    let (s, i) = match m.mems.space[l] {
+                    let (s, i) = match m.mems().space[l] {
                         Space::Sb => (
                             0u8,
-                            (m.mems.base_partition[l] as i64 + part) * self.sb_pitch as i64
+                            (m.mems().base_partition[l] as i64 + part) * self.sb_pitch as i64
                                 + off
                                 + byte,
                         ),
                         Space::Psum => (
                             1u8,
-                            (m.mems.base_partition[l] as i64 + part) * self.psum_pitch as i64
+                            (m.mems().base_partition[l] as i64 + part) * self.psum_pitch as i64
                                 + off
                                 + byte,
                         ),
-                        Space::Dram => (2u8, off + part * m.mems.bytes[l] as i64 + byte),
+                        Space::Dram => (2u8, off + part * m.mems().bytes[l] as i64 + byte),
                     };
                     out.push((s, i.max(0) as usize));
                 }
@@ -126,8 +126,8 @@ impl Machine {
 
     /// Runs every function of `m`.
     pub fn run(&mut self, m: &Module) {
-        for f in m.funcs.name.keys() {
-            let (a, b) = (m.funcs.first_block[f], m.funcs.end_block[f]);
+        for f in m.funcs().name.keys() {
+            let (a, b) = (m.funcs().first_block[f], m.funcs().end_block[f]);
             self.range(m, a.index(), b.index(), Loop::INVALID);
         }
     }
@@ -135,20 +135,20 @@ impl Machine {
     fn range(&mut self, m: &Module, from: usize, to: usize, cur: Loop) {
         let mut b = from;
         while b < to {
-            let mut l = m.blocks.loop_[Block::new(b)];
+            let mut l = m.blocks().loop_[Block::new(b)];
             let mut child = Loop::INVALID;
             while l.is_valid() && l != cur {
                 child = l;
-                l = m.loops.parent[l];
+                l = m.loops().parent[l];
             }
             if child.is_valid() {
-                let trip = m.loops.trip[child];
+                let trip = m.loops().trip[child];
                 let trips = if trip == crate::ir::UNKNOWN_TRIP {
                     2
                 } else {
                     trip.min(4)
                 };
-                let (s, e) = (m.loops.first_block[child], m.loops.end_block[child]);
+                let (s, e) = (m.loops().first_block[child], m.loops().end_block[child]);
                 for _ in 0..trips {
                     self.range(m, s.index(), e.index(), child);
                 }
@@ -164,12 +164,12 @@ impl Machine {
         let mut ins = Vec::new();
         let mut outs = Vec::new();
         for i in m.block_insts(b) {
-            let op = m.insts.opcode[i];
+            let op = m.insts().opcode[i];
             if op.is_scalar() {
                 continue;
             }
             let mut data: Vec<u8> = Vec::new();
-            let mut h: u64 = op as u64 * 0x9E37_79B9 + m.insts.subop[i] as u64;
+            let mut h: u64 = op as u64 * 0x9E37_79B9 + m.insts().subop[i] as u64;
             for a in m.inputs(i) {
                 self.addresses(m, &ap_of(m, a), &mut ins);
                 for &(s, x) in &ins {
@@ -198,8 +198,8 @@ impl Machine {
     pub fn outputs(&self, m: &Module) -> Vec<(alloc::string::String, Vec<u8>)> {
         let mut r = Vec::new();
         let mut addrs = Vec::new();
-        for l in m.mems.space.keys() {
-            if m.mems.flags[l].contains(MemFlags::OUTPUT) && m.is_placed(l) {
+        for l in m.mems().space.keys() {
+            if m.mems().flags[l].contains(MemFlags::OUTPUT) && m.is_placed(l) {
                 self.addresses(m, &full(m, l), &mut addrs);
                 let bytes = addrs.iter().map(|&(s, x)| self.get(s, x)).collect();
                 r.push((alloc::string::String::from(m.mem_name(l)), bytes));
@@ -230,11 +230,11 @@ struct FullAp {
 
 fn ap_of(m: &Module, a: Ap) -> FullAp {
     FullAp {
-        loc: m.aps.loc[a],
-        part_start: m.aps.part_start[a].into(),
-        parts: m.aps.part_count[a].into(),
-        offset: m.aps.offset[a],
-        elem: m.aps.elem_size[a],
+        loc: m.aps().loc[a],
+        part_start: m.aps().part_start[a].into(),
+        parts: m.aps().part_count[a].into(),
+        offset: m.aps().offset[a],
+        elem: m.aps().elem_size[a],
         dims: m.ap_dims(a).iter().map(|d| (d.stride, d.count)).collect(),
     }
 }
@@ -244,10 +244,10 @@ fn full(m: &Module, l: MemLoc) -> FullAp {
     FullAp {
         loc: l,
         part_start: 0,
-        parts: m.mems.partitions[l],
+        parts: m.mems().partitions[l],
         offset: 0,
         elem: es,
-        dims: vec![(1, m.mems.bytes[l] / es as u32)],
+        dims: vec![(1, m.mems().bytes[l] / es as u32)],
     }
 }
 

@@ -41,14 +41,14 @@ fn placement_ok(m: &Module) {
     let o = LinearOrder::of(m);
     let l = MemLiveness::of(m, &o);
     let locs: Vec<MemLoc> = m
-        .mems
+        .mems()
         .space
         .keys()
-        .filter(|&x| m.mems.space[x].is_on_chip() && m.is_placed(x))
+        .filter(|&x| m.mems().space[x].is_on_chip() && m.is_placed(x))
         .collect();
     for (k, &a) in locs.iter().enumerate() {
         for &b in &locs[k + 1..] {
-            if m.mems.space[a] != m.mems.space[b] || !l.interferes(m, &o, a, b) {
+            if m.mems().space[a] != m.mems().space[b] || !l.interferes(m, &o, a, b) {
                 continue;
             }
             let (ra, rb) = (
@@ -375,7 +375,7 @@ fn veto_uninitialized_merged_read() {
     // The source is an internal DRAM scratch nobody wrote.
     let mut m = pair(|_, _, _, _| {});
     let x = m.mem_by_name("x").unwrap();
-    m.mems.flags[x] = MemFlags::INTERNAL;
+    m.columns_mut().mems.flags[x] = MemFlags::INTERNAL;
     let st = run(DMA_OPTIMIZATION_SB, &mut m);
     assert_eq!(st.coalesced_groups, 0);
     assert!(st.vetoes.uninit > 0);

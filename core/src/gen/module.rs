@@ -2115,11 +2115,11 @@ impl Census {
     /// The census of `m`.
     pub fn of(m: &Module) -> Census {
         let mut n = [0usize; CONSTRUCTS.len()];
-        n[0] = m.mems.dtype.values().filter(|t| !t.is_raw()).count();
+        n[0] = m.mems().dtype.values().filter(|t| !t.is_raw()).count();
         for i in m.program_order() {
-            let op = m.insts.opcode[i];
+            let op = m.insts().opcode[i];
             let n_in = m.operands(i).n_in;
-            let ty = |a| m.mems.dtype[m.aps.loc[a]];
+            let ty = |a| m.mems().dtype[m.aps().loc[a]];
             if matches!(op, Opcode::Activation | Opcode::TensorCopy) {
                 if let (Some(a), Some(b)) = (m.inputs(i).next(), m.outputs(i).next()) {
                     n[1] += usize::from(!ty(a).is_raw() && !ty(b).is_raw() && ty(a) != ty(b));
@@ -2127,7 +2127,7 @@ impl Census {
             }
             for a in m.all_aps(i) {
                 let x = m.ap_ext(a);
-                let space = m.mems.space[m.aps.loc[a]];
+                let space = m.mems().space[m.aps().loc[a]];
                 let dram = space == Space::Dram;
                 if !x.terms.is_empty() {
                     n[match space {
@@ -2144,7 +2144,7 @@ impl Census {
             let k = match op {
                 Opcode::TensorReduce => 9,
                 Opcode::Transpose => 10,
-                Opcode::TensorScan if m.insts.subop[i] == SubOp::MulAdd => 12,
+                Opcode::TensorScan if m.insts().subop[i] == SubOp::MulAdd => 12,
                 Opcode::TensorScan => 11,
                 Opcode::Activation if n_in >= 2 => 13,
                 Opcode::TensorScalar if n_in == 2 => 14,
@@ -2210,7 +2210,7 @@ mod tests {
                 let s = &mut span[l.index()];
                 s.0 = s.0.min(p);
                 s.1 = s.1.max(p);
-                l = m.loops.parent[l];
+                l = m.loops().parent[l];
             }
         }
         let mut mem_def = vec![NONE; m.num_mems()];
@@ -2220,17 +2220,17 @@ mod tests {
         let mut rbw = vec![false; m.num_mems()];
         for (p, &i) in order.iter().enumerate() {
             for a in m.inputs(i) {
-                let l = m.aps.loc[a].index();
+                let l = m.aps().loc[a].index();
                 if mem_def[l] == NONE
-                    && !m.insts.flags[i].contains(InstFlags::CAN_READ_UNINIT)
-                    && !m.mems.flags[m.aps.loc[a]].contains(MemFlags::INPUT)
+                    && !m.insts().flags[i].contains(InstFlags::CAN_READ_UNINIT)
+                    && !m.mems().flags[m.aps().loc[a]].contains(MemFlags::INPUT)
                 {
                     rbw[l] = true;
                 }
                 mem_end[l] = mem_end[l].max(p);
             }
             for a in m.outputs(i) {
-                let l = m.aps.loc[a].index();
+                let l = m.aps().loc[a].index();
                 if mem_def[l] == NONE {
                     mem_def[l] = p;
                 }
@@ -2252,7 +2252,7 @@ mod tests {
             while l.is_valid() {
                 let (s, e) = span[l.index()];
                 for a in m.all_aps(i) {
-                    let x = m.aps.loc[a].index();
+                    let x = m.aps().loc[a].index();
                     if mem_def[x] < s {
                         mem_end[x] = mem_end[x].max(e);
                     }
@@ -2262,7 +2262,7 @@ mod tests {
                         reg_end[r.index()] = reg_end[r.index()].max(e);
                     }
                 }
-                l = m.loops.parent[l];
+                l = m.loops().parent[l];
             }
             let _ = p;
         }
@@ -2307,12 +2307,12 @@ mod tests {
                 n,
                 (0..m.num_mems())
                     .map(MemLoc::new)
-                    .filter(|&l| m.mems.space[l] == space)
+                    .filter(|&l| m.mems().space[l] == space)
                     .map(|l| (lv.mem_def[l.index()], lv.mem_end[l.index()], w(l))),
             )
         };
         Peaks {
-            sb_bytes: mems(Space::Sb, &|l| m.mems.bytes[l] as u64),
+            sb_bytes: mems(Space::Sb, &|l| m.mems().bytes[l] as u64),
             psum_tensors: mems(Space::Psum, &|_| 1),
             reg_lanes: peak(
                 n,
@@ -2320,7 +2320,7 @@ mod tests {
                     (
                         lv.reg_def[r],
                         lv.reg_end[r],
-                        m.regs.lanes[Reg::new(r)] as u64,
+                        m.regs().lanes[Reg::new(r)] as u64,
                     )
                 }),
             ),
@@ -2365,21 +2365,21 @@ mod tests {
         let a = gen(&GenParams::new(3000, 11));
         let b = gen(&GenParams::new(3000, 11));
         let c = gen(&GenParams::new(3000, 12));
-        assert_eq!(format!("{:?}", a.insts), format!("{:?}", b.insts));
-        assert_eq!(format!("{:?}", a.mems), format!("{:?}", b.mems));
-        assert_ne!(format!("{:?}", a.insts), format!("{:?}", c.insts));
+        assert_eq!(format!("{:?}", a.insts()), format!("{:?}", b.insts()));
+        assert_eq!(format!("{:?}", a.mems()), format!("{:?}", b.mems()));
+        assert_ne!(format!("{:?}", a.insts()), format!("{:?}", c.insts()));
     }
 
     #[test]
     fn storage_is_reserved_exactly_up_front() {
         let m = gen(&GenParams::new(20_000, 3));
-        assert_eq!(m.insts.opcode.capacity(), m.insts.opcode.len());
-        assert_eq!(m.aps.loc.capacity(), m.aps.loc.len());
-        assert_eq!(m.dims.capacity(), m.dims.len());
-        assert_eq!(m.insts.imms.capacity(), m.insts.imms.len());
-        assert_eq!(m.reg_pool.capacity(), m.reg_pool.len());
-        assert_eq!(m.mems.space.capacity(), m.mems.space.len());
-        assert_eq!(m.regs.lanes.capacity(), m.regs.lanes.len());
+        assert_eq!(m.insts().opcode.capacity(), m.insts().opcode.len());
+        assert_eq!(m.aps().loc.capacity(), m.aps().loc.len());
+        assert_eq!(m.capacity().dims, m.counts().dims);
+        assert_eq!(m.insts().imms.capacity(), m.insts().imms.len());
+        assert_eq!(m.capacity().reg_operands, m.counts().reg_operands);
+        assert_eq!(m.mems().space.capacity(), m.mems().space.len());
+        assert_eq!(m.regs().lanes.capacity(), m.regs().lanes.len());
         assert_eq!(m.capacity().ap_exts, m.counts().ap_exts);
         assert!(m.counts().ap_exts > 0);
         assert_eq!(m.capacity().loops, m.counts().loops);
@@ -2391,7 +2391,7 @@ mod tests {
     fn assert_legal(m: &Module, what: &str) {
         for i in m.program_order() {
             if let Err(e) = shape::check(m, i) {
-                panic!("{what}: {} {i}: {e}", m.insts.opcode[i]);
+                panic!("{what}: {} {i}: {e}", m.insts().opcode[i]);
             }
             let n_in = m.operands(i).n_in as usize;
             for (k, a) in m.all_aps(i).enumerate() {
@@ -2407,7 +2407,7 @@ mod tests {
                 assert!(r.is_ok(), "{what}: {i} operand {k}: {r:?}");
                 let x = m.ap_extent(a);
                 let l = sp.loc;
-                let (parts, row) = (m.mems.partitions[l] as i64, m.mems.bytes[l] as i64);
+                let (parts, row) = (m.mems().partitions[l] as i64, m.mems().bytes[l] as i64);
                 let inside = if x.flat {
                     x.byte_lo >= 0 && x.byte_hi <= parts * row
                 } else {
@@ -2495,12 +2495,12 @@ mod tests {
                         "{} read before written (seed {seed})",
                         m.mem_name(l)
                     );
-                    assert_eq!(m.mems.bytes[l] % m.elem_size(l) as u32, 0);
-                    if m.mems.space[l] == Space::Psum {
-                        assert!(m.mems.bytes[l] <= m.target.psum_bank_bytes);
+                    assert_eq!(m.mems().bytes[l] % m.elem_size(l) as u32, 0);
+                    if m.mems().space[l] == Space::Psum {
+                        assert!(m.mems().bytes[l] <= m.target.psum_bank_bytes);
                     }
-                    if m.mems.space[l] != Space::Dram {
-                        assert!(m.mems.flags[l].is_empty());
+                    if m.mems().space[l] != Space::Dram {
+                        assert!(m.mems().flags[l].is_empty());
                     }
                 }
             }
@@ -2564,18 +2564,18 @@ mod tests {
     fn loops_nest_and_scalars_play_their_roles() {
         let m = gen(&GenParams::new(20_000, 9));
         assert!(m.num_loops() > 10);
-        assert!(m.loops.depth.iter().any(|(_, &d)| d >= 2));
-        assert!(m.loops.trip.iter().any(|(_, &t)| t == UNKNOWN_TRIP));
-        assert!(m.regs.lanes.iter().any(|(_, &l)| l == 2));
+        assert!(m.loops().depth.iter().any(|(_, &d)| d >= 2));
+        assert!(m.loops().trip.iter().any(|(_, &t)| t == UNKNOWN_TRIP));
+        assert!(m.regs().lanes.iter().any(|(_, &l)| l == 2));
         let count = |op: Opcode| {
             m.program_order()
-                .filter(|&i| m.insts.opcode[i] == op)
+                .filter(|&i| m.insts().opcode[i] == op)
                 .count()
         };
         assert_eq!(count(Opcode::Branch), m.num_loops());
         let scalar = m
             .program_order()
-            .filter(|&i| m.insts.opcode[i].is_scalar())
+            .filter(|&i| m.insts().opcode[i].is_scalar())
             .count();
         // scalar_pct 20 of the tensor instructions plus loop control.
         let share = scalar * 100 / m.num_live_insts();
@@ -2583,7 +2583,7 @@ mod tests {
         assert!(count(Opcode::Matmul) > 0 && count(Opcode::Memset) > 0);
         assert!(m
             .program_order()
-            .any(|i| m.insts.flags[i].contains(InstFlags::IN_PLACE)));
+            .any(|i| m.insts().flags[i].contains(InstFlags::IN_PLACE)));
     }
 
     /// Counts the DMA-peephole opportunities the dma-heavy preset plants.
@@ -2596,7 +2596,7 @@ mod tests {
         let d = gen(&GenParams::new(20_000, 1));
         let dma_share = |m: &Module| {
             m.program_order()
-                .filter(|&i| m.insts.opcode[i].is_dma())
+                .filter(|&i| m.insts().opcode[i].is_dma())
                 .count()
                 * 100
                 / m.num_live_insts()
@@ -2605,15 +2605,15 @@ mod tests {
         let order: Vec<Inst> = m.program_order().collect();
         let src = |i: Inst| m.inputs(i).next().unwrap();
         let dst = |i: Inst| m.outputs(i).next().unwrap();
-        let key = |a| (m.aps.loc[a], m.aps.offset[a], m.ap_bytes(a));
+        let key = |a| (m.aps().loc[a], m.aps().offset[a], m.ap_bytes(a));
         let (mut abut, mut dup, mut dead) = (0, 0, 0);
         for w in order.windows(2) {
             let (a, b) = (w[0], w[1]);
-            let loads = m.insts.opcode[a] == Opcode::Load && m.insts.opcode[b] == Opcode::Load;
+            let loads = m.insts().opcode[a] == Opcode::Load && m.insts().opcode[b] == Opcode::Load;
             if loads
-                && m.aps.loc[src(a)] == m.aps.loc[src(b)]
-                && m.aps.offset[src(a)] as u64 + m.ap_bytes_per_partition(src(a))
-                    == m.aps.offset[src(b)] as u64
+                && m.aps().loc[src(a)] == m.aps().loc[src(b)]
+                && m.aps().offset[src(a)] as u64 + m.ap_bytes_per_partition(src(a))
+                    == m.aps().offset[src(b)] as u64
             {
                 abut += 1;
             }
@@ -2621,9 +2621,9 @@ mod tests {
         let mut last_load: Vec<Option<(MemLoc, u32, u64)>> = vec![None; m.num_mems()];
         let mut last_scr_save: Vec<Option<(u32, u64)>> = vec![None; m.num_mems()];
         for &i in &order {
-            match m.insts.opcode[i] {
+            match m.insts().opcode[i] {
                 Opcode::Load => {
-                    let t = m.aps.loc[dst(i)].index();
+                    let t = m.aps().loc[dst(i)].index();
                     let k = key(src(i));
                     if last_load[t] == Some(k) {
                         dup += 1;
@@ -2631,9 +2631,9 @@ mod tests {
                     last_load[t] = Some(k);
                 }
                 Opcode::Save => {
-                    let o = m.aps.loc[dst(i)];
-                    if m.mems.flags[o].contains(MemFlags::INTERNAL) {
-                        let k = (m.aps.offset[dst(i)], m.ap_bytes(dst(i)));
+                    let o = m.aps().loc[dst(i)];
+                    if m.mems().flags[o].contains(MemFlags::INTERNAL) {
+                        let k = (m.aps().offset[dst(i)], m.ap_bytes(dst(i)));
                         if last_scr_save[o.index()] == Some(k) {
                             dead += 1;
                         }
@@ -2648,14 +2648,14 @@ mod tests {
         for &i in &order {
             for a in m.inputs(i) {
                 let (_, hi) = m.ap_byte_span(a).unwrap();
-                let l = m.aps.loc[a].index();
+                let l = m.aps().loc[a].index();
                 read_hi[l] = read_hi[l].max(hi);
             }
         }
         let broad = (0..m.num_mems())
             .map(MemLoc::new)
             .filter(|&l| {
-                m.mems.space[l] == Space::Sb && read_hi[l.index()] * 2 == m.mems.bytes[l] as u64
+                m.mems().space[l] == Space::Sb && read_hi[l.index()] * 2 == m.mems().bytes[l] as u64
             })
             .count();
         assert!(abut > 50, "abutting pairs {abut}");

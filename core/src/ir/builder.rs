@@ -88,7 +88,7 @@ impl<'m> Builder<'m> {
     ) -> Result<MemLoc, IrError> {
         let m = self.module.add_mem(name, space, partitions, bytes)?;
         self.module.set_elem_size(m, elem)?;
-        self.module.mems.flags[m] = flags;
+        self.module.set_mem_flags(m, flags);
         Ok(m)
     }
 
@@ -257,11 +257,11 @@ impl<'m> Builder<'m> {
 pub fn full_ap(module: &Module, m: MemLoc) -> ApSpec {
     let elem = module.elem_size(m).max(1);
     let mut dims = ArrayVec::<Dim, MAX_DIMS>::new();
-    dims.push(Dim::new(1, module.mems.bytes[m] / elem as u32));
+    dims.push(Dim::new(1, module.mems().bytes[m] / elem as u32));
     ApSpec {
         loc: m,
         part_start: 0,
-        part_count: module.mems.partitions[m],
+        part_count: module.mems().partitions[m],
         offset: 0,
         elem_size: elem,
         dims,
@@ -337,7 +337,7 @@ mod tests {
         b.func("f").unwrap();
         let i0 = b.op(Opcode::Memset, &[full_ap(b.module, t)], &[]).unwrap();
         // Fill the reserve exactly, then insertion must fail without growing.
-        let spare = m.insts.opcode.capacity() - m.insts.opcode.len();
+        let spare = m.insts().opcode.capacity() - m.insts().opcode.len();
         for _ in 0..spare {
             let outs = [full_ap(&m, t)];
             let mut s = InstSpec::new(Opcode::Memset);
@@ -349,9 +349,9 @@ mod tests {
         let outs = [full_ap(&m, t)];
         let mut s = InstSpec::new(Opcode::Memset);
         s.outputs = &outs;
-        let cap = m.insts.opcode.capacity();
+        let cap = m.insts().opcode.capacity();
         assert!(matches!(m.insert_after(i0, &s), Err(IrError::Full { .. })));
-        assert_eq!(m.insts.opcode.capacity(), cap);
+        assert_eq!(m.insts().opcode.capacity(), cap);
         m.check_structure().unwrap();
     }
 

@@ -245,7 +245,7 @@ pub fn extent(m: &Module, plain: PlainFields<'_>, ext: &ApExt) -> Extent {
     };
     let mut p1 = p0.saturating_add(if step == 0 { 1 } else { part_count as i64 });
     for t in &ext.terms {
-        let trip = m.loops.trip.get(t.lp).copied().unwrap_or(1);
+        let trip = m.loops().trip.get(t.lp).copied().unwrap_or(1);
         let trip = if trip == UNKNOWN_TRIP { 1 } else { trip };
         let (bl, bh) = term_range(t.bytes, trip);
         b0 = b0.saturating_add(bl);
@@ -258,11 +258,11 @@ pub fn extent(m: &Module, plain: PlainFields<'_>, ext: &ApExt) -> Extent {
         b0 = r.window_lo as i64;
         b1 = r.window_hi as i64;
     }
-    let dram = m.mems.space.get(loc).copied() == Some(Space::Dram);
+    let dram = m.mems().space.get(loc).copied() == Some(Space::Dram);
     if dram && ext.pstep.is_some() {
         // Flat: row `part_start` (moved by the partition terms) plus
         // q × pitch for the pattern's partitions.
-        let row = m.mems.bytes.get(loc).copied().unwrap_or(0) as i64;
+        let row = m.mems().bytes.get(loc).copied().unwrap_or(0) as i64;
         let pitch = step.saturating_mul(part_count.saturating_sub(1) as i64);
         // The first row's hull over the iterations: [p0, p1 - width].
         let width = if step == 0 { 1 } else { part_count as i64 };
@@ -306,7 +306,7 @@ pub fn check(
         if ext.terms.iter().take(k).any(|u| u.lp == t.lp) {
             return Err(PatternError::DuplicateLoop);
         }
-        match m.loops.trip.get(t.lp) {
+        match m.loops().trip.get(t.lp) {
             Some(&trip) if trip != UNKNOWN_TRIP => {}
             Some(_) => return Err(PatternError::UnknownTrip),
             None => return Err(PatternError::NotEnclosing),
@@ -316,20 +316,20 @@ pub fn check(
         }
         let mut l = inner;
         while l.is_valid() && l != t.lp {
-            l = m.loops.parent.get(l).copied().unwrap_or(Loop::INVALID);
+            l = m.loops().parent.get(l).copied().unwrap_or(Loop::INVALID);
         }
         if !l.is_valid() {
             return Err(PatternError::NotEnclosing);
         }
     }
-    let space = m.mems.space.get(loc).copied().unwrap_or(Space::Dram);
+    let space = m.mems().space.get(loc).copied().unwrap_or(Space::Dram);
     if ext.pstep == Some(0) && (!read || !space.is_on_chip()) {
         return Err(PatternError::BadStep);
     }
     if space.is_on_chip() && ext.pstep.is_some_and(|s| s > 1) {
         return Err(PatternError::BadStep);
     }
-    let row = m.mems.bytes.get(loc).copied().unwrap_or(0);
+    let row = m.mems().bytes.get(loc).copied().unwrap_or(0);
     if let Some(r) = ext.reg {
         if r.use_index as usize >= n_use {
             return Err(PatternError::NoSuchUse);
@@ -339,7 +339,7 @@ pub fn check(
         }
     }
     let e = extent(m, plain, ext);
-    let parts = m.mems.partitions.get(loc).copied().unwrap_or(0) as i64;
+    let parts = m.mems().partitions.get(loc).copied().unwrap_or(0) as i64;
     let inside = if e.flat {
         e.byte_lo >= 0 && e.byte_hi <= parts.saturating_mul(row as i64)
     } else {

@@ -125,9 +125,9 @@ impl fmt::Display for ShapeError {
 /// The shape of a pattern.
 pub fn shape_of(m: &Module, a: Ap) -> Shape {
     Shape {
-        parts: m.aps.part_count[a] as u32,
+        parts: m.aps().part_count[a] as u32,
         elems: super::ap::elements(m.ap_dims(a)),
-        elem: m.aps.elem_size[a],
+        elem: m.aps().elem_size[a],
     }
 }
 
@@ -137,14 +137,14 @@ fn same_types(x: DType, y: DType) -> bool {
 
 /// Checks instruction `i` against the rule of its opcode (module doc).
 pub fn check(m: &Module, i: Inst) -> Result<(), ShapeError> {
-    let op = m.insts.opcode[i];
+    let op = m.insts().opcode[i];
     let o = m.operands(i);
     let (n_in, n_out) = (o.n_in as usize, o.n_out as usize);
     let ins: arrayvec::ArrayVec<Ap, 16> = m.inputs(i).collect();
     let outs: arrayvec::ArrayVec<Ap, 16> = m.outputs(i).collect();
     let sh = |a: Ap| shape_of(m, a);
-    let ty = |a: Ap| m.mems.dtype[m.aps.loc[a]];
-    let space = |a: Ap| m.mems.space[m.aps.loc[a]];
+    let ty = |a: Ap| m.mems().dtype[m.aps().loc[a]];
+    let space = |a: Ap| m.mems().space[m.aps().loc[a]];
     let arity = |ok: bool, expected: &'static str| {
         if ok {
             Ok(())
@@ -262,7 +262,7 @@ pub fn check(m: &Module, i: Inst) -> Result<(), ShapeError> {
             }
         }
         Opcode::TensorScan => {
-            let k = if m.insts.subop[i] == SubOp::MulAdd {
+            let k = if m.insts().subop[i] == SubOp::MulAdd {
                 2
             } else {
                 1
@@ -309,7 +309,7 @@ pub fn check(m: &Module, i: Inst) -> Result<(), ShapeError> {
                 });
             }
             writes_psum("a matmul writes PSUM")?;
-            if n_in == 3 && m.aps.loc[ins[2]] != m.aps.loc[outs[0]] {
+            if n_in == 3 && m.aps().loc[ins[2]] != m.aps().loc[outs[0]] {
                 return Err(ShapeError::Space {
                     rule: "a matmul's third input is its accumulator, the output itself",
                     operand: 2,

@@ -100,12 +100,12 @@ impl LiveRangeManager {
         self.active_flag.resize(ids, false);
         self.by_start.clear();
         self.active.clear();
-        for v in m.mems.space.keys() {
-            if m.mems.space[v] != space {
+        for v in m.mems().space.keys() {
+            if m.mems().space[v] != space {
                 continue;
             }
             let acc = live.accesses(v);
-            let flags = m.mems.flags[v];
+            let flags = m.mems().flags[v];
             let iv = if loop_aware {
                 live.interval(v).map(|iv| (iv.start, iv.end))
             } else if n == 0
@@ -191,7 +191,7 @@ impl LiveRangeManager {
             .then_with(|| m.mem_name(a).cmp(m.mem_name(b)))
             .then_with(|| self.defined[b].cmp(&self.defined[a]))
             .then_with(|| m.mem_name(a).as_bytes().cmp(m.mem_name(b).as_bytes()))
-            .then_with(|| m.mems.bytes[a].cmp(&m.mems.bytes[b]))
+            .then_with(|| m.mems().bytes[a].cmp(&m.mems().bytes[b]))
             .then_with(|| a.index().cmp(&b.index()))
     }
 

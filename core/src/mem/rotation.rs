@@ -95,18 +95,18 @@ impl Rotation {
         let usable = (t.psum_usable_banks as u32).min(t.psum_banks as u32);
         let mut rep = RotationReport::default();
         self.tiles.clear();
-        for v in m.mems.space.keys() {
-            if m.mems.space[v] != Space::Psum || !m.is_placed(v) {
+        for v in m.mems().space.keys() {
+            if m.mems().space[v] != Space::Psum || !m.is_placed(v) {
                 continue;
             }
             let Some(iv) = live.interval(v) else { continue };
-            let off = m.mems.offset[v];
+            let off = m.mems().offset[v];
             let bank = (off / bank_bytes) as u32;
-            let end = off % bank_bytes + m.mems.bytes[v] as u64;
+            let end = off % bank_bytes + m.mems().bytes[v] as u64;
             let span = end.div_ceil(bank_bytes).max(1) as u32;
-            let p0 = m.mems.base_partition[v] as u32;
+            let p0 = m.mems().base_partition[v] as u32;
             let fixed = MemFlags::PINNED | MemFlags::INPUT | MemFlags::OUTPUT;
-            let movable = !m.mems.flags[v].intersects(fixed) && bank + span <= usable;
+            let movable = !m.mems().flags[v].intersects(fixed) && bank + span <= usable;
             rep.banks_before = rep.banks_before.max(bank + span);
             rep.tiles += movable as u32;
             if self.tiles.len() == self.tiles.capacity() {
@@ -117,7 +117,7 @@ impl Rotation {
                 loc: v,
                 live: iv,
                 p0,
-                p1: p0 + m.mems.partitions[v] as u32,
+                p1: p0 + m.mems().partitions[v] as u32,
                 bank,
                 span,
                 movable,
@@ -153,8 +153,8 @@ impl Rotation {
                 if let Some((_, _, b)) = best {
                     if b != x.bank {
                         let v = x.loc;
-                        let off = m.mems.offset[v] % bank_bytes + b as u64 * bank_bytes;
-                        m.place(v, m.mems.base_partition[v], off);
+                        let off = m.mems().offset[v] % bank_bytes + b as u64 * bank_bytes;
+                        m.place(v, m.mems().base_partition[v], off);
                         self.tiles[k].bank = b;
                         rep.moved += 1;
                     }
@@ -267,7 +267,7 @@ mod tests {
         assert_eq!((rep.tiles, rep.moved), (4, 3));
         assert_eq!((rep.banks_before, rep.banks_after), (1, 4));
         let banks: alloc::vec::Vec<u8> = (0..4)
-            .map(|k| m.mems.bank[m.mem_by_name(&alloc::format!("ps{k}")).unwrap()])
+            .map(|k| m.mems().bank[m.mem_by_name(&alloc::format!("ps{k}")).unwrap()])
             .collect();
         assert_eq!(banks, [0, 1, 2, 3]);
         assert_sound(&before, &m);
@@ -288,7 +288,7 @@ mod tests {
         assert_eq!(rep.banks_after, 2);
         assert_same_dataflow(&before, &m);
         let banks: alloc::vec::Vec<u8> = (0..4)
-            .map(|k| m.mems.bank[m.mem_by_name(&alloc::format!("ps{k}")).unwrap()])
+            .map(|k| m.mems().bank[m.mem_by_name(&alloc::format!("ps{k}")).unwrap()])
             .collect();
         assert_eq!(banks, [0, 1, 0, 1]);
         assert!(Verifier::new().verify(&m).is_clean());
@@ -319,7 +319,7 @@ mod tests {
         let before = m.clone();
         let rep = rotate(&mut m);
         assert_sound(&before, &m);
-        assert_ne!(m.mems.bank[a], m.mems.bank[b]);
+        assert_ne!(m.mems().bank[a], m.mems().bank[b]);
         assert_eq!(rep.banks_after, 2);
     }
 }

@@ -203,7 +203,7 @@ impl SbRotation {
                 });
             }
             while let Some((v, off)) = self.undo.pop() {
-                m.place(v, m.mems.base_partition[v], off);
+                m.place(v, m.mems().base_partition[v], off);
             }
         }
         rep
@@ -219,34 +219,34 @@ impl SbRotation {
             return 0;
         }
         let fixed = MemFlags::PINNED | MemFlags::INPUT | MemFlags::OUTPUT;
-        for v in m.mems.space.keys() {
-            let ok = m.mems.space[v] == Space::Sb
+        for v in m.mems().space.keys() {
+            let ok = m.mems().space[v] == Space::Sb
                 && m.is_placed(v)
                 && live.interval(v).is_some()
-                && !m.mems.flags[v].intersects(fixed)
+                && !m.mems().flags[v].intersects(fixed)
                 && live.access_writes(v).next() == Some(true);
             self.movable.push(ok);
         }
-        for i in m.insts.flags.keys() {
-            if m.insts.flags[i].contains(InstFlags::IN_PLACE) {
+        for i in m.insts().flags.keys() {
+            if m.insts().flags[i].contains(InstFlags::IN_PLACE) {
                 for a in m.inputs(i).chain(m.outputs(i)) {
-                    self.movable[m.aps.loc[a].index()] = false;
+                    self.movable[m.aps().loc[a].index()] = false;
                 }
             }
         }
         // Tiles first read that are not inputs read what a tile sharing
         // their cells left there: neither side may move.
-        for r in m.mems.space.keys() {
-            let relies = m.mems.space[r] == Space::Sb
+        for r in m.mems().space.keys() {
+            let relies = m.mems().space[r] == Space::Sb
                 && m.is_placed(r)
-                && !m.mems.flags[r].contains(MemFlags::INPUT)
+                && !m.mems().flags[r].contains(MemFlags::INPUT)
                 && live.access_writes(r).next() == Some(false);
             if !relies {
                 continue;
             }
-            let cr = cells(m, r, m.mems.offset[r]);
-            for v in m.mems.space.keys() {
-                if self.movable[v.index()] && meets(cr, cells(m, v, m.mems.offset[v])) {
+            let cr = cells(m, r, m.mems().offset[r]);
+            for v in m.mems().space.keys() {
+                if self.movable[v.index()] && meets(cr, cells(m, v, m.mems().offset[v])) {
                     self.movable[v.index()] = false;
                 }
             }
@@ -281,19 +281,19 @@ impl SbRotation {
                     if !self.movable.get(v.index()).copied().unwrap_or(false) {
                         continue;
                     }
-                    let from = m.mems.offset[v];
+                    let from = m.mems().offset[v];
                     for to in self.gaps(m, live, v, partner, limit) {
                         if to == from || !within(tried, spent) {
                             continue;
                         }
                         tried += 1;
-                        m.place(v, m.mems.base_partition[v], to);
+                        m.place(v, m.mems().base_partition[v], to);
                         let r = self.schedule.run(m, &quick);
                         spent = spent.saturating_add(r.executions);
                         if (r.makespan, r.placement_waits) < (best.makespan, best.placement_waits) {
                             if probe && self.undo.len() == self.undo.capacity() {
                                 // No room to undo it later: take it back now.
-                                m.place(v, m.mems.base_partition[v], from);
+                                m.place(v, m.mems().base_partition[v], from);
                                 break 'rounds;
                             }
                             if probe {
@@ -306,7 +306,7 @@ impl SbRotation {
                             best = r;
                             continue 'rounds;
                         }
-                        m.place(v, m.mems.base_partition[v], from);
+                        m.place(v, m.mems().base_partition[v], from);
                     }
                 }
             }
@@ -335,11 +335,11 @@ impl SbRotation {
         };
         let me = cells(m, v, 0);
         self.busy.clear();
-        for w in m.mems.space.keys() {
-            if w == v || m.mems.space[w] != Space::Sb || !m.is_placed(w) {
+        for w in m.mems().space.keys() {
+            if w == v || m.mems().space[w] != Space::Sb || !m.is_placed(w) {
                 continue;
             }
-            let cw = cells(m, w, m.mems.offset[w]);
+            let cw = cells(m, w, m.mems().offset[w]);
             if cw.p0 >= me.p1 || me.p0 >= cw.p1 {
                 continue;
             }
@@ -355,7 +355,7 @@ impl SbRotation {
         }
         self.busy.sort_unstable();
         let bytes = me.b1;
-        let align = (m.mems.align[v] as u64).max(1);
+        let align = (m.mems().align[v] as u64).max(1);
         let mut high = None;
         let mut pos = 0u64;
         for k in 0..=self.busy.len() {
@@ -387,12 +387,12 @@ const GAPS_TRIED: usize = 2;
 
 /// The cells of `v` with its bytes at `offset`.
 fn cells(m: &Module, v: MemLoc, offset: u64) -> Cells {
-    let p0 = m.mems.base_partition[v] as u32;
+    let p0 = m.mems().base_partition[v] as u32;
     Cells {
         p0,
-        p1: p0 + m.mems.partitions[v] as u32,
+        p1: p0 + m.mems().partitions[v] as u32,
         b0: offset,
-        b1: offset + m.mems.bytes[v] as u64,
+        b1: offset + m.mems().bytes[v] as u64,
     }
 }
 
@@ -403,11 +403,11 @@ fn meets(a: Cells, b: Cells) -> bool {
 
 /// The end of the highest placed SB tile (bytes per partition).
 fn sb_peak(m: &Module) -> u64 {
-    m.mems
+    m.mems()
         .space
         .keys()
-        .filter(|&v| m.mems.space[v] == Space::Sb && m.is_placed(v))
-        .map(|v| m.mems.offset[v] + m.mems.bytes[v] as u64)
+        .filter(|&v| m.mems().space[v] == Space::Sb && m.is_placed(v))
+        .map(|v| m.mems().offset[v] + m.mems().bytes[v] as u64)
         .max()
         .unwrap_or(0)
 }
@@ -468,7 +468,7 @@ mod tests {
         // headroom (the outputs live with it hold 512..1536), `a` does: in
         // `o2`'s cells, which `o2` takes only after `a`'s last read.
         let a = m.mem_by_name("a").unwrap();
-        assert_eq!(m.mems.offset[a], 1024);
+        assert_eq!(m.mems().offset[a], 1024);
         assert_eq!((rep.peak_before, rep.peak_after), (1536, 1536));
         assert_eq!(rep.probe, None);
         assert_placed_legally("rotated", &m);
@@ -489,7 +489,7 @@ mod tests {
         assert_eq!((rep.movable, rep.moved), (2, 1));
         // The lowest gap free of `a` and of the outputs live with `b`.
         let b = m.mem_by_name("b").unwrap();
-        assert_eq!(m.mems.offset[b], 1536);
+        assert_eq!(m.mems().offset[b], 1536);
         assert_eq!(
             (rep.peak_before, rep.peak_after, rep.limit),
             (1536, 2048, 2304)
@@ -513,8 +513,8 @@ mod tests {
             (2048, rep.makespan_unlimited, 1)
         );
         // The probe's moves are undone: the placement is the input's.
-        for v in before.mems.space.keys() {
-            assert_eq!(m.mems.offset[v], before.mems.offset[v]);
+        for v in before.mems().space.keys() {
+            assert_eq!(m.mems().offset[v], before.mems().offset[v]);
         }
     }
 

@@ -178,9 +178,9 @@ impl SpillRecord {
             reload_before: reload.before,
             reload_hoisted: reload.hoisted,
             part_start: 0,
-            part_count: m.mems.partitions[v],
+            part_count: m.mems().partitions[v],
             byte_lo: 0,
-            byte_hi: m.mems.bytes[v],
+            byte_hi: m.mems().bytes[v],
             remat: remat.is_some(),
             slot_part,
             slot_byte,
@@ -281,7 +281,7 @@ pub fn outer_loop_span(m: &Module, order: &LinearOrder, at: u32) -> (u32, u32) {
         if let Some((s, e)) = order.loop_span(l) {
             span = (s.min(span.0), e.max(span.1));
         }
-        l = m.loops.parent[l];
+        l = m.loops().parent[l];
     }
     span
 }
@@ -327,7 +327,7 @@ pub fn loop_split_ok(
                 return false;
             }
         }
-        l = m.loops.parent[l];
+        l = m.loops().parent[l];
     }
     true
 }
@@ -361,7 +361,7 @@ pub fn reload_point(
     while l.is_valid() {
         match order.loop_span(l) {
             Some((s, e)) if s <= at && at <= e => break,
-            Some((s, e)) if s > 0 && m.loops.trip[l] != 1 => {
+            Some((s, e)) if s > 0 && m.loops().trip[l] != 1 => {
                 let written = acc
                     .iter()
                     .zip(live.access_writes(v))
@@ -378,7 +378,7 @@ pub fn reload_point(
             }
             _ => {}
         }
-        l = m.loops.parent[l];
+        l = m.loops().parent[l];
     }
     point
 }
@@ -436,8 +436,8 @@ pub fn executions(m: &Module, order: &LinearOrder, pos: u32) -> u64 {
     let mut n = 1u64;
     let mut l = order.loop_at(pos);
     while l.is_valid() {
-        n = n.saturating_mul(m.loops.trip[l].max(1) as u64);
-        l = m.loops.parent[l];
+        n = n.saturating_mul(m.loops().trip[l].max(1) as u64);
+        l = m.loops().parent[l];
     }
     n
 }
@@ -480,15 +480,15 @@ pub fn store_runs(m: &Module, order: &LinearOrder, p: u32) -> u64 {
     let i = order.inst_at(p);
     let nest = i.is_valid().then(|| {
         m.outputs(i)
-            .find_map(|o| tiling_nest(m, order, m.aps.loc[o], p))
+            .find_map(|o| tiling_nest(m, order, m.aps().loc[o], p))
     });
     match nest.flatten() {
         Some((nest, _)) => {
             let mut n = 1u64;
-            let mut l = m.loops.parent[nest];
+            let mut l = m.loops().parent[nest];
             while l.is_valid() {
-                n = n.saturating_mul(m.loops.trip[l].max(1) as u64);
-                l = m.loops.parent[l];
+                n = n.saturating_mul(m.loops().trip[l].max(1) as u64);
+                l = m.loops().parent[l];
             }
             n
         }
@@ -544,7 +544,7 @@ pub fn invariant_split(
             }
             outer = Some(span);
         }
-        l = m.loops.parent[l];
+        l = m.loops().parent[l];
     }
     let (s, e) = outer?;
     if !touched_before(s) {
@@ -579,7 +579,7 @@ pub fn invariant_split(
             }
             _ => {}
         }
-        l = m.loops.parent[l];
+        l = m.loops().parent[l];
     }
     Some(InvariantSplit {
         first,
@@ -676,7 +676,7 @@ pub fn slice_split(
             if x == t {
                 return true;
             }
-            x = m.loops.parent[x];
+            x = m.loops().parent[x];
         }
         false
     };
@@ -684,7 +684,7 @@ pub fn slice_split(
     let (mut plo, mut phi, mut blo, mut bhi) = (i64::MAX, i64::MIN, i64::MAX, i64::MIN);
     for &p in acc.get(k0..k1)? {
         let i = order.inst_at(p);
-        for a in m.all_aps(i).filter(|&a| m.aps.loc[a] == v) {
+        for a in m.all_aps(i).filter(|&a| m.aps().loc[a] == v) {
             let ext = m.ap_ext(a);
             if ext.reg.is_some() {
                 return None;
@@ -719,7 +719,7 @@ pub fn slice_split(
     }
     let mut terms = terms?;
     terms.write_back_after = write_back_after;
-    if plo < 0 || blo < 0 || phi <= plo || bhi <= blo || bhi - blo >= m.mems.bytes[v] as i64 {
+    if plo < 0 || blo < 0 || phi <= plo || bhi <= blo || bhi - blo >= m.mems().bytes[v] as i64 {
         return None;
     }
     // Every write of `v` in `L` writes the whole slice (with the slice's
@@ -728,7 +728,7 @@ pub fn slice_split(
     // loop around the write, where `v`'s own space is reused.
     for &p in acc.get(k0..k1)? {
         let i = order.inst_at(p);
-        for a in m.outputs(i).filter(|&a| m.aps.loc[a] == v) {
+        for a in m.outputs(i).filter(|&a| m.aps().loc[a] == v) {
             let mut rest: ApExt = m.ap_ext(a).clone();
             rest.terms.retain(|t| !outward(t.lp));
             let x = m.ap_extent_with(a, &rest);
@@ -740,7 +740,7 @@ pub fn slice_split(
     }
     // The loops around `l`: the slot must hold the value each of their
     // iterations reads in `l`.
-    let mut p = m.loops.parent[l];
+    let mut p = m.loops().parent[l];
     while p.is_valid() {
         if let Some((ps, pe)) = order.repeating_span(m, p) {
             let kin = acc.partition_point(|&q| q < ps);
@@ -759,7 +759,7 @@ pub fn slice_split(
                 return None;
             }
         }
-        p = m.loops.parent[p];
+        p = m.loops().parent[p];
     }
     Some(SliceSplit {
         span: (s, e),
@@ -808,7 +808,7 @@ pub fn slice_traffic(
     at: u32,
     split: &SliceSplit,
 ) -> (u64, u64) {
-    let whole = m.mems.partitions[v] as u64 * m.mems.bytes[v] as u64;
+    let whole = m.mems().partitions[v] as u64 * m.mems().bytes[v] as u64;
     let slice = split.part_count as u64 * split.slice_bytes();
     let store = slice_remat(m, order, live, v, split)
         .is_none()
@@ -858,7 +858,7 @@ pub fn best_slice_split(
     by_bytes: bool,
     accept: impl Fn(&SliceSplit) -> bool,
 ) -> Option<(u64, SliceSplit)> {
-    let bytes = m.mems.bytes[v] as u64;
+    let bytes = m.mems().bytes[v] as u64;
     let mut best: Option<(u64, SliceSplit)> = None;
     let acc = live.accesses(v);
     let next = acc.get(acc.partition_point(|&q| q <= at)).copied();
@@ -871,7 +871,7 @@ pub fn best_slice_split(
                     return false;
                 }
             }
-            l = m.loops.parent[l];
+            l = m.loops().parent[l];
         }
         true
     };
@@ -914,7 +914,7 @@ pub fn best_slice_split(
                     best = Some((score, split));
                 }
             }
-            l = m.loops.parent[l];
+            l = m.loops().parent[l];
         }
     }
     best
@@ -934,8 +934,8 @@ pub fn invariant_score(
     after: u32,
     split: &InvariantSplit,
 ) -> u64 {
-    let bytes = m.mems.bytes[v] as u64;
-    let moved = m.mems.partitions[v] as u64 * bytes;
+    let bytes = m.mems().bytes[v] as u64;
+    let moved = m.mems().partitions[v] as u64 * bytes;
     let reload = reload_point(m, order, live, v, at, after);
     let remat = remat_source(m, order, live, v, after).is_some();
     let store = (!remat).then_some(split.store_after);
@@ -965,7 +965,8 @@ impl SpillRecord {
         let mut moved = part.saturating_mul(spill_runs(m, order, None, reload.runs_at()));
         let mut cycles = spill_cost(m, order, part, None, reload.runs_at());
         if self.store_after != u32::MAX {
-            let whole = m.mems.partitions[self.victim] as u64 * m.mems.bytes[self.victim] as u64;
+            let whole =
+                m.mems().partitions[self.victim] as u64 * m.mems().bytes[self.victim] as u64;
             let nest = tiling_nest(m, order, self.victim, self.store_after).is_some();
             let stored = match self.slice {
                 Some(_) => whole,
@@ -991,8 +992,8 @@ fn fully_defines(m: &Module, order: &LinearOrder, v: MemLoc, pos: u32) -> bool {
     let i = order.inst_at(pos);
     i.is_valid()
         && m.outputs(i)
-            .any(|o| m.aps.loc[o] == v && m.is_full_access(o))
-        && !m.inputs(i).any(|a| m.aps.loc[a] == v)
+            .any(|o| m.aps().loc[o] == v && m.is_full_access(o))
+        && !m.inputs(i).any(|a| m.aps().loc[a] == v)
 }
 
 /// The loop nest in which the instruction at `pos` writes all of `v`
@@ -1008,10 +1009,10 @@ fn fully_defines(m: &Module, order: &LinearOrder, v: MemLoc, pos: u32) -> bool {
 /// nest) and the pattern.
 pub fn tiling_nest(m: &Module, order: &LinearOrder, v: MemLoc, pos: u32) -> Option<(Loop, Ap)> {
     let i = order.inst_at(pos);
-    if !i.is_valid() || m.inputs(i).any(|a| m.aps.loc[a] == v) {
+    if !i.is_valid() || m.inputs(i).any(|a| m.aps().loc[a] == v) {
         return None;
     }
-    let mut outs = m.outputs(i).filter(|&o| m.aps.loc[o] == v);
+    let mut outs = m.outputs(i).filter(|&o| m.aps().loc[o] == v);
     let (Some(o), None) = (outs.next(), outs.next()) else {
         return None;
     };
@@ -1027,7 +1028,7 @@ pub fn tiling_nest(m: &Module, order: &LinearOrder, v: MemLoc, pos: u32) -> Opti
             found += 1;
             outer = l;
         }
-        l = m.loops.parent[l];
+        l = m.loops().parent[l];
     }
     if found != ext.terms.len() {
         return None;
@@ -1035,7 +1036,7 @@ pub fn tiling_nest(m: &Module, order: &LinearOrder, v: MemLoc, pos: u32) -> Opti
     let (s, e) = order.loop_span(outer)?;
     for q in s..=e {
         let j = order.inst_at(q);
-        if q != pos && j.is_valid() && m.all_aps(j).any(|a| m.aps.loc[a] == v) {
+        if q != pos && j.is_valid() && m.all_aps(j).any(|a| m.aps().loc[a] == v) {
             return None;
         }
     }
@@ -1043,7 +1044,7 @@ pub fn tiling_nest(m: &Module, order: &LinearOrder, v: MemLoc, pos: u32) -> Opti
     let mut parts: ArrayVec<(i64, u32), MAX_IV_TERMS> = ArrayVec::new();
     let mut bytes = parts.clone();
     for t in &ext.terms {
-        let trip = m.loops.trip[t.lp];
+        let trip = m.loops().trip[t.lp];
         let (stride, dim) = match (t.parts, t.bytes) {
             (0, b) if b > 0 => (b, &mut bytes),
             (p, 0) if p > 0 => (p as i64, &mut parts),
@@ -1066,14 +1067,14 @@ pub fn tiling_nest(m: &Module, order: &LinearOrder, v: MemLoc, pos: u32) -> Opti
     };
     let tiles = covers(
         &mut parts,
-        m.aps.part_start[o] as u64,
-        u16::from(m.aps.part_count[o]) as u64,
-        m.mems.partitions[v] as u64,
+        m.aps().part_start[o] as u64,
+        u16::from(m.aps().part_count[o]) as u64,
+        m.mems().partitions[v] as u64,
     ) && covers(
         &mut bytes,
-        m.aps.offset[o] as u64,
+        m.aps().offset[o] as u64,
         m.ap_bytes_per_partition(o),
-        m.mems.bytes[v] as u64,
+        m.mems().bytes[v] as u64,
     );
     tiles.then_some((outer, o))
 }
@@ -1090,9 +1091,9 @@ fn defines_in(m: &Module, order: &LinearOrder, v: MemLoc, pos: u32, ctx: Loop) -
     let Some((nest, _)) = tiling_nest(m, order, v, pos) else {
         return false;
     };
-    let mut l = m.loops.parent[nest];
+    let mut l = m.loops().parent[nest];
     while l.is_valid() && l != ctx {
-        l = m.loops.parent[l];
+        l = m.loops().parent[l];
     }
     l == ctx
 }
@@ -1136,7 +1137,7 @@ pub fn remat_from(
     let k = live.last_write_among(v, before)?;
     let def = acc[k];
     let i = order.inst_at(def);
-    if !i.is_valid() || m.insts.opcode[i] != Opcode::Load {
+    if !i.is_valid() || m.insts().opcode[i] != Opcode::Load {
         return None;
     }
     let mut outs = m.outputs(i);
@@ -1147,17 +1148,24 @@ pub fn remat_from(
     let (Some(a), None) = (ins.next(), ins.next()) else {
         return None;
     };
-    let src = m.aps.loc[a];
+    let src = m.aps().loc[a];
     // A plain dense block of `v`'s rows and bytes per row, inside `src`.
-    let (part, count) = (m.aps.part_start[a] as u16, u16::from(m.aps.part_count[a]));
-    let (byte, per_row) = (m.aps.offset[a], m.ap_bytes_per_partition(a));
+    let (part, count) = (
+        m.aps().part_start[a] as u16,
+        u16::from(m.aps().part_count[a]),
+    );
+    let (byte, per_row) = (m.aps().offset[a], m.ap_bytes_per_partition(a));
     let rectangle = m.ap_is_plain(a)
         && m.is_contiguous(a)
-        && count == m.mems.partitions[v]
-        && per_row == m.mems.bytes[v] as u64
-        && part as u32 + count as u32 <= m.mems.partitions[src] as u32
-        && byte as u64 + per_row <= m.mems.bytes[src] as u64;
-    if m.aps.loc[o] != v || !m.is_full_access(o) || m.mems.space[src] != Space::Dram || !rectangle {
+        && count == m.mems().partitions[v]
+        && per_row == m.mems().bytes[v] as u64
+        && part as u32 + count as u32 <= m.mems().partitions[src] as u32
+        && byte as u64 + per_row <= m.mems().bytes[src] as u64;
+    if m.aps().loc[o] != v
+        || !m.is_full_access(o)
+        || m.mems().space[src] != Space::Dram
+        || !rectangle
+    {
         return None;
     }
     let (lo, _) = outer_loop_span(m, order, def);
@@ -1191,7 +1199,12 @@ pub fn remat_source(
 /// store and the reload copy, never convert. Left unplaced (each allocator
 /// places its slots its own way).
 pub fn add_slot(m: &mut Module, of: MemLoc, name: &str) -> Result<MemLoc, IrError> {
-    let s = m.try_add_mem(name, Space::Dram, m.mems.partitions[of], m.mems.bytes[of])?;
+    let s = m.try_add_mem(
+        name,
+        Space::Dram,
+        m.mems().partitions[of],
+        m.mems().bytes[of],
+    )?;
     m.set_mem_flags(s, MemFlags::SPILL | MemFlags::INTERNAL);
     m.set_elem_size(s, m.elem_size(of))?;
     Ok(s)
@@ -1209,10 +1222,10 @@ pub fn add_reload_copy(
     partitions: u16,
     bytes: u32,
 ) -> Result<MemLoc, IrError> {
-    let copy = m.try_add_mem(name, m.mems.space[of], partitions, bytes)?;
+    let copy = m.try_add_mem(name, m.mems().space[of], partitions, bytes)?;
     m.set_mem_flags(copy, MemFlags::RELOAD | MemFlags::INTERNAL);
-    m.set_dtype(copy, m.mems.dtype[of])?;
-    m.set_align(copy, m.mems.align[of])?;
+    m.set_dtype(copy, m.mems().dtype[of])?;
+    m.set_align(copy, m.mems().align[of])?;
     Ok(copy)
 }
 
@@ -1318,7 +1331,7 @@ pub fn finalize(
 fn repoint(m: &mut Module, i: Inst, r: &SpillRecord) -> Result<(), IrError> {
     let aps: heapless::Vec<crate::ir::Ap, 32> = m.all_aps(i).collect();
     for (k, a) in aps.into_iter().enumerate() {
-        let l = m.aps.loc[a];
+        let l = m.aps().loc[a];
         if l == r.origin || l == r.victim {
             if let Some(t) = r.slice {
                 let mut ext = m.ap_ext(a).clone();

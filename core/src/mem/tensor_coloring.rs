@@ -247,8 +247,8 @@ impl DisplayNamed for ColoringError {
                         f,
                         ", the largest being %{} ({} x {})",
                         m.mem_name(tensor),
-                        m.mems.partitions[tensor],
-                        m.mems.bytes[tensor]
+                        m.mems().partitions[tensor],
+                        m.mems().bytes[tensor]
                     )?;
                 }
                 if spilling {
@@ -453,7 +453,12 @@ impl ColoringWorkspace {
                 .mems
                 .max(m.num_mems().saturating_add(2 * SPILL_HEADROOM))
         } else {
-            let dram = m.mems.space.values().filter(|&&s| s == Space::Dram).count();
+            let dram = m
+                .mems()
+                .space
+                .values()
+                .filter(|&&s| s == Space::Dram)
+                .count();
             dram.saturating_add(new_dram)
         }
     }
@@ -754,20 +759,20 @@ fn fill(
     locs.clear();
     let t = &m.target;
     let bank = t.psum_bank_bytes.max(1) as u64;
-    for v in m.mems.space.keys() {
-        if m.mems.space[v] != space {
+    for v in m.mems().space.keys() {
+        if m.mems().space[v] != space {
             continue;
         }
-        let flags = m.mems.flags[v];
+        let flags = m.mems().flags[v];
         let placed = m.is_placed(v);
         if space == Space::Dram && !placed && flags.intersects(MemFlags::INPUT | MemFlags::OUTPUT) {
             continue;
         }
         let Some(iv) = live.interval(v) else { continue };
-        let parts = m.mems.partitions[v];
-        let bytes = m.mems.bytes[v] as u64;
+        let parts = m.mems().partitions[v];
+        let bytes = m.mems().bytes[v] as u64;
         let (size, align, partitions) = match space {
-            Space::Sb => (bytes, m.mems.align[v].max(1) as u64, parts),
+            Space::Sb => (bytes, m.mems().align[v].max(1) as u64, parts),
             Space::Psum => {
                 let banks = bytes.div_ceil(bank);
                 if banks > t.psum_max_banks_per_tensor as u64 {
@@ -778,14 +783,14 @@ fn fill(
                 }
                 (banks * bank, bank, parts)
             }
-            Space::Dram => (parts as u64 * bytes, m.mems.align[v].max(1) as u64, 1),
+            Space::Dram => (parts as u64 * bytes, m.mems().align[v].max(1) as u64, 1),
         };
         let pin = placed.then(|| Placement {
-            offset: m.mems.offset[v],
+            offset: m.mems().offset[v],
             base: if space == Space::Dram {
                 0
             } else {
-                m.mems.base_partition[v]
+                m.mems().base_partition[v]
             },
         });
         p.push(Buffer {
@@ -1039,12 +1044,12 @@ fn overflow_point(p: &Problem, out: &[Placement], cap: u64) -> Option<(u32, u64)
 fn live_at(m: &Module, space: Space, live: &MemLiveness, at: u32) -> (u32, MemLoc) {
     let mut n = 0;
     let mut best = (0u64, MemLoc::INVALID);
-    for v in m.mems.space.keys() {
-        if m.mems.space[v] != space || !live.interval(v).is_some_and(|iv| iv.contains(at)) {
+    for v in m.mems().space.keys() {
+        if m.mems().space[v] != space || !live.interval(v).is_some_and(|iv| iv.contains(at)) {
             continue;
         }
         n += 1;
-        let area = m.mems.partitions[v] as u64 * m.mems.bytes[v] as u64;
+        let area = m.mems().partitions[v] as u64 * m.mems().bytes[v] as u64;
         if area > best.0 {
             best = (area, v);
         }
@@ -1071,12 +1076,12 @@ fn split_candidate(
     if before == at {
         return None;
     }
-    let bytes = m.mems.bytes[v] as u64;
+    let bytes = m.mems().bytes[v] as u64;
     if !loop_split_ok(m, &ws.order, &ws.live, v, at) {
         // A tile the loop only reads, read before the peak too: two
         // copies in the loop (see `spill::invariant_split`).
         let split = invariant_split(m, &ws.order, &ws.live, v, at)?;
-        let moved = m.mems.partitions[v] as u64 * bytes;
+        let moved = m.mems().partitions[v] as u64 * bytes;
         let reload = reload_point(m, &ws.order, &ws.live, v, at, after);
         let remat = remat_source(m, &ws.order, &ws.live, v, after).is_some();
         let store = (!remat).then_some(split.store_after);
@@ -1105,7 +1110,7 @@ fn split_candidate(
             &ws.live,
             v,
             bytes,
-            m.mems.partitions[v],
+            m.mems().partitions[v],
             before,
             at,
             after,
@@ -1133,11 +1138,11 @@ fn spill_round(
     report: &mut ColoringReport,
 ) -> Result<u32, ColoringError> {
     ws.candidates.clear();
-    for v in m.mems.space.keys() {
-        if m.mems.space[v] != space || m.is_placed(v) {
+    for v in m.mems().space.keys() {
+        if m.mems().space[v] != space || m.is_placed(v) {
             continue;
         }
-        if m.mems.flags[v].intersects(MemFlags::PINNED | MemFlags::INPUT | MemFlags::OUTPUT) {
+        if m.mems().flags[v].intersects(MemFlags::PINNED | MemFlags::INPUT | MemFlags::OUTPUT) {
             continue;
         }
         let Some(iv) = ws.live.interval(v) else {
@@ -1199,8 +1204,8 @@ fn spill_round(
         report.reloads += copies;
         let n = report.spills + count;
         let name = spill_name(m, v, n, "Slot");
-        let parts = m.mems.partitions[v];
-        let bytes = m.mems.bytes[v];
+        let parts = m.mems().partitions[v];
+        let bytes = m.mems().bytes[v];
         // A reload that can read the DRAM the value came from needs no
         // store and no slot: one DMA instead of two, at every level. (For
         // an invariant split the DRAM is unwritten from the load's loop
@@ -1318,8 +1323,8 @@ fn slice_split_records(
     n: u32,
     report: &mut ColoringReport,
 ) -> Result<u64, ColoringError> {
-    let parts = m.mems.partitions[v];
-    let bytes = m.mems.bytes[v];
+    let parts = m.mems().partitions[v];
+    let bytes = m.mems().bytes[v];
     let remat = slice_remat(ws, m, v, split);
     let (cycles, moved) = slice_traffic(m, ws, v, at, split);
     let slot = match remat {
@@ -1515,7 +1520,7 @@ mod tests {
                 // a is an unmodified load of x: rematerialized, no store.
                 let stores = m
                     .program_order()
-                    .filter(|&i| m.insts.flags[i].contains(InstFlags::SPILL))
+                    .filter(|&i| m.insts().flags[i].contains(InstFlags::SPILL))
                     .count();
                 assert_eq!(stores, 0);
             }
@@ -1556,7 +1561,7 @@ mod tests {
         ws.reserve(&mut m);
         let r = color(&mut m, Space::Psum, &mut ws);
         assert_eq!(r.peak, 2 * 2048);
-        assert_ne!(m.mems.bank[p0], m.mems.bank[p1]);
+        assert_ne!(m.mems().bank[p0], m.mems().bank[p1]);
         color(&mut m, Space::Sb, &mut ws);
         check(&original, &m);
     }

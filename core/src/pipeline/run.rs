@@ -918,8 +918,8 @@ fn run_from<'a>(
         return Err(PipelineError::IllegalInputPlacement { total, first });
     }
     if opts.selection() == Some(Selection::ColoringVerified) {
-        let mut unplaced = m.mems.space.keys().filter(|&v| {
-            m.mems.space[v] == Space::Psum && !m.is_placed(v) && ws.live.interval(v).is_some()
+        let mut unplaced = m.mems().space.keys().filter(|&v| {
+            m.mems().space[v] == Space::Psum && !m.is_placed(v) && ws.live.interval(v).is_some()
         });
         if let Some(first) = unplaced.next() {
             return Err(PipelineError::UnplacedPsum {
@@ -1091,10 +1091,10 @@ fn run_from<'a>(
             }
             Pass::RegSpillSlots => {
                 let needs = m
-                    .mems
+                    .mems()
                     .space
                     .keys()
-                    .any(|v| m.mems.space[v] == Space::Dram && !m.is_placed(v));
+                    .any(|v| m.mems().space[v] == Space::Dram && !m.is_placed(v));
                 if needs {
                     ws.coloring
                         .exchange_analyses(&mut ws.order, &mut ws.live, fresh);
@@ -1159,10 +1159,10 @@ fn allocates(opts: &Options, m: &Module, space: Space) -> bool {
         _ => false,
     });
     runs && m
-        .mems
+        .mems()
         .space
         .keys()
-        .any(|v| m.mems.space[v] == space && !m.is_placed(v))
+        .any(|v| m.mems().space[v] == space && !m.is_placed(v))
 }
 
 /// Gives every unplaced DRAM location a provisional address of its own,
@@ -1179,11 +1179,11 @@ fn allocates(opts: &Options, m: &Module, space: Space) -> bool {
 fn place_dram_provisionally(m: &mut Module) -> u64 {
     let base = m.target.dram_bytes.max(1).next_power_of_two();
     let mut at = base;
-    for v in m.mems.space.keys() {
-        if m.mems.space[v] != Space::Dram || m.is_placed(v) {
+    for v in m.mems().space.keys() {
+        if m.mems().space[v] != Space::Dram || m.is_placed(v) {
             continue;
         }
-        let align = (m.mems.align[v] as u64).max(m.target.dram_min_align as u64);
+        let align = (m.mems().align[v] as u64).max(m.target.dram_min_align as u64);
         at = crate::align::align_saturating(at, align);
         m.place(v, 0, at);
         at += m.mem_footprint(v);
@@ -1194,8 +1194,8 @@ fn place_dram_provisionally(m: &mut Module) -> u64 {
 /// Forgets the provisional DRAM addresses of [`place_dram_provisionally`]
 /// (every DRAM placement at or above `base`).
 fn unplace_provisional_dram(m: &mut Module, base: u64) {
-    for v in m.mems.space.keys() {
-        if m.mems.space[v] == Space::Dram && m.is_placed(v) && m.mems.offset[v] >= base {
+    for v in m.mems().space.keys() {
+        if m.mems().space[v] == Space::Dram && m.is_placed(v) && m.mems().offset[v] >= base {
             m.unplace(v);
         }
     }
@@ -1214,12 +1214,12 @@ fn summarize(m: &Module, report: &mut RunReport) {
     report.spaces[Space::Sb.slot()].capacity = t.sb_usable_bytes as u64;
     report.spaces[Space::Psum.slot()].capacity = t.psum_usable_bytes() as u64;
     report.spaces[Space::Dram.slot()].capacity = t.dram_bytes;
-    for v in m.mems.space.keys() {
+    for v in m.mems().space.keys() {
         if !m.is_placed(v) {
             continue;
         }
-        let s = m.mems.space[v];
-        let mut top = m.mems.offset[v] + m.mem_footprint(v);
+        let s = m.mems().space[v];
+        let mut top = m.mems().offset[v] + m.mem_footprint(v);
         if s == Space::Psum {
             // A PSUM tensor owns whole banks (the bound counts them so too).
             top = t.psum_footprint(top);
@@ -1238,10 +1238,10 @@ fn summarize(m: &Module, report: &mut RunReport) {
 /// assignment.
 /// `live` must describe `m` (the pipeline's fresh analyses).
 fn release_abandoned(m: &mut Module, live: &MemLiveness, space: Space) {
-    for v in m.mems.space.keys() {
-        let keep = m.mems.space[v] != space
+    for v in m.mems().space.keys() {
+        let keep = m.mems().space[v] != space
             || !m.is_placed(v)
-            || m.mems.flags[v].intersects(MemFlags::PINNED | MemFlags::INPUT | MemFlags::OUTPUT)
+            || m.mems().flags[v].intersects(MemFlags::PINNED | MemFlags::INPUT | MemFlags::OUTPUT)
             || live.interval(v).is_some();
         if !keep {
             m.unplace(v);

@@ -41,9 +41,9 @@ pub struct Reach {
 /// Where pattern `a` of instruction `i` reaches, when some iteration (or
 /// its register window) leaves its location.
 pub(super) fn outside(m: &Module, i: Inst, a: Ap) -> Option<Reach> {
-    let l = m.aps.loc[a];
+    let l = m.aps().loc[a];
     let ext = m.ap_ext(a);
-    let es = m.aps.elem_size[a] as i64;
+    let es = m.aps().elem_size[a] as i64;
     let (mut lo, mut hi) = (0i64, 0i64);
     for d in m.ap_dims(a) {
         let reach = (d.stride as i64).saturating_mul(d.count.saturating_sub(1) as i64);
@@ -53,15 +53,15 @@ pub(super) fn outside(m: &Module, i: Inst, a: Ap) -> Option<Reach> {
             hi = hi.saturating_add(reach);
         }
     }
-    let off = m.aps.offset[a] as i64;
+    let off = m.aps().offset[a] as i64;
     let mut b0 = off.saturating_add(lo.saturating_mul(es));
     let mut b1 = off.saturating_add(hi.saturating_add(1).saturating_mul(es));
-    let p = m.aps.part_start[a] as i64;
-    let n = m.aps.part_count[a] as i64;
+    let p = m.aps().part_start[a] as i64;
+    let n = m.aps().part_count[a] as i64;
     let bcast = ext.pstep == Some(0);
     let (mut p0, mut p1) = (p, p + if bcast { 1 } else { n });
     for t in &ext.terms {
-        let trip = match m.loops.trip.get(t.lp) {
+        let trip = match m.loops().trip.get(t.lp) {
             Some(&t) if t != UNKNOWN_TRIP => t.max(1),
             // An unknown trip: every iteration count is possible; the IR
             // refuses such terms, so a pass made it. Any far iteration
@@ -92,8 +92,8 @@ pub(super) fn outside(m: &Module, i: Inst, a: Ap) -> Option<Reach> {
             p1 = p1.saturating_add(dp);
         }
     }
-    let row = m.mems.bytes[l] as i64;
-    let parts = m.mems.partitions[l] as i64;
+    let row = m.mems().bytes[l] as i64;
+    let parts = m.mems().partitions[l] as i64;
     if let Some(r) = ext.reg {
         let bad_use = r.use_index as usize >= m.uses(i).len();
         if bad_use || r.window_lo >= r.window_hi || r.window_hi as i64 > row {
@@ -108,7 +108,7 @@ pub(super) fn outside(m: &Module, i: Inst, a: Ap) -> Option<Reach> {
         b0 = r.window_lo as i64;
         b1 = r.window_hi as i64;
     }
-    if m.mems.space[l] == Space::Dram && ext.pstep.is_some() {
+    if m.mems().space[l] == Space::Dram && ext.pstep.is_some() {
         let step = ext.pstep.unwrap_or(0) as i64;
         let f0 = p0.saturating_mul(row).saturating_add(b0);
         // The first row's last position over the iterations.

@@ -67,28 +67,28 @@ pub struct Module {
     /// Hostile-input limits.
     pub limits: Limits,
     /// Interned names.
-    pub(crate) names: NamePool,
+    names: NamePool,
     /// Functions.
-    pub(crate) funcs: Funcs,
+    funcs: Funcs,
     /// Blocks (index order = layout order).
-    pub(crate) blocks: Blocks,
+    blocks: Blocks,
     /// Loops.
-    pub(crate) loops: Loops,
+    loops: Loops,
     /// Instructions.
-    pub(crate) insts: Insts,
+    insts: Insts,
     /// Access patterns.
-    pub(crate) aps: Aps,
+    aps: Aps,
     /// Memory locations.
-    pub(crate) mems: Mems,
+    mems: Mems,
     /// Registers.
-    pub(crate) regs: Regs,
+    regs: Regs,
     /// Dims of the access patterns with two or more (single dims are
     /// inline in the `Aps` columns).
-    pub(crate) dims: Vec<Dim>,
+    dims: Vec<Dim>,
     /// Extensions of the access patterns that have one (`Aps::ext`).
     ap_ext: Vec<ApExt>,
     /// Register operands of all instructions.
-    pub(crate) reg_pool: Vec<Reg>,
+    reg_pool: Vec<Reg>,
     /// Location by name index ([`MemLoc::INVALID`] where none).
     mem_by_name: Column<Name, MemLoc>,
     /// Register by name index.
@@ -144,12 +144,36 @@ impl Module {
         &self.reg_pool
     }
 
+    /// The columns writable, for unit tests only: they build the broken
+    /// modules (a pattern moved off its location, a lane clash, a relinked
+    /// block) that no mutator allows, to show that the checkers refuse them.
+    #[cfg(test)]
+    pub(crate) fn columns_mut(&mut self) -> ColumnsMut<'_> {
+        ColumnsMut {
+            loops: &mut self.loops,
+            insts: &mut self.insts,
+            aps: &mut self.aps,
+            mems: &mut self.mems,
+            regs: &mut self.regs,
+        }
+    }
+
     /// An empty module with every column reserved for `cap`.
     pub fn with_capacity(target: Target, cap: Capacity) -> Module {
         let mut m = Module::new(target);
         m.reserve(cap);
         m
     }
+}
+
+/// See [`Module::columns_mut`].
+#[cfg(test)]
+pub(crate) struct ColumnsMut<'m> {
+    pub loops: &'m mut Loops,
+    pub insts: &'m mut Insts,
+    pub aps: &'m mut Aps,
+    pub mems: &'m mut Mems,
+    pub regs: &'m mut Regs,
 }
 
 #[cfg(test)]

@@ -47,7 +47,7 @@ pub(super) fn spill_victim(
     for &pos in &acc[after..] {
         let i = ws.order.inst_at(pos);
         for a in m.all_aps(i) {
-            if m.aps.loc[a] != o {
+            if m.aps().loc[a] != o {
                 continue;
             }
             // Hulls: a pattern that moves with a loop keeps every
@@ -61,9 +61,9 @@ pub(super) fn spill_victim(
         }
     }
     if plo >= phi || lo >= hi {
-        (plo, phi, lo, hi) = (0, m.mems.partitions[o], 0, m.mems.bytes[o] as u64);
+        (plo, phi, lo, hi) = (0, m.mems().partitions[o], 0, m.mems().bytes[o] as u64);
     }
-    hi = hi.min(m.mems.bytes[o] as u64);
+    hi = hi.min(m.mems().bytes[o] as u64);
     // The copy: `<name>_ReloadStore<N>_ShrinkedCopy`.
     let nth = ws.records.len();
     let mut name: heapless::String<300> = heapless::String::new();
@@ -138,7 +138,7 @@ fn slot_of(m: &mut Module, ws: &mut LsaWorkspace, o: MemLoc) -> Result<MemLoc, L
     let mut sname: heapless::String<300> = heapless::String::new();
     let _ = fmt::write(&mut sname, format_args!("{}_SpillSlot", m.mem_name(o)));
     let slot = spill::add_slot(m, o, &sname)?;
-    let at = crate::align::align_saturating(ws.dram_bump, m.mems.align[slot] as u64);
+    let at = crate::align::align_saturating(ws.dram_bump, m.mems().align[slot] as u64);
     let end = at + m.mem_footprint(slot);
     if end > m.target.dram_bytes {
         return Err(LsaError::Manager {
@@ -235,8 +235,8 @@ pub(super) fn split_victim(
         });
     }
     debug_assert_eq!(ws.origin[o.index()], o);
-    let (parts, bytes) = (m.mems.partitions[o], m.mems.bytes[o]);
-    let (base, offset) = (m.mems.base_partition[o], m.mems.offset[o]);
+    let (parts, bytes) = (m.mems().partitions[o], m.mems().bytes[o]);
+    let (base, offset) = (m.mems().base_partition[o], m.mems().offset[o]);
     let end = ws.lrm.end(o);
     let acc = ws.live.accesses(o);
     let last = *acc.last().unwrap_or(&0);
@@ -408,7 +408,7 @@ fn resplit_copy(
         return Ok(());
     };
     let r = ws.records[k];
-    let (base, offset) = (m.mems.base_partition[c], m.mems.offset[c]);
+    let (base, offset) = (m.mems().base_partition[c], m.mems().offset[c]);
     let end = ws.lrm.end(c);
     let acc = ws.live.accesses(o);
     let last = *acc.last().unwrap_or(&0);

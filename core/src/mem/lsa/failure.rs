@@ -241,21 +241,21 @@ pub(super) fn failure(
     // patterns reach it: a pattern counts only when no earlier one has the
     // same holder. Quadratic in the patterns of one instruction (at most a
     // `u8` of them), on the failure path only, and exact at any count.
-    let holder_of = |a: Ap| ws.holder[m.aps.loc[a].index()];
+    let holder_of = |a: Ap| ws.holder[m.aps().loc[a].index()];
     let mut accessed = 0u64;
     for (k, a) in m.all_aps(inst).enumerate() {
         let l = holder_of(a);
         if l.is_valid()
-            && m.mems.space[l] == space
+            && m.mems().space[l] == space
             && !m.all_aps(inst).take(k).any(|b| holder_of(b) == l)
         {
-            accessed += m.mems.bytes[l] as u64;
+            accessed += m.mems().bytes[l] as u64;
         }
     }
     let mut live_at = heapless::Vec::new();
     let mut live_bytes = 0u64;
     for &c in ws.lrm.active() {
-        live_bytes += m.mems.bytes[c] as u64;
+        live_bytes += m.mems().bytes[c] as u64;
         let mut cn: heapless::String<48> = heapless::String::new();
         for ch in m.mem_name(c).chars() {
             if cn.push(ch).is_err() {
@@ -265,8 +265,8 @@ pub(super) fn failure(
         let _ = live_at.push((
             cn,
             Rect {
-                partitions: m.mems.partitions[c],
-                bytes: m.mems.bytes[c] as u64,
+                partitions: m.mems().partitions[c],
+                bytes: m.mems().bytes[c] as u64,
             },
         ));
     }
@@ -282,10 +282,10 @@ pub(super) fn failure(
         instruction: inst,
         position: p,
         needed: Rect {
-            partitions: m.mems.partitions[v],
-            bytes: m.mems.bytes[v] as u64,
+            partitions: m.mems().partitions[v],
+            bytes: m.mems().bytes[v] as u64,
         },
-        largest_free: ws.manager.largest_free(m.mems.partitions[v]),
+        largest_free: ws.manager.largest_free(m.mems().partitions[v]),
         accessed_bytes: accessed,
         capacity: match space {
             Space::Psum => m.target.psum_usable_bytes() as u64,

@@ -129,16 +129,16 @@ pub const SPILL_SMALL_CAP: u32 = 1024;
 /// and a large module keeps the first term. A scan needing more fails with
 /// [`LsaError::SpillHeadroom`], which names the limit and how to raise it.
 pub fn default_spill_limit(m: &Module) -> u32 {
-    let on_chip = m.mems.space.values().filter(|s| s.is_on_chip()).count() as u32;
+    let on_chip = m.mems().space.values().filter(|s| s.is_on_chip()).count() as u32;
     let by_locations = on_chip / SPILL_FRACTION + SPILL_SLACK;
     if by_locations >= SPILL_SMALL_CAP {
         return by_locations;
     }
     let accesses = m
-        .aps
+        .aps()
         .loc
         .values()
-        .filter(|&&v| v.is_valid() && m.mems.space[v].is_on_chip())
+        .filter(|&&v| v.is_valid() && m.mems().space[v].is_on_chip())
         .count() as u32;
     by_locations.max(accesses.min(SPILL_SMALL_CAP))
 }
@@ -220,10 +220,10 @@ impl LsaWorkspace {
     pub fn headroom(m: &Module, opts: &LsaOptions) -> Capacity {
         let spills = Self::spill_limit(m, opts);
         let longest = m
-            .mems
+            .mems()
             .space
             .keys()
-            .filter(|&v| m.mems.space[v].is_on_chip())
+            .filter(|&v| m.mems().space[v].is_on_chip())
             .map(|v| m.mem_name(v).len())
             .max()
             .unwrap_or(0);
@@ -333,8 +333,8 @@ impl LsaWorkspace {
 /// intervals, inclusive).
 pub fn most_live(m: &Module, live: &MemLiveness, space: Space) -> usize {
     let mut events: Vec<(u32, i8)> = Vec::new();
-    for v in m.mems.space.keys() {
-        if m.mems.space[v] != space {
+    for v in m.mems().space.keys() {
+        if m.mems().space[v] != space {
             continue;
         }
         if let Some(iv) = live.interval(v) {

@@ -65,19 +65,19 @@ pub(super) fn scan(
     ws.slot.resize(ids, MemLoc::INVALID);
     ws.fixed.clear();
     ws.fixed.extend(
-        m.mems
+        m.mems()
             .space
             .keys()
-            .map(|v| m.is_placed(v) || m.mems.flags[v].contains(MemFlags::PINNED)),
+            .map(|v| m.is_placed(v) || m.mems().flags[v].contains(MemFlags::PINNED)),
     );
     ws.fixed.resize(ids, false);
     // Spill slots go above every DRAM location placed so far (a bump).
     ws.dram_bump = m
-        .mems
+        .mems()
         .space
         .keys()
-        .filter(|&v| m.mems.space[v] == Space::Dram && m.is_placed(v))
-        .map(|v| m.mems.offset[v] + m.mem_footprint(v))
+        .filter(|&v| m.mems().space[v] == Space::Dram && m.is_placed(v))
+        .map(|v| m.mems().offset[v] + m.mem_footprint(v))
         .max()
         .unwrap_or(0);
     let mut report = LsaReport::default();
@@ -95,9 +95,9 @@ pub(super) fn scan(
 pub(super) fn request(m: &Module, v: MemLoc, birth: u32, death: u32) -> Request {
     Request {
         id: v.as_u32(),
-        partitions: m.mems.partitions[v],
-        bytes: m.mems.bytes[v] as u64,
-        align: m.mems.align[v].max(1) as u64,
+        partitions: m.mems().partitions[v],
+        bytes: m.mems().bytes[v] as u64,
+        align: m.mems().align[v].max(1) as u64,
         birth,
         death,
     }
@@ -146,7 +146,7 @@ fn scan_space(
         }
         let req = request(m, v, ws.lrm.start(v), ws.lrm.end(v));
         ws.manager
-            .add_obstacle(&req, m.mems.base_partition[v], m.mems.offset[v])
+            .add_obstacle(&req, m.mems().base_partition[v], m.mems().offset[v])
             .map_err(|error| LsaError::Manager { tensor: v, error })?;
     }
     let n = ws.order.len() as u32;
@@ -177,20 +177,20 @@ fn scan_space(
             place(m, ws, space, c, p, inst, log)?;
         }
         // 3. In-place: inputs dying here hand their space to the outputs.
-        if m.insts.flags[inst].contains(InstFlags::IN_PLACE) {
+        if m.insts().flags[inst].contains(InstFlags::IN_PLACE) {
             for k in 0..m.operands(inst).n_in as usize {
                 let a = crate::ir::Ap::new(m.operands(inst).ap_start as usize + k);
-                let v = ws.holder[m.aps.loc[a].index()];
+                let v = ws.holder[m.aps().loc[a].index()];
                 // Fixed inputs too: their obstacle keeps every other tensor
                 // off their rectangle up to p, so only this instruction's
                 // outputs can take it (the verifier's in-place rule).
                 if v.is_valid()
-                    && m.mems.space[v] == space
+                    && m.mems().space[v] == space
                     && ws.lrm.end(v) == p
                     && ws.manager.is_placed(v.as_u32())
                     && !m
                         .outputs(inst)
-                        .any(|o| ws.holder[m.aps.loc[o].index()] == v)
+                        .any(|o| ws.holder[m.aps().loc[o].index()] == v)
                 {
                     expire(m, ws, v, p)?;
                 }
@@ -204,7 +204,7 @@ fn scan_space(
         }
         // Remaining-use bookkeeping.
         for a in m.all_aps(inst) {
-            let v = ws.holder[m.aps.loc[a].index()];
+            let v = ws.holder[m.aps().loc[a].index()];
             if v.is_valid() {
                 ws.lrm.use_passed(v);
             }
@@ -217,7 +217,11 @@ fn scan_space(
     // split (its inner copy's and its whole copy's) are consecutive, with
     // the same origin and point: they count as one spill.
     let mut prev: Option<(MemLoc, u32)> = None;
-    for r in ws.records.iter().filter(|r| m.mems.space[r.copy] == space) {
+    for r in ws
+        .records
+        .iter()
+        .filter(|r| m.mems().space[r.copy] == space)
+    {
         let (moved, cycles) = r.traffic(m, &ws.order);
         if prev != Some((r.origin, r.at)) {
             rep.spills += 1;
@@ -235,19 +239,19 @@ fn scan_space(
 /// [`LsaError::FixedOverlap`] (the error path only; a linear search).
 fn fixed_overlapping(m: &Module, ws: &LsaWorkspace, v: MemLoc) -> MemLoc {
     let rect = |u: MemLoc| {
-        let p0 = m.mems.base_partition[u] as u64;
-        let b0 = m.mems.offset[u];
+        let p0 = m.mems().base_partition[u] as u64;
+        let b0 = m.mems().offset[u];
         (
             p0,
-            p0 + m.mems.partitions[u] as u64,
+            p0 + m.mems().partitions[u] as u64,
             b0,
-            b0 + m.mems.bytes[u] as u64,
+            b0 + m.mems().bytes[u] as u64,
         )
     };
     let (p0, p1, b0, b1) = rect(v);
     let (s, e) = (ws.lrm.start(v), ws.lrm.end(v));
     for &u in ws.lrm.by_start() {
-        if u == v || !is_fixed(&ws.fixed, u) || m.mems.space[u] != m.mems.space[v] {
+        if u == v || !is_fixed(&ws.fixed, u) || m.mems().space[u] != m.mems().space[v] {
             continue;
         }
         if ws.lrm.start(u) > e || ws.lrm.end(u) < s {
@@ -288,7 +292,7 @@ fn place(
     let mut req = request(m, v, p, end);
     if is_fixed(&ws.fixed, v) {
         ws.manager
-            .place_fixed(&req, m.mems.base_partition[v], m.mems.offset[v])
+            .place_fixed(&req, m.mems().base_partition[v], m.mems().offset[v])
             .map_err(|e| match e {
                 ManagerError::FixedOverlap { .. } => LsaError::FixedOverlap {
                     tensor: v,

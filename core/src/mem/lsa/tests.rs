@@ -103,17 +103,20 @@ fn forced_spill_inserts_store_after_def_and_reload_before_next_use() {
     let text = rep.log.display(&m).to_string();
     assert!(text.contains("Failed to allocate %c in SB"), "{text}");
     let copy = m.mem_by_name("a_ReloadStore0_ShrinkedCopy").unwrap();
-    assert_eq!(m.mems.flags[copy], MemFlags::RELOAD | MemFlags::INTERNAL);
+    assert_eq!(m.mems().flags[copy], MemFlags::RELOAD | MemFlags::INTERNAL);
     let slot = m.mem_by_name("a_SpillSlot").unwrap();
-    assert_eq!(m.mems.space[slot], Space::Dram);
-    assert_eq!(m.mems.flags[slot], MemFlags::SPILL | MemFlags::INTERNAL);
+    assert_eq!(m.mems().space[slot], Space::Dram);
+    assert_eq!(m.mems().flags[slot], MemFlags::SPILL | MemFlags::INTERNAL);
     // Program order: memset a, SPILL save a, load b, load c, save yb,
     // RELOAD load copy, save ya (from the copy), save yc.
     let order: Vec<(Opcode, InstFlags, MemLoc)> = m
         .program_order()
         .map(|i| {
-            let src = m.inputs(i).next().map_or(MemLoc::INVALID, |a| m.aps.loc[a]);
-            (m.insts.opcode[i], m.insts.flags[i], src)
+            let src = m
+                .inputs(i)
+                .next()
+                .map_or(MemLoc::INVALID, |a| m.aps().loc[a]);
+            (m.insts().opcode[i], m.insts().flags[i], src)
         })
         .collect();
     assert_eq!(
@@ -134,10 +137,10 @@ fn forced_spill_inserts_store_after_def_and_reload_before_next_use() {
     let mut broken = m.clone();
     let save_ya = broken
         .program_order()
-        .find(|&i| broken.outputs(i).any(|o| broken.aps.loc[o] == ya))
+        .find(|&i| broken.outputs(i).any(|o| broken.aps().loc[o] == ya))
         .unwrap();
     let ap = broken.inputs(save_ya).next().unwrap();
-    broken.aps.loc[ap] = a;
+    broken.columns_mut().aps.loc[ap] = a;
     let mut d = DataflowChecker::new();
     assert!(!d.check(&original, &broken).unwrap().is_clean());
 }
@@ -161,8 +164,8 @@ fn an_unmodified_full_load_is_rematerialized_from_its_dram() {
     assert!(m.mem_by_name("a_SpillSlot").is_none());
     let reloads: Vec<MemLoc> = m
         .program_order()
-        .filter(|&i| m.insts.flags[i].intersects(InstFlags::SPILL | InstFlags::RELOAD))
-        .map(|i| m.aps.loc[m.inputs(i).next().unwrap()])
+        .filter(|&i| m.insts().flags[i].intersects(InstFlags::SPILL | InstFlags::RELOAD))
+        .map(|i| m.aps().loc[m.inputs(i).next().unwrap()])
         .collect();
     assert_eq!(reloads, [xa]);
     check_output(&original, &m);
@@ -190,10 +193,10 @@ fn a_load_of_half_of_each_row_is_rematerialized_from_that_half() {
     assert!(m.mem_by_name("a_SpillSlot").is_none());
     let reload = m
         .program_order()
-        .find(|&i| m.insts.flags[i].contains(InstFlags::RELOAD))
+        .find(|&i| m.insts().flags[i].contains(InstFlags::RELOAD))
         .unwrap();
     let src = m.inputs(reload).next().unwrap();
-    assert_eq!((m.aps.loc[src], m.aps.offset[src]), (xa, 100));
+    assert_eq!((m.aps().loc[src], m.aps().offset[src]), (xa, 100));
     check_output(&original, &m);
 }
 
@@ -225,9 +228,9 @@ fn a_tensor_written_again_later_is_spilled_and_its_writes_move_to_the_copy() {
     // The accumulate reads and writes the copy; the save reads it.
     let acc = m
         .program_order()
-        .find(|&i| m.insts.opcode[i] == Opcode::TensorTensor)
+        .find(|&i| m.insts().opcode[i] == Opcode::TensorTensor)
         .unwrap();
-    assert!(m.all_aps(acc).all(|ap| m.aps.loc[ap] == copy));
+    assert!(m.all_aps(acc).all(|ap| m.aps().loc[ap] == copy));
     check_output(&original, &m);
 }
 
@@ -251,7 +254,7 @@ fn shrinked_copy_covers_only_the_bytes_still_read() {
     b.save(z, c, 0).unwrap();
     let (original, ws, _) = scan_ok(&mut m);
     let copy = m.mem_by_name("a_ReloadStore0_ShrinkedCopy").unwrap();
-    assert_eq!((m.mems.partitions[copy], m.mems.bytes[copy]), (32, 40));
+    assert_eq!((m.mems().partitions[copy], m.mems().bytes[copy]), (32, 40));
     assert_eq!(ws.spills()[0].bytes(), 32 * 40);
     check_output(&original, &m);
 }
@@ -354,7 +357,7 @@ fn in_place_reuses_a_dying_input_only_when_marked() {
             .unwrap();
         b.save(y, c, 0).unwrap();
         let (original, _, _) = scan_ok(&mut m);
-        assert_eq!(m.mems.offset[a] == m.mems.offset[c], same);
+        assert_eq!(m.mems().offset[a] == m.mems().offset[c], same);
         check_output(&original, &m);
     }
 }
@@ -376,7 +379,7 @@ fn pinned_locations_are_obstacles() {
     let (original, _, _) = scan_ok(&mut m);
     // `a` is dead before `p` is born, but p's rectangle is still avoided
     // only while their lifetimes meet: here they do not, so a may take 0.
-    assert_eq!(m.mems.offset[p], 0);
+    assert_eq!(m.mems().offset[p], 0);
     check_output(&original, &m);
 }
 
@@ -475,13 +478,13 @@ fn generated_modules_verify_or_fail_precisely() {
                         || f.needed.partitions > f.largest_free.partitions
                 );
                 // The tensor, its space and its rectangle are the module's.
-                assert_eq!(f.space, m.mems.space[v], "seed {seed}");
+                assert_eq!(f.space, m.mems().space[v], "seed {seed}");
                 assert_eq!(f.tensor_name.as_str(), m.mem_name(v), "seed {seed}");
                 assert_eq!(
                     f.needed,
                     Rect {
-                        partitions: m.mems.partitions[v],
-                        bytes: m.mems.bytes[v] as u64,
+                        partitions: m.mems().partitions[v],
+                        bytes: m.mems().bytes[v] as u64,
                     }
                 );
                 assert!(f.largest_free.bytes <= f.capacity);

@@ -97,9 +97,9 @@ pub(super) fn choose_victim(
         if let Some((score, split)) =
             spill::best_slice_split(m, order, live, c, p, lrm.end(c), false, |_| true)
         {
-            let base = m.mems.base_partition[c];
+            let base = m.mems().base_partition[c];
             let legal =
-                m.mems.space[c] != Space::Sb || m.target.is_legal_start(base, split.part_count);
+                m.mems().space[c] != Space::Sb || m.target.is_legal_start(base, split.part_count);
             if legal {
                 offer(score, c, Plan::Slice(split));
             }
@@ -177,8 +177,8 @@ fn slice_of_copy(
             // A placed copy's slice keeps its corner; a pending one is
             // placed by the manager, at a legal start.
             && (pending
-                || m.mems.space[c] != Space::Sb
-                || m.target.is_legal_start(m.mems.base_partition[c], sp.part_count))
+                || m.mems().space[c] != Space::Sb
+                || m.target.is_legal_start(m.mems().base_partition[c], sp.part_count))
             // The slice inside the cells the copy holds.
             && sp.part_start >= r.part_start
             && sp.byte_lo >= r.byte_lo
@@ -199,7 +199,7 @@ fn accessible(
     !is_fixed(fixed, c)
         && !m
             .all_aps(inst)
-            .any(|a| holder[m.aps.loc[a].index()] == c || m.aps.loc[a] == c)
+            .any(|a| holder[m.aps().loc[a].index()] == c || m.aps().loc[a] == c)
         && origin[c.index()].is_valid()
 }
 
@@ -285,8 +285,8 @@ fn victim_score(
         order,
         live,
         o,
-        m.mems.bytes[c] as u64,
-        m.mems.partitions[c],
+        m.mems().bytes[c] as u64,
+        m.mems().partitions[c],
         store_after,
         p,
         next,

@@ -38,7 +38,7 @@ impl RegAllocator {
     /// True when `r` may join a class: its lane is not fixed and it is not a
     /// spill temporary.
     pub(super) fn coalescable(&self, m: &Module, r: Reg) -> bool {
-        !self.fixed(m, r) && !m.regs.flags[r].contains(RegFlags::SPILL_TEMP)
+        !self.fixed(m, r) && !m.regs().flags[r].contains(RegFlags::SPILL_TEMP)
     }
 
     /// Merges copy-related classes whose ranges touch only at the copy.
@@ -47,7 +47,7 @@ impl RegAllocator {
         let mut merged = 0;
         for p in 0..self.order.len() {
             let i = self.order.insts()[p];
-            if m.insts.opcode[i] != Opcode::ScalarMov {
+            if m.insts().opcode[i] != Opcode::ScalarMov {
                 continue;
             }
             let (u, d) = (m.uses(i), m.defs(i));
@@ -56,7 +56,7 @@ impl RegAllocator {
             }
             let (a, b) = (u[0], d[0]);
             if a == b
-                || m.regs.lanes[a] != m.regs.lanes[b]
+                || m.regs().lanes[a] != m.regs().lanes[b]
                 || !self.coalescable(m, a)
                 || !self.coalescable(m, b)
             {
@@ -70,7 +70,7 @@ impl RegAllocator {
             let end = self.gend[rb as usize];
             if over {
                 let (lo, hi) = (self.gstart[ra as usize] as usize, end as usize);
-                let lanes = m.regs.lanes[a] as i32;
+                let lanes = m.regs().lanes[a] as i32;
                 let worst = (lo..=hi)
                     .map(|q| self.pressure[q] - if q == p2 as usize { lanes } else { 0 })
                     .max()
@@ -81,7 +81,7 @@ impl RegAllocator {
             }
             self.parent[rb as usize] = ra;
             self.gend[ra as usize] = end;
-            self.pressure[p2 as usize] -= m.regs.lanes[a] as i32;
+            self.pressure[p2 as usize] -= m.regs().lanes[a] as i32;
             merged += 1;
         }
         merged
@@ -100,7 +100,7 @@ impl RegAllocator {
                     m.regs_mut(i)[x] = root;
                 }
             }
-            if m.insts.opcode[i] == Opcode::ScalarMov
+            if m.insts().opcode[i] == Opcode::ScalarMov
                 && m.uses(i).len() == 1
                 && m.defs(i).len() == 1
                 && m.uses(i)[0] == m.defs(i)[0]

@@ -326,8 +326,8 @@ impl RegAllocator {
     /// True when `r`'s lane is fixed: pinned, or colored on input under
     /// [`Self::set_keep_colored`].
     fn fixed(&self, m: &Module, r: Reg) -> bool {
-        m.regs.flags[r].contains(RegFlags::PINNED)
-            || (self.keep_colored && m.regs.lane[r] != NO_LANE)
+        m.regs().flags[r].contains(RegFlags::PINNED)
+            || (self.keep_colored && m.regs().lane[r] != NO_LANE)
     }
 
     /// The limit on spill temporaries for `m`.
@@ -378,7 +378,7 @@ impl RegAllocator {
         // Edges of the input: Σ over ranges of the ranges live at its start.
         let mut delta = alloc::vec![0i64; m.num_insts().max(1) + 2];
         let mut starts = alloc::vec![0i64; m.num_insts().max(1) + 2];
-        for r in m.regs.lanes.keys() {
+        for r in m.regs().lanes.keys() {
             if let Some(iv) = a.live.interval(r) {
                 delta[iv.start as usize] += 1;
                 delta[iv.end as usize + 1] -= 1;
@@ -418,7 +418,7 @@ impl RegAllocator {
         a.pressure.reserve_exact(positions + 2);
     }
 
-    /// Allocates every register of `m`; writes `m.regs.lane`.
+    /// Allocates every register of `m`; writes `m.regs().lane`.
     pub fn allocate(
         &mut self,
         m: &mut Module,
@@ -435,9 +435,9 @@ impl RegAllocator {
         let limit = self.spill_limit(m);
         let mut ccfg = cfg.color;
         ccfg.k = k;
-        for r in m.regs.lanes.keys() {
+        for r in m.regs().lanes.keys() {
             if self.fixed(m, r) {
-                let (lane, l) = (m.regs.lane[r], m.regs.lanes[r] as u32);
+                let (lane, l) = (m.regs().lane[r], m.regs().lanes[r] as u32);
                 if lane == NO_LANE || lane as u32 + l > k as u32 || (l == 2 && lane % 2 != 0) {
                     return Err(RegAllocError::Malformed {
                         what: "pinned to a lane outside the register file or misaligned",
@@ -501,7 +501,7 @@ impl RegAllocator {
                 reserved = true;
             }
             // Spill every register whose class was chosen.
-            for r in m.regs.lanes.keys() {
+            for r in m.regs().lanes.keys() {
                 let root = self.find(r.as_u32());
                 let v = self.node_of[root as usize];
                 if v != NONE && self.chosen[v as usize] && self.live.interval(r).is_some() {
@@ -526,7 +526,7 @@ impl RegAllocator {
         self.gend.clear();
         self.pressure.clear();
         self.pressure.resize(positions + 1, 0);
-        for r in m.regs.lanes.keys() {
+        for r in m.regs().lanes.keys() {
             self.parent.push(r.as_u32());
             let Some(iv) = self.live.interval(r) else {
                 self.gstart.push(NONE);
@@ -537,14 +537,14 @@ impl RegAllocator {
             let acc = self.live.accesses(r);
             if acc.first() == Some(&iv.start) && self.live.access_writes(r).next() == Some(true) {
                 let i = self.order.inst_at(iv.start);
-                if m.insts.flags[i].contains(InstFlags::IN_PLACE) {
+                if m.insts().flags[i].contains(InstFlags::IN_PLACE) {
                     s += 1;
                 }
             }
             let e = (2 * iv.end).max(s);
             self.gstart.push(s);
             self.gend.push(e);
-            let l = m.regs.lanes[r] as i32;
+            let l = m.regs().lanes[r] as i32;
             self.pressure[s as usize] += l;
             self.pressure[e as usize + 1] -= l;
         }
@@ -563,19 +563,19 @@ impl RegAllocator {
         self.n_start.clear();
         self.n_end.clear();
         self.n_fixed.clear();
-        for r in m.regs.lanes.keys() {
+        for r in m.regs().lanes.keys() {
             let ri = r.index();
             if self.parent[ri] != r.as_u32() || self.gstart[ri] == NONE {
                 continue;
             }
             self.node_of[ri] = self.node_reg.len() as u32;
             self.node_reg.push(r.as_u32());
-            self.n_lanes.push(m.regs.lanes[r]);
+            self.n_lanes.push(m.regs().lanes[r]);
             self.n_start.push(self.gstart[ri]);
             self.n_end.push(self.gend[ri]);
             let fixed = self.fixed(m, r);
             self.n_fixed
-                .push(if fixed { m.regs.lane[r] } else { NO_COLOR });
+                .push(if fixed { m.regs().lane[r] } else { NO_COLOR });
         }
     }
 
@@ -590,11 +590,11 @@ impl RegAllocator {
         let pos = best as u32 / 2;
         let mut live = ArrayVec::new();
         let (mut count, mut lanes) = (0u32, 0u32);
-        for r in m.regs.lanes.keys() {
+        for r in m.regs().lanes.keys() {
             if let Some(iv) = self.live.interval(r) {
                 if iv.contains(pos) {
                     count += 1;
-                    lanes += m.regs.lanes[r] as u32;
+                    lanes += m.regs().lanes[r] as u32;
                     // The error lists the first PRESSURE_LIST registers;
                     // `live_count` counts them all and the message marks
                     // the rest.
@@ -620,7 +620,7 @@ impl RegAllocator {
         for _ in 0..k.div_ceil(64).min(64) {
             used.push(0);
         }
-        for r in m.regs.lanes.keys() {
+        for r in m.regs().lanes.keys() {
             if self.gstart[r.index()] == NONE {
                 continue;
             }
@@ -631,7 +631,7 @@ impl RegAllocator {
             }
             let c = self.colors[v as usize];
             m.set_reg_lane(r, c);
-            for l in c as usize..c as usize + m.regs.lanes[r] as usize {
+            for l in c as usize..c as usize + m.regs().lanes[r] as usize {
                 if let Some(w) = used.get_mut(l / 64) {
                     *w |= 1 << (l % 64);
                 }

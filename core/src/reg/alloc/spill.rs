@@ -56,7 +56,7 @@ pub fn default_spill_temporaries(m: &Module) -> u32 {
     if never_spills(m) {
         return 0;
     }
-    let t = m.reg_pool.len();
+    let t = m.reg_pool().len();
     (t / SPILL_TEMP_FRACTION + SPILL_TEMP_SLACK).min(t) as u32
 }
 
@@ -68,10 +68,10 @@ pub fn default_spill_temporaries(m: &Module) -> u32 {
 /// color, and nothing spills, so the spill code needs no headroom.
 pub fn never_spills(m: &Module) -> bool {
     m.num_regs().saturating_mul(2) <= m.target.max_regs as usize
-        && m.regs.lanes.keys().all(|r| {
-            m.regs.lanes[r] <= 2
-                && !m.regs.flags[r].contains(RegFlags::PINNED)
-                && m.regs.lane[r] == NO_LANE
+        && m.regs().lanes.keys().all(|r| {
+            m.regs().lanes[r] <= 2
+                && !m.regs().flags[r].contains(RegFlags::PINNED)
+                && m.regs().lane[r] == NO_LANE
         })
 }
 
@@ -102,18 +102,18 @@ pub(super) fn spill_cycles(m: &Module) -> u64 {
     let cyc = m.target.reg_spill_cycles as u64;
     let mut cycles = 0u64;
     for i in m.program_order() {
-        let op = m.insts.opcode[i];
+        let op = m.insts().opcode[i];
         if op != Opcode::RegSpillStore && op != Opcode::RegReload {
             continue;
         }
         let mut w = 1u64;
         let mut l = m.inst_loop(i);
         while l.is_valid() {
-            let t = m.loops.trip[l];
+            let t = m.loops().trip[l];
             if t != UNKNOWN_TRIP {
                 w = w.saturating_mul(t as u64);
             }
-            l = m.loops.parent[l];
+            l = m.loops().parent[l];
         }
         cycles = cycles.saturating_add(w.saturating_mul(cyc));
     }
@@ -126,17 +126,17 @@ impl RegAllocator {
         let n = self.node_reg.len();
         self.n_cost.clear();
         self.n_cost.resize(n, 0.0);
-        for r in m.regs.lanes.keys() {
+        for r in m.regs().lanes.keys() {
             if self.gstart[r.index()] == NONE {
                 continue;
             }
             let root = self.find(r.as_u32());
             let v = self.node_of[root as usize] as usize;
-            if self.fixed(m, r) || m.regs.flags[r].contains(RegFlags::SPILL_TEMP) {
+            if self.fixed(m, r) || m.regs().flags[r].contains(RegFlags::SPILL_TEMP) {
                 self.n_cost[v] = f64::INFINITY;
                 continue;
             }
-            let lanes = m.regs.lanes[r] as f64;
+            let lanes = m.regs().lanes[r] as f64;
             let mut c = 0.0;
             for &p in self.live.accesses(r) {
                 let d = m.inst_loop_depth(self.order.inst_at(p)).min(30) as usize;
@@ -221,7 +221,7 @@ impl RegAllocator {
         report: &mut RegReport,
         limit: u32,
     ) -> Result<(), RegAllocError> {
-        let lanes = m.regs.lanes[r];
+        let lanes = m.regs().lanes[r];
         let name = Self::fresh_name(m, "spill.slot", serial);
         let lane_bytes = m.target.reg_lane_bytes;
         let slot = m.try_add_mem(&name, Space::Dram, 1, lane_bytes as u32 * lanes as u32)?;

@@ -21,9 +21,9 @@ pub(crate) fn check_registers(m: &Module) -> Result<(), alloc::string::String> {
     let live = RegLiveness::of(m, &order);
     let k = m.target.max_regs as u32;
     let mut ivs = Vec::new();
-    for r in m.regs.lanes.keys() {
+    for r in m.regs().lanes.keys() {
         let Some(iv) = live.interval(r) else { continue };
-        let (lane, l) = (m.regs.lane[r], m.regs.lanes[r] as u32);
+        let (lane, l) = (m.regs().lane[r], m.regs().lanes[r] as u32);
         if lane == NO_LANE {
             return Err(alloc::format!("{r} is live but has no lane"));
         }
@@ -39,14 +39,14 @@ pub(crate) fn check_registers(m: &Module) -> Result<(), alloc::string::String> {
             if s2 > e {
                 break;
             }
-            let (a, la) = (m.regs.lane[r] as u32, m.regs.lanes[r] as u32);
-            let (b, lb) = (m.regs.lane[r2] as u32, m.regs.lanes[r2] as u32);
+            let (a, la) = (m.regs().lane[r] as u32, m.regs().lanes[r] as u32);
+            let (b, lb) = (m.regs().lane[r2] as u32, m.regs().lanes[r2] as u32);
             if a < b + lb && b < a + la {
                 // In-place hand-off: r dies at s2 where r2 is written.
                 let i = order.inst_at(s2);
                 let handoff = e == s2
                     && s2 > s
-                    && m.insts.flags[i].contains(InstFlags::IN_PLACE)
+                    && m.insts().flags[i].contains(InstFlags::IN_PLACE)
                     && m.uses(i).contains(&r)
                     && m.defs(i).contains(&r2)
                     && !m.uses(i).contains(&r2);
@@ -74,13 +74,13 @@ pub(crate) fn trace(m: &Module, physical: bool) -> BTreeMap<u32, Vec<u32>> {
     let mut out = BTreeMap::new();
     let key = |r: Reg| -> u32 {
         if physical {
-            m.regs.lane[r] as u32
+            m.regs().lane[r] as u32
         } else {
             r.as_u32()
         }
     };
     for i in m.program_order() {
-        let op = m.insts.opcode[i];
+        let op = m.insts().opcode[i];
         let read: Vec<u32> = m
             .uses(i)
             .iter()
@@ -89,27 +89,27 @@ pub(crate) fn trace(m: &Module, physical: bool) -> BTreeMap<u32, Vec<u32>> {
         match op {
             Opcode::ScalarMov => {
                 let d = m.defs(i)[0];
-                for l in 0..m.regs.lanes[d] as u32 {
+                for l in 0..m.regs().lanes[d] as u32 {
                     lanes.insert(key(d) + if physical { l } else { 0 }, read[0]);
                 }
             }
             Opcode::RegSpillStore => {
-                let slot = m.aps.loc[m.outputs(i).next().unwrap()];
+                let slot = m.aps().loc[m.outputs(i).next().unwrap()];
                 mem.insert(slot, read[0]);
             }
             Opcode::SyncWait => {}
             Opcode::RegReload => {
-                let slot = m.aps.loc[m.inputs(i).next().unwrap()];
+                let slot = m.aps().loc[m.inputs(i).next().unwrap()];
                 let v = *mem.get(&slot).unwrap_or(&u32::MAX);
                 let d = m.defs(i)[0];
-                for l in 0..m.regs.lanes[d] as u32 {
+                for l in 0..m.regs().lanes[d] as u32 {
                     lanes.insert(key(d) + if physical { l } else { 0 }, v);
                 }
             }
             _ => {
                 out.insert(i.as_u32(), read);
                 for &d in m.defs(i) {
-                    for l in 0..m.regs.lanes[d] as u32 {
+                    for l in 0..m.regs().lanes[d] as u32 {
                         lanes.insert(key(d) + if physical { l } else { 0 }, i.as_u32());
                     }
                 }
@@ -197,7 +197,7 @@ fn coalescing_removes_copies_that_only_touch() {
     assert_eq!(rep.copies_removed, 2);
     assert!(m
         .program_order()
-        .all(|i| m.insts.opcode[i] != Opcode::ScalarMov));
+        .all(|i| m.insts().opcode[i] != Opcode::ScalarMov));
     assert_eq!(m.num_live_insts(), 3);
 }
 
@@ -215,7 +215,7 @@ fn coalescing_respects_interference() {
         .unwrap();
     let rep = allocate_checked(&mut m).unwrap();
     assert_eq!((rep.coalesced, rep.copies_removed), (0, 0));
-    assert_ne!(m.regs.lane[a], m.regs.lane[x]);
+    assert_ne!(m.regs().lane[a], m.regs().lane[x]);
 }
 
 #[test]
@@ -236,15 +236,15 @@ fn pinned_registers_keep_their_lane_and_pairs_align() {
     b.scalar(Opcode::ScalarAlu, SubOp::Add, &[w], &[p, q, s], 0)
         .unwrap();
     b.scalar(Opcode::Branch, SubOp::None, &[], &[w], 0).unwrap();
-    m.regs.flags[p] = RegFlags::PINNED;
-    m.regs.lane[p] = 3;
+    m.columns_mut().regs.flags[p] = RegFlags::PINNED;
+    m.columns_mut().regs.lane[p] = 3;
     let rep = allocate_checked(&mut m).unwrap();
     assert_eq!(rep.spilled_registers, 0);
-    assert_eq!(m.regs.lane[p], 3);
-    assert_eq!(m.regs.lane[q] % 2, 0);
-    assert_eq!(m.regs.lane[w] % 2, 0);
+    assert_eq!(m.regs().lane[p], 3);
+    assert_eq!(m.regs().lane[q] % 2, 0);
+    assert_eq!(m.regs().lane[w] % 2, 0);
     // p on 3 breaks pair (2,3): q, w and s must use (0,1) and (4,5).
-    assert_ne!(m.regs.lane[q], 2);
+    assert_ne!(m.regs().lane[q], 2);
 }
 
 #[test]
@@ -290,8 +290,8 @@ fn bad_pinned_lane_is_rejected() {
     b.func("f").unwrap();
     b.scalar(Opcode::ScalarImm, SubOp::None, &[q], &[], 1)
         .unwrap();
-    m.regs.flags[q] = RegFlags::PINNED;
-    m.regs.lane[q] = 1;
+    m.columns_mut().regs.flags[q] = RegFlags::PINNED;
+    m.columns_mut().regs.lane[q] = 1;
     let e = allocate_registers(&mut m, &RegAllocConfig::default()).unwrap_err();
     assert!(matches!(e, RegAllocError::Malformed { .. }));
 }
@@ -310,7 +310,7 @@ fn in_place_def_may_reuse_a_dying_input() {
         .scalar(Opcode::ScalarAlu, SubOp::Add, &[d], &[a, c], 0)
         .unwrap();
     b.scalar(Opcode::Branch, SubOp::None, &[], &[d], 0).unwrap();
-    m.insts.flags[i] = InstFlags::IN_PLACE;
+    m.columns_mut().insts.flags[i] = InstFlags::IN_PLACE;
     let rep = allocate_checked(&mut m).unwrap();
     assert_eq!(rep.spilled_registers, 0);
     let _ = vec![0];
@@ -328,9 +328,9 @@ mod gen_tests {
         let live = RegLiveness::of(m, &order);
         let mut w = alloc::vec![0i64; order.len() + 1];
         let mut pw = alloc::vec![0i64; order.len() + 1];
-        for r in m.regs.lanes.keys() {
+        for r in m.regs().lanes.keys() {
             if let Some(iv) = live.interval(r) {
-                let l = m.regs.lanes[r] as i64;
+                let l = m.regs().lanes[r] as i64;
                 w[iv.start as usize] += l;
                 w[iv.end as usize + 1] -= l;
                 pw[iv.start as usize] += 2;
@@ -421,7 +421,7 @@ mod gen_tests {
             assert_eq!(err, RegAllocError::SpillHeadroom { limit: 8 });
             assert!(alloc::format!("{err}").contains("set_max_spill_temporaries"));
             // ...and with room for a temporary per operand it converges.
-            let every_operand = m.reg_pool.len() as u32;
+            let every_operand = m.reg_pool().len() as u32;
             let rep = allocate_checked_with(&mut m, Some(every_operand)).unwrap();
             assert!(rep.spilled_registers > 0);
             assert!(rep.rounds >= 2);

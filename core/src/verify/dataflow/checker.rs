@@ -117,7 +117,7 @@ fn output_rows(
     k: u64,
 ) -> (usize, u32, u32, Seg) {
     let (r, seg) = loc_rect(m, layout, l);
-    let bytes = m.mems.bytes[l] as u64;
+    let bytes = m.mems().bytes[l] as u64;
     if r.parts() == 1 {
         let a = seg.a.saturating_add(q.saturating_mul(bytes));
         let b = a.saturating_add(k.saturating_mul(bytes));
@@ -382,7 +382,7 @@ impl DataflowChecker {
             self.within_budget()?;
             self.rw.read(rewritten, i)?;
             let is_original =
-                i.index() < original.num_insts() && original.insts.block[i].is_valid();
+                i.index() < original.num_insts() && original.insts().block[i].is_valid();
             if is_original {
                 loop {
                     let Some((e, _)) = self.orig.walker.next(original, &self.plan)? else {
@@ -391,7 +391,7 @@ impl DataflowChecker {
                             found: i,
                         });
                     };
-                    if e != i && rewritten.insts.block[e].is_valid() {
+                    if e != i && rewritten.insts().block[e].is_valid() {
                         return Err(DataflowError::Reordered {
                             expected: e,
                             found: i,
@@ -418,7 +418,7 @@ impl DataflowChecker {
             self.rw.write(rewritten, i)?;
         }
         while let Some((e, _)) = self.orig.walker.next(original, &self.plan)? {
-            if rewritten.insts.block[e].is_valid() {
+            if rewritten.insts().block[e].is_valid() {
                 return Err(DataflowError::Reordered {
                     expected: e,
                     found: Inst::INVALID,
@@ -455,13 +455,13 @@ impl DataflowChecker {
         // so that a fragmented output never asks the scratch for all of
         // its rows at once (a device's heap may not hold them).
         let mut per_row: Option<u64> = None;
-        for l in original.mems.space.keys() {
-            if !original.mems.flags[l].contains(MemFlags::OUTPUT) {
+        for l in original.mems().space.keys() {
+            if !original.mems().flags[l].contains(MemFlags::OUTPUT) {
                 continue;
             }
             let (parts, row) = (
-                original.mems.partitions[l] as u64,
-                original.mems.bytes[l] as u64,
+                original.mems().partitions[l] as u64,
+                original.mems().bytes[l] as u64,
             );
             let mut q = 0u64;
             while q < parts {
@@ -556,8 +556,8 @@ pub(super) fn compare(
             (Some(x), Some(y)) => {
                 x.scale == y.scale
                     && x.window_hi - x.window_lo == y.window_hi - y.window_lo
-                    && original.aps.offset[a] as i64 - x.window_lo as i64
-                        == rewritten.aps.offset[b] as i64 - y.window_lo as i64
+                    && original.aps().offset[a] as i64 - x.window_lo as i64
+                        == rewritten.aps().offset[b] as i64 - y.window_lo as i64
             }
             _ => false,
         };
@@ -575,7 +575,7 @@ pub(super) fn compare(
         let diff = first_difference(expected.operand(k), found.operand(k));
         if let Some((byte, expected, found)) = diff {
             let reads = if k < n_in {
-                Operand::Mem(rewritten.aps.loc[Ap::from_u32(ro.ap_start + k as u32)])
+                Operand::Mem(rewritten.aps().loc[Ap::from_u32(ro.ap_start + k as u32)])
             } else if k < n_in + n_use {
                 Operand::Reg(rewritten.uses(i)[k - n_in])
             } else {
@@ -585,7 +585,7 @@ pub(super) fn compare(
                     .outputs(i)
                     .filter(|&a| rewritten.ap_ext(a).is_dynamic())
                     .nth(nth);
-                Operand::Mem(a.map_or(crate::ir::MemLoc::INVALID, |a| rewritten.aps.loc[a]))
+                Operand::Mem(a.map_or(crate::ir::MemLoc::INVALID, |a| rewritten.aps().loc[a]))
             };
             tally.report(Mismatch::Read {
                 inst: i,

@@ -75,25 +75,25 @@ impl Release {
         for k in 0..blocks {
             let b = Block::new(k);
             let key = Self::after(m, b);
-            let mut i = m.blocks.first[b];
+            let mut i = m.blocks().first[b];
             while i.is_valid() {
                 for a in m.all_aps(i) {
-                    if let Some(x) = self.key.get_mut(m.aps.loc[a].index()) {
+                    if let Some(x) = self.key.get_mut(m.aps().loc[a].index()) {
                         *x = key;
                     }
                 }
-                i = m.insts.next[i];
+                i = m.insts().next[i];
             }
         }
         // Counting sort of the droppable locations by key.
         grow(&mut self.starts, blocks + 2, 0)?;
         let droppable = |l: MemLoc, key: u32| {
             key != u32::MAX
-                && !m.mems.flags[l].contains(MemFlags::OUTPUT)
+                && !m.mems().flags[l].contains(MemFlags::OUTPUT)
                 && private_region(m, l).is_some()
         };
         let mut n = 0usize;
-        for l in m.mems.space.keys() {
+        for l in m.mems().space.keys() {
             let key = self.key[l.index()];
             if droppable(l, key) {
                 if let Some(c) = self.starts.get_mut(key as usize + 1) {
@@ -109,7 +109,7 @@ impl Release {
         // `next` holds the next free slot of each block's list.
         grow(&mut self.next, blocks + 1, 0)?;
         self.next.copy_from_slice(&self.starts[..blocks + 1]);
-        for l in m.mems.space.keys() {
+        for l in m.mems().space.keys() {
             let key = self.key[l.index()];
             if droppable(l, key) {
                 if let Some(at) = self.next.get_mut(key as usize) {
@@ -123,14 +123,14 @@ impl Release {
 
     /// The first block past `b` and past the outermost loop around it.
     fn after(m: &Module, b: Block) -> u32 {
-        let mut lp = m.blocks.loop_[b];
+        let mut lp = m.blocks().loop_[b];
         if !lp.is_valid() {
             return b.index() as u32 + 1;
         }
-        while m.loops.parent[lp].is_valid() {
-            lp = m.loops.parent[lp];
+        while m.loops().parent[lp].is_valid() {
+            lp = m.loops().parent[lp];
         }
-        m.loops.end_block[lp].index() as u32
+        m.loops().end_block[lp].index() as u32
     }
 
     /// Called as the walk starts an instruction of block `b`: drops from
@@ -143,7 +143,7 @@ impl Release {
         state: &mut CellMap,
     ) -> Result<(), DataflowError> {
         let k = b.index() as u32;
-        if k < self.done || m.blocks.loop_[b].is_valid() {
+        if k < self.done || m.blocks().loop_[b].is_valid() {
             return Ok(());
         }
         let from = self.starts.get(self.done as usize).copied().unwrap_or(0) as usize;

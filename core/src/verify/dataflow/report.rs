@@ -311,7 +311,7 @@ fn write_dataflow_error(
                 (Some(m), Some(k)) => write!(
                     f,
                     "dataflow checker: access pattern {k} (on %{}) of {} reaches below byte 0 of its location",
-                    m.mem_name(m.aps.loc[ap]),
+                    m.mem_name(m.aps().loc[ap]),
                     I(Some(m), inst)
                 ),
                 _ => write!(

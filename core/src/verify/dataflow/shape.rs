@@ -67,18 +67,18 @@ impl Layout {
         self.flat.resize(words, 0);
         for k in 0..m.num_aps() {
             let a = Ap::new(k);
-            let l = m.aps.loc[a];
+            let l = m.aps().loc[a];
             if !l.is_valid()
                 || l.index() >= m.num_mems()
-                || m.mems.space[l] != Space::Dram
+                || m.mems().space[l] != Space::Dram
                 || m.is_placed(l)
             {
                 continue;
             }
             let in_plane = m.ap_ext(a).pstep.is_none()
-                && m.ap_rows(a).1 <= m.mems.partitions[l]
+                && m.ap_rows(a).1 <= m.mems().partitions[l]
                 && m.ap_byte_span(a)
-                    .is_some_and(|(_, hi)| hi <= m.mems.bytes[l] as u64);
+                    .is_some_and(|(_, hi)| hi <= m.mems().bytes[l] as u64);
             if !in_plane {
                 self.flat[l.index() / 64] |= 1 << (l.index() % 64);
             }
@@ -217,21 +217,21 @@ pub(super) fn ap_rect(
     iv: &dyn Fn(Loop) -> Option<u32>,
 ) -> Result<Rect, DataflowError> {
     segs.clear();
-    let loc = m.aps.loc[ap];
+    let loc = m.aps().loc[ap];
     let (region, p_base, addr_base, flat) = place(m, layout, loc);
     let ext = m.ap_ext(ap);
     let bad = DataflowError::BadAccess { inst, ap };
     // The static start, moved by this execution's loop terms.
-    let (mut q0, mut base) = (m.aps.part_start[ap] as i64, m.aps.offset[ap] as i64);
+    let (mut q0, mut base) = (m.aps().part_start[ap] as i64, m.aps().offset[ap] as i64);
     for t in &ext.terms {
         let k = iv(t.lp).ok_or(bad)? as i64;
         q0 = q0.saturating_add((t.parts as i64).saturating_mul(k));
         base = base.saturating_add(t.bytes.saturating_mul(k));
     }
-    let qn = m.aps.part_count[ap] as u64;
-    let parts = m.mems.partitions[loc] as i64;
-    let bytes = m.mems.bytes[loc] as u64;
-    let bcast = ext.is_broadcast(m.mems.space[loc]);
+    let qn = m.aps().part_count[ap] as u64;
+    let parts = m.mems().partitions[loc] as i64;
+    let bytes = m.mems().bytes[loc] as u64;
+    let bcast = ext.is_broadcast(m.mems().space[loc]);
     let pitch = match (flat, ext.pstep) {
         (true, Some(step)) => step as u64,
         _ => bytes,
@@ -293,7 +293,7 @@ pub(super) fn ap_rect(
             nk -= 1;
         }
         let outer = &dims[..nk];
-        let es = m.aps.elem_size[ap] as i64;
+        let es = m.aps().elem_size[ap] as i64;
         let row_bytes = row_elems.saturating_mul(es as u64);
         for k in partitions {
             let shift = row_of(k);
@@ -351,14 +351,14 @@ pub(super) fn ap_rect(
 fn place(m: &Module, layout: &Layout, l: MemLoc) -> (usize, u64, u64, bool) {
     if !m.is_placed(l) {
         // Unplaced DRAM is flat when a pattern needs it (`Layout`).
-        let flat = m.mems.space[l] == Space::Dram && layout.is_flat(l);
+        let flat = m.mems().space[l] == Space::Dram && layout.is_flat(l);
         return (FIRST_PRIVATE + l.index(), 0, 0, flat);
     }
-    let space = m.mems.space[l];
-    let off = m.mems.offset[l];
+    let space = m.mems().space[l];
+    let off = m.mems().offset[l];
     match space {
         Space::Dram => (space.slot(), 0, off, true),
-        Space::Sb | Space::Psum => (space.slot(), m.mems.base_partition[l] as u64, off, false),
+        Space::Sb | Space::Psum => (space.slot(), m.mems().base_partition[l] as u64, off, false),
     }
 }
 
@@ -366,8 +366,8 @@ fn place(m: &Module, layout: &Layout, l: MemLoc) -> (usize, u64, u64, bool) {
 /// partition (all partitions' bytes in one segment in flat DRAM).
 pub(super) fn loc_rect(m: &Module, layout: &Layout, l: MemLoc) -> (Rect, Seg) {
     let (region, p_base, addr, flat) = place(m, layout, l);
-    let parts = m.mems.partitions[l] as u64;
-    let bytes = m.mems.bytes[l] as u64;
+    let parts = m.mems().partitions[l] as u64;
+    let bytes = m.mems().bytes[l] as u64;
     if flat {
         let n = parts.saturating_mul(bytes);
         let r = Rect {
@@ -393,8 +393,8 @@ pub(super) fn loc_rect(m: &Module, layout: &Layout, l: MemLoc) -> (Rect, Seg) {
 /// The cells of a register: (region, start, end) on partition 0.
 pub(super) fn reg_cells(m: &Module, r: Reg) -> (usize, u64, u64) {
     let lane_bytes = m.target.reg_lane_bytes as u64;
-    let n = m.regs.lanes[r] as u64 * lane_bytes;
-    match m.regs.lane[r] {
+    let n = m.regs().lanes[r] as u64 * lane_bytes;
+    match m.regs().lane[r] {
         NO_LANE => (FIRST_PRIVATE + m.num_mems() + r.index(), 0, n),
         lane => {
             let a = lane as u64 * lane_bytes;

@@ -87,8 +87,8 @@ impl Side {
         self.state.clear(regions(m));
         self.layout.compute(m)?;
         self.reads_high = 0;
-        for l in m.mems.space.keys() {
-            if m.mems.flags[l].contains(MemFlags::INPUT) {
+        for l in m.mems().space.keys() {
+            if m.mems().flags[l].contains(MemFlags::INPUT) {
                 let (r, Seg { a, b, .. }) = loc_rect(m, &self.layout, l);
                 let fill = Fill {
                     origin: Origin::Input(l),
@@ -116,7 +116,7 @@ impl Side {
     /// (a may-write keeps what it does not overwrite, so what it may keep
     /// must match too).
     pub fn read(&mut self, m: &Module, i: Inst) -> Result<(), DataflowError> {
-        self.release.enter(m, m.insts.block[i], &mut self.state)?;
+        self.release.enter(m, m.insts().block[i], &mut self.state)?;
         self.reads.clear();
         self.ops.clear();
         for a in m.inputs(i) {
@@ -183,7 +183,7 @@ impl Side {
         if m.all_aps(i).any(|a| m.ap_ext(a).is_dynamic()) {
             return None;
         }
-        let op = m.insts.opcode[i];
+        let op = m.insts().opcode[i];
         let first_in = Ap::from_u32(o.ap_start);
         let first_out = Ap::from_u32(o.ap_start + o.n_in as u32);
         match op {
@@ -192,11 +192,11 @@ impl Side {
             {
                 // A tensor copy between element types converts.
                 let (ti, to) = (
-                    m.mems.dtype[m.aps.loc[first_in]],
-                    m.mems.dtype[m.aps.loc[first_out]],
+                    m.mems().dtype[m.aps().loc[first_in]],
+                    m.mems().dtype[m.aps().loc[first_out]],
                 );
                 let same_elem = op != Opcode::TensorCopy
-                    || (m.aps.elem_size[first_in] == m.aps.elem_size[first_out]
+                    || (m.aps().elem_size[first_in] == m.aps().elem_size[first_out]
                         && (ti == to || ti.is_raw() || to.is_raw()));
                 (same_elem && self.read_bytes(0) == m.ap_bytes(first_out)).then_some(0)
             }
@@ -207,12 +207,12 @@ impl Side {
             }
             Opcode::RegReload if o.n_in == 1 && o.n_use == 0 && o.n_out == 0 && o.n_def == 1 => {
                 let r = m.defs(i)[0];
-                (self.read_bytes(0) == m.regs.lanes[r] as u64 * m.target.reg_lane_bytes as u64)
+                (self.read_bytes(0) == m.regs().lanes[r] as u64 * m.target.reg_lane_bytes as u64)
                     .then_some(0)
             }
             Opcode::ScalarMov if o.n_in == 0 && o.n_use == 1 && o.n_out == 0 && o.n_def == 1 => {
                 let (s, d) = (m.uses(i)[0], m.defs(i)[0]);
-                (m.regs.lanes[s] == m.regs.lanes[d]).then_some(0)
+                (m.regs().lanes[s] == m.regs().lanes[d]).then_some(0)
             }
             _ => None,
         }

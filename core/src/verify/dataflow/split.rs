@@ -248,7 +248,7 @@ impl OriginalHalf<'_> {
             }
             Ok(Some(x)) => x,
         };
-        if !rewritten.insts.block[e].is_valid() {
+        if !rewritten.insts().block[e].is_valid() {
             let r = self
                 .side
                 .read(original, e)
@@ -337,7 +337,7 @@ impl RewriteHalf<'_> {
             within(bytes, self.limit)?;
             self.side.read(rewritten, i)?;
             let is_original =
-                i.index() < original.num_insts() && original.insts.block[i].is_valid();
+                i.index() < original.num_insts() && original.insts().block[i].is_valid();
             if is_original {
                 match records.next()? {
                     Record::End => {

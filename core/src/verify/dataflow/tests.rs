@@ -86,11 +86,11 @@ fn spill_t(p: &Prog, reload_before_store: bool) -> (Module, MemLoc, MemLoc, Inst
     let mut r = p.m.clone();
     headroom(&mut r);
     let slot = r.try_add_mem("t_spill", Space::Dram, 128, B).unwrap();
-    r.mems.flags[slot] = MemFlags::SPILL;
+    r.columns_mut().mems.flags[slot] = MemFlags::SPILL;
     let rl = r
         .try_add_mem("t_ReloadStore0_ShrinkedCopy", Space::Sb, 128, B)
         .unwrap();
-    r.mems.flags[rl] = MemFlags::RELOAD;
+    r.columns_mut().mems.flags[rl] = MemFlags::RELOAD;
     let [i0, _, i2, _] = p.insts;
     let (sa, sb) = ([full_ap(&r, p.t)], [full_ap(&r, slot)]);
     let mut st = InstSpec::new(Opcode::Save);
@@ -106,7 +106,7 @@ fn spill_t(p: &Prog, reload_before_store: bool) -> (Module, MemLoc, MemLoc, Inst
     let at = if reload_before_store { store } else { i2 };
     let reload = r.insert_before(at, &ld).unwrap();
     let t_in = r.inputs(i2).nth(1).unwrap();
-    r.aps.loc[t_in] = rl;
+    r.columns_mut().aps.loc[t_in] = rl;
     (r, slot, rl, store, reload)
 }
 
@@ -174,7 +174,7 @@ fn consumer_repointed_to_the_wrong_location_is_caught() {
     let p = prog();
     let mut r = p.m.clone();
     let t_in = r.inputs(p.insts[2]).nth(1).unwrap();
-    r.aps.loc[t_in] = p.u;
+    r.columns_mut().aps.loc[t_in] = p.u;
     let (found, s) = one_mismatch(&p.m, &r);
     assert!(
         matches!(found, Mismatch::Read { inst, operand: 1, reads: Operand::Mem(l),
@@ -277,8 +277,8 @@ fn merge_of_two_abutting_loads_is_accepted_and_a_wrong_half_is_not() {
         for (k, a) in r.inputs(add).enumerate() {
             let half = if (k == 1) != swap { B } else { 0 };
             let sl = slice_ap(&r, both, 0, 128, half, half + B);
-            r.aps.loc[a] = both;
-            r.aps.offset[a] = sl.offset;
+            r.columns_mut().aps.loc[a] = both;
+            r.columns_mut().aps.offset[a] = sl.offset;
         }
         r.place(both, 0, 0);
         r.place(s, 0, 2 * B as u64);
@@ -319,7 +319,7 @@ fn register_spill_through_memory_and_a_lane_clobber() {
     let mut r = o.clone();
     headroom(&mut r);
     let slot = r.try_add_mem("k_slot", Space::Sb, 1, 4).unwrap();
-    r.mems.flags[slot] = MemFlags::SPILL;
+    r.columns_mut().mems.flags[slot] = MemFlags::SPILL;
     let k1 = r.try_add_reg("k1", 1).unwrap();
     let k2 = r.try_add_reg("k2", 1).unwrap();
     r.regs_mut(def)[0] = k1;
@@ -337,10 +337,10 @@ fn register_spill_through_memory_and_a_lane_clobber() {
     ld.flags = InstFlags::RELOAD;
     r.insert_before(kuse, &ld).unwrap();
     // One lane for everything: k1 dies at the store, z lives between, k2 after.
-    r.regs.lane[k1] = 0;
-    r.regs.lane[z] = 0;
-    r.regs.lane[k2] = 0;
-    r.regs.lane[k] = 1;
+    r.columns_mut().regs.lane[k1] = 0;
+    r.columns_mut().regs.lane[z] = 0;
+    r.columns_mut().regs.lane[k2] = 0;
+    r.columns_mut().regs.lane[k] = 1;
     r.place(slot, 0, 0);
     assert!(Verifier::new().verify(&r).is_clean());
     let mut c = DataflowChecker::new();
@@ -350,8 +350,8 @@ fn register_spill_through_memory_and_a_lane_clobber() {
 
     // Without the spill, k and z on one lane: z's def clobbers k.
     let mut bad = o.clone();
-    bad.regs.lane[k] = 3;
-    bad.regs.lane[z] = 3;
+    bad.columns_mut().regs.lane[k] = 3;
+    bad.columns_mut().regs.lane[z] = 3;
     let rep = c.check(&o, &bad).unwrap();
     let s = texts(&bad, &rep);
     assert_eq!(rep.mismatches.len(), 1, "{s}");
@@ -411,12 +411,12 @@ fn removed_producer_and_reordering_are_reported_and_the_workspace_is_reused() {
     assert_eq!(rep.mismatches.len(), 1);
     // Swapping the exp and the add (relinking the block) is a reorder.
     let mut r = p.m.clone();
-    r.insts.next[i0] = i2;
-    r.insts.prev[i2] = i0;
-    r.insts.next[i2] = i1;
-    r.insts.prev[i1] = i2;
-    r.insts.next[i1] = i3;
-    r.insts.prev[i3] = i1;
+    r.columns_mut().insts.next[i0] = i2;
+    r.columns_mut().insts.prev[i2] = i0;
+    r.columns_mut().insts.next[i2] = i1;
+    r.columns_mut().insts.prev[i1] = i2;
+    r.columns_mut().insts.next[i1] = i3;
+    r.columns_mut().insts.prev[i3] = i1;
     r.check_structure().unwrap();
     let e = c.check(&p.m, &r).unwrap_err();
     assert_eq!(
@@ -663,7 +663,7 @@ fn a_consumer_reading_the_wrong_columns_is_caught() {
     let p = sliced();
     let mut r = p.m.clone();
     let a = r.inputs(p.insts[2]).next().unwrap();
-    r.aps.offset[a] = 0;
+    r.columns_mut().aps.offset[a] = 0;
     let (found, s) = one_mismatch(&p.m, &r);
     assert!(
         matches!(found, Mismatch::Read { inst, byte: 0,
@@ -729,7 +729,7 @@ fn a_save_that_writes_only_some_partitions_of_an_output_is_caught() {
     let mut r = p.m.clone();
     let sv = p.insts[3];
     for a in [r.inputs(sv).next().unwrap(), r.outputs(sv).next().unwrap()] {
-        r.aps.part_count[a] = 64;
+        r.columns_mut().aps.part_count[a] = 64;
     }
     let mut c = DataflowChecker::new();
     let rep = c.check(&p.m, &r).unwrap();
@@ -780,8 +780,8 @@ fn a_reload_placed_one_partition_off_is_caught() {
     // Now the add's read of the reload starts one partition later (the
     // rewrite re-pointed it with a wrong partition start).
     let a = r.inputs(p.insts[2]).nth(1).unwrap();
-    r.aps.part_start[a] = 1;
-    r.aps.part_count[a] = 127;
+    r.columns_mut().aps.part_start[a] = 1;
+    r.columns_mut().aps.part_count[a] = 127;
     let rep = c.check(&p.m, &r).unwrap();
     let s = texts(&r, &rep);
     assert!(!rep.is_clean(), "{s}");
@@ -1107,7 +1107,7 @@ fn an_output_written_row_by_row_is_compared_in_blocks_at_the_same_byte() {
     }
     let mut r = m.clone();
     let a = r.inputs(saves[100]).next().unwrap();
-    r.aps.part_start[a] += 1;
+    r.columns_mut().aps.part_start[a] += 1;
     let outputs = |rep: &DataflowReport<'_>| {
         rep.mismatches
             .iter()
@@ -1206,7 +1206,7 @@ fn the_split_walk_agrees_with_the_sequential_one_on_planted_violations() {
     cases.push(("reload before store", spill_t(&p, true).0));
     let mut r = p.m.clone();
     let t_in = r.inputs(i2).nth(1).unwrap();
-    r.aps.loc[t_in] = p.u;
+    r.columns_mut().aps.loc[t_in] = p.u;
     cases.push(("repointed consumer", r));
     let mut r = p.m.clone();
     r.place(p.t, 0, 0);
@@ -1220,12 +1220,12 @@ fn the_split_walk_agrees_with_the_sequential_one_on_planted_violations() {
     r.remove_inst(i1);
     cases.push(("removed producer", r));
     let mut r = p.m.clone();
-    r.insts.next[i0] = i2;
-    r.insts.prev[i2] = i0;
-    r.insts.next[i2] = i1;
-    r.insts.prev[i1] = i2;
-    r.insts.next[i1] = i3;
-    r.insts.prev[i3] = i1;
+    r.columns_mut().insts.next[i0] = i2;
+    r.columns_mut().insts.prev[i2] = i0;
+    r.columns_mut().insts.next[i2] = i1;
+    r.columns_mut().insts.prev[i1] = i2;
+    r.columns_mut().insts.next[i1] = i3;
+    r.columns_mut().insts.prev[i3] = i1;
     cases.push(("reordered", r));
     let mut r = p.m.clone();
     r.remove_inst(i3);
@@ -1234,11 +1234,11 @@ fn the_split_walk_agrees_with_the_sequential_one_on_planted_violations() {
     cases.push(("only the load left", r));
     let mut r = p.m.clone();
     let a = r.inputs(i2).next().unwrap();
-    r.aps.offset[a] = 1 << 30;
+    r.columns_mut().aps.offset[a] = 1 << 30;
     cases.push(("a read outside its location", r));
     let mut r = p.m.clone();
     let a = r.outputs(i0).next().unwrap();
-    r.aps.offset[a] = 1 << 30;
+    r.columns_mut().aps.offset[a] = 1 << 30;
     cases.push(("a write outside its location", r));
     let s = sliced();
     cases.push(("sliced, identical", s.m.clone()));
@@ -1252,7 +1252,7 @@ fn the_split_walk_agrees_with_the_sequential_one_on_planted_violations() {
         r.inputs(s.insts[3]).next().unwrap(),
         r.outputs(s.insts[3]).next().unwrap(),
     ] {
-        r.aps.part_count[a] = 64;
+        r.columns_mut().aps.part_count[a] = 64;
     }
     cases.push(("sliced, a short save", r));
     // a = load x; loop 4 { b = exp a; save y = b }, and the rewrite's loop
@@ -1273,7 +1273,7 @@ fn the_split_walk_agrees_with_the_sequential_one_on_planted_violations() {
     cases.push(("loop, clobbered around the back edge", r));
     let mut r = lo.clone();
     let l = crate::ir::Loop::new(0);
-    r.loops.trip[l] = 1;
+    r.columns_mut().loops.trip[l] = 1;
     cases.push(("loop, run once in the rewrite", r));
     let mut clean = 0;
     let mut errors = 0;

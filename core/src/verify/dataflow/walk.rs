@@ -93,7 +93,7 @@ impl LoopPlan {
 /// non-exact loop counted twice), saturating.
 fn executions(m: &Module, exact: &[bool]) -> u64 {
     executions_with(m, |l| {
-        let trip = m.loops.trip[l];
+        let trip = m.loops().trip[l];
         let k = if exact.get(l.index()).copied().unwrap_or(false) && trip != UNKNOWN_TRIP {
             trip as u64
         } else {
@@ -191,7 +191,7 @@ impl Walker {
         loop {
             if self.cur.is_valid() {
                 let i = self.cur;
-                self.cur = m.insts.next[i];
+                self.cur = m.insts().next[i];
                 return Ok(Some((i, self.pass)));
             }
             let Some(top) = self.frames.last().copied() else {
@@ -207,7 +207,7 @@ impl Walker {
             let b = top.span.block();
             if let Some(span) = self.frames[depth].span.enter_child(m) {
                 let child = span.lp();
-                let trip = m.loops.trip[child];
+                let trip = m.loops().trip[child];
                 let exact = plan.is_exact(child) && trip != UNKNOWN_TRIP;
                 let once = !exact && (top.once || (!top.exact && top.span.pass() >= 1));
                 let passes = if exact {
@@ -240,7 +240,7 @@ impl Walker {
                 continue;
             }
             self.frames[depth].span.advance();
-            self.cur = m.blocks.first[b];
+            self.cur = m.blocks().first[b];
             // The walk number reported is that of the innermost non-exact
             // loop (an exact loop's iterations are not re-walks).
             self.pass = self

@@ -257,7 +257,7 @@ impl DisplayNamed for Finding {
                 end,
                 limit,
             } => {
-                let space = m.mems.space[mem];
+                let space = m.mems().space[mem];
                 let what = match (axis, space) {
                     (Axis::Partitions, _) => "partitions",
                     (Axis::Bytes, Space::Sb) => "usable bytes per partition",
@@ -321,7 +321,7 @@ impl DisplayNamed for Finding {
                 partition,
                 byte,
             } => {
-                let space = m.mems.space[a];
+                let space = m.mems().space[a];
                 write!(f, "{} and {} overlap ", d(a), d(b))?;
                 if space.is_on_chip() {
                     write!(f, "at cell {space}<{partition},{byte}>")?;
@@ -359,7 +359,7 @@ impl DisplayNamed for Finding {
                 mem,
                 reach,
             } => {
-                let (parts, bytes) = (m.mems.partitions[mem], m.mems.bytes[mem]);
+                let (parts, bytes) = (m.mems().partitions[mem], m.mems().bytes[mem]);
                 write!(
                     f,
                     "access pattern {} of {} (position {pos}) on {} ",

@@ -63,10 +63,10 @@ impl Rect {
     /// The cells of placed location `mem` (saturating: a rectangle beyond
     /// every limit is itself a finding, and still swept).
     fn of(m: &Module, mem: MemLoc) -> Rect {
-        let parts = m.mems.partitions[mem];
-        let bytes = m.mems.bytes[mem] as u64;
-        let offset = m.mems.offset[mem];
-        match m.mems.space[mem] {
+        let parts = m.mems().partitions[mem];
+        let bytes = m.mems().bytes[mem] as u64;
+        let offset = m.mems().offset[mem];
+        match m.mems().space[mem] {
             Space::Dram => Rect {
                 p0: 0,
                 p1: 1,
@@ -74,7 +74,7 @@ impl Rect {
                 b1: offset.saturating_add(parts as u64 * bytes),
             },
             Space::Sb | Space::Psum => {
-                let base = m.mems.base_partition[mem] as u32;
+                let base = m.mems().base_partition[mem] as u32;
                 Rect {
                     p0: base,
                     p1: base + parts as u32,
@@ -167,8 +167,8 @@ impl Verifier {
         for pos in 0..self.order.len() as u32 {
             let i = self.order.inst_at(pos);
             for (k, a) in m.all_aps(i).enumerate() {
-                let l = m.aps.loc[a];
-                if !self.scope.space(m.mems.space[l]) {
+                let l = m.aps().loc[a];
+                if !self.scope.space(m.mems().space[l]) {
                     continue;
                 }
                 if let Some(reach) = crate::verify::patterns::outside(m, i, a) {
@@ -188,15 +188,15 @@ impl Verifier {
     /// scope) with its interval start.
     pub(super) fn check_locations(&mut self, m: &Module) {
         self.swept.clear();
-        for mem in m.mems.space.keys() {
-            let space = m.mems.space[mem];
+        for mem in m.mems().space.keys() {
+            let space = m.mems().space[mem];
             if !self.scope.space(space) {
                 continue;
             }
             let live = self.mem_live.interval(mem);
             if !m.is_placed(mem) {
                 let external = space == Space::Dram
-                    && m.mems.flags[mem].intersects(MemFlags::INPUT | MemFlags::OUTPUT);
+                    && m.mems().flags[mem].intersects(MemFlags::INPUT | MemFlags::OUTPUT);
                 if let (Some(iv), false) = (live, external) {
                     let inst = self.order.inst_at(iv.start);
                     self.push(Finding::Unplaced {
@@ -240,7 +240,7 @@ impl Verifier {
             let Some(civ) = self.mem_live.interval(cm) else {
                 continue;
             };
-            let space = m.mems.space[cm];
+            let space = m.mems().space[cm];
             let rc = Rect::of(m, cm);
             let (s0, s1) = slabs.range(space, rc);
             for s in s0..=s1 {
@@ -287,7 +287,7 @@ impl Verifier {
     fn leave(&mut self, m: &Module, slabs: &Slabs, x: u32) {
         let xm = MemLoc::from_u32(x);
         let r = Rect::of(m, xm);
-        let (s0, s1) = slabs.range(m.mems.space[xm], r);
+        let (s0, s1) = slabs.range(m.mems().space[xm], r);
         for s in s0..=s1 {
             let root = self.roots[s as usize];
             let (root, gone) = self.remove(root, (r.b0, x));
@@ -537,11 +537,11 @@ pub(super) fn max_slabs_per_rect(m: &Module) -> usize {
 /// handed to `push`, in the order [`Verifier::verify`] reports them.
 fn location_rules(m: &Module, mem: MemLoc, push: &mut dyn FnMut(Finding)) {
     let t = &m.target;
-    let space = m.mems.space[mem];
-    let parts = m.mems.partitions[mem];
-    let base = m.mems.base_partition[mem];
-    let offset = m.mems.offset[mem];
-    let align = m.mems.align[mem].max(1);
+    let space = m.mems().space[mem];
+    let parts = m.mems().partitions[mem];
+    let base = m.mems().base_partition[mem];
+    let offset = m.mems().offset[mem];
+    let align = m.mems().align[mem].max(1);
     let rect = Rect::of(m, mem);
     match space {
         Space::Dram => {
@@ -614,7 +614,7 @@ fn psum_bank_rules(m: &Module, mem: MemLoc, offset: u64, end: u64, push: &mut dy
             max_banks: t.psum_max_banks_per_tensor,
         });
     }
-    let bank = m.mems.bank[mem];
+    let bank = m.mems().bank[mem];
     if bank as u64 != first_bank {
         push(Finding::PsumBankMismatch {
             mem,
@@ -635,7 +635,7 @@ fn psum_bank_rules(m: &Module, mem: MemLoc, offset: u64, end: u64, push: &mut dy
 pub fn first_illegal_placement(m: &Module) -> Option<(Finding, u64)> {
     let mut first = None;
     let mut total = 0u64;
-    for mem in m.mems.space.keys() {
+    for mem in m.mems().space.keys() {
         if !m.is_placed(mem) {
             continue;
         }
@@ -898,7 +898,7 @@ mod tests {
         let r = ver.verify(&m);
         assert!(r.is_clean(), "{}", texts(&m, &r));
         // A bank column that disagrees with the offset is found.
-        m.mems.bank[ok] = 5;
+        m.columns_mut().mems.bank[ok] = 5;
         let r = ver.verify(&m);
         assert_eq!(
             r.findings,
@@ -1026,14 +1026,14 @@ mod tests {
                 }
             }
             for &x in &xs {
-                let parts = m.mems.partitions[x];
+                let parts = m.mems().partitions[x];
                 let base = match parts {
                     1..=32 => 32 * rnd(4) as u16,
                     33..=64 => 64 * rnd(2) as u16,
                     _ => 0,
                 };
                 let off = 64 * rnd(offsets);
-                let off = if m.mems.space[x] == Space::Psum {
+                let off = if m.mems().space[x] == Space::Psum {
                     off * 32 % 16384
                 } else {
                     off
@@ -1055,13 +1055,14 @@ mod tests {
             for i in 0..n {
                 for j in i + 1..n {
                     let (a, c) = (xs[i], xs[j]);
-                    if m.mems.space[a] != m.mems.space[c] || !live.interferes(&m, &order, a, c) {
+                    if m.mems().space[a] != m.mems().space[c] || !live.interferes(&m, &order, a, c)
+                    {
                         continue;
                     }
                     let cells = |x: MemLoc| -> (u64, u64, u64, u64) {
-                        let (p, o) = (m.mems.base_partition[x] as u64, m.mems.offset[x]);
-                        let (np, nb) = (m.mems.partitions[x] as u64, m.mems.bytes[x] as u64);
-                        if m.mems.space[x] == Space::Dram {
+                        let (p, o) = (m.mems().base_partition[x] as u64, m.mems().offset[x]);
+                        let (np, nb) = (m.mems().partitions[x] as u64, m.mems().bytes[x] as u64);
+                        if m.mems().space[x] == Space::Dram {
                             (0, 1, o, o + np * nb)
                         } else {
                             (p, p + np, o, o + nb)

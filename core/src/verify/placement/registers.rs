@@ -15,9 +15,9 @@ use crate::verify::treap::NIL;
 impl Verifier {
     pub(super) fn check_registers(&mut self, m: &Module) {
         let max = m.target.max_regs;
-        for r in m.regs.lanes.keys() {
-            let lane = m.regs.lane[r];
-            let lanes = m.regs.lanes[r];
+        for r in m.regs().lanes.keys() {
+            let lane = m.regs().lane[r];
+            let lanes = m.regs().lanes[r];
             if lane == NO_LANE {
                 if !self.scope.uncolored {
                     continue;
@@ -57,8 +57,8 @@ impl Verifier {
         // The same sweep as for locations: registers by start, the active
         // ones in a heap by end.
         self.swept.clear();
-        for r in m.regs.lanes.keys() {
-            if m.regs.lane[r] == NO_LANE {
+        for r in m.regs().lanes.keys() {
+            if m.regs().lane[r] == NO_LANE {
                 continue;
             }
             if let Some(iv) = self.reg_live.interval(r) {
@@ -90,8 +90,8 @@ impl Verifier {
     /// The lanes `[first, first + n)` of a register, clipped to the table.
     fn reg_lanes(&self, m: &Module, r: u32) -> (usize, usize) {
         let reg = Reg::from_u32(r);
-        let first = m.regs.lane[reg] as usize;
-        let n = m.regs.lanes[reg] as usize;
+        let first = m.regs().lane[reg] as usize;
+        let n = m.regs().lanes[reg] as usize;
         let len = self.lane_head.len();
         (first.min(len), (first + n).min(len))
     }
@@ -138,7 +138,7 @@ impl Verifier {
             return false;
         }
         let i = self.order.inst_at(pos);
-        m.insts.flags[i].contains(InstFlags::IN_PLACE)
+        m.insts().flags[i].contains(InstFlags::IN_PLACE)
             && m.uses(i).contains(&old)
             && m.defs(i).contains(&c)
             && !m.uses(i).contains(&c)
@@ -165,10 +165,10 @@ impl Verifier {
 /// register sits beyond it (already a finding, but still checked).
 pub(super) fn lane_table_len(m: &Module) -> usize {
     let mut n = m.target.max_regs as usize;
-    for r in m.regs.lanes.keys() {
-        let l = m.regs.lane[r];
+    for r in m.regs().lanes.keys() {
+        let l = m.regs().lane[r];
         if l != NO_LANE {
-            n = n.max(l as usize + m.regs.lanes[r] as usize);
+            n = n.max(l as usize + m.regs().lanes[r] as usize);
         }
     }
     n
@@ -183,10 +183,10 @@ mod tests {
     #[test]
     fn registers_legal_coloring_passes() {
         let (mut m, [i, one, k, z]) = counter_loop();
-        m.regs.lane[i] = 0;
-        m.regs.lane[one] = 1;
-        m.regs.lane[k] = 2;
-        m.regs.lane[z] = 0; // i and one are dead by 5
+        m.columns_mut().regs.lane[i] = 0;
+        m.columns_mut().regs.lane[one] = 1;
+        m.columns_mut().regs.lane[k] = 2;
+        m.columns_mut().regs.lane[z] = 0; // i and one are dead by 5
         let mut ver = Verifier::new();
         let r = ver.verify(&m);
         assert!(r.is_clean(), "{}", texts(&m, &r));
@@ -195,9 +195,9 @@ mod tests {
     #[test]
     fn register_violations_are_found() {
         let (mut m, [i, one, k, z]) = counter_loop();
-        m.regs.lane[i] = 2;
-        m.regs.lane[one] = 0;
-        m.regs.lane[k] = 3; // a pair on an odd lane, its lanes 3..=4 past a 4-lane file
+        m.columns_mut().regs.lane[i] = 2;
+        m.columns_mut().regs.lane[one] = 0;
+        m.columns_mut().regs.lane[k] = 3; // a pair on an odd lane, its lanes 3..=4 past a 4-lane file
         m.target.max_regs = 4;
         let mut ver = Verifier::new();
         let r = ver.verify(&m);
@@ -221,8 +221,8 @@ mod tests {
         assert_eq!(r.findings.len(), 3, "{s}");
         // Now two interfering registers on one lane: i (0..=4) and k (3..=5).
         m.target.max_regs = 64;
-        m.regs.lane[k] = 2;
-        m.regs.lane[z] = 4;
+        m.columns_mut().regs.lane[k] = 2;
+        m.columns_mut().regs.lane[z] = 4;
         let r = ver.verify(&m);
         let s = texts(&m, &r);
         let i3 = m.program_order().nth(3).unwrap();
