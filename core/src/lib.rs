@@ -49,7 +49,9 @@
 //! let mut ws = Workspace::new();
 //! // Reserves every pass's storage for `m`, then runs: the passes do not
 //! // allocate.
-//! let report = tusk_core::reserve_and_run(&mut m, &opts, &mut ws, &mut Ticks(0), checks)
+//! let report = ws
+//!     .reserve(&mut m, &opts, checks)
+//!     .run(&mut Ticks(0))
 //!     .map_err(|err| err.display(&m).to_string())?;
 //!
 //! assert!(report.verified && report.findings == 0);
@@ -150,6 +152,6 @@ pub mod verify;
 pub(crate) use ir::entity::entity_id;
 pub use ir::{Builder, Module};
 pub use mem::exact::{Clock, NoClock};
-pub use pipeline::{reserve_and_run, run, Checks, Options, PipelineError, RunReport, Workspace};
+pub use pipeline::{run, Checks, Options, PipelineError, Reserved, RunReport, Workspace};
 pub(crate) use storage::heap_bytes;
 pub use target::Target;

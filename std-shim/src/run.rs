@@ -61,9 +61,9 @@ pub fn allocate(
         None => Checks::None,
     };
     if !parallel {
-        return tusk_core::reserve_and_run(m, opts, &mut ws, &mut clock, checks);
+        return ws.reserve(m, opts, checks).run(&mut clock);
     }
-    let passed = tusk_core::steps::reserve_and_run_passes(m, opts, &mut ws, &mut clock, checks)?;
+    let passed = ws.reserve(m, opts, checks).run_passes(&mut clock)?;
     let steps = ws.end_steps(passed, &mut clock);
     end_concurrently(steps, m, &mut clock)
 }

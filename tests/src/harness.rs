@@ -55,6 +55,7 @@ pub fn run_unchecked(m: &mut Module, optlevel: u8, clock: &mut dyn Clock) -> Run
     .normalize()
     .unwrap_or_else(|e| panic!("optlevel {optlevel}: {e}"));
     let mut ws = Workspace::new();
-    tusk_core::reserve_and_run(m, &opts, &mut ws, clock, Checks::None)
+    ws.reserve(m, &opts, Checks::None)
+        .run(clock)
         .unwrap_or_else(|e| panic!("optlevel {optlevel}: {}", e.display(m)))
 }

@@ -46,9 +46,10 @@ fn end(orig: &Module, opts: &Options, plant: Plant, concurrent: bool) -> String 
     ws.set_split_runner(Some(Box::new(ThreadSplit)));
     let mut clock = Ticks::per_read(1);
     let checks = Checks::Full { input: &input };
-    let passed =
-        tusk_core::steps::reserve_and_run_passes(&mut m, opts, &mut ws, &mut clock, checks)
-            .unwrap_or_else(|e| panic!("{}", e.display(&m)));
+    let passed = ws
+        .reserve(&mut m, opts, checks)
+        .run_passes(&mut clock)
+        .unwrap_or_else(|e| panic!("{}", e.display(&m)));
     plant(&mut m);
     let steps = ws.end_steps(passed, &mut clock);
     let r = if concurrent {

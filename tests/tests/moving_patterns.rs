@@ -144,14 +144,10 @@ fn the_coalescing_miscompile_is_a_dataflow_finding() {
     .normalize()
     .unwrap();
     let mut ws = Workspace::new();
-    let r = tusk_core::reserve_and_run(
-        &mut m,
-        &opts,
-        &mut ws,
-        &mut Ticks::per_read(1),
-        Checks::Full { input: &orig },
-    )
-    .unwrap_or_else(|e| panic!("{}", e.display(&m)));
+    let r = ws
+        .reserve(&mut m, &opts, Checks::Full { input: &orig })
+        .run(&mut Ticks::per_read(1))
+        .unwrap_or_else(|e| panic!("{}", e.display(&m)));
     let sb = r.dma[1].expect("the SB DMA pass ran");
     assert_eq!(sb.coalesced_dmas, 0);
     assert_eq!(sb.vetoes.dynamic_offset, 2);
@@ -428,13 +424,9 @@ entry:
     let m = parse(src);
     let mut ws = Workspace::new();
     let mut mm = m.clone();
-    let r = tusk_core::reserve_and_run(
-        &mut mm,
-        &Options::default(),
-        &mut ws,
-        &mut Ticks::per_read(1),
-        Checks::Full { input: &m },
-    );
+    let r = ws
+        .reserve(&mut mm, &Options::default(), Checks::Full { input: &m })
+        .run(&mut Ticks::per_read(1));
     assert!(r.is_ok(), "{}", r.err().unwrap().display(&mm));
     // A broadcast write is refused.
     let e = parse_err(&src.replace(

@@ -11,11 +11,11 @@
 //!   pipeline, the bytes `Workspace::reserve` leaves on the heap are within
 //!   a small factor of what its `StorageReport` says it reserved, so the
 //!   report cannot drift from the code that reserves.
-//! - `budgets_bound_reserve_and_run`: modules from `tusk_core::gen` scaled
+//! - `budgets_bound_reserve_then_run`: modules from `tusk_core::gen` scaled
 //!   up by their live-set knobs (resident tiles, units per loop body, PSUM
 //!   accumulators, live scalars) and their access-pattern counts
 //!   (instructions, DMA density), under budgets of 8 and 64 MiB: the heap
-//!   `reserve_and_run` holds at its peak (checks included), with the module
+//!   `Workspace::reserve` then `Reserved::run` holds at its peak (checks included), with the module
 //!   and the input copy the budget counts, stays within the budget (and one
 //!   instruction's growth of the dataflow checker's scratch). The
 //!   budget may leave too little for the dataflow check, which then stops
@@ -183,7 +183,9 @@ fn report_matches_the_heap() {
                     true => Checks::Full { input: &original },
                     false => Checks::None,
                 };
-                let ((), heap) = measure(|| ws.reserve(&mut m, &opts, checked));
+                let ((), heap) = measure(|| {
+                    ws.reserve(&mut m, &opts, checked);
+                });
                 let st = ws.storage();
                 let copy = st
                     .parts
@@ -258,7 +260,7 @@ fn scaled_modules() -> Vec<(String, Module)> {
 const CHECKER_STEP: u64 = 64 << 10;
 
 #[test]
-fn budgets_bound_reserve_and_run() {
+fn budgets_bound_reserve_then_run() {
     let modules = scaled_modules();
     for budget in [8u64 << 20, 64 << 20] {
         for (name, input) in &modules {
@@ -269,14 +271,9 @@ fn budgets_bound_reserve_and_run() {
                 let mut ws = Workspace::new();
                 let mut clock = Ticks::per_read(1);
                 let (r, heap) = measure(|| {
-                    tusk_core::reserve_and_run(
-                        &mut m,
-                        &opts,
-                        &mut ws,
-                        &mut clock,
-                        Checks::Full { input: &original },
-                    )
-                    .map(|r| r.storage)
+                    ws.reserve(&mut m, &opts, Checks::Full { input: &original })
+                        .run(&mut clock)
+                        .map(|r| r.storage)
                 });
                 let linear = ws.storage().total();
                 assert!(

@@ -286,11 +286,11 @@ fn only_at_zero(m: &Module, space: Space, rows: u16, total: u16) -> bool {
     }
 }
 
-crate::ir::display_named!(
-    FloorDisplay for SpaceFloor,
-    "The floor as a sentence naming the instruction with `m`'s names: instruction `…` (block b, 1st) needs N bytes per partition in partitions P..Q by itself."
-);
+crate::ir::display_named!(FloorDisplay for SpaceFloor);
 
+/// The floor as a sentence naming the instruction with `m`'s names:
+/// instruction `…` (block b, 1st) needs N bytes per partition in partitions
+/// P..Q by itself.
 impl DisplayNamed for SpaceFloor {
     fn fmt_named(&self, m: &Module, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         let x = self;

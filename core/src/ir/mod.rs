@@ -21,7 +21,7 @@ pub use ap::{Dim, MAX_DIMS};
 pub use builder::{full_ap, slice_ap, Builder};
 pub use column::{Column, EntityRef};
 pub use imm::ImmTable;
-pub(crate) use module::display_named;
+pub(crate) use module::{display_named, WriteNamed};
 pub use module::{
     Address, Ap, ApSpec, Block, BlockInsts, Capacity, DisplayNamed, Entity, Func, InModule, Inst,
     InstDescription, InstSpec, IrError, Limits, Loop, MemDescription, MemLoc, Module, ModuleId,

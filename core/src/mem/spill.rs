@@ -245,11 +245,9 @@ impl SpillLog {
     }
 }
 
-crate::ir::display_named!(
-    SpillLogDisplay for SpillLog,
-    "The log as text, names resolved through `m`."
-);
+crate::ir::display_named!(SpillLogDisplay for SpillLog);
 
+/// The log as text, names resolved through `m`.
 impl DisplayNamed for SpillLog {
     fn fmt_named(&self, m: &Module, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         for e in &self.entries {

@@ -211,11 +211,9 @@ impl From<ProblemError> for ColoringError {
     }
 }
 
-crate::ir::display_named!(
-    ColoringErrorDisplay for ColoringError,
-    "A printable form naming the tensors of `m`."
-);
+crate::ir::display_named!(ColoringErrorDisplay for ColoringError);
 
+/// Names the tensors as `m` does.
 impl DisplayNamed for ColoringError {
     fn fmt_named(&self, m: &Module, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match *self {

@@ -30,7 +30,7 @@ use crate::verify::dataflow::{
 use crate::verify::placement::{Finding, Scope, Verifier};
 
 /// A run whose passes are done and whose end steps are not: what
-/// [`super::reserve_and_run_passes`] returns, to be handed to
+/// [`super::run_passes`] and [`super::Reserved::run_passes`] return, to be handed to
 /// [`Workspace::end_steps`].
 #[derive(Debug)]
 #[must_use = "the run ends only with `Workspace::end_steps(..).finish(..)`"]

@@ -13,6 +13,5 @@ pub use finish::{DataflowStep, EndSteps, Passed, PlacementStep, ScheduleStep};
 pub use options::{Allocator, DmaAffinity, Options, OptionsError, Rotation, Selection, OPTLEVELS};
 pub use passes::{passes, Pass};
 pub use run::{
-    reserve_and_run, reserve_and_run_passes, run, run_passes, Checks, FailureSite, PipelineError,
-    RunReport, Workspace,
+    run, run_passes, Checks, FailureSite, PipelineError, Reserved, RunReport, Workspace,
 };

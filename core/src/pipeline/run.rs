@@ -409,11 +409,9 @@ impl PipelineError {
     }
 }
 
-crate::ir::display_named!(
-    PipelineErrorDisplay for PipelineError,
-    "A printable form that names tensors and registers of `m`."
-);
+crate::ir::display_named!(PipelineErrorDisplay for PipelineError);
 
+/// Names tensors and registers as `m` does.
 impl DisplayNamed for PipelineError {
     fn fmt_named(&self, m: &Module, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
@@ -583,7 +581,17 @@ impl Workspace {
     /// ([`Options::storage_limit`]) leaves, and are skipped or cut short
     /// when it does not suffice. [`Workspace::storage`] says what the
     /// reservation is made of and what it left out.
-    pub fn reserve(&mut self, m: &mut Module, opts: &Options, checks: Checks<'_>) {
+    ///
+    /// The order and liveness computed here describe `m` as it is; the
+    /// returned [`Reserved`] runs from them instead of computing them
+    /// again. Dropping it keeps the reservation, and a later [`run`]
+    /// computes them anew.
+    pub fn reserve<'r, 'a>(
+        &'r mut self,
+        m: &'r mut Module,
+        opts: &'r Options,
+        checks: Checks<'a>,
+    ) -> Reserved<'r, 'a> {
         let original = checks.input();
         let list = passes(opts);
         let lo = LsaOptions {
@@ -749,6 +757,12 @@ impl Workspace {
                 .saturating_add(storage.remaining()),
         );
         self.storage = storage;
+        Reserved {
+            ws: self,
+            m,
+            opts,
+            checks,
+        }
     }
 
     /// What the last [`Workspace::reserve`] is made of, under which budget,
@@ -852,20 +866,6 @@ pub fn run(
     ws.end_steps(passed, clock).run_in_order(m, clock)
 }
 
-/// [`Workspace::reserve`] then [`run`]: the order and liveness the
-/// reservation computed still describe `m` (nothing runs in between), so
-/// the run starts from them instead of computing them again.
-pub fn reserve_and_run(
-    m: &mut Module,
-    opts: &Options,
-    ws: &mut Workspace,
-    clock: &mut dyn Clock,
-    checks: Checks<'_>,
-) -> Result<RunReport, PipelineError> {
-    let passed = reserve_and_run_passes(m, opts, ws, clock, checks)?;
-    ws.end_steps(passed, clock).run_in_order(m, clock)
-}
-
 /// The passes of [`run`] without its end steps (the schedule model and the
 /// `checks`), for an embedder that runs those itself, e.g. on several
 /// threads: [`Workspace::end_steps`] on the result, then
@@ -881,16 +881,36 @@ pub fn run_passes<'a>(
     run_from(m, opts, ws, clock, checks, false)
 }
 
-/// [`Workspace::reserve`] then [`run_passes`] (see [`reserve_and_run`]).
-pub fn reserve_and_run_passes<'a>(
-    m: &mut Module,
-    opts: &Options,
-    ws: &mut Workspace,
-    clock: &mut dyn Clock,
+/// A workspace just reserved for a module by [`Workspace::reserve`]. It
+/// holds the module, the options and the checks the reservation was sized
+/// for, so that nothing changes the module between the reservation and the
+/// run: the order and liveness the reservation computed still describe it,
+/// and the run starts from them.
+#[derive(Debug)]
+pub struct Reserved<'r, 'a> {
+    ws: &'r mut Workspace,
+    m: &'r mut Module,
+    opts: &'r Options,
     checks: Checks<'a>,
-) -> Result<Passed<'a>, PipelineError> {
-    ws.reserve(m, opts, checks);
-    run_from(m, opts, ws, clock, checks, true)
+}
+
+impl<'a> Reserved<'_, 'a> {
+    /// [`run`] on the reserved module.
+    pub fn run(self, clock: &mut dyn Clock) -> Result<RunReport, PipelineError> {
+        let Reserved {
+            ws,
+            m,
+            opts,
+            checks,
+        } = self;
+        let passed = run_from(m, opts, ws, clock, checks, true)?;
+        ws.end_steps(passed, clock).run_in_order(m, clock)
+    }
+
+    /// [`run_passes`] on the reserved module.
+    pub fn run_passes(self, clock: &mut dyn Clock) -> Result<Passed<'a>, PipelineError> {
+        run_from(self.m, self.opts, self.ws, clock, self.checks, true)
+    }
 }
 
 /// [`run_passes`]; `analyses_current` when `ws.order`/`ws.live` describe `m`.

@@ -208,16 +208,27 @@ impl<T: DisplayNamed + ?Sized> fmt::Display for InModule<'_, T> {
     }
 }
 
-/// Gives `$ty` its `display(m)` (documented `$doc`): `$ty` printed with the
-/// names of `m` through its [`DisplayNamed`], under the public name
-/// `$alias`. With `; by $write`, also writes both of `$ty`'s printed forms
-/// from one function `$write(&$ty, &mut Formatter, Option<&Module>)`:
-/// `Display` (no module: entities by index) and [`DisplayNamed`] (`m`'s
-/// names), so the two are the same text but for the names.
+/// A type whose two printed forms, `Display` (no module: entities by
+/// index) and [`DisplayNamed`] (the module's names), are one text but for
+/// the names, written once (see [`display_named!`]'s `with Display`).
+pub(crate) trait WriteNamed {
+    /// Writes the value; `m`, when given, names its entities.
+    fn write_named(&self, f: &mut fmt::Formatter<'_>, m: Option<&Module>) -> fmt::Result;
+}
+
+/// Gives `$ty` its `display(m)`: `$ty` printed with the names of `m`
+/// through its [`DisplayNamed`], under the public name `$alias`. With
+/// `with Display`, `$ty`'s [`WriteNamed`] writes both `Display` and
+/// [`DisplayNamed`]. What the text spells is documented where it is
+/// written: the `DisplayNamed` or `WriteNamed` impl.
 macro_rules! display_named {
-    ($alias:ident for $ty:ty, $doc:literal) => {
+    ($alias:ident for $ty:ident) => {
         impl $ty {
-            #[doc = $doc]
+            #[doc = concat!(
+                "This ", stringify!($ty), " printed with the names of `m` (see its ",
+                "[`DisplayNamed`](crate::ir::DisplayNamed)): tensors, instructions ",
+                "and registers as the user wrote them."
+            )]
             pub fn display<'m>(&'m self, m: &'m $crate::ir::Module) -> $alias<'m> {
                 $crate::ir::InModule::new(self, m)
             }
@@ -226,8 +237,8 @@ macro_rules! display_named {
         #[doc = concat!("See [`", stringify!($ty), "::display`].")]
         pub type $alias<'m> = $crate::ir::InModule<'m, $ty>;
     };
-    ($alias:ident for $ty:ty, $doc:literal; by $write:path) => {
-        $crate::ir::display_named!($alias for $ty, $doc);
+    ($alias:ident for $ty:ident with Display) => {
+        $crate::ir::display_named!($alias for $ty);
 
         impl core::fmt::Display for $ty {
             #[doc = concat!(
@@ -236,7 +247,7 @@ macro_rules! display_named {
                 "::display`] instead, which names them."
             )]
             fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-                $write(self, f, None)
+                $crate::ir::WriteNamed::write_named(self, f, None)
             }
         }
 
@@ -246,7 +257,7 @@ macro_rules! display_named {
                 m: &$crate::ir::Module,
                 f: &mut core::fmt::Formatter<'_>,
             ) -> core::fmt::Result {
-                $write(self, f, Some(m))
+                $crate::ir::WriteNamed::write_named(self, f, Some(m))
             }
         }
     };

@@ -36,7 +36,7 @@ mod spec;
 
 pub use capacity::{Capacity, StorageBytes};
 pub use columns::{Aps, Blocks, Funcs, Insts, Loops, Mems, Operands, Regs, NO_EXT};
-pub(crate) use display::display_named;
+pub(crate) use display::{display_named, WriteNamed};
 pub use display::{
     Address, DisplayNamed, InModule, InstDescription, MemDescription, RegDescription,
 };

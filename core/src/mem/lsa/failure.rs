@@ -183,11 +183,9 @@ impl fmt::Display for LsaError {
     }
 }
 
-crate::ir::display_named!(
-    LsaErrorDisplay for LsaError,
-    "A printable form that names the tensors of `m` (`%name@SB<p,b>`)."
-);
+crate::ir::display_named!(LsaErrorDisplay for LsaError);
 
+/// Names the tensors as `m` does (`%name@SB<p,b>`).
 impl DisplayNamed for LsaError {
     fn fmt_named(&self, m: &Module, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let name = |v: MemLoc| m.describe_mem(v);

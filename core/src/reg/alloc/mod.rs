@@ -101,75 +101,70 @@ pub enum RegAllocError {
     },
 }
 
-crate::ir::display_named!(
-    RegAllocErrorDisplay for RegAllocError,
-    "A printable form that names the registers (`$name`) and the instruction of `m`.";
-    by write_reg_error
-);
+crate::ir::display_named!(RegAllocErrorDisplay for RegAllocError with Display);
 
-/// The text of `e`, naming registers and instructions of `m` when given.
-fn write_reg_error(
-    e: &RegAllocError,
-    f: &mut fmt::Formatter<'_>,
-    m: Option<&Module>,
-) -> fmt::Result {
-    let reg = |f: &mut fmt::Formatter<'_>, r: Reg| match m {
-        Some(m) if r.index() < m.num_regs() => write!(f, "${}", m.reg_name(r)),
-        _ => write!(f, "{r}"),
-    };
-    match e {
-        RegAllocError::RegisterPressure {
-            instruction,
-            live,
-            live_count,
-            live_lanes,
-            capacity,
-        } => {
-            f.write_str("cannot allocate registers since spilling candidates are not enough: at ")?;
-            match m {
-                Some(m) => write!(f, "{}", m.describe_inst(*instruction))?,
-                None => write!(f, "{instruction}")?,
-            }
-            write!(
-                f,
-                ", {live_count} registers needing {live_lanes} lanes are live ("
-            )?;
-            for (k, &r) in live.iter().enumerate() {
-                if k > 0 {
-                    f.write_str(", ")?;
+/// Names registers (`$name`) and instructions of `m` when given.
+impl crate::ir::WriteNamed for RegAllocError {
+    fn write_named(&self, f: &mut fmt::Formatter<'_>, m: Option<&Module>) -> fmt::Result {
+        let e = self;
+        let reg = |f: &mut fmt::Formatter<'_>, r: Reg| match m {
+            Some(m) if r.index() < m.num_regs() => write!(f, "${}", m.reg_name(r)),
+            _ => write!(f, "{r}"),
+        };
+        match e {
+            RegAllocError::RegisterPressure {
+                instruction,
+                live,
+                live_count,
+                live_lanes,
+                capacity,
+            } => {
+                f.write_str("cannot allocate registers since spilling candidates are not enough: at ")?;
+                match m {
+                    Some(m) => write!(f, "{}", m.describe_inst(*instruction))?,
+                    None => write!(f, "{instruction}")?,
                 }
-                reg(f, r)?;
+                write!(
+                    f,
+                    ", {live_count} registers needing {live_lanes} lanes are live ("
+                )?;
+                for (k, &r) in live.iter().enumerate() {
+                    if k > 0 {
+                        f.write_str(", ")?;
+                    }
+                    reg(f, r)?;
+                }
+                if *live_count as usize > live.len() {
+                    f.write_str(", …")?;
+                }
+                write!(
+                    f,
+                    ") and none of the uncolored ones may be spilled; capacity {capacity} lanes: \
+                     give the colorer more lanes (the target's max-regs, `--max-regs`)"
+                )
             }
-            if *live_count as usize > live.len() {
-                f.write_str(", …")?;
+            RegAllocError::Malformed { what, reg: r } => {
+                f.write_str("register ")?;
+                reg(f, *r)?;
+                write!(f, ": {what}")
             }
-            write!(
+            RegAllocError::Ir(e) => write!(f, "inserting register spill code: {e}"),
+            RegAllocError::Graph(e) => write!(f, "{e}"),
+            RegAllocError::Color(e) => write!(f, "register colorer: {e}"),
+            RegAllocError::NoConvergence { rounds } => {
+                write!(
+                    f,
+                    "the register spill fixpoint did not converge in {rounds} rounds"
+                )
+            }
+            RegAllocError::SpillHeadroom { limit } => write!(
                 f,
-                ") and none of the uncolored ones may be spilled; capacity {capacity} lanes: \
-                 give the colorer more lanes (the target's max-regs, `--max-regs`)"
-            )
+                "the register spill code needs more than its limit of {limit} temporaries \
+                 (by default one per {SPILL_TEMP_FRACTION} register operands plus {SPILL_TEMP_SLACK}): \
+                 give the colorer more lanes (the target's max-regs, `--max-regs`), or raise the limit \
+                 (RegAllocator::set_max_spill_temporaries, in a pipeline Options::reg_max_spill_temporaries)"
+            ),
         }
-        RegAllocError::Malformed { what, reg: r } => {
-            f.write_str("register ")?;
-            reg(f, *r)?;
-            write!(f, ": {what}")
-        }
-        RegAllocError::Ir(e) => write!(f, "inserting register spill code: {e}"),
-        RegAllocError::Graph(e) => write!(f, "{e}"),
-        RegAllocError::Color(e) => write!(f, "register colorer: {e}"),
-        RegAllocError::NoConvergence { rounds } => {
-            write!(
-                f,
-                "the register spill fixpoint did not converge in {rounds} rounds"
-            )
-        }
-        RegAllocError::SpillHeadroom { limit } => write!(
-            f,
-            "the register spill code needs more than its limit of {limit} temporaries \
-             (by default one per {SPILL_TEMP_FRACTION} register operands plus {SPILL_TEMP_SLACK}): \
-             give the colorer more lanes (the target's max-regs, `--max-regs`), or raise the limit \
-             (RegAllocator::set_max_spill_temporaries, in a pipeline Options::reg_max_spill_temporaries)"
-        ),
     }
 }
 

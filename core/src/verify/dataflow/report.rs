@@ -95,10 +95,7 @@ pub enum Mismatch {
     },
 }
 
-crate::ir::display_named!(
-    MismatchDisplay for Mismatch,
-    "A printable form naming instructions and locations of the rewritten module `m`."
-);
+crate::ir::display_named!(MismatchDisplay for Mismatch);
 
 struct ValueDisplay<'m>(&'m Module, Value);
 
@@ -121,6 +118,7 @@ impl fmt::Display for ValueDisplay<'_> {
     }
 }
 
+/// Names instructions and locations as the rewritten module `m` does.
 impl DisplayNamed for Mismatch {
     fn fmt_named(&self, m: &Module, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match *self {
@@ -241,84 +239,81 @@ pub enum DataflowError {
     },
 }
 
-crate::ir::display_named!(
-    DataflowErrorDisplay for DataflowError,
-    "A printable form that spells instructions as the (rewritten) module `m` does; original instructions keep their place in a rewrite.";
-    by write_dataflow_error
-);
+crate::ir::display_named!(DataflowErrorDisplay for DataflowError with Display);
 
-fn write_dataflow_error(
-    e: &DataflowError,
-    f: &mut fmt::Formatter<'_>,
-    m: Option<&Module>,
-) -> fmt::Result {
-    struct I<'m>(Option<&'m Module>, Inst);
-    impl fmt::Display for I<'_> {
-        fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-            match self.0 {
-                Some(m) if self.1.index() < m.num_insts() => {
-                    write!(f, "{}", m.describe_inst(self.1))
+/// Spells instructions as the (rewritten) module `m` does when given;
+/// original instructions keep their place in a rewrite.
+impl crate::ir::WriteNamed for DataflowError {
+    fn write_named(&self, f: &mut fmt::Formatter<'_>, m: Option<&Module>) -> fmt::Result {
+        let e = self;
+        struct I<'m>(Option<&'m Module>, Inst);
+        impl fmt::Display for I<'_> {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                match self.0 {
+                    Some(m) if self.1.index() < m.num_insts() => {
+                        write!(f, "{}", m.describe_inst(self.1))
+                    }
+                    _ => write!(f, "{}", self.1),
                 }
-                _ => write!(f, "{}", self.1),
             }
         }
-    }
-    match *e {
-        DataflowError::Capacity { what, reserved } => write!(
-            f,
-            "dataflow checker: {what} needs more than its {reserved} entries and the \
-             heap refused to grow it (or, for loop nesting, the reserve is fixed)"
-        ),
-        DataflowError::OverBudget { bytes, limit } => write!(
-            f,
-            "dataflow checker: its storage grew to {bytes} bytes, past its {limit}-byte \
-             share of the storage budget (raise --max-memory)"
-        ),
-        DataflowError::NotARewrite { what } => {
-            write!(
+        match *e {
+            DataflowError::Capacity { what, reserved } => write!(
                 f,
-                "dataflow checker: the rewritten module has fewer {what} than the original"
-            )
-        }
-        DataflowError::OperandsChanged {
-            inst,
-            expected,
-            found,
-        } => write!(
-            f,
-            "dataflow checker: {} reads {expected} operands in the original but {found} after the rewrite",
-            I(m, inst)
-        ),
-        DataflowError::Reordered { expected, found } => {
-            if found.is_valid() {
+                "dataflow checker: {what} needs more than its {reserved} entries and the \
+                 heap refused to grow it (or, for loop nesting, the reserve is fixed)"
+            ),
+            DataflowError::OverBudget { bytes, limit } => write!(
+                f,
+                "dataflow checker: its storage grew to {bytes} bytes, past its {limit}-byte \
+                 share of the storage budget (raise --max-memory)"
+            ),
+            DataflowError::NotARewrite { what } => {
                 write!(
                     f,
-                    "dataflow checker: the rewrite runs {} where the original runs {} (instructions reordered or moved)",
-                    I(m, found),
-                    I(m, expected)
-                )
-            } else {
-                write!(
-                    f,
-                    "dataflow checker: {} of the original never runs after the rewrite",
-                    I(m, expected)
+                    "dataflow checker: the rewritten module has fewer {what} than the original"
                 )
             }
-        }
-        DataflowError::BadAccess { inst, ap } => {
-            let k = m.and_then(|m| m.all_aps(inst).position(|a| a == ap));
-            match (m, k) {
-                (Some(m), Some(k)) => write!(
-                    f,
-                    "dataflow checker: access pattern {k} (on %{}) of {} reaches below byte 0 of its location",
-                    m.mem_name(m.aps().loc[ap]),
-                    I(Some(m), inst)
-                ),
-                _ => write!(
-                    f,
-                    "dataflow checker: {ap} of {} reaches below byte 0 of its location",
-                    I(m, inst)
-                ),
+            DataflowError::OperandsChanged {
+                inst,
+                expected,
+                found,
+            } => write!(
+                f,
+                "dataflow checker: {} reads {expected} operands in the original but {found} after the rewrite",
+                I(m, inst)
+            ),
+            DataflowError::Reordered { expected, found } => {
+                if found.is_valid() {
+                    write!(
+                        f,
+                        "dataflow checker: the rewrite runs {} where the original runs {} (instructions reordered or moved)",
+                        I(m, found),
+                        I(m, expected)
+                    )
+                } else {
+                    write!(
+                        f,
+                        "dataflow checker: {} of the original never runs after the rewrite",
+                        I(m, expected)
+                    )
+                }
+            }
+            DataflowError::BadAccess { inst, ap } => {
+                let k = m.and_then(|m| m.all_aps(inst).position(|a| a == ap));
+                match (m, k) {
+                    (Some(m), Some(k)) => write!(
+                        f,
+                        "dataflow checker: access pattern {k} (on %{}) of {} reaches below byte 0 of its location",
+                        m.mem_name(m.aps().loc[ap]),
+                        I(Some(m), inst)
+                    ),
+                    _ => write!(
+                        f,
+                        "dataflow checker: {ap} of {} reaches below byte 0 of its location",
+                        I(m, inst)
+                    ),
+                }
             }
         }
     }

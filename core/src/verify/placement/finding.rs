@@ -234,11 +234,9 @@ impl Finding {
     }
 }
 
-crate::ir::display_named!(
-    FindingDisplay for Finding,
-    "A printable form that spells locations as `%name@SB<p,b>(P x B)`."
-);
+crate::ir::display_named!(FindingDisplay for Finding);
 
+/// Spells locations as `%name@SB<p,b>(P x B)` with the names of `m`.
 impl DisplayNamed for Finding {
     fn fmt_named(&self, m: &Module, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let d = |x: MemLoc| m.describe_mem(x);
