@@ -501,8 +501,12 @@ entry:
         .find(|&i| rw.insts().opcode[i] == Opcode::Activation)
         .unwrap();
     let t = rw.mem_by_name("t").unwrap();
-    let c = rw.try_add_mem("c", Space::Sb, 128, 512).unwrap();
-    rw.set_elem_size(c, 4).unwrap();
+    let c = rw
+        .try_add_mem(&tusk_core::ir::MemSpec {
+            dtype: tusk_core::ir::DType::Raw(4),
+            ..tusk_core::ir::MemSpec::new("c", Space::Sb, 128, 512)
+        })
+        .unwrap();
     let ins = [tusk_core::ir::full_ap(&rw, t)];
     let outs = [tusk_core::ir::full_ap(&rw, c)];
     let mut spec = tusk_core::ir::InstSpec::new(Opcode::TensorCopy);

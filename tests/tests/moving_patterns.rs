@@ -5,7 +5,9 @@
 //! with loop-indexed patterns must be checked as precisely as its unrolled
 //! copy.
 
-use tusk_core::ir::{full_ap, slice_ap, ApExt, Inst, InstFlags, InstSpec, Module, Opcode, Space};
+use tusk_core::ir::{
+    full_ap, slice_ap, ApExt, DType, Inst, InstFlags, InstSpec, MemSpec, Module, Opcode, Space,
+};
 use tusk_core::verify::{DataflowChecker, DataflowError, Finding, Mismatch, Verifier};
 use tusk_core::{Checks, Options, Workspace};
 use tusk_shim::text;
@@ -111,8 +113,12 @@ fn the_coalescing_miscompile_is_a_dataflow_finding() {
     headroom(&mut rw);
     let (la, lb) = (nth_op(&rw, Opcode::Load, 0), nth_op(&rw, Opcode::Load, 1));
     let x = rw.mem_by_name("x").unwrap();
-    let merged = rw.try_add_mem("a.c0", Space::Sb, 128, 2048).unwrap();
-    rw.set_elem_size(merged, 2).unwrap();
+    let merged = rw
+        .try_add_mem(&MemSpec {
+            dtype: DType::Raw(2),
+            ..MemSpec::new("a.c0", Space::Sb, 128, 2048)
+        })
+        .unwrap();
     rw.place(merged, 0, 0);
     let ins = [slice_ap(&rw, x, 0, 128, 0, 2048)];
     let outs = [full_ap(&rw, merged)];

@@ -24,7 +24,7 @@ use tusk_core::dsa::{
     peak, place_buffers, Budget, BufferWorkspace, ExactOptions, ExactWorkspace, GcaOptions,
     GcaWorkspace, GreedyRule, GreedyWorkspace, Objective, Placement, Problem, Timeline, Validator,
 };
-use tusk_core::gen::dsa::{dress, trace_like, Dress, TraceLike};
+use tusk_core::gen::dsa::{trace_like, Dress, TraceLike};
 use tusk_core::Clock;
 
 struct Wall(Instant);
@@ -107,7 +107,7 @@ fn main() {
             let mut q = p.clone();
             if let Some(d) = d {
                 let mut from = Vec::new();
-                dress(p, d, &mut q, &mut from).expect("dressed");
+                d.apply(p, &mut q, &mut from).expect("dressed");
             }
             let mut ws = ExactWorkspace::new();
             ws.reserve_for(&q);

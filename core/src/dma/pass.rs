@@ -12,7 +12,9 @@ use super::report::{dma_analysis, DmaReport};
 use super::rewrite::Proposals;
 use super::{coalesce, dead_store, load_merge, partial, psum_spill};
 use crate::analysis::{LinearOrder, MemLiveness};
-use crate::ir::{Capacity, Inst, IrError, MemFlags, MemLoc, Module, Space, MAX_DIMS};
+use crate::ir::{
+    Capacity, DType, Inst, IrError, MemFlags, MemLoc, MemSpec, Module, Space, MAX_DIMS,
+};
 
 /// Something the pass could not do.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -453,10 +455,16 @@ impl DmaWorkspace {
                 format_args!("{}.{}{}", m.mem_name(like), prefix, self.name_seq),
             );
             self.name_seq += 1;
-            match m.try_add_mem(&name, space, partitions, bytes) {
+            // An untyped copy of `like`'s layout: the tile holds `like`'s
+            // bytes as they are.
+            let spec = MemSpec {
+                dtype: DType::Raw(m.elem_size(like)),
+                align: m.mems().align[like],
+                flags: m.mems().flags[like] & !(MemFlags::PINNED),
+                ..MemSpec::new(&name, space, partitions, bytes)
+            };
+            match m.try_add_mem(&spec) {
                 Ok(l) => {
-                    m.copy_layout(l, like);
-                    m.set_mem_flags(l, m.mems().flags[like] & !(MemFlags::PINNED));
                     m.place(l, base, offset);
                     if !self.tracker.grow_to(m.num_mems()) {
                         return Err(DmaError::Reserve {

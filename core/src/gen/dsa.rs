@@ -210,55 +210,58 @@ pub enum Dress {
     Scale(u64),
 }
 
-/// Writes `problem` dressed by `dress` into `out` (cleared first; a linear
-/// problem with room for the buffers). Returns, for each buffer of `out`,
-/// its index in `problem`.
-pub fn dress(
-    problem: &Problem,
-    dress: Dress,
-    out: &mut Problem,
-    from: &mut Vec<u32>,
-) -> Result<(), ProblemError> {
-    let bufs = problem.buffers();
-    let horizon = bufs.iter().map(|b| b.upper).max().unwrap_or(0);
-    from.clear();
-    from.extend(0..bufs.len() as u32);
-    if let Dress::Shuffle(seed) = dress {
-        let mut rng = SplitMix64::new(seed);
-        for i in (1..from.len()).rev() {
-            let j = rng.below(i as u64 + 1) as usize;
-            from.swap(i, j);
+impl Dress {
+    /// Writes `problem` dressed this way into `out` (cleared first; a linear
+    /// problem with room for the buffers). Returns, for each buffer of `out`,
+    /// its index in `problem`.
+    pub fn apply(
+        self,
+        problem: &Problem,
+        out: &mut Problem,
+        from: &mut Vec<u32>,
+    ) -> Result<(), ProblemError> {
+        let dress = self;
+        let bufs = problem.buffers();
+        let horizon = bufs.iter().map(|b| b.upper).max().unwrap_or(0);
+        from.clear();
+        from.extend(0..bufs.len() as u32);
+        if let Dress::Shuffle(seed) = dress {
+            let mut rng = SplitMix64::new(seed);
+            for i in (1..from.len()).rev() {
+                let j = rng.below(i as u64 + 1) as usize;
+                from.swap(i, j);
+            }
         }
-    }
-    out.clear();
-    out.capacity = match dress {
-        Dress::Scale(k) => problem.capacity.saturating_mul(k),
-        _ => problem.capacity,
-    };
-    for &i in from.iter() {
-        let b = bufs[i as usize];
-        let b = match dress {
-            Dress::Mirror => Buffer {
-                lower: horizon - b.upper,
-                upper: horizon - b.lower,
-                ..b
-            },
-            Dress::Shuffle(_) => b,
-            Dress::Scale(k) => Buffer {
-                lower: b.lower * k,
-                upper: b.upper * k,
-                size: b.size * k,
-                align: b.align * k,
-                pin: b.pin.map(|p| Placement {
-                    offset: p.offset * k,
-                    ..p
-                }),
-                ..b
-            },
+        out.clear();
+        out.capacity = match dress {
+            Dress::Scale(k) => problem.capacity.saturating_mul(k),
+            _ => problem.capacity,
         };
-        out.push(b)?;
+        for &i in from.iter() {
+            let b = bufs[i as usize];
+            let b = match dress {
+                Dress::Mirror => Buffer {
+                    lower: horizon - b.upper,
+                    upper: horizon - b.lower,
+                    ..b
+                },
+                Dress::Shuffle(_) => b,
+                Dress::Scale(k) => Buffer {
+                    lower: b.lower * k,
+                    upper: b.upper * k,
+                    size: b.size * k,
+                    align: b.align * k,
+                    pin: b.pin.map(|p| Placement {
+                        offset: p.offset * k,
+                        ..p
+                    }),
+                    ..b
+                },
+            };
+            out.push(b)?;
+        }
+        Ok(())
     }
-    Ok(())
 }
 
 #[cfg(test)]

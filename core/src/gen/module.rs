@@ -63,7 +63,7 @@ use core::fmt::Write;
 use super::rng::Rng;
 use crate::ir::{
     ApExt, ApSpec, Builder, Capacity, DType, Dim, InstFlags, InstSpec, IrError, IvTerm, Limits,
-    Loop, MemFlags, MemLoc, Module, Opcode, Reg, RegTerm, Space, SubOp, UNKNOWN_TRIP,
+    Loop, MemFlags, MemLoc, MemSpec, Module, Opcode, Reg, RegTerm, Space, SubOp, UNKNOWN_TRIP,
 };
 use crate::target::Target;
 
@@ -492,17 +492,6 @@ pub fn generate(params: &GenParams) -> Result<Module, IrError> {
 // --------------------------------------------------------------------------
 // Sinks: the same emission code either counts or builds.
 
-/// A location to declare: what [`Sink::mem`] makes.
-#[derive(Copy, Clone, Debug)]
-struct MemSpec<'n> {
-    name: &'n str,
-    space: Space,
-    parts: u16,
-    bytes: u32,
-    ty: DType,
-    flags: MemFlags,
-}
-
 /// Where generated entities go.
 trait Sink {
     fn func(&mut self, name: &str) -> Result<(), IrError>;
@@ -606,9 +595,10 @@ impl Sink for Build<'_> {
         let MemSpec {
             name,
             space,
-            parts,
+            partitions: parts,
             bytes,
-            ty,
+            dtype: ty,
+            align: _, // generated locations keep the default alignment
             flags,
         } = *spec;
         let l = self.b.mem(name, space, parts, bytes, ty.size(), flags)?;
@@ -1149,9 +1139,9 @@ fn mem_tile<S: Sink>(s: &mut S, spec: MemSpec<'_>) -> Result<Tile, IrError> {
     let loc = s.mem(&spec)?;
     Ok(Tile {
         loc,
-        parts: spec.parts,
+        parts: spec.partitions,
         bytes: spec.bytes,
-        ty: spec.ty,
+        ty: spec.dtype,
     })
 }
 
@@ -1169,9 +1159,10 @@ fn tile<S: Sink>(
         MemSpec {
             name: &name(prefix, st.tiles),
             space,
-            parts,
+            partitions: parts,
             bytes,
-            ty,
+            dtype: ty,
+            align: 0,
             flags: MemFlags::empty(),
         },
     )?;
@@ -1219,9 +1210,10 @@ fn region<S: Sink>(
             MemSpec {
                 name: &name(prefix, r),
                 space: Space::Dram,
-                parts,
+                partitions: parts,
                 bytes: bytes * n,
-                ty,
+                dtype: ty,
+                align: 0,
                 flags,
             },
         )
@@ -1302,9 +1294,10 @@ fn region<S: Sink>(
                     MemSpec {
                         name: &name(prefix, r),
                         space: Space::Dram,
-                        parts: rows,
+                        partitions: rows,
                         bytes,
-                        ty,
+                        dtype: ty,
+                        align: 0,
                         flags,
                     },
                 )
@@ -1355,9 +1348,10 @@ fn region<S: Sink>(
             MemSpec {
                 name: &name("go", r),
                 space: Space::Dram,
-                parts: g.parts,
+                partitions: g.parts,
                 bytes: g.bytes,
-                ty: g.ty,
+                dtype: g.ty,
+                align: 0,
                 flags: MemFlags::OUTPUT,
             },
         )?;
@@ -1411,9 +1405,10 @@ fn accumulate<S: Sink>(
                 MemSpec {
                     name: &name("ka", r),
                     space: Space::Dram,
-                    parts,
+                    partitions: parts,
                     bytes: accs.len() as u32 * t * xbytes,
-                    ty,
+                    dtype: ty,
+                    align: 0,
                     flags: MemFlags::INPUT,
                 },
             )?;

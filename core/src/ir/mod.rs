@@ -24,9 +24,9 @@ pub use imm::ImmTable;
 pub(crate) use module::{display_named, WriteNamed};
 pub use module::{
     Address, Ap, ApSpec, Block, BlockInsts, Capacity, DisplayNamed, Entity, Func, InModule, Inst,
-    InstDescription, InstSpec, IrError, Limits, Loop, MemDescription, MemLoc, Module, ModuleId,
-    Operands, Reg, RegDescription, StorageBytes, MAX_AP_PARTITIONS, NO_BANK, NO_EXT, NO_LANE,
-    NO_PARTITION, UNKNOWN_TRIP, UNPLACED,
+    InstDescription, InstSpec, IrError, Limits, Loop, MemDescription, MemLoc, MemSpec, Module,
+    ModuleId, Operands, Reg, RegDescription, StorageBytes, MAX_AP_PARTITIONS, NO_BANK, NO_EXT,
+    NO_LANE, NO_PARTITION, UNKNOWN_TRIP, UNPLACED,
 };
 pub use names::{Name, NamePool};
 pub use pattern::{ApExt, Extent, IvTerm, PatternError, RegTerm, MAX_IV_TERMS};

@@ -38,8 +38,8 @@ use crate::ir::DisplayNamed;
 use arrayvec::ArrayVec;
 
 use crate::ir::{
-    full_ap, slice_ap, Ap, ApExt, Inst, InstFlags, InstSpec, IrError, IvTerm, Loop, MemFlags,
-    MemLoc, Module, Opcode, Space, MAX_IV_TERMS,
+    full_ap, slice_ap, Ap, ApExt, DType, Inst, InstFlags, InstSpec, IrError, IvTerm, Loop,
+    MemFlags, MemLoc, MemSpec, Module, Opcode, Space, MAX_IV_TERMS,
 };
 
 /// Entries kept in the failure log; further failures are only counted.
@@ -1197,15 +1197,16 @@ pub fn remat_source(
 /// store and the reload copy, never convert. Left unplaced (each allocator
 /// places its slots its own way).
 pub fn add_slot(m: &mut Module, of: MemLoc, name: &str) -> Result<MemLoc, IrError> {
-    let s = m.try_add_mem(
-        name,
-        Space::Dram,
-        m.mems().partitions[of],
-        m.mems().bytes[of],
-    )?;
-    m.set_mem_flags(s, MemFlags::SPILL | MemFlags::INTERNAL);
-    m.set_elem_size(s, m.elem_size(of))?;
-    Ok(s)
+    m.try_add_mem(&MemSpec {
+        dtype: DType::Raw(m.elem_size(of)),
+        flags: MemFlags::SPILL | MemFlags::INTERNAL,
+        ..MemSpec::new(
+            name,
+            Space::Dram,
+            m.mems().partitions[of],
+            m.mems().bytes[of],
+        )
+    })
 }
 
 /// A reload copy of `of`, named `name`, in `of`'s space, of `partitions ×
@@ -1220,11 +1221,12 @@ pub fn add_reload_copy(
     partitions: u16,
     bytes: u32,
 ) -> Result<MemLoc, IrError> {
-    let copy = m.try_add_mem(name, m.mems().space[of], partitions, bytes)?;
-    m.set_mem_flags(copy, MemFlags::RELOAD | MemFlags::INTERNAL);
-    m.set_dtype(copy, m.mems().dtype[of])?;
-    m.set_align(copy, m.mems().align[of])?;
-    Ok(copy)
+    m.try_add_mem(&MemSpec {
+        dtype: m.mems().dtype[of],
+        align: m.mems().align[of],
+        flags: MemFlags::RELOAD | MemFlags::INTERNAL,
+        ..MemSpec::new(name, m.mems().space[of], partitions, bytes)
+    })
 }
 
 /// Inserts the stores and reloads of `records` and re-points the readers

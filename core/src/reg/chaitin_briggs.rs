@@ -518,9 +518,9 @@ impl Colorer {
         let Problem(g, cost, fixed, cfg) = p;
         let n = g.num_nodes();
         let k = cfg.k as i32;
+        refill(&mut self.state, n, HIGH);
+        refill(&mut self.optimistic, n, false);
         self.counts.clear();
-        self.state.clear();
-        self.optimistic.clear();
         self.low.clear();
         self.stack.clear();
         self.heap.clear();
@@ -535,8 +535,6 @@ impl Colorer {
                 n1 + 2 * n2 - k
             };
             self.counts.push([excess, n1 + 2 * n2]);
-            self.optimistic.push(false);
-            self.state.push(HIGH);
         }
         let mut high = 0usize;
         for v in 0..n {

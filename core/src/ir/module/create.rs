@@ -4,6 +4,7 @@
 //! `insert_*` and `try_add_*` forms are for passes: they fail instead of
 //! growing the reserved storage.
 
+use super::mutate::{check_align, check_dtype};
 use super::*;
 
 impl Module {
@@ -494,15 +495,10 @@ impl Module {
         self.live_insts -= 1;
     }
 
-    /// Creates a memory location inside the reserved workspace (pass use:
-    /// fails instead of growing). The name must be new.
-    pub fn try_add_mem(
-        &mut self,
-        name: &str,
-        space: Space,
-        partitions: u16,
-        bytes: u32,
-    ) -> Result<MemLoc, IrError> {
+    /// Creates the location `spec` describes inside the reserved workspace
+    /// (pass use: fails instead of growing), whole: every check runs before
+    /// anything is added.
+    pub fn try_add_mem(&mut self, spec: &MemSpec<'_>) -> Result<MemLoc, IrError> {
         if self.mems.space.len() == self.mems.space.capacity()
             || self.names.len() >= self.mem_by_name.capacity()
         {
@@ -511,7 +507,18 @@ impl Module {
                 limit: self.mems.space.capacity() as u64,
             });
         }
-        self.add_mem(name, space, partitions, bytes)
+        check_dtype(spec.dtype)?;
+        if spec.align != 0 {
+            check_align(spec.align)?;
+        }
+        let v = self.add_mem(spec.name, spec.space, spec.partitions, spec.bytes)?;
+        self.mems.dtype[v] = spec.dtype;
+        self.mems.align[v] = match spec.align {
+            0 => self.mems.align[v].max(spec.dtype.size() as u32),
+            a => a,
+        };
+        self.mems.flags[v] = spec.flags;
+        Ok(v)
     }
 
     /// Creates a register inside the reserved workspace (pass use).

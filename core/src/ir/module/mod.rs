@@ -45,7 +45,7 @@ pub use ids::{Ap, Block, Entity, Func, Inst, Loop, MemLoc, ModuleId, Reg};
 pub use ids::{NO_BANK, NO_LANE, NO_PARTITION, UNKNOWN_TRIP, UNPLACED};
 pub use limits::{Limits, MAX_AP_PARTITIONS};
 pub use query::BlockInsts;
-pub use spec::{ApSpec, InstSpec};
+pub use spec::{ApSpec, InstSpec, MemSpec};
 
 use alloc::vec::Vec;
 

@@ -16,14 +16,8 @@ impl Module {
     /// smaller. The bytes per partition must be a multiple of the size
     /// (checked by the readers, which know where the declaration is).
     pub fn set_dtype(&mut self, m: MemLoc, t: DType) -> Result<(), IrError> {
+        check_dtype(t)?;
         let elem = t.size();
-        if elem == 0 || !elem.is_power_of_two() || elem > 16 {
-            return Err(IrError::BadShape {
-                what: "element size",
-                value: elem as u64,
-                max: 16,
-            });
-        }
         self.mems.dtype[m] = t;
         if self.mems.align[m] < elem as u32 {
             self.mems.align[m] = elem as u32;
@@ -33,24 +27,9 @@ impl Module {
 
     /// Sets the alignment (a power of two).
     pub fn set_align(&mut self, m: MemLoc, align: u32) -> Result<(), IrError> {
-        if align == 0 || !align.is_power_of_two() || align > 1 << 20 {
-            return Err(IrError::BadShape {
-                what: "alignment",
-                value: align as u64,
-                max: 1 << 20,
-            });
-        }
+        check_align(align)?;
         self.mems.align[m] = align;
         Ok(())
-    }
-
-    /// Gives `to` the element size (untyped) and the alignment of `from`,
-    /// for a location made to hold `from`'s bytes as they are (a merged DMA
-    /// tile). Infallible: `from`'s own size and alignment already meet what
-    /// [`Module::set_dtype`] and [`Module::set_align`] check.
-    pub fn copy_layout(&mut self, to: MemLoc, from: MemLoc) {
-        self.mems.dtype[to] = DType::Raw(self.elem_size(from));
-        self.mems.align[to] = self.mems.align[from];
     }
 
     /// Names a loop's induction variable (what the text prints in loop
@@ -239,6 +218,31 @@ impl Module {
             }),
         }
     }
+}
+
+/// An element type a location may have: a power-of-two size up to 16 bytes.
+pub(super) fn check_dtype(t: DType) -> Result<(), IrError> {
+    let elem = t.size();
+    if elem == 0 || !elem.is_power_of_two() || elem > 16 {
+        return Err(IrError::BadShape {
+            what: "element size",
+            value: elem as u64,
+            max: 16,
+        });
+    }
+    Ok(())
+}
+
+/// An alignment a location may have: a power of two up to 1 MiB.
+pub(super) fn check_align(align: u32) -> Result<(), IrError> {
+    if align == 0 || !align.is_power_of_two() || align > 1 << 20 {
+        return Err(IrError::BadShape {
+            what: "alignment",
+            value: align as u64,
+            max: 1 << 20,
+        });
+    }
+    Ok(())
 }
 
 #[cfg(test)]

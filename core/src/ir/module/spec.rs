@@ -1,12 +1,50 @@
-//! Descriptions of access patterns and instructions to create: what the
-//! mutators take, checked when the entity is made.
+//! Descriptions of locations, access patterns and instructions to create:
+//! what the mutators take, checked when the entity is made.
 
 use arrayvec::ArrayVec;
 
 use super::{MemLoc, Reg};
 use crate::ir::ap::{Dim, MAX_DIMS};
 use crate::ir::pattern::{ApExt, PlainFields};
-use crate::ir::types::{Engine, InstFlags, Opcode, SubOp};
+use crate::ir::types::{DType, Engine, InstFlags, MemFlags, Opcode, Space, SubOp};
+
+/// A description of a memory location to create whole: its shape, element
+/// type, alignment and flags at once, so that a failed check leaves no
+/// half-made location behind ([`Module::try_add_mem`](super::Module::try_add_mem)).
+#[derive(Copy, Clone, Debug)]
+pub struct MemSpec<'a> {
+    /// Its name, new in the module.
+    pub name: &'a str,
+    /// The space it lives in.
+    pub space: Space,
+    /// Partitions.
+    pub partitions: u16,
+    /// Bytes per partition.
+    pub bytes: u32,
+    /// Element type.
+    pub dtype: DType,
+    /// The alignment (a power of two), or 0 for the default: the space's
+    /// minimum alignment raised to the element size.
+    pub align: u32,
+    /// Flags.
+    pub flags: MemFlags,
+}
+
+impl<'a> MemSpec<'a> {
+    /// An untyped, default-aligned, unflagged location of `partitions ×
+    /// bytes` in `space`.
+    pub fn new(name: &'a str, space: Space, partitions: u16, bytes: u32) -> MemSpec<'a> {
+        MemSpec {
+            name,
+            space,
+            partitions,
+            bytes,
+            dtype: DType::Raw(1),
+            align: 0,
+            flags: MemFlags::empty(),
+        }
+    }
+}
 
 /// A description of an access pattern to create.
 #[derive(Clone, Debug, PartialEq, Eq)]

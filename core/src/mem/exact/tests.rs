@@ -250,7 +250,7 @@ fn dressing_an_instance_does_not_change_the_effort_much() {
     // scaled instance takes comparable effort. Summed over instances
     // (single ones are heavy-tailed), each dress stays within a small
     // factor of the instances as given, and every answer is the same.
-    use crate::gen::dsa::{dress, perfect_packing, Dress, PerfectPacking};
+    use crate::gen::dsa::{perfect_packing, Dress, PerfectPacking};
     let dresses = [Dress::Mirror, Dress::Shuffle(5), Dress::Scale(3)];
     let mut given = 0u64;
     let mut dressed = [0u64; 3];
@@ -264,7 +264,7 @@ fn dressing_an_instance_does_not_change_the_effort_much() {
         given += o.nodes + 1;
         for (d, total) in dresses.iter().zip(&mut dressed) {
             let mut q = Problem::linear(0, 150);
-            dress(&p, *d, &mut q, &mut from).unwrap();
+            d.apply(&p, &mut q, &mut from).unwrap();
             let (oq, _) = solve(&q, Objective::Fit, Budget::default());
             assert_eq!(oq.status.fits(), o.status.fits(), "seed {seed} {d:?}");
             *total += oq.nodes + 1;

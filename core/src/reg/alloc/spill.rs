@@ -33,8 +33,8 @@ use core::fmt::Write as _;
 use super::super::chaitin_briggs::NO_COLOR;
 use super::{RegAllocError, RegAllocator, RegReport, NONE};
 use crate::ir::{
-    full_ap, Capacity, InstFlags, InstSpec, MemFlags, Module, Opcode, Reg, RegFlags, Space,
-    NO_LANE, UNKNOWN_TRIP,
+    full_ap, Capacity, DType, InstFlags, InstSpec, MemFlags, MemSpec, Module, Opcode, Reg,
+    RegFlags, Space, NO_LANE, UNKNOWN_TRIP,
 };
 
 /// The default limit on spill temporaries is one per this many register
@@ -224,9 +224,11 @@ impl RegAllocator {
         let lanes = m.regs().lanes[r];
         let name = Self::fresh_name(m, "spill.slot", serial);
         let lane_bytes = m.target.reg_lane_bytes;
-        let slot = m.try_add_mem(&name, Space::Dram, 1, lane_bytes as u32 * lanes as u32)?;
-        m.set_elem_size(slot, lane_bytes)?;
-        m.set_mem_flags(slot, MemFlags::SPILL | MemFlags::INTERNAL);
+        let slot = m.try_add_mem(&MemSpec {
+            dtype: DType::Raw(lane_bytes),
+            flags: MemFlags::SPILL | MemFlags::INTERNAL,
+            ..MemSpec::new(&name, Space::Dram, 1, lane_bytes as u32 * lanes as u32)
+        })?;
         report.spilled_registers += 1;
         let ap = [full_ap(m, slot)];
         let mut last = u32::MAX;

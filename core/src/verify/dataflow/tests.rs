@@ -4,8 +4,8 @@ use super::shape::Seg;
 use super::split::{OriginalHalf, ReadBatch, RewriteHalf, SplitRunner};
 use super::*;
 use crate::ir::{
-    full_ap, slice_ap, Builder, Capacity, Dim, Inst, InstFlags, InstSpec, MemFlags, MemLoc, Module,
-    Opcode, Space, SubOp,
+    full_ap, slice_ap, Builder, Capacity, Dim, Inst, InstFlags, InstSpec, MemFlags, MemLoc,
+    MemSpec, Module, Opcode, Space, SubOp,
 };
 use crate::target::Target;
 use crate::testing::{add, dram_io, exp, mem, tiles};
@@ -85,12 +85,18 @@ fn one_mismatch(o: &Module, r: &Module) -> (Mismatch, String) {
 fn spill_t(p: &Prog, reload_before_store: bool) -> (Module, MemLoc, MemLoc, Inst, Inst) {
     let mut r = p.m.clone();
     headroom(&mut r);
-    let slot = r.try_add_mem("t_spill", Space::Dram, 128, B).unwrap();
-    r.columns_mut().mems.flags[slot] = MemFlags::SPILL;
-    let rl = r
-        .try_add_mem("t_ReloadStore0_ShrinkedCopy", Space::Sb, 128, B)
+    let slot = r
+        .try_add_mem(&MemSpec {
+            flags: MemFlags::SPILL,
+            ..MemSpec::new("t_spill", Space::Dram, 128, B)
+        })
         .unwrap();
-    r.columns_mut().mems.flags[rl] = MemFlags::RELOAD;
+    let rl = r
+        .try_add_mem(&MemSpec {
+            flags: MemFlags::RELOAD,
+            ..MemSpec::new("t_ReloadStore0_ShrinkedCopy", Space::Sb, 128, B)
+        })
+        .unwrap();
     let [i0, _, i2, _] = p.insts;
     let (sa, sb) = ([full_ap(&r, p.t)], [full_ap(&r, slot)]);
     let mut st = InstSpec::new(Opcode::Save);
@@ -265,7 +271,9 @@ fn merge_of_two_abutting_loads_is_accepted_and_a_wrong_half_is_not() {
     let merged = |swap: bool| {
         let mut r = o.clone();
         headroom(&mut r);
-        let both = r.try_add_mem("lo_hi", Space::Sb, 128, 2 * B).unwrap();
+        let both = r
+            .try_add_mem(&MemSpec::new("lo_hi", Space::Sb, 128, 2 * B))
+            .unwrap();
         let (src, dst) = ([full_ap(&r, x)], [full_ap(&r, both)]);
         let mut spec = InstSpec::new(Opcode::Load);
         spec.inputs = &src;
@@ -318,8 +326,12 @@ fn register_spill_through_memory_and_a_lane_clobber() {
 
     let mut r = o.clone();
     headroom(&mut r);
-    let slot = r.try_add_mem("k_slot", Space::Sb, 1, 4).unwrap();
-    r.columns_mut().mems.flags[slot] = MemFlags::SPILL;
+    let slot = r
+        .try_add_mem(&MemSpec {
+            flags: MemFlags::SPILL,
+            ..MemSpec::new("k_slot", Space::Sb, 1, 4)
+        })
+        .unwrap();
     let k1 = r.try_add_reg("k1", 1).unwrap();
     let k2 = r.try_add_reg("k2", 1).unwrap();
     r.regs_mut(def)[0] = k1;
