@@ -385,8 +385,9 @@ fn await_reload(
 }
 
 /// Turns the record of the reload copy `c`, reloaded at the start of the
-/// loop of `split` (around `p`), into that loop's slice reload: a slice
-/// copy in `c`'s rectangle (which `c` held from the loop's start to `p`)
+/// loop of `split` (around `p`) or hoisted out of an outer loop that
+/// accesses it only in that one, into that loop's slice reload: a slice
+/// copy in `c`'s rectangle (which `c` held from its reload to `p`)
 /// is reloaded in every iteration instead of all of `c` once, the loop's
 /// accesses read it with the loop terms off (and write it back, when the
 /// loop writes it), and a copy of `c`'s cells is reloaded before the next
@@ -407,7 +408,6 @@ fn resplit_copy(
     let Some(k) = ws.records.iter().rposition(|r| r.copy == c) else {
         return Ok(());
     };
-    let r = ws.records[k];
     let (base, offset) = (m.mems().base_partition[c], m.mems().offset[c]);
     let end = ws.lrm.end(c);
     let acc = ws.live.accesses(o);
@@ -418,7 +418,9 @@ fn resplit_copy(
     let whole_uses = split.after.map_or(0, |n| {
         (acc.len() - acc.partition_point(|&q| q < n)) as u32 + (end > last) as u32
     });
-    let (inner, wc, reload) = slice_record(m, ws, k, &split, r.reload_before, p)?;
+    // The slice reload starts the loop: where the copy's reload was, or
+    // inside the loop that reload was hoisted out of (`hoisted_over`).
+    let (inner, wc, reload) = slice_record(m, ws, k, &split, split.span.0, p)?;
     m.place(inner, base, offset);
     // `c` is gone: its record is the slice's.
     ws.manager

@@ -73,8 +73,9 @@ pub(super) fn choose_victim(
             offer(score, c, Plan::Plain);
         }
         // A reload copy reloaded at the start of a loop around `p` that
-        // reads it a slice per iteration: its record becomes that slice's
-        // (see `evict::resplit_copy`).
+        // reads it a slice per iteration, or hoisted out of a loop that
+        // accesses it only there: its record becomes that slice's (see
+        // `evict::resplit_copy`).
         if ws.origin[c.index()] != c {
             if let Some((score, split)) = copy_slice(m, ws, c, p) {
                 offer(score, c, Plan::Slice(split));
@@ -109,7 +110,9 @@ pub(super) fn choose_victim(
 }
 
 /// The best slice split of the reload copy `c` at `p` over a loop around
-/// `p` that starts where `c` was reloaded (not hoisted), with its rank: the
+/// `p` that starts where `c` was reloaded, or that is the only place the
+/// loop `c`'s reload was hoisted out of accesses it ([`hoisted_over`]),
+/// with its rank: the
 /// copy's record then reloads one slice per iteration instead of the whole
 /// copy ([`super::evict::resplit_copy`]). Needs `c` to be the latest copy
 /// of its origin, its slot able to take the loop's write-backs (a
@@ -150,7 +153,7 @@ fn slice_of_copy(
 ) -> Option<(u64, SliceSplit)> {
     let o = ws.origin[c.index()];
     let r = ws.records.iter().rev().find(|r| r.origin == o)?;
-    if r.copy != c || (r.reload_hoisted && !pending) || r.slice.is_some() {
+    if r.copy != c || r.slice.is_some() {
         return None;
     }
     let (order, live) = (&ws.order, &ws.live);
@@ -159,13 +162,16 @@ fn slice_of_copy(
         let same_source = sp.after.map_or(true, |a| {
             !r.remat || spill::remat_from(m, order, live, o, a) == r.remat_source()
         });
-        // A placed copy was reloaded at the loop's start. A pending one is
+        // A placed copy was reloaded at the loop's start, or hoisted out of
+        // an outer loop that accesses it only in this one. A pending one is
         // reloaded at `p`, anywhere in the loop, when it was spilled before
         // the loop: no access of its origin lies between the loop's start
         // and `p` (the reload precedes the next access after the spill),
         // so the slice reload at `p` serves every access of the iteration.
         let starts = if pending {
             r.at < sp.span.0 && r.reload_before == p
+        } else if r.reload_hoisted {
+            hoisted_over(m, order, live, o, r.reload_before, sp)
         } else {
             sp.span.0 == r.reload_before
         };
@@ -184,6 +190,39 @@ fn slice_of_copy(
             && sp.byte_lo >= r.byte_lo
     };
     spill::best_slice_split(m, order, live, o, p, ws.lrm.end(c), false, accept)
+}
+
+/// Whether a placed copy of `o` whose reload was hoisted out of the loop
+/// starting at `hoisted_to` may become the slice reload of `sp` instead:
+/// that loop holds `sp`'s loop, and every access of `o` in it lies inside
+/// `sp`'s loop. The copy then carried `o` around the outer loop's back edge
+/// only through `sp`'s loop, whose slice reloads read the slot and whose
+/// write-backs keep it current from one outer iteration to the next; the
+/// next access after `sp`'s loop (its whole reload) is after the outer
+/// loop, so nothing between reads the copy that is gone.
+fn hoisted_over(
+    m: &Module,
+    order: &LinearOrder,
+    live: &MemLiveness,
+    o: MemLoc,
+    hoisted_to: u32,
+    sp: &SliceSplit,
+) -> bool {
+    let mut l = order.loop_at(sp.span.0);
+    let outer_end = loop {
+        if !l.is_valid() {
+            return false;
+        }
+        match order.loop_span(l) {
+            Some((s, e)) if s == hoisted_to => break e,
+            _ => l = m.loops().parent[l],
+        }
+    };
+    let acc = live.accesses(o);
+    let inside = |q: u32| sp.span.0 <= q && q <= sp.span.1;
+    acc.iter()
+        .filter(|&&q| hoisted_to <= q && q <= outer_end)
+        .all(|&q| inside(q))
 }
 
 /// May `c` leave its space at all at `p`: not fixed, not accessed by the
