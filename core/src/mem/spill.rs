@@ -1262,20 +1262,29 @@ pub fn finalize(
                     let src = m.ap_spec(o);
                     let mut dst = src.clone();
                     dst.loc = r.slot;
+                    // Origin coordinates in the slot, from a reload copy's.
+                    let (p0, b0) = corner_of(records, k, r.victim);
+                    dst.part_start += p0;
+                    dst.offset += b0;
                     (src, dst)
                 }
                 (None, Some(_)) => (full_ap(m, r.victim), full_ap(m, r.slot)),
-                (None, None) => (
-                    slice_ap(
-                        m,
-                        r.victim,
-                        r.part_start,
-                        r.part_count,
-                        r.byte_lo,
-                        r.byte_hi,
-                    ),
-                    slot_ap.clone(),
-                ),
+                (None, None) => {
+                    // A reload copy stored again holds its origin's cells
+                    // from its own record's corner.
+                    let (p0, b0) = corner_of(records, k, r.victim);
+                    (
+                        slice_ap(
+                            m,
+                            r.victim,
+                            r.part_start.saturating_sub(p0),
+                            r.part_count,
+                            r.byte_lo.saturating_sub(b0),
+                            r.byte_hi.saturating_sub(b0),
+                        ),
+                        slot_ap.clone(),
+                    )
+                }
             };
             let outs = [dst];
             let ins = [src];
@@ -1323,6 +1332,16 @@ pub fn finalize(
         }
     }
     Ok(())
+}
+
+/// Where `victim`'s cells start in its origin's: `(0, 0)` for an original,
+/// the corner of the record before `k` whose reload copy it is otherwise.
+fn corner_of(records: &[SpillRecord], k: usize, victim: MemLoc) -> (u16, u32) {
+    records[..k]
+        .iter()
+        .rev()
+        .find(|p| p.copy == victim)
+        .map_or((0, 0), |p| (p.part_start, p.byte_lo))
 }
 
 /// Re-points the accesses (reads and writes) of `r.origin` (or of the

@@ -16,7 +16,7 @@
 use core::cmp::Reverse;
 use core::fmt;
 
-use super::victim::Plan;
+use super::victim::{copy_written, Plan};
 use super::{LsaError, LsaWorkspace};
 use crate::ir::{MemLoc, Module};
 use crate::mem::best_fit::ManagerError;
@@ -64,6 +64,17 @@ pub(super) fn spill_victim(
         (plo, phi, lo, hi) = (0, m.mems().partitions[o], 0, m.mems().bytes[o] as u64);
     }
     hi = hi.min(m.mems().bytes[o] as u64);
+    let written = victim != o && copy_written(&ws.live, o, ws.lrm.start(victim), p);
+    // A copy stored again holds only its own record's cells: the new copy
+    // takes no more.
+    if written {
+        if let Some(r) = ws.records.iter().rev().find(|r| r.copy == victim) {
+            plo = plo.max(r.part_start);
+            phi = phi.min(r.part_start + r.part_count);
+            lo = lo.max(r.byte_lo as u64);
+            hi = hi.min(r.byte_hi as u64);
+        }
+    }
     // The copy: `<name>_ReloadStore<N>_ShrinkedCopy`.
     let nth = ws.records.len();
     let mut name: heapless::String<300> = heapless::String::new();
@@ -73,8 +84,14 @@ pub(super) fn spill_victim(
     );
     let copy = spill::add_reload_copy(m, o, &name, phi - plo, (hi - lo) as u32)?;
     // A value loaded from DRAM that stays unwritten is read again from
-    // there; otherwise the slot, once per original.
-    let remat = remat_from(m, &ws.order, &ws.live, o, q);
+    // there; otherwise the slot, once per original. A reload copy written
+    // since its reload is stored again, to the slot: its value is no
+    // longer the slot's, nor the DRAM's it was loaded from.
+    let remat = if written {
+        None
+    } else {
+        remat_from(m, &ws.order, &ws.live, o, q)
+    };
     // After the last write before p: the value the remaining reads see.
     let last_write = ws
         .live
@@ -86,7 +103,7 @@ pub(super) fn spill_victim(
         Some(src) => src.loc,
         None => slot_of(m, ws, o)?,
     };
-    if victim == o && remat.is_none() {
+    if (victim == o && remat.is_none()) || written {
         store_after = last_write;
     }
     ws.records.push(SpillRecord {

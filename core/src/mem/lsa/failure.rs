@@ -271,7 +271,7 @@ pub(super) fn failure(
     let reason = if ws.lrm.active().is_empty() {
         "no other tensor is live"
     } else {
-        "every live tensor is pinned, used by this instruction, not used again, a reload copy written since its reload, or accessed earlier in the enclosing loop"
+        "every live tensor is pinned, used by this instruction, not used again, or accessed earlier in the enclosing loop"
     };
     AllocationFailure {
         space,

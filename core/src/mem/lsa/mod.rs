@@ -15,8 +15,8 @@
 //! Spillable plainly: not fixed, not accessed by the failing instruction,
 //! accessed again later, defined before the failure, not accessed earlier
 //! in a loop that contains the failure (the back edge would reach the freed
-//! space), and — for a reload copy — not written since its reload (its slot
-//! would be stale). A tensor written again later is spillable: every later
+//! space). A reload copy written since its reload is stored again (its slot
+//! would be stale otherwise). A tensor written again later is spillable: every later
 //! access, read or write, moves to the reload copy. Inside loops the scan
 //! also takes the shared planner's loop-invariant and slice splits
 //! ([`super::spill`]; see `victim` and `evict`): the copy for the loop's

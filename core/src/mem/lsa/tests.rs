@@ -146,6 +146,152 @@ fn forced_spill_inserts_store_after_def_and_reload_before_next_use() {
 }
 
 #[test]
+fn a_reload_copy_written_since_its_reload_is_stored_again_when_spilled_again() {
+    let mut m = Module::new(sb_target(240));
+    let mut b = Builder::new(&mut m);
+    let io = |b: &mut Builder<'_>, name, bytes, flags| mem(b, name, Space::Dram, bytes, flags);
+    let (xa, xc, xd) = (
+        io(&mut b, "xa", 100, MemFlags::INPUT),
+        io(&mut b, "xc", 200, MemFlags::INPUT),
+        io(&mut b, "xd", 190, MemFlags::INPUT),
+    );
+    let (ya, yc, ye) = (
+        io(&mut b, "ya", 100, MemFlags::OUTPUT),
+        io(&mut b, "yc", 200, MemFlags::OUTPUT),
+        io(&mut b, "ye", 50, MemFlags::OUTPUT),
+    );
+    let sb = |b: &mut Builder<'_>, name, bytes| mem(b, name, Space::Sb, bytes, MemFlags::empty());
+    let (a, c, d, e) = (
+        sb(&mut b, "a", 100),
+        sb(&mut b, "c", 200),
+        sb(&mut b, "d", 190),
+        sb(&mut b, "e", 50),
+    );
+    b.func("main").unwrap();
+    // 0, 1: no room for c: `a`, an unmodified load, is dropped; its upper
+    // half (all that is accessed later) is loaded from xa again before 3,
+    // into a copy of 50 bytes whose byte 0 is byte 50 of `a`.
+    loads(&mut b, &[(a, xa), (c, xc)]);
+    // 2.
+    saves(&mut b, &[(yc, c)]);
+    // 3: the copy is written: bytes 50..75 of `a` zeroed.
+    let part = b.slice(a, 0, 128, 50, 75);
+    b.op(Opcode::Memset, &[part], &[]).unwrap();
+    // 4, 5: the copy and d fill the space, e finds no room, and d is the
+    // instruction's own: only the copy may go, and its value is now in
+    // neither xa nor a slot.
+    loads(&mut b, &[(d, xd)]);
+    let (de, dd) = (b.full(e), b.slice(d, 0, 128, 0, 50));
+    b.op(Opcode::TensorCopy, &[de], &[dd]).unwrap();
+    // 6; 7: the upper half of `a` out (the copy reloaded from the slot
+    // before it).
+    saves(&mut b, &[(ye, e)]);
+    let (to, from) = (b.slice(ya, 0, 128, 50, 100), b.slice(a, 0, 128, 50, 100));
+    b.op(Opcode::Save, &[to], &[from]).unwrap();
+    let (original, _, rep) = scan_ok(&mut m);
+    assert_eq!((rep.sb.spills, rep.sb.remats), (2, 1));
+    let copy = m.mem_by_name("a_ReloadStore0_ShrinkedCopy").unwrap();
+    assert_eq!(m.mems().bytes[copy], 50);
+    let slot = m.mem_by_name("a_SpillSlot").unwrap();
+    // The copy is saved to the slot after it was written, at the slot's
+    // bytes 50..100 (`a`'s coordinates), and read back from there.
+    let spill_io: Vec<(Opcode, MemLoc, MemLoc, u64)> = m
+        .program_order()
+        .filter(|&i| m.insts().flags[i].intersects(InstFlags::SPILL | InstFlags::RELOAD))
+        .map(|i| {
+            let (src, dst) = (m.inputs(i).next().unwrap(), m.outputs(i).next().unwrap());
+            let outer = if m.aps().loc[dst] == copy || m.aps().loc[src] == slot {
+                src
+            } else {
+                dst
+            };
+            (
+                m.insts().opcode[i],
+                m.aps().loc[src],
+                m.aps().loc[dst],
+                m.aps().offset[outer] as u64,
+            )
+        })
+        .collect();
+    let reload = m.mem_by_name("a_ReloadStore1_ShrinkedCopy").unwrap();
+    assert_eq!(
+        spill_io,
+        [
+            (Opcode::Load, xa, copy, 50),
+            (Opcode::Save, copy, slot, 50),
+            (Opcode::Load, slot, reload, 50),
+        ]
+    );
+    check_output_scoped(&original, &m, false);
+}
+
+/// As above, with the copy written by a strip loop (one half per
+/// iteration): the store again saves each strip after it is written, at
+/// `a`'s coordinates in the slot.
+#[test]
+fn a_reload_copy_written_by_a_strip_loop_is_stored_per_strip() {
+    let mut m = Module::new(sb_target(240));
+    let mut b = Builder::new(&mut m);
+    let io = |b: &mut Builder<'_>, name, bytes, flags| mem(b, name, Space::Dram, bytes, flags);
+    let (xa, xc, xd) = (
+        io(&mut b, "xa", 100, MemFlags::INPUT),
+        io(&mut b, "xc", 200, MemFlags::INPUT),
+        io(&mut b, "xd", 190, MemFlags::INPUT),
+    );
+    let (ya, yc, ye) = (
+        io(&mut b, "ya", 100, MemFlags::OUTPUT),
+        io(&mut b, "yc", 200, MemFlags::OUTPUT),
+        io(&mut b, "ye", 50, MemFlags::OUTPUT),
+    );
+    let sb = |b: &mut Builder<'_>, name, bytes| mem(b, name, Space::Sb, bytes, MemFlags::empty());
+    let (a, c, d, e) = (
+        sb(&mut b, "a", 100),
+        sb(&mut b, "c", 200),
+        sb(&mut b, "d", 190),
+        sb(&mut b, "e", 50),
+    );
+    b.func("main").unwrap();
+    loads(&mut b, &[(a, xa), (c, xc)]);
+    saves(&mut b, &[(yc, c)]);
+    // Bytes 50..100 of `a` zeroed, 25 per iteration.
+    let strips = b.begin_loop(2).unwrap();
+    b.module().set_loop_name(strips, "i").unwrap();
+    let mut strip = b.slice(a, 0, 128, 50, 75);
+    strip.ext.terms.push(crate::ir::IvTerm {
+        lp: strips,
+        parts: 0,
+        bytes: 25,
+    });
+    b.op(Opcode::Memset, &[strip], &[]).unwrap();
+    b.end_loop().unwrap();
+    loads(&mut b, &[(d, xd)]);
+    let (de, dd) = (b.full(e), b.slice(d, 0, 128, 0, 50));
+    b.op(Opcode::TensorCopy, &[de], &[dd]).unwrap();
+    saves(&mut b, &[(ye, e)]);
+    let (to, from) = (b.slice(ya, 0, 128, 50, 100), b.slice(a, 0, 128, 50, 100));
+    b.op(Opcode::Save, &[to], &[from]).unwrap();
+    let original = m.clone();
+    let mut ws = LsaWorkspace::new();
+    let rep = run_with_loops(&mut m, &mut ws, &LsaOptions::default()).unwrap();
+    assert_eq!(rep.sb.spills, 2);
+    let copy = m.mem_by_name("a_ReloadStore0_ShrinkedCopy").unwrap();
+    let slot = m.mem_by_name("a_SpillSlot").unwrap();
+    // The store of the copy is inside the strip loop, one strip each.
+    let store = m
+        .program_order()
+        .find(|&i| {
+            m.insts().flags[i].contains(InstFlags::SPILL)
+                && m.aps().loc[m.inputs(i).next().unwrap()] == copy
+        })
+        .unwrap();
+    let dst = m.outputs(store).next().unwrap();
+    assert_eq!(m.aps().loc[dst], slot);
+    assert_eq!(m.aps().offset[dst], 50);
+    assert_eq!(m.ap_ext(dst).terms.len(), 1);
+    check_output_scoped(&original, &m, false);
+}
+
+#[test]
 fn an_unmodified_full_load_is_rematerialized_from_its_dram() {
     let mut m = Module::new(sb_target(256));
     let mut b = Builder::new(&mut m);
@@ -306,8 +452,8 @@ fn capacity_exceeded_error_text() {
          but the largest free rectangle is 128 x 56 bytes. Total Accessed Bytes per partition \
          by instruction: 300 / Total SB Partition Size: 256. 2 tensors are live there (200 \
          bytes per partition): %a 128 x 100 bytes, %b 128 x 100 bytes. Nothing can be spilled: \
-         every live tensor is pinned, used by this instruction, not used again, a reload copy \
-         written since its reload, or accessed earlier in the enclosing loop. The instruction alone needs more than the space holds: \
+         every live tensor is pinned, used by this instruction, not used again, or accessed \
+         earlier in the enclosing loop. The instruction alone needs more than the space holds: \
          split it into smaller tiles."
     );
     // With the module, the instruction is named as the user wrote it.

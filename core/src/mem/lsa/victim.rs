@@ -264,23 +264,12 @@ fn spillable(
         return false;
     }
     // A reload copy written since its reload holds a value its slot does
-    // not: it is not spilled again (the slot would go stale).
-    if c != o {
-        let from = acc.partition_point(|&q| q < c_start);
-        if live
-            .access_writes(o)
-            .enumerate()
-            .skip(from)
-            .take(after.saturating_sub(from))
-            .any(|(_, w)| w)
-        {
-            return false;
-        }
-    }
-    // A copy's value is in its origin's slot, or (a rematerialized origin
-    // has no slot) in the DRAM it was loaded from, when that is still
-    // unwritten up to the next reload.
+    // not: spilling it stores it again (`evict::spill_victim`). An
+    // unwritten copy's value is in its origin's slot, or (a
+    // rematerialized origin has no slot) in the DRAM it was loaded from,
+    // when that is still unwritten up to the next reload.
     if c != o
+        && !copy_written(live, o, c_start, p)
         && !slot[o.index()].is_valid()
         && remat_source(m, order, live, o, acc[after]).is_none()
     {
@@ -294,6 +283,20 @@ fn spillable(
     // Loop rule: no value of it goes around a back edge in the freed space
     // (see `spill::loop_split_ok`).
     loop_split_ok(m, order, live, o, p)
+}
+
+/// Whether the reload copy of `o` reloaded at `c_start` was written from
+/// there up to position `p`: its cells then hold a value its slot does not.
+pub(super) fn copy_written(live: &MemLiveness, o: MemLoc, c_start: u32, p: u32) -> bool {
+    let acc = live.accesses(o);
+    let (from, to) = (
+        acc.partition_point(|&q| q < c_start),
+        acc.partition_point(|&q| q <= p),
+    );
+    live.access_writes(o)
+        .skip(from)
+        .take(to.saturating_sub(from))
+        .any(|w| w)
 }
 
 /// [`spill::spill_score`] of spilling `c` (holding origin `o`'s value) at
