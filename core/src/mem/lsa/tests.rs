@@ -145,29 +145,58 @@ fn forced_spill_inserts_store_after_def_and_reload_before_next_use() {
     assert!(!d.check(&original, &broken).unwrap().is_clean());
 }
 
+/// The locations of the two re-store tests: `a` (100 B, from `xa`, its
+/// upper half to `ya`), `c` (200 B, the pressure that drops `a`), `d`
+/// (190 B, the pressure that spills `a`'s copy) and `e` (50 B, its copy).
+struct RecopyIo {
+    xa: MemLoc,
+    xc: MemLoc,
+    xd: MemLoc,
+    ya: MemLoc,
+    yc: MemLoc,
+    ye: MemLoc,
+    a: MemLoc,
+    c: MemLoc,
+    d: MemLoc,
+    e: MemLoc,
+}
+
+/// Declares [`RecopyIo`] and opens the function.
+fn recopy_io(b: &mut Builder<'_>) -> RecopyIo {
+    let io = |b: &mut Builder<'_>, name, bytes, flags| mem(b, name, Space::Dram, bytes, flags);
+    let sb = |b: &mut Builder<'_>, name, bytes| mem(b, name, Space::Sb, bytes, MemFlags::empty());
+    let r = RecopyIo {
+        xa: io(b, "xa", 100, MemFlags::INPUT),
+        xc: io(b, "xc", 200, MemFlags::INPUT),
+        xd: io(b, "xd", 190, MemFlags::INPUT),
+        ya: io(b, "ya", 100, MemFlags::OUTPUT),
+        yc: io(b, "yc", 200, MemFlags::OUTPUT),
+        ye: io(b, "ye", 50, MemFlags::OUTPUT),
+        a: sb(b, "a", 100),
+        c: sb(b, "c", 200),
+        d: sb(b, "d", 190),
+        e: sb(b, "e", 50),
+    };
+    b.func("main").unwrap();
+    r
+}
+
 #[test]
 fn a_reload_copy_written_since_its_reload_is_stored_again_when_spilled_again() {
     let mut m = Module::new(sb_target(240));
     let mut b = Builder::new(&mut m);
-    let io = |b: &mut Builder<'_>, name, bytes, flags| mem(b, name, Space::Dram, bytes, flags);
-    let (xa, xc, xd) = (
-        io(&mut b, "xa", 100, MemFlags::INPUT),
-        io(&mut b, "xc", 200, MemFlags::INPUT),
-        io(&mut b, "xd", 190, MemFlags::INPUT),
-    );
-    let (ya, yc, ye) = (
-        io(&mut b, "ya", 100, MemFlags::OUTPUT),
-        io(&mut b, "yc", 200, MemFlags::OUTPUT),
-        io(&mut b, "ye", 50, MemFlags::OUTPUT),
-    );
-    let sb = |b: &mut Builder<'_>, name, bytes| mem(b, name, Space::Sb, bytes, MemFlags::empty());
-    let (a, c, d, e) = (
-        sb(&mut b, "a", 100),
-        sb(&mut b, "c", 200),
-        sb(&mut b, "d", 190),
-        sb(&mut b, "e", 50),
-    );
-    b.func("main").unwrap();
+    let RecopyIo {
+        xa,
+        xc,
+        xd,
+        ya,
+        yc,
+        ye,
+        a,
+        c,
+        d,
+        e,
+    } = recopy_io(&mut b);
     // 0, 1: no room for c: `a`, an unmodified load, is dropped; its upper
     // half (all that is accessed later) is loaded from xa again before 3,
     // into a copy of 50 bytes whose byte 0 is byte 50 of `a`.
@@ -232,25 +261,18 @@ fn a_reload_copy_written_since_its_reload_is_stored_again_when_spilled_again() {
 fn a_reload_copy_written_by_a_strip_loop_is_stored_per_strip() {
     let mut m = Module::new(sb_target(240));
     let mut b = Builder::new(&mut m);
-    let io = |b: &mut Builder<'_>, name, bytes, flags| mem(b, name, Space::Dram, bytes, flags);
-    let (xa, xc, xd) = (
-        io(&mut b, "xa", 100, MemFlags::INPUT),
-        io(&mut b, "xc", 200, MemFlags::INPUT),
-        io(&mut b, "xd", 190, MemFlags::INPUT),
-    );
-    let (ya, yc, ye) = (
-        io(&mut b, "ya", 100, MemFlags::OUTPUT),
-        io(&mut b, "yc", 200, MemFlags::OUTPUT),
-        io(&mut b, "ye", 50, MemFlags::OUTPUT),
-    );
-    let sb = |b: &mut Builder<'_>, name, bytes| mem(b, name, Space::Sb, bytes, MemFlags::empty());
-    let (a, c, d, e) = (
-        sb(&mut b, "a", 100),
-        sb(&mut b, "c", 200),
-        sb(&mut b, "d", 190),
-        sb(&mut b, "e", 50),
-    );
-    b.func("main").unwrap();
+    let RecopyIo {
+        xa,
+        xc,
+        xd,
+        ya,
+        yc,
+        ye,
+        a,
+        c,
+        d,
+        e,
+    } = recopy_io(&mut b);
     loads(&mut b, &[(a, xa), (c, xc)]);
     saves(&mut b, &[(yc, c)]);
     // Bytes 50..100 of `a` zeroed, 25 per iteration.

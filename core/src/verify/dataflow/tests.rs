@@ -423,12 +423,7 @@ fn removed_producer_and_reordering_are_reported_and_the_workspace_is_reused() {
     assert_eq!(rep.mismatches.len(), 1);
     // Swapping the exp and the add (relinking the block) is a reorder.
     let mut r = p.m.clone();
-    r.columns_mut().insts.next[i0] = i2;
-    r.columns_mut().insts.prev[i2] = i0;
-    r.columns_mut().insts.next[i2] = i1;
-    r.columns_mut().insts.prev[i1] = i2;
-    r.columns_mut().insts.next[i1] = i3;
-    r.columns_mut().insts.prev[i3] = i1;
+    swap_second_and_third(&mut r, [i0, i1, i2, i3]);
     r.check_structure().unwrap();
     let e = c.check(&p.m, &r).unwrap_err();
     assert_eq!(
@@ -1232,12 +1227,7 @@ fn the_split_walk_agrees_with_the_sequential_one_on_planted_violations() {
     r.remove_inst(i1);
     cases.push(("removed producer", r));
     let mut r = p.m.clone();
-    r.columns_mut().insts.next[i0] = i2;
-    r.columns_mut().insts.prev[i2] = i0;
-    r.columns_mut().insts.next[i2] = i1;
-    r.columns_mut().insts.prev[i1] = i2;
-    r.columns_mut().insts.next[i1] = i3;
-    r.columns_mut().insts.prev[i3] = i1;
+    swap_second_and_third(&mut r, [i0, i1, i2, i3]);
     cases.push(("reordered", r));
     let mut r = p.m.clone();
     r.remove_inst(i3);
@@ -1307,4 +1297,16 @@ fn the_split_walk_agrees_with_the_sequential_one_on_planted_violations() {
     }
     // The cases reach clean checks, mismatches and errors alike.
     assert!(clean >= 2 && errors >= 6, "{clean} clean, {errors} errors");
+}
+
+/// Relinks the block of `i0..i3` as `i0, i2, i1, i3`: a reorder no mutator
+/// makes (the block's list stays well formed).
+fn swap_second_and_third(r: &mut Module, [i0, i1, i2, i3]: [Inst; 4]) {
+    let insts = r.columns_mut().insts;
+    insts.next[i0] = i2;
+    insts.prev[i2] = i0;
+    insts.next[i2] = i1;
+    insts.prev[i1] = i2;
+    insts.next[i1] = i3;
+    insts.prev[i3] = i1;
 }
