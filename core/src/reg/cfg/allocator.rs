@@ -658,7 +658,7 @@ impl CfgAllocator {
                     let root = self.coal.node_root[v];
                     let p = &self.prog;
                     let vn = &self.coal.vnode;
-                    let inst = (0..p.ni)
+                    let inst = (0..p.num_insts())
                         .find(|&i| {
                             let (s, e) = (p.op_start[i] as usize, p.op_start[i + 1] as usize);
                             p.ops[s..e].iter().any(|&x| vn[x as usize] == v as u32)
@@ -748,7 +748,7 @@ impl CfgAllocator {
         let mut scratch = ScratchSlots::default();
         let mut slot_top = self.prog.slot_top;
         let words = (k as usize).div_ceil(64);
-        for b in 0..self.prog.nb {
+        for b in 0..self.prog.num_blocks() {
             let (ps, pe) = self.prog.pseudo_range(b);
             for x in ps..pe {
                 let q = self.prog.pseudo[x];
@@ -875,7 +875,7 @@ impl CfgAllocator {
             }
             stats.weighted_cost += p.block_weight(b);
         }
-        for i in 0..p.ni {
+        for i in 0..p.num_insts() {
             if p.is_move[i] {
                 let s = self.out.op_start[i] as usize;
                 if self.out.op_locs[s] != self.out.op_locs[s + 1] {

@@ -269,7 +269,7 @@ impl Coalescer {
         self.tied_conflicts.clear();
         self.merged = 0;
         self.merged_conservative = 0;
-        for i in 0..p.ni {
+        for i in 0..p.num_insts() {
             for (t, pair) in p.tied_of(i).iter().enumerate() {
                 let d = p.defs(i)[pair.def as usize];
                 let u = p.uses(i)[pair.use_ as usize];
@@ -283,7 +283,7 @@ impl Coalescer {
             }
         }
         self.cands.clear();
-        for b in 0..p.nb {
+        for b in 0..p.num_blocks() {
             let w = p.block_weight(b);
             for i in p.block_start[b] as usize..p.block_end[b] as usize {
                 if p.is_move[i] {

@@ -160,7 +160,7 @@ impl Walk {
         self.param_live.resize(p.param.len(), false);
         self.tied_live.clear();
         self.max_live = 0;
-        for b in 0..p.nb {
+        for b in 0..p.num_blocks() {
             self.block(p, lv, b, edges)?;
         }
         Ok(())

@@ -94,7 +94,7 @@ impl Liveness {
     /// reserved rows.
     pub fn compute(&mut self, p: &Program) -> Result<(), Full> {
         let nv = p.nv();
-        let nb = p.nb;
+        let nb = p.num_blocks();
         self.def_block.clear();
         self.def_block.resize(nv, NONE);
         for b in 0..nb {

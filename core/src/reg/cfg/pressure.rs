@@ -81,7 +81,7 @@ impl PressureSpiller {
         self.spans(p, lv);
         self.live.set.reset(p.nv());
         self.spilled = 0;
-        for b in 0..p.nb {
+        for b in 0..p.num_blocks() {
             self.block(p, lv, b, k);
         }
     }
@@ -92,7 +92,7 @@ impl PressureSpiller {
         let nv = p.nv();
         self.span.clear();
         self.span.resize(nv, 0);
-        for b in 0..p.nb {
+        for b in 0..p.num_blocks() {
             let len = p.block_end[b] - p.block_start[b];
             for g in lv.live_in_of(b) {
                 self.span[lv.globals[g as usize] as usize] += len;

@@ -82,8 +82,6 @@ pub struct Full {
 /// The rewritable copy (see the module doc).
 #[derive(Clone, Debug, Default)]
 pub(crate) struct Program {
-    pub nb: usize,
-    pub ni: usize,
     /// Client vregs (`0..orig_vregs`).
     pub orig_vregs: usize,
     pub entry: u32,
@@ -214,8 +212,6 @@ impl Program {
     /// Copies `f` (already validated) into the columns.
     pub fn load<F: CfgFunction + ?Sized>(&mut self, f: &F) {
         let (nb, ni, nv) = (f.num_blocks(), f.num_insts(), f.num_vregs());
-        self.nb = nb;
-        self.ni = ni;
         self.orig_vregs = nv;
         self.entry = f.entry().0;
         let mut w = 1.0;
@@ -293,11 +289,16 @@ impl Program {
         self.slot_top = 0;
         self.pseudo.clear();
         self.seq = 0;
+        debug_assert_eq!(
+            self.num_insts(),
+            ni,
+            "validated blocks cover every instruction"
+        );
         self.compute_postorder();
     }
 
     fn compute_postorder(&mut self) {
-        let nb = self.nb;
+        let nb = self.num_blocks();
         self.postorder.clear();
         self.seen.clear();
         self.seen.resize(nb, false);
@@ -360,6 +361,17 @@ impl Program {
     #[inline]
     pub fn tied_of(&self, i: usize) -> &[TiedPair] {
         &self.tied[self.tied_start[i] as usize..self.tied_start[i + 1] as usize]
+    }
+
+    /// Blocks loaded (one `block_start` entry each).
+    pub fn num_blocks(&self) -> usize {
+        self.block_start.len()
+    }
+
+    /// Instructions loaded: the blocks cover them all (validated), one
+    /// `n_use` entry each.
+    pub fn num_insts(&self) -> usize {
+        self.n_use.len()
     }
 
     /// Weight of an access in block `b`.
@@ -441,7 +453,7 @@ impl Program {
         cost.resize(nv, 0.0);
         reads.clear();
         reads.resize(nv, 0);
-        for b in 0..self.nb {
+        for b in 0..self.num_blocks() {
             let w = self.block_weight(b);
             for i in self.block_start[b] as usize..self.block_end[b] as usize {
                 for &u in self.uses(i) {

@@ -54,7 +54,7 @@ impl Splitter {
         self.bt_block.resize(p.orig_vregs, NONE);
         self.bt_vreg.clear();
         self.bt_vreg.resize(p.orig_vregs, NONE);
-        for b in 0..p.nb {
+        for b in 0..p.num_blocks() {
             for i in p.block_start[b] as usize..p.block_end[b] as usize {
                 let (s, nu) = (p.op_start[i] as usize, p.n_use[i] as usize);
                 let e = p.op_start[i + 1] as usize;
