@@ -54,7 +54,7 @@
 //!     .run(&mut Ticks(0))
 //!     .map_err(|err| err.display(&m).to_string())?;
 //!
-//! assert!(report.verified && report.findings == 0);
+//! assert!(report.verified());
 //! let sb = report.space(Space::Sb);
 //! assert_eq!(sb.placed, 2);
 //! // Both tiles are live together at the activation: 8 KiB per partition.

@@ -283,10 +283,10 @@ pub fn summary(file: &str, m: &Module, r: &RunReport) -> String {
         s.push_str(&schedule_lines(m, x));
     }
     s.push_str(&storage_lines(&r.storage, "  "));
-    if r.verified {
+    if let Some(micros) = r.checks_micros {
         s.push_str(&format!(
             "  verified: placement and dataflow checks clean ({:.2} ms)\n",
-            ms(r.verify_micros)
+            ms(micros)
         ));
     } else {
         s.push_str("  not verified (--no-verify)\n");
@@ -613,8 +613,8 @@ pub fn report_json(file: &str, m: &Module, r: &RunReport, map: Option<&SourceMap
         "linear_scan": lsa,
         "dma": dma,
         "reg": reg,
-        "verified": r.verified,
-        "verify_micros": r.verify_micros,
+        "verified": r.verified(),
+        "verify_micros": r.checks_micros.unwrap_or(0),
         "storage": storage_json(&r.storage),
         "schedule": r.schedule.as_ref().map(|x| schedule_json(m, x, map)),
         "dma_affinity": affinity(r).map(|a| json!({

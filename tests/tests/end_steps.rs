@@ -26,7 +26,7 @@ fn nth_of(m: &Module, op: Opcode, frac: usize) -> tusk_core::ir::Inst {
 fn verdict(r: Result<RunReport, PipelineError>) -> String {
     match r {
         Ok(mut r) => {
-            r.verify_micros = 0;
+            r.checks_micros = r.checks_micros.map(|_| 0);
             for p in &mut r.passes {
                 p.micros = 0;
             }

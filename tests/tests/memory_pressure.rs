@@ -43,7 +43,7 @@ fn run_checked(m: &mut Module, opts: &Options) -> Result<RunReport, PipelineErro
     for space in [Space::Sb, Space::Psum] {
         let (peak, f) = (r.space(space).peak, floor.space(space).bytes);
         assert!(
-            !r.verified || peak >= f,
+            !r.verified() || peak >= f,
             "{space:?}: a verified peak of {peak} below the floor {f}"
         );
     }
@@ -87,7 +87,7 @@ fn a_dram_backed_tile_is_rematerialized_not_spilled() {
     for (flags, opts) in allocators() {
         let mut m = input.clone();
         let r = run_checked(&mut m, &opts).unwrap_or_else(|e| panic!("{flags}: {}", e.display(&m)));
-        assert!(r.verified, "{flags}: the checks did not run");
+        assert!(r.verified(), "{flags}: the checks did not run");
         let sb = r.space(Space::Sb);
         assert!(sb.peak <= 12288, "{flags}: peak {}", sb.peak);
         assert_eq!(sb.remats, 1, "{flags}: one rematerialization");
@@ -123,7 +123,7 @@ fn a_tile_loaded_from_a_block_of_its_dram_is_rematerialized_from_that_block() {
     for (flags, opts) in allocators() {
         let mut m = input.clone();
         let r = run_checked(&mut m, &opts).unwrap_or_else(|e| panic!("{flags}: {}", e.display(&m)));
-        assert!(r.verified, "{flags}: the checks did not run");
+        assert!(r.verified(), "{flags}: the checks did not run");
         let sb = r.space(Space::Sb);
         assert!(sb.peak <= 12288, "{flags}: peak {}", sb.peak);
         assert_eq!((sb.spills, sb.remats), (1, 1), "{flags}");
@@ -826,7 +826,7 @@ fn sweep(seed: u64, check_above: bool) -> Vec<String> {
                 let mut m = base.clone();
                 m.target.set("sb-bytes", cap).unwrap();
                 match run_checked(&mut m, &opts) {
-                    Ok(r) => assert!(r.verified && r.findings == 0),
+                    Ok(r) => assert!(r.verified()),
                     Err(PipelineError::BelowFloor { floor: f, .. }) => {
                         assert!(
                             cap < floor && f.bytes == floor,
@@ -917,7 +917,7 @@ fn the_linear_scan_fits_the_examples_that_need_splits_inside_loops() {
             let r = run_checked(&mut m, &opts)
                 .unwrap_or_else(|e| panic!("{name} {flags} at {cap}: {}", e.display(&m)));
             let sb = r.space(Space::Sb);
-            assert!(r.verified && r.findings == 0, "{name} {flags}");
+            assert!(r.verified(), "{name} {flags}");
             assert!(sb.peak <= cap && sb.spills >= 1, "{name} {flags}");
             if let Some(least) = least {
                 assert!(
@@ -969,7 +969,7 @@ fn a_small_module_that_reuses_its_tiles_gets_the_spill_headroom_it_needs() {
         let mut m = input.clone();
         let r = run_checked(&mut m, &opts).unwrap_or_else(|e| panic!("{flags}: {}", e.display(&m)));
         let sb = r.space(Space::Sb);
-        assert!(r.verified && r.findings == 0, "{flags}");
+        assert!(r.verified(), "{flags}");
         assert!(sb.peak <= 12288, "{flags}");
         assert_eq!(sb.spills, sb.remats, "{flags}: every spill re-loads");
         if opts.optlevel == 8 || opts.allocator == Allocator::Lsa {
@@ -1013,7 +1013,7 @@ fn the_linear_scan_fits_block_matmul_and_conv1d_down_to_half_their_peak() {
         match run_checked(&mut m, &o8) {
             Ok(r) => {
                 let sb = r.space(Space::Sb);
-                assert!(r.verified && r.findings == 0, "{name}");
+                assert!(r.verified(), "{name}");
                 assert!(sb.peak <= cap && sb.spills >= 1, "{name}");
                 assert!(
                     sb.spill_bytes <= least,

@@ -25,7 +25,7 @@ fn checked_run(input: &Module, optlevel: u8, what: &str) -> tusk_core::RunReport
     .unwrap();
     let r = harness::run_checked(&mut m, &opts, &mut Ticks::per_read(1))
         .unwrap_or_else(|e| panic!("optlevel {optlevel}: {}\n{what}", e.display(&m)));
-    assert!(r.verified, "optlevel {optlevel}: checked\n{what}");
+    assert!(r.verified(), "optlevel {optlevel}: checked\n{what}");
     r
 }
 

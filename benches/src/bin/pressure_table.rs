@@ -61,7 +61,7 @@ fn run(input: &Module, optlevel: u8, sb_bytes: Option<u64>) -> Cell {
     ) {
         Ok(r) => {
             let sb = r.space(Space::Sb);
-            assert!(r.verified && r.findings == 0);
+            assert!(r.verified());
             Cell::Fits {
                 peak: sb.peak,
                 spills: sb.spills,

@@ -233,9 +233,8 @@ impl EndSteps<'_, '_> {
         if !self.placement.on {
             return Ok(report);
         }
-        report.verified = true;
         let (total, first) = self.placement.out.unwrap_or((0, None));
-        report.findings = total;
+        debug_assert!(total == 0 || first.is_some(), "the first finding is kept");
         if let Some(first) = first {
             return Err(PipelineError::Verify {
                 pass: "verify",
@@ -271,7 +270,7 @@ impl EndSteps<'_, '_> {
                 return Err(PipelineError::Dataflow { mismatches, first });
             }
         }
-        report.verify_micros = clock.now_micros().saturating_sub(self.t0);
+        report.checks_micros = Some(clock.now_micros().saturating_sub(self.t0));
         Ok(report)
     }
 }

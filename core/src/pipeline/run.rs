@@ -122,7 +122,9 @@ impl SpaceSummary {
     }
 }
 
-/// Everything a run reports (docs/REPORT.md).
+/// Everything a run reports (docs/REPORT.md), grouped as a run goes: what
+/// the input and the reservation are, the passes (in the selection map's
+/// order), the schedule model, the checks.
 #[derive(Clone, Debug, Default)]
 pub struct RunReport {
     /// The normalized optlevel that ran.
@@ -134,6 +136,9 @@ pub struct RunReport {
     /// The floor of the input program per on-chip space, with the
     /// instruction that sets it.
     pub floor: Floor,
+    /// What the workspace's reservation is made of, and the methods it
+    /// skipped or cut short for the storage budget.
+    pub storage: StorageReport,
     /// The linear scan's report, when it ran.
     pub lsa: Option<LsaReport>,
     /// The coloring passes' reports, by [`Space::slot`].
@@ -142,24 +147,19 @@ pub struct RunReport {
     pub dma: [Option<DmaStats>; 2],
     /// The register colorer's report.
     pub reg: Option<RegReport>,
-    /// Verifier findings on the result (0 when clean or not run).
-    pub findings: u64,
-    /// True when the checks ran (not `--no-verify`).
-    pub verified: bool,
-    /// Microseconds of the checks, by the wall clock (when an embedder runs
-    /// the end steps side by side, the schedule model running beside them is
-    /// included).
-    pub verify_micros: u64,
-    /// What the workspace's reservation is made of, and the methods it
-    /// skipped or cut short for the storage budget.
-    pub storage: StorageReport,
-    /// The schedule model on the result (makespan, and what the placement
-    /// costs: the schedule model of `analysis`).
-    pub schedule: Option<ScheduleReport>,
     /// The PSUM address rotation's report, when it ran.
     pub rotation: Option<RotationReport>,
     /// The SB address rotation's report, when it ran.
     pub sb_rotation: Option<SbRotationReport>,
+    /// The schedule model on the result (makespan, and what the placement
+    /// costs: the schedule model of `analysis`).
+    pub schedule: Option<ScheduleReport>,
+    /// Microseconds of the checks by the wall clock, `None` when they did
+    /// not run (`--no-verify`). A report exists only for a clean result: a
+    /// finding of either check ends the run with its error. When an
+    /// embedder runs the end steps side by side, the schedule model running
+    /// beside them is included.
+    pub checks_micros: Option<u64>,
 }
 
 impl RunReport {
@@ -171,6 +171,12 @@ impl RunReport {
     /// Total pass time in microseconds.
     pub fn pass_micros(&self) -> u64 {
         self.passes.iter().map(|p| p.micros).sum()
+    }
+
+    /// True when both checks ran on the result and found nothing (a
+    /// finding would have ended the run with an error instead).
+    pub fn verified(&self) -> bool {
+        self.checks_micros.is_some()
     }
 }
 
