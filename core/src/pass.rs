@@ -43,5 +43,7 @@ pub mod dma {
 /// The spill rewrite the allocators share: a planned spill (a store and
 /// its reloads, or a rematerialized load) applied to the module.
 pub mod spill {
-    pub use crate::mem::spill::{finalize, remat_from, remat_source, RematSource, SpillRecord};
+    pub use crate::mem::spill::{
+        finalize, remat_from, remat_source, RematSource, SpillRecord, SpillView,
+    };
 }

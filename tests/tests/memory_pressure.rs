@@ -270,7 +270,11 @@ fn plant_remat(src: &str, slot_byte: u32) -> (bool, Option<spill::RematSource>) 
     spill::finalize(&mut m, &order, &[rec]).unwrap();
     let mut d = DataflowChecker::with_capacity(DataflowCapacity::estimate(&original, &m));
     let report = d.check(&original, &m).unwrap();
-    let planned = spill::remat_from(&original, &order, &live, a, reload_before);
+    let planned = spill::remat_from(
+        spill::SpillView::new(&original, &order, &live),
+        a,
+        reload_before,
+    );
     (report.is_clean(), planned)
 }
 

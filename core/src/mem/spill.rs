@@ -270,6 +270,28 @@ impl DisplayNamed for SpillLog {
     }
 }
 
+/// What every spill decision of this file reads: the module, its linear
+/// order, and the accesses of its locations in that order. The queries
+/// that need all three take it as one argument; it is a view (three
+/// shared borrows, `Copy`), so a caller builds it where it asks and is free
+/// to mutate the module between questions.
+#[derive(Copy, Clone, Debug)]
+pub struct SpillView<'a> {
+    /// The module whose locations are split.
+    pub m: &'a Module,
+    /// Its instructions in linear order, with their loops.
+    pub order: &'a LinearOrder,
+    /// Each location's accesses, as positions of `order`.
+    pub live: &'a MemLiveness,
+}
+
+impl<'a> SpillView<'a> {
+    /// The view of `m` under `order` and `live` (both of `m` as it is).
+    pub fn new(m: &'a Module, order: &'a LinearOrder, live: &'a MemLiveness) -> Self {
+        SpillView { m, order, live }
+    }
+}
+
 /// The span `[start, end]` of the outermost loop around position `at`, or
 /// `(at, at)` outside loops.
 pub fn outer_loop_span(m: &Module, order: &LinearOrder, at: u32) -> (u32, u32) {
@@ -301,13 +323,8 @@ pub fn outer_loop_span(m: &Module, order: &LinearOrder, at: u32) -> (u32, u32) {
 ///
 /// Otherwise a value would go around a back edge in freed space (or a
 /// per-iteration reload would overwrite what an iteration wrote).
-pub fn loop_split_ok(
-    m: &Module,
-    order: &LinearOrder,
-    live: &MemLiveness,
-    v: MemLoc,
-    at: u32,
-) -> bool {
+pub fn loop_split_ok(cx: SpillView<'_>, v: MemLoc, at: u32) -> bool {
+    let SpillView { m, order, live } = cx;
     let acc = live.accesses(v);
     let mut l = order.loop_at(at);
     while l.is_valid() {
@@ -342,14 +359,8 @@ pub fn loop_split_ok(
 /// `next`: the copy is then live only from there (hoisting it would hold
 /// the copy over the rest of the loop, where the pressure may be higher);
 /// the cost rank counts the reload once per iteration.
-pub fn reload_point(
-    m: &Module,
-    order: &LinearOrder,
-    live: &MemLiveness,
-    v: MemLoc,
-    at: u32,
-    next: u32,
-) -> ReloadPoint {
+pub fn reload_point(cx: SpillView<'_>, v: MemLoc, at: u32, next: u32) -> ReloadPoint {
+    let SpillView { m, order, live } = cx;
     let mut point = ReloadPoint {
         before: next,
         hoisted: false,
@@ -409,9 +420,7 @@ impl ReloadPoint {
 /// rematerialization). Scaled so the integer ratio keeps its order.
 #[allow(clippy::too_many_arguments)]
 pub fn spill_score(
-    m: &Module,
-    order: &LinearOrder,
-    live: &MemLiveness,
+    cx: SpillView<'_>,
     v: MemLoc,
     bytes: u64,
     partitions: u16,
@@ -419,10 +428,9 @@ pub fn spill_score(
     at: u32,
     next: u32,
 ) -> u64 {
-    let reload = reload_point(m, order, live, v, at, next);
-    let store = remat_source(m, order, live, v, next)
-        .is_none()
-        .then_some(store_after);
+    let SpillView { m, order, .. } = cx;
+    let reload = reload_point(cx, v, at, next);
+    let store = remat_source(cx, v, next).is_none().then_some(store_after);
     let cost = spill_cost(m, order, partitions as u64 * bytes, store, reload.runs_at());
     let gain = bytes.saturating_mul(next.saturating_sub(at) as u64);
     gain.saturating_mul(1 << 20) / cost.max(1)
@@ -517,13 +525,8 @@ pub struct InvariantSplit {
 }
 
 /// See [`InvariantSplit`]; `None` when it does not apply.
-pub fn invariant_split(
-    m: &Module,
-    order: &LinearOrder,
-    live: &MemLiveness,
-    v: MemLoc,
-    at: u32,
-) -> Option<InvariantSplit> {
+pub fn invariant_split(cx: SpillView<'_>, v: MemLoc, at: u32) -> Option<InvariantSplit> {
+    let SpillView { m, order, live } = cx;
     let acc = live.accesses(v);
     let touched_before = |s: u32| {
         let k = acc.partition_point(|&q| q < s);
@@ -643,13 +646,8 @@ impl SliceSplit {
 }
 
 /// See [`SliceSplit`]; `None` when it does not apply to `v` and loop `l`.
-pub fn slice_split(
-    m: &Module,
-    order: &LinearOrder,
-    live: &MemLiveness,
-    v: MemLoc,
-    l: Loop,
-) -> Option<SliceSplit> {
+pub fn slice_split(cx: SpillView<'_>, v: MemLoc, l: Loop) -> Option<SliceSplit> {
+    let SpillView { m, order, live } = cx;
     let (s, e) = order.repeating_span(m, l)?;
     let acc = live.accesses(v);
     let k0 = acc.partition_point(|&q| q < s);
@@ -776,19 +774,13 @@ pub fn slice_split(
 /// one that serves its slice reloads and its whole reload after the loop,
 /// of a loop that only reads `v`. A loop that writes `v` saves its slices
 /// back: into a slot of its own, never into the DRAM it was loaded from.
-pub fn slice_remat(
-    m: &Module,
-    order: &LinearOrder,
-    live: &MemLiveness,
-    v: MemLoc,
-    split: &SliceSplit,
-) -> Option<RematSource> {
+pub fn slice_remat(cx: SpillView<'_>, v: MemLoc, split: &SliceSplit) -> Option<RematSource> {
     if split.terms.write_back_after != u32::MAX {
         return None;
     }
-    let src = remat_from(m, order, live, v, split.span.0)?;
+    let src = remat_from(cx, v, split.span.0)?;
     match split.after {
-        Some(after) => (remat_from(m, order, live, v, after) == Some(src)).then_some(src),
+        Some(after) => (remat_from(cx, v, after) == Some(src)).then_some(src),
         None => Some(src),
     }
 }
@@ -798,17 +790,11 @@ pub fn slice_remat(
 /// slice reload per execution of the loop's first instruction (and a slice
 /// saved back per execution of its last write in the loop), and the whole
 /// reload before its next access after the loop, if any.
-pub fn slice_traffic(
-    m: &Module,
-    order: &LinearOrder,
-    live: &MemLiveness,
-    v: MemLoc,
-    at: u32,
-    split: &SliceSplit,
-) -> (u64, u64) {
+pub fn slice_traffic(cx: SpillView<'_>, v: MemLoc, at: u32, split: &SliceSplit) -> (u64, u64) {
+    let SpillView { m, order, .. } = cx;
     let whole = m.mems().partitions[v] as u64 * m.mems().bytes[v] as u64;
     let slice = split.part_count as u64 * split.slice_bytes();
-    let store = slice_remat(m, order, live, v, split)
+    let store = slice_remat(cx, v, split)
         .is_none()
         .then_some(split.store_after);
     let mut cycles = spill_cost(m, order, slice, None, split.span.0);
@@ -823,7 +809,7 @@ pub fn slice_traffic(
         moved = moved.saturating_add(whole * spill_runs(m, order, None, p));
     }
     if let Some(after) = split.after {
-        let reload = reload_point(m, order, live, v, at, after);
+        let reload = reload_point(cx, v, at, after);
         cycles = cycles.saturating_add(spill_cost(m, order, whole, None, reload.runs_at()));
         moved = moved.saturating_add(whole * spill_runs(m, order, None, reload.runs_at()));
     }
@@ -847,15 +833,14 @@ pub fn slice_traffic(
 /// `accept` takes are ranked.
 #[allow(clippy::too_many_arguments)]
 pub fn best_slice_split(
-    m: &Module,
-    order: &LinearOrder,
-    live: &MemLiveness,
+    cx: SpillView<'_>,
     v: MemLoc,
     at: u32,
     end: u32,
     by_bytes: bool,
     accept: impl Fn(&SliceSplit) -> bool,
 ) -> Option<(u64, SliceSplit)> {
+    let SpillView { m, order, live } = cx;
     let bytes = m.mems().bytes[v] as u64;
     let mut best: Option<(u64, SliceSplit)> = None;
     let acc = live.accesses(v);
@@ -884,16 +869,16 @@ pub fn best_slice_split(
                 break; // tried from `at`
             }
             let later_ok = holds_at || span.is_some_and(|(s, e)| inside_at_loops(s, e));
-            let split = slice_split(m, order, live, v, l).filter(|sp| {
+            let split = slice_split(cx, v, l).filter(|sp| {
                 later_ok
                     && accept(sp)
                     && sp.after.map_or(true, |after| {
-                        let r = reload_point(m, order, live, v, at, after).runs_at();
+                        let r = reload_point(cx, v, at, after).runs_at();
                         !(sp.span.0..=sp.span.1).contains(&r)
                     })
             });
             if let Some(split) = split {
-                let (cost, _) = slice_traffic(m, order, live, v, at, &split);
+                let (cost, _) = slice_traffic(cx, v, at, &split);
                 let freed = if holds_at {
                     bytes - split.slice_bytes()
                 } else {
@@ -924,18 +909,17 @@ pub fn best_slice_split(
 /// rematerialization) and of both copies' reloads, each as often as its
 /// loops run it.
 pub fn invariant_score(
-    m: &Module,
-    order: &LinearOrder,
-    live: &MemLiveness,
+    cx: SpillView<'_>,
     v: MemLoc,
     at: u32,
     after: u32,
     split: &InvariantSplit,
 ) -> u64 {
+    let SpillView { m, order, .. } = cx;
     let bytes = m.mems().bytes[v] as u64;
     let moved = m.mems().partitions[v] as u64 * bytes;
-    let reload = reload_point(m, order, live, v, at, after);
-    let remat = remat_source(m, order, live, v, after).is_some();
+    let reload = reload_point(cx, v, at, after);
+    let remat = remat_source(cx, v, after).is_some();
     let store = (!remat).then_some(split.store_after);
     let cost = spill_cost(m, order, moved, store, reload.runs_at()).saturating_add(spill_cost(
         m,
@@ -1123,13 +1107,8 @@ pub struct RematSource {
 /// value as in the input. Any part of `v`'s cells reloads through the same
 /// shift, so slice reloads (moved by loop terms in `v`'s rows and bytes)
 /// read the rectangle's matching cells.
-pub fn remat_from(
-    m: &Module,
-    order: &LinearOrder,
-    live: &MemLiveness,
-    v: MemLoc,
-    reload_at: u32,
-) -> Option<RematSource> {
+pub fn remat_from(cx: SpillView<'_>, v: MemLoc, reload_at: u32) -> Option<RematSource> {
+    let SpillView { m, order, live } = cx;
     let acc = live.accesses(v);
     let before = acc.partition_point(|&q| q < reload_at);
     let k = live.last_write_among(v, before)?;
@@ -1181,14 +1160,8 @@ pub fn remat_from(
 }
 
 /// The DRAM location of [`remat_from`], if any.
-pub fn remat_source(
-    m: &Module,
-    order: &LinearOrder,
-    live: &MemLiveness,
-    v: MemLoc,
-    reload_at: u32,
-) -> Option<MemLoc> {
-    remat_from(m, order, live, v, reload_at).map(|r| r.loc)
+pub fn remat_source(cx: SpillView<'_>, v: MemLoc, reload_at: u32) -> Option<MemLoc> {
+    remat_from(cx, v, reload_at).map(|r| r.loc)
 }
 
 /// The DRAM spill slot of `of`, named `name`: shaped like `of`, flagged

@@ -61,6 +61,7 @@ use super::problem::{peak, Buffer, Placement, Problem, ProblemError};
 use super::spill::{
     add_reload_copy, add_slot, finalize, invariant_split, loop_split_ok, reload_point,
     remat_source, spill_cost, spill_runs, spill_score, ReloadPoint, SliceSplit, SpillRecord,
+    SpillView,
 };
 use crate::analysis::{Bounds, LinearOrder, MemLiveness};
 use crate::ir::DisplayNamed;
@@ -1067,6 +1068,7 @@ fn split_candidate(
     // Split around the peak: the last access before it, the next one
     // after it; not accessed at the peak itself, and no value around
     // a back edge of the loops there (the rule the linear scan uses).
+    let cx = SpillView::new(m, &ws.order, &ws.live);
     let acc = ws.live.accesses(v);
     let k = acc.partition_point(|&q| q <= at);
     let &before = acc.get(k.wrapping_sub(1))?;
@@ -1075,13 +1077,13 @@ fn split_candidate(
         return None;
     }
     let bytes = m.mems().bytes[v] as u64;
-    if !loop_split_ok(m, &ws.order, &ws.live, v, at) {
+    if !loop_split_ok(cx, v, at) {
         // A tile the loop only reads, read before the peak too: two
         // copies in the loop (see `spill::invariant_split`).
-        let split = invariant_split(m, &ws.order, &ws.live, v, at)?;
+        let split = invariant_split(cx, v, at)?;
         let moved = m.mems().partitions[v] as u64 * bytes;
-        let reload = reload_point(m, &ws.order, &ws.live, v, at, after);
-        let remat = remat_source(m, &ws.order, &ws.live, v, after).is_some();
+        let reload = reload_point(cx, v, at, after);
+        let remat = remat_source(cx, v, after).is_some();
         let store = (!remat).then_some(split.store_after);
         let cost = spill_cost(m, &ws.order, moved, store, reload.runs_at())
             .saturating_add(spill_cost(m, &ws.order, moved, None, split.first.runs_at()));
@@ -1103,9 +1105,7 @@ fn split_candidate(
     let score = match opts.dma_optlevel {
         0 => bytes,
         _ => spill_score(
-            m,
-            &ws.order,
-            &ws.live,
+            SpillView::new(m, &ws.order, &ws.live),
             v,
             bytes,
             m.mems().partitions[v],
@@ -1209,8 +1209,11 @@ fn spill_round(
         // an invariant split the DRAM is unwritten from the load's loop
         // nest to the end of the one around `after`, which holds the first
         // copy's reload too.)
-        let remat = super::spill::remat_from(m, &ws.order, &ws.live, v, after);
-        let reload = reload_point(m, &ws.order, &ws.live, v, at, after);
+        let cx = SpillView::new(m, &ws.order, &ws.live);
+        let (remat, reload) = (
+            super::spill::remat_from(cx, v, after),
+            reload_point(cx, v, at, after),
+        );
         let slot = match remat {
             Some(src) => src.loc,
             None => add_slot(m, v, name.as_str())?,
@@ -1278,8 +1281,14 @@ fn slice_candidate(
     end: u32,
 ) -> Option<Candidate> {
     let by_bytes = opts.dma_optlevel == 0;
-    let (score, split) =
-        super::spill::best_slice_split(m, &ws.order, &ws.live, v, at, end, by_bytes, |_| true)?;
+    let (score, split) = super::spill::best_slice_split(
+        SpillView::new(m, &ws.order, &ws.live),
+        v,
+        at,
+        end,
+        by_bytes,
+        |_| true,
+    )?;
     Some(Candidate {
         score,
         v,
@@ -1294,7 +1303,7 @@ fn slice_remat(
     v: MemLoc,
     split: &SliceSplit,
 ) -> Option<super::spill::RematSource> {
-    super::spill::slice_remat(m, &ws.order, &ws.live, v, split)
+    super::spill::slice_remat(SpillView::new(m, &ws.order, &ws.live), v, split)
 }
 
 /// [`super::spill::slice_traffic`] on the round's analyses.
@@ -1305,7 +1314,7 @@ fn slice_traffic(
     at: u32,
     split: &SliceSplit,
 ) -> (u64, u64) {
-    super::spill::slice_traffic(m, &ws.order, &ws.live, v, at, split)
+    super::spill::slice_traffic(SpillView::new(m, &ws.order, &ws.live), v, at, split)
 }
 
 /// Records the slice split of `v` (the `n`-th spill of the pass): a slice
@@ -1367,7 +1376,7 @@ fn slice_split_records(
     report.reloads +=
         1 + (split.after.is_none() && split.terms.write_back_after != u32::MAX) as u32;
     if let Some(after) = split.after {
-        let reload = reload_point(m, &ws.order, &ws.live, v, at, after);
+        let reload = reload_point(SpillView::new(m, &ws.order, &ws.live), v, at, after);
         let name = spill_name(m, v, n, "Reload");
         let c = add_reload_copy(m, v, name.as_str(), parts, bytes)?;
         ws.records.push(SpillRecord::whole(

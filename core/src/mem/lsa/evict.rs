@@ -20,7 +20,7 @@ use super::victim::{copy_written, Plan};
 use super::{LsaError, LsaWorkspace};
 use crate::ir::{MemLoc, Module};
 use crate::mem::best_fit::ManagerError;
-use crate::mem::spill::{self, remat_from, SpillRecord};
+use crate::mem::spill::{self, remat_from, SpillRecord, SpillView};
 
 /// Spills `victim` at position `p`, where `failed` found no room.
 pub(super) fn spill_victim(
@@ -40,7 +40,7 @@ pub(super) fn spill_victim(
     let after = acc.partition_point(|&q| q <= p);
     let q = acc[after];
     // Before the next access, or once before the loop that holds it.
-    let reload = spill::reload_point(m, &ws.order, &ws.live, o, p, q);
+    let reload = spill::reload_point(SpillView::new(m, &ws.order, &ws.live), o, p, q);
     // The bytes and partitions the remaining accesses touch (origin
     // coordinates): later writes move to the copy too.
     let (mut plo, mut phi, mut lo, mut hi) = (u16::MAX, 0u16, u64::MAX, 0u64);
@@ -90,7 +90,7 @@ pub(super) fn spill_victim(
     let remat = if written {
         None
     } else {
-        remat_from(m, &ws.order, &ws.live, o, q)
+        remat_from(SpillView::new(m, &ws.order, &ws.live), o, q)
     };
     // After the last write before p: the value the remaining reads see.
     let last_write = ws
@@ -234,11 +234,11 @@ pub(super) fn split_victim(
         Plan::Invariant(split) => {
             let acc = ws.live.accesses(o);
             let next = acc[acc.partition_point(|&q| q <= p)];
-            let remat = remat_from(m, &ws.order, &ws.live, o, next);
+            let remat = remat_from(SpillView::new(m, &ws.order, &ws.live), o, next);
             (remat, split.store_after, split.first, None)
         }
         Plan::Slice(split) => {
-            let remat = spill::slice_remat(m, &ws.order, &ws.live, o, &split);
+            let remat = spill::slice_remat(SpillView::new(m, &ws.order, &ws.live), o, &split);
             let start = spill::ReloadPoint {
                 before: split.span.0,
                 hoisted: false,
@@ -314,7 +314,7 @@ pub(super) fn split_victim(
     let mut wc = MemLoc::INVALID;
     let mut reload = None;
     if let Some(next) = next {
-        let rp = spill::reload_point(m, &ws.order, &ws.live, o, p, next);
+        let rp = spill::reload_point(SpillView::new(m, &ws.order, &ws.live), o, p, next);
         wc = new_copy(m, o, nth + 1, parts, bytes)?;
         let r = SpillRecord::whole(m, o, slot, wc, u32::MAX, rp, remat, p);
         ws.records.push(SpillRecord { failed, ..r });
@@ -544,7 +544,7 @@ fn slice_record(
     let Some(next) = split.after else {
         return Ok((inner, MemLoc::INVALID, None));
     };
-    let rp = spill::reload_point(m, &ws.order, &ws.live, o, p, next);
+    let rp = spill::reload_point(SpillView::new(m, &ws.order, &ws.live), o, p, next);
     let nth = ws.records.len();
     let wc = new_copy(m, o, nth, r.part_count, r.byte_hi - r.byte_lo)?;
     ws.records.push(SpillRecord {

@@ -15,9 +15,9 @@
 
 use super::scan::is_fixed;
 use super::LsaWorkspace;
-use crate::analysis::{LinearOrder, MemLiveness};
+use crate::analysis::MemLiveness;
 use crate::ir::{Inst, MemLoc, Module, Space};
-use crate::mem::spill::{self, loop_split_ok, remat_source, InvariantSplit, SliceSplit};
+use crate::mem::spill::{self, loop_split_ok, remat_source, InvariantSplit, SliceSplit, SpillView};
 
 /// How a victim leaves its space.
 #[derive(Copy, Clone, Debug)]
@@ -58,18 +58,10 @@ pub(super) fn choose_victim(
         {
             continue;
         }
-        let plain = spillable(
-            m,
-            &ws.order,
-            &ws.live,
-            &ws.origin,
-            &ws.slot,
-            c,
-            lrm.start(c),
-            p,
-        );
+        let cx = SpillView::new(m, &ws.order, &ws.live);
+        let plain = spillable(cx, &ws.origin, &ws.slot, c, lrm.start(c), p);
         if plain {
-            let score = victim_score(m, &ws.order, &ws.live, ws.origin[c.index()], c, p);
+            let score = victim_score(cx, ws.origin[c.index()], c, p);
             offer(score, c, Plan::Plain);
         }
         // A reload copy reloaded at the start of a loop around `p` that
@@ -84,19 +76,15 @@ pub(super) fn choose_victim(
         }
         // The splits inside loops, for an original still in its first
         // placement (its first copy and slice copy take its rectangle).
-        let (order, live) = (&ws.order, &ws.live);
-        let acc = live.accesses(c);
+        let acc = cx.live.accesses(c);
         let after = acc.partition_point(|&q| q <= p);
         if !plain {
-            if let (Some(&next), Some(split)) =
-                (acc.get(after), spill::invariant_split(m, order, live, c, p))
-            {
-                let score = spill::invariant_score(m, order, live, c, p, next, &split);
+            if let (Some(&next), Some(split)) = (acc.get(after), spill::invariant_split(cx, c, p)) {
+                let score = spill::invariant_score(cx, c, p, next, &split);
                 offer(score, c, Plan::Invariant(split));
             }
         }
-        if let Some((score, split)) =
-            spill::best_slice_split(m, order, live, c, p, lrm.end(c), false, |_| true)
+        if let Some((score, split)) = spill::best_slice_split(cx, c, p, lrm.end(c), false, |_| true)
         {
             let base = m.mems().base_partition[c];
             let legal =
@@ -156,11 +144,11 @@ fn slice_of_copy(
     if r.copy != c || r.slice.is_some() {
         return None;
     }
-    let (order, live) = (&ws.order, &ws.live);
+    let cx = SpillView::new(m, &ws.order, &ws.live);
     let accept = |sp: &SliceSplit| {
         let writes_back = sp.terms.write_back_after != u32::MAX;
         let same_source = sp.after.map_or(true, |a| {
-            !r.remat || spill::remat_from(m, order, live, o, a) == r.remat_source()
+            !r.remat || spill::remat_from(cx, o, a) == r.remat_source()
         });
         // A placed copy was reloaded at the loop's start, or hoisted out of
         // an outer loop that accesses it only in this one. A pending one is
@@ -171,7 +159,7 @@ fn slice_of_copy(
         let starts = if pending {
             r.at < sp.span.0 && r.reload_before == p
         } else if r.reload_hoisted {
-            hoisted_over(m, order, live, o, r.reload_before, sp)
+            hoisted_over(cx, o, r.reload_before, sp)
         } else {
             sp.span.0 == r.reload_before
         };
@@ -189,7 +177,7 @@ fn slice_of_copy(
             && sp.part_start >= r.part_start
             && sp.byte_lo >= r.byte_lo
     };
-    spill::best_slice_split(m, order, live, o, p, ws.lrm.end(c), false, accept)
+    spill::best_slice_split(cx, o, p, ws.lrm.end(c), false, accept)
 }
 
 /// Whether a placed copy of `o` whose reload was hoisted out of the loop
@@ -200,14 +188,8 @@ fn slice_of_copy(
 /// write-backs keep it current from one outer iteration to the next; the
 /// next access after `sp`'s loop (its whole reload) is after the outer
 /// loop, so nothing between reads the copy that is gone.
-fn hoisted_over(
-    m: &Module,
-    order: &LinearOrder,
-    live: &MemLiveness,
-    o: MemLoc,
-    hoisted_to: u32,
-    sp: &SliceSplit,
-) -> bool {
+fn hoisted_over(cx: SpillView<'_>, o: MemLoc, hoisted_to: u32, sp: &SliceSplit) -> bool {
+    let SpillView { m, order, live } = cx;
     let mut l = order.loop_at(sp.span.0);
     let outer_end = loop {
         if !l.is_valid() {
@@ -246,15 +228,14 @@ fn accessible(
 /// before its next access)? [`accessible`] is checked first.
 #[allow(clippy::too_many_arguments)]
 fn spillable(
-    m: &Module,
-    order: &LinearOrder,
-    live: &MemLiveness,
+    cx: SpillView<'_>,
     origin: &[MemLoc],
     slot: &[MemLoc],
     c: MemLoc,
     c_start: u32,
     p: u32,
 ) -> bool {
+    let live = cx.live;
     let o = origin[c.index()];
     let acc = live.accesses(o);
     let after = acc.partition_point(|&q| q <= p);
@@ -271,7 +252,7 @@ fn spillable(
     if c != o
         && !copy_written(live, o, c_start, p)
         && !slot[o.index()].is_valid()
-        && remat_source(m, order, live, o, acc[after]).is_none()
+        && remat_source(cx, o, acc[after]).is_none()
     {
         return false;
     }
@@ -282,7 +263,7 @@ fn spillable(
     }
     // Loop rule: no value of it goes around a back edge in the freed space
     // (see `spill::loop_split_ok`).
-    loop_split_ok(m, order, live, o, p)
+    loop_split_ok(cx, o, p)
 }
 
 /// Whether the reload copy of `o` reloaded at `c_start` was written from
@@ -307,25 +288,17 @@ pub(super) fn copy_written(live: &MemLiveness, o: MemLoc, c_start: u32, p: u32) 
 /// nothing beyond it (a forward scan meets that loop after the split, and
 /// a slice split of the loop, which keeps only a slice there, ranks by the
 /// pressure it relieves inside it).
-fn victim_score(
-    m: &Module,
-    order: &LinearOrder,
-    live: &MemLiveness,
-    o: MemLoc,
-    c: MemLoc,
-    p: u32,
-) -> u64 {
+fn victim_score(cx: SpillView<'_>, o: MemLoc, c: MemLoc, p: u32) -> u64 {
+    let SpillView { m, live, .. } = cx;
     let acc = live.accesses(o);
     let after = acc.partition_point(|&q| q <= p);
     let Some(&next) = acc.get(after) else {
         return 0;
     };
     let store_after = live.last_write_among(o, after).map_or(p, |k| acc[k]);
-    let next = spill::reload_point(m, order, live, o, p, next).before;
+    let next = spill::reload_point(cx, o, p, next).before;
     spill::spill_score(
-        m,
-        order,
-        live,
+        cx,
         o,
         m.mems().bytes[c] as u64,
         m.mems().partitions[c],
