@@ -934,6 +934,35 @@ fn the_linear_scan_fits_the_examples_that_need_splits_inside_loops() {
     }
 }
 
+/// block_matmul at its floor (its matmul's two operands exactly fill SB):
+/// both operands come back as reloads due before the same instruction, and
+/// the scan places the copies due at one point largest first. Placing the
+/// smaller one first put it between tiles that the larger one's spills
+/// then freed, and the larger one found no rectangle with the bytes free.
+#[test]
+fn the_linear_scan_places_the_reloads_due_together_largest_first() {
+    let path =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/block_matmul.tusk");
+    let input = parse(&std::fs::read_to_string(&path).unwrap());
+    let floor = Floor::of(&input).space(Space::Sb).bytes;
+    for (flags, opts) in allocators() {
+        if opts.optlevel != 8 && opts.allocator != Allocator::Lsa {
+            continue;
+        }
+        let mut m = input.clone();
+        m.target.set("sb-bytes", floor).unwrap();
+        let r = run_checked(&mut m, &opts)
+            .unwrap_or_else(|e| panic!("{flags} at the floor {floor}: {}", e.display(&m)));
+        let sb = r.space(Space::Sb);
+        assert!(r.verified(), "{flags}");
+        assert!(
+            sb.peak <= floor && sb.spills >= 1,
+            "{flags}: peak {}",
+            sb.peak
+        );
+    }
+}
+
 /// Five DRAM-backed tiles read two at a time in a cycle, at the floor
 /// (two operands and the result): nearly every instruction needs a tile
 /// back that left before it, so the spills outnumber one per eight

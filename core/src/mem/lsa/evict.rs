@@ -17,7 +17,7 @@ use core::cmp::Reverse;
 use core::fmt;
 
 use super::victim::{copy_written, Plan};
-use super::{LsaError, LsaWorkspace};
+use super::{due, LsaError, LsaWorkspace};
 use crate::ir::{MemLoc, Module};
 use crate::mem::best_fit::ManagerError;
 use crate::mem::spill::{self, remat_from, SpillRecord, SpillView};
@@ -141,7 +141,7 @@ pub(super) fn spill_victim(
     ws.lrm.add_interval(copy, reload.before, end, uses);
     ws.origin[copy.index()] = o;
     ws.holder[o.index()] = copy;
-    ws.pending.push(Reverse((reload.before, copy.as_u32())));
+    ws.pending.push(due(m, reload.before, copy));
     Ok(())
 }
 
@@ -326,12 +326,12 @@ pub(super) fn split_victim(
     if later {
         ws.lrm
             .add_interval(inner, first.before, slice_end, slice_uses);
-        ws.pending.push(Reverse((first.before, inner.as_u32())));
+        ws.pending.push(due(m, first.before, inner));
     } else if slice.is_some() {
         let corner = SliceCorner::new(inner, (base, offset), slice_end, slice_uses);
         keep_corner(m, ws, o, p, corner)?;
     }
-    await_reload(ws, wc, reload, end, whole_uses);
+    await_reload(m, ws, wc, reload, end, whole_uses);
     Ok(())
 }
 
@@ -389,6 +389,7 @@ fn keep_corner(
 /// The whole copy `wc`, when it comes back (`reload`), lives from its
 /// reload to `end` with `uses` accesses and waits to be placed then.
 fn await_reload(
+    m: &Module,
     ws: &mut LsaWorkspace,
     wc: MemLoc,
     reload: Option<spill::ReloadPoint>,
@@ -397,7 +398,7 @@ fn await_reload(
 ) {
     if let Some(rp) = reload {
         ws.lrm.add_interval(wc, rp.before, end, uses);
-        ws.pending.push(Reverse((rp.before, wc.as_u32())));
+        ws.pending.push(due(m, rp.before, wc));
     }
 }
 
@@ -449,7 +450,7 @@ fn resplit_copy(
     ws.holder[o.index()] = wc;
     let corner = SliceCorner::new(inner, (base, offset), slice_end, slice_uses);
     keep_corner(m, ws, o, p, corner)?;
-    await_reload(ws, wc, reload, end, whole_uses);
+    await_reload(m, ws, wc, reload, end, whole_uses);
     Ok(())
 }
 
@@ -498,7 +499,7 @@ pub(super) fn shrink_reload(
     ws.origin[c.index()] = MemLoc::INVALID;
     ws.holder[o.index()] = inner;
     ws.lrm.add_interval(inner, p, slice_end, slice_uses);
-    await_reload(ws, wc, reload, end, whole_uses);
+    await_reload(m, ws, wc, reload, end, whole_uses);
     Ok(inner)
 }
 

@@ -143,6 +143,19 @@ pub fn default_spill_limit(m: &Module) -> u32 {
     by_locations.max(accesses.min(SPILL_SMALL_CAP))
 }
 
+/// A reload copy waiting for its position: `(position, Reverse(cells),
+/// copy)`. The copies due at one position are placed largest first: they
+/// are placed into the same free space at the same moment, and placing
+/// the smaller ones first can leave the space cut into pieces none of the
+/// larger fits (first fit decreasing); the id breaks ties.
+type Due = (u32, Reverse<u64>, u32);
+
+/// The [`Due`] key of copy `c`, reloaded before position `at`.
+fn due(m: &Module, at: u32, c: MemLoc) -> Reverse<Due> {
+    let cells = m.mems().partitions[c] as u64 * m.mems().bytes[c] as u64;
+    Reverse((at, Reverse(cells), c.as_u32()))
+}
+
 /// Every table of the scan, reusable across modules.
 #[derive(Debug, Default)]
 pub struct LsaWorkspace {
@@ -151,8 +164,8 @@ pub struct LsaWorkspace {
     bounds: Bounds,
     lrm: LiveRangeManager,
     manager: BestFitMemoryManager,
-    /// Copies waiting for their reload position: (position, copy).
-    pending: BinaryHeap<Reverse<(u32, u32)>>,
+    /// Copies waiting for their reload position ([`Due`]).
+    pending: BinaryHeap<Reverse<Due>>,
     /// Placed intervals by end: (end, loc).
     ends: BinaryHeap<Reverse<(u32, u32)>>,
     /// Per location: the original tensor a copy holds (itself for originals).

@@ -162,7 +162,7 @@ fn scan_space(
             expire(m, ws, MemLoc::from_u32(v), end)?;
         }
         // 2. Reload copies due before this instruction.
-        while let Some(&Reverse((q, c))) = ws.pending.peek() {
+        while let Some(&Reverse((q, _, c))) = ws.pending.peek() {
             if q != p {
                 break;
             }
