@@ -934,6 +934,70 @@ fn the_linear_scan_fits_the_examples_that_need_splits_inside_loops() {
     }
 }
 
+/// `%acc` is accumulated a quarter per iteration of `d` over both
+/// iterations of `n`, so its value crosses `n`'s back edge and no plain
+/// split of it inside `n` is legal; the pressure point is in the strip
+/// loop `s` that fills `%l` before `d`, which does not access `%acc`. A
+/// slice split of `%acc` over the later loop `d` frees it there: its value
+/// waits in the slot over every iteration of `s`, and each iteration of
+/// `d` reloads and saves back its quarter. (The linear scan once required
+/// every loop around the pressure point to hold the later loop, and
+/// failed here.)
+const LATER_SLICE: &str = "\
+target trn2 sb-bytes=7168
+sb %acc [128 x 4096] fp32
+sb %l [128 x 4096] fp32
+sb %t [128 x 1024] fp32
+dram %x [128 x 4096] fp32 input
+dram %y [128 x 4096] fp32 output
+func @main {
+entry:
+  %acc = memset 0
+  loop n in 2 {
+  outer:
+    loop s in 4 {
+    strip:
+      %l[p0:128, 0:1024 +1024*s] = load %x[p0:128, 0:1024 +1024*s]
+    }
+    loop d in 4 {
+    body:
+      %t = activation exp %l[p0:128, 0:1024 +1024*d]
+      %acc[p0:128, 0:1024 +1024*d] = tensor_tensor add %acc[p0:128, 0:1024 +1024*d], %t
+    }
+  }
+  %y = save %acc
+}
+";
+
+#[test]
+fn a_tile_idle_in_the_strip_loop_at_the_peak_is_sliced_over_the_later_loop() {
+    for (flags, opts) in allocators() {
+        let (m, r) = fits_at(LATER_SLICE, 7168, 4096, flags, &opts);
+        assert!(r.space(Space::Sb).spills >= 1, "{flags}");
+        // The quarter of %acc comes back in `d` and goes back after its add.
+        let in_loop = |i: &tusk_core::ir::Inst| m.inst_loop(*i).is_valid();
+        let quarter = |i: &tusk_core::ir::Inst, out: bool| {
+            let a = if out {
+                m.outputs(*i).next()
+            } else {
+                m.inputs(*i).next()
+            };
+            let c = m.aps().loc[a.unwrap()];
+            m.mems().bytes[c] == 1024
+        };
+        let reloads = inserted(&m, InstFlags::RELOAD, Opcode::Load);
+        assert!(
+            reloads.iter().any(|i| in_loop(i) && quarter(i, true)),
+            "{flags}: a quarter reloaded in the loop"
+        );
+        let saves = inserted(&m, InstFlags::SPILL, Opcode::Save);
+        assert!(
+            saves.iter().any(|i| in_loop(i) && quarter(i, false)),
+            "{flags}: a quarter saved back in the loop"
+        );
+    }
+}
+
 /// block_matmul at its floor (its matmul's two operands exactly fill SB):
 /// both operands come back as reloads due before the same instruction, and
 /// the scan places the copies due at one point largest first. Placing the

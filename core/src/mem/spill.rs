@@ -845,12 +845,17 @@ pub fn best_slice_split(
     let mut best: Option<(u64, SliceSplit)> = None;
     let acc = live.accesses(v);
     let next = acc.get(acc.partition_point(|&q| q <= at)).copied();
-    // The repeating loops around `at` hold the later loop `(s, e)`.
+    // Every repeating loop around `at` holds the later loop `(s, e)` or
+    // does not access `v`: one that ends before the later loop starts runs
+    // all its iterations while `v` waits in its slot, so an access of `v`
+    // in it would find `v` gone in the next iteration.
     let inside_at_loops = |s: u32, e: u32| {
         let mut l = order.loop_at(at);
         while l.is_valid() {
             if let Some((ls, le)) = order.repeating_span(m, l) {
-                if !(ls <= s && e <= le) {
+                let k = acc.partition_point(|&q| q < ls);
+                let touches = acc.get(k).is_some_and(|&q| q <= le);
+                if !(ls <= s && e <= le) && touches {
                     return false;
                 }
             }
