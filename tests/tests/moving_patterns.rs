@@ -524,6 +524,53 @@ entry:
     }
 }
 
+/// A tile that each iteration first writes whole and then in part carries
+/// nothing from one iteration to the next: the bytes the partial write
+/// leaves are the ones the same iteration's full write put there, so the
+/// tile is live only from that write to its last read, and the loop's
+/// later temporaries may share its space. When the iteration's first write
+/// is partial too, the bytes it leaves come from the previous iteration:
+/// the tile is live over the whole loop.
+fn rewritten(first: &str, bytes: u32) -> String {
+    format!(
+        "target trn2
+dram %x [128 x 4096] fp32 input
+dram %y [128 x 4096] fp32 output
+sb %t [128 x 1024] fp32
+sb %u [128 x 1024] fp32
+sb %v [128 x 1024] fp32
+func @main {{
+entry:
+  %t = memset 0
+  loop i in 4 {{
+  body:
+    {first} = load %x[p0:128, 0:{bytes} +1024*i]
+    %t[p0:128, 0:4] = memset 0
+    %u = tensor_copy %t
+    %v = activation exp %u
+    %y[p0:128, 0:1024 +1024*i] = save %v
+  }}
+}}
+"
+    )
+}
+
+#[test]
+fn a_tile_written_whole_then_in_part_each_iteration_is_not_carried() {
+    for (first, bytes, bound) in [("%t", 1024, 2048u64), ("%t[p0:128, 0:1020]", 1020, 3072)] {
+        let src = rewritten(first, bytes);
+        let input = parse(&src);
+        for opt in [1u8, 2, 8] {
+            let r = checked_run(&input, opt, &src);
+            assert_eq!(
+                r.space(Space::Sb).lower_bound,
+                bound,
+                "optlevel {opt}:\n{src}"
+            );
+        }
+    }
+}
+
 /// A tile that a loop writes whole, slice by slice, before anything in the
 /// same iteration of the enclosing loop reads it, carries nothing from one
 /// iteration to the next: the loop's other tiles may share its space. A

@@ -20,6 +20,13 @@
 //!   observes an earlier one's bytes (a one-partition tile loaded and read
 //!   back each iteration, say).
 //!
+//! The first and the third case skip a loop whose first access of the
+//! value (in position order over the loop's span) writes all of it without
+//! reading it: every iteration then starts from that write, and nothing the
+//! code before the loop or an earlier iteration left is read (a tile loaded
+//! whole, then patched in part and read, in each iteration). A loop around
+//! that one whose own first access is something else still applies.
+//!
 //! A loop that runs once (trip count 1) has no back edge and no next
 //! iteration: the rule leaves it out ([`LinearOrder::repeating_span`]).
 //!
@@ -281,14 +288,25 @@ impl<K: EntityRef> Liveness<K> {
         let last = if a < b { self.acc_pos[b - 1] } else { 0 };
         let mut start = if live_from_entry { 0 } else { first };
         let mut end = if live_to_exit { n - 1 } else { last };
-        // Loop rule, part 1: accessed in a loop that starts after the definition.
+        // The first access of the value in the span `[ls, le]` (which
+        // holds one of its accesses) writes all of it: every iteration of a
+        // loop with that span starts from that write alone, reading nothing
+        // an earlier iteration or the code before the loop left (an
+        // instruction's reads are recorded before its writes, so one that
+        // reads and writes the value does not count).
+        let killed_at_start = |ls: u32| {
+            let first = a + self.acc_pos[a..b].partition_point(|&q| q < ls);
+            self.acc_write[first] == FULL_WRITE
+        };
+        // Loop rule, part 1: accessed in a loop that starts after the
+        // definition, unless each iteration writes it whole first.
         for k in a..b {
             let p = self.acc_pos[k];
             let mut l = order.loop_at(p);
             let mut widest = end;
             while l.is_valid() {
                 if let Some((ls, le)) = order.repeating_span(m, l) {
-                    if ls > start {
+                    if ls > start && !killed_at_start(ls) {
                         widest = widest.max(le);
                     }
                 }
@@ -309,7 +327,22 @@ impl<K: EntityRef> Liveness<K> {
             {
                 continue;
             }
-            let nest = order.outermost_loop_span(m, p);
+            // Only the loops around the write whose iterations do not
+            // begin by writing all of the value carry bytes of one
+            // iteration's partial write into the next.
+            let mut nest: Option<(u32, u32)> = None;
+            let mut l = order.loop_at(p);
+            while l.is_valid() {
+                if let Some((ls, le)) = order.repeating_span(m, l) {
+                    if !killed_at_start(ls) {
+                        nest = Some(nest.map_or((ls, le), |(s, e)| (s.min(ls), e.max(le))));
+                    }
+                }
+                l = m.loops().parent[l];
+            }
+            if nest.is_none() {
+                continue;
+            }
             let span = match covers(&self.acc_pos[a..b], k - a) {
                 Some(sweep) => {
                     vouched_until = nest.map(|(_, e)| e);
