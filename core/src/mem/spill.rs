@@ -476,6 +476,18 @@ pub fn spill_runs(
         .saturating_add(store_after.map_or(0, |p| store_runs(m, order, p)))
 }
 
+/// The bytes and DMA cycles of the store of `bytes` (partitions × bytes)
+/// after position `p`, as often as [`store_runs`] counts it: a store after
+/// a strip of a tiling nest moves its strip per iteration, the whole tensor
+/// per run of the nest, not the whole tensor per strip.
+pub fn store_traffic(m: &Module, order: &LinearOrder, bytes: u64, p: u32) -> (u64, u64) {
+    let runs = store_runs(m, order, p);
+    (
+        bytes.saturating_mul(runs),
+        m.target.dma_cycles(bytes).max(1).saturating_mul(runs),
+    )
+}
+
 /// How many times the store after position `p` runs, as DMAs of the whole
 /// tensor: as often as `p` runs; after a strip of a [`tiling_nest`] (where
 /// each iteration saves the strip it wrote: see [`finalize`]), as often as
@@ -805,8 +817,9 @@ pub fn slice_traffic(cx: SpillView<'_>, v: MemLoc, at: u32, split: &SliceSplit) 
         moved = moved.saturating_add(slice * spill_runs(m, order, None, back));
     }
     if let Some(p) = store {
-        cycles = cycles.saturating_add(spill_cost(m, order, whole, None, p));
-        moved = moved.saturating_add(whole * spill_runs(m, order, None, p));
+        let (bytes, dma) = store_traffic(m, order, whole, p);
+        moved = moved.saturating_add(bytes);
+        cycles = cycles.saturating_add(dma);
     }
     if let Some(after) = split.after {
         let reload = reload_point(cx, v, at, after);
@@ -960,9 +973,9 @@ impl SpillRecord {
                 None if nest => whole,
                 None => part,
             };
-            let runs = store_runs(m, order, self.store_after);
-            moved = moved.saturating_add(stored.saturating_mul(runs));
-            cycles = cycles.saturating_add(m.target.dma_cycles(stored).max(1).saturating_mul(runs));
+            let (bytes, dma) = store_traffic(m, order, stored, self.store_after);
+            moved = moved.saturating_add(bytes);
+            cycles = cycles.saturating_add(dma);
         }
         if let Some(t) = self.slice.filter(|t| t.write_back_after != u32::MAX) {
             let back = t.write_back_after;
