@@ -831,11 +831,11 @@ pub fn slice_traffic(cx: SpillView<'_>, v: MemLoc, at: u32, split: &SliceSplit) 
 
 /// The best slice split of `v` ([`slice_split`]) over the loops around
 /// `at`, and over the loops that hold `v`'s next access after `at` but not
-/// `at` itself when every repeating loop around `at` holds them too (`v`
-/// is then not accessed between `at` and such a loop: it leaves at `at`
-/// and only its slices come back in that loop), with its rank: the bytes
-/// per partition it frees at `at` (`v`'s less its slice's when the loop
-/// holds `at`) times the distance to `v`'s next whole use (its next access
+/// `at` itself when every repeating loop around `at` holds them too or
+/// does not access `v` (`v` is then not accessed between `at` and such a
+/// loop: it leaves at `at` and only its slices come back in that loop),
+/// with its rank: the bytes per partition it frees at `at` (`v`'s less its
+/// slice's when the loop holds `at`) times the distance to `v`'s next whole use (its next access
 /// after the loop, or the end of its interval `end`), per DMA cycle of
 /// [`slice_traffic`] (the bytes freed alone with `by_bytes`, optlevel 0's
 /// rank). An inner loop gives a smaller slice reloaded more often; the
