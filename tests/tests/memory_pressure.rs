@@ -869,6 +869,31 @@ fn generated_modules_fit_at_every_capacity_above_the_floor() {
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 
+/// Runs `input` with `cap` bytes of SB through every allocator that runs
+/// the linear scan, each with both checkers, and asserts that each fits
+/// with at least one spill; returns their reports.
+fn linear_scan_fits(input: &Module, cap: u64, what: &str) -> Vec<(&'static str, RunReport)> {
+    let mut out = Vec::new();
+    for (flags, opts) in allocators() {
+        if opts.optlevel != 8 && opts.allocator != Allocator::Lsa {
+            continue;
+        }
+        let mut m = input.clone();
+        m.target.set("sb-bytes", cap).unwrap();
+        let r = run_checked(&mut m, &opts)
+            .unwrap_or_else(|e| panic!("{what} {flags} at {cap}: {}", e.display(&m)));
+        let sb = r.space(Space::Sb);
+        assert!(r.verified(), "{what} {flags}");
+        assert!(
+            sb.peak <= cap && sb.spills >= 1,
+            "{what} {flags}: peak {}",
+            sb.peak
+        );
+        out.push((flags, r));
+    }
+    out
+}
+
 /// The examples the linear scan fits only by splitting inside loops, each
 /// at a capacity where it did not before (the pressure table of
 /// BENCHMARKS.md): conv1d at 75 % of its unconstrained peak (its filters,
@@ -912,17 +937,8 @@ fn the_linear_scan_fits_the_examples_that_need_splits_inside_loops() {
         let least = run_checked(&mut colorer, &o2)
             .ok()
             .map(|r| r.space(Space::Sb).spill_bytes);
-        for (flags, opts) in allocators() {
-            if opts.optlevel != 8 && opts.allocator != Allocator::Lsa {
-                continue;
-            }
-            let mut m = input.clone();
-            m.target.set("sb-bytes", cap).unwrap();
-            let r = run_checked(&mut m, &opts)
-                .unwrap_or_else(|e| panic!("{name} {flags} at {cap}: {}", e.display(&m)));
+        for (flags, r) in linear_scan_fits(&input, cap, name) {
             let sb = r.space(Space::Sb);
-            assert!(r.verified(), "{name} {flags}");
-            assert!(sb.peak <= cap && sb.spills >= 1, "{name} {flags}");
             if let Some(least) = least {
                 assert!(
                     sb.spill_bytes <= least,
@@ -1078,22 +1094,7 @@ fn the_linear_scan_places_the_reloads_due_together_largest_first() {
         std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/block_matmul.tusk");
     let input = parse(&std::fs::read_to_string(&path).unwrap());
     let floor = Floor::of(&input).space(Space::Sb).bytes;
-    for (flags, opts) in allocators() {
-        if opts.optlevel != 8 && opts.allocator != Allocator::Lsa {
-            continue;
-        }
-        let mut m = input.clone();
-        m.target.set("sb-bytes", floor).unwrap();
-        let r = run_checked(&mut m, &opts)
-            .unwrap_or_else(|e| panic!("{flags} at the floor {floor}: {}", e.display(&m)));
-        let sb = r.space(Space::Sb);
-        assert!(r.verified(), "{flags}");
-        assert!(
-            sb.peak <= floor && sb.spills >= 1,
-            "{flags}: peak {}",
-            sb.peak
-        );
-    }
+    linear_scan_fits(&input, floor, "block_matmul at its floor");
 }
 
 /// Five DRAM-backed tiles read two at a time in a cycle, at the floor

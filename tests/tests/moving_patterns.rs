@@ -571,6 +571,44 @@ fn a_tile_written_whole_then_in_part_each_iteration_is_not_carried() {
     }
 }
 
+/// The same two programs with `%v` placed on `%t`'s bytes: where each
+/// iteration writes `%t` whole first, they are never live together and
+/// both checkers accept the placement; where its first write is partial,
+/// `%t`'s last four bytes cross the back edge, `%v` clobbers them, and the
+/// placement verifier and the dataflow checker each reject it.
+#[test]
+fn both_checkers_catch_a_tile_reused_over_bytes_an_iteration_carries() {
+    for (first, bytes, carried) in [("%t", 1024, false), ("%t[p0:128, 0:1020]", 1020, true)] {
+        let src = rewritten(first, bytes);
+        let placed = src
+            .replace(
+                "sb %t [128 x 1024] fp32",
+                "sb %t [128 x 1024] fp32 @ SB<0,0>",
+            )
+            .replace(
+                "sb %u [128 x 1024] fp32",
+                "sb %u [128 x 1024] fp32 @ SB<0,1024>",
+            )
+            .replace(
+                "sb %v [128 x 1024] fp32",
+                "sb %v [128 x 1024] fp32 @ SB<0,0>",
+            );
+        let (orig, rw) = (parse(&src), parse(&placed));
+        let findings = Verifier::for_module(&rw).verify(&rw).findings.len();
+        let mismatches = check(&orig, &rw).unwrap().len();
+        assert_eq!(
+            findings > 0,
+            carried,
+            "{first}: verifier findings {findings}"
+        );
+        assert_eq!(
+            mismatches > 0,
+            carried,
+            "{first}: dataflow mismatches {mismatches}"
+        );
+    }
+}
+
 /// A tile that a loop writes whole, slice by slice, before anything in the
 /// same iteration of the enclosing loop reads it, carries nothing from one
 /// iteration to the next: the loop's other tiles may share its space. A
