@@ -25,6 +25,10 @@
 //!   perfect; intervals meeting pairwise share a point), so some partition
 //!   holds at least ⌈n / k⌉ of the n operands: at least the ⌈n / k⌉ smallest.
 //!
+//! An SB side of a DMA that can move onto DRAM unchanged
+//! ([`side_moves_to_dram`]) does not count: the tensor can live in a DRAM
+//! slot there and the DMA copy DRAM to DRAM.
+//!
 //! PSUM operands count whole banks (a PSUM tensor starts on a bank
 //! boundary). The floor of the space is the largest of the three over every
 //! instruction; a capacity below it cannot be met by any allocator, so the
@@ -150,6 +154,12 @@ fn each_operand(m: &Module, i: Inst, space: Space, g: Group, mut f: impl FnMut(M
         {
             continue; // counted with its first pattern
         }
+        if m.all_aps(i)
+            .enumerate()
+            .all(|(j, b)| !in_group(j) || m.aps().loc[b] != l || side_moves_to_dram(m, i, b))
+        {
+            continue; // the DMA can move it to or from DRAM instead
+        }
         let (mut r0, mut r1, mut lo, mut hi) = iteration_rect(m, a);
         for (j, b) in m.all_aps(i).enumerate().skip(k + 1) {
             if in_group(j) && m.aps().loc[b] == l {
@@ -164,6 +174,19 @@ fn each_operand(m: &Module, i: Inst, space: Space, g: Group, mut f: impl FnMut(M
             f(l, r1 - r0, hi - lo);
         }
     }
+}
+
+/// True when pattern `a` of DMA `i` is an SB side that can move onto DRAM
+/// unchanged: no register term, no partition step (a DRAM location of the
+/// tile's shape then means the same cells). The access split
+/// ([`crate::mem::access_split`]) turns such a DMA into a DRAM-to-DRAM
+/// `dma_copy` of the tensor's slot, so the floor does not count the side.
+pub fn side_moves_to_dram(m: &Module, i: Inst, a: crate::ir::Ap) -> bool {
+    let e = m.ap_ext(a);
+    m.insts().opcode[i].is_dma()
+        && m.mems().space[m.aps().loc[a]] == Space::Sb
+        && e.reg.is_none()
+        && e.pstep.is_none()
 }
 
 /// The rectangle of its location `a` names in the first iteration of the

@@ -4,6 +4,7 @@
 //! the linear-scan portfolio of the 1-D problem and the exact
 //! branch-and-bound search work on the shared buffer-placement problem.
 
+pub mod access_split;
 pub mod affinity;
 pub mod best_fit;
 pub mod budgeted;

@@ -53,6 +53,7 @@ use alloc::vec::Vec;
 use arrayvec::ArrayVec;
 use core::fmt;
 
+use super::access_split;
 use super::affinity::{AffinityReport, Joiner};
 use super::budgeted;
 use super::exact::{Budget, Clock, ExactOptions, ExactWorkspace, Objective, Status};
@@ -953,14 +954,22 @@ fn color_rounds(
         };
         let (live_here, largest) = live_at(m, space, &ws.live, at);
         // DRAM does not spill: see [`ColoringWorkspace::headroom_for`].
+        // Past `max_spill_rounds`, only access splits (each removes a
+        // tensor from the space for good, so they end): as many rounds
+        // again.
+        let ordinary = report.spill_rounds < opts.max_spill_rounds;
         if opts.dma_optlevel < 0
-            || report.spill_rounds >= opts.max_spill_rounds
+            || report.spill_rounds >= opts.max_spill_rounds.saturating_mul(2)
             || !space.is_on_chip()
         {
             return Err(fail(largest, live_here));
         }
-        let mut spilled = spill_round(m, space, opts, ws, at, g.peak.saturating_sub(cap), report)?;
-        if spilled == 0 {
+        let mut spilled = if ordinary {
+            spill_round(m, space, opts, ws, at, g.peak.saturating_sub(cap), report)?
+        } else {
+            0
+        };
+        if spilled == 0 && ordinary {
             // The other point, if it differs.
             let other = match over {
                 Some((p, _)) if p != at => Some(p),
@@ -969,6 +978,10 @@ fn color_rounds(
             if let Some(p) = other {
                 spilled = spill_round(m, space, opts, ws, p, g.peak.saturating_sub(cap), report)?;
             }
+        }
+        if spilled == 0 && space == Space::Sb {
+            // The last resort: tensors live there spilled at every access.
+            spilled = access_split_round(m, ws, at, g.peak.saturating_sub(cap), report)?;
         }
         if spilled == 0 {
             return Err(fail(largest, live_here));
@@ -1266,6 +1279,53 @@ fn spill_round(
     finalize(m, &ws.order, &ws.records)?;
     report.spills += count;
     Ok(count)
+}
+
+/// Splits tensors live at `at` at every access ([`super::access_split`]),
+/// the most bytes freed there first, until the overflow is freed or the
+/// spill headroom ends; returns how many were split. Each split counts as
+/// a spill, its copies as reloads (one headroom slot each, and one for
+/// the slot).
+fn access_split_round(
+    m: &mut Module,
+    ws: &mut ColoringWorkspace,
+    at: u32,
+    overflow: u64,
+    report: &mut ColoringReport,
+) -> Result<u32, ColoringError> {
+    let mut done: heapless::Vec<MemLoc, 16> = heapless::Vec::new();
+    let mut freed = 0u64;
+    while freed < overflow.max(1) && !done.is_full() {
+        let Some((v, frees)) = access_split::best_at(m, &ws.order, &ws.live, Space::Sb, at, &done)
+        else {
+            break;
+        };
+        let need = access_split::access_count(&ws.live, v) + 1;
+        if (report.reloads + need) as usize > SPILL_HEADROOM {
+            break;
+        }
+        let n = report.spills;
+        let slot = spill_name(m, v, n, "AccessSlot");
+        let s = access_split::split_every_access(
+            m,
+            &ws.order,
+            &ws.live,
+            v,
+            slot.as_str(),
+            &mut |m, k| {
+                let mut name = spill_name(m, v, n, "Access");
+                let _ = fmt::write(&mut name, format_args!("_{k}"));
+                name
+            },
+        )?;
+        report.reloads += need;
+        report.spills += 1;
+        report.spill_bytes += s.moved;
+        report.spill_cycles += s.cycles;
+        freed += frees;
+        let _ = done.push(v);
+    }
+    Ok(done.len() as u32)
 }
 
 /// The best per-iteration slice split of `v` at `at`: the linear scan's

@@ -25,6 +25,19 @@ impl Module {
         Ok(())
     }
 
+    /// Turns a DMA into a `dma_copy` (a rewrite that moves one of its
+    /// sides to another space, e.g. an on-chip side into DRAM; the engine
+    /// and queue stay). Refuses an instruction that is not a DMA.
+    pub fn make_dma_copy(&mut self, i: Inst) -> Result<(), IrError> {
+        if !self.insts.opcode[i].is_dma() {
+            return Err(IrError::BadOperand {
+                what: "a dma_copy made of an instruction that is not a DMA",
+            });
+        }
+        self.insts.opcode[i] = Opcode::DmaCopy;
+        Ok(())
+    }
+
     /// Sets the alignment (a power of two).
     pub fn set_align(&mut self, m: MemLoc, align: u32) -> Result<(), IrError> {
         check_align(align)?;

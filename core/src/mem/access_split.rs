@@ -1,0 +1,364 @@
+//! The access split: a tensor spilled at every access, the last resort of
+//! an on-chip allocator when no split of a live range frees room at the
+//! point where the space runs over.
+//!
+//! After the split of tensor `V`, `V`'s value lives in a DRAM slot shaped
+//! like it, and each instruction that accessed `V` accesses its own
+//! *access copy* instead: a new location of the rectangle that instruction
+//! names of `V` in one execution, loaded from the slot just before the
+//! instruction (when it reads `V`, or writes only part of that rectangle)
+//! and saved back just after it (when it writes `V`). `V` has no access
+//! left. An access copy is live only around its instruction, so once every
+//! tensor live at a point is split, what is live there is what the
+//! instruction there accesses: the floor ([`crate::analysis::Floor`])
+//! counts exactly those rectangles, so splitting reaches any capacity the
+//! floor allows, at the price of two DMAs per access (loop trips
+//! included).
+//!
+//! The rectangle moves with the loops when every pattern of `V` in the
+//! instruction moves with the same loop terms and has no register term or
+//! partition step: the copy then holds one iteration's cells, the
+//! patterns lose their terms, and the reload and the store carry them on
+//! the slot's side (the slot has `V`'s shape, so the terms mean the same
+//! there). Otherwise the copy holds the hull of every iteration (and the
+//! register window) and the patterns keep their extension, shifted.
+//!
+//! A DMA that accessed `V` needs no copy: its side of `V` moves onto the
+//! slot (same patterns: the slot has `V`'s shape) and it becomes a
+//! `dma_copy`, DRAM to DRAM — a load into `V` now fills the slot, a save of
+//! `V` reads it. That also undoes earlier spills of `V` (their stores and
+//! reloads are DMAs), so splitting a reload copy does not make a copy as
+//! large as it.
+//!
+//! The inserted reloads are `load`s flagged `RELOAD`, the stores `save`s
+//! flagged `SPILL`: pure data movements, which the dataflow checker sees
+//! through. The slot is left unplaced for the DRAM allocator.
+
+use crate::analysis::floor::side_moves_to_dram;
+use crate::analysis::{LinearOrder, MemLiveness};
+use crate::ir::{
+    full_ap, slice_ap, Ap, ApExt, Inst, InstFlags, InstSpec, IrError, MemLoc, Module, Opcode,
+};
+use crate::mem::spill::{add_reload_copy, add_slot, executions};
+
+/// Most patterns of one instruction the split rewrites.
+const MAX_APS: usize = 32;
+
+/// What an access split inserted.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct AccessSplit {
+    /// The DRAM slot that holds the tensor's value.
+    pub slot: MemLoc,
+    /// Instructions that accessed the tensor through an access copy.
+    pub accesses: u32,
+    /// DMAs that accessed it, now moving its cells to or from the slot.
+    pub direct: u32,
+    /// Reloads inserted.
+    pub loads: u32,
+    /// Stores inserted.
+    pub stores: u32,
+    /// Bytes the inserted DMAs move as the program runs (loop trips
+    /// included).
+    pub moved: u64,
+    /// Their DMA cycles under the target's model.
+    pub cycles: u64,
+}
+
+/// The rectangle of `v` one execution of `i` accesses, and how the access
+/// copy holds it.
+struct Rect {
+    part_lo: u16,
+    part_hi: u16,
+    byte_lo: u64,
+    byte_hi: u64,
+    /// True when the copy holds one iteration's cells and the patterns'
+    /// loop terms move to the slot's side.
+    rigid: bool,
+}
+
+impl Rect {
+    fn parts(&self) -> u16 {
+        self.part_hi - self.part_lo
+    }
+
+    fn bytes(&self) -> u64 {
+        self.byte_hi - self.byte_lo
+    }
+}
+
+/// The rectangle `i` accesses of `v` through the patterns `aps` (not
+/// empty), clamped to `v`.
+fn rect_of(m: &Module, v: MemLoc, aps: &[(usize, Ap)]) -> Rect {
+    let first = m.ap_ext(aps[0].1);
+    let same_terms = |e: &ApExt| {
+        e.terms.len() == first.terms.len() && e.terms.iter().all(|t| first.terms.contains(t))
+    };
+    let rigid = aps.iter().all(|&(_, a)| {
+        let e = m.ap_ext(a);
+        e.reg.is_none() && e.pstep.is_none() && same_terms(e)
+    });
+    let parts = m.mems().partitions[v];
+    let bytes = m.mems().bytes[v] as u64;
+    let mut r = Rect {
+        part_lo: parts,
+        part_hi: 0,
+        byte_lo: bytes,
+        byte_hi: 0,
+        rigid,
+    };
+    let plain = ApExt::default();
+    for &(_, a) in aps {
+        let (p0, p1, b0, b1) = if rigid {
+            let e = m.ap_extent_with(a, &plain);
+            let clamp = |x: i64, hi: u64| x.clamp(0, hi as i64) as u64;
+            (
+                clamp(e.part_lo, parts as u64) as u16,
+                clamp(e.part_hi, parts as u64) as u16,
+                clamp(e.byte_lo, bytes),
+                clamp(e.byte_hi, bytes),
+            )
+        } else {
+            m.ap_hull(a)
+        };
+        r.part_lo = r.part_lo.min(p0);
+        r.part_hi = r.part_hi.max(p1);
+        r.byte_lo = r.byte_lo.min(b0);
+        r.byte_hi = r.byte_hi.max(b1);
+    }
+    if r.part_lo >= r.part_hi || r.byte_lo >= r.byte_hi {
+        // A degenerate pattern: hold all of `v`.
+        r.part_lo = 0;
+        r.part_hi = parts;
+        r.byte_lo = 0;
+        r.byte_hi = bytes;
+        r.rigid = false;
+    }
+    r
+}
+
+/// `v`'s patterns in `i`, with their index among `i`'s input-then-output
+/// patterns.
+fn aps_of(m: &Module, i: Inst, v: MemLoc) -> heapless::Vec<(usize, Ap), MAX_APS> {
+    m.all_aps(i)
+        .enumerate()
+        .filter(|&(_, a)| m.aps().loc[a] == v)
+        .take(MAX_APS)
+        .collect()
+}
+
+/// Bytes per partition of `v` that stay live at position `at` once `v` is
+/// split: the access copy's, when the instruction there accesses `v`
+/// (none when it is a DMA whose side of `v` moves to the slot).
+pub fn held_at(m: &Module, order: &LinearOrder, v: MemLoc, at: u32) -> u64 {
+    let i = order.inst_at(at);
+    if !i.is_valid() {
+        return 0;
+    }
+    let aps = aps_of(m, i, v);
+    if aps.is_empty() || aps.iter().all(|&(_, a)| side_moves_to_dram(m, i, a)) {
+        return 0;
+    }
+    rect_of(m, v, &aps).bytes()
+}
+
+/// Instructions that access `v` (the access copies a split makes).
+pub fn access_count(live: &MemLiveness, v: MemLoc) -> u32 {
+    let acc = live.accesses(v);
+    let mut n = 0u32;
+    let mut last = u32::MAX;
+    for &p in acc {
+        n += (p != last) as u32;
+        last = p;
+    }
+    n
+}
+
+/// Splits `v` at every access (see the module doc). `order` and `live`
+/// describe `m` as it is when called; the split adds a slot named
+/// `slot_name`, and access copies named by `copy_name` from their index.
+/// The caller checks the module's headroom first: a slot and
+/// [`access_count`] copies, two instructions and four patterns each (a
+/// failure part-way leaves the program consistent, with the accesses done
+/// so far split).
+pub fn split_every_access(
+    m: &mut Module,
+    order: &LinearOrder,
+    live: &MemLiveness,
+    v: MemLoc,
+    slot_name: &str,
+    copy_name: &mut dyn FnMut(&Module, u32) -> heapless::String<300>,
+) -> Result<AccessSplit, IrError> {
+    let slot = add_slot(m, v, slot_name)?;
+    let mut out = AccessSplit {
+        slot,
+        accesses: 0,
+        direct: 0,
+        loads: 0,
+        stores: 0,
+        moved: 0,
+        cycles: 0,
+    };
+    let mut last = u32::MAX;
+    for &pos in live.accesses(v) {
+        if pos == last {
+            continue;
+        }
+        last = pos;
+        let i = order.inst_at(pos);
+        if !i.is_valid() {
+            continue;
+        }
+        let aps = aps_of(m, i, v);
+        if aps.is_empty() {
+            continue;
+        }
+        // A DMA moves `v`'s cells to or from the slot directly: DRAM to
+        // DRAM, no copy (the slot has `v`'s shape, so the patterns keep
+        // their meaning on a default-pitch DRAM location).
+        let direct = aps.iter().all(|&(_, a)| side_moves_to_dram(m, i, a));
+        if direct {
+            for &(_, a) in &aps {
+                m.shift_ap(a, slot, 0, 0);
+            }
+            m.make_dma_copy(i)?;
+            out.direct += 1;
+            continue;
+        }
+        let n_in = m.operands(i).n_in as usize;
+        let r = rect_of(m, v, &aps);
+        let reads = aps.iter().any(|&(k, _)| k < n_in);
+        let writes = aps.iter().any(|&(k, _)| k >= n_in);
+        // A write of the whole rectangle through one dense pattern needs
+        // no reload: nothing of the slot's old cells survives in the copy.
+        let covers = !reads
+            && aps.len() == 1
+            && r.rigid
+            && m.is_contiguous(aps[0].1)
+            && u16::from(m.aps().part_count[aps[0].1]) == r.parts()
+            && m.ap_bytes_per_partition(aps[0].1) == r.bytes();
+        let name = copy_name(m, out.accesses);
+        let copy = add_reload_copy(m, v, name.as_str(), r.parts(), r.bytes() as u32)?;
+        out.accesses += 1;
+        let mut slot_ap = slice_ap(
+            m,
+            slot,
+            r.part_lo,
+            r.parts(),
+            r.byte_lo as u32,
+            r.byte_hi as u32,
+        );
+        if r.rigid {
+            slot_ap.ext.terms = m.ap_ext(aps[0].1).terms.clone();
+        }
+        for &(k, a) in &aps {
+            if r.rigid && !m.ap_is_plain(a) {
+                m.set_ap_ext(i, k, ApExt::default())?;
+            }
+            m.shift_ap(a, copy, -(r.part_lo as i32), -(r.byte_lo as i64));
+        }
+        let runs = executions(m, order, pos);
+        let one = r.parts() as u64 * r.bytes();
+        let cycles = m.target.dma_cycles(one).max(1);
+        let copy_ap = [full_ap(m, copy)];
+        let slot_aps = [slot_ap];
+        if !covers {
+            let mut s = InstSpec::new(Opcode::Load);
+            s.flags = InstFlags::RELOAD;
+            s.outputs = &copy_ap;
+            s.inputs = &slot_aps;
+            m.insert_before(i, &s)?;
+            out.loads += 1;
+            out.moved = out.moved.saturating_add(one.saturating_mul(runs));
+            out.cycles = out.cycles.saturating_add(cycles.saturating_mul(runs));
+        }
+        if writes {
+            let mut s = InstSpec::new(Opcode::Save);
+            s.flags = InstFlags::SPILL;
+            s.outputs = &slot_aps;
+            s.inputs = &copy_ap;
+            m.insert_after(i, &s)?;
+            out.stores += 1;
+            out.moved = out.moved.saturating_add(one.saturating_mul(runs));
+            out.cycles = out.cycles.saturating_add(cycles.saturating_mul(runs));
+        }
+    }
+    Ok(out)
+}
+
+/// True when a split of `v` frees nothing anywhere: every position of its
+/// live interval `iv` accesses it, one of them only is not a DMA, and
+/// that one accesses all of `v`. Its DMAs would go to the slot, and the
+/// access copy of that instruction, as large as `v`, would be loaded and
+/// saved right around it, live over the same positions (an access copy
+/// whose reload and store are adjacent to its instruction is such a
+/// tensor).
+fn is_minimal(
+    m: &Module,
+    order: &LinearOrder,
+    live: &MemLiveness,
+    v: MemLoc,
+    iv: crate::analysis::Interval,
+) -> bool {
+    if access_count(live, v) as u64 != (iv.end - iv.start) as u64 + 1 {
+        return false;
+    }
+    let mut compute = (iv.start..=iv.end).filter_map(|p| {
+        let i = order.inst_at(p);
+        (i.is_valid() && !m.insts().opcode[i].is_dma()).then_some(i)
+    });
+    let (Some(i), None) = (compute.next(), compute.next()) else {
+        return false;
+    };
+    let r = rect_of(m, v, &aps_of(m, i, v));
+    r.parts() == m.mems().partitions[v] && r.bytes() == m.mems().bytes[v] as u64
+}
+
+/// The tensor of `space` whose split frees the most at position `at`, and
+/// the bytes per partition it frees there: live at `at`, not fixed (placed,
+/// pinned, an input or an output), not in `done`, and not already as
+/// short as a split makes it (see `is_minimal`). Ranked by the area freed at `at`, then by fewer
+/// accesses (fewer DMAs), then by id.
+pub fn best_at(
+    m: &Module,
+    order: &LinearOrder,
+    live: &MemLiveness,
+    space: crate::ir::Space,
+    at: u32,
+    done: &[MemLoc],
+) -> Option<(MemLoc, u64)> {
+    use crate::ir::MemFlags;
+    let fixed = MemFlags::PINNED | MemFlags::INPUT | MemFlags::OUTPUT;
+    let mut best: Option<(u64, u32, MemLoc, u64)> = None;
+    for v in m.mems().space.keys() {
+        let Some(iv) = live.interval(v) else {
+            continue;
+        };
+        if m.mems().space[v] != space
+            || m.is_placed(v)
+            || m.mems().flags[v].intersects(fixed)
+            || done.contains(&v)
+            || !iv.contains(at)
+            || is_minimal(m, order, live, v, iv)
+        {
+            continue;
+        }
+        let bytes = m.mems().bytes[v] as u64;
+        let freed = bytes.saturating_sub(held_at(m, order, v, at));
+        if freed == 0 {
+            continue;
+        }
+        let area = freed * m.mems().partitions[v] as u64;
+        let n = access_count(live, v);
+        let better = match best {
+            None => true,
+            Some((a, k, w, _)) => {
+                (area, core::cmp::Reverse(n), core::cmp::Reverse(v))
+                    > (a, core::cmp::Reverse(k), core::cmp::Reverse(w))
+            }
+        };
+        if better {
+            best = Some((area, n, v, freed));
+        }
+    }
+    best.map(|(_, _, v, freed)| (v, freed))
+}
