@@ -9,7 +9,8 @@
 pub mod coloring {
     pub use crate::dma::affinity::AffinityPair;
     pub use crate::mem::tensor_coloring::{
-        run, ColoringOptions, ColoringWorkspace, SPILL_HEADROOM,
+        run, spill_headroom, ColoringOptions, ColoringWorkspace, PRESSURE_SPILL_HEADROOM,
+        SPILL_HEADROOM,
     };
 }
 

@@ -1279,3 +1279,39 @@ fn a_tile_every_instruction_accesses_is_split_at_every_access() {
         assert!(r.space(Space::Sb).spills >= 1, "{flags}");
     }
 }
+
+/// At its floor, every example fits through the coloring allocator at
+/// optlevels 2 and 6 (both checkers on): the access split reaches what the
+/// floor counts, and a module whose SB tensors do not fit side by side
+/// gets the larger spill headroom (flash_attn_bwd needs more than 256
+/// reload copies there).
+#[test]
+fn the_colorer_fits_every_example_at_its_floor() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples");
+    let mut names: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .filter_map(|e| {
+            let p = e.unwrap().path();
+            (p.extension()? == "tusk").then_some(p)
+        })
+        .collect();
+    names.sort();
+    assert!(names.len() >= 6, "examples/ holds the examples");
+    for path in names {
+        let input = parse(&std::fs::read_to_string(&path).unwrap());
+        let floor = Floor::of(&input).space(Space::Sb).bytes;
+        for optlevel in [2u8, 6] {
+            let mut m = input.clone();
+            m.target.set("sb-bytes", floor).unwrap();
+            let opts = Options {
+                optlevel,
+                ..Options::default()
+            };
+            let what = format!("{} at O{optlevel}, SB {floor}", path.display());
+            let r =
+                run_checked(&mut m, &opts).unwrap_or_else(|e| panic!("{what}: {}", e.display(&m)));
+            assert!(r.verified(), "{what}");
+            assert!(r.space(Space::Sb).peak <= floor, "{what}");
+        }
+    }
+}

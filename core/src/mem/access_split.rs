@@ -10,10 +10,11 @@
 //! and saved back just after it (when it writes `V`). `V` has no access
 //! left. An access copy is live only around its instruction, so once every
 //! tensor live at a point is split, what is live there is what the
-//! instruction there accesses: the floor ([`crate::analysis::Floor`])
-//! counts exactly those rectangles, so splitting reaches any capacity the
-//! floor allows, at the price of two DMAs per access (loop trips
-//! included).
+//! instruction there accesses, the rectangles the floor
+//! ([`crate::analysis::Floor`]) counts (a copy for a pattern with a
+//! register term or a partition step holds more: its hull over every
+//! iteration), at the price of up to two DMAs per access, each run as
+//! often as the loops around it.
 //!
 //! The rectangle moves with the loops when every pattern of `V` in the
 //! instruction moves with the same loop terms and has no register term or
@@ -177,9 +178,10 @@ pub fn access_count(live: &MemLiveness, v: MemLoc) -> u32 {
 /// describe `m` as it is when called; the split adds a slot named
 /// `slot_name`, and access copies named by `copy_name` from their index.
 /// The caller checks the module's headroom first: a slot and
-/// [`access_count`] copies, two instructions and four patterns each (a
-/// failure part-way leaves the program consistent, with the accesses done
-/// so far split).
+/// [`access_count`] copies, two instructions and four patterns each. An
+/// error part-way (the module's reserved storage ran out) leaves an
+/// instruction re-pointed without its reload: the pass must fail with it,
+/// as it does.
 pub fn split_every_access(
     m: &mut Module,
     order: &LinearOrder,

@@ -149,7 +149,7 @@ pub struct ColoringReport {
     pub remats: u32,
     /// Reload copies inserted (a loop-invariant split inserts two for one
     /// spill; a slice split's write-back without a whole copy after the
-    /// loop counts as one); at most [`SPILL_HEADROOM`], the headroom the
+    /// loop counts as one); at most [`spill_headroom`], the headroom the
     /// pass reserved.
     pub reloads: u32,
     /// Spill traffic in bytes (stores + reloads), each DMA as often as the
@@ -298,6 +298,10 @@ pub struct ColoringWorkspace {
     /// the next [`run`] gets ([`ColoringWorkspace::exchange_analyses`]); the
     /// first round of that run then skips recomputing them.
     current: bool,
+    /// The spill headroom the passes may use, when the pipeline chose it
+    /// ([`ColoringWorkspace::set_spill_limit`]); else [`spill_headroom`]
+    /// of the module.
+    spill_limit: Option<usize>,
 }
 
 /// One spill candidate of a round: its rank (higher first), the tensor,
@@ -326,11 +330,41 @@ enum Plan {
 }
 
 /// Spill headroom reserved per on-chip pass: this many spills (two
-/// instructions, two locations, two access patterns each).
+/// instructions, two locations, two access patterns each) on a module
+/// whose SB tensors fit side by side...
 pub const SPILL_HEADROOM: usize = 256;
 
+/// ...and this many on one whose SB tensors do not: there the spill rounds
+/// may end in access splits, a copy per access of each tensor split.
+pub const PRESSURE_SPILL_HEADROOM: usize = 512;
+
+/// The spill headroom of `m`'s on-chip passes: [`PRESSURE_SPILL_HEADROOM`]
+/// when the area of its user's SB tensors (not the internal ones the
+/// passes add, so the answer stays the same as they run) exceeds the SB's
+/// usable area, else [`SPILL_HEADROOM`]. Tensors that fit side by side
+/// never need a spill, so such modules keep the smaller reservation. (The
+/// pipeline keeps the smaller one under an explicit storage budget too:
+/// see [`ColoringWorkspace::set_spill_limit`].)
+pub fn spill_headroom(m: &Module) -> usize {
+    let area: u64 = m
+        .mems()
+        .space
+        .keys()
+        .filter(|&v| {
+            m.mems().space[v] == Space::Sb && !m.mems().flags[v].contains(MemFlags::INTERNAL)
+        })
+        .map(|v| m.mems().partitions[v] as u64 * m.mems().bytes[v] as u64)
+        .sum();
+    let usable = m.target.sb_partitions as u64 * m.target.sb_usable_bytes as u64;
+    if area > usable {
+        PRESSURE_SPILL_HEADROOM
+    } else {
+        SPILL_HEADROOM
+    }
+}
+
 /// Interference edges reserved per buffer the passes may add to a problem
-/// after the reservation (for at most `2 × SPILL_HEADROOM` of them): room
+/// after the reservation (for at most `2 × spill_headroom` of them): room
 /// for each to meet a few dozen live neighbours.
 const EDGES_PER_NEW_BUFFER: u64 = 32;
 
@@ -341,25 +375,26 @@ impl ColoringWorkspace {
     }
 
     /// The module headroom one on-chip coloring pass needs on `m`:
-    /// [`SPILL_HEADROOM`] spills of two instructions, two locations and two
+    /// [`spill_headroom`] spills of two instructions, two locations and two
     /// access patterns. The spill code accesses contiguous slices (one dim,
     /// kept inline), so it takes no pooled dims. A slice split's reload and
     /// write-back carry the loop terms its victim's accesses had, so a
     /// module with loop-indexed patterns gets room for two extensions per
     /// spill, one without none.
     pub fn headroom(m: &Module) -> Capacity {
+        Self::headroom_with(m, spill_headroom(m))
+    }
+
+    /// [`Self::headroom`] for `h` spills.
+    pub fn headroom_with(m: &Module, h: usize) -> Capacity {
         Capacity {
-            insts: 2 * SPILL_HEADROOM,
-            aps: 4 * SPILL_HEADROOM,
+            insts: 2 * h,
+            aps: 4 * h,
             dims: 0,
-            mems: 2 * SPILL_HEADROOM,
-            names: 2 * SPILL_HEADROOM,
-            name_bytes: 64 * SPILL_HEADROOM,
-            ap_exts: if m.counts().ap_exts > 0 {
-                2 * SPILL_HEADROOM
-            } else {
-                0
-            },
+            mems: 2 * h,
+            names: 2 * h,
+            name_bytes: 64 * h,
+            ap_exts: if m.counts().ap_exts > 0 { 2 * h } else { 0 },
             ..Capacity::default()
         }
     }
@@ -367,23 +402,37 @@ impl ColoringWorkspace {
     /// The module headroom the coloring pass of `space` needs: none for
     /// DRAM, which never spills (a DRAM spill would save to DRAM: its slot
     /// is live at the peak where the victim was, so it frees nothing);
-    /// [`Self::headroom`] for an on-chip space.
-    pub fn headroom_for(m: &Module, space: Space) -> Capacity {
+    /// [`Self::headroom_with`] `h` spills for an on-chip space.
+    pub fn headroom_for(m: &Module, space: Space, h: usize) -> Capacity {
         if space.is_on_chip() {
-            Self::headroom(m)
+            Self::headroom_with(m, h)
         } else {
             Capacity::default()
         }
     }
 
-    /// Most DRAM locations the coloring pass of `space` may add: a spill
-    /// slot per spill of an on-chip pass, none for DRAM.
-    pub fn spill_slots(space: Space) -> usize {
+    /// Most DRAM locations the coloring pass of `space` may add with a
+    /// headroom of `h` spills: a spill slot per spill of an on-chip pass,
+    /// none for DRAM.
+    pub fn spill_slots(h: usize, space: Space) -> usize {
         if space.is_on_chip() {
-            SPILL_HEADROOM
+            h
         } else {
             0
         }
+    }
+
+    /// Makes the spill rounds stop at `h` reload copies per pass, the
+    /// headroom the caller reserved ([`Self::headroom_with`]) instead of
+    /// [`spill_headroom`] of the module (the pipeline keeps the smaller
+    /// one under an explicit storage budget).
+    pub fn set_spill_limit(&mut self, h: usize) {
+        self.spill_limit = Some(h);
+    }
+
+    /// The spill headroom of a pass on `m`.
+    fn spill_limit(&self, m: &Module) -> usize {
+        self.spill_limit.unwrap_or_else(|| spill_headroom(m))
     }
 
     /// Sizes everything for `m` (and reserves the spill headroom in `m`).
@@ -400,6 +449,8 @@ impl ColoringWorkspace {
     /// and cannot afford storage for passes it never runs). No storage
     /// budget.
     pub fn reserve_for_spaces(&mut self, m: &mut Module, spaces: &[Space], exact: bool) {
+        // The module's own headroom, whatever a pipeline set before.
+        self.spill_limit = None;
         if spaces.iter().any(|s| s.is_on_chip()) {
             m.reserve(Self::headroom(m));
         }
@@ -447,11 +498,9 @@ impl ColoringWorkspace {
     /// run: every location of `m`'s capacity for an on-chip space (its
     /// spill copies and the DMA passes' new tiles are on-chip), the DRAM
     /// locations of `m` and `new_dram` more for DRAM.
-    fn buffer_bound(m: &Module, space: Space, new_dram: usize) -> usize {
+    fn buffer_bound(m: &Module, space: Space, new_dram: usize, h: usize) -> usize {
         if space.is_on_chip() {
-            m.capacity()
-                .mems
-                .max(m.num_mems().saturating_add(2 * SPILL_HEADROOM))
+            m.capacity().mems.max(m.num_mems().saturating_add(2 * h))
         } else {
             let dram = m
                 .mems()
@@ -469,7 +518,7 @@ impl ColoringWorkspace {
     fn reserve_storage(&mut self, m: &Module, spaces: &[Space], new_dram: usize) {
         let n = spaces
             .iter()
-            .map(|&s| Self::buffer_bound(m, s, new_dram))
+            .map(|&s| Self::buffer_bound(m, s, new_dram, self.spill_limit(m)))
             .max()
             .unwrap_or(0);
         self.locs.reserve(n);
@@ -478,7 +527,7 @@ impl ColoringWorkspace {
         if spaces.iter().any(|s| s.is_on_chip()) {
             let cap = m.capacity();
             self.bounds.reserve(&cap);
-            self.records.reserve(SPILL_HEADROOM);
+            self.records.reserve(self.spill_limit(m));
             self.candidates.reserve(n);
         }
     }
@@ -527,21 +576,25 @@ impl ColoringWorkspace {
     ) {
         // Buffers the passes may add before a space is colored: its own
         // spill copies on-chip, the spill slots in DRAM.
+        let h = self.spill_limit(m);
         let added = |space: Space| {
             if space.is_on_chip() {
-                2 * SPILL_HEADROOM
+                2 * h
             } else {
                 new_dram
             }
         };
-        let edges =
-            |space: Space| EDGES_PER_NEW_BUFFER * added(space).min(2 * SPILL_HEADROOM) as u64;
+        let edges = |space: Space| EDGES_PER_NEW_BUFFER * added(space).min(2 * h) as u64;
         // Nothing to place (every buffer fixed): no search to size.
         let to_place = |p: &Problem| p.buffers().iter().any(|b| b.pin.is_none() && !b.is_void());
         let mut filled = [false; 3];
         let mut tables = 0u64;
         for &space in spaces {
-            let mut p = new_problem(m, space, Self::buffer_bound(m, space, new_dram));
+            let mut p = new_problem(
+                m,
+                space,
+                Self::buffer_bound(m, space, new_dram, self.spill_limit(m)),
+            );
             storage.add(problem_part(space), p.heap_bytes());
             if fill(m, space, live, &mut p, &mut self.locs).is_ok() {
                 filled[space.slot()] = true;
@@ -614,7 +667,7 @@ impl ColoringWorkspace {
     /// on needs them; the others reserve nothing for them.
     pub fn reserve_affinity(&mut self, m: &Module, storage: &mut StorageReport) {
         let cap = m.capacity();
-        let buffers = Self::buffer_bound(m, Space::Sb, 0);
+        let buffers = Self::buffer_bound(m, Space::Sb, 0, self.spill_limit(m));
         let before = self.joiner.heap_bytes();
         self.joiner.reserve(
             &m.target,
@@ -1148,6 +1201,7 @@ fn spill_round(
     overflow: u64,
     report: &mut ColoringReport,
 ) -> Result<u32, ColoringError> {
+    let limit = ws.spill_limit(m);
     ws.candidates.clear();
     for v in m.mems().space.keys() {
         if m.mems().space[v] != space || m.is_placed(v) {
@@ -1197,7 +1251,7 @@ fn spill_round(
                 first,
             } => (before, after, first),
             Plan::Slice(split) => {
-                if (report.reloads + 2) as usize > SPILL_HEADROOM {
+                if (report.reloads + 2) as usize > limit {
                     break;
                 }
                 freed += slice_split_records(m, ws, v, at, &split, report.spills + count, report)?;
@@ -1209,7 +1263,7 @@ fn spill_round(
         // instructions, two locations, four patterns): stop at the end of
         // what was reserved, whatever the other passes left.
         let copies = 1 + first.is_some() as u32;
-        if (report.reloads + copies) as usize > SPILL_HEADROOM {
+        if (report.reloads + copies) as usize > limit {
             break;
         }
         report.reloads += copies;
@@ -1293,6 +1347,7 @@ fn access_split_round(
     overflow: u64,
     report: &mut ColoringReport,
 ) -> Result<u32, ColoringError> {
+    let limit = ws.spill_limit(m);
     let mut done: heapless::Vec<MemLoc, 16> = heapless::Vec::new();
     let mut freed = 0u64;
     while freed < overflow.max(1) && !done.is_full() {
@@ -1301,7 +1356,7 @@ fn access_split_round(
             break;
         };
         let need = access_split::access_count(&ws.live, v) + 1;
-        if (report.reloads + need) as usize > SPILL_HEADROOM {
+        if (report.reloads + need) as usize > limit {
             break;
         }
         let n = report.spills;

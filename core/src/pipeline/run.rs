@@ -605,6 +605,15 @@ impl Workspace {
             max_spills: opts.lsa_max_spills,
             ..LsaOptions::default()
         };
+        // The coloring passes' spill headroom: the larger one for a module
+        // under pressure, unless the caller set a storage budget, which the
+        // smaller one is measured against.
+        let spills = if opts.storage_limit.is_some() {
+            crate::mem::tensor_coloring::SPILL_HEADROOM
+        } else {
+            crate::mem::tensor_coloring::spill_headroom(m)
+        };
+        self.coloring.set_spill_limit(spills);
         let mut headroom = RegAllocator::headroom_with(m, opts.reg_max_spill_temporaries);
         // The DRAM locations the passes may add (spill slots; the DMA
         // passes add on-chip tiles only): the register colorer's new
@@ -623,8 +632,10 @@ impl Workspace {
         for p in &list {
             let h = match p {
                 Pass::LinearScan => LsaWorkspace::headroom(m, &lo),
-                Pass::Coloring(s) | Pass::Exact(s) => ColoringWorkspace::headroom_for(m, *s),
-                Pass::RegSpillSlots => ColoringWorkspace::headroom_for(m, Space::Dram),
+                Pass::Coloring(s) | Pass::Exact(s) => {
+                    ColoringWorkspace::headroom_for(m, *s, spills)
+                }
+                Pass::RegSpillSlots => ColoringWorkspace::headroom_for(m, Space::Dram, spills),
                 Pass::DmaOptimization(s) => {
                     dmas = dmas.max(DmaWorkspace::candidate_bound(m, *s, inserted));
                     DmaWorkspace::headroom_in(m, *s, core::mem::take(&mut spill_insts))
@@ -635,7 +646,7 @@ impl Workspace {
             };
             new_dram = new_dram.saturating_add(match p {
                 Pass::LinearScan => LsaWorkspace::spill_slots(m, &lo),
-                Pass::Coloring(s) | Pass::Exact(s) => ColoringWorkspace::spill_slots(*s),
+                Pass::Coloring(s) | Pass::Exact(s) => ColoringWorkspace::spill_slots(spills, *s),
                 _ => 0,
             });
             if !matches!(p, Pass::DmaOptimization(_)) {
