@@ -263,23 +263,22 @@ pub fn split_every_access(
         let cycles = m.target.dma_cycles(one).max(1);
         let copy_ap = [full_ap(m, copy)];
         let slot_aps = [slot_ap];
-        if !covers {
-            let mut s = InstSpec::new(Opcode::Load);
-            s.flags = InstFlags::RELOAD;
-            s.outputs = &copy_ap;
-            s.inputs = &slot_aps;
-            m.insert_before(i, &s)?;
-            out.loads += 1;
-            out.moved = out.moved.saturating_add(one.saturating_mul(runs));
-            out.cycles = out.cycles.saturating_add(cycles.saturating_mul(runs));
-        }
-        if writes {
-            let mut s = InstSpec::new(Opcode::Save);
-            s.flags = InstFlags::SPILL;
-            s.outputs = &slot_aps;
-            s.inputs = &copy_ap;
-            m.insert_after(i, &s)?;
-            out.stores += 1;
+        // (opcode, flag, written, read, before `i`) of each DMA inserted.
+        let reload =
+            (!covers).then_some((Opcode::Load, InstFlags::RELOAD, &copy_ap, &slot_aps, true));
+        let store = writes.then_some((Opcode::Save, InstFlags::SPILL, &slot_aps, &copy_ap, false));
+        for (opcode, flags, outputs, inputs, before) in reload.into_iter().chain(store) {
+            let mut s = InstSpec::new(opcode);
+            s.flags = flags;
+            s.outputs = outputs;
+            s.inputs = inputs;
+            if before {
+                m.insert_before(i, &s)?;
+                out.loads += 1;
+            } else {
+                m.insert_after(i, &s)?;
+                out.stores += 1;
+            }
             out.moved = out.moved.saturating_add(one.saturating_mul(runs));
             out.cycles = out.cycles.saturating_add(cycles.saturating_mul(runs));
         }
