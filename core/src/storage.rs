@@ -112,6 +112,14 @@ pub(crate) fn grow<T>(v: &mut Vec<T>, n: usize) {
     v.reserve(n.saturating_sub(v.len()));
 }
 
+/// Makes `dst` equal to `src`, reserving at least `src`'s room first: no
+/// allocation when `dst` already has it (a copy made the same way).
+pub(crate) fn copy_into<T: Clone>(dst: &mut Vec<T>, src: &Vec<T>) {
+    dst.clear();
+    dst.reserve_exact(src.capacity());
+    dst.extend_from_slice(src);
+}
+
 /// Makes `v` exactly `n` copies of `x` for the next problem, in the storage
 /// it holds (no allocation when `n` is within its capacity).
 pub(crate) fn refill<T: Clone>(v: &mut Vec<T>, n: usize, x: T) {

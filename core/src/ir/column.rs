@@ -129,6 +129,15 @@ impl<K: EntityRef, V> Column<K, V> {
         self.data.iter().enumerate().map(|(i, v)| (K::new(i), v))
     }
 
+    /// Makes `self` equal to `src`, reserving at least `src`'s room first
+    /// (no allocation when `self` has it already).
+    pub fn copy_from_column(&mut self, src: &Self)
+    where
+        V: Clone,
+    {
+        crate::storage::copy_into(&mut self.data, &src.data);
+    }
+
     /// Drops every entity, keeping the storage.
     pub fn clear(&mut self) {
         self.data.clear();

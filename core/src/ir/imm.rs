@@ -63,6 +63,13 @@ impl ImmTable {
         self.values.push(value);
     }
 
+    /// Makes `self` equal to `src` in its own storage
+    /// ([`crate::storage::copy_into`]).
+    pub(crate) fn copy_from_table(&mut self, src: &Self) {
+        crate::storage::copy_into(&mut self.insts, &src.insts);
+        crate::storage::copy_into(&mut self.values, &src.values);
+    }
+
     /// Reserves room for `n` more entries.
     pub(crate) fn reserve_exact(&mut self, n: usize) {
         self.insts.reserve_exact(n);

@@ -249,6 +249,17 @@ impl NamePool {
         }
     }
 
+    /// Makes `self` equal to `src` (the index too) in its own storage: no
+    /// allocation when it holds `src`'s reserved room already.
+    pub(crate) fn copy_from_pool(&mut self, src: &Self) {
+        self.bytes.clear();
+        self.bytes.reserve_exact(src.bytes.capacity());
+        self.bytes.push_str(&src.bytes);
+        crate::storage::copy_into(&mut self.ends, &src.ends);
+        crate::storage::copy_into(&mut self.table, &src.table);
+        self.untagged = src.untagged;
+    }
+
     /// Bytes of storage reserved.
     pub fn reserved_bytes(&self) -> usize {
         self.bytes.capacity() + self.ends.capacity() * 4 + self.table.capacity() * 4

@@ -171,6 +171,13 @@ impl Module {
         c
     }
 
+    /// Heap bytes reserved in all (the sum of [`Module::storage_parts`]).
+    pub fn reserved_bytes(&self) -> u64 {
+        let mut r = crate::storage::StorageReport::new(crate::storage::StorageBudget::UNLIMITED);
+        self.storage_parts(&mut r);
+        r.total()
+    }
+
     /// Bytes reserved by the instruction, access-pattern, dim and register
     /// operand storage (the per-instruction cost of the columns).
     pub fn instruction_storage_bytes(&self) -> usize {
@@ -251,6 +258,12 @@ impl StorageBytes {
             + self.aps
             + self.dim_pool
             + self.reg_operands
+    }
+}
+
+impl crate::storage::HeapBytes for Module {
+    fn heap_bytes(&self) -> u64 {
+        self.reserved_bytes()
     }
 }
 

@@ -62,6 +62,12 @@ macro_rules! tables {
                     $( self.$field.shrink_to_fit(); )*
                 }
 
+                /// Makes every column equal to `src`'s, reserving at least
+                /// its room ([`super::copy`]).
+                pub(super) fn copy_from(&mut self, src: &Self) {
+                    $( super::copy::CopyInto::copy_from(&mut self.$field, &src.$field); )*
+                }
+
                 /// Heap bytes reserved by every column.
                 pub(super) fn reserved_bytes(&self) -> usize {
                     0 $( + self.$field.reserved_bytes() )*

@@ -19,12 +19,14 @@
 //!
 //! The tables of columns are declared once, in `columns.rs`; reading the
 //! module is in `query.rs`, creating entities in `create.rs`, changing them
-//! in `mutate.rs`, its storage in `capacity.rs`, its spelling in messages in
+//! in `mutate.rs`, its storage in `capacity.rs` (a copy into reserved
+//! storage in `copy.rs`), its spelling in messages in
 //! `display.rs`.
 
 mod capacity;
 mod check;
 mod columns;
+mod copy;
 mod create;
 mod display;
 mod error;
