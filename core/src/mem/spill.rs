@@ -782,6 +782,26 @@ pub fn slice_split(cx: SpillView<'_>, v: MemLoc, l: Loop) -> Option<SliceSplit> 
     })
 }
 
+/// The last position at which the slice copy of `split` is live in an
+/// iteration of its loop, given its last access `last` there: `last`, or
+/// the end of the outermost repeating loop inside the split's loop that
+/// holds `last`. The copy is reloaded at the start of the iteration, so a
+/// loop inside that reads it reads it again around its back edge
+/// (docs/SEMANTICS.md §1): the copy is live over all of that loop.
+pub fn slice_live_end(m: &Module, order: &LinearOrder, split: &SliceSplit, last: u32) -> u32 {
+    let mut end = last;
+    let mut l = order.loop_at(last);
+    while l.is_valid() {
+        match order.repeating_span(m, l) {
+            Some(span) if span == split.span => break,
+            Some((s, e)) if split.span.0 <= s && e <= split.span.1 => end = end.max(e),
+            _ => {}
+        }
+        l = m.loops().parent[l];
+    }
+    end
+}
+
 /// The DRAM source a slice split of `v` rereads instead of a slot, if any:
 /// one that serves its slice reloads and its whole reload after the loop,
 /// of a loop that only reads `v`. A loop that writes `v` saves its slices

@@ -272,7 +272,8 @@ pub(super) fn split_victim(
         Some(sp) => {
             let k0 = acc.partition_point(|&q| q <= p);
             let k1 = acc.partition_point(|&q| q <= sp.span.1);
-            ((k1.saturating_sub(k0)) as u32, acc[k1 - 1])
+            let end = spill::slice_live_end(m, &ws.order, &sp, acc[k1 - 1]);
+            ((k1.saturating_sub(k0)) as u32, end)
         }
         None => (0, 0),
     };
@@ -432,7 +433,8 @@ fn resplit_copy(
     let last = *acc.last().unwrap_or(&0);
     let k0 = acc.partition_point(|&q| q <= p);
     let k1 = acc.partition_point(|&q| q <= split.span.1);
-    let (slice_uses, slice_end) = ((k1.saturating_sub(k0)) as u32, acc[k1 - 1]);
+    let slice_end = spill::slice_live_end(m, &ws.order, &split, acc[k1 - 1]);
+    let slice_uses = k1.saturating_sub(k0) as u32;
     let whole_uses = split.after.map_or(0, |n| {
         (acc.len() - acc.partition_point(|&q| q < n)) as u32 + (end > last) as u32
     });
@@ -489,7 +491,8 @@ pub(super) fn shrink_reload(
     if k1 <= k0 {
         return Ok(c);
     }
-    let (slice_uses, slice_end) = ((k1 - k0) as u32, acc[k1 - 1]);
+    let slice_end = spill::slice_live_end(m, &ws.order, &split, acc[k1 - 1]);
+    let slice_uses = (k1 - k0) as u32;
     let whole_uses = split.after.map_or(0, |n| {
         (acc.len() - acc.partition_point(|&q| q < n)) as u32 + (end > last) as u32
     });
