@@ -4,6 +4,7 @@
 //! what [`Options::normalize`](crate::Options::normalize) refuses.
 
 pub use crate::pipeline::{
-    passes, Allocator, DmaAffinity, OptionsError, Pass, Rotation, Selection, OPTLEVELS,
+    passes, Allocator, DmaAffinity, OptionsError, Pass, Rotation, Selection, SpillStrategy,
+    OPTLEVELS,
 };
 pub use crate::storage::StorageBudget;

@@ -18,7 +18,7 @@ use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand};
 use tusk_core::ir::{Module, Space, NO_LANE};
-use tusk_core::options::{Allocator, DmaAffinity, Rotation};
+use tusk_core::options::{Allocator, DmaAffinity, Rotation, SpillStrategy};
 use tusk_core::target::Generation;
 use tusk_core::verify::{Scope, Verifier};
 use tusk_core::Options;
@@ -226,6 +226,13 @@ struct RunArgs {
     /// the DMA passes can merge them; optlevels 2, 3 and 6).
     #[arg(long, default_value = "off", value_name = "off|on")]
     dma_affinity: String,
+    /// Where the input needs more SB than there is, the order in which the
+    /// allocators try their splits: `ranges` (live-range splits first, a
+    /// tensor split at every access last), `access` (the split at every
+    /// access first) or `best` (both, keeping the one whose spills cost
+    /// fewer DMA cycles).
+    #[arg(long, default_value = "best", value_name = "best|ranges|access")]
+    spill_strategy: String,
 }
 
 /// `--svg-window START:END`: two positions, START below END.
@@ -451,6 +458,13 @@ fn run(a: &RunArgs) -> u8 {
         ));
         return EXIT_BAD_INPUT;
     };
+    let Some(spill_strategy) = SpillStrategy::from_name(&a.spill_strategy) else {
+        console::error(format_args!(
+            "--spill-strategy {} is not a strategy (known: best ranges access)",
+            a.spill_strategy
+        ));
+        return EXIT_BAD_INPUT;
+    };
     let opts = Options {
         optlevel: a.optlevel,
         allocator,
@@ -466,6 +480,7 @@ fn run(a: &RunArgs) -> u8 {
         storage_limit: a.max_memory,
         rotation,
         dma_affinity,
+        spill_strategy,
     };
     let opts = match opts.normalize() {
         Ok(o) => o,

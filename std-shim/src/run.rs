@@ -591,7 +591,14 @@ pub fn report_json(file: &str, m: &Module, r: &RunReport, map: Option<&SourceMap
                 },
             })
         };
-        json!({"psum": one(&l.psum), "sb": one(&l.sb)})
+        let k = &l.restarts;
+        json!({"psum": one(&l.psum), "sb": one(&l.sb), "restarts": {
+            "restarts": k.restarts,
+            "splits": k.splits,
+            "copies": k.copies,
+            "spill_bytes": k.moved,
+            "spill_cycles": k.cycles,
+        }})
     });
     let insts = m.num_live_insts();
     // Reserved (with the passes' headroom, mostly never touched) and in use.

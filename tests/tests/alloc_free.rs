@@ -172,6 +172,26 @@ fn modules() -> Vec<(&'static str, Module)> {
             }),
         ),
         (
+            // A real kernel at its SB floor: the linear scan restarts after
+            // access splits (from its restart point), which must not
+            // allocate either.
+            "conv1d-at-floor",
+            {
+                let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+                    .join("../examples/conv1d.tusk");
+                let text = std::fs::read_to_string(&path)
+                    .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+                let mut m = tusk_tests::harness::parse(&text);
+                let floor = tusk_core::analysis::Floor::of(&m)
+                    .space(tusk_core::ir::Space::Sb)
+                    .bytes;
+                m.target
+                    .set("sb-bytes", floor)
+                    .expect("the floor is a legal SB size");
+                m
+            },
+        ),
+        (
             "gen-dma",
             dma_heavy(
                 Target::default(),
@@ -261,7 +281,7 @@ fn passes_do_not_allocate_after_reserve() {
     let mut clock = Wall(Instant::now());
     let mut leaks = Vec::new();
     let mut runs = 0;
-    let (mut spills, mut reg_spilled, mut rewrites) = (0, 0, 0);
+    let (mut spills, mut reg_spilled, mut rewrites, mut restarts) = (0, 0, 0, 0);
     for (mname, input) in modules() {
         for (pname, opts) in pipelines() {
             let what = format!("{pname} on {mname}");
@@ -309,6 +329,7 @@ fn passes_do_not_allocate_after_reserve() {
                  (memory spills {mem_spills}, register spills {reg_spills}, DMA rewrites {dma})"
             );
             spills += mem_spills;
+            restarts += r.lsa.as_ref().map_or(0, |l| l.restarts.restarts);
             reg_spilled += reg_spills;
             rewrites += dma;
             if n != 0 {
@@ -327,6 +348,7 @@ fn passes_do_not_allocate_after_reserve() {
     let _ = spills;
     assert!(reg_spilled > 0, "the register colorer spilled on no module");
     assert!(rewrites > 0, "the DMA passes rewrote nothing");
+    assert!(restarts > 0, "the linear scan restarted on no module");
     assert!(
         leaks.is_empty(),
         "heap allocations while the passes ran (rerun with TUSK_ALLOC_TRACE=1 for backtraces):\n  {}",

@@ -314,11 +314,38 @@ fn is_minimal(
     r.parts() == m.mems().partitions[v] && r.bytes() == m.mems().bytes[v] as u64
 }
 
+/// The bytes per partition a split of `v` frees at position `at`, when
+/// `v` may be split there: of `space`, live at `at`, not fixed (placed,
+/// pinned, an input or an output), not already as short as a split makes
+/// it (see `is_minimal`), and freeing something.
+pub fn frees_at(
+    m: &Module,
+    order: &LinearOrder,
+    live: &MemLiveness,
+    space: crate::ir::Space,
+    v: MemLoc,
+    at: u32,
+) -> Option<u64> {
+    use crate::ir::MemFlags;
+    let fixed = MemFlags::PINNED | MemFlags::INPUT | MemFlags::OUTPUT;
+    let iv = live.interval(v)?;
+    if m.mems().space[v] != space
+        || m.is_placed(v)
+        || m.mems().flags[v].intersects(fixed)
+        || !iv.contains(at)
+        || is_minimal(m, order, live, v, iv)
+    {
+        return None;
+    }
+    let bytes = m.mems().bytes[v] as u64;
+    let freed = bytes.saturating_sub(held_at(m, order, v, at));
+    (freed > 0).then_some(freed)
+}
+
 /// The tensor of `space` whose split frees the most at position `at`, and
-/// the bytes per partition it frees there: live at `at`, not fixed (placed,
-/// pinned, an input or an output), not in `done`, and not already as
-/// short as a split makes it (see `is_minimal`). Ranked by the area freed at `at`, then by fewer
-/// accesses (fewer DMAs), then by id.
+/// the bytes per partition it frees there: one [`frees_at`] accepts, not
+/// in `done`. Ranked by the area freed at `at`, then by fewer accesses
+/// (fewer DMAs), then by id.
 pub fn best_at(
     m: &Module,
     order: &LinearOrder,
@@ -327,27 +354,14 @@ pub fn best_at(
     at: u32,
     done: &[MemLoc],
 ) -> Option<(MemLoc, u64)> {
-    use crate::ir::MemFlags;
-    let fixed = MemFlags::PINNED | MemFlags::INPUT | MemFlags::OUTPUT;
     let mut best: Option<(u64, u32, MemLoc, u64)> = None;
     for v in m.mems().space.keys() {
-        let Some(iv) = live.interval(v) else {
+        if done.contains(&v) {
+            continue;
+        }
+        let Some(freed) = frees_at(m, order, live, space, v, at) else {
             continue;
         };
-        if m.mems().space[v] != space
-            || m.is_placed(v)
-            || m.mems().flags[v].intersects(fixed)
-            || done.contains(&v)
-            || !iv.contains(at)
-            || is_minimal(m, order, live, v, iv)
-        {
-            continue;
-        }
-        let bytes = m.mems().bytes[v] as u64;
-        let freed = bytes.saturating_sub(held_at(m, order, v, at));
-        if freed == 0 {
-            continue;
-        }
         let area = freed * m.mems().partitions[v] as u64;
         let n = access_count(live, v);
         let better = match best {

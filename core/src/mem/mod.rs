@@ -21,4 +21,5 @@ pub mod rotation;
 pub mod sb_rotation;
 pub mod size_bins;
 pub mod spill;
+pub mod spill_strategy;
 pub mod tensor_coloring;

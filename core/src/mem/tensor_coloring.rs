@@ -64,6 +64,7 @@ use super::spill::{
     remat_source, spill_cost, spill_runs, spill_score, ReloadPoint, SliceSplit, SpillRecord,
     SpillView,
 };
+use super::spill_strategy::{SpillStrategy, StrategyCopies};
 use crate::analysis::{Bounds, LinearOrder, MemLiveness};
 use crate::ir::DisplayNamed;
 use crate::ir::{Capacity, Inst, IrError, MemFlags, MemLoc, Module, Space};
@@ -97,6 +98,12 @@ pub struct ColoringOptions {
     /// (a kernel of a few thousand instructions); larger modules end with
     /// chains `untried`, counted in the report.
     pub affinity_trials: u32,
+    /// The order of the SB spill rounds' splits ([`SpillStrategy`]):
+    /// [`SpillStrategy::Best`] tries both only where the workspace keeps
+    /// the copies of the module it needs
+    /// ([`ColoringWorkspace::reserve_strategies`]), else live-range splits
+    /// first.
+    pub strategy: SpillStrategy,
 }
 
 impl Default for ColoringOptions {
@@ -113,6 +120,7 @@ impl Default for ColoringOptions {
             affinity: false,
             affinity_slack_pct: 5,
             affinity_trials: 128,
+            strategy: SpillStrategy::Best,
         }
     }
 }
@@ -302,6 +310,9 @@ pub struct ColoringWorkspace {
     /// ([`ColoringWorkspace::set_spill_limit`]); else [`spill_headroom`]
     /// of the module.
     spill_limit: Option<usize>,
+    /// The module before an SB pass and the result of its first strategy,
+    /// when the pass tries both ([`ColoringWorkspace::reserve_strategies`]).
+    strategies: Option<StrategyCopies>,
 }
 
 /// One spill candidate of a round: its rank (higher first), the tensor,
@@ -553,9 +564,18 @@ impl ColoringWorkspace {
             .iter()
             .flatten()
             .fold(0u64, |n, p| n.saturating_add(p.heap_bytes()));
-        crate::heap_bytes!(self.gca, self.exact)
+        crate::heap_bytes!(self.gca, self.exact, self.strategies)
             .saturating_add(self.base_heap_bytes())
             .saturating_add(problems)
+    }
+
+    /// Makes the SB passes on `m` try both spill strategies and keep the
+    /// cheaper result: keeps two copies of `m` with its whole reserved
+    /// capacity (the module before the pass and the first result), so that
+    /// saving and restoring never allocate; call it after every reservation
+    /// of `m`. Returns their heap bytes.
+    pub fn reserve_strategies(&mut self, m: &Module) -> u64 {
+        StrategyCopies::reserve(&mut self.strategies, m)
     }
 
     /// Builds each space's problem once, to size the solvers from it, within
@@ -884,11 +904,71 @@ pub fn run(
     let mut problem = ws.problems[space.slot()]
         .take()
         .unwrap_or_else(|| new_problem(m, space, m.num_mems()));
-    let result = color_rounds(m, space, opts, ws, clock, &mut problem, &mut report);
+    let both = space == Space::Sb && opts.strategy == SpillStrategy::Best;
+    let strategies = if both { ws.strategies.take() } else { None };
+    let access_first = space == Space::Sb && opts.strategy == SpillStrategy::Access;
+    let result = match strategies {
+        None => color_rounds(
+            m,
+            space,
+            opts,
+            ws,
+            clock,
+            &mut problem,
+            &mut report,
+            access_first,
+        )
+        .map(|()| report),
+        Some(mut kept) => {
+            let r = best_strategy(m, opts, ws, clock, &mut problem, report, &mut kept);
+            ws.strategies = Some(kept);
+            r
+        }
+    };
     ws.problems[space.slot()] = Some(problem);
-    result.map(|()| report)
+    result
 }
 
+/// Colors SB with live-range splits first, then from the same module with
+/// access splits first ([`SpillStrategy::Best`]), and keeps the result
+/// whose spills cost the fewest DMA cycles (then bytes); the first one's
+/// when it needs no spill, or when the second fails. `kept` holds the
+/// module before the pass and the first result.
+fn best_strategy(
+    m: &mut Module,
+    opts: &ColoringOptions,
+    ws: &mut ColoringWorkspace,
+    clock: &mut dyn Clock,
+    problem: &mut Problem,
+    empty: ColoringReport,
+    kept: &mut StrategyCopies,
+) -> Result<ColoringReport, ColoringError> {
+    let StrategyCopies { before, first } = kept;
+    before.copy_from(m);
+    let mut a = empty;
+    let ra = color_rounds(m, Space::Sb, opts, ws, clock, problem, &mut a, false);
+    if ra.is_ok() && a.spills == 0 {
+        return Ok(a);
+    }
+    first.copy_from(m);
+    m.copy_from(before);
+    ws.current = false;
+    let mut b = empty;
+    let rb = color_rounds(m, Space::Sb, opts, ws, clock, problem, &mut b, true);
+    let cost = |r: &ColoringReport| (r.spill_cycles, r.spill_bytes);
+    match (ra, rb) {
+        (Ok(()), Ok(())) if cost(&b) < cost(&a) => Ok(b),
+        (Err(_), Ok(())) => Ok(b),
+        (ra, _) => {
+            m.copy_from(first);
+            // The analyses describe the second result: stale.
+            ws.current = false;
+            ra.map(|()| a)
+        }
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
 fn color_rounds(
     m: &mut Module,
     space: Space,
@@ -897,6 +977,7 @@ fn color_rounds(
     clock: &mut dyn Clock,
     problem: &mut Problem,
     report: &mut ColoringReport,
+    access_first: bool,
 ) -> Result<(), ColoringError> {
     let cap = report.capacity;
     loop {
@@ -1017,11 +1098,14 @@ fn color_rounds(
         {
             return Err(fail(largest, live_here));
         }
-        let mut spilled = if ordinary {
-            spill_round(m, space, opts, ws, at, g.peak.saturating_sub(cap), report)?
+        let mut spilled = if access_first && space == Space::Sb {
+            access_split_round(m, ws, at, g.peak.saturating_sub(cap), report)?
         } else {
             0
         };
+        if spilled == 0 && ordinary {
+            spilled = spill_round(m, space, opts, ws, at, g.peak.saturating_sub(cap), report)?;
+        }
         if spilled == 0 && ordinary {
             // The other point, if it differs.
             let other = match over {

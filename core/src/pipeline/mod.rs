@@ -10,7 +10,9 @@ pub(crate) mod passes;
 pub(crate) mod run;
 
 pub use finish::{DataflowStep, EndSteps, Passed, PlacementStep, ScheduleStep};
-pub use options::{Allocator, DmaAffinity, Options, OptionsError, Rotation, Selection, OPTLEVELS};
+pub use options::{
+    Allocator, DmaAffinity, Options, OptionsError, Rotation, Selection, SpillStrategy, OPTLEVELS,
+};
 pub use passes::{passes, Pass};
 pub use run::{
     run, run_passes, Checks, FailureSite, PipelineError, Reserved, RunReport, Workspace,

@@ -20,6 +20,7 @@
 
 use core::fmt;
 
+pub use crate::mem::spill_strategy::SpillStrategy;
 use crate::target::Generation;
 
 /// Which memory-allocator family the user asked for (`--allocator`).
@@ -153,6 +154,9 @@ pub struct Options {
     /// candidates side by side (optlevels whose pipeline colors SB before
     /// the SB DMA pass: 2, 3 and 6); off keeps the plain placements.
     pub dma_affinity: DmaAffinity,
+    /// `--spill-strategy`: in which order the SB allocators try their
+    /// splits where the input needs more SB than it has.
+    pub spill_strategy: SpillStrategy,
 }
 
 /// `--dma-affinity {off,on}`.
@@ -223,6 +227,7 @@ impl Default for Options {
             storage_limit: None,
             rotation: Rotation::Off,
             dma_affinity: DmaAffinity::Off,
+            spill_strategy: SpillStrategy::Best,
         }
     }
 }

@@ -29,7 +29,7 @@ use arrayvec::ArrayVec;
 use core::fmt;
 
 use super::finish::Passed;
-use super::options::{Allocator, DmaAffinity, Options, OptionsError, Selection};
+use super::options::{Allocator, DmaAffinity, Options, OptionsError, Selection, SpillStrategy};
 use super::passes::{passes, Pass, MAX_PASSES};
 use crate::analysis::{
     Bounds, Floor, LinearOrder, MemLiveness, Schedule, ScheduleOptions, ScheduleReport, SpaceFloor,
@@ -534,6 +534,10 @@ pub struct Workspace {
     /// (`--dma-affinity on`).
     affinity: AffinityFinder,
     storage: StorageReport,
+    /// `bounds` describe the module [`Workspace::reserve`] was given (it
+    /// computed them to decide what to keep for the SB allocators); the
+    /// run that follows takes them instead of computing them again.
+    bounds_current: bool,
 }
 
 impl Workspace {
@@ -600,11 +604,7 @@ impl Workspace {
     ) -> Reserved<'r, 'a> {
         let original = checks.input();
         let list = passes(opts);
-        let lo = LsaOptions {
-            vnc_count: opts.vnc_count,
-            max_spills: opts.lsa_max_spills,
-            ..LsaOptions::default()
-        };
+        let lo = lsa_options(opts, m);
         // The coloring passes' spill headroom: the larger one for a module
         // under pressure, unless the caller set a storage budget, which the
         // smaller one is measured against.
@@ -767,6 +767,61 @@ impl Workspace {
                 .reserve(&cap, &SbRotationOptions::default());
             storage.add("SB address rotation", self.sb_rotation.heap_bytes());
         }
+        // The linear scan's restart point and the SB colorer's second
+        // strategy cost copies of the module (one, two): kept only where the
+        // pass must spill (the input needs more SB than it has), and within
+        // the budget.
+        let sb_colored = list
+            .iter()
+            .any(|p| matches!(p, Pass::Coloring(Space::Sb) | Pass::Exact(Space::Sb)));
+        let scans_first = list.first() == Some(&Pass::LinearScan) && lo.restart_copies > 0;
+        self.bounds_current = false;
+        if scans_first || sb_colored {
+            self.bounds.compute(m, &self.order, &self.live);
+            self.bounds_current = true;
+            let needed = self.bounds.space(Space::Sb).lower_bound();
+            if needed > m.target.sb_usable_bytes as u64 {
+                let copy = m.reserved_bytes();
+                let best = opts.spill_strategy == SpillStrategy::Best;
+                let restart = scans_first
+                    && within(
+                        &mut storage,
+                        copy,
+                        "the linear scan's restart after access splits",
+                        "a scan that finds no tensor to spill fails there",
+                    );
+                if restart {
+                    storage.add(
+                        "the linear scan's restart point",
+                        self.lsa.reserve_restart(m),
+                    );
+                }
+                if restart
+                    && best
+                    && within(
+                        &mut storage,
+                        copy.saturating_mul(2),
+                        "the linear scan's second spill strategy (access splits first)",
+                        "the scan spills by its rules first, splits at every access last",
+                    )
+                {
+                    let b = self.lsa.reserve_strategies(m);
+                    storage.add("the linear scan's second strategy", b);
+                }
+                if sb_colored
+                    && best
+                    && within(
+                        &mut storage,
+                        copy.saturating_mul(2),
+                        "the SB colorer's second spill strategy (access splits first)",
+                        "live-range splits first, access splits last",
+                    )
+                {
+                    let b = self.coloring.reserve_strategies(m);
+                    storage.add("the SB colorer's second strategy", b);
+                }
+            }
+        }
         // The checker may grow into what the whole reservation left.
         self.dataflow.set_storage_limit(
             self.dataflow
@@ -789,6 +844,48 @@ impl Workspace {
     }
 }
 
+/// True when `bytes` more fit what the budget of `storage` has left; else
+/// records `method` as skipped, with what runs `instead`.
+fn within(
+    storage: &mut StorageReport,
+    bytes: u64,
+    method: &'static str,
+    instead: &'static str,
+) -> bool {
+    let fits = bytes <= storage.remaining();
+    if !fits {
+        storage.skip(Skipped {
+            method,
+            instead,
+            needed: bytes,
+            available: storage.remaining(),
+            cut_short: false,
+        });
+    }
+    fits
+}
+
+/// The linear scan's options on `m`. It may restart after access splits
+/// ([`LsaWorkspace::reserve_restart`]) with the coloring passes' headroom
+/// for a module under pressure ([`tensor_coloring::spill_headroom`]) in
+/// access copies, unless the caller set a storage budget: that headroom
+/// sizes every workspace reserved to the module's capacity after it, and
+/// the budget is measured against the smaller reservation (as for the
+/// coloring passes' headroom). The answer depends on the user's tensors
+/// only, so the reservation and the run agree.
+fn lsa_options(opts: &Options, m: &Module) -> LsaOptions {
+    let pressure = crate::mem::tensor_coloring::PRESSURE_SPILL_HEADROOM;
+    let restarts =
+        opts.storage_limit.is_none() && crate::mem::tensor_coloring::spill_headroom(m) == pressure;
+    LsaOptions {
+        vnc_count: opts.vnc_count,
+        max_spills: opts.lsa_max_spills,
+        restart_copies: if restarts { pressure as u32 } else { 0 },
+        strategy: opts.spill_strategy,
+        ..LsaOptions::default()
+    }
+}
+
 /// The budget of a run on `m`: the option, or the default for `m`'s size.
 pub fn storage_budget(m: &Module, opts: &Options) -> StorageBudget {
     match opts.storage_limit {
@@ -799,9 +896,7 @@ pub fn storage_budget(m: &Module, opts: &Options) -> StorageBudget {
 
 /// Heap bytes of a module's storage.
 fn module_bytes(m: &Module) -> u64 {
-    let mut r = StorageReport::new(StorageBudget::UNLIMITED);
-    m.storage_parts(&mut r);
-    r.total()
+    m.reserved_bytes()
 }
 
 /// Effort of the coloring allocator per optlevel: more orders and
@@ -826,6 +921,7 @@ pub fn coloring_options(opts: &Options) -> ColoringOptions {
         dma_optlevel: opts.gca_dma_optlevel,
         prefer_exact: opts.allocator == Allocator::Exact,
         affinity: affinity_active(opts),
+        strategy: opts.spill_strategy,
         ..ColoringOptions::default()
     }
 }
@@ -965,7 +1061,9 @@ fn run_from<'a>(
             });
         }
     }
-    ws.bounds.compute(m, &ws.order, &ws.live);
+    if !(core::mem::take(&mut ws.bounds_current) && analyses_current) {
+        ws.bounds.compute(m, &ws.order, &ws.live);
+    }
     for s in Space::ALL {
         let b = ws.bounds.space(s).lower_bound();
         report.spaces[s.slot()].input_lower_bound = b;
@@ -997,11 +1095,7 @@ fn run_from<'a>(
         let t0 = clock.now_micros();
         match pass {
             Pass::LinearScan => {
-                let lo = LsaOptions {
-                    vnc_count: opts.vnc_count,
-                    max_spills: opts.lsa_max_spills,
-                    ..LsaOptions::default()
-                };
+                let lo = lsa_options(&opts, m);
                 ws.lsa.exchange_analyses(
                     &mut ws.order,
                     &mut ws.live,
@@ -1016,7 +1110,20 @@ fn run_from<'a>(
                 };
                 ws.lsa
                     .exchange_analyses(&mut ws.order, &mut ws.live, &mut ws.bounds, false, false);
-                let r = r.map_err(|e| PipelineError::Lsa(alloc::boxed::Box::new(e)))?;
+                let r = r.map_err(|e| {
+                    // Under pressure, an explicit budget is why the scan
+                    // did not restart (see `lsa_options`): say so.
+                    let withheld = opts.storage_limit.is_some()
+                        && crate::mem::tensor_coloring::spill_headroom(m)
+                            == crate::mem::tensor_coloring::PRESSURE_SPILL_HEADROOM;
+                    PipelineError::Lsa(alloc::boxed::Box::new(match e {
+                        LsaError::AllocationFailed(mut f) if withheld && f.space == Space::Sb => {
+                            f.reason = lsa::NO_RESTART_POINT;
+                            LsaError::AllocationFailed(f)
+                        }
+                        e => e,
+                    }))
+                })?;
                 fresh = false;
                 for s in [Space::Psum, Space::Sb] {
                     let sr = r.space(s);

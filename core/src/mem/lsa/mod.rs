@@ -40,9 +40,15 @@
 //! sizes it and the module's spill headroom before the scan, after which
 //! the scan allocates nothing.
 //!
+//! Where no victim is left, a scan given a restart point
+//! ([`LsaWorkspace::reserve_restart`]) starts again from the module as it
+//! was, after splitting the tensors live there at every access
+//! ([`restart`]).
+//!
 //! The files: `scan` is the pass over the program, `victim`
 //! picks which live tensor to spill, `evict` spills it (its record, copy and
-//! slot), `failure` is the error and its text, `report` the figures.
+//! slot), `restart` the restart after an access split, `failure` is the
+//! error and its text, `report` the figures.
 //!
 //! The 1-D buffer problem (`tusk dsa --algo lsa`) runs the same manager as a
 //! portfolio of scans in [`super::portfolio`]. The pipeline's scan cannot be
@@ -68,15 +74,18 @@ use super::live_range::LiveRangeManager;
 use super::spill::SpillRecord;
 use crate::analysis::{Bounds, LinearOrder, MemLiveness};
 use crate::ir::{Capacity, MemLoc, Module, Space};
+use crate::mem::spill_strategy::{SpillStrategy, StrategyCopies};
 
 mod evict;
 mod failure;
 mod report;
+mod restart;
 mod scan;
 mod victim;
 
 pub use failure::{AllocationFailure, LsaError, LsaErrorDisplay};
 pub use report::{LsaReport, SpaceReport};
+pub use restart::{Restarts, NO_RESTART_POINT};
 
 /// Options of the scan.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -92,6 +101,18 @@ pub struct LsaOptions {
     /// per location would reserve two instructions, four access patterns
     /// and two named locations per location on every module).
     pub max_spills: Option<u32>,
+    /// Access copies the restarts of one pass may add in all (module
+    /// headroom reserved for them; 0: the scan never restarts). A restart
+    /// also needs a restart point ([`LsaWorkspace::reserve_restart`]).
+    pub restart_copies: u32,
+    /// Where the scan needs a victim in SB: spill one by the scan's rules
+    /// first, restarting after access splits only where none is left
+    /// ([`SpillStrategy::Ranges`]); restart after access splits first
+    /// ([`SpillStrategy::Access`]); or both from the same module, keeping
+    /// the cheaper ([`SpillStrategy::Best`], where the workspace keeps the
+    /// copies it needs). Restarts need a restart point: without one the
+    /// scan spills by its rules.
+    pub strategy: SpillStrategy,
 }
 
 impl Default for LsaOptions {
@@ -100,6 +121,8 @@ impl Default for LsaOptions {
             vnc_count: 1,
             policy: Policy::default(),
             max_spills: None,
+            restart_copies: 0,
+            strategy: SpillStrategy::Best,
         }
     }
 }
@@ -113,6 +136,9 @@ pub const SPILL_SLACK: u32 = 16;
 const COPY_NAME_EXTRA: usize = "_ReloadStore".len() + 10 + "_ShrinkedCopy".len();
 /// Bytes a spill slot's name adds: `_SpillSlot`.
 const SLOT_NAME_EXTRA: usize = "_SpillSlot".len();
+/// Bytes an access copy's or slot's name adds at most:
+/// `_AccessSlot<n>` or `_Access<n>_<k>`, each number up to 10 digits.
+const ACCESS_NAME_EXTRA: usize = "_Access_".len() + 20;
 
 /// On a small module the default limit is at least one spill per access
 /// of an on-chip location, up to this many spills in all.
@@ -182,6 +208,15 @@ pub struct LsaWorkspace {
     dram_bump: u64,
     /// Location ids the tables are reserved for (0: not reserved).
     reserved_ids: usize,
+    /// The module as it was before the scan, or after the last restart's
+    /// splits ([`restart`]); `None`: the scan does not restart.
+    restart_point: Option<Module>,
+    /// The module before the pass and the first strategy's result, for
+    /// [`SpillStrategy::Best`] (`None`: one strategy).
+    strategies: Option<StrategyCopies>,
+    /// The scan under way returns its first SB failure to need a victim
+    /// (the restart then splits there) instead of spilling one.
+    access_first: bool,
     /// `order` and `live` describe the module of the next scan (handed in
     /// by [`LsaWorkspace::exchange_analyses`]); a scan clears it.
     current: bool,
@@ -204,7 +239,9 @@ impl LsaWorkspace {
             self.fixed,
             self.bounds,
             self.lrm,
-            self.manager
+            self.manager,
+            self.restart_point,
+            self.strategies
         )
     }
 
@@ -240,22 +277,46 @@ impl LsaWorkspace {
             .map(|v| m.mem_name(v).len())
             .max()
             .unwrap_or(0);
+        // The restarts' access splits: per access copy a location, a
+        // reload and a store (two patterns each, their slot side carrying
+        // the loop terms of the access), a name; per split a slot, at most
+        // one per copy.
+        let copies = opts.restart_copies as usize;
+        let per = spills + copies;
         Capacity {
-            insts: 2 * spills,
-            aps: 4 * spills,
+            insts: 2 * per,
+            aps: 4 * per,
             dims: 0,
-            mems: 2 * spills,
-            names: 2 * spills,
-            name_bytes: spills * (2 * longest + COPY_NAME_EXTRA + SLOT_NAME_EXTRA),
+            mems: 2 * per,
+            names: 2 * per,
+            name_bytes: spills * (2 * longest + COPY_NAME_EXTRA + SLOT_NAME_EXTRA)
+                + copies * (2 * longest + 2 * ACCESS_NAME_EXTRA),
             // A slice split's reload and write-back carry the loop terms its
             // victim's accesses had: only modules with such patterns.
-            ap_exts: if m.counts().ap_exts > 0 {
-                2 * spills
-            } else {
-                0
-            },
+            ap_exts: if m.counts().ap_exts > 0 { 2 * per } else { 0 },
             ..Default::default()
         }
+    }
+
+    /// Keeps a restart point for the scans of `m` (a copy of `m` with its
+    /// whole reserved capacity, so that saving and restoring never
+    /// allocate); call it after every reservation of `m`. Returns its heap
+    /// bytes. A scan restarts only with this and
+    /// [`LsaOptions::restart_copies`].
+    pub fn reserve_restart(&mut self, m: &Module) -> u64 {
+        let point = self
+            .restart_point
+            .get_or_insert_with(|| Module::new(m.target.clone()));
+        point.copy_from(m);
+        crate::heap_bytes!(self.restart_point)
+    }
+
+    /// With a restart point, keeps the two more copies of `m` that
+    /// [`SpillStrategy::Best`] needs (the module before the pass and the
+    /// first strategy's result); call it after every reservation of `m`.
+    /// Returns their heap bytes.
+    pub fn reserve_strategies(&mut self, m: &Module) -> u64 {
+        StrategyCopies::reserve(&mut self.strategies, m)
     }
 
     /// Sizes the workspace for `m` and reserves `m`'s spill headroom. The
@@ -290,7 +351,7 @@ impl LsaWorkspace {
         let spills = Self::spill_limit(m, opts);
         self.max_spills = spills as u32;
         m.reserve(Self::headroom(m, opts));
-        let ids = m.num_mems() + 2 * spills;
+        let ids = m.num_mems() + 2 * spills + 2 * opts.restart_copies as usize;
         self.reserved_ids = ids;
         self.lrm.reserve(ids);
         let blocks = live.map_or(ids, |l| {
@@ -378,7 +439,7 @@ pub fn run(
             loops: m.num_loops(),
         });
     }
-    scan::scan(m, ws, opts, false)
+    restart::run(m, ws, opts, false)
 }
 
 /// The loop-aware scan.
@@ -387,7 +448,7 @@ pub fn run_with_loops(
     ws: &mut LsaWorkspace,
     opts: &LsaOptions,
 ) -> Result<LsaReport, LsaError> {
-    scan::scan(m, ws, opts, true)
+    restart::run(m, ws, opts, true)
 }
 
 #[cfg(test)]

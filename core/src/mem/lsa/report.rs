@@ -59,6 +59,9 @@ pub struct LsaReport {
     pub sb: SpaceReport,
     /// Placement failures and the candidates ranked at each.
     pub log: SpillLog,
+    /// The restarts after access splits (their splits are among `sb`'s
+    /// spills, their traffic in its bytes and cycles).
+    pub restarts: super::Restarts,
 }
 
 impl LsaReport {

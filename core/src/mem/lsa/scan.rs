@@ -323,6 +323,12 @@ fn place(
                 let _ = entry.candidates.push(c);
             }
             log.push(entry);
+            if ws.access_first && space == Space::Sb {
+                // The restart splits tensors here instead (see `restart`).
+                return Err(LsaError::AllocationFailed(failure(
+                    m, ws, space, v, p, inst,
+                )));
+            }
             let Some((victim, plan)) = choose_victim(m, ws, p, inst) else {
                 // A reload copy due at the start of a loop that reads it a
                 // slice per iteration needs only the slice: it comes back

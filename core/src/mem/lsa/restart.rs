@@ -1,0 +1,319 @@
+//! The scan's last resort: restart from the module as it was, after an
+//! access split.
+//!
+//! The scan spills a live tensor only where its rules allow (see the
+//! module doc of [`super`]); inside a loop a tensor accessed earlier in the
+//! loop cannot leave, since the back edge reaches its cells. Where no
+//! victim is left, the coloring allocator splits a tensor at every access
+//! ([`crate::mem::access_split`]): its value waits in a DRAM slot and each
+//! instruction gets a short copy. The scan cannot do that in the middle:
+//! it has placed the tensor and inserted spill code up to the failure. So
+//! it restarts: the module goes back to the copy taken before the scan
+//! (the *restart point*), the tensors live at the failing position whose
+//! split frees the most are split until what they free covers the
+//! overflow there, the result becomes the new restart point, and the scan
+//! runs again, up to [`MAX_RESTARTS`] times and within the access copies
+//! the module's headroom holds.
+//!
+//! The order of the two kinds of split is [`LsaOptions::strategy`]'s: with
+//! [`SpillStrategy::Access`] the scan also restarts at its first SB
+//! failure to need a victim (it hands it back instead of spilling), and
+//! spills by its rules from the last restart point once no split helps
+//! there; [`SpillStrategy::Best`] runs both orders from the module as it
+//! was and keeps the result whose spills cost fewer DMA cycles.
+//!
+//! Invariants: the restart point (and the two copies `Best` keeps) are
+//! copies of the module of the same capacity ([`Module::copy_from`]), so
+//! saving and restoring allocate nothing; they are reserved only where the
+//! pipeline expects spills (see [`LsaWorkspace::reserve_restart`]), as
+//! each costs another module. A
+//! failure the restart cannot help (no tensor to split, the headroom or
+//! the rounds used up) is the last scan's, with the module as that scan
+//! left it.
+
+use core::fmt::Write as _;
+
+use super::{scan, LsaError, LsaOptions, LsaReport, LsaWorkspace};
+use crate::ir::{MemLoc, Module, Space};
+use crate::mem::access_split;
+use crate::mem::best_fit::ManagerError;
+use crate::mem::spill_strategy::{SpillStrategy, StrategyCopies};
+
+/// Most restarts of one pass: each splits at least one tensor for good,
+/// so restarts end; this bounds the time (a scan per restart).
+pub const MAX_RESTARTS: u32 = 64;
+
+/// Why nothing was spilled where the scan could have restarted but was
+/// given no restart point (the pipeline keeps none under an explicit
+/// storage budget, or where the budget has no room for it).
+pub const NO_RESTART_POINT: &str = "every live tensor is pinned, used by this instruction, not \
+     used again, or accessed earlier in the enclosing loop, and the scan keeps no copy of the \
+     module to restart from after splitting one at every access (none is kept under an explicit \
+     storage budget, --max-memory, nor where the default budget has no room for one)";
+
+/// Most tensors one restart splits.
+const MAX_SPLITS_PER_RESTART: usize = 16;
+
+/// What the restarts did, summed over one pass.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+pub struct Restarts {
+    /// Scans restarted.
+    pub restarts: u32,
+    /// Tensors split at every access.
+    pub splits: u32,
+    /// Access copies made (one per instruction that accessed a split
+    /// tensor).
+    pub copies: u32,
+    /// Bytes the inserted reloads and stores move as the program runs.
+    pub moved: u64,
+    /// Their DMA cycles under the target's model.
+    pub cycles: u64,
+}
+
+/// Where a failed scan wants room in SB, read off the restart point
+/// (described by `ws.order` and `ws.live`): the position, the bytes per
+/// partition missing there, and the tensor that must itself be split (one
+/// larger than the space). `None` for a failure a split cannot help.
+fn wanted(point: &Module, ws: &LsaWorkspace, e: &LsaError) -> Option<(u32, u64, Option<MemLoc>)> {
+    match e {
+        LsaError::AllocationFailed(f) if f.space == Space::Sb => {
+            let over = (f.live_bytes + f.needed.bytes).saturating_sub(f.capacity);
+            Some((f.position, over, None))
+        }
+        LsaError::Manager {
+            tensor,
+            error: ManagerError::NeverFits { value, max, .. },
+        } if tensor.index() < point.num_mems() && point.mems().space[*tensor] == Space::Sb => {
+            let at = ws.live.interval(*tensor)?.start;
+            Some((at, value.saturating_sub(*max), Some(*tensor)))
+        }
+        _ => None,
+    }
+}
+
+/// The scan by the strategy of `opts` ([`LsaOptions::strategy`]).
+pub(super) fn run(
+    m: &mut Module,
+    ws: &mut LsaWorkspace,
+    opts: &LsaOptions,
+    loop_aware: bool,
+) -> Result<LsaReport, LsaError> {
+    match opts.strategy {
+        SpillStrategy::Ranges => scan_restarting(m, ws, opts, loop_aware, false),
+        SpillStrategy::Access => scan_restarting(m, ws, opts, loop_aware, true),
+        SpillStrategy::Best => match ws.strategies.take() {
+            None => scan_restarting(m, ws, opts, loop_aware, false),
+            Some(mut kept) => {
+                let r = best(m, ws, opts, loop_aware, &mut kept);
+                ws.strategies = Some(kept);
+                r
+            }
+        },
+    }
+}
+
+/// Both strategies from the same module: the scan spilling by its rules
+/// first, then the scan splitting at every access first; keeps the result
+/// whose spills cost fewer DMA cycles (then bytes), the first one's when
+/// it spilled nothing or the second failed. `kept` holds the module before
+/// the pass and the first result.
+fn best(
+    m: &mut Module,
+    ws: &mut LsaWorkspace,
+    opts: &LsaOptions,
+    loop_aware: bool,
+    kept: &mut StrategyCopies,
+) -> Result<LsaReport, LsaError> {
+    let StrategyCopies { before, first } = kept;
+    before.copy_from(m);
+    let ra = scan_restarting(m, ws, opts, loop_aware, false);
+    let cost = |r: &LsaReport| {
+        (
+            r.sb.spill_cycles.saturating_add(r.psum.spill_cycles),
+            r.sb.spill_bytes.saturating_add(r.psum.spill_bytes),
+        )
+    };
+    if ra.as_ref().is_ok_and(|r| r.sb.spills + r.psum.spills == 0) {
+        return ra;
+    }
+    first.copy_from(m);
+    m.copy_from(before);
+    ws.current = false;
+    ws.bounds_current = false;
+    let rb = scan_restarting(m, ws, opts, loop_aware, true);
+    match (ra, rb) {
+        (Ok(a), Ok(b)) if cost(&b) < cost(&a) => Ok(b),
+        (Err(_), Ok(b)) => Ok(b),
+        (ra, _) => {
+            m.copy_from(first);
+            ra
+        }
+    }
+}
+
+/// The scan, restarted after access splits while it fails in SB and a
+/// split can help (see the module doc); with `access_first`, it restarts
+/// at its first SB failure to need a victim too, and spills by its rules
+/// once no split helps there. The report counts the splits among the SB
+/// spills.
+fn scan_restarting(
+    m: &mut Module,
+    ws: &mut LsaWorkspace,
+    opts: &LsaOptions,
+    loop_aware: bool,
+    access_first: bool,
+) -> Result<LsaReport, LsaError> {
+    let restarting = opts.restart_copies > 0 && ws.restart_point.is_some();
+    if let (true, Some(point)) = (restarting, ws.restart_point.as_mut()) {
+        point.copy_from(m);
+    }
+    let mut access_first = access_first && restarting;
+    let mut done = Restarts::default();
+    loop {
+        // Each scan reserves (a no-op within the pipeline's reservation)
+        // the headroom the restarts have left.
+        let o = LsaOptions {
+            restart_copies: opts.restart_copies.saturating_sub(done.copies),
+            ..*opts
+        };
+        ws.access_first = access_first;
+        let scanned = scan::scan(m, ws, &o, loop_aware);
+        ws.access_first = false;
+        let e = match scanned {
+            Ok(mut rep) => {
+                rep.sb.spills += done.splits;
+                rep.sb.spill_bytes += done.moved;
+                rep.sb.spill_cycles += done.cycles;
+                rep.restarts = done;
+                return Ok(rep);
+            }
+            Err(e) => e,
+        };
+        let point = match ws.restart_point.take() {
+            Some(p) if restarting && done.restarts < MAX_RESTARTS => p,
+            Some(p) if access_first => {
+                // Out of restarts: spill by the rules from the last point.
+                access_first = false;
+                restore(m, ws, p);
+                continue;
+            }
+            p => {
+                let kept = p.is_some();
+                ws.restart_point = p;
+                return Err(match e {
+                    LsaError::AllocationFailed(mut f) if opts.restart_copies > 0 && !kept => {
+                        f.reason = NO_RESTART_POINT;
+                        LsaError::AllocationFailed(f)
+                    }
+                    e => e,
+                });
+            }
+        };
+        // The candidates are read off the restart point: `m` keeps the
+        // failed scan (and the error its meaning) unless a split follows.
+        ws.order.compute(&point);
+        ws.live.compute(&point, &ws.order);
+        let first = wanted(&point, ws, &e).and_then(|(at, over, must)| {
+            let (v, _) = match must {
+                Some(v) => access_split::frees_at(&point, &ws.order, &ws.live, Space::Sb, v, at)
+                    .map(|f| (v, f))?,
+                None => access_split::best_at(&point, &ws.order, &ws.live, Space::Sb, at, &[])?,
+            };
+            let need = access_split::access_count(&ws.live, v) + 1;
+            (done.copies.saturating_add(need) <= opts.restart_copies).then_some((at, over, v))
+        });
+        let Some((at, over, v)) = first else {
+            if access_first {
+                // No split helps here: spill by the rules from this point.
+                access_first = false;
+                restore(m, ws, point);
+                continue;
+            }
+            ws.restart_point = Some(point);
+            return Err(e);
+        };
+        let mut point = point;
+        m.copy_from(&point);
+        let split = split_at(m, ws, at, over, v, opts.restart_copies, &mut done);
+        point.copy_from(m);
+        // The next scan computes the order, liveness and bounds of the
+        // split module.
+        restore(m, ws, point);
+        split?;
+        done.restarts += 1;
+    }
+}
+
+/// Makes `m` the restart `point` again (which the workspace keeps), for a
+/// scan that computes its analyses anew.
+fn restore(m: &mut Module, ws: &mut LsaWorkspace, point: Module) {
+    m.copy_from(&point);
+    ws.restart_point = Some(point);
+    ws.current = false;
+    ws.bounds_current = false;
+}
+
+/// Splits, in `m` (equal to the restart point, described by `ws.order` and
+/// `ws.live`), `first`, then the tensors live at position `at` whose split
+/// frees the most, until they free `overflow` bytes per partition there,
+/// the round holds [`MAX_SPLITS_PER_RESTART`], or the access copies would
+/// pass `limit` in all; adds them to `done`.
+fn split_at(
+    m: &mut Module,
+    ws: &LsaWorkspace,
+    at: u32,
+    overflow: u64,
+    first: MemLoc,
+    limit: u32,
+    done: &mut Restarts,
+) -> Result<(), LsaError> {
+    let mut split: heapless::Vec<MemLoc, MAX_SPLITS_PER_RESTART> = heapless::Vec::new();
+    let mut freed = 0u64;
+    let mut next = Some(first);
+    while let Some(v) = next {
+        let need = access_split::access_count(&ws.live, v) + 1;
+        if done.copies.saturating_add(need) > limit {
+            break;
+        }
+        let frees = access_split::frees_at(m, &ws.order, &ws.live, Space::Sb, v, at).unwrap_or(0);
+        let n = done.splits;
+        let slot = name(m, v, n, None);
+        let s = access_split::split_every_access(
+            m,
+            &ws.order,
+            &ws.live,
+            v,
+            slot.as_str(),
+            &mut |m, k| name(m, v, n, Some(k)),
+        )?;
+        done.splits += 1;
+        done.copies += need;
+        done.moved = done.moved.saturating_add(s.moved);
+        done.cycles = done.cycles.saturating_add(s.cycles);
+        freed += frees;
+        let _ = split.push(v);
+        next = if freed < overflow.max(1) && !split.is_full() {
+            access_split::best_at(m, &ws.order, &ws.live, Space::Sb, at, &split).map(|(v, _)| v)
+        } else {
+            None
+        };
+    }
+    Ok(())
+}
+
+/// The name of split `n`'s slot (`k` = `None`) or of its `k`-th access
+/// copy: `<tensor>_AccessSlot<n>`, `<tensor>_Access<n>_<k>`, the tensor's
+/// name cut to 200 bytes.
+fn name(m: &Module, v: MemLoc, n: u32, k: Option<u32>) -> heapless::String<300> {
+    let base = m.mem_name(v);
+    let mut end = base.len().min(200);
+    while !base.is_char_boundary(end) {
+        end -= 1;
+    }
+    let mut s = heapless::String::new();
+    let _ = match k {
+        None => write!(s, "{}_AccessSlot{n}", &base[..end]),
+        Some(k) => write!(s, "{}_Access{n}_{k}", &base[..end]),
+    };
+    s
+}
