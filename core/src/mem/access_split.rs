@@ -377,3 +377,48 @@ pub fn best_at(
     }
     best.map(|(_, _, v, freed)| (v, freed))
 }
+
+/// Where `space` is fragmented at `at` (what is live there fits, but no
+/// free rectangle is as large as the tensor that needs one): the largest
+/// tensor of `space` live at `at` since before it, accessed there and split
+/// by nothing yet (not fixed, not already as short as a split makes it).
+/// Its split frees nothing at `at` ([`frees_at`] refuses it), but its
+/// access copy there is placed afresh at its reload, where the space is
+/// free then, instead of in the rectangle the tensor took when it was
+/// placed among tensors that have died since. Ranked by area, then by
+/// fewer accesses, then by id.
+pub fn replaced_at(
+    m: &Module,
+    order: &LinearOrder,
+    live: &MemLiveness,
+    space: crate::ir::Space,
+    at: u32,
+) -> Option<MemLoc> {
+    use crate::ir::MemFlags;
+    let fixed = MemFlags::PINNED | MemFlags::INPUT | MemFlags::OUTPUT;
+    let mut best: Option<(u64, core::cmp::Reverse<u32>, core::cmp::Reverse<MemLoc>)> = None;
+    for v in m.mems().space.keys() {
+        let Some(iv) = live.interval(v) else {
+            continue;
+        };
+        if m.mems().space[v] != space
+            || m.is_placed(v)
+            || m.mems().flags[v].intersects(fixed)
+            || !(iv.start < at && at <= iv.end)
+            || held_at(m, order, v, at) == 0
+            || is_minimal(m, order, live, v, iv)
+        {
+            continue;
+        }
+        let area = m.mems().partitions[v] as u64 * m.mems().bytes[v] as u64;
+        let key = (
+            area,
+            core::cmp::Reverse(access_count(live, v)),
+            core::cmp::Reverse(v),
+        );
+        if best.map_or(true, |b| key > b) {
+            best = Some(key);
+        }
+    }
+    best.map(|(_, _, core::cmp::Reverse(v))| v)
+}

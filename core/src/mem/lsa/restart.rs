@@ -11,7 +11,9 @@
 //! it restarts: the module goes back to the copy taken before the scan
 //! (the *restart point*), the tensors live at the failing position whose
 //! split frees the most are split until what they free covers the
-//! overflow there, the result becomes the new restart point, and the scan
+//! overflow there (where what is live fits but no rectangle is free, the
+//! largest tensor accessed there instead, whose copy is placed afresh:
+//! [`access_split::replaced_at`]), the result becomes the new restart point, and the scan
 //! runs again, up to [`MAX_RESTARTS`] times and within the access copies
 //! the module's headroom holds.
 //!
@@ -217,7 +219,16 @@ fn scan_restarting(
             let (v, _) = match must {
                 Some(v) => access_split::frees_at(&point, &ws.order, &ws.live, Space::Sb, v, at)
                     .map(|f| (v, f))?,
-                None => access_split::best_at(&point, &ws.order, &ws.live, Space::Sb, at, &[])?,
+                None => {
+                    let (o, l) = (&ws.order, &ws.live);
+                    access_split::best_at(&point, o, l, Space::Sb, at, &[]).or_else(|| {
+                        // Fragmented (what is live fits): a copy placed
+                        // afresh may find the rectangle.
+                        let v = (over == 0)
+                            .then(|| access_split::replaced_at(&point, o, l, Space::Sb, at))??;
+                        Some((v, 0))
+                    })?
+                }
             };
             let need = access_split::access_count(&ws.live, v) + 1;
             (done.copies.saturating_add(need) <= opts.restart_copies).then_some((at, over, v))
