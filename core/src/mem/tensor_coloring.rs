@@ -578,6 +578,12 @@ impl ColoringWorkspace {
         StrategyCopies::reserve(&mut self.strategies, m)
     }
 
+    /// Drops the copies [`Self::reserve_strategies`] kept (a one-shot run
+    /// after its last SB pass: the checks then run without them).
+    pub fn release_strategies(&mut self) {
+        self.strategies = None;
+    }
+
     /// Builds each space's problem once, to size the solvers from it, within
     /// what `storage` has left. The linear part comes first, for every
     /// space: the problems, and the solvers' per-buffer tables (a

@@ -571,6 +571,11 @@ impl Workspace {
                 self.dma = DmaWorkspace::default();
             }
             Pass::ColoringReg if !later(|p| *p == Pass::ColoringReg) => self.reg = None,
+            Pass::Coloring(Space::Sb) | Pass::Exact(Space::Sb)
+                if !later(|p| matches!(p, Pass::Coloring(Space::Sb) | Pass::Exact(Space::Sb))) =>
+            {
+                self.coloring.release_strategies();
+            }
             _ => {}
         }
     }
