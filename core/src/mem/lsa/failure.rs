@@ -95,7 +95,7 @@ impl AllocationFailure {
         if self.accessed_bytes > self.capacity {
             write!(
                 f,
-                "The instruction alone needs more than the space holds: split it into smaller tiles."
+                "The tensors this instruction accesses take more than the space holds as whole tensors: split them into smaller tiles."
             )
         } else {
             write!(

@@ -475,8 +475,8 @@ fn capacity_exceeded_error_text() {
          by instruction: 300 / Total SB Partition Size: 256. 2 tensors are live there (200 \
          bytes per partition): %a 128 x 100 bytes, %b 128 x 100 bytes. Nothing can be spilled: \
          every live tensor is pinned, used by this instruction, not used again, or accessed \
-         earlier in the enclosing loop. The instruction alone needs more than the space holds: \
-         split it into smaller tiles."
+         earlier in the enclosing loop. The tensors this instruction accesses take more than \
+         the space holds as whole tensors: split them into smaller tiles."
     );
     // With the module, the instruction is named as the user wrote it.
     let named = err.display(&m).to_string();
