@@ -595,6 +595,7 @@ pub fn report_json(file: &str, m: &Module, r: &RunReport, map: Option<&SourceMap
         json!({"psum": one(&l.psum), "sb": one(&l.sb), "restarts": {
             "restarts": k.restarts,
             "splits": k.splits,
+            "psum_splits": k.psum_splits,
             "copies": k.copies,
             "spill_bytes": k.moved,
             "spill_cycles": k.cycles,

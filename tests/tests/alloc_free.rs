@@ -164,6 +164,17 @@ fn modules() -> Vec<(&'static str, Module)> {
             }),
         ),
         (
+            // Nine accumulators over eight PSUM banks: every allocator
+            // splits accumulators at every access (the scan from its
+            // restart point), with slots in SB.
+            "psum-over-banks",
+            gen(GenParams {
+                instructions: 300,
+                seed: 1,
+                ..GenParams::tight()
+            }),
+        ),
+        (
             "dma-heavy",
             gen(GenParams {
                 instructions: 150,
@@ -282,6 +293,7 @@ fn passes_do_not_allocate_after_reserve() {
     let mut leaks = Vec::new();
     let mut runs = 0;
     let (mut spills, mut reg_spilled, mut rewrites, mut restarts) = (0, 0, 0, 0);
+    let mut psum_spills = 0;
     for (mname, input) in modules() {
         for (pname, opts) in pipelines() {
             let what = format!("{pname} on {mname}");
@@ -329,6 +341,7 @@ fn passes_do_not_allocate_after_reserve() {
                  (memory spills {mem_spills}, register spills {reg_spills}, DMA rewrites {dma})"
             );
             spills += mem_spills;
+            psum_spills += r.space(tusk_core::ir::Space::Psum).spills;
             restarts += r.lsa.as_ref().map_or(0, |l| l.restarts.restarts);
             reg_spilled += reg_spills;
             rewrites += dma;
@@ -349,6 +362,7 @@ fn passes_do_not_allocate_after_reserve() {
     assert!(reg_spilled > 0, "the register colorer spilled on no module");
     assert!(rewrites > 0, "the DMA passes rewrote nothing");
     assert!(restarts > 0, "the linear scan restarted on no module");
+    assert!(psum_spills > 0, "no allocator spilled in PSUM");
     assert!(
         leaks.is_empty(),
         "heap allocations while the passes ran (rerun with TUSK_ALLOC_TRACE=1 for backtraces):\n  {}",

@@ -61,6 +61,12 @@ fn run_checked(m: &mut Module, opts: &Options) -> Result<RunReport, PipelineErro
     Ok(r)
 }
 
+/// True when the dataflow checker finds `m` computes what `original` does.
+fn dataflow_clean(original: &Module, m: &Module) -> bool {
+    let mut d = DataflowChecker::with_capacity(DataflowCapacity::estimate(original, m));
+    d.check(original, m).unwrap().is_clean()
+}
+
 fn inserted(m: &Module, flag: InstFlags, opcode: Opcode) -> Vec<tusk_core::ir::Inst> {
     m.program_order()
         .filter(|&i| m.insts().flags[i].contains(flag) && m.insts().opcode[i] == opcode)
@@ -280,14 +286,13 @@ fn plant_remat(src: &str, slot_byte: u32) -> (bool, Option<spill::RematSource>) 
         slice: None,
     };
     spill::finalize(&mut m, &order, &[rec]).unwrap();
-    let mut d = DataflowChecker::with_capacity(DataflowCapacity::estimate(&original, &m));
-    let report = d.check(&original, &m).unwrap();
+    let clean = dataflow_clean(&original, &m);
     let planned = spill::remat_from(
         spill::SpillView::new(&original, &order, &live),
         a,
         reload_before,
     );
-    (report.is_clean(), planned)
+    (clean, planned)
 }
 
 /// [`REMAT_ACROSS_WRITE`] with `%t` twice as wide and `%a` loaded from the
@@ -1358,10 +1363,7 @@ fn the_dataflow_checker_catches_an_access_split_store_to_the_wrong_cells() {
         .find(|&i| m.outputs(i).any(|a| m.aps().loc[a] == z))
         .unwrap();
     let lo = m.aps().offset[m.inputs(copy_z).next().unwrap()];
-    let clean = |m: &Module| {
-        let mut d = DataflowChecker::with_capacity(DataflowCapacity::estimate(&original, m));
-        d.check(&original, m).unwrap().is_clean()
-    };
+    let clean = |m: &Module| dataflow_clean(&original, m);
     assert!(clean(&m), "the split as made is clean");
     let store = m
         .program_order()
@@ -1515,4 +1517,182 @@ fn a_scan_fragmented_at_the_floor_restarts_with_a_copy_placed_afresh() {
     assert!(r.space(Space::Sb).peak <= floor);
     let restarts = r.lsa.as_ref().map_or(0, |l| l.restarts.restarts);
     assert!(restarts >= 1, "the scan restarted");
+}
+
+/// Nine accumulators of one bank each, all accumulated into in every
+/// iteration of a loop: PSUM holds eight. Nothing can be split around a
+/// point inside the loop (each is used there), so two of them are split
+/// at every access: each matmul into one reloads it just before and
+/// stores it just after. The generator's `tight` preset is made of such
+/// loops.
+fn accumulators(sb_bytes: Option<u64>) -> String {
+    let n = 9;
+    let mut s = String::from("target trn2");
+    if let Some(b) = sb_bytes {
+        s += &format!(" sb-bytes={b}");
+    }
+    s += &format!(
+        "\ndram %x [128 x 16384] elem 4 input\ndram %y [128 x {}] elem 4 output\n\
+         sb %w [128 x 512] elem 4\nsb %t [128 x 2048] elem 4\n",
+        2048 * n
+    );
+    for i in 0..n {
+        s += &format!("psum %p{i} [128 x 2048] elem 4\nsb %o{i} [128 x 2048] elem 4\n");
+    }
+    s += "func @main {\nentry:\n  %w = load %x[p0:128, 0:512]\n";
+    for i in 0..n {
+        s += &format!("  %p{i} = memset 0\n");
+    }
+    s += "  loop k in 4 {\n  body:\n    %t = load %x[p0:128, 2048:4096 +2048*k]\n";
+    for i in 0..n {
+        s += &format!("    %p{i} = matmul %w, %t, %p{i}\n");
+    }
+    s += "  }\nafter:\n";
+    for i in 0..n {
+        s += &format!(
+            "  %o{i} = activation identity %p{i}\n  %y[p0:128, {}:{}] = save %o{i}\n",
+            2048 * i,
+            2048 * (i + 1)
+        );
+    }
+    s + "}\n"
+}
+
+/// The spill slots and the reloads and stores of PSUM tensors in `m`.
+fn psum_spills(m: &Module) -> (Vec<Space>, Vec<Opcode>) {
+    let slots = m
+        .mems()
+        .space
+        .keys()
+        .filter(|&v| m.mems().flags[v].contains(MemFlags::SPILL))
+        .map(|v| m.mems().space[v])
+        .collect();
+    let moves = m
+        .program_order()
+        .filter(|&i| {
+            m.insts().flags[i].intersects(InstFlags::SPILL | InstFlags::RELOAD)
+                && m.all_aps(i)
+                    .any(|a| m.mems().space[m.aps().loc[a]] == Space::Psum)
+        })
+        .map(|i| m.insts().opcode[i])
+        .collect();
+    (slots, moves)
+}
+
+/// PSUM runs out inside a loop ([`accumulators`]) and every allocator
+/// fits it by splitting accumulators at every access, both checkers on.
+/// With SB room to spare the slots are in SB and the moves are engine
+/// copies; with SB at its own bound they are in DRAM and the moves are
+/// DMAs, which the target's model prices higher.
+#[test]
+fn psum_accumulators_live_over_a_loop_spill_to_sb_when_it_has_room() {
+    for (flags, opts) in allocators() {
+        let mut cycles = Vec::new();
+        for (sb, slot_space, opcodes) in [
+            (None, Space::Sb, [Opcode::TensorCopy]),
+            (Some(2560), Space::Dram, [Opcode::Load]),
+        ] {
+            let what = format!("{flags}, sb-bytes {sb:?}");
+            let mut m = parse(&accumulators(sb));
+            let r =
+                run_checked(&mut m, &opts).unwrap_or_else(|e| panic!("{what}: {}", e.display(&m)));
+            assert!(r.verified(), "{what}");
+            let psum = r.space(Space::Psum);
+            assert!(psum.peak <= 16384, "{what}: PSUM peak {}", psum.peak);
+            assert!(psum.spills >= 2, "{what}: {} PSUM spills", psum.spills);
+            assert!(r.space(Space::Sb).peak <= sb.unwrap_or(u64::MAX), "{what}");
+            let (slots, moves) = psum_spills(&m);
+            assert!(slots.len() >= 2, "{what}: slots {slots:?}");
+            assert!(
+                slots.iter().all(|&s| s == slot_space),
+                "{what}: slots {slots:?}"
+            );
+            // Per split accumulator: a store after its memset, a reload
+            // and a store around its matmul in the loop, a reload before
+            // the activation that reads it.
+            assert!(moves.len() >= 8, "{what}: {moves:?}");
+            let dma = slot_space == Space::Dram;
+            assert!(
+                moves.iter().all(|o| o.is_dma() == dma),
+                "{what}: {moves:?} (expected like {opcodes:?})"
+            );
+            cycles.push(psum.spill_cycles);
+        }
+        assert!(
+            cycles[0] * 4 < cycles[1],
+            "{flags}: engine copies cost {} cycles, DMAs {}",
+            cycles[0],
+            cycles[1]
+        );
+    }
+}
+
+/// The SB slot's engine copies are checked like DMAs: on the split of
+/// [`accumulators`] at optlevel 2, the dataflow checker accepts the result
+/// as made and rejects it with one store inside the loop removed (the
+/// next iteration's reload then reads the accumulator as it was before
+/// the matmul).
+#[test]
+fn the_dataflow_checker_catches_a_missing_store_of_a_psum_accumulator() {
+    let original = parse(&accumulators(None));
+    let mut m = original.clone();
+    let opts = Options {
+        optlevel: 2,
+        ..Options::default()
+    };
+    run_checked(&mut m, &opts).unwrap_or_else(|e| panic!("{}", e.display(&m)));
+    let clean = |m: &Module| dataflow_clean(&original, m);
+    assert!(clean(&m), "the split as made is clean");
+    let store = m
+        .program_order()
+        .find(|&i| {
+            m.insts().flags[i].contains(InstFlags::SPILL)
+                && m.insts().opcode[i] == Opcode::TensorCopy
+                && m.inst_loop(i).is_valid()
+        })
+        .expect("a store of an accumulator inside the loop");
+    m.remove_inst(store);
+    assert!(
+        !clean(&m),
+        "the accumulator's next reload reads a stale slot"
+    );
+}
+
+/// The generator's `tight` preset (nine accumulators over eight PSUM
+/// banks, SB tiles beyond SB) fits through the coloring allocator and the
+/// linear scan, unconstrained and with SB at its floor, both checkers on;
+/// its PSUM is over its banks in the input and within them after.
+#[test]
+fn generated_tight_modules_fit_with_psum_over_its_banks() {
+    for seed in 1..=3 {
+        let base = generate(&GenParams {
+            instructions: 300,
+            seed,
+            ..GenParams::tight()
+        })
+        .unwrap();
+        let floor = Floor::of(&base).space(Space::Sb).bytes;
+        for cap in [None, Some(floor)] {
+            for optlevel in [2u8, 6, 8] {
+                let mut m = base.clone();
+                if let Some(c) = cap {
+                    m.target.set("sb-bytes", c).unwrap();
+                }
+                let what = format!("seed {seed} O{optlevel} SB {cap:?}");
+                let opts = Options {
+                    optlevel,
+                    ..Options::default()
+                };
+                let r = run_checked(&mut m, &opts)
+                    .unwrap_or_else(|e| panic!("{what}: {}", e.display(&m)));
+                assert!(r.verified(), "{what}");
+                let psum = r.space(Space::Psum);
+                assert!(
+                    psum.input_lower_bound > 16384,
+                    "{what}: PSUM over its banks"
+                );
+                assert!(psum.peak <= 16384 && psum.spills >= 1, "{what}");
+            }
+        }
+    }
 }

@@ -34,21 +34,67 @@
 //! The inserted reloads are `load`s flagged `RELOAD`, the stores `save`s
 //! flagged `SPILL`: pure data movements, which the dataflow checker sees
 //! through. The slot is left unplaced for the DRAM allocator.
+//!
+//! A PSUM tensor's slot may be in SB instead ([`slot_space`]): an engine
+//! copy between SB and PSUM costs a fraction of a DMA's fixed cost
+//! ([`crate::Target::copy_cycles`] against [`crate::Target::dma_cycles`]).
+//! The reloads and stores are then `tensor_copy`s (same flags, same
+//! element type on both sides, so they stay pure movements), a DMA's PSUM
+//! side moves onto the SB slot unchanged (no register term, no partition
+//! step), and the slot is left unplaced for the SB allocator, which runs
+//! after PSUM's.
 
 use crate::analysis::floor::side_moves_to_dram;
 use crate::analysis::{LinearOrder, MemLiveness};
 use crate::ir::{
-    full_ap, slice_ap, Ap, ApExt, Inst, InstFlags, InstSpec, IrError, MemLoc, Module, Opcode,
+    full_ap, slice_ap, Ap, ApExt, Inst, InstFlags, InstSpec, IrError, MemLoc, Module, Opcode, Space,
 };
-use crate::mem::spill::{add_reload_copy, add_slot, executions};
+use crate::mem::spill::{add_reload_copy, add_sb_slot, add_slot, executions};
 
 /// Most patterns of one instruction the split rewrites.
 const MAX_APS: usize = 32;
 
+/// Where a split of `v` keeps its value: SB for a PSUM tensor when SB has
+/// room for the slot at every position (`sb_live_bound`, the most SB bytes
+/// per partition live at once, plus the slot's bytes within the usable SB;
+/// the caller adds the SB slots it made since it computed the bound) and an
+/// engine copy of it is cheaper than a DMA; DRAM otherwise. The bound is
+/// the whole-program one, so an SB slot never raises SB's bound past its
+/// capacity: the SB allocator may still have to spill by fragmentation.
+pub fn slot_space(m: &Module, v: MemLoc, sb_live_bound: u64) -> Space {
+    let t = &m.target;
+    let (parts, bytes) = (m.mems().partitions[v], m.mems().bytes[v] as u64);
+    let room =
+        sb_live_bound.saturating_add(bytes) <= t.sb_usable_bytes as u64 && parts <= t.sb_partitions;
+    let cheaper = t.copy_cycles(bytes) < t.dma_cycles(parts as u64 * bytes);
+    if m.mems().space[v] == Space::Psum && room && cheaper {
+        Space::Sb
+    } else {
+        Space::Dram
+    }
+}
+
+/// True when pattern `a` of DMA `i` can move onto a slot in `slot_space`
+/// unchanged: an SB side onto DRAM ([`side_moves_to_dram`]), a PSUM side
+/// onto SB (no register term, no partition step either).
+fn side_moves(m: &Module, i: Inst, a: Ap, slot_space: Space) -> bool {
+    match slot_space {
+        Space::Sb => {
+            let e = m.ap_ext(a);
+            m.insts().opcode[i].is_dma()
+                && m.mems().space[m.aps().loc[a]] == Space::Psum
+                && e.reg.is_none()
+                && e.pstep.is_none()
+        }
+        _ => side_moves_to_dram(m, i, a),
+    }
+}
+
 /// What an access split inserted.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub struct AccessSplit {
-    /// The DRAM slot that holds the tensor's value.
+    /// The slot that holds the tensor's value (DRAM, or SB for a PSUM
+    /// tensor: [`slot_space`]).
     pub slot: MemLoc,
     /// Instructions that accessed the tensor through an access copy.
     pub accesses: u32,
@@ -58,10 +104,11 @@ pub struct AccessSplit {
     pub loads: u32,
     /// Stores inserted.
     pub stores: u32,
-    /// Bytes the inserted DMAs move as the program runs (loop trips
-    /// included).
+    /// Bytes the inserted reloads and stores move as the program runs
+    /// (loop trips included).
     pub moved: u64,
-    /// Their DMA cycles under the target's model.
+    /// Their cycles under the target's model (DMA cycles, or engine copy
+    /// cycles for an SB slot).
     pub cycles: u64,
 }
 
@@ -175,7 +222,8 @@ pub fn access_count(live: &MemLiveness, v: MemLoc) -> u32 {
 }
 
 /// Splits `v` at every access (see the module doc). `order` and `live`
-/// describe `m` as it is when called; the split adds a slot named
+/// describe `m` as it is when called; the split adds a slot in
+/// `slot_space` ([`slot_space`]: DRAM, or SB for a PSUM tensor) named
 /// `slot_name`, and access copies named by `copy_name` from their index.
 /// The caller checks the module's headroom first: a slot and
 /// [`access_count`] copies, two instructions and four patterns each. An
@@ -187,10 +235,16 @@ pub fn split_every_access(
     order: &LinearOrder,
     live: &MemLiveness,
     v: MemLoc,
+    slot_space: Space,
     slot_name: &str,
     copy_name: &mut dyn FnMut(&Module, u32) -> heapless::String<300>,
 ) -> Result<AccessSplit, IrError> {
-    let slot = add_slot(m, v, slot_name)?;
+    let on_chip = slot_space == Space::Sb;
+    let slot = if on_chip {
+        add_sb_slot(m, v, slot_name)?
+    } else {
+        add_slot(m, v, slot_name)?
+    };
     let mut out = AccessSplit {
         slot,
         accesses: 0,
@@ -214,15 +268,17 @@ pub fn split_every_access(
         if aps.is_empty() {
             continue;
         }
-        // A DMA moves `v`'s cells to or from the slot directly: DRAM to
-        // DRAM, no copy (the slot has `v`'s shape, so the patterns keep
-        // their meaning on a default-pitch DRAM location).
-        let direct = aps.iter().all(|&(_, a)| side_moves_to_dram(m, i, a));
+        // A DMA moves `v`'s cells to or from the slot directly, no copy
+        // (the slot has `v`'s shape, so the patterns keep their meaning on
+        // it): DRAM to DRAM for a DRAM slot, to or from SB for an SB one.
+        let direct = aps.iter().all(|&(_, a)| side_moves(m, i, a, slot_space));
         if direct {
             for &(_, a) in &aps {
                 m.shift_ap(a, slot, 0, 0);
             }
-            m.make_dma_copy(i)?;
+            if !on_chip {
+                m.make_dma_copy(i)?;
+            }
             out.direct += 1;
             continue;
         }
@@ -260,13 +316,18 @@ pub fn split_every_access(
         }
         let runs = executions(m, order, pos);
         let one = r.parts() as u64 * r.bytes();
-        let cycles = m.target.dma_cycles(one).max(1);
+        let (cycles, load, save) = if on_chip {
+            let c = m.target.copy_cycles(r.bytes());
+            (c, Opcode::TensorCopy, Opcode::TensorCopy)
+        } else {
+            (m.target.dma_cycles(one), Opcode::Load, Opcode::Save)
+        };
+        let cycles = cycles.max(1);
         let copy_ap = [full_ap(m, copy)];
         let slot_aps = [slot_ap];
-        // (opcode, flag, written, read, before `i`) of each DMA inserted.
-        let reload =
-            (!covers).then_some((Opcode::Load, InstFlags::RELOAD, &copy_ap, &slot_aps, true));
-        let store = writes.then_some((Opcode::Save, InstFlags::SPILL, &slot_aps, &copy_ap, false));
+        // (opcode, flag, written, read, before `i`) of each move inserted.
+        let reload = (!covers).then_some((load, InstFlags::RELOAD, &copy_ap, &slot_aps, true));
+        let store = writes.then_some((save, InstFlags::SPILL, &slot_aps, &copy_ap, false));
         for (opcode, flags, outputs, inputs, before) in reload.into_iter().chain(store) {
             let mut s = InstSpec::new(opcode);
             s.flags = flags;

@@ -1220,6 +1220,20 @@ pub fn add_slot(m: &mut Module, of: MemLoc, name: &str) -> Result<MemLoc, IrErro
     })
 }
 
+/// An SB slot for the PSUM tensor `of` (an access split's, when SB has
+/// room: [`crate::mem::access_split::slot_space`]), named `name`: `of`'s
+/// shape, element type and alignment, so that the engine copies to and
+/// from it convert nothing; flagged `SPILL | INTERNAL`, unplaced for the SB
+/// allocator.
+pub fn add_sb_slot(m: &mut Module, of: MemLoc, name: &str) -> Result<MemLoc, IrError> {
+    m.try_add_mem(&MemSpec {
+        dtype: m.mems().dtype[of],
+        align: m.mems().align[of],
+        flags: MemFlags::SPILL | MemFlags::INTERNAL,
+        ..MemSpec::new(name, Space::Sb, m.mems().partitions[of], m.mems().bytes[of])
+    })
+}
+
 /// A reload copy of `of`, named `name`, in `of`'s space, of `partitions ×
 /// bytes` (the cells still accessed after the spill): flagged
 /// `RELOAD | INTERNAL` (made by an allocator, like its slot), with `of`'s

@@ -98,7 +98,7 @@ pub struct ColoringOptions {
     /// (a kernel of a few thousand instructions); larger modules end with
     /// chains `untried`, counted in the report.
     pub affinity_trials: u32,
-    /// The order of the SB spill rounds' splits ([`SpillStrategy`]):
+    /// The order of the on-chip spill rounds' splits ([`SpillStrategy`]):
     /// [`SpillStrategy::Best`] tries both only where the workspace keeps
     /// the copies of the module it needs
     /// ([`ColoringWorkspace::reserve_strategies`]), else live-range splits
@@ -310,7 +310,7 @@ pub struct ColoringWorkspace {
     /// ([`ColoringWorkspace::set_spill_limit`]); else [`spill_headroom`]
     /// of the module.
     spill_limit: Option<usize>,
-    /// The module before an SB pass and the result of its first strategy,
+    /// The module before an on-chip pass and the result of its first strategy,
     /// when the pass tries both ([`ColoringWorkspace::reserve_strategies`]).
     strategies: Option<StrategyCopies>,
 }
@@ -350,24 +350,36 @@ pub const SPILL_HEADROOM: usize = 256;
 pub const PRESSURE_SPILL_HEADROOM: usize = 512;
 
 /// The spill headroom of `m`'s on-chip passes: [`PRESSURE_SPILL_HEADROOM`]
-/// when the area of its user's SB tensors (not the internal ones the
-/// passes add, so the answer stays the same as they run) exceeds the SB's
-/// usable area, else [`SPILL_HEADROOM`]. Tensors that fit side by side
-/// never need a spill, so such modules keep the smaller reservation. (The
-/// pipeline keeps the smaller one under an explicit storage budget too:
-/// see [`ColoringWorkspace::set_spill_limit`].)
+/// when the area of its user's SB tensors, or of its user's PSUM tensors
+/// in whole banks (not the internal ones the passes add, so the answer
+/// stays the same as they run), exceeds that space's usable area, else
+/// [`SPILL_HEADROOM`]. Tensors that fit side by side never need a spill,
+/// so such modules keep the smaller reservation. (The pipeline keeps the
+/// smaller one under an explicit storage budget too: see
+/// [`ColoringWorkspace::set_spill_limit`].)
 pub fn spill_headroom(m: &Module) -> usize {
-    let area: u64 = m
-        .mems()
-        .space
-        .keys()
-        .filter(|&v| {
-            m.mems().space[v] == Space::Sb && !m.mems().flags[v].contains(MemFlags::INTERNAL)
-        })
-        .map(|v| m.mems().partitions[v] as u64 * m.mems().bytes[v] as u64)
-        .sum();
-    let usable = m.target.sb_partitions as u64 * m.target.sb_usable_bytes as u64;
-    if area > usable {
+    let t = &m.target;
+    let area = |space: Space| -> u64 {
+        m.mems()
+            .space
+            .keys()
+            .filter(|&v| {
+                m.mems().space[v] == space && !m.mems().flags[v].contains(MemFlags::INTERNAL)
+            })
+            .map(|v| {
+                let bytes = m.mems().bytes[v] as u64;
+                let held = if space == Space::Psum {
+                    t.psum_footprint(bytes)
+                } else {
+                    bytes
+                };
+                m.mems().partitions[v] as u64 * held
+            })
+            .sum()
+    };
+    let sb = t.sb_partitions as u64 * t.sb_usable_bytes as u64;
+    let psum = t.psum_partitions as u64 * t.psum_usable_bytes() as u64;
+    if area(Space::Sb) > sb || area(Space::Psum) > psum {
         PRESSURE_SPILL_HEADROOM
     } else {
         SPILL_HEADROOM
@@ -569,7 +581,7 @@ impl ColoringWorkspace {
             .saturating_add(problems)
     }
 
-    /// Makes the SB passes on `m` try both spill strategies and keep the
+    /// Makes the on-chip passes on `m` try both spill strategies and keep the
     /// cheaper result: keeps two copies of `m` with its whole reserved
     /// capacity (the module before the pass and the first result), so that
     /// saving and restoring never allocate; call it after every reservation
@@ -579,7 +591,7 @@ impl ColoringWorkspace {
     }
 
     /// Drops the copies [`Self::reserve_strategies`] kept (a one-shot run
-    /// after its last SB pass: the checks then run without them).
+    /// after its last on-chip pass: the checks then run without them).
     pub fn release_strategies(&mut self) {
         self.strategies = None;
     }
@@ -910,9 +922,10 @@ pub fn run(
     let mut problem = ws.problems[space.slot()]
         .take()
         .unwrap_or_else(|| new_problem(m, space, m.num_mems()));
-    let both = space == Space::Sb && opts.strategy == SpillStrategy::Best;
+    let on_chip = space.is_on_chip();
+    let both = on_chip && opts.strategy == SpillStrategy::Best;
     let strategies = if both { ws.strategies.take() } else { None };
-    let access_first = space == Space::Sb && opts.strategy == SpillStrategy::Access;
+    let access_first = on_chip && opts.strategy == SpillStrategy::Access;
     let result = match strategies {
         None => color_rounds(
             m,
@@ -926,7 +939,7 @@ pub fn run(
         )
         .map(|()| report),
         Some(mut kept) => {
-            let r = best_strategy(m, opts, ws, clock, &mut problem, report, &mut kept);
+            let r = best_strategy(m, space, opts, ws, clock, &mut problem, report, &mut kept);
             ws.strategies = Some(kept);
             r
         }
@@ -935,13 +948,15 @@ pub fn run(
     result
 }
 
-/// Colors SB with live-range splits first, then from the same module with
-/// access splits first ([`SpillStrategy::Best`]), and keeps the result
-/// whose spills cost the fewest DMA cycles (then bytes); the first one's
-/// when it needs no spill, or when the second fails. `kept` holds the
-/// module before the pass and the first result.
+/// Colors `space` (SB or PSUM) with live-range splits first, then from the
+/// same module with access splits first ([`SpillStrategy::Best`]), and
+/// keeps the result whose spills cost the fewest DMA cycles (then bytes);
+/// the first one's when it needs no spill, or when the second fails.
+/// `kept` holds the module before the pass and the first result.
+#[allow(clippy::too_many_arguments)]
 fn best_strategy(
     m: &mut Module,
+    space: Space,
     opts: &ColoringOptions,
     ws: &mut ColoringWorkspace,
     clock: &mut dyn Clock,
@@ -952,7 +967,7 @@ fn best_strategy(
     let StrategyCopies { before, first } = kept;
     before.copy_from(m);
     let mut a = empty;
-    let ra = color_rounds(m, Space::Sb, opts, ws, clock, problem, &mut a, false);
+    let ra = color_rounds(m, space, opts, ws, clock, problem, &mut a, false);
     if ra.is_ok() && a.spills == 0 {
         return Ok(a);
     }
@@ -960,7 +975,7 @@ fn best_strategy(
     m.copy_from(before);
     ws.current = false;
     let mut b = empty;
-    let rb = color_rounds(m, Space::Sb, opts, ws, clock, problem, &mut b, true);
+    let rb = color_rounds(m, space, opts, ws, clock, problem, &mut b, true);
     let cost = |r: &ColoringReport| (r.spill_cycles, r.spill_bytes);
     match (ra, rb) {
         (Ok(()), Ok(())) if cost(&b) < cost(&a) => Ok(b),
@@ -1104,8 +1119,8 @@ fn color_rounds(
         {
             return Err(fail(largest, live_here));
         }
-        let mut spilled = if access_first && space == Space::Sb {
-            access_split_round(m, ws, at, g.peak.saturating_sub(cap), report)?
+        let mut spilled = if access_first {
+            access_split_round(m, space, ws, at, g.peak.saturating_sub(cap), report)?
         } else {
             0
         };
@@ -1122,9 +1137,11 @@ fn color_rounds(
                 spilled = spill_round(m, space, opts, ws, p, g.peak.saturating_sub(cap), report)?;
             }
         }
-        if spilled == 0 && space == Space::Sb {
-            // The last resort: tensors live there spilled at every access.
-            spilled = access_split_round(m, ws, at, g.peak.saturating_sub(cap), report)?;
+        if spilled == 0 {
+            // The last resort: tensors live there spilled at every access
+            // (in PSUM too: an accumulator is reloaded before each
+            // instruction that accumulates into it and stored after).
+            spilled = access_split_round(m, space, ws, at, g.peak.saturating_sub(cap), report)?;
         }
         if spilled == 0 {
             return Err(fail(largest, live_here));
@@ -1429,9 +1446,12 @@ fn spill_round(
 /// the most bytes freed there first, until the overflow is freed or the
 /// spill headroom ends; returns how many were split. Each split counts as
 /// a spill, its copies as reloads (one headroom slot each, and one for
-/// the slot).
+/// the slot). A PSUM tensor's slot is in SB where the SB bound of the
+/// round (`ws.bounds`, computed before it) and the SB slots made so far
+/// leave room ([`access_split::slot_space`]).
 fn access_split_round(
     m: &mut Module,
+    space: Space,
     ws: &mut ColoringWorkspace,
     at: u32,
     overflow: u64,
@@ -1440,8 +1460,9 @@ fn access_split_round(
     let limit = ws.spill_limit(m);
     let mut done: heapless::Vec<MemLoc, 16> = heapless::Vec::new();
     let mut freed = 0u64;
+    let mut sb_live = ws.bounds.space(Space::Sb).lower_bound();
     while freed < overflow.max(1) && !done.is_full() {
-        let Some((v, frees)) = access_split::best_at(m, &ws.order, &ws.live, Space::Sb, at, &done)
+        let Some((v, frees)) = access_split::best_at(m, &ws.order, &ws.live, space, at, &done)
         else {
             break;
         };
@@ -1451,11 +1472,16 @@ fn access_split_round(
         }
         let n = report.spills;
         let slot = spill_name(m, v, n, "AccessSlot");
+        let slot_space = access_split::slot_space(m, v, sb_live);
+        if slot_space == Space::Sb {
+            sb_live += m.mems().bytes[v] as u64;
+        }
         let s = access_split::split_every_access(
             m,
             &ws.order,
             &ws.live,
             v,
+            slot_space,
             slot.as_str(),
             &mut |m, k| {
                 let mut name = spill_name(m, v, n, "Access");

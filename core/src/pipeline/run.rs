@@ -571,8 +571,11 @@ impl Workspace {
                 self.dma = DmaWorkspace::default();
             }
             Pass::ColoringReg if !later(|p| *p == Pass::ColoringReg) => self.reg = None,
-            Pass::Coloring(Space::Sb) | Pass::Exact(Space::Sb)
-                if !later(|p| matches!(p, Pass::Coloring(Space::Sb) | Pass::Exact(Space::Sb))) =>
+            Pass::Coloring(s) | Pass::Exact(s)
+                if s.is_on_chip()
+                    && !later(
+                        |p| matches!(p, Pass::Coloring(s) | Pass::Exact(s) if s.is_on_chip()),
+                    ) =>
             {
                 self.coloring.release_strategies();
             }
@@ -772,20 +775,25 @@ impl Workspace {
                 .reserve(&cap, &SbRotationOptions::default());
             storage.add("SB address rotation", self.sb_rotation.heap_bytes());
         }
-        // The linear scan's restart point and the SB colorer's second
+        // The linear scan's restart point and the on-chip colorers' second
         // strategy cost copies of the module (one, two): kept only where the
-        // pass must spill (the input needs more SB than it has), and within
-        // the budget.
-        let sb_colored = list
-            .iter()
-            .any(|p| matches!(p, Pass::Coloring(Space::Sb) | Pass::Exact(Space::Sb)));
+        // pass must spill (the input needs more SB, or for the scan's restart
+        // more PSUM, than the space has), and within the budget.
+        let colored = |s: Space| {
+            list.iter()
+                .any(|p| matches!(p, Pass::Coloring(t) | Pass::Exact(t) if *t == s))
+        };
+        let (sb_colored, psum_colored) = (colored(Space::Sb), colored(Space::Psum));
         let scans_first = list.first() == Some(&Pass::LinearScan) && lo.restart_copies > 0;
         self.bounds_current = false;
-        if scans_first || sb_colored {
+        if scans_first || sb_colored || psum_colored {
             self.bounds.compute(m, &self.order, &self.live);
             self.bounds_current = true;
-            let needed = self.bounds.space(Space::Sb).lower_bound();
-            if needed > m.target.sb_usable_bytes as u64 {
+            let sb_over =
+                self.bounds.space(Space::Sb).lower_bound() > m.target.sb_usable_bytes as u64;
+            let psum_over =
+                self.bounds.space(Space::Psum).lower_bound() > m.target.psum_usable_bytes() as u64;
+            if sb_over || psum_over {
                 let copy = m.reserved_bytes();
                 let best = opts.spill_strategy == SpillStrategy::Best;
                 let restart = scans_first
@@ -802,6 +810,7 @@ impl Workspace {
                     );
                 }
                 if restart
+                    && sb_over
                     && best
                     && within(
                         &mut storage,
@@ -813,17 +822,17 @@ impl Workspace {
                     let b = self.lsa.reserve_strategies(m);
                     storage.add("the linear scan's second strategy", b);
                 }
-                if sb_colored
+                if ((sb_colored && sb_over) || (psum_colored && psum_over))
                     && best
                     && within(
                         &mut storage,
                         copy.saturating_mul(2),
-                        "the SB colorer's second spill strategy (access splits first)",
+                        "the on-chip colorer's second spill strategy (access splits first)",
                         "live-range splits first, access splits last",
                     )
                 {
                     let b = self.coloring.reserve_strategies(m);
-                    storage.add("the SB colorer's second strategy", b);
+                    storage.add("the on-chip colorer's second strategy", b);
                 }
             }
         }

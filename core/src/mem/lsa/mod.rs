@@ -354,8 +354,11 @@ impl LsaWorkspace {
         let ids = m.num_mems() + 2 * spills + 2 * opts.restart_copies as usize;
         self.reserved_ids = ids;
         self.lrm.reserve(ids);
+        // A restart's split of a PSUM tensor may give it an SB slot, live
+        // with SB's own: one more SB block per split, at most one per copy.
         let blocks = live.map_or(ids, |l| {
             most_live(m, l, Space::Sb).max(most_live(m, l, Space::Psum))
+                + opts.restart_copies as usize
         });
         self.manager.reserve_rows_for(
             BestFitMemoryManager::sb_rows(&m.target),

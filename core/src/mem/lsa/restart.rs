@@ -70,27 +70,51 @@ pub struct Restarts {
     pub moved: u64,
     /// Their DMA cycles under the target's model.
     pub cycles: u64,
+    /// Of the splits, bytes and cycles above, those of PSUM tensors (the
+    /// rest are SB's).
+    pub psum_splits: u32,
+    /// See [`Self::psum_splits`].
+    pub psum_moved: u64,
+    /// See [`Self::psum_splits`].
+    pub psum_cycles: u64,
 }
 
-/// Where a failed scan wants room in SB, read off the restart point
-/// (described by `ws.order` and `ws.live`): the position, the bytes per
-/// partition missing there, and the tensor that must itself be split (one
-/// larger than the space). `None` for a failure a split cannot help.
-fn wanted(point: &Module, ws: &LsaWorkspace, e: &LsaError) -> Option<(u32, u64, Option<MemLoc>)> {
+/// Where a failed scan wants room, read off the restart point (described
+/// by `ws.order` and `ws.live`): the on-chip space (SB, or PSUM, whose
+/// accumulators are split the same way: reloaded before each access and
+/// stored after it), the position, the bytes per partition missing there,
+/// and the tensor that must itself be split (one larger than the space).
+/// `None` for a failure a split cannot help.
+fn wanted(point: &Module, ws: &LsaWorkspace, e: &LsaError) -> Option<Wanted> {
     match e {
-        LsaError::AllocationFailed(f) if f.space == Space::Sb => {
-            let over = (f.live_bytes + f.needed.bytes).saturating_sub(f.capacity);
-            Some((f.position, over, None))
-        }
+        LsaError::AllocationFailed(f) if f.space.is_on_chip() => Some(Wanted {
+            space: f.space,
+            at: f.position,
+            over: (f.live_bytes + f.needed.bytes).saturating_sub(f.capacity),
+            must: None,
+        }),
         LsaError::Manager {
             tensor,
             error: ManagerError::NeverFits { value, max, .. },
-        } if tensor.index() < point.num_mems() && point.mems().space[*tensor] == Space::Sb => {
-            let at = ws.live.interval(*tensor)?.start;
-            Some((at, value.saturating_sub(*max), Some(*tensor)))
+        } if tensor.index() < point.num_mems() && point.mems().space[*tensor].is_on_chip() => {
+            Some(Wanted {
+                space: point.mems().space[*tensor],
+                at: ws.live.interval(*tensor)?.start,
+                over: value.saturating_sub(*max),
+                must: Some(*tensor),
+            })
         }
         _ => None,
     }
+}
+
+/// Room a failed scan wants ([`wanted`]).
+#[derive(Copy, Clone)]
+struct Wanted {
+    space: Space,
+    at: u32,
+    over: u64,
+    must: Option<MemLoc>,
 }
 
 /// The scan by the strategy of `opts` ([`LsaOptions::strategy`]).
@@ -153,8 +177,8 @@ fn best(
     }
 }
 
-/// The scan, restarted after access splits while it fails in SB and a
-/// split can help (see the module doc); with `access_first`, it restarts
+/// The scan, restarted after access splits while it fails in SB or PSUM
+/// and a split can help (see the module doc); with `access_first`, it restarts
 /// at its first SB failure to need a victim too, and spills by its rules
 /// once no split helps there. The report counts the splits among the SB
 /// spills.
@@ -171,11 +195,19 @@ fn scan_restarting(
     }
     let mut access_first = access_first && restarting;
     let mut done = Restarts::default();
+    // The spill limit of the module as the pass got it: the default grows
+    // with the on-chip locations and accesses, which splits add (an SB
+    // slot's copies access two on-chip locations each).
+    let max_spills = Some(
+        opts.max_spills
+            .unwrap_or_else(|| super::default_spill_limit(m)),
+    );
     loop {
         // Each scan reserves (a no-op within the pipeline's reservation)
         // the headroom the restarts have left.
         let o = LsaOptions {
             restart_copies: opts.restart_copies.saturating_sub(done.copies),
+            max_spills,
             ..*opts
         };
         ws.access_first = access_first;
@@ -183,9 +215,12 @@ fn scan_restarting(
         ws.access_first = false;
         let e = match scanned {
             Ok(mut rep) => {
-                rep.sb.spills += done.splits;
-                rep.sb.spill_bytes += done.moved;
-                rep.sb.spill_cycles += done.cycles;
+                rep.sb.spills += done.splits - done.psum_splits;
+                rep.sb.spill_bytes += done.moved - done.psum_moved;
+                rep.sb.spill_cycles += done.cycles - done.psum_cycles;
+                rep.psum.spills += done.psum_splits;
+                rep.psum.spill_bytes += done.psum_moved;
+                rep.psum.spill_cycles += done.psum_cycles;
                 rep.restarts = done;
                 return Ok(rep);
             }
@@ -215,25 +250,30 @@ fn scan_restarting(
         // failed scan (and the error its meaning) unless a split follows.
         ws.order.compute(&point);
         ws.live.compute(&point, &ws.order);
-        let first = wanted(&point, ws, &e).and_then(|(at, over, must)| {
-            let (v, _) = match must {
-                Some(v) => access_split::frees_at(&point, &ws.order, &ws.live, Space::Sb, v, at)
+        // SB's bound, for a PSUM tensor's slot ([`access_split::slot_space`]).
+        ws.bounds.compute(&point, &ws.order, &ws.live);
+        let first = wanted(&point, ws, &e).and_then(|w| {
+            let Wanted {
+                space, at, over, ..
+            } = w;
+            let (v, _) = match w.must {
+                Some(v) => access_split::frees_at(&point, &ws.order, &ws.live, space, v, at)
                     .map(|f| (v, f))?,
                 None => {
                     let (o, l) = (&ws.order, &ws.live);
-                    access_split::best_at(&point, o, l, Space::Sb, at, &[]).or_else(|| {
+                    access_split::best_at(&point, o, l, space, at, &[]).or_else(|| {
                         // Fragmented (what is live fits): a copy placed
                         // afresh may find the rectangle.
                         let v = (over == 0)
-                            .then(|| access_split::replaced_at(&point, o, l, Space::Sb, at))??;
+                            .then(|| access_split::replaced_at(&point, o, l, space, at))??;
                         Some((v, 0))
                     })?
                 }
             };
             let need = access_split::access_count(&ws.live, v) + 1;
-            (done.copies.saturating_add(need) <= opts.restart_copies).then_some((at, over, v))
+            (done.copies.saturating_add(need) <= opts.restart_copies).then_some((w, v))
         });
-        let Some((at, over, v)) = first else {
+        let Some((w, v)) = first else {
             if access_first {
                 // No split helps here: spill by the rules from this point.
                 access_first = false;
@@ -245,7 +285,7 @@ fn scan_restarting(
         };
         let mut point = point;
         m.copy_from(&point);
-        let split = split_at(m, ws, at, over, v, opts.restart_copies, &mut done);
+        let split = split_at(m, ws, w, v, opts.restart_copies, &mut done);
         point.copy_from(m);
         // The next scan computes the order, liveness and bounds of the
         // split module.
@@ -265,35 +305,46 @@ fn restore(m: &mut Module, ws: &mut LsaWorkspace, point: Module) {
 }
 
 /// Splits, in `m` (equal to the restart point, described by `ws.order` and
-/// `ws.live`), `first`, then the tensors live at position `at` whose split
-/// frees the most, until they free `overflow` bytes per partition there,
-/// the round holds [`MAX_SPLITS_PER_RESTART`], or the access copies would
-/// pass `limit` in all; adds them to `done`.
+/// `ws.live`), `first`, then the tensors of the wanted space live at its
+/// position whose split frees the most, until they free the bytes per
+/// partition wanted there, the round holds [`MAX_SPLITS_PER_RESTART`], or
+/// the access copies would pass `limit` in all; adds them to `done`.
 fn split_at(
     m: &mut Module,
     ws: &LsaWorkspace,
-    at: u32,
-    overflow: u64,
+    w: Wanted,
     first: MemLoc,
     limit: u32,
     done: &mut Restarts,
 ) -> Result<(), LsaError> {
+    let Wanted {
+        space,
+        at,
+        over: overflow,
+        ..
+    } = w;
     let mut split: heapless::Vec<MemLoc, MAX_SPLITS_PER_RESTART> = heapless::Vec::new();
     let mut freed = 0u64;
+    let mut sb_live = ws.bounds.space(Space::Sb).lower_bound();
     let mut next = Some(first);
     while let Some(v) = next {
         let need = access_split::access_count(&ws.live, v) + 1;
         if done.copies.saturating_add(need) > limit {
             break;
         }
-        let frees = access_split::frees_at(m, &ws.order, &ws.live, Space::Sb, v, at).unwrap_or(0);
+        let frees = access_split::frees_at(m, &ws.order, &ws.live, space, v, at).unwrap_or(0);
         let n = done.splits;
         let slot = name(m, v, n, None);
+        let slot_space = access_split::slot_space(m, v, sb_live);
+        if slot_space == Space::Sb {
+            sb_live += m.mems().bytes[v] as u64;
+        }
         let s = access_split::split_every_access(
             m,
             &ws.order,
             &ws.live,
             v,
+            slot_space,
             slot.as_str(),
             &mut |m, k| name(m, v, n, Some(k)),
         )?;
@@ -301,10 +352,15 @@ fn split_at(
         done.copies += need;
         done.moved = done.moved.saturating_add(s.moved);
         done.cycles = done.cycles.saturating_add(s.cycles);
+        if space == Space::Psum {
+            done.psum_splits += 1;
+            done.psum_moved = done.psum_moved.saturating_add(s.moved);
+            done.psum_cycles = done.psum_cycles.saturating_add(s.cycles);
+        }
         freed += frees;
         let _ = split.push(v);
         next = if freed < overflow.max(1) && !split.is_full() {
-            access_split::best_at(m, &ws.order, &ws.live, Space::Sb, at, &split).map(|(v, _)| v)
+            access_split::best_at(m, &ws.order, &ws.live, space, at, &split).map(|(v, _)| v)
         } else {
             None
         };
