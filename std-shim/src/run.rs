@@ -594,11 +594,12 @@ pub fn report_json(file: &str, m: &Module, r: &RunReport, map: Option<&SourceMap
         let k = &l.restarts;
         json!({"psum": one(&l.psum), "sb": one(&l.sb), "restarts": {
             "restarts": k.restarts,
-            "splits": k.splits,
-            "psum_splits": k.psum_splits,
+            "splits": k.splits(),
+            "range_splits": k.range_splits,
+            "psum_splits": k.psum.splits,
             "copies": k.copies,
-            "spill_bytes": k.moved,
-            "spill_cycles": k.cycles,
+            "spill_bytes": k.moved(),
+            "spill_cycles": k.cycles(),
         }})
     });
     let insts = m.num_live_insts();

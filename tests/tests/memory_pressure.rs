@@ -1696,3 +1696,54 @@ fn generated_tight_modules_fit_with_psum_over_its_banks() {
         }
     }
 }
+
+/// A loop nest generated with every loop trip count known (400
+/// instructions, seed 1) at 90 % of its peak: the linear scan's own slice
+/// splits leave a copy of a few bytes in its victim's corner, which cuts
+/// SB into pieces too small for the next tile. Its restart first splits
+/// around the failing point as the coloring allocator's spill round does
+/// (a tile reloaded per iteration from the DRAM it was loaded from), where
+/// it used to split the tile at every access (about 200 times the
+/// traffic). Both checkers accept the result, and the scan's spill
+/// traffic is within 1.2 times the colorer's at the same capacity.
+#[test]
+fn the_linear_scan_restarts_with_the_colorers_split_where_its_slice_copy_fragments() {
+    let base = generate(&GenParams {
+        loop_pct: 100,
+        max_loop_depth: 3,
+        unknown_trip_pct: 0,
+        ..GenParams::new(400, 1)
+    })
+    .unwrap();
+    let o2 = Options {
+        optlevel: 2,
+        ..Options::default()
+    };
+    let peak = run_checked(&mut base.clone(), &o2)
+        .unwrap()
+        .space(Space::Sb)
+        .peak;
+    let cap = peak * 90 / 100;
+    let mut colored = base.clone();
+    colored.target.set("sb-bytes", cap).unwrap();
+    let c = run_checked(&mut colored, &o2).unwrap();
+    let mut m = base.clone();
+    m.target.set("sb-bytes", cap).unwrap();
+    let opts = Options {
+        optlevel: 8,
+        spill_strategy: SpillStrategy::Ranges,
+        ..Options::default()
+    };
+    let r = run_checked(&mut m, &opts).unwrap_or_else(|e| panic!("{}", e.display(&m)));
+    assert!(r.verified());
+    let lsa = r.lsa.as_ref().unwrap();
+    assert!(lsa.restarts.range_splits >= 1, "{:?}", lsa.restarts);
+    let (scan, color) = (r.space(Space::Sb), c.space(Space::Sb));
+    assert!(scan.remats >= 1, "the restart's split reloads from DRAM");
+    assert!(
+        scan.spill_cycles * 10 <= color.spill_cycles * 12,
+        "scan {} cycles, colorer {}",
+        scan.spill_cycles,
+        color.spill_cycles
+    );
+}

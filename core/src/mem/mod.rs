@@ -22,4 +22,5 @@ pub mod sb_rotation;
 pub mod size_bins;
 pub mod spill;
 pub mod spill_strategy;
+pub mod split_round;
 pub mod tensor_coloring;

@@ -59,12 +59,8 @@ use super::budgeted;
 use super::exact::{Budget, Clock, ExactOptions, ExactWorkspace, Objective, Status};
 use super::interval_coloring::{GcaOptions, GcaOutcome, GcaWorkspace};
 use super::problem::{peak, Buffer, Placement, Problem, ProblemError};
-use super::spill::{
-    add_reload_copy, add_slot, finalize, invariant_split, loop_split_ok, reload_point,
-    remat_source, spill_cost, spill_runs, spill_score, ReloadPoint, SliceSplit, SpillRecord,
-    SpillView,
-};
 use super::spill_strategy::{SpillStrategy, StrategyCopies};
+use super::split_round::{split_name, RoundParams, SplitRound};
 use crate::analysis::{Bounds, LinearOrder, MemLiveness};
 use crate::ir::DisplayNamed;
 use crate::ir::{Capacity, Inst, IrError, MemFlags, MemLoc, Module, Space};
@@ -297,9 +293,8 @@ pub struct ColoringWorkspace {
     exact_out: Vec<Placement>,
     gca: GcaWorkspace,
     exact: ExactWorkspace,
-    records: Vec<SpillRecord>,
-    /// Spill candidates of the round.
-    candidates: Vec<Candidate>,
+    /// The spill rounds' candidates and records.
+    round: SplitRound,
     /// The placement affinities of SB and their storage.
     joiner: Joiner,
     /// True when `order` and `live` were handed in as describing the module
@@ -315,30 +310,9 @@ pub struct ColoringWorkspace {
     strategies: Option<StrategyCopies>,
 }
 
-/// One spill candidate of a round: its rank (higher first), the tensor,
-/// and how it would be split.
-#[derive(Copy, Clone, Debug)]
-struct Candidate {
-    score: u64,
-    v: MemLoc,
-    plan: Plan,
-}
-
-#[derive(Copy, Clone, Debug)]
-enum Plan {
-    /// Around the peak: the store after `before` (the last access before
-    /// it, or the last write before the loop for a loop-invariant split),
-    /// the reload before `after`, and for a loop-invariant split
-    /// ([`invariant_split`]) its first copy's reload.
-    Split {
-        before: u32,
-        after: u32,
-        first: Option<ReloadPoint>,
-    },
-    /// Per-iteration slices of a loop around the peak, or of a later loop
-    /// that holds the tensor's next access ([`super::spill::best_slice_split`]).
-    Slice(SliceSplit),
-}
+/// Marks the names of what the coloring passes' splits add
+/// (`<tensor>_Gca<what><n>`).
+const SPILL_PREFIX: &str = "Gca";
 
 /// Spill headroom reserved per on-chip pass: this many spills (two
 /// instructions, two locations, two access patterns each) on a module
@@ -550,8 +524,7 @@ impl ColoringWorkspace {
         if spaces.iter().any(|s| s.is_on_chip()) {
             let cap = m.capacity();
             self.bounds.reserve(&cap);
-            self.records.reserve(self.spill_limit(m));
-            self.candidates.reserve(n);
+            self.round.reserve(n, self.spill_limit(m));
         }
     }
 
@@ -564,8 +537,7 @@ impl ColoringWorkspace {
             self.locs,
             self.out,
             self.exact_out,
-            self.records,
-            self.candidates
+            self.round
         )
     }
 
@@ -1229,76 +1201,8 @@ fn live_at(m: &Module, space: Space, live: &MemLiveness, at: u32) -> (u32, MemLo
     (n, best.1)
 }
 
-/// The plain split of `v` around `at` (or its loop-invariant split), as a
-/// candidate of the round; `None` when neither applies.
-fn split_candidate(
-    m: &Module,
-    opts: &ColoringOptions,
-    ws: &ColoringWorkspace,
-    v: MemLoc,
-    at: u32,
-) -> Option<Candidate> {
-    // Split around the peak: the last access before it, the next one
-    // after it; not accessed at the peak itself, and no value around
-    // a back edge of the loops there (the rule the linear scan uses).
-    let cx = SpillView::new(m, &ws.order, &ws.live);
-    let acc = ws.live.accesses(v);
-    let k = acc.partition_point(|&q| q <= at);
-    let &before = acc.get(k.wrapping_sub(1))?;
-    let &after = acc.get(k)?;
-    if before == at {
-        return None;
-    }
-    let bytes = m.mems().bytes[v] as u64;
-    if !loop_split_ok(cx, v, at) {
-        // A tile the loop only reads, read before the peak too: two
-        // copies in the loop (see `spill::invariant_split`).
-        let split = invariant_split(cx, v, at)?;
-        let moved = m.mems().partitions[v] as u64 * bytes;
-        let reload = reload_point(cx, v, at, after);
-        let remat = remat_source(cx, v, after).is_some();
-        let store = (!remat).then_some(split.store_after);
-        let cost = spill_cost(m, &ws.order, moved, store, reload.runs_at())
-            .saturating_add(spill_cost(m, &ws.order, moved, None, split.first.runs_at()));
-        let gain = bytes.saturating_mul((after - at) as u64);
-        let score = match opts.dma_optlevel {
-            0 => bytes,
-            _ => gain.saturating_mul(1 << 20) / cost.max(1),
-        };
-        return Some(Candidate {
-            score,
-            v,
-            plan: Plan::Split {
-                before: split.store_after,
-                after,
-                first: Some(split.first),
-            },
-        });
-    }
-    let score = match opts.dma_optlevel {
-        0 => bytes,
-        _ => spill_score(
-            SpillView::new(m, &ws.order, &ws.live),
-            v,
-            bytes,
-            m.mems().partitions[v],
-            before,
-            at,
-            after,
-        ),
-    };
-    Some(Candidate {
-        score,
-        v,
-        plan: Plan::Split {
-            before,
-            after,
-            first: None,
-        },
-    })
-}
-
-/// Splits victims around `at`; returns how many were spilled.
+/// Splits victims around `at` ([`SplitRound`]); returns how many were
+/// spilled.
 fn spill_round(
     m: &mut Module,
     space: Space,
@@ -1309,137 +1213,22 @@ fn spill_round(
     report: &mut ColoringReport,
 ) -> Result<u32, ColoringError> {
     let limit = ws.spill_limit(m);
-    ws.candidates.clear();
-    for v in m.mems().space.keys() {
-        if m.mems().space[v] != space || m.is_placed(v) {
-            continue;
-        }
-        if m.mems().flags[v].intersects(MemFlags::PINNED | MemFlags::INPUT | MemFlags::OUTPUT) {
-            continue;
-        }
-        let Some(iv) = ws.live.interval(v) else {
-            continue;
-        };
-        if !iv.contains(at) {
-            continue;
-        }
-        // Each tensor enters a round once, by its better plan.
-        let plain = split_candidate(m, opts, ws, v, at);
-        let slice = slice_candidate(m, opts, ws, v, at, iv.end);
-        let best = match (plain, slice) {
-            (Some(a), Some(b)) => Some(if b.score > a.score { b } else { a }),
-            (a, b) => a.or(b),
-        };
-        if let Some(c) = best {
-            ws.candidates.push(c);
-        }
-    }
-    ws.candidates
-        .sort_unstable_by(|a, b| b.score.cmp(&a.score).then(a.v.cmp(&b.v)));
-    let want = if opts.dma_optlevel == 0 {
-        1
-    } else {
-        ws.candidates.len()
+    let params = RoundParams {
+        space,
+        at,
+        overflow,
+        reloads_left: limit.saturating_sub(report.reloads as usize),
+        by_bytes: opts.dma_optlevel == 0,
+        first: report.spills,
+        prefix: SPILL_PREFIX,
     };
-    ws.records.clear();
-    let mut freed = 0u64;
-    let mut count = 0u32;
-    for k in 0..want.min(ws.candidates.len()) {
-        if freed >= overflow.max(1) && count > 0 {
-            break;
-        }
-        let Some(&Candidate { v, plan, .. }) = ws.candidates.get(k) else {
-            break;
-        };
-        let (before, after, first) = match plan {
-            Plan::Split {
-                before,
-                after,
-                first,
-            } => (before, after, first),
-            Plan::Slice(split) => {
-                if (report.reloads + 2) as usize > limit {
-                    break;
-                }
-                freed += slice_split_records(m, ws, v, at, &split, report.spills + count, report)?;
-                count += 1;
-                continue;
-            }
-        };
-        // Each reload copy takes at most one headroom slot (two
-        // instructions, two locations, four patterns): stop at the end of
-        // what was reserved, whatever the other passes left.
-        let copies = 1 + first.is_some() as u32;
-        if (report.reloads + copies) as usize > limit {
-            break;
-        }
-        report.reloads += copies;
-        let n = report.spills + count;
-        let name = spill_name(m, v, n, "Slot");
-        let parts = m.mems().partitions[v];
-        let bytes = m.mems().bytes[v];
-        // A reload that can read the DRAM the value came from needs no
-        // store and no slot: one DMA instead of two, at every level. (For
-        // an invariant split the DRAM is unwritten from the load's loop
-        // nest to the end of the one around `after`, which holds the first
-        // copy's reload too.)
-        let cx = SpillView::new(m, &ws.order, &ws.live);
-        let (remat, reload) = (
-            super::spill::remat_from(cx, v, after),
-            reload_point(cx, v, at, after),
-        );
-        let slot = match remat {
-            Some(src) => src.loc,
-            None => add_slot(m, v, name.as_str())?,
-        };
-        let copy_name = spill_name(m, v, n, "Reload");
-        let copy = add_reload_copy(m, v, copy_name.as_str(), parts, bytes)?;
-        let store_after = if remat.is_some() { u32::MAX } else { before };
-        // Every record of the value (its first copy's, when it has one, and
-        // the main reload's) moves the whole tensor through one slot.
-        let whole = |m: &Module, copy, store_after, reload_before, reload_hoisted| {
-            let reload = ReloadPoint {
-                before: reload_before,
-                hoisted: reload_hoisted,
-            };
-            SpillRecord::whole(m, v, slot, copy, store_after, reload, remat, at)
-        };
-        let mut moved_runs = 0u64;
-        let mut first_cycles = 0u64;
-        if let Some(first) = first {
-            // The first copy takes the accesses from its reload up to the
-            // peak, the slot's store goes before the loop (below).
-            let name = spill_name(m, v, n, "ReloadInLoop");
-            let c = add_reload_copy(m, v, name.as_str(), parts, bytes)?;
-            ws.records
-                .push(whole(m, c, store_after, first.before, first.hoisted));
-            let moved = parts as u64 * bytes as u64;
-            moved_runs = moved * spill_runs(m, &ws.order, None, first.runs_at());
-            first_cycles = spill_cost(m, &ws.order, moved, None, first.runs_at());
-        }
-        // With a first copy, its record stores.
-        let main_store = if first.is_some() {
-            u32::MAX
-        } else {
-            store_after
-        };
-        ws.records
-            .push(whole(m, copy, main_store, reload.before, reload.hoisted));
-        let moved = parts as u64 * bytes as u64;
-        let store = remat.is_none().then_some(before);
-        let runs = spill_runs(m, &ws.order, store, reload.runs_at());
-        report.spill_bytes += moved * runs + moved_runs;
-        report.remats += remat.is_some() as u32;
-        report.spill_cycles +=
-            spill_cost(m, &ws.order, moved, store, reload.runs_at()) + first_cycles;
-        freed += bytes as u64;
-        count += 1;
-    }
-    // finalize() expects records in position order of their reloads.
-    ws.records.sort_unstable_by_key(|r| r.reload_before);
-    finalize(m, &ws.order, &ws.records)?;
-    report.spills += count;
-    Ok(count)
+    let o = ws.round.run(m, &ws.order, &ws.live, &params)?;
+    report.reloads += o.reloads;
+    report.spills += o.spills;
+    report.remats += o.remats;
+    report.spill_bytes += o.bytes;
+    report.spill_cycles += o.cycles;
+    Ok(o.spills)
 }
 
 /// Splits tensors live at `at` at every access ([`super::access_split`]),
@@ -1471,7 +1260,7 @@ fn access_split_round(
             break;
         }
         let n = report.spills;
-        let slot = spill_name(m, v, n, "AccessSlot");
+        let slot = split_name(m, v, SPILL_PREFIX, "AccessSlot", n, None);
         let slot_space = access_split::slot_space(m, v, sb_live);
         if slot_space == Space::Sb {
             sb_live += m.mems().bytes[v] as u64;
@@ -1483,11 +1272,7 @@ fn access_split_round(
             v,
             slot_space,
             slot.as_str(),
-            &mut |m, k| {
-                let mut name = spill_name(m, v, n, "Access");
-                let _ = fmt::write(&mut name, format_args!("_{k}"));
-                name
-            },
+            &mut |m, k| split_name(m, v, SPILL_PREFIX, "Access", n, Some(k)),
         )?;
         report.reloads += need;
         report.spills += 1;
@@ -1497,151 +1282,6 @@ fn access_split_round(
         let _ = done.push(v);
     }
     Ok(done.len() as u32)
-}
-
-/// The best per-iteration slice split of `v` at `at`: the linear scan's
-/// choice ([`super::spill::best_slice_split`], over the loops around `at`
-/// and the later loops that hold `v`'s next access), ranked as a plain
-/// split is, so both allocators consider the same splits.
-fn slice_candidate(
-    m: &Module,
-    opts: &ColoringOptions,
-    ws: &ColoringWorkspace,
-    v: MemLoc,
-    at: u32,
-    end: u32,
-) -> Option<Candidate> {
-    let by_bytes = opts.dma_optlevel == 0;
-    let (score, split) = super::spill::best_slice_split(
-        SpillView::new(m, &ws.order, &ws.live),
-        v,
-        at,
-        end,
-        by_bytes,
-        |_| true,
-    )?;
-    Some(Candidate {
-        score,
-        v,
-        plan: Plan::Slice(split),
-    })
-}
-
-/// [`super::spill::slice_remat`] on the round's analyses.
-fn slice_remat(
-    ws: &ColoringWorkspace,
-    m: &Module,
-    v: MemLoc,
-    split: &SliceSplit,
-) -> Option<super::spill::RematSource> {
-    super::spill::slice_remat(SpillView::new(m, &ws.order, &ws.live), v, split)
-}
-
-/// [`super::spill::slice_traffic`] on the round's analyses.
-fn slice_traffic(
-    m: &Module,
-    ws: &ColoringWorkspace,
-    v: MemLoc,
-    at: u32,
-    split: &SliceSplit,
-) -> (u64, u64) {
-    super::spill::slice_traffic(SpillView::new(m, &ws.order, &ws.live), v, at, split)
-}
-
-/// Records the slice split of `v` (the `n`-th spill of the pass): a slice
-/// copy reloaded in every iteration of the loop, and a whole copy before
-/// the next access after it; returns the bytes per partition it frees at
-/// `at`.
-fn slice_split_records(
-    m: &mut Module,
-    ws: &mut ColoringWorkspace,
-    v: MemLoc,
-    at: u32,
-    split: &SliceSplit,
-    n: u32,
-    report: &mut ColoringReport,
-) -> Result<u64, ColoringError> {
-    let parts = m.mems().partitions[v];
-    let bytes = m.mems().bytes[v];
-    let remat = slice_remat(ws, m, v, split);
-    let (cycles, moved) = slice_traffic(m, ws, v, at, split);
-    let slot = match remat {
-        Some(src) => src.loc,
-        None => add_slot(m, v, spill_name(m, v, n, "Slot").as_str())?,
-    };
-    let slice_name = spill_name(m, v, n, "Slice");
-    let copy = add_reload_copy(
-        m,
-        v,
-        slice_name.as_str(),
-        split.part_count,
-        split.slice_bytes() as u32,
-    )?;
-    let store_after = if remat.is_some() {
-        u32::MAX
-    } else {
-        split.store_after
-    };
-    ws.records.push(SpillRecord {
-        part_start: split.part_start,
-        part_count: split.part_count,
-        byte_lo: split.byte_lo,
-        byte_hi: split.byte_hi,
-        slice: Some(split.terms),
-        ..SpillRecord::whole(
-            m,
-            v,
-            slot,
-            copy,
-            store_after,
-            ReloadPoint {
-                before: split.span.0,
-                hoisted: false,
-            },
-            remat,
-            at,
-        )
-    });
-    // A write-back takes a copy's share of the headroom (its instruction
-    // and patterns), whether or not a whole copy follows.
-    report.reloads +=
-        1 + (split.after.is_none() && split.terms.write_back_after != u32::MAX) as u32;
-    if let Some(after) = split.after {
-        let reload = reload_point(SpillView::new(m, &ws.order, &ws.live), v, at, after);
-        let name = spill_name(m, v, n, "Reload");
-        let c = add_reload_copy(m, v, name.as_str(), parts, bytes)?;
-        ws.records.push(SpillRecord::whole(
-            m,
-            v,
-            slot,
-            c,
-            u32::MAX,
-            reload,
-            remat,
-            at,
-        ));
-        report.reloads += 1;
-    }
-    report.spill_bytes += moved;
-    report.spill_cycles += cycles;
-    report.remats += remat.is_some() as u32;
-    Ok(bytes as u64 - split.slice_bytes())
-}
-
-fn spill_name(m: &Module, v: MemLoc, n: u32, what: &str) -> heapless::String<300> {
-    let mut s: heapless::String<300> = heapless::String::new();
-    // A copy spilled again is named after the tensor it copies, not after
-    // the copy (names would grow by a suffix every round: the spill number
-    // keeps them apart).
-    let base = m.mem_name(v);
-    let base = base.split("_Gca").next().unwrap_or(base);
-    let mut end = base.len().min(200);
-    while !base.is_char_boundary(end) {
-        end -= 1;
-    }
-    let base = &base[..end];
-    let _ = fmt::write(&mut s, format_args!("{base}_Gca{what}{n}"));
-    s
 }
 
 #[cfg(test)]

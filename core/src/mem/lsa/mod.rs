@@ -73,8 +73,9 @@ use super::best_fit::{BestFitMemoryManager, Policy};
 use super::live_range::LiveRangeManager;
 use super::spill::SpillRecord;
 use crate::analysis::{Bounds, LinearOrder, MemLiveness};
-use crate::ir::{Capacity, MemLoc, Module, Space};
+use crate::ir::{Capacity, MemFlags, MemLoc, Module, Space};
 use crate::mem::spill_strategy::{SpillStrategy, StrategyCopies};
+use crate::mem::split_round::SplitRound;
 
 mod evict;
 mod failure;
@@ -136,9 +137,10 @@ pub const SPILL_SLACK: u32 = 16;
 const COPY_NAME_EXTRA: usize = "_ReloadStore".len() + 10 + "_ShrinkedCopy".len();
 /// Bytes a spill slot's name adds: `_SpillSlot`.
 const SLOT_NAME_EXTRA: usize = "_SpillSlot".len();
-/// Bytes an access copy's or slot's name adds at most:
-/// `_AccessSlot<n>` or `_Access<n>_<k>`, each number up to 10 digits.
-const ACCESS_NAME_EXTRA: usize = "_Access_".len() + 20;
+/// Bytes a restart's copy or slot name adds at most to its tensor's:
+/// `_Restart<what><n>[_<k>]` ([`restart`]), the longest `<what>` being
+/// `ReloadInLoop`, each number up to 10 digits.
+const RESTART_NAME_EXTRA: usize = "_RestartReloadInLoop".len() + 10 + "_".len() + 10;
 
 /// On a small module the default limit is at least one spill per access
 /// of an on-chip location, up to this many spills in all.
@@ -214,6 +216,8 @@ pub struct LsaWorkspace {
     /// The module before the pass and the first strategy's result, for
     /// [`SpillStrategy::Best`] (`None`: one strategy).
     strategies: Option<StrategyCopies>,
+    /// The restarts' live-range splits ([`restart`]).
+    round: SplitRound,
     /// The scan under way returns its first SB failure to need a victim
     /// (the restart then splits there) instead of spilling one.
     access_first: bool,
@@ -241,7 +245,8 @@ impl LsaWorkspace {
             self.lrm,
             self.manager,
             self.restart_point,
-            self.strategies
+            self.strategies,
+            self.round
         )
     }
 
@@ -263,20 +268,31 @@ impl LsaWorkspace {
 
     /// The module headroom the scan needs. Per spill: a copy, maybe a slot,
     /// a store and a reload (1 input + 1 output each), and the two names,
-    /// budgeted by the longest on-chip name of `m` (a copy is named after
-    /// its original, which is always an input location of the scan). The
-    /// store and reload access contiguous slices (one dim, kept inline), so
-    /// they take no pooled dims.
+    /// budgeted by the longest name of the module's own on-chip tensors (a
+    /// copy is named after its original, an input location of the scan:
+    /// one of them or, after a restart, a restart's copy, whose name adds
+    /// at most `RESTART_NAME_EXTRA`). The copies and slots of earlier
+    /// spills do not count, so the headroom stays the same as restarts add
+    /// them. The store and reload access contiguous slices (one dim, kept
+    /// inline), so they take no pooled dims.
     pub fn headroom(m: &Module, opts: &LsaOptions) -> Capacity {
         let spills = Self::spill_limit(m, opts);
         let longest = m
             .mems()
             .space
             .keys()
-            .filter(|&v| m.mems().space[v].is_on_chip())
+            .filter(|&v| {
+                m.mems().space[v].is_on_chip()
+                    && !m.mems().flags[v].intersects(MemFlags::RELOAD | MemFlags::SPILL)
+            })
             .map(|v| m.mem_name(v).len())
             .max()
             .unwrap_or(0);
+        let original = if opts.restart_copies > 0 {
+            longest + RESTART_NAME_EXTRA
+        } else {
+            longest
+        };
         // The restarts' access splits: per access copy a location, a
         // reload and a store (two patterns each, their slot side carrying
         // the loop terms of the access), a name; per split a slot, at most
@@ -289,8 +305,8 @@ impl LsaWorkspace {
             dims: 0,
             mems: 2 * per,
             names: 2 * per,
-            name_bytes: spills * (2 * longest + COPY_NAME_EXTRA + SLOT_NAME_EXTRA)
-                + copies * (2 * longest + 2 * ACCESS_NAME_EXTRA),
+            name_bytes: spills * (2 * original + COPY_NAME_EXTRA + SLOT_NAME_EXTRA)
+                + copies * (2 * longest + 2 * RESTART_NAME_EXTRA),
             // A slice split's reload and write-back carry the loop terms its
             // victim's accesses had: only modules with such patterns.
             ap_exts: if m.counts().ap_exts > 0 { 2 * per } else { 0 },
@@ -374,6 +390,9 @@ impl LsaWorkspace {
         }
         crate::storage::grow(&mut self.fixed, ids);
         crate::storage::grow(&mut self.records, spills);
+        if opts.restart_copies > 0 {
+            self.round.reserve(ids, opts.restart_copies as usize);
+        }
     }
 
     /// Swaps the order, liveness and bounds with the caller's (the

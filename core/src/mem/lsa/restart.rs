@@ -1,45 +1,49 @@
-//! The scan's last resort: restart from the module as it was, after an
-//! access split.
+//! The scan's last resort: restart from the module as it was, after a
+//! split the scan could not make in the middle.
 //!
 //! The scan spills a live tensor only where its rules allow (see the
 //! module doc of [`super`]); inside a loop a tensor accessed earlier in the
-//! loop cannot leave, since the back edge reaches its cells. Where no
-//! victim is left, the coloring allocator splits a tensor at every access
-//! ([`crate::mem::access_split`]): its value waits in a DRAM slot and each
-//! instruction gets a short copy. The scan cannot do that in the middle:
-//! it has placed the tensor and inserted spill code up to the failure. So
-//! it restarts: the module goes back to the copy taken before the scan
-//! (the *restart point*), the tensors live at the failing position whose
-//! split frees the most are split until what they free covers the
-//! overflow there (where what is live fits but no rectangle is free, the
-//! largest tensor accessed there instead, whose copy is placed afresh:
-//! [`access_split::replaced_at`]), the result becomes the new restart point, and the scan
-//! runs again, up to [`MAX_RESTARTS`] times and within the access copies
-//! the module's headroom holds.
+//! loop cannot leave, since the back edge reaches its cells, and a slice
+//! copy it makes stays in its victim's corner, which may leave no free
+//! rectangle large enough. The scan cannot rewrite what it has passed: it
+//! has placed the tensors and inserted spill code up to the failure. So it
+//! restarts: the module goes back to the copy taken before the scan (the
+//! *restart point*) and is split there, the result becomes the new
+//! restart point, and the scan runs again, up to [`MAX_RESTARTS`] times
+//! and within the copies the module's headroom holds. The split, at the
+//! failing position:
+//! - first, once per failing instruction, a live-range split round as the
+//!   coloring allocator's ([`crate::mem::split_round`]): its copies are
+//!   tensors of their own, which the next scan places where it finds room;
+//! - then (or where the round splits nothing) the tensors live there whose
+//!   split frees the most are split at every access
+//!   ([`crate::mem::access_split`]: the value waits in a slot and each
+//!   instruction gets a short copy) until what they free covers the
+//!   overflow (where what is live fits but no rectangle is free, the
+//!   largest tensor accessed there instead, whose copy is placed afresh:
+//!   [`access_split::replaced_at`]).
 //!
-//! The order of the two kinds of split is [`LsaOptions::strategy`]'s: with
-//! [`SpillStrategy::Access`] the scan also restarts at its first SB
-//! failure to need a victim (it hands it back instead of spilling), and
-//! spills by its rules from the last restart point once no split helps
-//! there; [`SpillStrategy::Best`] runs both orders from the module as it
-//! was and keeps the result whose spills cost fewer DMA cycles.
+//! The order is [`LsaOptions::strategy`]'s: with [`SpillStrategy::Access`]
+//! the scan also restarts at its first SB failure to need a victim (it
+//! hands it back instead of spilling) and goes straight to the access
+//! split, and spills by its rules from the last restart point once no
+//! split helps there; [`SpillStrategy::Best`] runs both orders from the
+//! module as it was and keeps the result whose spills cost fewer cycles.
 //!
 //! Invariants: the restart point (and the two copies `Best` keeps) are
 //! copies of the module of the same capacity ([`Module::copy_from`]), so
 //! saving and restoring allocate nothing; they are reserved only where the
 //! pipeline expects spills (see [`LsaWorkspace::reserve_restart`]), as
-//! each costs another module. A
-//! failure the restart cannot help (no tensor to split, the headroom or
+//! each costs another module. A failure the restart cannot help (no tensor to split, the headroom or
 //! the rounds used up) is the last scan's, with the module as that scan
 //! left it.
 
-use core::fmt::Write as _;
-
 use super::{scan, LsaError, LsaOptions, LsaReport, LsaWorkspace};
-use crate::ir::{MemLoc, Module, Space};
+use crate::ir::{Inst, MemLoc, Module, Space};
 use crate::mem::access_split;
 use crate::mem::best_fit::ManagerError;
 use crate::mem::spill_strategy::{SpillStrategy, StrategyCopies};
+use crate::mem::split_round::{split_name, RoundParams};
 
 /// Most restarts of one pass: each splits at least one tensor for good,
 /// so restarts end; this bounds the time (a scan per restart).
@@ -53,6 +57,11 @@ pub const NO_RESTART_POINT: &str = "every live tensor is pinned, used by this in
      module to restart from after splitting one at every access (none is kept under an explicit \
      storage budget, --max-memory, nor where the default budget has no room for one)";
 
+/// Marks the names of what the restarts' splits add
+/// (`<tensor>_Restart<what><n>`, and `_<k>` for an access copy): a copy
+/// split again is named after its tensor, so names do not grow.
+const RESTART_PREFIX: &str = "Restart";
+
 /// Most tensors one restart splits.
 const MAX_SPLITS_PER_RESTART: usize = 16;
 
@@ -61,22 +70,54 @@ const MAX_SPLITS_PER_RESTART: usize = 16;
 pub struct Restarts {
     /// Scans restarted.
     pub restarts: u32,
-    /// Tensors split at every access.
-    pub splits: u32,
-    /// Access copies made (one per instruction that accessed a split
-    /// tensor).
+    /// Of the splits, those made by a live-range split round (the others
+    /// split at every access).
+    pub range_splits: u32,
+    /// Reload and access copies made (an access split makes one per
+    /// instruction that accessed the tensor).
     pub copies: u32,
+    /// The splits of SB tensors.
+    pub sb: RestartSplits,
+    /// The splits of PSUM tensors.
+    pub psum: RestartSplits,
+}
+
+/// The splits the restarts made in one space.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+pub struct RestartSplits {
+    /// Tensors split.
+    pub splits: u32,
+    /// Splits whose reloads read the DRAM the value came from.
+    pub remats: u32,
     /// Bytes the inserted reloads and stores move as the program runs.
     pub moved: u64,
-    /// Their DMA cycles under the target's model.
+    /// Their cycles under the target's model.
     pub cycles: u64,
-    /// Of the splits, bytes and cycles above, those of PSUM tensors (the
-    /// rest are SB's).
-    pub psum_splits: u32,
-    /// See [`Self::psum_splits`].
-    pub psum_moved: u64,
-    /// See [`Self::psum_splits`].
-    pub psum_cycles: u64,
+}
+
+impl Restarts {
+    /// Tensors split, in both spaces.
+    pub fn splits(&self) -> u32 {
+        self.sb.splits + self.psum.splits
+    }
+
+    /// Bytes moved by the splits, in both spaces.
+    pub fn moved(&self) -> u64 {
+        self.sb.moved.saturating_add(self.psum.moved)
+    }
+
+    /// Cycles of the splits, in both spaces.
+    pub fn cycles(&self) -> u64 {
+        self.sb.cycles.saturating_add(self.psum.cycles)
+    }
+
+    fn space(&mut self, space: Space) -> &mut RestartSplits {
+        if space == Space::Psum {
+            &mut self.psum
+        } else {
+            &mut self.sb
+        }
+    }
 }
 
 /// Where a failed scan wants room, read off the restart point (described
@@ -92,6 +133,7 @@ fn wanted(point: &Module, ws: &LsaWorkspace, e: &LsaError) -> Option<Wanted> {
             at: f.position,
             over: (f.live_bytes + f.needed.bytes).saturating_sub(f.capacity),
             must: None,
+            inst: f.instruction,
         }),
         LsaError::Manager {
             tensor,
@@ -102,6 +144,7 @@ fn wanted(point: &Module, ws: &LsaWorkspace, e: &LsaError) -> Option<Wanted> {
                 at: ws.live.interval(*tensor)?.start,
                 over: value.saturating_sub(*max),
                 must: Some(*tensor),
+                inst: Inst::INVALID,
             })
         }
         _ => None,
@@ -114,7 +157,10 @@ struct Wanted {
     space: Space,
     at: u32,
     over: u64,
+    /// A tensor larger than the space, which must itself be split.
     must: Option<MemLoc>,
+    /// The instruction where the scan failed (none for `must`).
+    inst: Inst,
 }
 
 /// The scan by the strategy of `opts` ([`LsaOptions::strategy`]).
@@ -195,6 +241,8 @@ fn scan_restarting(
     }
     let mut access_first = access_first && restarting;
     let mut done = Restarts::default();
+    // The instructions where a live-range split round ran.
+    let mut ranged: heapless::Vec<Inst, { MAX_RESTARTS as usize }> = heapless::Vec::new();
     // The spill limit of the module as the pass got it: the default grows
     // with the on-chip locations and accesses, which splits add (an SB
     // slot's copies access two on-chip locations each).
@@ -215,12 +263,12 @@ fn scan_restarting(
         ws.access_first = false;
         let e = match scanned {
             Ok(mut rep) => {
-                rep.sb.spills += done.splits - done.psum_splits;
-                rep.sb.spill_bytes += done.moved - done.psum_moved;
-                rep.sb.spill_cycles += done.cycles - done.psum_cycles;
-                rep.psum.spills += done.psum_splits;
-                rep.psum.spill_bytes += done.psum_moved;
-                rep.psum.spill_cycles += done.psum_cycles;
+                for (r, d) in [(&mut rep.sb, done.sb), (&mut rep.psum, done.psum)] {
+                    r.spills += d.splits;
+                    r.remats += d.remats;
+                    r.spill_bytes += d.moved;
+                    r.spill_cycles += d.cycles;
+                }
                 rep.restarts = done;
                 return Ok(rep);
             }
@@ -252,7 +300,28 @@ fn scan_restarting(
         ws.live.compute(&point, &ws.order);
         // SB's bound, for a PSUM tensor's slot ([`access_split::slot_space`]).
         ws.bounds.compute(&point, &ws.order, &ws.live);
-        let first = wanted(&point, ws, &e).and_then(|w| {
+        let want = wanted(&point, ws, &e);
+        // A live-range split round first, once per failing instruction:
+        // its copies are tensors of their own, which the scan places where
+        // it finds room (a slice copy it makes itself stays in its victim's
+        // corner, which can cut the space into pieces too small).
+        let ranges = want.filter(|w| {
+            !access_first && w.must.is_none() && w.inst.is_valid() && !ranged.contains(&w.inst)
+        });
+        let mut point = point;
+        if let Some(w) = ranges {
+            let _ = ranged.push(w.inst);
+            m.copy_from(&point);
+            let split = range_round(m, ws, w, opts.restart_copies, &mut done);
+            if !matches!(split, Ok(false)) {
+                point.copy_from(m);
+                restore(m, ws, point);
+                split?;
+                done.restarts += 1;
+                continue;
+            }
+        }
+        let first = want.and_then(|w| {
             let Wanted {
                 space, at, over, ..
             } = w;
@@ -283,7 +352,6 @@ fn scan_restarting(
             ws.restart_point = Some(point);
             return Err(e);
         };
-        let mut point = point;
         m.copy_from(&point);
         let split = split_at(m, ws, w, v, opts.restart_copies, &mut done);
         point.copy_from(m);
@@ -302,6 +370,37 @@ fn restore(m: &mut Module, ws: &mut LsaWorkspace, point: Module) {
     ws.restart_point = Some(point);
     ws.current = false;
     ws.bounds_current = false;
+}
+
+/// Runs a live-range split round ([`crate::mem::split_round`]) in `m`
+/// (equal to the restart point, described by `ws.order` and `ws.live`) at
+/// the position `w` wants room, within the copies `limit` leaves; adds
+/// what it split to `done`. False when it split nothing (`m` unchanged).
+fn range_round(
+    m: &mut Module,
+    ws: &mut LsaWorkspace,
+    w: Wanted,
+    limit: u32,
+    done: &mut Restarts,
+) -> Result<bool, LsaError> {
+    let params = RoundParams {
+        space: w.space,
+        at: w.at,
+        overflow: w.over,
+        reloads_left: limit.saturating_sub(done.copies) as usize,
+        by_bytes: false,
+        first: done.splits(),
+        prefix: RESTART_PREFIX,
+    };
+    let o = ws.round.run(m, &ws.order, &ws.live, &params)?;
+    done.copies += o.reloads;
+    done.range_splits += o.spills;
+    let d = done.space(w.space);
+    d.splits += o.spills;
+    d.remats += o.remats;
+    d.moved = d.moved.saturating_add(o.bytes);
+    d.cycles = d.cycles.saturating_add(o.cycles);
+    Ok(o.spills > 0)
 }
 
 /// Splits, in `m` (equal to the restart point, described by `ws.order` and
@@ -333,8 +432,8 @@ fn split_at(
             break;
         }
         let frees = access_split::frees_at(m, &ws.order, &ws.live, space, v, at).unwrap_or(0);
-        let n = done.splits;
-        let slot = name(m, v, n, None);
+        let n = done.splits();
+        let slot = split_name(m, v, RESTART_PREFIX, "AccessSlot", n, None);
         let slot_space = access_split::slot_space(m, v, sb_live);
         if slot_space == Space::Sb {
             sb_live += m.mems().bytes[v] as u64;
@@ -346,17 +445,13 @@ fn split_at(
             v,
             slot_space,
             slot.as_str(),
-            &mut |m, k| name(m, v, n, Some(k)),
+            &mut |m, k| split_name(m, v, RESTART_PREFIX, "Access", n, Some(k)),
         )?;
-        done.splits += 1;
         done.copies += need;
-        done.moved = done.moved.saturating_add(s.moved);
-        done.cycles = done.cycles.saturating_add(s.cycles);
-        if space == Space::Psum {
-            done.psum_splits += 1;
-            done.psum_moved = done.psum_moved.saturating_add(s.moved);
-            done.psum_cycles = done.psum_cycles.saturating_add(s.cycles);
-        }
+        let d = done.space(space);
+        d.splits += 1;
+        d.moved = d.moved.saturating_add(s.moved);
+        d.cycles = d.cycles.saturating_add(s.cycles);
         freed += frees;
         let _ = split.push(v);
         next = if freed < overflow.max(1) && !split.is_full() {
@@ -366,21 +461,4 @@ fn split_at(
         };
     }
     Ok(())
-}
-
-/// The name of split `n`'s slot (`k` = `None`) or of its `k`-th access
-/// copy: `<tensor>_AccessSlot<n>`, `<tensor>_Access<n>_<k>`, the tensor's
-/// name cut to 200 bytes.
-fn name(m: &Module, v: MemLoc, n: u32, k: Option<u32>) -> heapless::String<300> {
-    let base = m.mem_name(v);
-    let mut end = base.len().min(200);
-    while !base.is_char_boundary(end) {
-        end -= 1;
-    }
-    let mut s = heapless::String::new();
-    let _ = match k {
-        None => write!(s, "{}_AccessSlot{n}", &base[..end]),
-        Some(k) => write!(s, "{}_Access{n}_{k}", &base[..end]),
-    };
-    s
 }

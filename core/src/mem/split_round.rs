@@ -1,0 +1,441 @@
+//! The split round: where an on-chip space runs over at a point, tensors
+//! live there are split around it, best first, until what they free there
+//! covers the overflow. One mechanism for both SB allocators: the coloring
+//! allocator runs a round per failed coloring, the linear scan's restarts
+//! run one on their restart point (see [`crate::mem::lsa`]), so both
+//! consider the same splits and price them alike.
+//!
+//! A tensor enters a round by its better plan ([`super::spill`]): a plain
+//! split (stored after its last access before the point, reloaded before
+//! the next one; rematerialized from the DRAM it was loaded from when that
+//! is unwritten in between), a loop-invariant split (two copies, the first
+//! reloaded before the loop), or per-iteration slices of a loop. Ranked by
+//! the bytes freed over the positions the split covers per DMA cycle (by
+//! bytes alone with `by_bytes`, as the reference's `--gca-dma-optlevel 0`).
+//!
+//! Invariants: the round adds, per split, at most one DRAM slot and per
+//! reload copy two instructions, two locations and four patterns (a copy's
+//! share of the caller's headroom, [`RoundParams::reloads_left`] of them);
+//! its tables are reserved once ([`SplitRound::reserve`]), so a round
+//! allocates nothing.
+
+use alloc::vec::Vec;
+use core::fmt::Write as _;
+
+use super::spill::{
+    add_reload_copy, add_slot, best_slice_split, finalize, invariant_score, invariant_split,
+    loop_split_ok, reload_point, remat_from, slice_remat, slice_traffic, spill_cost, spill_runs,
+    spill_score, ReloadPoint, SliceSplit, SpillRecord, SpillView,
+};
+use crate::analysis::{LinearOrder, MemLiveness};
+use crate::ir::{IrError, MemFlags, MemLoc, Module, Space};
+
+/// One candidate of a round: its rank (higher first), the tensor, and how
+/// it would be split.
+#[derive(Copy, Clone, Debug)]
+struct Candidate {
+    score: u64,
+    v: MemLoc,
+    plan: Plan,
+}
+
+#[derive(Copy, Clone, Debug)]
+enum Plan {
+    /// Around the point: the store after `before` (the last access before
+    /// it, or the last write before the loop for a loop-invariant split),
+    /// the reload before `after`, and for a loop-invariant split
+    /// ([`invariant_split`]) its first copy's reload.
+    Split {
+        before: u32,
+        after: u32,
+        first: Option<ReloadPoint>,
+    },
+    /// Per-iteration slices of a loop around the point, or of a later loop
+    /// that holds the tensor's next access ([`best_slice_split`]).
+    Slice(SliceSplit),
+}
+
+/// What a round is asked to do.
+#[derive(Copy, Clone, Debug)]
+pub struct RoundParams<'a> {
+    /// The space that ran over.
+    pub space: Space,
+    /// The position where it ran over.
+    pub at: u32,
+    /// Bytes per partition missing there (at least one split is made when
+    /// any candidate exists).
+    pub overflow: u64,
+    /// Reload copies the caller's headroom still holds.
+    pub reloads_left: usize,
+    /// Rank by bytes alone (`--gca-dma-optlevel 0`): one split per round.
+    pub by_bytes: bool,
+    /// The number of the round's first split, for the names.
+    pub first: u32,
+    /// Marks the names of what the round adds (`<tensor>_<prefix><what><n>`).
+    pub prefix: &'a str,
+}
+
+/// What a round did.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+pub struct RoundOutcome {
+    /// Tensors split.
+    pub spills: u32,
+    /// Reload copies made.
+    pub reloads: u32,
+    /// Splits whose reloads read the DRAM the value came from (no store).
+    pub remats: u32,
+    /// Bytes the inserted DMAs move as the program runs.
+    pub bytes: u64,
+    /// Their DMA cycles under the target's model.
+    pub cycles: u64,
+    /// Bytes per partition the splits free at the point.
+    pub freed: u64,
+}
+
+/// The round's reusable tables.
+#[derive(Debug, Default)]
+pub struct SplitRound {
+    candidates: Vec<Candidate>,
+    records: Vec<SpillRecord>,
+}
+
+impl SplitRound {
+    /// Room for `candidates` tensors live at a point and `records` reload
+    /// copies.
+    pub fn reserve(&mut self, candidates: usize, records: usize) {
+        crate::storage::grow(&mut self.candidates, candidates);
+        crate::storage::grow(&mut self.records, records);
+    }
+
+    /// Heap bytes held.
+    pub fn heap_bytes(&self) -> u64 {
+        crate::heap_bytes!(self.candidates, self.records)
+    }
+
+    /// Splits tensors of `p.space` live at `p.at` in `m` (described by
+    /// `order` and `live`), best first, until they free `p.overflow` bytes
+    /// per partition there or the headroom ends; inserts their stores and
+    /// reloads. Pinned, input, output and placed tensors stay.
+    pub fn run(
+        &mut self,
+        m: &mut Module,
+        order: &LinearOrder,
+        live: &MemLiveness,
+        p: &RoundParams<'_>,
+    ) -> Result<RoundOutcome, IrError> {
+        let at = p.at;
+        self.candidates.clear();
+        for v in m.mems().space.keys() {
+            if m.mems().space[v] != p.space || m.is_placed(v) {
+                continue;
+            }
+            if m.mems().flags[v].intersects(MemFlags::PINNED | MemFlags::INPUT | MemFlags::OUTPUT) {
+                continue;
+            }
+            let Some(iv) = live.interval(v) else {
+                continue;
+            };
+            if !iv.contains(at) {
+                continue;
+            }
+            // Each tensor enters a round once, by its better plan.
+            let cx = SpillView::new(m, order, live);
+            let plain = split_candidate(cx, p.by_bytes, v, at);
+            let slice =
+                best_slice_split(cx, v, at, iv.end, p.by_bytes, |_| true).map(|(score, split)| {
+                    Candidate {
+                        score,
+                        v,
+                        plan: Plan::Slice(split),
+                    }
+                });
+            let best = match (plain, slice) {
+                (Some(a), Some(b)) => Some(if b.score > a.score { b } else { a }),
+                (a, b) => a.or(b),
+            };
+            if let Some(c) = best {
+                self.candidates.push(c);
+            }
+        }
+        self.candidates
+            .sort_unstable_by(|a, b| b.score.cmp(&a.score).then(a.v.cmp(&b.v)));
+        let want = if p.by_bytes { 1 } else { self.candidates.len() };
+        self.records.clear();
+        let mut out = RoundOutcome::default();
+        for k in 0..want.min(self.candidates.len()) {
+            if out.freed >= p.overflow.max(1) && out.spills > 0 {
+                break;
+            }
+            let Candidate { v, plan, .. } = self.candidates[k];
+            let n = p.first + out.spills;
+            match plan {
+                Plan::Slice(split) => {
+                    if out.reloads as usize + 2 > p.reloads_left {
+                        break;
+                    }
+                    self.slice_records(m, order, live, v, &split, n, p, &mut out)?;
+                }
+                Plan::Split {
+                    before,
+                    after,
+                    first,
+                } => {
+                    // Each reload copy takes one share of the headroom:
+                    // stop at the end of what was reserved.
+                    let copies = 1 + first.is_some() as u32;
+                    if (out.reloads + copies) as usize > p.reloads_left {
+                        break;
+                    }
+                    self.split_records(m, order, live, v, (before, after, first), n, p, &mut out)?;
+                }
+            }
+            out.spills += 1;
+        }
+        // finalize() expects records in position order of their reloads.
+        self.records.sort_unstable_by_key(|r| r.reload_before);
+        finalize(m, order, &self.records)?;
+        Ok(out)
+    }
+
+    /// Records the plain or loop-invariant split of `v` (the `n`-th split).
+    #[allow(clippy::too_many_arguments)]
+    fn split_records(
+        &mut self,
+        m: &mut Module,
+        order: &LinearOrder,
+        live: &MemLiveness,
+        v: MemLoc,
+        (before, after, first): (u32, u32, Option<ReloadPoint>),
+        n: u32,
+        p: &RoundParams<'_>,
+        out: &mut RoundOutcome,
+    ) -> Result<(), IrError> {
+        let at = p.at;
+        out.reloads += 1 + first.is_some() as u32;
+        let parts = m.mems().partitions[v];
+        let bytes = m.mems().bytes[v];
+        // A reload that can read the DRAM the value came from needs no
+        // store and no slot: one DMA instead of two, at every level. (For
+        // an invariant split the DRAM is unwritten from the load's loop
+        // nest to the end of the one around `after`, which holds the first
+        // copy's reload too.)
+        let cx = SpillView::new(m, order, live);
+        let (remat, reload) = (remat_from(cx, v, after), reload_point(cx, v, at, after));
+        let slot = match remat {
+            Some(src) => src.loc,
+            None => add_slot(m, v, split_name(m, v, p.prefix, "Slot", n, None).as_str())?,
+        };
+        let copy_name = split_name(m, v, p.prefix, "Reload", n, None);
+        let copy = add_reload_copy(m, v, copy_name.as_str(), parts, bytes)?;
+        let store_after = if remat.is_some() { u32::MAX } else { before };
+        // Every record of the value (its first copy's, when it has one, and
+        // the main reload's) moves the whole tensor through one slot.
+        let whole = |m: &Module, copy, store_after, reload_before, reload_hoisted| {
+            let reload = ReloadPoint {
+                before: reload_before,
+                hoisted: reload_hoisted,
+            };
+            SpillRecord::whole(m, v, slot, copy, store_after, reload, remat, at)
+        };
+        let moved = parts as u64 * bytes as u64;
+        if let Some(first) = first {
+            // The first copy takes the accesses from its reload up to the
+            // point, the slot's store goes before the loop (below).
+            let name = split_name(m, v, p.prefix, "ReloadInLoop", n, None);
+            let c = add_reload_copy(m, v, name.as_str(), parts, bytes)?;
+            self.records
+                .push(whole(m, c, store_after, first.before, first.hoisted));
+            out.bytes += moved * spill_runs(m, order, None, first.runs_at());
+            out.cycles += spill_cost(m, order, moved, None, first.runs_at());
+        }
+        // With a first copy, its record stores.
+        let main_store = if first.is_some() {
+            u32::MAX
+        } else {
+            store_after
+        };
+        self.records
+            .push(whole(m, copy, main_store, reload.before, reload.hoisted));
+        let store = remat.is_none().then_some(before);
+        out.bytes += moved * spill_runs(m, order, store, reload.runs_at());
+        out.cycles += spill_cost(m, order, moved, store, reload.runs_at());
+        out.remats += remat.is_some() as u32;
+        out.freed += bytes as u64;
+        Ok(())
+    }
+
+    /// Records the slice split of `v` (the `n`-th split): a slice copy
+    /// reloaded in every iteration of the loop, and a whole copy before the
+    /// next access after it.
+    #[allow(clippy::too_many_arguments)]
+    fn slice_records(
+        &mut self,
+        m: &mut Module,
+        order: &LinearOrder,
+        live: &MemLiveness,
+        v: MemLoc,
+        split: &SliceSplit,
+        n: u32,
+        p: &RoundParams<'_>,
+        out: &mut RoundOutcome,
+    ) -> Result<(), IrError> {
+        let at = p.at;
+        let parts = m.mems().partitions[v];
+        let bytes = m.mems().bytes[v];
+        let remat = slice_remat(SpillView::new(m, order, live), v, split);
+        let (cycles, moved) = slice_traffic(SpillView::new(m, order, live), v, at, split);
+        let slot = match remat {
+            Some(src) => src.loc,
+            None => add_slot(m, v, split_name(m, v, p.prefix, "Slot", n, None).as_str())?,
+        };
+        let slice_name = split_name(m, v, p.prefix, "Slice", n, None);
+        let copy = add_reload_copy(
+            m,
+            v,
+            slice_name.as_str(),
+            split.part_count,
+            split.slice_bytes() as u32,
+        )?;
+        let store_after = if remat.is_some() {
+            u32::MAX
+        } else {
+            split.store_after
+        };
+        self.records.push(SpillRecord {
+            part_start: split.part_start,
+            part_count: split.part_count,
+            byte_lo: split.byte_lo,
+            byte_hi: split.byte_hi,
+            slice: Some(split.terms),
+            ..SpillRecord::whole(
+                m,
+                v,
+                slot,
+                copy,
+                store_after,
+                ReloadPoint {
+                    before: split.span.0,
+                    hoisted: false,
+                },
+                remat,
+                at,
+            )
+        });
+        // A write-back takes a copy's share of the headroom (its instruction
+        // and patterns), whether or not a whole copy follows.
+        out.reloads +=
+            1 + (split.after.is_none() && split.terms.write_back_after != u32::MAX) as u32;
+        if let Some(after) = split.after {
+            let reload = reload_point(SpillView::new(m, order, live), v, at, after);
+            let name = split_name(m, v, p.prefix, "Reload", n, None);
+            let c = add_reload_copy(m, v, name.as_str(), parts, bytes)?;
+            self.records.push(SpillRecord::whole(
+                m,
+                v,
+                slot,
+                c,
+                u32::MAX,
+                reload,
+                remat,
+                at,
+            ));
+            out.reloads += 1;
+        }
+        out.bytes += moved;
+        out.cycles += cycles;
+        out.remats += remat.is_some() as u32;
+        out.freed += bytes as u64 - split.slice_bytes();
+        Ok(())
+    }
+}
+
+/// The candidate of a plain or loop-invariant split of `v` around `at`:
+/// the last access before it, the next one after it; none when `v` is
+/// accessed at `at` or has no access on one side. A value around a back
+/// edge of the loops there gets the loop-invariant plan where it only
+/// reads in the loop ([`invariant_split`]), else none.
+fn split_candidate(cx: SpillView<'_>, by_bytes: bool, v: MemLoc, at: u32) -> Option<Candidate> {
+    let (m, live) = (cx.m, cx.live);
+    let acc = live.accesses(v);
+    let k = acc.partition_point(|&q| q <= at);
+    let &before = acc.get(k.wrapping_sub(1))?;
+    let &after = acc.get(k)?;
+    if before == at {
+        return None;
+    }
+    let bytes = m.mems().bytes[v] as u64;
+    if !loop_split_ok(cx, v, at) {
+        // A tile the loop only reads, read before the point too: two
+        // copies in the loop.
+        let split = invariant_split(cx, v, at)?;
+        let score = if by_bytes {
+            bytes
+        } else {
+            invariant_score(cx, v, at, after, &split)
+        };
+        return Some(Candidate {
+            score,
+            v,
+            plan: Plan::Split {
+                before: split.store_after,
+                after,
+                first: Some(split.first),
+            },
+        });
+    }
+    let score = if by_bytes {
+        bytes
+    } else {
+        spill_score(cx, v, bytes, m.mems().partitions[v], before, at, after)
+    };
+    Some(Candidate {
+        score,
+        v,
+        plan: Plan::Split {
+            before,
+            after,
+            first: None,
+        },
+    })
+}
+
+/// The name of what a split adds: `<tensor>_<prefix><what><n>`, and
+/// `_<k>` after it when given (an access copy's index). A copy split again
+/// is named after the tensor it copies (the part before its own
+/// `_<prefix>` suffix), so names do not grow a suffix every round; the
+/// split number keeps them apart. The tensor's name is cut to 200 bytes.
+pub fn split_name(
+    m: &Module,
+    v: MemLoc,
+    prefix: &str,
+    what: &str,
+    n: u32,
+    k: Option<u32>,
+) -> heapless::String<300> {
+    let name = m.mem_name(v);
+    let base = if prefix.is_empty() {
+        name
+    } else {
+        let mut cut = name.len();
+        let mut from = 0;
+        while let Some(i) = name[from..].find(prefix) {
+            let i = from + i;
+            if i > 0 && name.as_bytes()[i - 1] == b'_' {
+                cut = i - 1;
+                break;
+            }
+            from = i + prefix.len();
+        }
+        &name[..cut]
+    };
+    let mut end = base.len().min(200);
+    while !base.is_char_boundary(end) {
+        end -= 1;
+    }
+    let mut s = heapless::String::new();
+    let _ = write!(s, "{}_{prefix}{what}{n}", &base[..end]);
+    if let Some(k) = k {
+        let _ = write!(s, "_{k}");
+    }
+    s
+}
