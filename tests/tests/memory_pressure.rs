@@ -1424,11 +1424,20 @@ fn the_best_spill_strategy_keeps_the_cheaper_order() {
                 cost(SpillStrategy::Access),
                 cost(SpillStrategy::Best),
             );
-            assert_eq!(
-                best,
-                ranges.min(access),
-                "{name} O{optlevel}: {ranges:?} {access:?}"
-            );
+            // The linear scan's `best` also tries a third order (see
+            // `the_linear_scan_keeps_the_colorers_round_where_it_is_cheaper`).
+            if optlevel == 8 {
+                assert!(
+                    best <= ranges.min(access),
+                    "{name} O{optlevel}: {best:?} {ranges:?} {access:?}"
+                );
+            } else {
+                assert_eq!(
+                    best,
+                    ranges.min(access),
+                    "{name} O{optlevel}: {ranges:?} {access:?}"
+                );
+            }
             if access < ranges {
                 gained.push(format!("{name} O{optlevel}"));
             }
@@ -1746,4 +1755,49 @@ fn the_linear_scan_restarts_with_the_colorers_split_where_its_slice_copy_fragmen
         scan.spill_cycles,
         color.spill_cycles
     );
+}
+
+/// The linear scan's default order (`best`) also restarts at its first
+/// failure for want of a victim with the coloring allocator's live-range
+/// round, whose choice is made on the whole program where the scan's rules
+/// see only what is placed at that moment. At 90 % of their peaks it costs
+/// fewer cycles than either named order on mamba_v3 (a tile split around
+/// the scan's loop instead of reloaded at every access), conv1d and
+/// block_matmul; both checkers accept every result.
+#[test]
+fn the_linear_scan_keeps_the_colorers_round_where_it_is_cheaper() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples");
+    for name in ["mamba_v3", "conv1d", "block_matmul"] {
+        let input = parse(&std::fs::read_to_string(dir.join(format!("{name}.tusk"))).unwrap());
+        let o2 = Options {
+            optlevel: 2,
+            ..Options::default()
+        };
+        let peak = run_checked(&mut input.clone(), &o2)
+            .unwrap()
+            .space(Space::Sb)
+            .peak;
+        let cycles = |strategy: SpillStrategy| {
+            let mut m = input.clone();
+            m.target.set("sb-bytes", peak * 9 / 10).unwrap();
+            let opts = Options {
+                optlevel: 8,
+                spill_strategy: strategy,
+                ..Options::default()
+            };
+            let r = run_checked(&mut m, &opts)
+                .unwrap_or_else(|e| panic!("{name} {strategy:?}: {}", e.display(&m)));
+            assert!(r.verified(), "{name} {strategy:?}");
+            r.space(Space::Sb).spill_cycles
+        };
+        let (ranges, access, best) = (
+            cycles(SpillStrategy::Ranges),
+            cycles(SpillStrategy::Access),
+            cycles(SpillStrategy::Best),
+        );
+        assert!(
+            best < ranges.min(access),
+            "{name}: best {best}, ranges {ranges}, access {access}"
+        );
+    }
 }

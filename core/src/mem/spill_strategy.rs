@@ -17,9 +17,11 @@ use crate::storage::HeapBytes;
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub enum SpillStrategy {
     /// Both orders from the same module; the result whose spills cost
-    /// fewer DMA cycles (then bytes) is kept. Costs the time of a second
-    /// allocation and up to three copies of the module, kept only where
-    /// the input's SB lower bound exceeds the capacity.
+    /// fewer cycles (then bytes) is kept. The linear scan tries a third:
+    /// a restart at its first failure for want of a victim with the
+    /// coloring allocator's live-range round there. Costs the time of the
+    /// other allocations and up to three copies of the module, kept only
+    /// where the input's SB lower bound exceeds the capacity.
     #[default]
     Best,
     /// Live-range splits (plain, loop-invariant, per-iteration slice)

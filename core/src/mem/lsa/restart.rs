@@ -171,10 +171,10 @@ pub(super) fn run(
     loop_aware: bool,
 ) -> Result<LsaReport, LsaError> {
     match opts.strategy {
-        SpillStrategy::Ranges => scan_restarting(m, ws, opts, loop_aware, false),
-        SpillStrategy::Access => scan_restarting(m, ws, opts, loop_aware, true),
+        SpillStrategy::Ranges => scan_restarting(m, ws, opts, loop_aware, Order::Rules),
+        SpillStrategy::Access => scan_restarting(m, ws, opts, loop_aware, Order::Access),
         SpillStrategy::Best => match ws.strategies.take() {
-            None => scan_restarting(m, ws, opts, loop_aware, false),
+            None => scan_restarting(m, ws, opts, loop_aware, Order::Rules),
             Some(mut kept) => {
                 let r = best(m, ws, opts, loop_aware, &mut kept);
                 ws.strategies = Some(kept);
@@ -184,11 +184,26 @@ pub(super) fn run(
     }
 }
 
-/// Both strategies from the same module: the scan spilling by its rules
-/// first, then the scan splitting at every access first; keeps the result
-/// whose spills cost fewer DMA cycles (then bytes), the first one's when
-/// it spilled nothing or the second failed. `kept` holds the module before
-/// the pass and the first result.
+/// Which split a scan tries first where it fails in SB for want of a
+/// victim.
+#[derive(Copy, Clone, PartialEq, Eq)]
+enum Order {
+    /// The scan's own rules; a restart where they find nothing.
+    Rules,
+    /// A restart with the coloring allocator's live-range split round
+    /// there ([`crate::mem::split_round`]), whose choice is the global one:
+    /// the scan's rules see only what is placed at that moment.
+    Rounds,
+    /// A restart with the split at every access there.
+    Access,
+}
+
+/// Every order from the same module ([`SpillStrategy::Best`]): the scan's
+/// rules first, then a restart at its first failure with the live-range
+/// round, then with the split at every access; keeps the result whose
+/// spills cost fewer cycles (then bytes), the first that fits when the
+/// others fail, and the first one's when it spilled nothing. `kept` holds
+/// the module before the pass and the best result so far.
 fn best(
     m: &mut Module,
     ws: &mut LsaWorkspace,
@@ -198,48 +213,65 @@ fn best(
 ) -> Result<LsaReport, LsaError> {
     let StrategyCopies { before, first } = kept;
     before.copy_from(m);
-    let ra = scan_restarting(m, ws, opts, loop_aware, false);
+    let mut best = scan_restarting(m, ws, opts, loop_aware, Order::Rules);
     let cost = |r: &LsaReport| {
         (
             r.sb.spill_cycles.saturating_add(r.psum.spill_cycles),
             r.sb.spill_bytes.saturating_add(r.psum.spill_bytes),
         )
     };
-    if ra.as_ref().is_ok_and(|r| r.sb.spills + r.psum.spills == 0) {
-        return ra;
+    if best
+        .as_ref()
+        .is_ok_and(|r| r.sb.spills + r.psum.spills == 0)
+    {
+        return best;
     }
     first.copy_from(m);
-    m.copy_from(before);
-    ws.current = false;
-    ws.bounds_current = false;
-    let rb = scan_restarting(m, ws, opts, loop_aware, true);
-    match (ra, rb) {
-        (Ok(a), Ok(b)) if cost(&b) < cost(&a) => Ok(b),
-        (Err(_), Ok(b)) => Ok(b),
-        (ra, _) => {
-            m.copy_from(first);
-            ra
+    // True while `m` holds the best result.
+    let mut holds_best = true;
+    for order in [Order::Rounds, Order::Access] {
+        m.copy_from(before);
+        ws.current = false;
+        ws.bounds_current = false;
+        let r = scan_restarting(m, ws, opts, loop_aware, order);
+        let better = match (&best, &r) {
+            (Ok(a), Ok(b)) => cost(b) < cost(a),
+            (Err(_), Ok(_)) => true,
+            _ => false,
+        };
+        holds_best = better;
+        if better {
+            best = r;
+            if order != Order::Access {
+                first.copy_from(m);
+            }
         }
     }
+    if !holds_best {
+        m.copy_from(first);
+    }
+    best
 }
 
-/// The scan, restarted after access splits while it fails in SB or PSUM
-/// and a split can help (see the module doc); with `access_first`, it restarts
-/// at its first SB failure to need a victim too, and spills by its rules
-/// once no split helps there. The report counts the splits among the SB
-/// spills.
+/// The scan, restarted after splits while it fails in SB or PSUM and a
+/// split can help (see the module doc); by `order`, it also restarts at
+/// its first SB failure to need a victim, and spills by its rules once no
+/// split helps there. The report counts the splits among the spills of
+/// their space.
 fn scan_restarting(
     m: &mut Module,
     ws: &mut LsaWorkspace,
     opts: &LsaOptions,
     loop_aware: bool,
-    access_first: bool,
+    order: Order,
 ) -> Result<LsaReport, LsaError> {
     let restarting = opts.restart_copies > 0 && ws.restart_point.is_some();
     if let (true, Some(point)) = (restarting, ws.restart_point.as_mut()) {
         point.copy_from(m);
     }
-    let mut access_first = access_first && restarting;
+    // The scan hands its first failures for want of a victim back.
+    let mut access_first = order != Order::Rules && restarting;
+    let rounds = order != Order::Access;
     let mut done = Restarts::default();
     // The instructions where a live-range split round ran.
     let mut ranged: heapless::Vec<Inst, { MAX_RESTARTS as usize }> = heapless::Vec::new();
@@ -306,7 +338,7 @@ fn scan_restarting(
         // it finds room (a slice copy it makes itself stays in its victim's
         // corner, which can cut the space into pieces too small).
         let ranges = want.filter(|w| {
-            !access_first && w.must.is_none() && w.inst.is_valid() && !ranged.contains(&w.inst)
+            rounds && w.must.is_none() && w.inst.is_valid() && !ranged.contains(&w.inst)
         });
         let mut point = point;
         if let Some(w) = ranges {
