@@ -17,8 +17,8 @@ pub mod coloring {
 /// The linear-scan tensor allocator over the whole module.
 pub mod linear_scan {
     pub use crate::mem::lsa::{
-        default_spill_limit, run, run_with_loops, LsaOptions, LsaWorkspace, SPILL_FRACTION,
-        SPILL_SLACK,
+        default_spill_limit, run, run_with_loops, LsaOptions, LsaWorkspace, RestartSplits,
+        Restarts, NO_RESTART_POINT, SPILL_FRACTION, SPILL_SLACK,
     };
 }
 
@@ -47,4 +47,5 @@ pub mod spill {
     pub use crate::mem::spill::{
         finalize, remat_from, remat_source, RematSource, SpillRecord, SpillView,
     };
+    pub use crate::mem::split_round::{split_name, RoundOutcome, RoundParams, SplitRound};
 }

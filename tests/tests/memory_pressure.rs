@@ -1801,3 +1801,35 @@ fn the_linear_scan_keeps_the_colorers_round_where_it_is_cheaper() {
         );
     }
 }
+
+/// The restarts' splits are checked like any other: conv1d at its floor
+/// through the linear scan (which restarts there) is accepted as made, and
+/// rejected with one of the restarts' reloads dropped (the instruction
+/// after it then reads a copy nothing wrote).
+#[test]
+fn the_dataflow_checker_catches_a_restart_split_missing_a_reload() {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/conv1d.tusk");
+    let original = parse(&std::fs::read_to_string(&path).unwrap());
+    let floor = Floor::of(&original).space(Space::Sb).bytes;
+    let mut m = original.clone();
+    m.target.set("sb-bytes", floor).unwrap();
+    let opts = Options {
+        optlevel: 8,
+        ..Options::default()
+    };
+    let r = run_checked(&mut m, &opts).unwrap_or_else(|e| panic!("{}", e.display(&m)));
+    assert!(r.lsa.as_ref().is_some_and(|l| l.restarts.restarts > 0));
+    let mut input = original.clone();
+    input.target.set("sb-bytes", floor).unwrap();
+    assert!(dataflow_clean(&input, &m), "the result as made is clean");
+    let reload = m
+        .program_order()
+        .find(|&i| {
+            m.insts().flags[i].contains(InstFlags::RELOAD)
+                && m.outputs(i)
+                    .any(|a| m.mem_name(m.aps().loc[a]).contains("_Restart"))
+        })
+        .expect("a reload made by a restart");
+    m.remove_inst(reload);
+    assert!(!dataflow_clean(&input, &m), "a copy read before anything wrote it");
+}

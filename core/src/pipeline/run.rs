@@ -667,7 +667,7 @@ impl Workspace {
         let budget = storage_budget(m, opts);
         let mut storage = StorageReport::new(budget);
         if let Some(o) = original {
-            storage.add("the input copy of the dataflow check", module_bytes(o));
+            storage.add("the input copy of the dataflow check", o.reserved_bytes());
         }
         m.storage_parts(&mut storage);
         // The pipeline's analyses are computed once here, for the module's
@@ -889,13 +889,16 @@ fn within(
 /// only, so the reservation and the run agree.
 fn lsa_options(opts: &Options, m: &Module) -> LsaOptions {
     let pressure = crate::mem::tensor_coloring::PRESSURE_SPILL_HEADROOM;
-    let restarts =
-        opts.storage_limit.is_none() && crate::mem::tensor_coloring::spill_headroom(m) == pressure;
+    let under_pressure = crate::mem::tensor_coloring::spill_headroom(m) == pressure;
+    let restarts = opts.storage_limit.is_none() && under_pressure;
     LsaOptions {
         vnc_count: opts.vnc_count,
         max_spills: opts.lsa_max_spills,
         restart_copies: if restarts { pressure as u32 } else { 0 },
         strategy: opts.spill_strategy,
+        // Under pressure, an explicit budget is why the scan does not
+        // restart: its failure says so.
+        restarts_withheld: under_pressure && !restarts,
         ..LsaOptions::default()
     }
 }
@@ -904,13 +907,8 @@ fn lsa_options(opts: &Options, m: &Module) -> LsaOptions {
 pub fn storage_budget(m: &Module, opts: &Options) -> StorageBudget {
     match opts.storage_limit {
         Some(limit) => StorageBudget::bytes(limit),
-        None => StorageBudget::default_for(module_bytes(m)),
+        None => StorageBudget::default_for(m.reserved_bytes()),
     }
-}
-
-/// Heap bytes of a module's storage.
-fn module_bytes(m: &Module) -> u64 {
-    m.reserved_bytes()
 }
 
 /// Effort of the coloring allocator per optlevel: more orders and
@@ -1124,20 +1122,7 @@ fn run_from<'a>(
                 };
                 ws.lsa
                     .exchange_analyses(&mut ws.order, &mut ws.live, &mut ws.bounds, false, false);
-                let r = r.map_err(|e| {
-                    // Under pressure, an explicit budget is why the scan
-                    // did not restart (see `lsa_options`): say so.
-                    let withheld = opts.storage_limit.is_some()
-                        && crate::mem::tensor_coloring::spill_headroom(m)
-                            == crate::mem::tensor_coloring::PRESSURE_SPILL_HEADROOM;
-                    PipelineError::Lsa(alloc::boxed::Box::new(match e {
-                        LsaError::AllocationFailed(mut f) if withheld && f.space == Space::Sb => {
-                            f.reason = lsa::NO_RESTART_POINT;
-                            LsaError::AllocationFailed(f)
-                        }
-                        e => e,
-                    }))
-                })?;
+                let r = r.map_err(|e| PipelineError::Lsa(alloc::boxed::Box::new(e)))?;
                 fresh = false;
                 for s in [Space::Psum, Space::Sb] {
                     let sr = r.space(s);

@@ -86,7 +86,7 @@ mod victim;
 
 pub use failure::{AllocationFailure, LsaError, LsaErrorDisplay};
 pub use report::{LsaReport, SpaceReport};
-pub use restart::{Restarts, NO_RESTART_POINT};
+pub use restart::{RestartSplits, Restarts, NO_RESTART_POINT};
 
 /// Options of the scan.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -107,13 +107,19 @@ pub struct LsaOptions {
     /// also needs a restart point ([`LsaWorkspace::reserve_restart`]).
     pub restart_copies: u32,
     /// Where the scan needs a victim in SB: spill one by the scan's rules
-    /// first, restarting after access splits only where none is left
+    /// first, restarting only where none is left
     /// ([`SpillStrategy::Ranges`]); restart after access splits first
-    /// ([`SpillStrategy::Access`]); or both from the same module, keeping
-    /// the cheaper ([`SpillStrategy::Best`], where the workspace keeps the
-    /// copies it needs). Restarts need a restart point: without one the
-    /// scan spills by its rules.
+    /// ([`SpillStrategy::Access`]); or every order from the same module,
+    /// keeping the cheapest ([`SpillStrategy::Best`], where the workspace
+    /// keeps the copies it needs). Restarts need a restart point: without
+    /// one the scan spills by its rules.
     pub strategy: SpillStrategy,
+    /// True when the caller withheld the restarts (`restart_copies` 0
+    /// under an explicit storage budget): a failure for want of a victim
+    /// then says that the scan kept no restart point
+    /// ([`NO_RESTART_POINT`]), as it does when it was given copies but no
+    /// point.
+    pub restarts_withheld: bool,
 }
 
 impl Default for LsaOptions {
@@ -124,6 +130,7 @@ impl Default for LsaOptions {
             max_spills: None,
             restart_copies: 0,
             strategy: SpillStrategy::Best,
+            restarts_withheld: false,
         }
     }
 }

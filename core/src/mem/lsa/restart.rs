@@ -317,8 +317,9 @@ fn scan_restarting(
             p => {
                 let kept = p.is_some();
                 ws.restart_point = p;
+                let withheld = opts.restarts_withheld || (opts.restart_copies > 0 && !kept);
                 return Err(match e {
-                    LsaError::AllocationFailed(mut f) if opts.restart_copies > 0 && !kept => {
+                    LsaError::AllocationFailed(mut f) if withheld && f.space.is_on_chip() => {
                         f.reason = NO_RESTART_POINT;
                         LsaError::AllocationFailed(f)
                     }
