@@ -9,14 +9,16 @@ pub use crate::dma::affinity::coalescing_bound;
 pub use crate::dma::{descriptor_lower_bound, dma_analysis, DmaError, DmaReport, DmaStats, Vetoes};
 pub use crate::ir::{DisplayNamed, InModule};
 pub use crate::mem::affinity::AffinityReport;
-pub use crate::mem::lsa::{AllocationFailure, LsaError, LsaErrorDisplay, LsaReport, SpaceReport};
+pub use crate::mem::lsa::{
+    AllocationFailure, LsaError, LsaErrorDisplay, LsaReport, RestartSplits, Restarts, SpaceReport,
+};
 pub use crate::mem::rotation::RotationReport;
 pub use crate::mem::spill::{FailureEntry, SpillLog, SpillLogDisplay, SpillRecord};
 pub use crate::mem::tensor_coloring::{
     pass_name, ColoringError, ColoringErrorDisplay, ColoringReport,
 };
 pub use crate::pipeline::passes::MAX_PASSES;
-pub use crate::pipeline::run::{PassRecord, PipelineErrorDisplay, SpaceSummary};
+pub use crate::pipeline::run::{PassRecord, PipelineErrorDisplay, SbPortfolio, SpaceSummary};
 pub use crate::pipeline::FailureSite;
 pub use crate::reg::RegReport;
 pub use crate::storage::{Skipped, StoragePart, StorageReport};

@@ -164,6 +164,21 @@ pub fn summary(file: &str, m: &Module, r: &RunReport) -> String {
             x.spill_cycles
         ));
     }
+    if let Some(p) = &r.sb_portfolio {
+        let kept = if p.kept_scan {
+            "the linear scan's"
+        } else {
+            "the colorer's"
+        };
+        let scan = match p.scan {
+            Some((c, b)) => format!("~{c} cycles ({b} B)"),
+            None => "failed".to_string(),
+        };
+        s.push_str(&format!(
+            "  SB    spills: colorer ~{} cycles ({} B), linear scan beside it {scan}; kept {kept} placement\n",
+            p.colorer.0, p.colorer.1
+        ));
+    }
     // Each DMA pass measures the whole module's DMAs before and after it
     // runs: one line for the module, from before the first pass that ran
     // to after the last, with the rewrites of both passes summed.
@@ -638,6 +653,13 @@ pub fn report_json(file: &str, m: &Module, r: &RunReport, map: Option<&SourceMap
                 "untried": a.untried,
             },
             "colorings": a.trials,
+        })),
+        "sb_portfolio": r.sb_portfolio.as_ref().map(|p| json!({
+            "colorer_spill_cycles": p.colorer.0,
+            "colorer_spill_bytes": p.colorer.1,
+            "scan_spill_cycles": p.scan.map(|s| s.0),
+            "scan_spill_bytes": p.scan.map(|s| s.1),
+            "kept": if p.kept_scan { "linear_scan" } else { "coloring" },
         })),
         "rotation": r.rotation.as_ref().map(|x| json!({
             "tiles": x.tiles,

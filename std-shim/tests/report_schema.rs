@@ -217,6 +217,12 @@ fn real_reports_match_the_schema_and_use_all_of_it() {
     assert_eq!(g.code, 0, "{}", g.stderr);
     runs.push(vec!["tight.tusk".into(), "--optlevel".into(), "8".into()]);
     runs.push(vec!["tight.tusk".into(), "--optlevel".into(), "2".into()]);
+    // SB under pressure at optlevel 2: the linear scan beside the colorer.
+    runs.push(vec![
+        ex("block_matmul.tusk"),
+        "--set".into(),
+        "sb-bytes=19353".into(),
+    ]);
     let mut seen = BTreeSet::new();
     let mut statuses = BTreeSet::new();
     for r in &runs {

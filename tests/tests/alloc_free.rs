@@ -294,6 +294,7 @@ fn passes_do_not_allocate_after_reserve() {
     let mut runs = 0;
     let (mut spills, mut reg_spilled, mut rewrites, mut restarts) = (0, 0, 0, 0);
     let mut psum_spills = 0;
+    let mut portfolios = 0;
     for (mname, input) in modules() {
         for (pname, opts) in pipelines() {
             let what = format!("{pname} on {mname}");
@@ -342,6 +343,7 @@ fn passes_do_not_allocate_after_reserve() {
             );
             spills += mem_spills;
             psum_spills += r.space(tusk_core::ir::Space::Psum).spills;
+            portfolios += r.sb_portfolio.is_some() as u32;
             restarts += r.lsa.as_ref().map_or(0, |l| l.restarts.restarts);
             reg_spilled += reg_spills;
             rewrites += dma;
@@ -363,6 +365,10 @@ fn passes_do_not_allocate_after_reserve() {
     assert!(rewrites > 0, "the DMA passes rewrote nothing");
     assert!(restarts > 0, "the linear scan restarted on no module");
     assert!(psum_spills > 0, "no allocator spilled in PSUM");
+    assert!(
+        portfolios > 0,
+        "the linear scan ran beside the SB colorer on no module"
+    );
     assert!(
         leaks.is_empty(),
         "heap allocations while the passes ran (rerun with TUSK_ALLOC_TRACE=1 for backtraces):\n  {}",

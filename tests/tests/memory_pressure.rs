@@ -1831,5 +1831,59 @@ fn the_dataflow_checker_catches_a_restart_split_missing_a_reload() {
         })
         .expect("a reload made by a restart");
     m.remove_inst(reload);
-    assert!(!dataflow_clean(&input, &m), "a copy read before anything wrote it");
+    assert!(
+        !dataflow_clean(&input, &m),
+        "a copy read before anything wrote it"
+    );
+}
+
+/// Where SB must spill under the coloring allocator (`best`), the linear
+/// scan places SB from the same module too and the cheaper placement is
+/// kept. On block_matmul at 90 %, conv1d at 60 % and mamba_v3 at 60 % of
+/// their peaks the scan's spills cost fewer cycles than either of the
+/// colorer's orders, and optlevel 2 keeps its placement (both checkers
+/// on); `ranges` (the colorer alone) does not run it.
+#[test]
+fn the_coloring_pipeline_keeps_the_linear_scans_placement_where_it_spills_less() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples");
+    for (name, pct) in [("block_matmul", 90u64), ("conv1d", 60), ("mamba_v3", 60)] {
+        let input = parse(&std::fs::read_to_string(dir.join(format!("{name}.tusk"))).unwrap());
+        let o2 = Options {
+            optlevel: 2,
+            ..Options::default()
+        };
+        let peak = run_checked(&mut input.clone(), &o2)
+            .unwrap()
+            .space(Space::Sb)
+            .peak;
+        let run = |strategy: SpillStrategy| {
+            let mut m = input.clone();
+            m.target.set("sb-bytes", peak * pct / 100).unwrap();
+            let opts = Options {
+                spill_strategy: strategy,
+                ..o2
+            };
+            let r = run_checked(&mut m, &opts)
+                .unwrap_or_else(|e| panic!("{name} {strategy:?}: {}", e.display(&m)));
+            assert!(r.verified(), "{name} {strategy:?}");
+            r
+        };
+        let (ranges, access, best) = (
+            run(SpillStrategy::Ranges),
+            run(SpillStrategy::Access),
+            run(SpillStrategy::Best),
+        );
+        assert!(ranges.sb_portfolio.is_none() && access.sb_portfolio.is_none());
+        let p = best.sb_portfolio.expect("the scan ran beside the colorer");
+        assert!(p.kept_scan, "{name}: {p:?}");
+        let cycles = |r: &RunReport| r.space(Space::Sb).spill_cycles;
+        assert_eq!(Some(cycles(&best)), p.scan.map(|s| s.0), "{name}");
+        assert!(
+            cycles(&best) < cycles(&ranges).min(cycles(&access)),
+            "{name}: best {}, ranges {}, access {}",
+            cycles(&best),
+            cycles(&ranges),
+            cycles(&access)
+        );
+    }
 }

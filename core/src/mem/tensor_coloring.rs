@@ -562,6 +562,14 @@ impl ColoringWorkspace {
         StrategyCopies::reserve(&mut self.strategies, m)
     }
 
+    /// The module as the last on-chip pass that tried both strategies got
+    /// it (`None` when the workspace keeps no strategy copies). The
+    /// pipeline runs the linear scan from it too where SB must spill
+    /// (`SbPortfolio` in the pipeline).
+    pub fn module_before_pass(&self) -> Option<&Module> {
+        self.strategies.as_ref().map(|k| &k.before)
+    }
+
     /// Drops the copies [`Self::reserve_strategies`] kept (a one-shot run
     /// after its last on-chip pass: the checks then run without them).
     pub fn release_strategies(&mut self) {

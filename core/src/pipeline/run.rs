@@ -143,6 +143,9 @@ pub struct RunReport {
     pub lsa: Option<LsaReport>,
     /// The coloring passes' reports, by [`Space::slot`].
     pub coloring: [Option<ColoringReport>; 3],
+    /// Where the SB colorer spilled and the linear scan placed SB from the
+    /// same module too: both costs, and which placement was kept.
+    pub sb_portfolio: Option<SbPortfolio>,
     /// The DMA passes' figures: PSUM, SB.
     pub dma: [Option<DmaStats>; 2],
     /// The register colorer's report.
@@ -178,6 +181,22 @@ impl RunReport {
     pub fn verified(&self) -> bool {
         self.checks_micros.is_some()
     }
+}
+
+/// The SB spills of the coloring allocator against the linear scan's
+/// from the same module (the pipeline runs the scan too where SB must
+/// spill, `--spill-strategy best` and the budget allow: the scan's rules
+/// decide at each point from what is placed there, the colorer's rounds
+/// from the whole program, and neither is cheaper everywhere). The
+/// placement whose spills cost fewer cycles (then bytes) is kept.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+pub struct SbPortfolio {
+    /// The colorer's SB spill cycles and bytes.
+    pub colorer: (u64, u64),
+    /// The scan's, `None` when it failed.
+    pub scan: Option<(u64, u64)>,
+    /// True when the scan's placement was kept.
+    pub kept_scan: bool,
 }
 
 /// Why a run failed.
@@ -538,6 +557,12 @@ pub struct Workspace {
     /// computed them to decide what to keep for the SB allocators); the
     /// run that follows takes them instead of computing them again.
     bounds_current: bool,
+    /// Where SB must spill under the coloring allocator with
+    /// `--spill-strategy best`: room for the colorer's result while the
+    /// linear scan places SB from the same module (see [`SbPortfolio`]).
+    portfolio: Option<Module>,
+    /// The scan's options there, as its storage was reserved.
+    portfolio_lsa: LsaOptions,
 }
 
 impl Workspace {
@@ -578,6 +603,10 @@ impl Workspace {
                     ) =>
             {
                 self.coloring.release_strategies();
+                self.portfolio = None;
+                if !list.contains(&Pass::LinearScan) {
+                    self.lsa = LsaWorkspace::default();
+                }
             }
             _ => {}
         }
@@ -637,9 +666,22 @@ impl Workspace {
         // spill store or reload of either on-chip space).
         let mut inserted = 0usize;
         let mut dmas = 0usize;
+        // The SB portfolio's scan may run in place of the SB colorer's
+        // result (see `SbPortfolio`): its headroom too, where it may run.
+        let portfolio = sb_portfolio_possible(opts, &list, m);
+        // The scan runs after the PSUM colorer, whose spills add locations:
+        // its spill limit is the input's plus theirs.
+        let plo = LsaOptions {
+            max_spills: Some(lsa::default_spill_limit(m).saturating_add(spills as u32)),
+            ..lo
+        };
         for p in &list {
             let h = match p {
                 Pass::LinearScan => LsaWorkspace::headroom(m, &lo),
+                Pass::Coloring(Space::Sb) if portfolio => {
+                    ColoringWorkspace::headroom_for(m, Space::Sb, spills)
+                        .plus(LsaWorkspace::headroom(m, &plo))
+                }
                 Pass::Coloring(s) | Pass::Exact(s) => {
                     ColoringWorkspace::headroom_for(m, *s, spills)
                 }
@@ -654,6 +696,10 @@ impl Workspace {
             };
             new_dram = new_dram.saturating_add(match p {
                 Pass::LinearScan => LsaWorkspace::spill_slots(m, &lo),
+                Pass::Coloring(Space::Sb) if portfolio => {
+                    ColoringWorkspace::spill_slots(spills, Space::Sb)
+                        + LsaWorkspace::spill_slots(m, &plo)
+                }
                 Pass::Coloring(s) | Pass::Exact(s) => ColoringWorkspace::spill_slots(spills, *s),
                 _ => 0,
             });
@@ -822,17 +868,49 @@ impl Workspace {
                     let b = self.lsa.reserve_strategies(m);
                     storage.add("the linear scan's second strategy", b);
                 }
-                if ((sb_colored && sb_over) || (psum_colored && psum_over))
+                let colorer_strategies = ((sb_colored && sb_over) || (psum_colored && psum_over))
                     && best
                     && within(
                         &mut storage,
                         copy.saturating_mul(2),
                         "the on-chip colorer's second spill strategy (access splits first)",
                         "live-range splits first, access splits last",
-                    )
-                {
+                    );
+                if colorer_strategies {
                     let b = self.coloring.reserve_strategies(m);
                     storage.add("the on-chip colorer's second strategy", b);
+                }
+                // The scan beside the SB colorer: its restart point and
+                // strategy copies, room for the colorer's result (four
+                // copies of the module) and its tables (per location, less
+                // than a module's storage per instruction: a fifth copy
+                // bounds them).
+                if portfolio
+                    && colorer_strategies
+                    && sb_over
+                    && within(
+                        &mut storage,
+                        copy.saturating_mul(5),
+                        "the linear scan beside the SB colorer",
+                        "the colorer's placement alone",
+                    )
+                {
+                    self.lsa.reserve_tables(m, &plo, None);
+                    self.portfolio_lsa = plo;
+                    let tables = self.lsa.heap_bytes();
+                    let point = self.lsa.reserve_restart(m);
+                    let b = self.lsa.reserve_strategies(m);
+                    let result = self
+                        .portfolio
+                        .get_or_insert_with(|| Module::new(m.target.clone()));
+                    result.copy_from(m);
+                    storage.add("the linear scan beside the SB colorer", tables);
+                    storage.add(
+                        "its restart point, strategy copies and the colorer's result",
+                        point + b + result.reserved_bytes(),
+                    );
+                } else {
+                    self.portfolio = None;
                 }
             }
         }
@@ -856,6 +934,66 @@ impl Workspace {
     pub fn storage(&self) -> &StorageReport {
         &self.storage
     }
+}
+
+/// Runs the linear scan beside the SB colorer whose result `m` holds
+/// (report `rc`), from the module the colorer got, where the workspace
+/// keeps what it needs ([`SbPortfolio`]); keeps the placement whose spills
+/// cost fewer cycles (then bytes) in `m`. `None` when it did not run.
+fn scan_beside(
+    m: &mut Module,
+    ws: &mut Workspace,
+    rc: &ColoringReport,
+) -> Option<(SbPortfolio, Option<LsaReport>)> {
+    let result = ws.portfolio.as_mut()?;
+    let before = ws.coloring.module_before_pass()?;
+    result.copy_from(m);
+    m.copy_from(before);
+    let lo = ws.portfolio_lsa;
+    // The scan computes its analyses anew (`m` is not what they describe)
+    // in the pipeline's storage, lent as to every pass.
+    ws.lsa
+        .exchange_analyses(&mut ws.order, &mut ws.live, &mut ws.bounds, false, false);
+    let r = if m.num_loops() > 0 {
+        lsa::run_with_loops(m, &mut ws.lsa, &lo)
+    } else {
+        lsa::run(m, &mut ws.lsa, &lo)
+    };
+    ws.lsa
+        .exchange_analyses(&mut ws.order, &mut ws.live, &mut ws.bounds, false, false);
+    let colorer = (rc.spill_cycles, rc.spill_bytes);
+    let scan = r.as_ref().ok().map(|l| {
+        (
+            l.sb.spill_cycles.saturating_add(l.psum.spill_cycles),
+            l.sb.spill_bytes.saturating_add(l.psum.spill_bytes),
+        )
+    });
+    let kept_scan = scan.is_some_and(|s| s < colorer);
+    if !kept_scan {
+        if let Some(result) = ws.portfolio.as_ref() {
+            m.copy_from(result);
+        }
+    }
+    let p = SbPortfolio {
+        colorer,
+        scan,
+        kept_scan,
+    };
+    Some((p, r.ok()))
+}
+
+/// True when the SB colorer of `list` may run beside the linear scan
+/// ([`SbPortfolio`]): `--spill-strategy best`, no explicit storage budget
+/// (the scan's restarts need headroom every workspace is sized to), and
+/// the user's SB tensors do not fit side by side (the headroom decision of
+/// [`crate::mem::tensor_coloring::spill_headroom`]). The pipeline keeps it only where
+/// SB's bound is over its capacity and the budget has room.
+fn sb_portfolio_possible(opts: &Options, list: &[Pass], m: &Module) -> bool {
+    opts.spill_strategy == SpillStrategy::Best
+        && opts.storage_limit.is_none()
+        && list.contains(&Pass::Coloring(Space::Sb))
+        && crate::mem::tensor_coloring::spill_headroom(m)
+            == crate::mem::tensor_coloring::PRESSURE_SPILL_HEADROOM
 }
 
 /// True when `bytes` more fit what the budget of `storage` has left; else
@@ -1155,11 +1293,23 @@ fn run_from<'a>(
                 // Without a spill round the pass only placed: what it
                 // handed back (ours, or its own first-round walk) is fresh.
                 fresh = r.spill_rounds == 0;
+                let mut kept = (r.spills, r.remats, r.spill_bytes, r.spill_cycles);
+                if pass == Pass::Coloring(Space::Sb) && r.spills > 0 {
+                    if let Some((p, l)) = scan_beside(m, ws, &r) {
+                        fresh = false;
+                        if p.kept_scan {
+                            let sb = l.as_ref().map(|l| l.sb).unwrap_or_default();
+                            kept = (sb.spills, sb.remats, sb.spill_bytes, sb.spill_cycles);
+                            report.lsa = l;
+                        }
+                        report.sb_portfolio = Some(p);
+                    }
+                }
                 let sum = &mut report.spaces[space.slot()];
-                sum.spills += r.spills;
-                sum.remats += r.remats;
-                sum.spill_bytes += r.spill_bytes;
-                sum.spill_cycles += r.spill_cycles;
+                sum.spills += kept.0;
+                sum.remats += kept.1;
+                sum.spill_bytes += kept.2;
+                sum.spill_cycles += kept.3;
                 report.coloring[space.slot()] = Some(r);
             }
             Pass::DmaOptimization(space) => {
