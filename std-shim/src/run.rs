@@ -170,13 +170,14 @@ pub fn summary(file: &str, m: &Module, r: &RunReport) -> String {
         } else {
             "the colorer's"
         };
-        let scan = match p.scan {
+        let cost = |x: Option<(u64, u64)>| match x {
             Some((c, b)) => format!("~{c} cycles ({b} B)"),
             None => "failed".to_string(),
         };
         s.push_str(&format!(
-            "  SB    spills: colorer ~{} cycles ({} B), linear scan beside it {scan}; kept {kept} placement\n",
-            p.colorer.0, p.colorer.1
+            "  SB    spills: colorer {}, linear scan {}; kept {kept} placement\n",
+            cost(p.colorer),
+            cost(p.scan)
         ));
     }
     // Each DMA pass measures the whole module's DMAs before and after it
@@ -655,8 +656,8 @@ pub fn report_json(file: &str, m: &Module, r: &RunReport, map: Option<&SourceMap
             "colorings": a.trials,
         })),
         "sb_portfolio": r.sb_portfolio.as_ref().map(|p| json!({
-            "colorer_spill_cycles": p.colorer.0,
-            "colorer_spill_bytes": p.colorer.1,
+            "colorer_spill_cycles": p.colorer.map(|c| c.0),
+            "colorer_spill_bytes": p.colorer.map(|c| c.1),
             "scan_spill_cycles": p.scan.map(|s| s.0),
             "scan_spill_bytes": p.scan.map(|s| s.1),
             "kept": if p.kept_scan { "linear_scan" } else { "coloring" },

@@ -1887,3 +1887,48 @@ fn the_coloring_pipeline_keeps_the_linear_scans_placement_where_it_spills_less()
         );
     }
 }
+
+/// At optlevel 8 the other way round: the coloring allocator places PSUM
+/// and SB beside the linear scan from the module the scan got, and the
+/// cheaper placement is kept. On conv1d at 90 % of its peak the colorer's
+/// single split costs fewer cycles than every order of the scan, so
+/// optlevel 8 keeps it (both checkers on).
+#[test]
+fn optlevel_8_keeps_the_colorers_placement_where_it_spills_less() {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/conv1d.tusk");
+    let input = parse(&std::fs::read_to_string(&path).unwrap());
+    let o2 = Options {
+        optlevel: 2,
+        ..Options::default()
+    };
+    let peak = run_checked(&mut input.clone(), &o2)
+        .unwrap()
+        .space(Space::Sb)
+        .peak;
+    let run = |strategy: SpillStrategy| {
+        let mut m = input.clone();
+        m.target.set("sb-bytes", peak * 9 / 10).unwrap();
+        let opts = Options {
+            optlevel: 8,
+            spill_strategy: strategy,
+            ..Options::default()
+        };
+        let r = run_checked(&mut m, &opts)
+            .unwrap_or_else(|e| panic!("{strategy:?}: {}", e.display(&m)));
+        assert!(r.verified(), "{strategy:?}");
+        r
+    };
+    let (ranges, access, best) = (
+        run(SpillStrategy::Ranges),
+        run(SpillStrategy::Access),
+        run(SpillStrategy::Best),
+    );
+    let p = best.sb_portfolio.expect("the colorer ran beside the scan");
+    assert!(!p.kept_scan, "{p:?}");
+    let cycles =
+        |r: &RunReport| r.space(Space::Sb).spill_cycles + r.space(Space::Psum).spill_cycles;
+    assert_eq!(Some(cycles(&best)), p.colorer.map(|c| c.0));
+    assert!(p.scan.is_some_and(|s| s.0 > cycles(&best)), "{p:?}");
+    assert!(cycles(&best) < cycles(&ranges).min(cycles(&access)));
+    assert!(best.coloring[Space::Sb.slot()].is_some());
+}

@@ -189,10 +189,14 @@ impl RunReport {
 /// decide at each point from what is placed there, the colorer's rounds
 /// from the whole program, and neither is cheaper everywhere). The
 /// placement whose spills cost fewer cycles (then bytes) is kept.
+///
+/// At optlevel 8 the other way round: the coloring allocator (PSUM, then
+/// SB, live-range splits first) beside the linear scan, the on-chip spill
+/// costs of both spaces compared.
 #[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
 pub struct SbPortfolio {
-    /// The colorer's SB spill cycles and bytes.
-    pub colorer: (u64, u64),
+    /// The colorer's spill cycles and bytes, `None` when it failed.
+    pub colorer: Option<(u64, u64)>,
     /// The scan's, `None` when it failed.
     pub scan: Option<(u64, u64)>,
     /// True when the scan's placement was kept.
@@ -591,6 +595,7 @@ impl Workspace {
         match done {
             Pass::LinearScan if !later(|p| *p == Pass::LinearScan) => {
                 self.lsa = LsaWorkspace::default();
+                self.portfolio = None;
             }
             Pass::DmaOptimization(_) if !later(|p| matches!(p, Pass::DmaOptimization(_))) => {
                 self.dma = DmaWorkspace::default();
@@ -669,14 +674,21 @@ impl Workspace {
         // The SB portfolio's scan may run in place of the SB colorer's
         // result (see `SbPortfolio`): its headroom too, where it may run.
         let portfolio = sb_portfolio_possible(opts, &list, m);
-        // The scan runs after the PSUM colorer, whose spills add locations:
-        // its spill limit is the input's plus theirs.
+        // At optlevel 8, the colorer beside the scan: both on-chip passes.
+        let beside = colorer_beside_possible(opts, &list, m);
+        // The scan beside the colorer spills within the colorer's headroom
+        // (a scan that needs more fails, and the colorer's placement
+        // stays): the module headroom stays that of a spill round, however
+        // large the module.
         let plo = LsaOptions {
-            max_spills: Some(lsa::default_spill_limit(m).saturating_add(spills as u32)),
+            max_spills: Some(spills as u32),
             ..lo
         };
         for p in &list {
             let h = match p {
+                Pass::LinearScan if beside => LsaWorkspace::headroom(m, &lo)
+                    .plus(ColoringWorkspace::headroom_for(m, Space::Psum, spills))
+                    .plus(ColoringWorkspace::headroom_for(m, Space::Sb, spills)),
                 Pass::LinearScan => LsaWorkspace::headroom(m, &lo),
                 Pass::Coloring(Space::Sb) if portfolio => {
                     ColoringWorkspace::headroom_for(m, Space::Sb, spills)
@@ -695,6 +707,11 @@ impl Workspace {
                 }
             };
             new_dram = new_dram.saturating_add(match p {
+                Pass::LinearScan if beside => {
+                    LsaWorkspace::spill_slots(m, &lo)
+                        + ColoringWorkspace::spill_slots(spills, Space::Psum)
+                        + ColoringWorkspace::spill_slots(spills, Space::Sb)
+                }
                 Pass::LinearScan => LsaWorkspace::spill_slots(m, &lo),
                 Pass::Coloring(Space::Sb) if portfolio => {
                     ColoringWorkspace::spill_slots(spills, Space::Sb)
@@ -855,7 +872,7 @@ impl Workspace {
                         self.lsa.reserve_restart(m),
                     );
                 }
-                if restart
+                let lsa_strategies = restart
                     && sb_over
                     && best
                     && within(
@@ -863,10 +880,39 @@ impl Workspace {
                         copy.saturating_mul(2),
                         "the linear scan's second spill strategy (access splits first)",
                         "the scan spills by its rules first, splits at every access last",
-                    )
-                {
+                    );
+                if lsa_strategies {
                     let b = self.lsa.reserve_strategies(m);
                     storage.add("the linear scan's second strategy", b);
+                }
+                self.portfolio = None;
+                // The colorer beside the scan: room for the scan's result
+                // (the scan's strategy copies hold the module it got).
+                if beside
+                    && lsa_strategies
+                    && within(
+                        &mut storage,
+                        copy,
+                        "the coloring allocator beside the linear scan",
+                        "the scan's placement alone",
+                    )
+                {
+                    let result = self
+                        .portfolio
+                        .get_or_insert_with(|| Module::new(m.target.clone()));
+                    result.copy_from(m);
+                    storage.add("the linear scan's result", result.reserved_bytes());
+                    // The PSUM and SB colorers' tables, within what the
+                    // budget leaves (as for the coloring pipelines).
+                    let exact = coloring_options(opts).exact.is_some();
+                    self.coloring.reserve_for_spaces_with(
+                        m,
+                        &[Space::Psum, Space::Sb],
+                        exact,
+                        0,
+                        &self.live,
+                        &mut storage,
+                    );
                 }
                 let colorer_strategies = ((sb_colored && sb_over) || (psum_colored && psum_over))
                     && best
@@ -909,8 +955,6 @@ impl Workspace {
                         "its restart point, strategy copies and the colorer's result",
                         point + b + result.reserved_bytes(),
                     );
-                } else {
-                    self.portfolio = None;
                 }
             }
         }
@@ -962,12 +1006,7 @@ fn scan_beside(
     ws.lsa
         .exchange_analyses(&mut ws.order, &mut ws.live, &mut ws.bounds, false, false);
     let colorer = (rc.spill_cycles, rc.spill_bytes);
-    let scan = r.as_ref().ok().map(|l| {
-        (
-            l.sb.spill_cycles.saturating_add(l.psum.spill_cycles),
-            l.sb.spill_bytes.saturating_add(l.psum.spill_bytes),
-        )
-    });
+    let scan = r.as_ref().ok().map(scan_cost);
     let kept_scan = scan.is_some_and(|s| s < colorer);
     if !kept_scan {
         if let Some(result) = ws.portfolio.as_ref() {
@@ -975,11 +1014,77 @@ fn scan_beside(
         }
     }
     let p = SbPortfolio {
-        colorer,
+        colorer: Some(colorer),
         scan,
         kept_scan,
     };
     Some((p, r.ok()))
+}
+
+/// The on-chip spill cycles and bytes of a scan.
+fn scan_cost(l: &LsaReport) -> (u64, u64) {
+    (
+        l.sb.spill_cycles.saturating_add(l.psum.spill_cycles),
+        l.sb.spill_bytes.saturating_add(l.psum.spill_bytes),
+    )
+}
+
+/// Runs the coloring allocator (PSUM, then SB) beside the linear scan
+/// whose result `m` holds (report `rl`), from the module the scan got,
+/// where the workspace keeps what it needs ([`SbPortfolio`]); keeps the
+/// placement whose on-chip spills cost fewer cycles (then bytes) in `m`.
+/// `None` when it did not run; else the colorer's two reports when its
+/// placement was kept.
+fn colorer_beside(
+    m: &mut Module,
+    ws: &mut Workspace,
+    copts: &ColoringOptions,
+    clock: &mut dyn Clock,
+    rl: &LsaReport,
+) -> Option<(SbPortfolio, Option<[ColoringReport; 2]>)> {
+    let result = ws.portfolio.as_mut()?;
+    let before = ws.lsa.module_before_pass()?;
+    result.copy_from(m);
+    m.copy_from(before);
+    let mut reports = [ColoringReport::default(); 2];
+    let mut ok = true;
+    for (k, space) in [Space::Psum, Space::Sb].into_iter().enumerate() {
+        ws.coloring
+            .exchange_analyses(&mut ws.order, &mut ws.live, false);
+        let r = tensor_coloring::run(m, space, copts, &mut ws.coloring, clock);
+        ws.coloring
+            .exchange_analyses(&mut ws.order, &mut ws.live, false);
+        match r {
+            Ok(r) => reports[k] = r,
+            Err(_) => {
+                ok = false;
+                break;
+            }
+        }
+    }
+    let colorer = ok.then(|| {
+        (
+            reports[0]
+                .spill_cycles
+                .saturating_add(reports[1].spill_cycles),
+            reports[0]
+                .spill_bytes
+                .saturating_add(reports[1].spill_bytes),
+        )
+    });
+    let scan = scan_cost(rl);
+    let kept_colorer = colorer.is_some_and(|c| c < scan);
+    if !kept_colorer {
+        if let Some(result) = ws.portfolio.as_ref() {
+            m.copy_from(result);
+        }
+    }
+    let p = SbPortfolio {
+        colorer,
+        scan: Some(scan),
+        kept_scan: !kept_colorer,
+    };
+    Some((p, kept_colorer.then_some(reports)))
 }
 
 /// True when the SB colorer of `list` may run beside the linear scan
@@ -992,6 +1097,17 @@ fn sb_portfolio_possible(opts: &Options, list: &[Pass], m: &Module) -> bool {
     opts.spill_strategy == SpillStrategy::Best
         && opts.storage_limit.is_none()
         && list.contains(&Pass::Coloring(Space::Sb))
+        && crate::mem::tensor_coloring::spill_headroom(m)
+            == crate::mem::tensor_coloring::PRESSURE_SPILL_HEADROOM
+}
+
+/// True when the coloring allocator may run beside the linear scan of
+/// `list` ([`SbPortfolio`], optlevel 8): the conditions of
+/// [`sb_portfolio_possible`] with the scan as the pipeline's SB allocator.
+fn colorer_beside_possible(opts: &Options, list: &[Pass], m: &Module) -> bool {
+    opts.spill_strategy == SpillStrategy::Best
+        && opts.storage_limit.is_none()
+        && list.first() == Some(&Pass::LinearScan)
         && crate::mem::tensor_coloring::spill_headroom(m)
             == crate::mem::tensor_coloring::PRESSURE_SPILL_HEADROOM
 }
@@ -1262,13 +1378,32 @@ fn run_from<'a>(
                     .exchange_analyses(&mut ws.order, &mut ws.live, &mut ws.bounds, false, false);
                 let r = r.map_err(|e| PipelineError::Lsa(alloc::boxed::Box::new(e)))?;
                 fresh = false;
-                for s in [Space::Psum, Space::Sb] {
+                let mut colored = None;
+                if r.sb.spills + r.psum.spills > 0 {
+                    if let Some((p, kept)) = colorer_beside(m, ws, &copts, clock, &r) {
+                        colored = kept;
+                        report.sb_portfolio = Some(p);
+                    }
+                }
+                for (k, s) in [Space::Psum, Space::Sb].into_iter().enumerate() {
                     let sr = r.space(s);
+                    let (spills, remats, bytes, cycles) = match &colored {
+                        Some(c) => (
+                            c[k].spills,
+                            c[k].remats,
+                            c[k].spill_bytes,
+                            c[k].spill_cycles,
+                        ),
+                        None => (sr.spills, sr.remats, sr.spill_bytes, sr.spill_cycles),
+                    };
                     let sum = &mut report.spaces[s.slot()];
-                    sum.spills += sr.spills;
-                    sum.remats += sr.remats;
-                    sum.spill_bytes += sr.spill_bytes;
-                    sum.spill_cycles += sr.spill_cycles;
+                    sum.spills += spills;
+                    sum.remats += remats;
+                    sum.spill_bytes += bytes;
+                    sum.spill_cycles += cycles;
+                    if let Some(c) = &colored {
+                        report.coloring[s.slot()] = Some(c[k]);
+                    }
                 }
                 report.lsa = Some(r);
             }

@@ -334,6 +334,14 @@ impl LsaWorkspace {
         crate::heap_bytes!(self.restart_point)
     }
 
+    /// The module as the last scan with [`SpillStrategy::Best`] got it
+    /// (`None` without strategy copies). The pipeline runs the coloring
+    /// allocator from it too where SB must spill (`SbPortfolio` in the
+    /// pipeline).
+    pub fn module_before_pass(&self) -> Option<&Module> {
+        self.strategies.as_ref().map(|k| &k.before)
+    }
+
     /// With a restart point, keeps the two more copies of `m` that
     /// [`SpillStrategy::Best`] needs (the module before the pass and the
     /// first strategy's result); call it after every reservation of `m`.
@@ -378,10 +386,20 @@ impl LsaWorkspace {
         self.reserved_ids = ids;
         self.lrm.reserve(ids);
         // A restart's split of a PSUM tensor may give it an SB slot, live
-        // with SB's own: one more SB block per split, at most one per copy.
+        // with SB's own: one more SB block per PSUM location at most (a
+        // split tensor's copies are not split again), when it restarts.
+        let psum_slots = if opts.restart_copies > 0 {
+            m.mems()
+                .space
+                .values()
+                .filter(|&&s| s == Space::Psum)
+                .count()
+                .min(opts.restart_copies as usize)
+        } else {
+            0
+        };
         let blocks = live.map_or(ids, |l| {
-            most_live(m, l, Space::Sb).max(most_live(m, l, Space::Psum))
-                + opts.restart_copies as usize
+            most_live(m, l, Space::Sb).max(most_live(m, l, Space::Psum)) + psum_slots
         });
         self.manager.reserve_rows_for(
             BestFitMemoryManager::sb_rows(&m.target),
@@ -398,7 +416,10 @@ impl LsaWorkspace {
         crate::storage::grow(&mut self.fixed, ids);
         crate::storage::grow(&mut self.records, spills);
         if opts.restart_copies > 0 {
-            self.round.reserve(ids, opts.restart_copies as usize);
+            // Candidates: the tensors live at one point, of the input
+            // or made by the restarts.
+            let copies = opts.restart_copies as usize;
+            self.round.reserve(blocks.saturating_add(copies), copies);
         }
     }
 
