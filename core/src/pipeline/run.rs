@@ -143,8 +143,8 @@ pub struct RunReport {
     pub lsa: Option<LsaReport>,
     /// The coloring passes' reports, by [`Space::slot`].
     pub coloring: [Option<ColoringReport>; 3],
-    /// Where the SB colorer spilled and the linear scan placed SB from the
-    /// same module too: both costs, and which placement was kept.
+    /// Where SB had to spill and the other on-chip allocator placed from
+    /// the same module too: both costs, and which placement was kept.
     pub sb_portfolio: Option<SbPortfolio>,
     /// The DMA passes' figures: PSUM, SB.
     pub dma: [Option<DmaStats>; 2],
@@ -561,11 +561,12 @@ pub struct Workspace {
     /// computed them to decide what to keep for the SB allocators); the
     /// run that follows takes them instead of computing them again.
     bounds_current: bool,
-    /// Where SB must spill under the coloring allocator with
-    /// `--spill-strategy best`: room for the colorer's result while the
-    /// linear scan places SB from the same module (see [`SbPortfolio`]).
+    /// Where SB must spill with `--spill-strategy best`: room for the
+    /// result of the allocator the pipeline selected while the other one
+    /// places from the same module (see [`SbPortfolio`]).
     portfolio: Option<Module>,
-    /// The scan's options there, as its storage was reserved.
+    /// The scan's options beside the SB colorer, as its storage was
+    /// reserved.
     portfolio_lsa: LsaOptions,
 }
 
