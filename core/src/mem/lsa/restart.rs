@@ -344,10 +344,10 @@ fn scan_restarting(
         let mut point = point;
         if let Some(w) = ranges {
             let _ = ranged.push(w.inst);
-            m.copy_from(&point);
-            let split = range_round(m, ws, w, opts.restart_copies, &mut done);
+            // On the restart point itself: where the round splits nothing,
+            // `m` still holds the failed scan (the error names its tensors).
+            let split = range_round(&mut point, ws, w, opts.restart_copies, &mut done);
             if !matches!(split, Ok(false)) {
-                point.copy_from(m);
                 restore(m, ws, point);
                 split?;
                 done.restarts += 1;
@@ -405,10 +405,10 @@ fn restore(m: &mut Module, ws: &mut LsaWorkspace, point: Module) {
     ws.bounds_current = false;
 }
 
-/// Runs a live-range split round ([`crate::mem::split_round`]) in `m`
-/// (equal to the restart point, described by `ws.order` and `ws.live`) at
-/// the position `w` wants room, within the copies `limit` leaves; adds
-/// what it split to `done`. False when it split nothing (`m` unchanged).
+/// Runs a live-range split round ([`crate::mem::split_round`]) in the
+/// restart point `m` (described by `ws.order` and `ws.live`) at the
+/// position `w` wants room, within the copies `limit` leaves; adds what it
+/// split to `done`. False when it split nothing (`m` unchanged).
 fn range_round(
     m: &mut Module,
     ws: &mut LsaWorkspace,
