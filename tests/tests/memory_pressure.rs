@@ -67,6 +67,34 @@ fn dataflow_clean(original: &Module, m: &Module) -> bool {
     d.check(original, m).unwrap().is_clean()
 }
 
+/// `examples/<name>.tusk` with SB at `pct` % of its optlevel-2 peak, run
+/// at `optlevel` with `strategy`, both checkers on; asserts it verified.
+fn example_at(name: &str, pct: u64, optlevel: u8, strategy: SpillStrategy) -> RunReport {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../examples")
+        .join(format!("{name}.tusk"));
+    let input = parse(&std::fs::read_to_string(path).unwrap());
+    let o2 = Options {
+        optlevel: 2,
+        ..Options::default()
+    };
+    let peak = run_checked(&mut input.clone(), &o2)
+        .unwrap()
+        .space(Space::Sb)
+        .peak;
+    let mut m = input;
+    m.target.set("sb-bytes", peak * pct / 100).unwrap();
+    let opts = Options {
+        optlevel,
+        spill_strategy: strategy,
+        ..Options::default()
+    };
+    let what = format!("{name} at {pct} % O{optlevel} {strategy:?}");
+    let r = run_checked(&mut m, &opts).unwrap_or_else(|e| panic!("{what}: {}", e.display(&m)));
+    assert!(r.verified(), "{what}");
+    r
+}
+
 fn inserted(m: &Module, flag: InstFlags, opcode: Opcode) -> Vec<tusk_core::ir::Inst> {
     m.program_order()
         .filter(|&i| m.insts().flags[i].contains(flag) && m.insts().opcode[i] == opcode)
@@ -1387,32 +1415,11 @@ fn the_dataflow_checker_catches_an_access_split_store_to_the_wrong_cells() {
 /// move it out and back around each point that runs over).
 #[test]
 fn the_best_spill_strategy_keeps_the_cheaper_order() {
-    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples");
     let mut gained = Vec::new();
     for name in ["flash_attn_bwd", "matmul_fully_optimized"] {
-        let input = parse(&std::fs::read_to_string(dir.join(format!("{name}.tusk"))).unwrap());
-        let o2 = Options {
-            optlevel: 2,
-            ..Options::default()
-        };
-        let peak = run_checked(&mut input.clone(), &o2)
-            .unwrap()
-            .space(Space::Sb)
-            .peak;
         for optlevel in [2u8, 8] {
             let cost = |strategy: SpillStrategy| {
-                let mut m = input.clone();
-                m.target.set("sb-bytes", peak * 3 / 4).unwrap();
-                let opts = Options {
-                    optlevel,
-                    spill_strategy: strategy,
-                    ..Options::default()
-                };
-                let r = run_checked(&mut m, &opts).unwrap_or_else(|e| {
-                    panic!("{name} O{optlevel} {strategy:?}: {}", e.display(&m))
-                });
-                assert!(r.verified(), "{name} O{optlevel} {strategy:?}");
-                let sb = r.space(Space::Sb);
+                let sb = *example_at(name, 75, optlevel, strategy).space(Space::Sb);
                 assert!(
                     sb.spills > 0,
                     "{name} O{optlevel} {strategy:?} spills at 75 %"
@@ -1766,29 +1773,11 @@ fn the_linear_scan_restarts_with_the_colorers_split_where_its_slice_copy_fragmen
 /// block_matmul; both checkers accept every result.
 #[test]
 fn the_linear_scan_keeps_the_colorers_round_where_it_is_cheaper() {
-    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples");
     for name in ["mamba_v3", "conv1d", "block_matmul"] {
-        let input = parse(&std::fs::read_to_string(dir.join(format!("{name}.tusk"))).unwrap());
-        let o2 = Options {
-            optlevel: 2,
-            ..Options::default()
-        };
-        let peak = run_checked(&mut input.clone(), &o2)
-            .unwrap()
-            .space(Space::Sb)
-            .peak;
-        let cycles = |strategy: SpillStrategy| {
-            let mut m = input.clone();
-            m.target.set("sb-bytes", peak * 9 / 10).unwrap();
-            let opts = Options {
-                optlevel: 8,
-                spill_strategy: strategy,
-                ..Options::default()
-            };
-            let r = run_checked(&mut m, &opts)
-                .unwrap_or_else(|e| panic!("{name} {strategy:?}: {}", e.display(&m)));
-            assert!(r.verified(), "{name} {strategy:?}");
-            r.space(Space::Sb).spill_cycles
+        let cycles = |strategy| {
+            example_at(name, 90, 8, strategy)
+                .space(Space::Sb)
+                .spill_cycles
         };
         let (ranges, access, best) = (
             cycles(SpillStrategy::Ranges),
@@ -1845,29 +1834,8 @@ fn the_dataflow_checker_catches_a_restart_split_missing_a_reload() {
 /// on); `ranges` (the colorer alone) does not run it.
 #[test]
 fn the_coloring_pipeline_keeps_the_linear_scans_placement_where_it_spills_less() {
-    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples");
     for (name, pct) in [("block_matmul", 90u64), ("conv1d", 60), ("mamba_v3", 60)] {
-        let input = parse(&std::fs::read_to_string(dir.join(format!("{name}.tusk"))).unwrap());
-        let o2 = Options {
-            optlevel: 2,
-            ..Options::default()
-        };
-        let peak = run_checked(&mut input.clone(), &o2)
-            .unwrap()
-            .space(Space::Sb)
-            .peak;
-        let run = |strategy: SpillStrategy| {
-            let mut m = input.clone();
-            m.target.set("sb-bytes", peak * pct / 100).unwrap();
-            let opts = Options {
-                spill_strategy: strategy,
-                ..o2
-            };
-            let r = run_checked(&mut m, &opts)
-                .unwrap_or_else(|e| panic!("{name} {strategy:?}: {}", e.display(&m)));
-            assert!(r.verified(), "{name} {strategy:?}");
-            r
-        };
+        let run = |strategy| example_at(name, pct, 2, strategy);
         let (ranges, access, best) = (
             run(SpillStrategy::Ranges),
             run(SpillStrategy::Access),
@@ -1895,29 +1863,7 @@ fn the_coloring_pipeline_keeps_the_linear_scans_placement_where_it_spills_less()
 /// optlevel 8 keeps it (both checkers on).
 #[test]
 fn optlevel_8_keeps_the_colorers_placement_where_it_spills_less() {
-    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/conv1d.tusk");
-    let input = parse(&std::fs::read_to_string(&path).unwrap());
-    let o2 = Options {
-        optlevel: 2,
-        ..Options::default()
-    };
-    let peak = run_checked(&mut input.clone(), &o2)
-        .unwrap()
-        .space(Space::Sb)
-        .peak;
-    let run = |strategy: SpillStrategy| {
-        let mut m = input.clone();
-        m.target.set("sb-bytes", peak * 9 / 10).unwrap();
-        let opts = Options {
-            optlevel: 8,
-            spill_strategy: strategy,
-            ..Options::default()
-        };
-        let r = run_checked(&mut m, &opts)
-            .unwrap_or_else(|e| panic!("{strategy:?}: {}", e.display(&m)));
-        assert!(r.verified(), "{strategy:?}");
-        r
-    };
+    let run = |strategy| example_at("conv1d", 90, 8, strategy);
     let (ranges, access, best) = (
         run(SpillStrategy::Ranges),
         run(SpillStrategy::Access),

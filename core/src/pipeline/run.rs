@@ -995,17 +995,8 @@ fn scan_beside(
     result.copy_from(m);
     m.copy_from(before);
     let lo = ws.portfolio_lsa;
-    // The scan computes its analyses anew (`m` is not what they describe)
-    // in the pipeline's storage, lent as to every pass.
-    ws.lsa
-        .exchange_analyses(&mut ws.order, &mut ws.live, &mut ws.bounds, false, false);
-    let r = if m.num_loops() > 0 {
-        lsa::run_with_loops(m, &mut ws.lsa, &lo)
-    } else {
-        lsa::run(m, &mut ws.lsa, &lo)
-    };
-    ws.lsa
-        .exchange_analyses(&mut ws.order, &mut ws.live, &mut ws.bounds, false, false);
+    // `m` is not what the pipeline's analyses describe: computed anew.
+    let r = scan_lent(m, ws, &lo, false, false);
     let colorer = (rc.spill_cycles, rc.spill_bytes);
     let scan = r.as_ref().ok().map(scan_cost);
     let kept_scan = scan.is_some_and(|s| s < colorer);
@@ -1020,6 +1011,32 @@ fn scan_beside(
         kept_scan,
     };
     Some((p, r.ok()))
+}
+
+/// The linear scan on `m`, in the pipeline's order, liveness and bounds
+/// lent to its workspace (`current` / `bounds_current`: they describe `m`).
+fn scan_lent(
+    m: &mut Module,
+    ws: &mut Workspace,
+    lo: &LsaOptions,
+    current: bool,
+    bounds_current: bool,
+) -> Result<LsaReport, LsaError> {
+    ws.lsa.exchange_analyses(
+        &mut ws.order,
+        &mut ws.live,
+        &mut ws.bounds,
+        current,
+        bounds_current,
+    );
+    let r = if m.num_loops() > 0 {
+        lsa::run_with_loops(m, &mut ws.lsa, lo)
+    } else {
+        lsa::run(m, &mut ws.lsa, lo)
+    };
+    ws.lsa
+        .exchange_analyses(&mut ws.order, &mut ws.live, &mut ws.bounds, false, false);
+    r
 }
 
 /// The on-chip spill cycles and bytes of a scan.
@@ -1363,20 +1380,7 @@ fn run_from<'a>(
         match pass {
             Pass::LinearScan => {
                 let lo = lsa_options(&opts, m);
-                ws.lsa.exchange_analyses(
-                    &mut ws.order,
-                    &mut ws.live,
-                    &mut ws.bounds,
-                    fresh,
-                    bounds_fresh,
-                );
-                let r = if m.num_loops() > 0 {
-                    lsa::run_with_loops(m, &mut ws.lsa, &lo)
-                } else {
-                    lsa::run(m, &mut ws.lsa, &lo)
-                };
-                ws.lsa
-                    .exchange_analyses(&mut ws.order, &mut ws.live, &mut ws.bounds, false, false);
+                let r = scan_lent(m, ws, &lo, fresh, bounds_fresh);
                 let r = r.map_err(|e| PipelineError::Lsa(alloc::boxed::Box::new(e)))?;
                 fresh = false;
                 let mut colored = None;
