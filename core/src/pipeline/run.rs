@@ -1021,7 +1021,7 @@ fn scan_lent(
     lo: &LsaOptions,
     current: bool,
     bounds_current: bool,
-) -> Result<LsaReport, LsaError> {
+) -> Result<LsaReport, alloc::boxed::Box<LsaError>> {
     ws.lsa.exchange_analyses(
         &mut ws.order,
         &mut ws.live,
@@ -1036,7 +1036,7 @@ fn scan_lent(
     };
     ws.lsa
         .exchange_analyses(&mut ws.order, &mut ws.live, &mut ws.bounds, false, false);
-    r
+    r.map_err(alloc::boxed::Box::new)
 }
 
 /// The on-chip spill cycles and bytes of a scan.
@@ -1381,7 +1381,7 @@ fn run_from<'a>(
             Pass::LinearScan => {
                 let lo = lsa_options(&opts, m);
                 let r = scan_lent(m, ws, &lo, fresh, bounds_fresh);
-                let r = r.map_err(|e| PipelineError::Lsa(alloc::boxed::Box::new(e)))?;
+                let r = r.map_err(PipelineError::Lsa)?;
                 fresh = false;
                 let mut colored = None;
                 if r.sb.spills + r.psum.spills > 0 {
