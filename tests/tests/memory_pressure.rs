@@ -10,7 +10,7 @@ use tusk_core::gen::module::{generate, GenParams};
 use tusk_core::ir::{Capacity, InstFlags, MemFlags, MemLoc, Module, Opcode, Space};
 use tusk_core::options::{Allocator, SpillStrategy};
 use tusk_core::pass::spill::{self, SpillRecord};
-use tusk_core::verify::{DataflowCapacity, DataflowChecker};
+use tusk_core::verify::{DataflowCapacity, DataflowChecker, Verifier};
 use tusk_core::{Options, PipelineError, RunReport};
 use tusk_tests::harness::{self, parse, Ticks};
 
@@ -1877,4 +1877,31 @@ fn optlevel_8_keeps_the_colorers_placement_where_it_spills_less() {
     assert!(p.scan.is_some_and(|s| s.0 > cycles(&best)), "{p:?}");
     assert!(cycles(&best) < cycles(&ranges).min(cycles(&access)));
     assert!(best.coloring[Space::Sb.slot()].is_some());
+}
+
+/// A PSUM accumulator's SB slot is an SB location like any other to the
+/// placement verifier: on the split of [`accumulators`] at optlevel 2,
+/// the result is clean, and with the slot moved onto the cells of `%t`
+/// (the SB tile the loop loads every iteration, live while the slot holds
+/// its value) the verifier reports the overlap.
+#[test]
+fn the_placement_verifier_catches_a_psum_slot_placed_over_a_live_sb_tile() {
+    let mut m = parse(&accumulators(None));
+    let opts = Options {
+        optlevel: 2,
+        ..Options::default()
+    };
+    run_checked(&mut m, &opts).unwrap_or_else(|e| panic!("{}", e.display(&m)));
+    let findings = |m: &Module| Verifier::for_module(m).verify(m).findings.len();
+    assert_eq!(findings(&m), 0, "the result as made is clean");
+    let slot = m
+        .mems()
+        .space
+        .keys()
+        .find(|&v| m.mems().space[v] == Space::Sb && m.mems().flags[v].contains(MemFlags::SPILL))
+        .expect("an SB slot of an accumulator");
+    let t = m.mem_by_name("t").unwrap();
+    let (base, offset) = (m.mems().base_partition[t], m.mems().offset[t]);
+    m.place(slot, base, offset);
+    assert!(findings(&m) > 0, "the slot and %t share cells");
 }
