@@ -11,9 +11,13 @@
 //! instruction (offset = byte index in that operand's traversal order), or
 //! uninitialized memory. Pure data movements (`load`, `save`, `dma_copy`,
 //! `tensor_copy` of one element size, `spill_store`, `reload`, `mov`) are
-//! transparent; every other write makes fresh values named by the writing
-//! instruction (`side`). So a value is the same in both programs exactly
-//! when it was made by the same original instruction and only moved since.
+//! transparent; a `memset` writes its constant (an [`Origin::Const`]: the
+//! same bytes whichever memset of that constant and element type wrote
+//! them, so a tile set again instead of reloaded holds its value); every
+//! other write makes fresh values named by the writing instruction
+//! (`side`). So a value is the same in both programs exactly when it is
+//! one constant, or was made by the same original instruction, and only
+//! moved since.
 //! Traversal order of an access pattern: its partitions in order, then its
 //! dims outermost first.
 //!

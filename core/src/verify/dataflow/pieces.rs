@@ -252,7 +252,7 @@ pub(super) fn first_difference(expected: &[Piece], found: &[Piece]) -> Option<(u
         byte += e.skip_alike(&mut f);
         match (e.here(), f.here()) {
             (Some(x), Some(y)) => {
-                let same = x.0 == Origin::Uninit || (x.0 == y.0 && x.1 == y.1);
+                let same = x.0 == Origin::Uninit || val(x).same_as(&val(y));
                 if !same {
                     return Some((byte, val(x), val(y)));
                 }

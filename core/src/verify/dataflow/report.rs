@@ -20,7 +20,25 @@ pub enum Origin {
         /// Its output operand index.
         operand: u8,
     },
+    /// The constant a `memset` writes: every element of `elem` bytes holds
+    /// `value` as element type `dtype` (a [`crate::ir::DType::code`]), so
+    /// two memsets of one constant, type and element size write the same
+    /// bytes wherever they run. A value's offset is its byte in the
+    /// memset's traversal, and only its place in an element (the offset
+    /// modulo `elem`) tells bytes apart ([`Value::same_as`]). Constants
+    /// beyond 32 bits are named by their instruction ([`Origin::Def`]).
+    Const {
+        /// The memset's immediate.
+        value: i32,
+        /// The element type's code.
+        dtype: u8,
+        /// Bytes per element of the written pattern.
+        elem: u8,
+    },
 }
+
+// The value states hold an origin per run: it stays two words.
+const _: () = assert!(core::mem::size_of::<Origin>() == 8);
 
 /// Byte `offset` of an origin.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -38,6 +56,21 @@ impl Value {
         origin: Origin::Uninit,
         offset: 0,
     };
+
+    /// True when `self` and `other` are the same byte: the same origin and
+    /// offset, or, for a constant, the same place in an element.
+    pub fn same_as(&self, other: &Value) -> bool {
+        if self.origin != other.origin {
+            return false;
+        }
+        match self.origin {
+            Origin::Const { elem, .. } => {
+                let e = elem.max(1) as u64;
+                self.offset % e == other.offset % e
+            }
+            _ => self.offset == other.offset,
+        }
+    }
 }
 
 /// What an operand reads.
@@ -114,6 +147,12 @@ impl fmt::Display for ValueDisplay<'_> {
                     m.describe_inst(inst)
                 )
             }
+            Origin::Const { value, dtype, elem } => write!(
+                f,
+                "byte {} of the constant {value} ({})",
+                self.1.offset % elem.max(1) as u64,
+                crate::ir::DType::from_code(dtype)
+            ),
         }
     }
 }

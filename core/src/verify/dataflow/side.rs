@@ -4,8 +4,9 @@
 //! Pure data movements — `load`, `save`, `dma_copy`, `tensor_copy` (same
 //! element size), `spill_store`, `reload` and `mov`, with one source and
 //! one destination of equal size — are transparent: byte `i` of the source
-//! traversal lands in byte `i` of the destination traversal. Every other
-//! write makes fresh values named by the writing instruction.
+//! traversal lands in byte `i` of the destination traversal. A `memset`
+//! writes its constant (`Origin::Const`), the same bytes wherever it runs.
+//! Every other write makes fresh values named by the writing instruction.
 
 use alloc::vec::Vec;
 
@@ -248,10 +249,10 @@ impl Side {
             return put_copy(&mut self.state, rect, &self.segs, pieces, &mut self.chunk);
         }
         for (k, a) in m.outputs(i).enumerate() {
-            let origin = Origin::Def {
+            let origin = const_origin(m, i, a).unwrap_or(Origin::Def {
                 inst: i,
                 operand: k as u8,
-            };
+            });
             let w = &self.walker;
             let r = ap_rect(m, &self.layout, i, a, &mut self.segs, &|l| w.iv(l))?;
             let mut t: u64 = 0;
@@ -283,6 +284,21 @@ impl Side {
         }
         Ok(())
     }
+}
+
+/// The value a `memset` writes through output `a`: its constant, as the
+/// element type of the location and the element size of the pattern
+/// (`None` for any other instruction, and for an immediate beyond 32 bits,
+/// which keeps the name of its instruction).
+fn const_origin(m: &Module, i: Inst, a: Ap) -> Option<Origin> {
+    if m.insts().opcode[i] != Opcode::Memset {
+        return None;
+    }
+    Some(Origin::Const {
+        value: i32::try_from(m.imm(i)).ok()?,
+        dtype: m.mems().dtype[m.aps().loc[a]].code(),
+        elem: m.aps().elem_size[a],
+    })
 }
 
 /// Writes the copied runs `pieces` (in traversal order) over the cells of

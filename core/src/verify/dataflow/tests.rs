@@ -650,9 +650,10 @@ fn a_small_tile_clobbering_some_partitions_of_a_live_one_is_caught_at_the_first_
                 offset: 32 * B as u64 + half,
             },
             found: Value {
-                origin: Origin::Def {
-                    inst: p.insts[1],
-                    operand: 0
+                origin: Origin::Const {
+                    value: 0,
+                    dtype: p.m.mems().dtype[p.k].code(),
+                    elem: 1,
                 },
                 offset: half,
             },
@@ -660,7 +661,7 @@ fn a_small_tile_clobbering_some_partitions_of_a_live_one_is_caught_at_the_first_
         "{s}"
     );
     assert!(
-        s.contains("byte 4096 holds byte 128 of output 1 of `%k = memset` (block block0, 2nd) but the original program read byte 8320 of input %x"),
+        s.contains("byte 4096 holds byte 0 of the constant 0 (elem 1) but the original program read byte 8320 of input %x"),
         "{s}"
     );
 }
@@ -1099,9 +1100,15 @@ fn an_output_written_row_by_row_is_compared_in_blocks_at_the_same_byte() {
     let mut m = Module::new(Target::default());
     let mut b = Builder::new(&mut m);
     let y = mem(&mut b, "y", Space::Dram, 128, 64, 1, MemFlags::OUTPUT);
+    let x = mem(&mut b, "x", Space::Dram, 128, 64, 1, MemFlags::INPUT);
     let t = mem(&mut b, "t", Space::Sb, 128, 64, 1, MemFlags::empty());
     b.func("main").unwrap();
-    b.op(Opcode::Memset, &[b.full(t)], &[]).unwrap();
+    // Loaded, not set: every row of t holds bytes of its own.
+    let (src, dst) = ([b.full(x)], [b.full(t)]);
+    let mut load = InstSpec::new(Opcode::Load);
+    load.inputs = &src;
+    load.outputs = &dst;
+    b.inst(&load).unwrap();
     let mut saves = alloc::vec::Vec::new();
     for p in 0..128u16 {
         let from = (p * 37 + 5) % 127;
@@ -1309,4 +1316,73 @@ fn swap_second_and_third(r: &mut Module, [i0, i1, i2, i3]: [Inst; 4]) {
     insts.prev[i1] = i2;
     insts.next[i1] = i3;
     insts.prev[i3] = i1;
+}
+
+/// `c = memset 7` read by an add after an exp; the rewrite sets a copy of
+/// `c` again right before the add (with `value` into a location of element
+/// type `dtype`) and re-points the add to it.
+fn memset_recomputed(value: i64, dtype: crate::ir::DType) -> (Module, Module, Inst) {
+    let mut m = Module::new(Target::default());
+    let mut b = Builder::new(&mut m);
+    let [x, y] = dram_io(&mut b, 128, B, 1);
+    let [t, c, u, v] = tiles(&mut b, Space::Sb, ["t", "c", "u", "v"], 128, B, 1);
+    b.func("main").unwrap();
+    b.load(t, x, 0).unwrap();
+    let outs = [b.full(c)];
+    let mut set = InstSpec::new(Opcode::Memset);
+    set.outputs = &outs;
+    set.imm = 7;
+    b.inst(&set).unwrap();
+    exp(&mut b, u, t);
+    let sum = add(&mut b, v, &[u, c]);
+    b.save(y, v, 1).unwrap();
+    let mut r = m.clone();
+    headroom(&mut r);
+    r.reserve(Capacity {
+        imms: 2,
+        ..Default::default()
+    });
+    let again = r
+        .try_add_mem(&MemSpec {
+            dtype,
+            flags: MemFlags::RELOAD,
+            ..MemSpec::new("c_Recompute", Space::Sb, 128, B)
+        })
+        .unwrap();
+    let outs = [full_ap(&r, again)];
+    let mut set = InstSpec::new(Opcode::Memset);
+    set.outputs = &outs;
+    set.imm = value;
+    set.flags = InstFlags::RELOAD;
+    r.insert_before(sum, &set).unwrap();
+    let c_in = r.inputs(sum).nth(1).unwrap();
+    r.columns_mut().aps.loc[c_in] = again;
+    (m, r, sum)
+}
+
+#[test]
+fn a_memset_set_again_holds_its_constant() {
+    let (m, r, _) = memset_recomputed(7, crate::ir::DType::Raw(1));
+    let mut c = DataflowChecker::new();
+    let rep = c.check(&m, &r).unwrap();
+    assert!(rep.is_clean(), "{}", texts(&r, &rep));
+}
+
+#[test]
+fn a_memset_set_again_with_another_constant_or_type_is_caught() {
+    for (value, dtype) in [
+        (8, crate::ir::DType::Raw(1)),
+        (7, crate::ir::DType::U8),
+        // Beyond 32 bits a constant is named by its instruction.
+        (1 << 40, crate::ir::DType::Raw(1)),
+    ] {
+        let (m, r, sum) = memset_recomputed(value, dtype);
+        let (found, s) = one_mismatch(&m, &r);
+        assert!(
+            matches!(found, Mismatch::Read { inst, operand: 1,
+                expected: Value { origin: Origin::Const { value: 7, .. }, .. }, .. }
+                if inst == sum),
+            "{value} {dtype}: {s}"
+        );
+    }
 }
