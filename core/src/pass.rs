@@ -45,7 +45,7 @@ pub mod dma {
 /// its reloads, or a rematerialized load) applied to the module.
 pub mod spill {
     pub use crate::mem::spill::{
-        finalize, remat_from, remat_source, RematSource, SpillRecord, SpillView,
+        finalize, inst_cycles, remat_from, Remat, RematSource, SpillRecord, SpillView,
     };
     pub use crate::mem::split_round::{split_name, RoundOutcome, RoundParams, SplitRound};
 }

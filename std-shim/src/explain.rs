@@ -17,7 +17,7 @@ use std::fmt::Write as _;
 
 use serde_json::{json, Value};
 use tusk_core::analysis::{LinearOrder, MemLiveness};
-use tusk_core::ir::{Entity, InstFlags, MemFlags, MemLoc, Module, Space};
+use tusk_core::ir::{Entity, InstFlags, MemFlags, MemLoc, Module, Opcode, Space};
 use tusk_core::options::Pass;
 use tusk_core::report::{ColoringError, LsaError};
 use tusk_core::verify::{Axis, Finding};
@@ -244,8 +244,9 @@ fn placements(f: &RunFacts<'_>) -> Option<Section> {
     })
 }
 
-/// Every spill store and reload the allocators inserted, with its bytes and
-/// its cost by the target's DMA model.
+/// Every spill store, reload and recompute the allocators inserted, with
+/// its bytes and its cost by the target's model (a DMA's, an engine
+/// copy's, a memset's).
 fn spills(f: &RunFacts<'_>) -> Option<Section> {
     let m = f.module;
     let mut lines = Vec::new();
@@ -256,13 +257,15 @@ fn spills(f: &RunFacts<'_>) -> Option<Section> {
         let fl = m.insts().flags[i];
         let what = if fl.contains(InstFlags::SPILL) {
             "spill store"
+        } else if fl.contains(InstFlags::RELOAD) && recomputes(m, i) {
+            "recompute"
         } else if fl.contains(InstFlags::RELOAD) {
             "reload"
         } else {
             continue;
         };
         let bytes: u64 = m.outputs(i).map(|a| m.ap_bytes(a)).sum();
-        let cycles = m.target.dma_cycles(bytes);
+        let cycles = tusk_core::pass::spill::inst_cycles(m, i);
         total_cycles += cycles;
         n += 1;
         if n <= MAX_TENSORS * 4 {
@@ -295,6 +298,20 @@ fn spills(f: &RunFacts<'_>) -> Option<Section> {
         title: "spills".into(),
         lines,
     })
+}
+
+/// True when the reload `i` makes its value on chip rather than reading a
+/// slot or DRAM: a memset set again, or an engine copy of a tile that is
+/// not a spill slot (a resident tile copied again).
+fn recomputes(m: &Module, i: tusk_core::ir::Inst) -> bool {
+    match m.insts().opcode[i] {
+        Opcode::Memset => true,
+        Opcode::TensorCopy => m.inputs(i).all(|a| {
+            let l = m.aps().loc[a];
+            m.mems().space[l].is_on_chip() && !m.mems().flags[l].contains(MemFlags::SPILL)
+        }),
+        _ => false,
+    }
 }
 
 /// What the DMA passes changed, per pass, and what kept them from more.

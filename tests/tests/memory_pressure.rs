@@ -101,6 +101,19 @@ fn inserted(m: &Module, flag: InstFlags, opcode: Opcode) -> Vec<tusk_core::ir::I
         .collect()
 }
 
+/// Asserts that `m` has no spill store and no reload from a slot or DRAM
+/// (every split was rematerialized on chip).
+fn assert_no_dma_spills(m: &Module, flags: &str) {
+    assert!(
+        inserted(m, InstFlags::SPILL, Opcode::Save).is_empty(),
+        "{flags}"
+    );
+    assert!(
+        inserted(m, InstFlags::RELOAD, Opcode::Load).is_empty(),
+        "{flags}"
+    );
+}
+
 /// `%a` is a load of the input `%x` that nothing writes; at `%d` the
 /// three tiles it needs leave no room for `%a`, which is read again
 /// after. The best choice: drop `%a` and load `%x` again before its next
@@ -270,7 +283,7 @@ fn the_dataflow_checker_catches_a_rematerialization_across_a_dram_write() {
 /// `slot_byte` of each row, before `%a`'s last read (with the allocators'
 /// own rewrite); returns whether the dataflow checker accepts the result
 /// and what the planner would reload from there.
-fn plant_remat(src: &str, slot_byte: u32) -> (bool, Option<spill::RematSource>) {
+fn plant_remat(src: &str, slot_byte: u32) -> (bool, Option<spill::Remat>) {
     let original = parse(src);
     let mut m = original.clone();
     m.reserve(Capacity {
@@ -290,6 +303,12 @@ fn plant_remat(src: &str, slot_byte: u32) -> (bool, Option<spill::RematSource>) 
             .unwrap()
     };
     let (a, t) = (find("a"), find("t"));
+    // DRAM is loaded again, an on-chip tile copied again.
+    let how = if m.mems().space[t].is_on_chip() {
+        spill::Remat::Copy
+    } else {
+        spill::Remat::Reload
+    };
     let live = MemLiveness::of(&m, &order);
     let reload_before = *live.accesses(a).last().unwrap();
     let copy = m.add_mem("a_copy", Space::Sb, 128, 4096).unwrap();
@@ -306,9 +325,11 @@ fn plant_remat(src: &str, slot_byte: u32) -> (bool, Option<spill::RematSource>) 
         part_count: 128,
         byte_lo: 0,
         byte_hi: 4096,
-        remat: true,
-        slot_part: 0,
-        slot_byte,
+        remat: Some(how(spill::RematSource {
+            loc: t,
+            part: 0,
+            byte: slot_byte,
+        })),
         failed: MemLoc::INVALID,
         at: reload_before - 1,
         slice: None,
@@ -340,6 +361,80 @@ fn remat_block_across_write() -> String {
 /// clean, and one that reads the rows from their first byte (not the
 /// block the load read) is caught too, though nothing writes `%t` in
 /// between: the checker follows the bytes, not the location.
+/// `%a` is a copy of `%t`, which stays in SB to the end (it is saved
+/// last); at `%d` there is room for `%t` and the instruction's three
+/// tiles, not for `%a` besides. The best choice: drop `%a` and copy `%t`
+/// again before `%a`'s read (one engine copy: no store, no slot, no DMA).
+const COPY_AGAIN: &str = "\
+target trn2 sb-bytes=16384
+dram %x [128 x 4096] input
+dram %y [128 x 4096] output
+dram %z [128 x 4096] output
+sb %t [128 x 4096]
+sb %a [128 x 4096]
+sb %b [128 x 4096]
+sb %c [128 x 4096]
+sb %d [128 x 4096]
+sb %e [128 x 4096]
+func @main {
+entry:
+  %t = load %x
+  %t = activation exp %t
+  %a = tensor_copy %t
+  %b = activation exp %t
+  %c = activation exp %b
+  %d = tensor_tensor add %b, %c
+  %e = tensor_tensor add %d, %a
+  %y = save %e
+  %z = save %t
+}
+";
+
+#[test]
+fn a_copy_of_a_resident_tile_is_copied_again_not_stored() {
+    for (flags, opts) in allocators() {
+        let (m, r) = fits_at(COPY_AGAIN, 16384, 12288, flags, &opts);
+        let sb = r.space(Space::Sb);
+        assert_eq!((sb.spills, sb.remats), (1, 1), "{flags}");
+        assert_no_dma_spills(&m, flags);
+        let copies = inserted(&m, InstFlags::RELOAD, Opcode::TensorCopy);
+        assert_eq!(copies.len(), 1, "{flags}");
+        let src = m.aps().loc[m.inputs(copies[0]).next().unwrap()];
+        assert_eq!(m.mem_name(src), "t", "{flags}: %t is copied again");
+        // An engine copy's cost, not a DMA's.
+        assert_eq!(sb.spill_cycles, m.target.copy_cycles(4096), "{flags}");
+    }
+}
+
+/// [`COPY_AGAIN`] with `%t` written between `%a`'s copy and its read: the
+/// planner refuses to copy `%t` again (the allocators store `%a`), and a
+/// copy again planted by hand with the allocators' own rewrite is caught
+/// by the dataflow checker; planted where `%t` is unwritten, it is clean.
+#[test]
+fn the_dataflow_checker_catches_a_copy_again_across_a_write_of_its_source() {
+    let peak = "  %d = tensor_tensor add %b, %c\n";
+    assert!(COPY_AGAIN.contains(peak));
+    let written = COPY_AGAIN.replace(peak, &format!("{peak}  %t = activation exp %t\n"));
+    for (flags, opts) in allocators() {
+        let mut m = parse(&written);
+        let r = run_checked(&mut m, &opts).unwrap_or_else(|e| panic!("{flags}: {}", e.display(&m)));
+        assert!(r.verified(), "{flags}");
+        assert!(
+            inserted(&m, InstFlags::RELOAD, Opcode::TensorCopy).is_empty(),
+            "{flags}: no copy of the written %t"
+        );
+    }
+    let (clean, planned) = plant_remat(&written, 0);
+    assert!(!clean, "a copy of %t after its second write");
+    assert_eq!(planned, None, "the planner refuses it");
+    let (clean, planned) = plant_remat(COPY_AGAIN, 0);
+    assert!(clean, "a copy of the unwritten %t");
+    assert!(
+        matches!(planned, Some(spill::Remat::Copy(_))),
+        "{planned:?}"
+    );
+}
+
 #[test]
 fn the_dataflow_checker_catches_a_rematerialization_of_a_block_across_a_dram_write() {
     let written = remat_block_across_write();
@@ -350,7 +445,10 @@ fn the_dataflow_checker_catches_a_rematerialization_of_a_block_across_a_dram_wri
     assert_eq!(planned, None, "the planner refuses it");
     let (clean, planned) = plant_remat(&unwritten, 4096);
     assert!(clean, "a reload of the unwritten block");
-    assert_eq!(planned.map(|r| (r.part, r.byte)), Some((0, 4096)));
+    assert!(
+        matches!(planned, Some(spill::Remat::Reload(r)) if (r.part, r.byte) == (0, 4096)),
+        "{planned:?}"
+    );
     let (clean, _) = plant_remat(&unwritten, 0);
     assert!(
         !clean,
@@ -441,11 +539,12 @@ fn a_loop_invariant_tile_is_reloaded_in_every_iteration() {
     }
 }
 
-/// `%w` (computed before the loop, only read in it) is read both before
-/// and after `%d = add %b, %c` in every iteration, and does not fit beside
-/// that instruction's three tiles. Its value goes to a slot once, and two
-/// copies reloaded in every iteration take its reads before and after the
-/// peak.
+/// `%w` (set before the loop, only read in it) is read both before and
+/// after `%d = add %b, %c` in every iteration, and does not fit beside that
+/// instruction's three tiles. Computed ([`computed`]), its value goes to a
+/// slot once, and two copies reloaded in every iteration take its reads
+/// before and after the peak; as it is, a constant, the copies are set
+/// again instead.
 const INVARIANT_READ_AROUND_PEAK: &str = "\
 target trn2 sb-bytes=12288
 dram %y [128 x 16384] output
@@ -468,8 +567,18 @@ entry:
 }
 ";
 
+/// `text` with `%<tile> = memset 3` followed by `%<tile> = tensor_tensor
+/// add %<tile>, %<tile>`: a computed value, which only a store keeps.
+fn computed(text: &str, tile: &str) -> String {
+    let set = format!("  %{tile} = memset 3\n");
+    assert!(text.contains(&set), "{tile}");
+    let add = format!("{set}  %{tile} = tensor_tensor add %{tile}, %{tile}\n");
+    text.replace(&set, &add)
+}
+
 fn invariant_case(flags: &str, opts: &Options) {
-    let (m, r) = fits_at_floor(INVARIANT_READ_AROUND_PEAK, 12288, flags, opts);
+    let text = computed(INVARIANT_READ_AROUND_PEAK, "w");
+    let (m, r) = fits_at_floor(&text, 12288, flags, opts);
     let sb = r.space(Space::Sb);
     let stores = inserted(&m, InstFlags::SPILL, Opcode::Save);
     assert_eq!(stores.len(), 1, "{flags}: one store");
@@ -491,6 +600,27 @@ fn invariant_case(flags: &str, opts: &Options) {
 fn a_loop_invariant_tile_read_on_both_sides_of_the_peak_is_split_in_the_loop() {
     for (flags, opts) in allocators() {
         invariant_case(flags, &opts);
+    }
+}
+
+/// [`INVARIANT_READ_AROUND_PEAK`] as it is: `%w` is a memset, so each copy
+/// is set again by the pool engine where it would have been reloaded (no
+/// store, no slot, no DMA), and the dataflow checker proves the copies
+/// hold the constant.
+#[test]
+fn a_loop_invariant_constant_is_set_again_in_the_loop_not_stored() {
+    for (flags, opts) in allocators() {
+        let (m, r) = fits_at_floor(INVARIANT_READ_AROUND_PEAK, 12288, flags, &opts);
+        let sb = r.space(Space::Sb);
+        assert!(sb.remats >= 1, "{flags}: {sb:?}");
+        assert_eq!(sb.spill_bytes, 0, "{flags}: no DMA");
+        assert_no_dma_spills(&m, flags);
+        let sets = inserted(&m, InstFlags::RELOAD, Opcode::Memset);
+        assert!(!sets.is_empty(), "{flags}");
+        for &i in &sets {
+            assert_eq!(m.imm(i), 3, "{flags}");
+            assert!(m.inst_loop(i).is_valid(), "{flags}: set in every iteration");
+        }
     }
 }
 
@@ -765,12 +895,13 @@ fn a_placement_that_runs_over_where_the_bound_fits_splits_where_it_ran_over() {
     }
 }
 
-/// `%a` (computed, so it must be stored) does not fit beside the tiles of
-/// `%d`, and is next read inside a later loop that also writes it (a value
-/// carried around the loop): its reload belongs before that loop, once; a
-/// reload in every iteration would overwrite what the previous iteration
-/// wrote (the dataflow checker, which walks loop bodies twice, would see
-/// it).
+/// `%a` (computed by [`computed`], so it must be stored) does not fit
+/// beside the tiles of `%d`, and is next read inside a later loop that
+/// also writes it (a value carried around the loop): its reload belongs
+/// before that loop, once; a reload in every iteration would overwrite
+/// what the previous iteration wrote (the dataflow checker, which walks
+/// loop bodies twice, would see it). As it is (a memset), its copy is set
+/// again before the loop, once, for the same reason.
 const RELOAD_BEFORE_LOOP: &str = "\
 target trn2 sb-bytes=12288
 dram %y [128 x 16384] output
@@ -796,21 +927,28 @@ entry:
 
 #[test]
 fn a_reload_for_a_later_loop_that_writes_the_tile_is_hoisted_out_of_it() {
-    let input = parse(RELOAD_BEFORE_LOOP);
-    for (flags, opts) in allocators() {
-        let mut m = input.clone();
-        let r = run_checked(&mut m, &opts).unwrap_or_else(|e| panic!("{flags}: {}", e.display(&m)));
-        let sb = r.space(Space::Sb);
-        assert!(sb.peak <= 12288, "{flags}: peak {}", sb.peak);
-        assert_eq!((sb.spills, sb.remats), (1, 0), "{flags}");
-        let reloads = inserted(&m, InstFlags::RELOAD, Opcode::Load);
-        assert_eq!(reloads.len(), 1, "{flags}");
-        assert!(
-            !m.inst_loop(reloads[0]).is_valid(),
-            "{flags}: the reload runs once, outside the loop"
-        );
-        // One store and one reload of the tile, each run once.
-        assert_eq!(sb.spill_bytes, 2 * 128 * 4096, "{flags}");
+    let computed = parse(&computed(RELOAD_BEFORE_LOOP, "a"));
+    let set = parse(RELOAD_BEFORE_LOOP);
+    for (input, remat, opcode) in [(computed, 0, Opcode::Load), (set, 1, Opcode::Memset)] {
+        for (flags, opts) in allocators() {
+            let mut m = input.clone();
+            let r =
+                run_checked(&mut m, &opts).unwrap_or_else(|e| panic!("{flags}: {}", e.display(&m)));
+            assert!(r.verified(), "{flags}");
+            let sb = r.space(Space::Sb);
+            assert!(sb.peak <= 12288, "{flags}: peak {}", sb.peak);
+            assert_eq!((sb.spills, sb.remats), (1, remat), "{flags}");
+            let reloads = inserted(&m, InstFlags::RELOAD, opcode);
+            assert_eq!(reloads.len(), 1, "{flags} {opcode:?}");
+            assert!(
+                !m.inst_loop(reloads[0]).is_valid(),
+                "{flags}: the reload runs once, outside the loop"
+            );
+            // One store and one reload of the tile, each run once; or one
+            // memset.
+            let dma = if remat == 0 { 2 * 128 * 4096 } else { 0 };
+            assert_eq!(sb.spill_bytes, dma, "{flags}");
+        }
     }
 }
 

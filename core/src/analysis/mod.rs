@@ -15,4 +15,4 @@ pub use bounds::{peak_over_bound, Bounds, SpaceBound};
 pub use floor::{Floor, FloorKind, SpaceFloor};
 pub use liveness::{Interval, LiveValue, Liveness, MemLiveness, RegLiveness, NOT_LIVE};
 pub use order::{LinearOrder, NO_POS};
-pub use schedule::{CostlyDep, Schedule, ScheduleOptions, ScheduleReport};
+pub use schedule::{engine_slot, CostlyDep, Schedule, ScheduleOptions, ScheduleReport};

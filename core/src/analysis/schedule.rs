@@ -737,13 +737,7 @@ fn latency(m: &Module, i: Inst) -> (u64, u16) {
             COMPUTE_ENGINES as u16 + m.insts().queue[i] as u16,
         );
     }
-    let k = match engine {
-        Engine::Pe => 0,
-        Engine::Act => 1,
-        Engine::Dve => 2,
-        Engine::Pool => 3,
-        Engine::Sp | Engine::Dma => 4,
-    };
+    let k = engine_slot(engine);
     let elems = |a: Ap| ap::elements(m.ap_dims(a));
     let n = if engine == Engine::Pe {
         m.outputs(i).map(elems).max().unwrap_or(0)
@@ -762,6 +756,18 @@ fn total_executions(m: &Module) -> u64 {
         UNKNOWN_TRIP => 1,
         t => t as u64,
     })
+}
+
+/// The index of `engine` in [`crate::Target::engine_costs`] (PE, ACT, DVE,
+/// POOL, then the sequencer; a DMA queue's compute side is the sequencer's).
+pub fn engine_slot(engine: Engine) -> usize {
+    match engine {
+        Engine::Pe => 0,
+        Engine::Act => 1,
+        Engine::Dve => 2,
+        Engine::Pool => 3,
+        Engine::Sp | Engine::Dma => 4,
+    }
 }
 
 #[cfg(test)]

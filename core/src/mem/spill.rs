@@ -16,14 +16,28 @@
 //! program while it runs, and [`finalize`] inserts the instructions and
 //! re-points the readers afterwards, in record order.
 //!
-//! A *rematerialization* is a spill whose value needs no slot: the last
-//! write before the reload is a `load` that fills all of the tensor from a
-//! DRAM rectangle (all of a location, or a block of its rows and columns)
-//! that nothing writes from that load to the reload (loops around either
-//! included), so the reload reads that rectangle again and no store is
-//! inserted ([`remat_from`], shared by both allocators). The dataflow
-//! checker sees the reload as a read of those DRAM bytes: had they been
-//! written in between, the reload's value would differ from the input's.
+//! A *rematerialization* is a spill whose value needs no slot ([`Remat`],
+//! found by [`remat_from`], shared by both allocators), in two kinds:
+//! - a reload from DRAM: the last write before the reload is a `load` that
+//!   fills all of the tensor from a DRAM rectangle (all of a location, or
+//!   a block of its rows and columns) that nothing writes from that load
+//!   to the reload (loops around either included), so the reload reads
+//!   that rectangle again and no store is inserted. The dataflow checker
+//!   sees the reload as a read of those DRAM bytes: had they been written
+//!   in between, the reload's value would differ from the input's;
+//! - a recompute: the last write is a `memset` that fills all of the
+//!   tensor, and the "reload" sets the copy to the same constant again,
+//!   on an engine, with no DMA at all. The dataflow checker names a
+//!   memset's bytes by their constant, so it proves the copy holds what
+//!   the original's readers saw;
+//! - a copy again: the last write is a `tensor_copy` of all of the tensor
+//!   from a rectangle of an on-chip location that nothing writes from that
+//!   copy to the reload, and that is still accessed at or after the
+//!   reload (so it is resident there): the reload copies it again on an
+//!   engine. The allocator keeps the source resident up to the reload (the
+//!   scan does not evict it there; a split round does not split it beside
+//!   the copy) and [`finalize`] reads it where its value is then (a reload
+//!   copy of it, when it was split earlier).
 //!
 //! Spill slots are created in DRAM and placed by a bump pointer above every
 //! DRAM location placed before the scan (each slot lives for the whole
@@ -76,17 +90,14 @@ pub struct SpillRecord {
     pub byte_lo: u32,
     /// One past the last byte.
     pub byte_hi: u32,
-    /// True when `slot` is the DRAM location the value was loaded from (a
-    /// rematerialization: no store, the reload reads it again).
-    pub remat: bool,
-    /// Where the origin's first cell lies in `slot`: its partition (row)
-    /// and byte. Zero for a spill slot, which is shaped like the origin;
-    /// for a rematerialization, the corner of the rectangle the load read
-    /// ([`RematSource`]), so that the reload of the origin's cells reads
-    /// the bytes the load put there.
-    pub slot_part: u16,
-    /// See [`SpillRecord::slot_part`].
-    pub slot_byte: u32,
+    /// A rematerialization: no store; the reload reads the DRAM the value
+    /// was loaded from again (`slot` is that location, and the origin's
+    /// first cell lies at the [`RematSource`]'s corner of it, so that the
+    /// reload of the origin's cells reads the bytes the load put there), or
+    /// sets the copy with the memset that made the value (`slot` is
+    /// [`MemLoc::INVALID`]). `None` for a spill slot, shaped like the
+    /// origin.
+    pub remat: Option<Remat>,
     /// The tensor that found no room.
     pub failed: MemLoc,
     /// Position of the failure.
@@ -165,10 +176,9 @@ impl SpillRecord {
         copy: MemLoc,
         store_after: u32,
         reload: ReloadPoint,
-        remat: Option<RematSource>,
+        remat: Option<Remat>,
         at: u32,
     ) -> Self {
-        let (slot_part, slot_byte) = remat.map_or((0, 0), |r| (r.part, r.byte));
         SpillRecord {
             victim: v,
             origin: v,
@@ -181,23 +191,19 @@ impl SpillRecord {
             part_count: m.mems().partitions[v],
             byte_lo: 0,
             byte_hi: m.mems().bytes[v],
-            remat: remat.is_some(),
-            slot_part,
-            slot_byte,
+            remat,
             failed: MemLoc::INVALID,
             at,
             slice: None,
         }
     }
 
-    /// The DRAM rectangle a rematerialization reloads from; `None` for a
-    /// reload from a spill slot.
-    pub fn remat_source(&self) -> Option<RematSource> {
-        self.remat.then_some(RematSource {
-            loc: self.slot,
-            part: self.slot_part,
-            byte: self.slot_byte,
-        })
+    /// Where the origin's first cell lies in `slot`: its row and byte (the
+    /// corner of a rematerialized load's rectangle; zero in a spill slot).
+    fn slot_corner(&self) -> (u16, u32) {
+        self.remat
+            .and_then(Remat::source)
+            .map_or((0, 0), |src| (src.part, src.byte))
     }
 
     /// Bytes one DMA of this spill moves.
@@ -416,8 +422,9 @@ impl ReloadPoint {
 /// The rank of a spill candidate (higher first): Belady's rule — the
 /// furthest next access `next` from the point `at` — times the bytes per
 /// partition it frees, per DMA cycle the spill costs in the target's model
-/// ([`spill_cost`]: loop trip counts included, no store for a
-/// rematerialization). Scaled so the integer ratio keeps its order.
+/// ([`reload_traffic`] and [`store_traffic`]: loop trip counts included,
+/// no store for a rematerialization, an engine's time for a recompute).
+/// Scaled so the integer ratio keeps its order.
 #[allow(clippy::too_many_arguments)]
 pub fn spill_score(
     cx: SpillView<'_>,
@@ -430,8 +437,13 @@ pub fn spill_score(
 ) -> u64 {
     let SpillView { m, order, .. } = cx;
     let reload = reload_point(cx, v, at, next);
-    let store = remat_source(cx, v, next).is_none().then_some(store_after);
-    let cost = spill_cost(m, order, partitions as u64 * bytes, store, reload.runs_at());
+    let remat = remat_from(cx, v, next);
+    let cells = partitions as u64 * bytes;
+    let shape = (partitions as u64, bytes);
+    let (_, mut cost) = reload_traffic(m, order, remat, v, shape, reload.runs_at());
+    if remat.is_none() {
+        cost = cost.saturating_add(store_traffic(m, order, cells, store_after).1);
+    }
     let gain = bytes.saturating_mul(next.saturating_sub(at) as u64);
     gain.saturating_mul(1 << 20) / cost.max(1)
 }
@@ -461,6 +473,59 @@ pub fn spill_cost(
 ) -> u64 {
     let one = m.target.dma_cycles(bytes).max(1);
     one.saturating_mul(spill_runs(m, order, store_after, reload_at))
+}
+
+/// The bytes a reload of `parts` partitions × `per_part` bytes of `v`
+/// moves and the cycles it costs as the program runs, as often as the
+/// loops around `reload_at` ([`ReloadPoint::runs_at`]) run it: a DMA of
+/// those bytes, or, for a recompute ([`Remat::Memset`]), no bytes moved
+/// and the memset's engine time over the elements each partition gets
+/// (the schedule model's cost, [`crate::Target::engine_cycles`]).
+pub fn reload_traffic(
+    m: &Module,
+    order: &LinearOrder,
+    remat: Option<Remat>,
+    v: MemLoc,
+    (parts, per_part): (u64, u64),
+    reload_at: u32,
+) -> (u64, u64) {
+    let runs = executions(m, order, reload_at);
+    let cells = parts.saturating_mul(per_part);
+    let (moved, once) = match remat {
+        Some(Remat::Memset(_)) => (0, set_cycles(m, per_part / (m.elem_size(v).max(1) as u64))),
+        Some(Remat::Copy(_)) => (cells, m.target.copy_cycles(per_part).max(1)),
+        _ => (cells, m.target.dma_cycles(cells).max(1)),
+    };
+    (moved.saturating_mul(runs), once.saturating_mul(runs))
+}
+
+/// The cycles one run of a spill instruction `i` that an allocator
+/// inserted costs in the model the spill reports use: a DMA's
+/// ([`crate::Target::dma_cycles`] of its bytes), an engine copy's between
+/// on-chip locations ([`crate::Target::copy_cycles`] of its bytes per
+/// partition) or a recompute's (a memset: the pool engine's time over its
+/// elements per partition, as [`reload_traffic`] counts it).
+pub fn inst_cycles(m: &Module, i: Inst) -> u64 {
+    let out = m.outputs(i).next();
+    let bytes = out.map_or(0, |a| m.ap_bytes(a));
+    let parts = out.map_or(1, |a| u64::from(m.aps().part_count[a]).max(1));
+    match m.insts().opcode[i] {
+        Opcode::Memset => set_cycles(
+            m,
+            out.map_or(0, |a| {
+                bytes / parts / u64::from(m.aps().elem_size[a].max(1))
+            }),
+        ),
+        Opcode::TensorCopy => m.target.copy_cycles(bytes / parts),
+        _ => m.target.dma_cycles(bytes),
+    }
+}
+
+/// The cycles of a memset of `elems` elements per partition: its engine's
+/// fixed cost and rate in the target (the schedule model's), at least one.
+fn set_cycles(m: &Module, elems: u64) -> u64 {
+    let engine = crate::analysis::engine_slot(Opcode::Memset.default_engine());
+    m.target.engine_cycles(engine, elems).max(1)
 }
 
 /// How many DMAs a spill issues as the program runs: its reload, run by
@@ -802,11 +867,11 @@ pub fn slice_live_end(m: &Module, order: &LinearOrder, split: &SliceSplit, last:
     end
 }
 
-/// The DRAM source a slice split of `v` rereads instead of a slot, if any:
-/// one that serves its slice reloads and its whole reload after the loop,
-/// of a loop that only reads `v`. A loop that writes `v` saves its slices
+/// The rematerialization a slice split of `v` uses instead of a slot, if
+/// any: one that serves its slice reloads and its whole reload after the
+/// loop, of a loop that only reads `v`. A loop that writes `v` saves its slices
 /// back: into a slot of its own, never into the DRAM it was loaded from.
-pub fn slice_remat(cx: SpillView<'_>, v: MemLoc, split: &SliceSplit) -> Option<RematSource> {
+pub fn slice_remat(cx: SpillView<'_>, v: MemLoc, split: &SliceSplit) -> Option<Remat> {
     if split.terms.write_back_after != u32::MAX {
         return None;
     }
@@ -817,20 +882,26 @@ pub fn slice_remat(cx: SpillView<'_>, v: MemLoc, split: &SliceSplit) -> Option<R
     }
 }
 
-/// The DMA cycles and bytes a slice split of `v` around `at` moves as the
-/// program runs: its store of all of `v` (none for a rematerialization), a
-/// slice reload per execution of the loop's first instruction (and a slice
-/// saved back per execution of its last write in the loop), and the whole
-/// reload before its next access after the loop, if any.
-pub fn slice_traffic(cx: SpillView<'_>, v: MemLoc, at: u32, split: &SliceSplit) -> (u64, u64) {
+/// The cycles and bytes a slice split of `v` around `at` moves as the
+/// program runs, rematerialized by `remat` (its [`slice_remat`], or none):
+/// its store of all of `v` (none for a rematerialization), a slice reload
+/// per execution of the loop's first instruction (and a slice saved back
+/// per execution of its last write in the loop), and the whole reload
+/// before its next access after the loop, if any ([`reload_traffic`]).
+pub fn slice_traffic(
+    cx: SpillView<'_>,
+    v: MemLoc,
+    at: u32,
+    split: &SliceSplit,
+    remat: Option<Remat>,
+) -> (u64, u64) {
     let SpillView { m, order, .. } = cx;
     let whole = m.mems().partitions[v] as u64 * m.mems().bytes[v] as u64;
+    let whole_shape = (m.mems().partitions[v] as u64, m.mems().bytes[v] as u64);
     let slice = split.part_count as u64 * split.slice_bytes();
-    let store = slice_remat(cx, v, split)
-        .is_none()
-        .then_some(split.store_after);
-    let mut cycles = spill_cost(m, order, slice, None, split.span.0);
-    let mut moved = slice * spill_runs(m, order, None, split.span.0);
+    let store = remat.is_none().then_some(split.store_after);
+    let slice_shape = (split.part_count as u64, split.slice_bytes());
+    let (mut moved, mut cycles) = reload_traffic(m, order, remat, v, slice_shape, split.span.0);
     let back = split.terms.write_back_after;
     if back != u32::MAX {
         cycles = cycles.saturating_add(spill_cost(m, order, slice, None, back));
@@ -843,8 +914,9 @@ pub fn slice_traffic(cx: SpillView<'_>, v: MemLoc, at: u32, split: &SliceSplit) 
     }
     if let Some(after) = split.after {
         let reload = reload_point(cx, v, at, after);
-        cycles = cycles.saturating_add(spill_cost(m, order, whole, None, reload.runs_at()));
-        moved = moved.saturating_add(whole * spill_runs(m, order, None, reload.runs_at()));
+        let (b, c) = reload_traffic(m, order, remat, v, whole_shape, reload.runs_at());
+        moved = moved.saturating_add(b);
+        cycles = cycles.saturating_add(c);
     }
     (cycles, moved)
 }
@@ -916,7 +988,7 @@ pub fn best_slice_split(
                     })
             });
             if let Some(split) = split {
-                let (cost, _) = slice_traffic(cx, v, at, &split);
+                let (cost, _) = slice_traffic(cx, v, at, &split, slice_remat(cx, v, &split));
                 let freed = if holds_at {
                     bytes - split.slice_bytes()
                 } else {
@@ -955,17 +1027,15 @@ pub fn invariant_score(
 ) -> u64 {
     let SpillView { m, order, .. } = cx;
     let bytes = m.mems().bytes[v] as u64;
-    let moved = m.mems().partitions[v] as u64 * bytes;
+    let shape = (m.mems().partitions[v] as u64, bytes);
+    let moved = shape.0 * bytes;
     let reload = reload_point(cx, v, at, after);
-    let remat = remat_source(cx, v, after).is_some();
-    let store = (!remat).then_some(split.store_after);
-    let cost = spill_cost(m, order, moved, store, reload.runs_at()).saturating_add(spill_cost(
-        m,
-        order,
-        moved,
-        None,
-        split.first.runs_at(),
-    ));
+    let remat = remat_from(cx, v, after);
+    let mut cost = reload_traffic(m, order, remat, v, shape, reload.runs_at()).1;
+    cost = cost.saturating_add(reload_traffic(m, order, remat, v, shape, split.first.runs_at()).1);
+    if remat.is_none() {
+        cost = cost.saturating_add(store_traffic(m, order, moved, split.store_after).1);
+    }
     let gain = bytes.saturating_mul(after.saturating_sub(at) as u64);
     gain.saturating_mul(1 << 20) / cost.max(1)
 }
@@ -982,8 +1052,9 @@ impl SpillRecord {
             before: self.reload_before,
             hoisted: self.reload_hoisted,
         };
-        let mut moved = part.saturating_mul(spill_runs(m, order, None, reload.runs_at()));
-        let mut cycles = spill_cost(m, order, part, None, reload.runs_at());
+        let shape = (self.part_count as u64, (self.byte_hi - self.byte_lo) as u64);
+        let (mut moved, mut cycles) =
+            reload_traffic(m, order, self.remat, self.origin, shape, reload.runs_at());
         if self.store_after != u32::MAX {
             let whole =
                 m.mems().partitions[self.victim] as u64 * m.mems().bytes[self.victim] as u64;
@@ -1132,9 +1203,67 @@ pub struct RematSource {
     pub byte: u32,
 }
 
-/// The DRAM a reload of `v` before position `reload_at` can read instead
-/// of a spill slot, if any: the last write of `v` before `reload_at` is a
-/// `load` that fills all of `v` (one plain pattern) from a rectangle of a
+/// How a rematerialization brings a value back without a spill slot.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum Remat {
+    /// A load of the DRAM rectangle the value was loaded from.
+    Reload(RematSource),
+    /// The `memset` that made the value, run again on the copy: the same
+    /// constant, element type and size ([`remat_from`]).
+    Memset(Inst),
+    /// An engine copy of the on-chip rectangle the value was copied from
+    /// ([`remat_from`]).
+    Copy(RematSource),
+}
+
+impl Remat {
+    /// The location a reload reads ([`MemLoc::INVALID`] for a memset,
+    /// which reads nothing): the spill record's slot.
+    pub fn slot(self) -> MemLoc {
+        self.source().map_or(MemLoc::INVALID, |src| src.loc)
+    }
+
+    /// The rectangle a reload or a copy reads; `None` for a memset.
+    pub fn source(self) -> Option<RematSource> {
+        match self {
+            Remat::Reload(src) | Remat::Copy(src) => Some(src),
+            Remat::Memset(_) => None,
+        }
+    }
+}
+
+/// How a reload of `v` before position `reload_at` can do without a spill
+/// slot, if it can: a recompute when the last write of `v` before
+/// `reload_at` is a `memset` of all of `v` through one plain pattern of
+/// `v`'s element size, with a constant the dataflow checker names by its
+/// value (32 bits); otherwise a reload from the DRAM it was loaded from,
+/// or a copy again from the on-chip location it was copied from
+/// ([`copied_from`]). A memset's value depends on nothing, so no write
+/// between it and the reload matters, and an engine setting a tile costs
+/// no DMA.
+pub fn remat_from(cx: SpillView<'_>, v: MemLoc, reload_at: u32) -> Option<Remat> {
+    let SpillView { m, order, live } = cx;
+    let acc = live.accesses(v);
+    let before = acc.partition_point(|&q| q < reload_at);
+    let i = order.inst_at(acc[live.last_write_among(v, before)?]);
+    if i.is_valid() && m.insts().opcode[i] == Opcode::Memset {
+        let mut outs = m.outputs(i);
+        let (Some(o), None) = (outs.next(), outs.next()) else {
+            return None;
+        };
+        let set = m.aps().loc[o] == v
+            && m.is_full_access(o)
+            && m.ap_is_plain(o)
+            && m.aps().elem_size[o] == m.elem_size(v)
+            && i32::try_from(m.imm(i)).is_ok();
+        return set.then_some(Remat::Memset(i));
+    }
+    copied_from(cx, v, reload_at)
+}
+
+/// The rectangle a reload of `v` before position `reload_at` can read
+/// again instead of a spill slot, if any. From DRAM ([`Remat::Reload`]):
+/// the last write of `v` before `reload_at` is a `load` that fills all of `v` (one plain pattern) from a rectangle of a
 /// DRAM location — all of it, or a block of its rows and of the bytes of
 /// each row, read through a plain contiguous pattern of `v`'s partitions
 /// and bytes per partition, so cell `(p, b)` of `v` is byte `offset + b` of
@@ -1145,14 +1274,25 @@ pub struct RematSource {
 /// value as in the input. Any part of `v`'s cells reloads through the same
 /// shift, so slice reloads (moved by loop terms in `v`'s rows and bytes)
 /// read the rectangle's matching cells.
-pub fn remat_from(cx: SpillView<'_>, v: MemLoc, reload_at: u32) -> Option<RematSource> {
+///
+/// The same for a `tensor_copy` from an on-chip location `S` of `v`'s
+/// element type (or untyped) and size, which the dataflow checker sees
+/// through: `S` unwritten over the same span and accessed at or after
+/// `reload_at`, so that its interval holds the reload (an engine copy
+/// again, [`Remat::Copy`]).
+fn copied_from(cx: SpillView<'_>, v: MemLoc, reload_at: u32) -> Option<Remat> {
     let SpillView { m, order, live } = cx;
     let acc = live.accesses(v);
     let before = acc.partition_point(|&q| q < reload_at);
     let k = live.last_write_among(v, before)?;
     let def = acc[k];
     let i = order.inst_at(def);
-    if !i.is_valid() || m.insts().opcode[i] != Opcode::Load {
+    let op = if i.is_valid() {
+        m.insts().opcode[i]
+    } else {
+        return None;
+    };
+    if op != Opcode::Load && op != Opcode::TensorCopy {
         return None;
     }
     let mut outs = m.outputs(i);
@@ -1176,11 +1316,22 @@ pub fn remat_from(cx: SpillView<'_>, v: MemLoc, reload_at: u32) -> Option<RematS
         && per_row == m.mems().bytes[v] as u64
         && part as u32 + count as u32 <= m.mems().partitions[src] as u32
         && byte as u64 + per_row <= m.mems().bytes[src] as u64;
-    if m.aps().loc[o] != v
-        || !m.is_full_access(o)
-        || m.mems().space[src] != Space::Dram
-        || !rectangle
-    {
+    let on_chip = m.mems().space[src].is_on_chip();
+    let (ti, to) = (m.mems().dtype[src], m.mems().dtype[v]);
+    let moves = match op {
+        Opcode::Load => !on_chip,
+        // What the dataflow checker sees as a plain move: one element
+        // size, no conversion.
+        _ => {
+            on_chip
+                && m.aps().elem_size[a] == m.aps().elem_size[o]
+                && m.elem_size(src) == m.elem_size(v)
+                && (ti == to || ti.is_raw() || to.is_raw())
+                && src != v
+                && live.accesses(src).last().is_some_and(|&q| q >= reload_at)
+        }
+    };
+    if m.aps().loc[o] != v || !m.is_full_access(o) || !moves || !rectangle {
         return None;
     }
     let (lo, _) = outer_loop_span(m, order, def);
@@ -1190,16 +1341,16 @@ pub fn remat_from(cx: SpillView<'_>, v: MemLoc, reload_at: u32) -> Option<RematS
         .iter()
         .zip(live.access_writes(src))
         .any(|(&q, w)| w && lo <= q && q <= hi);
-    (!written).then_some(RematSource {
+    let src = RematSource {
         loc: src,
         part,
         byte,
+    };
+    (!written).then_some(if on_chip {
+        Remat::Copy(src)
+    } else {
+        Remat::Reload(src)
     })
-}
-
-/// The DRAM location of [`remat_from`], if any.
-pub fn remat_source(cx: SpillView<'_>, v: MemLoc, reload_at: u32) -> Option<MemLoc> {
-    remat_from(cx, v, reload_at).map(|r| r.loc)
 }
 
 /// The DRAM spill slot of `of`, named `name`: shaped like `of`, flagged
@@ -1264,15 +1415,28 @@ pub fn finalize(
     records: &[SpillRecord],
 ) -> Result<(), IrError> {
     for (k, r) in records.iter().enumerate() {
+        if let Some(Remat::Memset(set)) = r.remat {
+            // The constant set again on all of the copy (which holds only
+            // cells of the memset's).
+            let outs = [full_ap(m, r.copy)];
+            let mut s = InstSpec::new(Opcode::Memset);
+            s.flags = InstFlags::RELOAD;
+            s.outputs = &outs;
+            s.imm = m.imm(set);
+            insert_reload(m, order, r, &s)?;
+            repoint_readers(m, order, records, k)?;
+            continue;
+        }
         // The origin's cells in the slot (shifted onto the rectangle a
         // rematerialized load read).
+        let (slot_part, slot_byte) = r.slot_corner();
         let mut slot_ap = slice_ap(
             m,
             r.slot,
-            r.part_start + r.slot_part,
+            r.part_start + slot_part,
             r.part_count,
-            r.byte_lo + r.slot_byte,
-            r.byte_hi + r.slot_byte,
+            r.byte_lo + slot_byte,
+            r.byte_hi + slot_byte,
         );
         if r.store_after != u32::MAX {
             let at = order.inst_at(r.store_after);
@@ -1324,15 +1488,16 @@ pub fn finalize(
         }
         let outs = [full_ap(m, r.copy)];
         let ins = [slot_ap];
-        let mut s = InstSpec::new(Opcode::Load);
+        // An on-chip source is copied again by an engine (the allocator
+        // kept it resident up to here: see the module doc).
+        let mut s = InstSpec::new(match r.remat {
+            Some(Remat::Copy(_)) => Opcode::TensorCopy,
+            _ => Opcode::Load,
+        });
         s.flags = InstFlags::RELOAD;
         s.outputs = &outs;
         s.inputs = &ins;
-        if r.reload_hoisted && r.reload_before > 0 {
-            m.insert_after(order.inst_at(r.reload_before - 1), &s)?;
-        } else {
-            m.insert_before(order.inst_at(r.reload_before), &s)?;
-        }
+        insert_reload(m, order, r, &s)?;
         if let Some(t) = r.slice.filter(|t| t.write_back_after != u32::MAX) {
             // The iteration's slice back to where the next one (and the
             // reload after the loop) reads it.
@@ -1344,17 +1509,45 @@ pub fn finalize(
             s.inputs = &from;
             m.insert_after(order.inst_at(t.write_back_after), &s)?;
         }
-        // Readers from the reload up to the next reload of the same origin.
-        let until = records[k + 1..]
-            .iter()
-            .find(|n| n.origin == r.origin)
-            .map_or(u32::MAX, |n| n.reload_before);
-        let mut p = r.reload_before;
-        while p < until && (p as usize) < order.len() {
-            let i = order.inst_at(p);
-            repoint(m, i, r)?;
-            p += 1;
-        }
+        repoint_readers(m, order, records, k)?;
+    }
+    Ok(())
+}
+
+/// Inserts `records[k]`'s reload `s`: before its reload point, or, hoisted
+/// out of the loop that starts there, after the instruction before it.
+fn insert_reload(
+    m: &mut Module,
+    order: &LinearOrder,
+    r: &SpillRecord,
+    s: &InstSpec<'_>,
+) -> Result<(), IrError> {
+    if r.reload_hoisted && r.reload_before > 0 {
+        m.insert_after(order.inst_at(r.reload_before - 1), s)?;
+    } else {
+        m.insert_before(order.inst_at(r.reload_before), s)?;
+    }
+    Ok(())
+}
+
+/// Re-points `records[k]`'s readers: from its reload up to the next
+/// reload of the same origin.
+fn repoint_readers(
+    m: &mut Module,
+    order: &LinearOrder,
+    records: &[SpillRecord],
+    k: usize,
+) -> Result<(), IrError> {
+    let r = &records[k];
+    let until = records[k + 1..]
+        .iter()
+        .find(|n| n.origin == r.origin)
+        .map_or(u32::MAX, |n| n.reload_before);
+    let mut p = r.reload_before;
+    while p < until && (p as usize) < order.len() {
+        let i = order.inst_at(p);
+        repoint(m, i, r)?;
+        p += 1;
     }
     Ok(())
 }

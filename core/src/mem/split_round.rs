@@ -24,8 +24,8 @@ use core::fmt::Write as _;
 
 use super::spill::{
     add_reload_copy, add_slot, best_slice_split, finalize, invariant_score, invariant_split,
-    loop_split_ok, reload_point, remat_from, slice_remat, slice_traffic, spill_cost, spill_runs,
-    spill_score, ReloadPoint, SliceSplit, SpillRecord, SpillView,
+    loop_split_ok, reload_point, reload_traffic, remat_from, slice_remat, slice_traffic,
+    spill_score, store_traffic, ReloadPoint, Remat, SliceSplit, SpillRecord, SpillView,
 };
 use crate::analysis::{LinearOrder, MemLiveness};
 use crate::ir::{IrError, MemFlags, MemLoc, Module, Space};
@@ -167,6 +167,15 @@ impl SplitRound {
                 break;
             }
             let Candidate { v, plan, .. } = self.candidates[k];
+            // A tensor that a split of this round copies again at its
+            // reloads stays where it is (see `source_kept`).
+            if self
+                .records
+                .iter()
+                .any(|r| matches!(r.remat, Some(Remat::Copy(src)) if src.loc == v))
+            {
+                continue;
+            }
             let n = p.first + out.spills;
             match plan {
                 Plan::Slice(split) => {
@@ -197,6 +206,18 @@ impl SplitRound {
         Ok(out)
     }
 
+    /// `remat`, unless it copies an on-chip location again
+    /// ([`Remat::Copy`]) that this round split already: its cells are not
+    /// its value's between that split and its reload. (The other way
+    /// round, a tensor this round copies again is not split in it; a later
+    /// round sees the copy as one more reader.)
+    fn source_kept(&self, remat: Option<Remat>) -> Option<Remat> {
+        remat.filter(|h| match h {
+            Remat::Copy(src) => !self.records.iter().any(|r| r.origin == src.loc),
+            _ => true,
+        })
+    }
+
     /// Records the plain or loop-invariant split of `v` (the `n`-th split).
     #[allow(clippy::too_many_arguments)]
     fn split_records(
@@ -220,9 +241,10 @@ impl SplitRound {
         // nest to the end of the one around `after`, which holds the first
         // copy's reload too.)
         let cx = SpillView::new(m, order, live);
-        let (remat, reload) = (remat_from(cx, v, after), reload_point(cx, v, at, after));
+        let remat = self.source_kept(remat_from(cx, v, after));
+        let reload = reload_point(cx, v, at, after);
         let slot = match remat {
-            Some(src) => src.loc,
+            Some(how) => how.slot(),
             None => add_slot(m, v, split_name(m, v, p.prefix, "Slot", n, None).as_str())?,
         };
         let copy_name = split_name(m, v, p.prefix, "Reload", n, None);
@@ -238,6 +260,7 @@ impl SplitRound {
             SpillRecord::whole(m, v, slot, copy, store_after, reload, remat, at)
         };
         let moved = parts as u64 * bytes as u64;
+        let shape = (parts as u64, bytes as u64);
         if let Some(first) = first {
             // The first copy takes the accesses from its reload up to the
             // point, the slot's store goes before the loop (below).
@@ -245,8 +268,9 @@ impl SplitRound {
             let c = add_reload_copy(m, v, name.as_str(), parts, bytes)?;
             self.records
                 .push(whole(m, c, store_after, first.before, first.hoisted));
-            out.bytes += moved * spill_runs(m, order, None, first.runs_at());
-            out.cycles += spill_cost(m, order, moved, None, first.runs_at());
+            let (b, c) = reload_traffic(m, order, remat, v, shape, first.runs_at());
+            out.bytes += b;
+            out.cycles += c;
         }
         // With a first copy, its record stores.
         let main_store = if first.is_some() {
@@ -256,9 +280,14 @@ impl SplitRound {
         };
         self.records
             .push(whole(m, copy, main_store, reload.before, reload.hoisted));
-        let store = remat.is_none().then_some(before);
-        out.bytes += moved * spill_runs(m, order, store, reload.runs_at());
-        out.cycles += spill_cost(m, order, moved, store, reload.runs_at());
+        let (b, c) = reload_traffic(m, order, remat, v, shape, reload.runs_at());
+        out.bytes += b;
+        out.cycles += c;
+        if remat.is_none() {
+            let (b, c) = store_traffic(m, order, moved, before);
+            out.bytes += b;
+            out.cycles += c;
+        }
         out.remats += remat.is_some() as u32;
         out.freed += bytes as u64;
         Ok(())
@@ -282,10 +311,10 @@ impl SplitRound {
         let at = p.at;
         let parts = m.mems().partitions[v];
         let bytes = m.mems().bytes[v];
-        let remat = slice_remat(SpillView::new(m, order, live), v, split);
-        let (cycles, moved) = slice_traffic(SpillView::new(m, order, live), v, at, split);
+        let remat = self.source_kept(slice_remat(SpillView::new(m, order, live), v, split));
+        let (cycles, moved) = slice_traffic(SpillView::new(m, order, live), v, at, split, remat);
         let slot = match remat {
-            Some(src) => src.loc,
+            Some(how) => how.slot(),
             None => add_slot(m, v, split_name(m, v, p.prefix, "Slot", n, None).as_str())?,
         };
         let slice_name = split_name(m, v, p.prefix, "Slice", n, None);

@@ -38,11 +38,13 @@
 //!   (positions between the last access before and the next access after
 //!   the peak), so one round frees the most pressure for the fewest DMAs,
 //!   and spill as many as the overflow needs in one round.
-//! - `2`: as 1, and a victim whose value is an unmodified copy of DRAM
-//!   (its last write a `load` that fills it from a rectangle of a DRAM
-//!   tensor nobody writes in between: all of it, or a block of its rows and
-//!   bytes) is rematerialized: no store, the reload reads that rectangle
-//!   again (`spill::remat_from`).
+//! - `2`: as 1, and a victim whose value needs no slot is rematerialized
+//!   (`spill::remat_from`): no store; an unmodified copy of DRAM (its last
+//!   write a `load` that fills it from a rectangle of a DRAM tensor nobody
+//!   writes in between: all of it, or a block of its rows and bytes) is
+//!   loaded from that rectangle again, a constant (a `memset` of all of
+//!   it) set again, a copy of a resident on-chip tile (a `tensor_copy`
+//!   of a rectangle nobody writes in between) copied again.
 //!
 //! A victim must be safely splittable: an access before and after the peak,
 //! and none of its accesses inside the outermost loop around the peak (so
@@ -148,8 +150,8 @@ pub struct ColoringReport {
     pub spill_rounds: u32,
     /// Tensors spilled.
     pub spills: u32,
-    /// Of them, rematerialized: reloaded from the DRAM they were loaded
-    /// from, without a store.
+    /// Of them, rematerialized, without a store: loaded from DRAM, set by
+    /// a memset or copied from a resident tile again.
     pub remats: u32,
     /// Reload copies inserted (a loop-invariant split inserts two for one
     /// spill; a slice split's write-back without a whole copy after the
@@ -392,6 +394,8 @@ impl ColoringWorkspace {
             names: 2 * h,
             name_bytes: 64 * h,
             ap_exts: if m.counts().ap_exts > 0 { 2 * h } else { 0 },
+            // A recomputed memset keeps its constant (zero is not stored).
+            imms: if m.counts().imms > 0 { h } else { 0 },
             ..Capacity::default()
         }
     }

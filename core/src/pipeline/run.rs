@@ -97,8 +97,8 @@ pub struct SpaceSummary {
     pub capacity: u64,
     /// Spills inserted by the memory allocator of this space.
     pub spills: u32,
-    /// Of them, rematerializations (reloads from the DRAM the value was
-    /// loaded from, without a store).
+    /// Of them, rematerializations, without a store (loaded from DRAM,
+    /// set by a memset or copied from a resident tile again).
     pub remats: u32,
     /// Spill traffic in bytes.
     pub spill_bytes: u64,

@@ -20,7 +20,7 @@ use super::victim::{copy_written, Plan};
 use super::{due, LsaError, LsaWorkspace};
 use crate::ir::{MemLoc, Module};
 use crate::mem::best_fit::ManagerError;
-use crate::mem::spill::{self, remat_from, SpillRecord, SpillView};
+use crate::mem::spill::{self, remat_from, Remat, SpillRecord, SpillView};
 
 /// Spills `victim` at position `p`, where `failed` found no room.
 pub(super) fn spill_victim(
@@ -90,7 +90,8 @@ pub(super) fn spill_victim(
     let remat = if written {
         None
     } else {
-        remat_from(SpillView::new(m, &ws.order, &ws.live), o, q)
+        let how = remat_from(SpillView::new(m, &ws.order, &ws.live), o, q);
+        how.filter(|&h| source_stays(ws, h))
     };
     // After the last write before p: the value the remaining reads see.
     let last_write = ws
@@ -98,9 +99,10 @@ pub(super) fn spill_victim(
         .last_write_among(o, after)
         .map_or(u32::MAX, |k| acc[k]);
     let (n_acc, last) = (acc.len(), *acc.last().unwrap_or(&0));
+    pin_source(m, ws, remat, reload.before);
     let mut store_after = u32::MAX;
     let slot = match remat {
-        Some(src) => src.loc,
+        Some(how) => how.slot(),
         None => slot_of(m, ws, o)?,
     };
     if (victim == o && remat.is_none()) || written {
@@ -118,9 +120,7 @@ pub(super) fn spill_victim(
         part_count: phi - plo,
         byte_lo: lo as u32,
         byte_hi: hi as u32,
-        remat: remat.is_some(),
-        slot_part: remat.map_or(0, |r| r.part),
-        slot_byte: remat.map_or(0, |r| r.byte),
+        remat,
         failed,
         at: p,
         slice: None,
@@ -143,6 +143,31 @@ pub(super) fn spill_victim(
     ws.holder[o.index()] = copy;
     ws.pending.push(due(m, reload.before, copy));
     Ok(())
+}
+
+/// May the scan use `remat`? Not when it copies an on-chip location again
+/// ([`Remat::Copy`]) that was split before: its value has moved to a
+/// reload copy, or waits in a slot. An unsplit source is resident now
+/// (read before the split point, accessed at or after the reloads), and
+/// [`pin_source`] keeps it so.
+pub(super) fn source_stays(ws: &LsaWorkspace, remat: Remat) -> bool {
+    let Remat::Copy(src) = remat else {
+        return true;
+    };
+    let s = src.loc;
+    ws.holder[s.index()] == s && !ws.records.iter().any(|r| r.origin == s)
+}
+
+/// Keeps the source of a [`Remat::Copy`] in place up to `until`, the last
+/// reload of the records being made: no victim choice evicts it before
+/// the end of the loops around `until` (a reload in a loop runs again
+/// after the loop's later positions).
+fn pin_source(m: &Module, ws: &mut LsaWorkspace, remat: Option<Remat>, until: u32) {
+    if let Some(Remat::Copy(src)) = remat {
+        let end = spill::outer_loop_span(m, &ws.order, until).1 + 1;
+        let s = src.loc.index();
+        ws.pinned[s] = ws.pinned[s].max(end);
+    }
 }
 
 /// The DRAM spill slot of original `o`, made and placed (by the bump above
@@ -277,8 +302,17 @@ pub(super) fn split_victim(
         }
         None => (0, 0),
     };
+    // The last reload of the records made below (a slice's, in each
+    // iteration up to its loop's end).
+    let until = match (slice, next) {
+        (Some(sp), _) => sp.span.1.max(sp.after.unwrap_or(0)),
+        (None, Some(n)) => n,
+        (None, None) => first.before,
+    };
+    let remat = remat.filter(|&h| source_stays(ws, h));
+    pin_source(m, ws, remat, until);
     let slot = match remat {
-        Some(src) => src.loc,
+        Some(how) => how.slot(),
         None => slot_of(m, ws, o)?,
     };
     let store_after = if remat.is_some() {

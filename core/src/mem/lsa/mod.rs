@@ -209,6 +209,10 @@ pub struct LsaWorkspace {
     slot: Vec<MemLoc>,
     /// Per original: the location holding its value now.
     holder: Vec<MemLoc>,
+    /// Per original: the first position from which the scan may evict it
+    /// again (0: any). A rematerialization that copies it again keeps it in
+    /// place up to its reloads ([`evict`]).
+    pinned: Vec<u32>,
     records: Vec<SpillRecord>,
     max_spills: u32,
     /// Per location: pinned or placed before the scan (an obstacle).
@@ -246,6 +250,7 @@ impl LsaWorkspace {
             self.origin,
             self.slot,
             self.holder,
+            self.pinned,
             self.records,
             self.fixed,
             self.bounds,
@@ -317,6 +322,9 @@ impl LsaWorkspace {
             // A slice split's reload and write-back carry the loop terms its
             // victim's accesses had: only modules with such patterns.
             ap_exts: if m.counts().ap_exts > 0 { 2 * per } else { 0 },
+            // A recomputed memset keeps its constant: only a module with
+            // non-zero immediates needs room for them.
+            imms: if m.counts().imms > 0 { per } else { 0 },
             ..Default::default()
         }
     }
@@ -413,6 +421,7 @@ impl LsaWorkspace {
         for v in [&mut self.origin, &mut self.slot, &mut self.holder] {
             crate::storage::grow(v, ids);
         }
+        crate::storage::grow(&mut self.pinned, ids);
         crate::storage::grow(&mut self.fixed, ids);
         crate::storage::grow(&mut self.records, spills);
         if opts.restart_copies > 0 {

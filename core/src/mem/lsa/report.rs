@@ -19,8 +19,9 @@ pub struct SpaceReport {
     pub capacity: u64,
     /// Spills in this space.
     pub spills: u32,
-    /// Of them, rematerialized (reloaded from the DRAM the value was
-    /// loaded from, no store).
+    /// Of them, rematerialized ([`crate::pass::spill::Remat`]: no store;
+    /// reloaded from the DRAM the value was loaded from, set again by its
+    /// memset, or copied again from the on-chip tile it was copied from).
     pub remats: u32,
     /// Bytes moved by the spill stores and reloads as the program runs
     /// (each DMA as often as the loops around it run it).

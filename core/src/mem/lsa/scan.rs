@@ -63,6 +63,8 @@ pub(super) fn scan(
     ws.holder.resize(ids, MemLoc::INVALID);
     ws.slot.clear();
     ws.slot.resize(ids, MemLoc::INVALID);
+    ws.pinned.clear();
+    ws.pinned.resize(ids, 0);
     ws.fixed.clear();
     ws.fixed.extend(
         m.mems()
@@ -225,7 +227,7 @@ fn scan_space(
         let (moved, cycles) = r.traffic(m, &ws.order);
         if prev != Some((r.origin, r.at)) {
             rep.spills += 1;
-            rep.remats += r.remat as u32;
+            rep.remats += r.remat.is_some() as u32;
         }
         prev = Some((r.origin, r.at));
         rep.spill_bytes += moved;

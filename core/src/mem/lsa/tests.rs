@@ -81,15 +81,15 @@ fn check_output_scoped(original: &Module, m: &Module, dram: bool) {
 fn forced_spill_inserts_store_after_def_and_reload_before_next_use() {
     let mut m = Module::new(sb_target(256));
     let mut b = Builder::new(&mut m);
-    // `a` is computed (a memset): its value is nowhere else, so it is
-    // stored and reloaded, not rematerialized (see the next tests).
+    // `a` is set to a constant beyond 32 bits, which the dataflow checker
+    // names by its memset, not by its value: it is stored and reloaded,
+    // not set again (see the next tests for both rematerializations).
     let [xb, xc] = drams(&mut b, MemFlags::INPUT, ["xb", "xc"]);
     let [ya, yb, yc] = drams(&mut b, MemFlags::OUTPUT, ["ya", "yb", "yc"]);
     let [a, bb, c] = tiles(&mut b, ["a", "b", "c"]);
     b.func("main").unwrap();
-    let da = b.full(a);
-    b.op(Opcode::Memset, &[da], &[]).unwrap(); // 0
-                                               // 1, 2: no room for c at 2: spill a.
+    memset(&mut b, a, 1 << 40); // 0
+                                // 1, 2: no room for c at 2: spill a.
     loads(&mut b, &[(bb, xb), (c, xc)]);
     // 3, 4 (a reloaded before it), 5.
     saves(&mut b, &[(yb, bb), (ya, a), (yc, c)]);
@@ -134,15 +134,76 @@ fn forced_spill_inserts_store_after_def_and_reload_before_next_use() {
     );
     check_output(&original, &m);
     // The checker notices a rewrite that forgets the re-pointing.
-    let mut broken = m.clone();
-    let save_ya = broken
+    assert_unpointed_save_caught(&original, &m, ya, a);
+}
+
+/// `tile = memset value`.
+fn memset(b: &mut Builder<'_>, tile: MemLoc, value: i64) -> crate::ir::Inst {
+    let outs = [b.full(tile)];
+    let mut s = crate::ir::InstSpec::new(Opcode::Memset);
+    s.outputs = &outs;
+    s.imm = value;
+    b.inst(&s).unwrap()
+}
+
+#[test]
+fn a_spilled_memset_is_set_again_not_stored() {
+    let mut m = Module::new(sb_target(256));
+    let mut b = Builder::new(&mut m);
+    let [xb, xc] = drams(&mut b, MemFlags::INPUT, ["xb", "xc"]);
+    let [ya, yb, yc] = drams(&mut b, MemFlags::OUTPUT, ["ya", "yb", "yc"]);
+    let [a, bb, c] = tiles(&mut b, ["a", "b", "c"]);
+    b.func("main").unwrap();
+    memset(&mut b, a, -3); // 0
+    loads(&mut b, &[(bb, xb), (c, xc)]); // 1, 2: no room for c: spill a
+    saves(&mut b, &[(yb, bb), (ya, a), (yc, c)]);
+    let (original, _, rep) = scan_ok(&mut m);
+    assert_eq!((rep.sb.spills, rep.sb.remats), (1, 1));
+    // No DMA: the pool engine sets the copy's 100 elements per partition.
+    assert_eq!(rep.sb.spill_bytes, 0);
+    let pool = crate::analysis::engine_slot(Opcode::Memset.default_engine());
+    assert_eq!(rep.sb.spill_cycles, m.target.engine_cycles(pool, 100));
+    assert!(m.mem_by_name("a_SpillSlot").is_none());
+    let copy = m.mem_by_name("a_ReloadStore0_ShrinkedCopy").unwrap();
+    let order: Vec<(Opcode, InstFlags, MemLoc, i64)> = m
         .program_order()
-        .find(|&i| broken.outputs(i).any(|o| broken.aps().loc[o] == ya))
+        .map(|i| {
+            let at = m
+                .all_aps(i)
+                .next()
+                .map_or(MemLoc::INVALID, |a| m.aps().loc[a]);
+            (m.insts().opcode[i], m.insts().flags[i], at, m.imm(i))
+        })
+        .collect();
+    assert_eq!(
+        order,
+        [
+            (Opcode::Memset, InstFlags::empty(), a, -3),
+            (Opcode::Load, InstFlags::empty(), xb, 0),
+            (Opcode::Load, InstFlags::empty(), xc, 0),
+            (Opcode::Save, InstFlags::empty(), bb, 0),
+            (Opcode::Memset, InstFlags::RELOAD, copy, -3),
+            (Opcode::Save, InstFlags::empty(), copy, 0),
+            (Opcode::Save, InstFlags::empty(), c, 0),
+        ]
+    );
+    check_output(&original, &m);
+    // The checker notices the save reading `a`'s cells, which `c` took.
+    assert_unpointed_save_caught(&original, &m, ya, a);
+}
+
+/// Asserts that the dataflow checker catches `m` with the save into `y`
+/// reading `a` again instead of its reload (re-pointing forgotten).
+fn assert_unpointed_save_caught(original: &Module, m: &Module, y: MemLoc, a: MemLoc) {
+    let mut broken = m.clone();
+    let save = broken
+        .program_order()
+        .find(|&i| broken.outputs(i).any(|o| broken.aps().loc[o] == y))
         .unwrap();
-    let ap = broken.inputs(save_ya).next().unwrap();
+    let ap = broken.inputs(save).next().unwrap();
     broken.columns_mut().aps.loc[ap] = a;
     let mut d = DataflowChecker::new();
-    assert!(!d.check(&original, &broken).unwrap().is_clean());
+    assert!(!d.check(original, &broken).unwrap().is_clean());
 }
 
 /// The locations of the two re-store tests: `a` (100 B, from `xa`, its

@@ -17,7 +17,9 @@ use super::scan::is_fixed;
 use super::LsaWorkspace;
 use crate::analysis::MemLiveness;
 use crate::ir::{Inst, MemLoc, Module, Space};
-use crate::mem::spill::{self, loop_split_ok, remat_source, InvariantSplit, SliceSplit, SpillView};
+use crate::mem::spill::{
+    self, loop_split_ok, remat_from, InvariantSplit, Remat, SliceSplit, SpillView,
+};
 
 /// How a victim leaves its space.
 #[derive(Copy, Clone, Debug)]
@@ -51,6 +53,10 @@ pub(super) fn choose_victim(
         if !accessible(m, &ws.origin, &ws.holder, &ws.fixed, c, inst) {
             continue;
         }
+        // The source of a pending copy-again rematerialization stays.
+        if p < ws.pinned[ws.origin[c.index()].index()] {
+            continue;
+        }
         // A slice copy moves with its loop: its cells are not its origin's
         // at one offset, so it is not split again (the failure path only:
         // a search of the records).
@@ -59,7 +65,8 @@ pub(super) fn choose_victim(
             continue;
         }
         let cx = SpillView::new(m, &ws.order, &ws.live);
-        let plain = spillable(cx, &ws.origin, &ws.slot, c, lrm.start(c), p);
+        let stays = |h| super::evict::source_stays(ws, h);
+        let plain = spillable(cx, &ws.origin, &ws.slot, &stays, c, lrm.start(c), p);
         if plain {
             let score = victim_score(cx, ws.origin[c.index()], c, p);
             offer(score, c, Plan::Plain);
@@ -148,7 +155,7 @@ fn slice_of_copy(
     let accept = |sp: &SliceSplit| {
         let writes_back = sp.terms.write_back_after != u32::MAX;
         let same_source = sp.after.map_or(true, |a| {
-            !r.remat || spill::remat_from(cx, o, a) == r.remat_source()
+            r.remat.is_none() || remat_from(cx, o, a) == r.remat
         });
         // A placed copy was reloaded at the loop's start, or hoisted out of
         // an outer loop that accesses it only in this one. A pending one is
@@ -166,7 +173,7 @@ fn slice_of_copy(
         starts
             && sp.span.0 <= p
             && p <= sp.span.1
-            && !(r.remat && writes_back)
+            && !(r.remat.is_some() && writes_back)
             && same_source
             // A placed copy's slice keeps its corner; a pending one is
             // placed by the manager, at a legal start.
@@ -231,6 +238,7 @@ fn spillable(
     cx: SpillView<'_>,
     origin: &[MemLoc],
     slot: &[MemLoc],
+    stays: &dyn Fn(Remat) -> bool,
     c: MemLoc,
     c_start: u32,
     p: u32,
@@ -247,12 +255,15 @@ fn spillable(
     // A reload copy written since its reload holds a value its slot does
     // not: spilling it stores it again (`evict::spill_victim`). An
     // unwritten copy's value is in its origin's slot, or (a
-    // rematerialized origin has no slot) in the DRAM it was loaded from,
-    // when that is still unwritten up to the next reload.
+    // rematerialized origin has no slot) where it was loaded or copied
+    // from, when that is still unwritten (and, on chip, in place) up to
+    // the next reload, or in its memset's constant.
     if c != o
         && !copy_written(live, o, c_start, p)
         && !slot[o.index()].is_valid()
-        && remat_source(cx, o, acc[after]).is_none()
+        && remat_from(cx, o, acc[after])
+            .filter(|&h| stays(h))
+            .is_none()
     {
         return false;
     }
