@@ -952,6 +952,66 @@ fn a_reload_for_a_later_loop_that_writes_the_tile_is_hoisted_out_of_it() {
     }
 }
 
+/// Two phases, each spilling a computed tile (`%a`, then `%f`) around its
+/// peak: the slots' lifetimes (store to reload) do not overlap.
+const TWO_PHASES: &str = "\
+target trn2 sb-bytes=12288
+dram %x [128 x 4096] input
+dram %y [128 x 4096] output
+dram %z [128 x 4096] output
+sb %a [128 x 4096]
+sb %b [128 x 4096]
+sb %c [128 x 4096]
+sb %d [128 x 4096]
+sb %e [128 x 4096]
+sb %f [128 x 4096]
+sb %g [128 x 4096]
+sb %h [128 x 4096]
+sb %i [128 x 4096]
+sb %j [128 x 4096]
+func @main {
+entry:
+  %a = load %x
+  %a = activation exp %a
+  %b = activation exp %a
+  %c = activation exp %b
+  %d = tensor_tensor add %b, %c
+  %e = tensor_tensor add %d, %a
+  %y = save %e
+  %f = load %x
+  %f = activation exp %f
+  %g = activation exp %f
+  %h = activation exp %g
+  %i = tensor_tensor add %g, %h
+  %j = tensor_tensor add %i, %f
+  %z = save %j
+}
+";
+
+/// The pipeline's DRAM allocator places the spill slots of every
+/// allocator, the linear scan's too: two slots that are never live at once
+/// share their bytes, and DRAM's peak is its bound (one slot).
+#[test]
+fn spill_slots_are_placed_by_the_dram_allocator() {
+    let input = parse(TWO_PHASES);
+    for (flags, opts) in allocators() {
+        let mut m = input.clone();
+        let r = run_checked(&mut m, &opts).unwrap_or_else(|e| panic!("{flags}: {}", e.display(&m)));
+        assert!(r.verified(), "{flags}");
+        assert_eq!(r.space(Space::Sb).spills, 2, "{flags}");
+        let slots: Vec<MemLoc> = m
+            .mems()
+            .space
+            .keys()
+            .filter(|&v| m.mems().flags[v].contains(MemFlags::SPILL))
+            .collect();
+        assert_eq!(slots.len(), 2, "{flags}");
+        let dram = r.space(Space::Dram);
+        assert_eq!(dram.peak, 128 * 4096, "{flags}: one slot's bytes");
+        assert_eq!(dram.peak, dram.lower_bound, "{flags}");
+    }
+}
+
 /// True when `text` names a location or instruction by its internal id
 /// (`mem7`, `inst14`) instead of the user's names.
 fn names_an_internal_id(text: &str) -> bool {

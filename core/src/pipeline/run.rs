@@ -1171,6 +1171,8 @@ fn lsa_options(opts: &Options, m: &Module) -> LsaOptions {
         // Under pressure, an explicit budget is why the scan does not
         // restart: its failure says so.
         restarts_withheld: under_pressure && !restarts,
+        // The pipeline's DRAM allocator runs after every on-chip one.
+        place_slots: false,
         ..LsaOptions::default()
     }
 }

@@ -170,8 +170,9 @@ fn pin_source(m: &Module, ws: &mut LsaWorkspace, remat: Option<Remat>, until: u3
     }
 }
 
-/// The DRAM spill slot of original `o`, made and placed (by the bump above
-/// every DRAM location placed before the scan) on its first spill.
+/// The DRAM spill slot of original `o`, made on its first spill and placed
+/// by the bump above every DRAM location placed before the scan, or left
+/// to the DRAM allocator ([`super::LsaOptions::place_slots`]).
 fn slot_of(m: &mut Module, ws: &mut LsaWorkspace, o: MemLoc) -> Result<MemLoc, LsaError> {
     let slot = ws.slot[o.index()];
     if slot.is_valid() {
@@ -180,6 +181,10 @@ fn slot_of(m: &mut Module, ws: &mut LsaWorkspace, o: MemLoc) -> Result<MemLoc, L
     let mut sname: heapless::String<300> = heapless::String::new();
     let _ = fmt::write(&mut sname, format_args!("{}_SpillSlot", m.mem_name(o)));
     let slot = spill::add_slot(m, o, &sname)?;
+    ws.slot[o.index()] = slot;
+    if !ws.place_slots {
+        return Ok(slot);
+    }
     let at = crate::align::align_saturating(ws.dram_bump, m.mems().align[slot] as u64);
     let end = at + m.mem_footprint(slot);
     if end > m.target.dram_bytes {
@@ -194,7 +199,6 @@ fn slot_of(m: &mut Module, ws: &mut LsaWorkspace, o: MemLoc) -> Result<MemLoc, L
     }
     m.place(slot, 0, at);
     ws.dram_bump = end;
-    ws.slot[o.index()] = slot;
     Ok(slot)
 }
 

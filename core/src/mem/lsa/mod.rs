@@ -120,6 +120,13 @@ pub struct LsaOptions {
     /// ([`NO_RESTART_POINT`]), as it does when it was given copies but no
     /// point.
     pub restarts_withheld: bool,
+    /// True: the scan places its DRAM spill slots itself, each above every
+    /// DRAM location placed before it (a bump: each slot keeps its bytes
+    /// for the whole program). False: it leaves them to the DRAM allocator
+    /// that runs after it (the pipeline's), which shares the bytes of
+    /// slots whose lifetimes (a store to its last reload) do not overlap,
+    /// as it does for the coloring allocators' slots and the restarts'.
+    pub place_slots: bool,
 }
 
 impl Default for LsaOptions {
@@ -131,6 +138,7 @@ impl Default for LsaOptions {
             restart_copies: 0,
             strategy: SpillStrategy::Best,
             restarts_withheld: false,
+            place_slots: true,
         }
     }
 }
@@ -219,6 +227,8 @@ pub struct LsaWorkspace {
     fixed: Vec<bool>,
     /// Next free DRAM byte for spill slots.
     dram_bump: u64,
+    /// The scan under way places its slots ([`LsaOptions::place_slots`]).
+    place_slots: bool,
     /// Location ids the tables are reserved for (0: not reserved).
     reserved_ids: usize,
     /// The module as it was before the scan, or after the last restart's

@@ -74,6 +74,7 @@ pub(super) fn scan(
     );
     ws.fixed.resize(ids, false);
     // Spill slots go above every DRAM location placed so far (a bump).
+    ws.place_slots = opts.place_slots;
     ws.dram_bump = m
         .mems()
         .space
