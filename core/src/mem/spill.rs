@@ -319,26 +319,36 @@ pub fn outer_loop_span(m: &Module, order: &LinearOrder, at: u32) -> (u32, u32) {
 /// - `v` is not accessed in `L` before `at` and not written anywhere in
 ///   `L`: every iteration reaches `at` with `v`'s value unchanged, and a
 ///   reload inside `L` (per iteration) reads the same value each time;
-/// - `v` is local to an iteration of `L`: not accessed before `L`, and its
-///   first access in `L` writes all of it without reading it — one
-///   instruction, or a strip loop inside `L` that tiles it (see
-///   [`tiling_nest`]) — so no value of `v` crosses `L`'s back edge; then the store after the last write
-///   before `at` and the reload before the next access run in the same
-///   iteration (or the reload once after `L`, reading the last iteration's
-///   store).
+/// - `v` is local to an iteration of `L`: its first access in `L` writes
+///   all of it without reading it — one instruction, or a strip loop
+///   inside `L` that tiles it (see [`tiling_nest`]) — so no value of `v`
+///   crosses `L`'s back edge; then the store after the last write before
+///   `at` and the reload before the next access run in the same iteration
+///   (or the reload once after `L`, reading the last iteration's store).
+///   `v` must not be accessed before `L`, unless the split needs no store
+///   and no reload: `L` surely runs (a known trip count of at least one),
+///   so a value from before `L` is dead in it, and the next access after
+///   `at` writes all of `v` without reading it ([`Remat::Overwritten`]),
+///   so the value at `at` is dead too. (Stored splits there are not
+///   offered: on generated modules they kept the colorer's rounds from
+///   converging.)
 ///
 /// Otherwise a value would go around a back edge in freed space (or a
 /// per-iteration reload would overwrite what an iteration wrote).
 pub fn loop_split_ok(cx: SpillView<'_>, v: MemLoc, at: u32) -> bool {
     let SpillView { m, order, live } = cx;
     let acc = live.accesses(v);
+    let next = acc.get(acc.partition_point(|&q| q <= at));
+    let dead = next.is_some_and(|&q| fully_defines(m, order, v, q));
     let mut l = order.loop_at(at);
     while l.is_valid() {
         if let Some((s, e)) = order.repeating_span(m, l) {
             let first_in = acc.partition_point(|&q| q < s);
             let accessed_before = first_in < acc.len() && acc[first_in] < at;
+            let trip = m.loops().trip[l];
+            let runs = trip != crate::ir::UNKNOWN_TRIP && trip >= 1;
             let ok = if accessed_before {
-                first_in == 0 && defines_in(m, order, v, acc[first_in], l)
+                (first_in == 0 || runs && dead) && defines_in(m, order, v, acc[first_in], l)
             } else {
                 !acc.iter()
                     .zip(live.access_writes(v))
@@ -494,6 +504,7 @@ pub fn reload_traffic(
     let (moved, once) = match remat {
         Some(Remat::Memset(_)) => (0, set_cycles(m, per_part / (m.elem_size(v).max(1) as u64))),
         Some(Remat::Copy(_)) => (cells, m.target.copy_cycles(per_part).max(1)),
+        Some(Remat::Overwritten) => (0, 0),
         _ => (cells, m.target.dma_cycles(cells).max(1)),
     };
     (moved.saturating_mul(runs), once.saturating_mul(runs))
@@ -1030,7 +1041,7 @@ pub fn invariant_score(
     let shape = (m.mems().partitions[v] as u64, bytes);
     let moved = shape.0 * bytes;
     let reload = reload_point(cx, v, at, after);
-    let remat = remat_from(cx, v, after);
+    let remat = invariant_remat(cx, v, after);
     let mut cost = reload_traffic(m, order, remat, v, shape, reload.runs_at()).1;
     cost = cost.saturating_add(reload_traffic(m, order, remat, v, shape, split.first.runs_at()).1);
     if remat.is_none() {
@@ -1203,6 +1214,14 @@ pub struct RematSource {
     pub byte: u32,
 }
 
+/// The rematerialization of an invariant split of `v` whose whole copy is
+/// reloaded before `after`: [`remat_from`], except nothing
+/// ([`Remat::Overwritten`]): the first copy, reloaded in the loop, needs
+/// the value.
+pub fn invariant_remat(cx: SpillView<'_>, v: MemLoc, after: u32) -> Option<Remat> {
+    remat_from(cx, v, after).filter(|&r| r != Remat::Overwritten)
+}
+
 /// How a rematerialization brings a value back without a spill slot.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub enum Remat {
@@ -1214,11 +1233,15 @@ pub enum Remat {
     /// An engine copy of the on-chip rectangle the value was copied from
     /// ([`remat_from`]).
     Copy(RematSource),
+    /// Nothing: the access the reload would precede writes all of the
+    /// tile without reading it, so the value is dead from the split on
+    /// and the copy only takes the later accesses (no store, no reload).
+    Overwritten,
 }
 
 impl Remat {
-    /// The location a reload reads ([`MemLoc::INVALID`] for a memset,
-    /// which reads nothing): the spill record's slot.
+    /// The location a reload reads ([`MemLoc::INVALID`] for a memset or
+    /// nothing, which read nothing): the spill record's slot.
     pub fn slot(self) -> MemLoc {
         self.source().map_or(MemLoc::INVALID, |src| src.loc)
     }
@@ -1227,13 +1250,17 @@ impl Remat {
     pub fn source(self) -> Option<RematSource> {
         match self {
             Remat::Reload(src) | Remat::Copy(src) => Some(src),
-            Remat::Memset(_) => None,
+            Remat::Memset(_) | Remat::Overwritten => None,
         }
     }
 }
 
 /// How a reload of `v` before position `reload_at` can do without a spill
-/// slot, if it can: a recompute when the last write of `v` before
+/// slot, if it can: nothing at all when the instruction at `reload_at`
+/// writes all of `v` through one plain pattern without reading it (the
+/// value is dead: no reload before the next access, and no loop around
+/// `reload_at` but not the split reads it again before, since that access
+/// is the first after the split); a recompute when the last write of `v` before
 /// `reload_at` is a `memset` of all of `v` through one plain pattern of
 /// `v`'s element size, with a constant the dataflow checker names by its
 /// value (32 bits); otherwise a reload from the DRAM it was loaded from,
@@ -1243,6 +1270,9 @@ impl Remat {
 /// no DMA.
 pub fn remat_from(cx: SpillView<'_>, v: MemLoc, reload_at: u32) -> Option<Remat> {
     let SpillView { m, order, live } = cx;
+    if live.accesses(v).binary_search(&reload_at).is_ok() && fully_defines(m, order, v, reload_at) {
+        return Some(Remat::Overwritten);
+    }
     let acc = live.accesses(v);
     let before = acc.partition_point(|&q| q < reload_at);
     let i = order.inst_at(acc[live.last_write_among(v, before)?]);
@@ -1415,6 +1445,11 @@ pub fn finalize(
     records: &[SpillRecord],
 ) -> Result<(), IrError> {
     for (k, r) in records.iter().enumerate() {
+        if r.remat == Some(Remat::Overwritten) {
+            // Nothing to bring back: the next access writes it all.
+            repoint_readers(m, order, records, k)?;
+            continue;
+        }
         if let Some(Remat::Memset(set)) = r.remat {
             // The constant set again on all of the copy (which holds only
             // cells of the memset's).

@@ -23,9 +23,10 @@ use alloc::vec::Vec;
 use core::fmt::Write as _;
 
 use super::spill::{
-    add_reload_copy, add_slot, best_slice_split, finalize, invariant_score, invariant_split,
-    loop_split_ok, reload_point, reload_traffic, remat_from, slice_remat, slice_traffic,
-    spill_score, store_traffic, ReloadPoint, Remat, SliceSplit, SpillRecord, SpillView,
+    add_reload_copy, add_slot, best_slice_split, finalize, invariant_remat, invariant_score,
+    invariant_split, loop_split_ok, reload_point, reload_traffic, remat_from, slice_remat,
+    slice_traffic, spill_score, store_traffic, ReloadPoint, Remat, SliceSplit, SpillRecord,
+    SpillView,
 };
 use crate::analysis::{LinearOrder, MemLiveness};
 use crate::ir::{IrError, MemFlags, MemLoc, Module, Space};
@@ -241,7 +242,12 @@ impl SplitRound {
         // nest to the end of the one around `after`, which holds the first
         // copy's reload too.)
         let cx = SpillView::new(m, order, live);
-        let remat = self.source_kept(remat_from(cx, v, after));
+        let remat = if first.is_some() {
+            invariant_remat(cx, v, after)
+        } else {
+            remat_from(cx, v, after)
+        };
+        let remat = self.source_kept(remat);
         let reload = reload_point(cx, v, at, after);
         let slot = match remat {
             Some(how) => how.slot(),

@@ -263,7 +263,7 @@ pub(super) fn split_victim(
         Plan::Invariant(split) => {
             let acc = ws.live.accesses(o);
             let next = acc[acc.partition_point(|&q| q <= p)];
-            let remat = remat_from(SpillView::new(m, &ws.order, &ws.live), o, next);
+            let remat = spill::invariant_remat(SpillView::new(m, &ws.order, &ws.live), o, next);
             (remat, split.store_after, split.first, None)
         }
         Plan::Slice(split) => {
