@@ -691,7 +691,7 @@ impl Workspace {
                     .plus(ColoringWorkspace::headroom_for(m, Space::Psum, spills))
                     .plus(ColoringWorkspace::headroom_for(m, Space::Sb, spills)),
                 Pass::LinearScan => LsaWorkspace::headroom(m, &lo),
-                Pass::Coloring(Space::Sb) if portfolio => {
+                Pass::Coloring(Space::Sb) | Pass::Exact(Space::Sb) if portfolio => {
                     ColoringWorkspace::headroom_for(m, Space::Sb, spills)
                         .plus(LsaWorkspace::headroom(m, &plo))
                 }
@@ -714,7 +714,7 @@ impl Workspace {
                         + ColoringWorkspace::spill_slots(spills, Space::Sb)
                 }
                 Pass::LinearScan => LsaWorkspace::spill_slots(m, &lo),
-                Pass::Coloring(Space::Sb) if portfolio => {
+                Pass::Coloring(Space::Sb) | Pass::Exact(Space::Sb) if portfolio => {
                     ColoringWorkspace::spill_slots(spills, Space::Sb)
                         + LsaWorkspace::spill_slots(m, &plo)
                 }
@@ -914,6 +914,20 @@ impl Workspace {
                         &self.live,
                         &mut storage,
                     );
+                    // Its second spill strategy, as the coloring pipelines
+                    // have it: without it the colorer beside the scan fails
+                    // where theirs fits.
+                    if best
+                        && within(
+                            &mut storage,
+                            copy.saturating_mul(2),
+                            "the second spill strategy of the colorer beside the scan",
+                            "live-range splits first, access splits last",
+                        )
+                    {
+                        let b = self.coloring.reserve_strategies(m);
+                        storage.add("the colorer's second strategy", b);
+                    }
                 }
                 let colorer_strategies = ((sb_colored && sb_over) || (psum_colored && psum_over))
                     && best
@@ -982,13 +996,14 @@ impl Workspace {
 }
 
 /// Runs the linear scan beside the SB colorer whose result `m` holds
-/// (report `rc`), from the module the colorer got, where the workspace
-/// keeps what it needs ([`SbPortfolio`]); keeps the placement whose spills
-/// cost fewer cycles (then bytes) in `m`. `None` when it did not run.
+/// (report `rc`; `None` when the colorer failed), from the module the
+/// colorer got, where the workspace keeps what it needs ([`SbPortfolio`]);
+/// keeps the placement whose spills cost fewer cycles (then bytes) in `m`,
+/// the scan's whenever the colorer failed. `None` when it did not run.
 fn scan_beside(
     m: &mut Module,
     ws: &mut Workspace,
-    rc: &ColoringReport,
+    rc: Option<&ColoringReport>,
 ) -> Option<(SbPortfolio, Option<LsaReport>)> {
     let result = ws.portfolio.as_mut()?;
     let before = ws.coloring.module_before_pass()?;
@@ -997,16 +1012,16 @@ fn scan_beside(
     let lo = ws.portfolio_lsa;
     // `m` is not what the pipeline's analyses describe: computed anew.
     let r = scan_lent(m, ws, &lo, false, false);
-    let colorer = (rc.spill_cycles, rc.spill_bytes);
+    let colorer = rc.map(|rc| (rc.spill_cycles, rc.spill_bytes));
     let scan = r.as_ref().ok().map(scan_cost);
-    let kept_scan = scan.is_some_and(|s| s < colorer);
+    let kept_scan = scan.is_some_and(|s| colorer.map_or(true, |c| s < c));
     if !kept_scan {
         if let Some(result) = ws.portfolio.as_ref() {
             m.copy_from(result);
         }
     }
     let p = SbPortfolio {
-        colorer: Some(colorer),
+        colorer,
         scan,
         kept_scan,
     };
@@ -1039,6 +1054,15 @@ fn scan_lent(
     r.map_err(alloc::boxed::Box::new)
 }
 
+/// Adds the spills, rematerializations, bytes and cycles of the placement
+/// a pass kept to its space's summary.
+fn add_spills(sum: &mut SpaceSummary, (spills, remats, bytes, cycles): (u32, u32, u64, u64)) {
+    sum.spills += spills;
+    sum.remats += remats;
+    sum.spill_bytes += bytes;
+    sum.spill_cycles += cycles;
+}
+
 /// The on-chip spill cycles and bytes of a scan.
 fn scan_cost(l: &LsaReport) -> (u64, u64) {
     (
@@ -1048,9 +1072,10 @@ fn scan_cost(l: &LsaReport) -> (u64, u64) {
 }
 
 /// Runs the coloring allocator (PSUM, then SB) beside the linear scan
-/// whose result `m` holds (report `rl`), from the module the scan got,
-/// where the workspace keeps what it needs ([`SbPortfolio`]); keeps the
-/// placement whose on-chip spills cost fewer cycles (then bytes) in `m`.
+/// whose result `m` holds (report `rl`; `None` when the scan failed), from
+/// the module the scan got, where the workspace keeps what it needs
+/// ([`SbPortfolio`]); keeps the placement whose on-chip spills cost fewer
+/// cycles (then bytes) in `m`, the colorer's whenever the scan failed.
 /// `None` when it did not run; else the colorer's two reports when its
 /// placement was kept.
 fn colorer_beside(
@@ -1058,7 +1083,7 @@ fn colorer_beside(
     ws: &mut Workspace,
     copts: &ColoringOptions,
     clock: &mut dyn Clock,
-    rl: &LsaReport,
+    rl: Option<&LsaReport>,
 ) -> Option<(SbPortfolio, Option<[ColoringReport; 2]>)> {
     let result = ws.portfolio.as_mut()?;
     let before = ws.lsa.module_before_pass()?;
@@ -1090,8 +1115,8 @@ fn colorer_beside(
                 .saturating_add(reports[1].spill_bytes),
         )
     });
-    let scan = scan_cost(rl);
-    let kept_colorer = colorer.is_some_and(|c| c < scan);
+    let scan = rl.map(scan_cost);
+    let kept_colorer = colorer.is_some_and(|c| scan.map_or(true, |s| c < s));
     if !kept_colorer {
         if let Some(result) = ws.portfolio.as_ref() {
             m.copy_from(result);
@@ -1099,22 +1124,24 @@ fn colorer_beside(
     }
     let p = SbPortfolio {
         colorer,
-        scan: Some(scan),
+        scan,
         kept_scan: !kept_colorer,
     };
     Some((p, kept_colorer.then_some(reports)))
 }
 
-/// True when the SB colorer of `list` may run beside the linear scan
+/// True when the SB colorer (or exact search) of `list` may run beside the linear scan
 /// ([`SbPortfolio`]): `--spill-strategy best`, no explicit storage budget
-/// (the scan's restarts need headroom every workspace is sized to), and
+/// (the scan's restarts need headroom every workspace is sized to), the
+/// colorer allowed to spill (`--gca-dma-optlevel` 0 to 2), and
 /// the user's SB tensors do not fit side by side (the headroom decision of
 /// [`crate::mem::tensor_coloring::spill_headroom`]). The pipeline keeps it only where
 /// SB's bound is over its capacity and the budget has room.
 fn sb_portfolio_possible(opts: &Options, list: &[Pass], m: &Module) -> bool {
     opts.spill_strategy == SpillStrategy::Best
         && opts.storage_limit.is_none()
-        && list.contains(&Pass::Coloring(Space::Sb))
+        && opts.gca_dma_optlevel >= 0
+        && (list.contains(&Pass::Coloring(Space::Sb)) || list.contains(&Pass::Exact(Space::Sb)))
         && crate::mem::tensor_coloring::spill_headroom(m)
             == crate::mem::tensor_coloring::PRESSURE_SPILL_HEADROOM
 }
@@ -1383,36 +1410,51 @@ fn run_from<'a>(
             Pass::LinearScan => {
                 let lo = lsa_options(&opts, m);
                 let r = scan_lent(m, ws, &lo, fresh, bounds_fresh);
-                let r = r.map_err(PipelineError::Lsa)?;
                 fresh = false;
                 let mut colored = None;
-                if r.sb.spills + r.psum.spills > 0 {
-                    if let Some((p, kept)) = colorer_beside(m, ws, &copts, clock, &r) {
-                        colored = kept;
-                        report.sb_portfolio = Some(p);
+                let r = match r {
+                    Ok(r) => {
+                        if r.sb.spills + r.psum.spills > 0 {
+                            if let Some((p, kept)) = colorer_beside(m, ws, &copts, clock, Some(&r))
+                            {
+                                colored = kept;
+                                report.sb_portfolio = Some(p);
+                            }
+                        }
+                        Some(r)
                     }
-                }
+                    // A scan that found no placement where the colorer
+                    // beside it finds one: the colorer's stands (and the
+                    // report has no scan).
+                    Err(e) => match colorer_beside(m, ws, &copts, clock, None) {
+                        Some((p, Some(kept))) => {
+                            colored = Some(kept);
+                            report.sb_portfolio = Some(p);
+                            None
+                        }
+                        _ => return Err(PipelineError::Lsa(e)),
+                    },
+                };
                 for (k, s) in [Space::Psum, Space::Sb].into_iter().enumerate() {
-                    let sr = r.space(s);
-                    let (spills, remats, bytes, cycles) = match &colored {
-                        Some(c) => (
+                    let kept = match (&colored, &r) {
+                        (Some(c), _) => (
                             c[k].spills,
                             c[k].remats,
                             c[k].spill_bytes,
                             c[k].spill_cycles,
                         ),
-                        None => (sr.spills, sr.remats, sr.spill_bytes, sr.spill_cycles),
+                        (None, Some(r)) => {
+                            let sr = r.space(s);
+                            (sr.spills, sr.remats, sr.spill_bytes, sr.spill_cycles)
+                        }
+                        (None, None) => (0, 0, 0, 0),
                     };
-                    let sum = &mut report.spaces[s.slot()];
-                    sum.spills += spills;
-                    sum.remats += remats;
-                    sum.spill_bytes += bytes;
-                    sum.spill_cycles += cycles;
+                    add_spills(&mut report.spaces[s.slot()], kept);
                     if let Some(c) = &colored {
                         report.coloring[s.slot()] = Some(c[k]);
                     }
                 }
-                report.lsa = Some(r);
+                report.lsa = r;
             }
             Pass::Coloring(space) | Pass::Exact(space) => {
                 let mut o = copts;
@@ -1431,28 +1473,47 @@ fn run_from<'a>(
                 let r = tensor_coloring::run(m, space, &o, &mut ws.coloring, clock);
                 ws.coloring
                     .exchange_analyses(&mut ws.order, &mut ws.live, false);
-                let r = r.map_err(PipelineError::Coloring)?;
-                // Without a spill round the pass only placed: what it
-                // handed back (ours, or its own first-round walk) is fresh.
-                fresh = r.spill_rounds == 0;
-                let mut kept = (r.spills, r.remats, r.spill_bytes, r.spill_cycles);
-                if pass == Pass::Coloring(Space::Sb) && r.spills > 0 {
-                    if let Some((p, l)) = scan_beside(m, ws, &r) {
-                        fresh = false;
-                        if p.kept_scan {
-                            let sb = l.as_ref().map(|l| l.sb).unwrap_or_default();
-                            kept = (sb.spills, sb.remats, sb.spill_bytes, sb.spill_cycles);
-                            report.lsa = l;
+                let r = match r {
+                    Ok(r) => Some(r),
+                    // An SB colorer that found no placement where the scan
+                    // beside it finds one: the scan's stands (and the
+                    // report has no SB colorer).
+                    Err(e) if space == Space::Sb => match scan_beside(m, ws, None) {
+                        Some((p, Some(l))) if p.kept_scan => {
+                            fresh = false;
+                            let sb = l.sb;
+                            add_spills(
+                                &mut report.spaces[space.slot()],
+                                (sb.spills, sb.remats, sb.spill_bytes, sb.spill_cycles),
+                            );
+                            report.lsa = Some(l);
+                            report.sb_portfolio = Some(p);
+                            None
                         }
-                        report.sb_portfolio = Some(p);
+                        _ => return Err(PipelineError::Coloring(e)),
+                    },
+                    Err(e) => return Err(PipelineError::Coloring(e)),
+                };
+                if let Some(r) = r {
+                    // Without a spill round the pass only placed: what it
+                    // handed back (ours, or its own first-round walk) is
+                    // fresh.
+                    fresh = r.spill_rounds == 0;
+                    let mut kept = (r.spills, r.remats, r.spill_bytes, r.spill_cycles);
+                    if space == Space::Sb && r.spills > 0 {
+                        if let Some((p, l)) = scan_beside(m, ws, Some(&r)) {
+                            fresh = false;
+                            if p.kept_scan {
+                                let sb = l.as_ref().map(|l| l.sb).unwrap_or_default();
+                                kept = (sb.spills, sb.remats, sb.spill_bytes, sb.spill_cycles);
+                                report.lsa = l;
+                            }
+                            report.sb_portfolio = Some(p);
+                        }
                     }
+                    add_spills(&mut report.spaces[space.slot()], kept);
+                    report.coloring[space.slot()] = Some(r);
                 }
-                let sum = &mut report.spaces[space.slot()];
-                sum.spills += kept.0;
-                sum.remats += kept.1;
-                sum.spill_bytes += kept.2;
-                sum.spill_cycles += kept.3;
-                report.coloring[space.slot()] = Some(r);
             }
             Pass::DmaOptimization(space) => {
                 let (pass_obj, k) = if space == Space::Psum {
