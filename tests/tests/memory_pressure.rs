@@ -2236,10 +2236,10 @@ fn constants_and_copies_fit(seeds: core::ops::RangeInclusive<u64>) -> u32 {
     remats
 }
 
-/// [`constants_and_copies_fit`] on 30 seeds (seeds 6, 36, 200, 236, 244
-/// and 723 of the long sweep below found the colorer's and the scan's
-/// failures above the floor that the rematerializations, the overwritten
-/// splits and the portfolio's fallbacks now handle).
+/// [`constants_and_copies_fit`] on 30 seeds (seeds 6, 36, 200, 244 and 723
+/// of the long sweep below found the colorer's and the scan's failures
+/// above the floor that the overwritten splits and the portfolio's
+/// fallbacks now handle).
 #[test]
 fn modules_of_constants_and_copies_fit_at_every_capacity_above_the_floor() {
     let remats = constants_and_copies_fit(1..=30);
