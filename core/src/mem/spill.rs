@@ -350,9 +350,15 @@ pub fn loop_split_ok(cx: SpillView<'_>, v: MemLoc, at: u32) -> bool {
             let ok = if accessed_before {
                 (first_in == 0 || runs && dead) && defines_in(m, order, v, acc[first_in], l)
             } else {
-                !acc.iter()
-                    .zip(live.access_writes(v))
-                    .any(|(&q, w)| w && s <= q && q <= e)
+                // Not accessed in `L` before `at`: its next access, when in
+                // `L`, is its first there, and one that overwrites it all
+                // in a loop that surely runs leaves no value around the
+                // back edge either.
+                (runs && dead)
+                    || !acc
+                        .iter()
+                        .zip(live.access_writes(v))
+                        .any(|(&q, w)| w && s <= q && q <= e)
             };
             if !ok {
                 return false;
