@@ -2111,6 +2111,43 @@ fn optlevel_8_keeps_the_colorers_placement_where_the_scan_fails() {
     assert!(r.lsa.is_none());
 }
 
+/// Under an explicit storage budget of at least the default budget's floor
+/// (1 GiB) the scan keeps its restart point, as without one: the module
+/// of constants and copies of seed 244 at 60 % of its peak needs a restart
+/// at optlevel 8, and fits with `--max-memory 2G`; under 100 MB (a
+/// device's budget) the scan keeps no copy to restart from and says so.
+#[test]
+fn the_scan_restarts_under_a_budget_with_room_for_it() {
+    let free = parse(&constants_and_copies(244, 0));
+    let mut m = free.clone();
+    let peak = run_checked(&mut m, &Options::default())
+        .unwrap()
+        .space(Space::Sb)
+        .peak;
+    let text = constants_and_copies(244, peak * 60 / 100);
+    let at = |limit: u64| Options {
+        optlevel: 8,
+        storage_limit: Some(limit),
+        ..Options::default()
+    };
+    let mut m = parse(&text);
+    let r = run_checked(&mut m, &at(2 << 30)).unwrap_or_else(|e| panic!("{}", e.display(&m)));
+    assert!(r.verified());
+    assert!(
+        r.lsa.as_ref().is_some_and(|l| l.restarts.restarts > 0),
+        "{:?}",
+        r.lsa
+    );
+    let mut m = parse(&text);
+    match run_checked(&mut m, &at(100 << 20)) {
+        Err(e) => {
+            let text = e.display(&m).to_string();
+            assert!(text.contains("below 1 GiB"), "{text}");
+        }
+        Ok(r) => panic!("fits without a restart point: {:?}", r.lsa),
+    }
+}
+
 /// A PSUM accumulator's SB slot is an SB location like any other to the
 /// placement verifier: on the split of [`accumulators`] at optlevel 2,
 /// the result is clean, and with the slot moved onto the cells of `%t`

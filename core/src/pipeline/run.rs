@@ -1181,15 +1181,22 @@ fn within(
 /// The linear scan's options on `m`. It may restart after access splits
 /// ([`LsaWorkspace::reserve_restart`]) with the coloring passes' headroom
 /// for a module under pressure ([`tensor_coloring::spill_headroom`]) in
-/// access copies, unless the caller set a storage budget: that headroom
-/// sizes every workspace reserved to the module's capacity after it, and
-/// the budget is measured against the smaller reservation (as for the
-/// coloring passes' headroom). The answer depends on the user's tensors
-/// only, so the reservation and the run agree.
+/// access copies, unless the caller set a storage budget below the default
+/// budget's floor ([`crate::storage::DEFAULT_BUDGET_FLOOR`], a device's):
+/// that headroom sizes every workspace reserved to the module's capacity
+/// after it, and such a budget is measured against the smaller reservation
+/// (as for the coloring passes' headroom). A larger budget has room for
+/// the headroom (a constant number of copies), and the restart point
+/// itself is kept only within it (`Workspace::reserve`). The answer
+/// depends on the user's tensors and the options only, so the reservation
+/// and the run agree.
 fn lsa_options(opts: &Options, m: &Module) -> LsaOptions {
     let pressure = crate::mem::tensor_coloring::PRESSURE_SPILL_HEADROOM;
     let under_pressure = crate::mem::tensor_coloring::spill_headroom(m) == pressure;
-    let restarts = opts.storage_limit.is_none() && under_pressure;
+    let roomy = opts
+        .storage_limit
+        .map_or(true, |b| b >= crate::storage::DEFAULT_BUDGET_FLOOR);
+    let restarts = roomy && under_pressure;
     LsaOptions {
         vnc_count: opts.vnc_count,
         max_spills: opts.lsa_max_spills,

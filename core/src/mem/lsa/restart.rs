@@ -51,11 +51,14 @@ pub const MAX_RESTARTS: u32 = 64;
 
 /// Why nothing was spilled where the scan could have restarted but was
 /// given no restart point (the pipeline keeps none under an explicit
-/// storage budget, or where the budget has no room for it).
+/// storage budget below 1 GiB, or where the budget has no room for it).
 pub const NO_RESTART_POINT: &str = "every live tensor is pinned, used by this instruction, not \
      used again, or accessed earlier in the enclosing loop, and the scan keeps no copy of the \
-     module to restart from after splitting one at every access (none is kept under an explicit \
-     storage budget, --max-memory, nor where the default budget has no room for one)";
+     module to restart from after splitting one at every access (none is kept under a storage \
+     budget below 1 GiB, --max-memory, nor where the budget has no room for one)";
+
+// The message names the default budget's floor.
+const _: () = assert!(crate::storage::DEFAULT_BUDGET_FLOOR == 1 << 30);
 
 /// Marks the names of what the restarts' splits add
 /// (`<tensor>_Restart<what><n>`, and `_<k>` for an access copy): a copy
