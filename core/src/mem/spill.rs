@@ -521,7 +521,7 @@ pub fn reload_traffic(
 /// ([`crate::Target::dma_cycles`] of its bytes), an engine copy's between
 /// on-chip locations ([`crate::Target::copy_cycles`] of its bytes per
 /// partition) or a recompute's (a memset: the pool engine's time over its
-/// elements per partition, as [`reload_traffic`] counts it).
+/// elements per partition, as `reload_traffic` counts it).
 pub fn inst_cycles(m: &Module, i: Inst) -> u64 {
     let out = m.outputs(i).next();
     let bytes = out.map_or(0, |a| m.ap_bytes(a));
@@ -1271,7 +1271,7 @@ impl Remat {
 /// `v`'s element size, with a constant the dataflow checker names by its
 /// value (32 bits); otherwise a reload from the DRAM it was loaded from,
 /// or a copy again from the on-chip location it was copied from
-/// ([`copied_from`]). A memset's value depends on nothing, so no write
+/// (`copied_from`). A memset's value depends on nothing, so no write
 /// between it and the reload matters, and an engine setting a tile costs
 /// no DMA.
 pub fn remat_from(cx: SpillView<'_>, v: MemLoc, reload_at: u32) -> Option<Remat> {
