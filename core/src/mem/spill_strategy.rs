@@ -7,8 +7,10 @@ use crate::storage::HeapBytes;
 
 /// `--spill-strategy {best,ranges,access}`: the order in which the SB
 /// allocators try their splits where the input needs more SB than there
-/// is. Either order reaches every placement above the floor; they differ
-/// in the traffic: a tensor live across a long stretch but accessed by a
+/// is. Neither order reaches every placement above the floor alone, so
+/// where an allocator keeps the copies of the module it needs
+/// ([`StrategyCopies`]) the other order runs from the same module where
+/// the preferred one fails. They differ in the traffic: a tensor live across a long stretch but accessed by a
 /// few instructions near the peak leaves for good at a copy per access,
 /// where live-range splits move it out and back around every point that
 /// runs over; a tensor accessed all along the stretch is cheaper split
@@ -27,10 +29,12 @@ pub enum SpillStrategy {
     /// Live-range splits (plain, loop-invariant, per-iteration slice)
     /// first, the split at every access last: the coloring allocator when
     /// no live-range split frees room, the linear scan when it finds no
-    /// tensor to spill (it then restarts).
+    /// tensor to spill (it then restarts). The access order from the start
+    /// only where this one fails.
     Ranges,
     /// The split at every access first, live-range splits where it frees
-    /// nothing.
+    /// nothing; the live-range order from the start only where this one
+    /// fails.
     Access,
 }
 

@@ -96,11 +96,10 @@ pub struct ColoringOptions {
     /// (a kernel of a few thousand instructions); larger modules end with
     /// chains `untried`, counted in the report.
     pub affinity_trials: u32,
-    /// The order of the on-chip spill rounds' splits ([`SpillStrategy`]):
-    /// [`SpillStrategy::Best`] tries both only where the workspace keeps
-    /// the copies of the module it needs
-    /// ([`ColoringWorkspace::reserve_strategies`]), else live-range splits
-    /// first.
+    /// The order of the on-chip spill rounds' splits ([`SpillStrategy`]).
+    /// The other order runs (always for [`SpillStrategy::Best`], else where
+    /// the first fails) only where the workspace keeps the copies of the
+    /// module it needs ([`ColoringWorkspace::reserve_strategies`]).
     pub strategy: SpillStrategy,
 }
 
@@ -557,8 +556,8 @@ impl ColoringWorkspace {
             .saturating_add(problems)
     }
 
-    /// Makes the on-chip passes on `m` try both spill strategies and keep the
-    /// cheaper result: keeps two copies of `m` with its whole reserved
+    /// Makes the on-chip passes on `m` able to try both spill orders (and
+    /// keep the cheaper result, or the one that fits): keeps two copies of `m` with its whole reserved
     /// capacity (the module before the pass and the first result), so that
     /// saving and restoring never allocate; call it after every reservation
     /// of `m`. Returns their heap bytes.
@@ -566,8 +565,7 @@ impl ColoringWorkspace {
         StrategyCopies::reserve(&mut self.strategies, m)
     }
 
-    /// The module as the last on-chip pass that tried both strategies got
-    /// it (`None` when the workspace keeps no strategy copies). The
+    /// The module as the last on-chip pass with strategy copies got it (`None` when the workspace keeps no strategy copies). The
     /// pipeline runs the linear scan from it too where SB must spill
     /// (`SbPortfolio` in the pipeline).
     pub fn module_before_pass(&self) -> Option<&Module> {
@@ -907,8 +905,7 @@ pub fn run(
         .take()
         .unwrap_or_else(|| new_problem(m, space, m.num_mems()));
     let on_chip = space.is_on_chip();
-    let both = on_chip && opts.strategy == SpillStrategy::Best;
-    let strategies = if both { ws.strategies.take() } else { None };
+    let strategies = if on_chip { ws.strategies.take() } else { None };
     let access_first = on_chip && opts.strategy == SpillStrategy::Access;
     let result = match strategies {
         None => color_rounds(
@@ -923,7 +920,7 @@ pub fn run(
         )
         .map(|()| report),
         Some(mut kept) => {
-            let r = best_strategy(m, space, opts, ws, clock, &mut problem, report, &mut kept);
+            let r = both_orders(m, space, opts, ws, clock, &mut problem, report, &mut kept);
             ws.strategies = Some(kept);
             r
         }
@@ -932,13 +929,16 @@ pub fn run(
     result
 }
 
-/// Colors `space` (SB or PSUM) with live-range splits first, then from the
-/// same module with access splits first ([`SpillStrategy::Best`]), and
-/// keeps the result whose spills cost the fewest DMA cycles (then bytes);
-/// the first one's when it needs no spill, or when the second fails.
-/// `kept` holds the module before the pass and the first result.
+/// Colors `space` (SB or PSUM) in the order of [`ColoringOptions::strategy`]
+/// (live-range splits first but for [`SpillStrategy::Access`]), then from
+/// the same module in the other: with [`SpillStrategy::Best`] always, and
+/// keeps the result whose spills cost the fewest DMA cycles (then bytes),
+/// the first one's when it needs no spill; with the others only where the
+/// first failed (a failure above the floor is not a preference). Of two
+/// failures, the first one's stands. `kept` holds the module before the
+/// pass and the first result.
 #[allow(clippy::too_many_arguments)]
-fn best_strategy(
+fn both_orders(
     m: &mut Module,
     space: Space,
     opts: &ColoringOptions,
@@ -949,17 +949,19 @@ fn best_strategy(
     kept: &mut StrategyCopies,
 ) -> Result<ColoringReport, ColoringError> {
     let StrategyCopies { before, first } = kept;
+    let cheapest = opts.strategy == SpillStrategy::Best;
+    let access_first = opts.strategy == SpillStrategy::Access;
     before.copy_from(m);
     let mut a = empty;
-    let ra = color_rounds(m, space, opts, ws, clock, problem, &mut a, false);
-    if ra.is_ok() && a.spills == 0 {
-        return Ok(a);
+    let ra = color_rounds(m, space, opts, ws, clock, problem, &mut a, access_first);
+    if ra.is_ok() && (a.spills == 0 || !cheapest) {
+        return ra.map(|()| a);
     }
     first.copy_from(m);
     m.copy_from(before);
     ws.current = false;
     let mut b = empty;
-    let rb = color_rounds(m, space, opts, ws, clock, problem, &mut b, true);
+    let rb = color_rounds(m, space, opts, ws, clock, problem, &mut b, !access_first);
     let cost = |r: &ColoringReport| (r.spill_cycles, r.spill_bytes);
     match (ra, rb) {
         (Ok(()), Ok(())) if cost(&b) < cost(&a) => Ok(b),

@@ -185,10 +185,12 @@ impl RunReport {
 
 /// The SB spills of the coloring allocator against the linear scan's
 /// from the same module (the pipeline runs the scan too where SB must
-/// spill, `--spill-strategy best` and the budget allow: the scan's rules
-/// decide at each point from what is placed there, the colorer's rounds
-/// from the whole program, and neither is cheaper everywhere). The
-/// placement whose spills cost fewer cycles (then bytes) is kept.
+/// spill and the budget allows: the scan's rules decide at each point
+/// from what is placed there, the colorer's rounds from the whole
+/// program, and neither is cheaper everywhere, nor fits everywhere the
+/// other fits). With `--spill-strategy best` the placement whose spills
+/// cost fewer cycles (then bytes) is kept; with another strategy the scan
+/// runs only where the colorer fails.
 ///
 /// At optlevel 8 the other way round: the coloring allocator (PSUM, then
 /// SB, live-range splits first) beside the linear scan, the on-chip spill
@@ -561,9 +563,9 @@ pub struct Workspace {
     /// computed them to decide what to keep for the SB allocators); the
     /// run that follows takes them instead of computing them again.
     bounds_current: bool,
-    /// Where SB must spill with `--spill-strategy best`: room for the
-    /// result of the allocator the pipeline selected while the other one
-    /// places from the same module (see [`SbPortfolio`]).
+    /// Where SB must spill: room for the result of the allocator the
+    /// pipeline selected while the other one places from the same module
+    /// (see [`SbPortfolio`]).
     portfolio: Option<Module>,
     /// The scan's options beside the SB colorer, as its storage was
     /// reserved.
@@ -674,9 +676,9 @@ impl Workspace {
         let mut dmas = 0usize;
         // The SB portfolio's scan may run in place of the SB colorer's
         // result (see `SbPortfolio`): its headroom too, where it may run.
-        let portfolio = sb_portfolio_possible(opts, &list, m);
+        let portfolio = spill_room(opts) && sb_portfolio_possible(opts, &list, m);
         // At optlevel 8, the colorer beside the scan: both on-chip passes.
-        let beside = colorer_beside_possible(opts, &list, m);
+        let beside = spill_room(opts) && colorer_beside_possible(&list, m);
         // The scan beside the colorer spills within the colorer's headroom
         // (a scan that needs more fails, and the colorer's placement
         // stays): the module headroom stays that of a spill round, however
@@ -859,7 +861,6 @@ impl Workspace {
                 self.bounds.space(Space::Psum).lower_bound() > m.target.psum_usable_bytes() as u64;
             if sb_over || psum_over {
                 let copy = m.reserved_bytes();
-                let best = opts.spill_strategy == SpillStrategy::Best;
                 let restart = scans_first
                     && within(
                         &mut storage,
@@ -875,7 +876,6 @@ impl Workspace {
                 }
                 let lsa_strategies = restart
                     && sb_over
-                    && best
                     && within(
                         &mut storage,
                         copy.saturating_mul(2),
@@ -917,20 +917,17 @@ impl Workspace {
                     // Its second spill strategy, as the coloring pipelines
                     // have it: without it the colorer beside the scan fails
                     // where theirs fits.
-                    if best
-                        && within(
-                            &mut storage,
-                            copy.saturating_mul(2),
-                            "the second spill strategy of the colorer beside the scan",
-                            "live-range splits first, access splits last",
-                        )
-                    {
+                    if within(
+                        &mut storage,
+                        copy.saturating_mul(2),
+                        "the second spill strategy of the colorer beside the scan",
+                        "live-range splits first, access splits last",
+                    ) {
                         let b = self.coloring.reserve_strategies(m);
                         storage.add("the colorer's second strategy", b);
                     }
                 }
                 let colorer_strategies = ((sb_colored && sb_over) || (psum_colored && psum_over))
-                    && best
                     && within(
                         &mut storage,
                         copy.saturating_mul(2),
@@ -1130,17 +1127,15 @@ fn colorer_beside(
     Some((p, kept_colorer.then_some(reports)))
 }
 
-/// True when the SB colorer (or exact search) of `list` may run beside the linear scan
-/// ([`SbPortfolio`]): `--spill-strategy best`, no explicit storage budget
-/// (the scan's restarts need headroom every workspace is sized to), the
-/// colorer allowed to spill (`--gca-dma-optlevel` 0 to 2), and
-/// the user's SB tensors do not fit side by side (the headroom decision of
-/// [`crate::mem::tensor_coloring::spill_headroom`]). The pipeline keeps it only where
-/// SB's bound is over its capacity and the budget has room.
+/// True when the SB colorer (or exact search) of `list` may run beside the
+/// linear scan ([`SbPortfolio`]): the colorer allowed to spill
+/// (`--gca-dma-optlevel` 0 to 2), and the user's SB tensors do not fit
+/// side by side (the headroom decision of
+/// [`crate::mem::tensor_coloring::spill_headroom`]). The pipeline keeps it
+/// only where the budget has room for its headroom ([`spill_room`]), SB's
+/// bound is over its capacity and the budget has room for its copies.
 fn sb_portfolio_possible(opts: &Options, list: &[Pass], m: &Module) -> bool {
-    opts.spill_strategy == SpillStrategy::Best
-        && opts.storage_limit.is_none()
-        && opts.gca_dma_optlevel >= 0
+    opts.gca_dma_optlevel >= 0
         && (list.contains(&Pass::Coloring(Space::Sb)) || list.contains(&Pass::Exact(Space::Sb)))
         && crate::mem::tensor_coloring::spill_headroom(m)
             == crate::mem::tensor_coloring::PRESSURE_SPILL_HEADROOM
@@ -1149,10 +1144,8 @@ fn sb_portfolio_possible(opts: &Options, list: &[Pass], m: &Module) -> bool {
 /// True when the coloring allocator may run beside the linear scan of
 /// `list` ([`SbPortfolio`], optlevel 8): the conditions of
 /// [`sb_portfolio_possible`] with the scan as the pipeline's SB allocator.
-fn colorer_beside_possible(opts: &Options, list: &[Pass], m: &Module) -> bool {
-    opts.spill_strategy == SpillStrategy::Best
-        && opts.storage_limit.is_none()
-        && list.first() == Some(&Pass::LinearScan)
+fn colorer_beside_possible(list: &[Pass], m: &Module) -> bool {
+    list.first() == Some(&Pass::LinearScan)
         && crate::mem::tensor_coloring::spill_headroom(m)
             == crate::mem::tensor_coloring::PRESSURE_SPILL_HEADROOM
 }
@@ -1178,33 +1171,55 @@ fn within(
     fits
 }
 
-/// The linear scan's options on `m`. It may restart after access splits
-/// ([`LsaWorkspace::reserve_restart`]) with the coloring passes' headroom
-/// for a module under pressure ([`tensor_coloring::spill_headroom`]) in
-/// access copies, unless the caller set a storage budget below the default
-/// budget's floor ([`crate::storage::DEFAULT_BUDGET_FLOOR`], a device's):
-/// that headroom sizes every workspace reserved to the module's capacity
-/// after it, and such a budget is measured against the smaller reservation
-/// (as for the coloring passes' headroom). A larger budget has room for
-/// the headroom (a constant number of copies), and the restart point
-/// itself is kept only within it (`Workspace::reserve`). The answer
-/// depends on the user's tensors and the options only, so the reservation
-/// and the run agree.
+/// The least explicit storage budget with room for the spill headroom
+/// of the scan's restarts and of the SB portfolio: that headroom is a
+/// fixed number of copies ([`tensor_coloring::SPILL_HEADROOM`]) that
+/// every table reserved after it is sized for, a few MB across the
+/// pipeline for a module of a few thousand instructions, which would take
+/// most of a budget of a few MB (a firmware's) from the passes' own
+/// tables; a budget of tens of MB (a device tool's) has room for it.
+pub const SPILL_ROOM_BUDGET: u64 = 64 << 20;
+
+/// Whether the run of `opts` has room in its storage budget for the spill
+/// headroom of the scan's restarts and of the SB portfolio: always under
+/// the default budget (at least [`crate::storage::DEFAULT_BUDGET_FLOOR`]),
+/// under an explicit one of at least [`SPILL_ROOM_BUDGET`].
+fn spill_room(opts: &Options) -> bool {
+    opts.storage_limit.map_or(true, |b| b >= SPILL_ROOM_BUDGET)
+}
+
+/// The linear scan's options on `m`. Under pressure it may restart after
+/// splits ([`LsaWorkspace::reserve_restart`]) with the coloring passes'
+/// headroom ([`tensor_coloring::spill_headroom`]) in access copies, where
+/// the budget has room for it ([`spill_room`]); under an explicit
+/// storage budget below the default budget's floor
+/// ([`crate::storage::DEFAULT_BUDGET_FLOOR`], a device's) with the smaller
+/// one ([`tensor_coloring::SPILL_HEADROOM`]), as the coloring passes: that
+/// headroom sizes every workspace reserved to the module's capacity after
+/// it, and such a budget is measured against the smaller reservation. The
+/// restart point itself is kept only within the budget
+/// (`Workspace::reserve`). The answer depends on the user's tensors and
+/// the options only, so the reservation and the run agree.
 fn lsa_options(opts: &Options, m: &Module) -> LsaOptions {
-    let pressure = crate::mem::tensor_coloring::PRESSURE_SPILL_HEADROOM;
-    let under_pressure = crate::mem::tensor_coloring::spill_headroom(m) == pressure;
+    let room = spill_room(opts);
+    let under_pressure = crate::mem::tensor_coloring::spill_headroom(m)
+        == crate::mem::tensor_coloring::PRESSURE_SPILL_HEADROOM;
     let roomy = opts
         .storage_limit
         .map_or(true, |b| b >= crate::storage::DEFAULT_BUDGET_FLOOR);
-    let restarts = roomy && under_pressure;
+    let copies = match (under_pressure && room, roomy) {
+        (false, _) => 0,
+        (true, true) => crate::mem::tensor_coloring::PRESSURE_SPILL_HEADROOM,
+        (true, false) => crate::mem::tensor_coloring::SPILL_HEADROOM,
+    };
     LsaOptions {
         vnc_count: opts.vnc_count,
         max_spills: opts.lsa_max_spills,
-        restart_copies: if restarts { pressure as u32 } else { 0 },
+        restart_copies: copies as u32,
         strategy: opts.spill_strategy,
-        // Under pressure, an explicit budget is why the scan does not
+        // Under pressure, a budget without room is why the scan does not
         // restart: its failure says so.
-        restarts_withheld: under_pressure && !restarts,
+        restarts_withheld: under_pressure && !room,
         // The pipeline's DRAM allocator runs after every on-chip one.
         place_slots: false,
         ..LsaOptions::default()
@@ -1411,6 +1426,9 @@ fn run_from<'a>(
     // fresh order and liveness.
     let mut bounds_fresh = true;
     let copts = coloring_options(&opts);
+    // The SB portfolio compares both allocators' spills; under another
+    // strategy the one beside runs only where the selected one fails.
+    let cheapest = opts.spill_strategy == SpillStrategy::Best;
     for pass in passes(&opts) {
         let t0 = clock.now_micros();
         match pass {
@@ -1421,7 +1439,7 @@ fn run_from<'a>(
                 let mut colored = None;
                 let r = match r {
                     Ok(r) => {
-                        if r.sb.spills + r.psum.spills > 0 {
+                        if cheapest && r.sb.spills + r.psum.spills > 0 {
                             if let Some((p, kept)) = colorer_beside(m, ws, &copts, clock, Some(&r))
                             {
                                 colored = kept;
@@ -1507,7 +1525,7 @@ fn run_from<'a>(
                     // fresh.
                     fresh = r.spill_rounds == 0;
                     let mut kept = (r.spills, r.remats, r.spill_bytes, r.spill_cycles);
-                    if space == Space::Sb && r.spills > 0 {
+                    if cheapest && space == Space::Sb && r.spills > 0 {
                         if let Some((p, l)) = scan_beside(m, ws, Some(&r)) {
                             fresh = false;
                             if p.kept_scan {

@@ -111,12 +111,14 @@ pub struct LsaOptions {
     /// ([`SpillStrategy::Ranges`]); restart after access splits first
     /// ([`SpillStrategy::Access`]); or every order from the same module,
     /// keeping the cheapest ([`SpillStrategy::Best`], where the workspace
-    /// keeps the copies it needs). Restarts need a restart point: without
-    /// one the scan spills by its rules.
+    /// keeps the copies it needs); with `Ranges` or `Access`, the other
+    /// orders only where the first fails (and the copies are kept).
+    /// Restarts need a restart point: without one the scan spills by its
+    /// rules.
     pub strategy: SpillStrategy,
     /// True when the caller withheld the restarts (`restart_copies` 0
-    /// under an explicit storage budget): a failure for want of a victim
-    /// then says that the scan kept no restart point
+    /// where the storage budget has no room for them): a failure for want
+    /// of a victim then says that the scan kept no restart point
     /// ([`NO_RESTART_POINT`]), as it does when it was given copies but no
     /// point.
     pub restarts_withheld: bool,

@@ -27,16 +27,18 @@
 //! the scan also restarts at its first SB failure to need a victim (it
 //! hands it back instead of spilling) and goes straight to the access
 //! split, and spills by its rules from the last restart point once no
-//! split helps there; [`SpillStrategy::Best`] runs both orders from the
-//! module as it was and keeps the result whose spills cost fewer cycles.
+//! split helps there. Where the workspace keeps two more copies of the
+//! module, the other orders run from the module as it was: every one with
+//! [`SpillStrategy::Best`], keeping the result whose spills cost fewer
+//! cycles; with the others, each only where the ones before it failed.
 //!
-//! Invariants: the restart point (and the two copies `Best` keeps) are
-//! copies of the module of the same capacity ([`Module::copy_from`]), so
-//! saving and restoring allocate nothing; they are reserved only where the
+//! Invariants: the restart point (and the two strategy copies) are copies
+//! of the module of the same capacity ([`Module::copy_from`]), so saving
+//! and restoring allocate nothing; they are reserved only where the
 //! pipeline expects spills (see [`LsaWorkspace::reserve_restart`]), as
-//! each costs another module. A failure the restart cannot help (no tensor to split, the headroom or
-//! the rounds used up) is the last scan's, with the module as that scan
-//! left it.
+//! each costs another module. A failure the restart cannot help (no
+//! tensor to split, the headroom or the rounds used up) is the last
+//! scan's, with the module as that scan left it.
 
 use super::{scan, LsaError, LsaOptions, LsaReport, LsaWorkspace};
 use crate::ir::{Inst, MemLoc, Module, Space};
@@ -50,15 +52,12 @@ use crate::mem::split_round::{split_name, RoundParams};
 pub const MAX_RESTARTS: u32 = 64;
 
 /// Why nothing was spilled where the scan could have restarted but was
-/// given no restart point (the pipeline keeps none under an explicit
-/// storage budget below 1 GiB, or where the budget has no room for it).
+/// given no restart point (the pipeline keeps none where the storage
+/// budget has no room for it).
 pub const NO_RESTART_POINT: &str = "every live tensor is pinned, used by this instruction, not \
      used again, or accessed earlier in the enclosing loop, and the scan keeps no copy of the \
-     module to restart from after splitting one at every access (none is kept under a storage \
-     budget below 1 GiB, --max-memory, nor where the budget has no room for one)";
-
-// The message names the default budget's floor.
-const _: () = assert!(crate::storage::DEFAULT_BUDGET_FLOOR == 1 << 30);
+     module to restart from after splitting one at every access (the storage budget, \
+     --max-memory, has no room for one)";
 
 /// Marks the names of what the restarts' splits add
 /// (`<tensor>_Restart<what><n>`, and `_<k>` for an access copy): a copy
@@ -166,24 +165,28 @@ struct Wanted {
     inst: Inst,
 }
 
-/// The scan by the strategy of `opts` ([`LsaOptions::strategy`]).
+/// The scan by the strategy of `opts` ([`LsaOptions::strategy`]): its
+/// orders in turn from the same module where the workspace keeps the
+/// copies that takes ([`LsaWorkspace::reserve_strategies`]), else its
+/// first order alone.
 pub(super) fn run(
     m: &mut Module,
     ws: &mut LsaWorkspace,
     opts: &LsaOptions,
     loop_aware: bool,
 ) -> Result<LsaReport, LsaError> {
-    match opts.strategy {
-        SpillStrategy::Ranges => scan_restarting(m, ws, opts, loop_aware, Order::Rules),
-        SpillStrategy::Access => scan_restarting(m, ws, opts, loop_aware, Order::Access),
-        SpillStrategy::Best => match ws.strategies.take() {
-            None => scan_restarting(m, ws, opts, loop_aware, Order::Rules),
-            Some(mut kept) => {
-                let r = best(m, ws, opts, loop_aware, &mut kept);
-                ws.strategies = Some(kept);
-                r
-            }
-        },
+    let (orders, cheapest) = match opts.strategy {
+        SpillStrategy::Best => ([Order::Rules, Order::Rounds, Order::Access], true),
+        SpillStrategy::Ranges => ([Order::Rules, Order::Rounds, Order::Access], false),
+        SpillStrategy::Access => ([Order::Access, Order::Rules, Order::Rounds], false),
+    };
+    match ws.strategies.take() {
+        None => scan_restarting(m, ws, opts, loop_aware, orders[0]),
+        Some(mut kept) => {
+            let r = in_turn(m, ws, opts, loop_aware, &mut kept, orders, cheapest);
+            ws.strategies = Some(kept);
+            r
+        }
     }
 }
 
@@ -201,38 +204,46 @@ enum Order {
     Access,
 }
 
-/// Every order from the same module ([`SpillStrategy::Best`]): the scan's
-/// rules first, then a restart at its first failure with the live-range
-/// round, then with the split at every access; keeps the result whose
-/// spills cost fewer cycles (then bytes), the first that fits when the
-/// others fail, and the first one's when it spilled nothing. `kept` holds
-/// the module before the pass and the best result so far.
-fn best(
+/// The scan by each of `orders` from the same module. With `cheapest`
+/// ([`SpillStrategy::Best`]) every order runs and the result whose spills
+/// cost fewer cycles (then bytes) is kept (the first one's when it spilled
+/// nothing); without, the next order runs only where the one before
+/// failed (the strategy names the order a user prefers, but a failure
+/// above the floor is not a preference). Of results that all fail, the
+/// first one's stands. `kept` holds the module before the pass and the
+/// best result so far.
+fn in_turn(
     m: &mut Module,
     ws: &mut LsaWorkspace,
     opts: &LsaOptions,
     loop_aware: bool,
     kept: &mut StrategyCopies,
+    orders: [Order; 3],
+    cheapest: bool,
 ) -> Result<LsaReport, LsaError> {
     let StrategyCopies { before, first } = kept;
     before.copy_from(m);
-    let mut best = scan_restarting(m, ws, opts, loop_aware, Order::Rules);
+    let mut best = scan_restarting(m, ws, opts, loop_aware, orders[0]);
     let cost = |r: &LsaReport| {
         (
             r.sb.spill_cycles.saturating_add(r.psum.spill_cycles),
             r.sb.spill_bytes.saturating_add(r.psum.spill_bytes),
         )
     };
-    if best
-        .as_ref()
-        .is_ok_and(|r| r.sb.spills + r.psum.spills == 0)
-    {
+    let done = |best: &Result<LsaReport, LsaError>| {
+        best.as_ref()
+            .is_ok_and(|r| !cheapest || r.sb.spills + r.psum.spills == 0)
+    };
+    if done(&best) {
         return best;
     }
     first.copy_from(m);
     // True while `m` holds the best result.
     let mut holds_best = true;
-    for order in [Order::Rounds, Order::Access] {
+    for (k, &order) in orders.iter().enumerate().skip(1) {
+        if !cheapest && best.is_ok() {
+            break;
+        }
         m.copy_from(before);
         ws.current = false;
         ws.bounds_current = false;
@@ -245,7 +256,7 @@ fn best(
         holds_best = better;
         if better {
             best = r;
-            if order != Order::Access {
+            if k + 1 < orders.len() {
                 first.copy_from(m);
             }
         }
