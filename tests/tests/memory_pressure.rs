@@ -435,6 +435,28 @@ fn the_dataflow_checker_catches_a_copy_again_across_a_write_of_its_source() {
     );
 }
 
+/// A recompute's copy is an SB location like any other to the placement
+/// verifier: on [`COPY_AGAIN`] through every allocator the result is
+/// clean, and with the copy that `tensor_copy` makes again moved onto the
+/// cells of its source `%t` (live there: the copy reads it) the verifier
+/// reports the overlap.
+#[test]
+fn the_placement_verifier_catches_a_recompute_placed_over_its_live_source() {
+    for (flags, opts) in allocators() {
+        let (mut m, _) = fits_at(COPY_AGAIN, 16384, 12288, flags, &opts);
+        let findings = |m: &Module| Verifier::for_module(m).verify(m).findings.len();
+        assert_eq!(findings(&m), 0, "{flags}: the result as made is clean");
+        let copies = inserted(&m, InstFlags::RELOAD, Opcode::TensorCopy);
+        assert_eq!(copies.len(), 1, "{flags}");
+        let out = m.aps().loc[m.outputs(copies[0]).next().unwrap()];
+        let t = m.mem_by_name("t").unwrap();
+        assert_ne!(out, t, "{flags}");
+        let (base, offset) = (m.mems().base_partition[t], m.mems().offset[t]);
+        m.place(out, base, offset);
+        assert!(findings(&m) > 0, "{flags}: the copy and %t share cells");
+    }
+}
+
 #[test]
 fn the_dataflow_checker_catches_a_rematerialization_of_a_block_across_a_dram_write() {
     let written = remat_block_across_write();
