@@ -38,6 +38,7 @@ use tusk_core::gen::module::{generate, GenParams, MAX_RESIDENTS};
 use tusk_core::ir::Module;
 use tusk_core::options::{Allocator, StorageBudget};
 use tusk_core::report::StorageReport;
+use tusk_core::verify::{DataflowCapacity, DataflowChecker};
 use tusk_core::{Checks, Options, Target, Workspace};
 use tusk_tests::harness::Ticks;
 
@@ -301,6 +302,52 @@ fn budgets_bound_reserve_then_run() {
                     );
                 }
             }
+        }
+    }
+}
+
+/// The dataflow checker alone under a storage limit of a quarter, a half
+/// and three quarters of what it grew to without one, on each scaled
+/// module's optlevel-2 result: it either completes or stops with
+/// `OverBudget`, and never holds more than the limit plus
+/// [`CHECKER_STEP`] (its buffers that grow with the module take at most
+/// what the limit leaves before each execution, rather than doubling past
+/// it).
+#[test]
+fn the_dataflow_checker_stays_within_its_limit() {
+    for (name, input) in scaled_modules() {
+        let mut m = input.clone();
+        let opts = Options {
+            optlevel: 2,
+            ..Options::default()
+        };
+        let mut ws = Workspace::new();
+        ws.reserve(&mut m, &opts, Checks::None)
+            .run(&mut Ticks::per_read(1))
+            .unwrap_or_else(|e| panic!("{name}: {}", e.display(&m)));
+        let mut free = DataflowChecker::new();
+        free.check_growing(&input, &m, DataflowCapacity::default())
+            .unwrap_or_else(|e| panic!("{name}: {e:?}"));
+        let grown = free.heap_bytes();
+        for pct in [25u64, 50, 75] {
+            let limit = grown * pct / 100;
+            let mut c = DataflowChecker::new();
+            c.set_storage_limit(limit);
+            let (r, heap) = measure(|| {
+                c.check_growing(&input, &m, DataflowCapacity::default())
+                    .map(|_| ())
+            });
+            if let Err(e) = r {
+                assert!(
+                    format!("{e:?}").starts_with("OverBudget"),
+                    "{name} at {pct} %: {e:?}"
+                );
+            }
+            let peak = heap.peak.max(0) as u64;
+            assert!(
+                peak <= limit + CHECKER_STEP,
+                "{name}: the checker held {peak} B under a {limit} B limit ({pct} % of {grown} B)"
+            );
         }
     }
 }

@@ -292,8 +292,8 @@ impl DataflowChecker {
     /// walk on another thread: `runner` runs it there and the rewrite's
     /// half here, joined by a queue of the original's reads
     /// (`super::split`). The same findings and errors as
-    /// [`Self::check_growing`]; the storage limit holds for each half with
-    /// the other's storage as it was when the walk began.
+    /// [`Self::check_growing`]; each half may grow by half of what the
+    /// storage limit leaves when the walk begins.
     pub fn check_split(
         &mut self,
         original: &Module,
@@ -491,27 +491,30 @@ impl DataflowChecker {
         Ok(())
     }
 
-    /// Under a storage limit, caps the two states' arenas (the buffers that
-    /// grow with the module) at what the limit leaves after everything else
-    /// the checker holds, so that they stop at the limit instead of doubling
-    /// past it; the other buffers are held to it by [`Self::within_budget`].
+    /// Under a storage limit, caps the growth of the buffers that grow
+    /// with the module (the two states' arenas, the two sides' reads) at
+    /// what the limit leaves now, half to each side
+    /// ([`Side::cap_growth`]), so that they stop at the limit instead of
+    /// doubling past it.
     fn cap_state(&mut self) {
-        let cap = (self.storage_limit != u64::MAX).then(|| {
-            let arenas = self
-                .orig
-                .state
-                .arena_bytes()
-                .saturating_add(self.rw.state.arena_bytes());
-            let other = self.heap_bytes().saturating_sub(arenas);
-            let per_side = self.storage_limit.saturating_sub(other) / (2 * super::state::RUN_BYTES);
-            per_side.min(usize::MAX as u64) as usize
-        });
-        self.orig.state.set_run_cap(cap);
-        self.rw.state.set_run_cap(cap);
+        let bytes = self.heap_bytes();
+        self.cap_growth(bytes);
     }
 
-    /// [`DataflowError::OverBudget`] when the storage grew past its limit.
-    fn within_budget(&self) -> Result<(), DataflowError> {
+    /// [`Self::cap_state`] with the checker's heap bytes `bytes`.
+    fn cap_growth(&mut self, bytes: u64) {
+        let slack =
+            (self.storage_limit != u64::MAX).then(|| self.storage_limit.saturating_sub(bytes) / 2);
+        self.orig.cap_growth(slack);
+        self.rw.cap_growth(slack);
+    }
+
+    /// [`DataflowError::OverBudget`] when the storage grew past its limit;
+    /// else caps the next execution's growth at what the limit leaves
+    /// ([`Self::cap_state`]). Called before every execution: the small
+    /// scratch buffers, which it does not cap, overshoot by at most what
+    /// one execution grows them.
+    fn within_budget(&mut self) -> Result<(), DataflowError> {
         let bytes = self.heap_bytes();
         if bytes > self.storage_limit {
             return Err(DataflowError::OverBudget {
@@ -519,6 +522,7 @@ impl DataflowChecker {
                 limit: self.storage_limit,
             });
         }
+        self.cap_growth(bytes);
         Ok(())
     }
 }

@@ -39,12 +39,15 @@ impl Piece {
 }
 
 /// A list of value runs that merges a run continuing the last one. Grows
-/// (fallibly) when its reserve is exhausted.
+/// (fallibly) when its reserve is exhausted, never past its cap.
 #[derive(Debug, Default)]
 pub(super) struct Pieces {
     pub v: Vec<Piece>,
     /// Runs before this index belong to an earlier operand: never extended.
     fence: usize,
+    /// Most runs it may grow to (its share of a storage limit, set before
+    /// each execution: [`Self::set_cap`]); `None`: no limit.
+    cap: Option<usize>,
 }
 
 /// Pushes onto a vector, growing it by doubling through `try_reserve`, and
@@ -63,6 +66,11 @@ pub(super) fn push_grow<T>(v: &mut Vec<T>, x: T, what: &'static str) -> Result<(
 }
 
 impl Pieces {
+    /// Caps the runs it may grow to (`None`: no cap).
+    pub fn set_cap(&mut self, cap: Option<usize>) {
+        self.cap = cap;
+    }
+
     pub fn clear(&mut self) {
         self.v.clear();
         self.fence = 0;
@@ -134,17 +142,25 @@ impl Pieces {
                 }
             }
         }
-        push_grow(
-            &mut self.v,
-            Piece {
-                origin,
-                offset,
-                len,
-                reps,
-                stride,
-            },
-            "one instruction's reads",
-        )
+        let piece = Piece {
+            origin,
+            offset,
+            len,
+            reps,
+            stride,
+        };
+        if let (Some(cap), true) = (self.cap, self.v.len() == self.v.capacity()) {
+            let room = cap.saturating_sub(self.v.len());
+            if room == 0 {
+                let size = core::mem::size_of::<Piece>() as u64;
+                return Err(DataflowError::OverBudget {
+                    bytes: (cap as u64).saturating_add(1).saturating_mul(size),
+                    limit: (cap as u64).saturating_mul(size),
+                });
+            }
+            let _ = self.v.try_reserve_exact(self.v.len().max(64).min(room));
+        }
+        push_grow(&mut self.v, piece, "one instruction's reads")
     }
 }
 

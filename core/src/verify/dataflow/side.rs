@@ -71,6 +71,29 @@ impl Side {
             .saturating_add(self.release.heap_bytes())
     }
 
+    /// Caps what the buffers that may grow large (the value-run arenas
+    /// and one instruction's reads) may add to their reservations at
+    /// `slack` bytes, half each (`None`: no cap). Called before every
+    /// execution with this side's share of what the storage limit leaves,
+    /// so that no execution takes the checker past the limit: each growth
+    /// takes at most what is left, down to nothing (the walk then stops
+    /// with [`DataflowError::OverBudget`]).
+    pub fn cap_growth(&mut self, slack: Option<u64>) {
+        let Some(slack) = slack else {
+            self.state.set_run_cap(None);
+            self.reads.set_cap(None);
+            return;
+        };
+        let half = slack / 2;
+        let runs = half / super::state::RUN_BYTES;
+        let reads = half / core::mem::size_of::<Piece>() as u64;
+        let add = |n: usize, k: u64| n.saturating_add(k.min(usize::MAX as u64) as usize);
+        self.state
+            .set_run_cap(Some(add(self.state.arena_capacity(), runs)));
+        self.reads
+            .set_cap(Some(add(self.reads.v.capacity(), reads)));
+    }
+
     pub fn reserve(&mut self, runs: usize, reads: usize) {
         fn grow<T>(v: &mut Vec<T>, n: usize) {
             let _ = v.try_reserve(n.saturating_sub(v.len()));

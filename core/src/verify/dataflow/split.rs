@@ -22,9 +22,10 @@
 //!
 //! The core has no threads: a [`SplitRunner`] (the std shim's) runs the
 //! halves and carries the batches between them. Storage: each half checks
-//! its own growth plus the other's storage as it was when the walk began
-//! against the limit; the batches in flight are the runner's bound times
-//! [`BATCH_RUNS`] runs.
+//! its own storage plus the other's, counted as it was when the walk began
+//! plus half of what the limit left then, against the limit, and caps its
+//! growth at what that leaves; the batches in flight are the runner's
+//! bound times [`BATCH_RUNS`] runs.
 
 use alloc::vec::Vec;
 
@@ -166,21 +167,40 @@ pub(super) fn halves<'c>(
 ) -> (OriginalHalf<'c>, RewriteHalf<'c>) {
     let shared = plan.heap_bytes().saturating_add(tally.heap_bytes());
     let (o_bytes, r_bytes) = (orig.heap_bytes(), rw.heap_bytes());
+    // Each half may grow by half of what the limit leaves now: the other
+    // half is counted at its share's end, so that both stay within it
+    // together while neither sees the other's storage.
+    let share = if limit == u64::MAX {
+        0
+    } else {
+        limit
+            .saturating_sub(o_bytes.saturating_add(r_bytes).saturating_add(shared))
+            .div_ceil(2)
+    };
     (
         OriginalHalf {
             side: orig,
             plan,
             limit,
-            others: r_bytes.saturating_add(shared),
+            others: r_bytes.saturating_add(shared).saturating_add(share),
         },
         RewriteHalf {
             side: rw,
             tally,
             plan,
             limit,
-            others: o_bytes.saturating_add(plan.heap_bytes()),
+            others: o_bytes
+                .saturating_add(plan.heap_bytes())
+                .saturating_add(share),
         },
     )
+}
+
+/// What `limit` leaves a half holding `bytes` (`None` without a limit):
+/// its growth in the next execution is capped at that
+/// ([`Side::cap_growth`]).
+fn slack(bytes: u64, limit: u64) -> Option<u64> {
+    (limit != u64::MAX).then(|| limit.saturating_sub(bytes))
 }
 
 fn within(bytes: u64, limit: u64) -> Result<(), DataflowError> {
@@ -240,6 +260,7 @@ impl OriginalHalf<'_> {
         if let Err(e) = within(bytes, self.limit) {
             return fail(batch, e);
         }
+        self.side.cap_growth(slack(bytes, self.limit));
         let (e, _) = match self.side.walker.next(original, self.plan) {
             Err(e) => return fail(batch, e),
             Ok(None) => {
@@ -335,6 +356,7 @@ impl RewriteHalf<'_> {
                 .saturating_add(records.batch.heap_bytes())
                 .saturating_add(self.others);
             within(bytes, self.limit)?;
+            self.side.cap_growth(slack(bytes, self.limit));
             self.side.read(rewritten, i)?;
             let is_original =
                 i.index() < original.num_insts() && original.insts().block[i].is_valid();

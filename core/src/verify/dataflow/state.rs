@@ -263,9 +263,9 @@ impl CellMap {
         self.run_cap = runs;
     }
 
-    /// Heap bytes of the slab and band arenas.
-    pub fn arena_bytes(&self) -> u64 {
-        crate::heap_bytes!(self.slabs, self.bands)
+    /// Entries the slab and band arenas both hold without growing.
+    pub fn arena_capacity(&self) -> usize {
+        self.slabs.capacity().min(self.bands.capacity())
     }
 
     /// Empties the state and sizes it for `regions` regions.
