@@ -18,7 +18,7 @@ pub mod coloring {
 pub mod linear_scan {
     pub use crate::mem::lsa::{
         default_spill_limit, run, run_with_loops, LsaOptions, LsaWorkspace, RestartSplits,
-        Restarts, NO_RESTART_POINT, SPILL_FRACTION, SPILL_SLACK,
+        Restarts, NO_RESTART_POINT, RESTART_HEADROOM_SPENT, SPILL_FRACTION, SPILL_SLACK,
     };
 }
 

@@ -249,6 +249,22 @@ fn pipelines() -> Vec<(&'static str, Options)> {
                 ..o(6, Allocator::Default)
             },
         ),
+        // A device's budget: the scan restarts with a share of its
+        // headroom, the colorers' methods cut to what the budget leaves.
+        (
+            "opt8 --max-memory 8M",
+            Options {
+                storage_limit: Some(8 << 20),
+                ..o(8, Allocator::Default)
+            },
+        ),
+        (
+            "opt2 --max-memory 8M",
+            Options {
+                storage_limit: Some(8 << 20),
+                ..o(2, Allocator::Default)
+            },
+        ),
     ]
 }
 

@@ -1172,54 +1172,72 @@ fn within(
 }
 
 /// The least explicit storage budget with room for the spill headroom
-/// of the scan's restarts and of the SB portfolio: that headroom is a
-/// fixed number of copies ([`tensor_coloring::SPILL_HEADROOM`]) that
-/// every table reserved after it is sized for, a few MB across the
-/// pipeline for a module of a few thousand instructions, which would take
-/// most of a budget of a few MB (a firmware's) from the passes' own
-/// tables; a budget of tens of MB (a device tool's) has room for it.
+/// of the SB portfolio and for all of the scan's restart headroom under a
+/// budget ([`tensor_coloring::SPILL_HEADROOM`] copies): that headroom is a
+/// fixed number of copies that every table reserved after it is sized
+/// for, a few MB across the pipeline for a module of a few thousand
+/// instructions, which would take most of a budget of a few MB (a
+/// firmware's) from the passes' own tables; a budget of tens of MB (a
+/// device tool's) has room for it. A smaller budget gives the restarts a
+/// share of their headroom in proportion ([`restart_copies`]).
 pub const SPILL_ROOM_BUDGET: u64 = 64 << 20;
 
+// The scan's failure text names it (`lsa::RESTART_HEADROOM_SPENT`).
+const _: () = assert!(SPILL_ROOM_BUDGET == 64 << 20);
+
 /// Whether the run of `opts` has room in its storage budget for the spill
-/// headroom of the scan's restarts and of the SB portfolio: always under
-/// the default budget (at least [`crate::storage::DEFAULT_BUDGET_FLOOR`]),
-/// under an explicit one of at least [`SPILL_ROOM_BUDGET`].
+/// headroom of the SB portfolio: always under the default budget (at least
+/// [`crate::storage::DEFAULT_BUDGET_FLOOR`]), under an explicit one of at
+/// least [`SPILL_ROOM_BUDGET`].
 fn spill_room(opts: &Options) -> bool {
     opts.storage_limit.map_or(true, |b| b >= SPILL_ROOM_BUDGET)
 }
 
+/// The access copies the scan's restarts may make under the storage
+/// budget of `opts`, on a module under pressure: the coloring passes'
+/// headroom for such a module ([`tensor_coloring::PRESSURE_SPILL_HEADROOM`])
+/// under the default budget or an explicit one of at least its floor
+/// ([`crate::storage::DEFAULT_BUDGET_FLOOR`]); below, the smaller headroom
+/// the coloring passes get under a budget
+/// ([`tensor_coloring::SPILL_HEADROOM`]), in proportion to the budget
+/// under [`SPILL_ROOM_BUDGET`] (each copy sizes every table reserved after
+/// it, so a budget of a few MB keeps room for a few splits).
+fn restart_copies(opts: &Options) -> u32 {
+    use crate::mem::tensor_coloring::{PRESSURE_SPILL_HEADROOM, SPILL_HEADROOM};
+    let copies = match opts.storage_limit {
+        None => PRESSURE_SPILL_HEADROOM,
+        Some(b) if b >= crate::storage::DEFAULT_BUDGET_FLOOR => PRESSURE_SPILL_HEADROOM,
+        Some(b) => {
+            let per_copy = SPILL_ROOM_BUDGET / SPILL_HEADROOM as u64;
+            (b / per_copy).min(SPILL_HEADROOM as u64) as usize
+        }
+    };
+    copies as u32
+}
+
 /// The linear scan's options on `m`. Under pressure it may restart after
-/// splits ([`LsaWorkspace::reserve_restart`]) with the coloring passes'
-/// headroom ([`tensor_coloring::spill_headroom`]) in access copies, where
-/// the budget has room for it ([`spill_room`]); under an explicit
-/// storage budget below the default budget's floor
-/// ([`crate::storage::DEFAULT_BUDGET_FLOOR`], a device's) with the smaller
-/// one ([`tensor_coloring::SPILL_HEADROOM`]), as the coloring passes: that
-/// headroom sizes every workspace reserved to the module's capacity after
-/// it, and such a budget is measured against the smaller reservation. The
-/// restart point itself is kept only within the budget
-/// (`Workspace::reserve`). The answer depends on the user's tensors and
-/// the options only, so the reservation and the run agree.
+/// splits ([`LsaWorkspace::reserve_restart`]) with the access copies the
+/// budget has room for ([`restart_copies`]), as the coloring passes' spill
+/// headroom: that headroom sizes every workspace reserved to the module's
+/// capacity after it. The restart point itself is kept only within the
+/// budget (`Workspace::reserve`). The answer depends on the user's
+/// tensors and the options only, so the reservation and the run agree.
 fn lsa_options(opts: &Options, m: &Module) -> LsaOptions {
-    let room = spill_room(opts);
     let under_pressure = crate::mem::tensor_coloring::spill_headroom(m)
         == crate::mem::tensor_coloring::PRESSURE_SPILL_HEADROOM;
-    let roomy = opts
-        .storage_limit
-        .map_or(true, |b| b >= crate::storage::DEFAULT_BUDGET_FLOOR);
-    let copies = match (under_pressure && room, roomy) {
-        (false, _) => 0,
-        (true, true) => crate::mem::tensor_coloring::PRESSURE_SPILL_HEADROOM,
-        (true, false) => crate::mem::tensor_coloring::SPILL_HEADROOM,
+    let copies = if under_pressure {
+        restart_copies(opts)
+    } else {
+        0
     };
     LsaOptions {
         vnc_count: opts.vnc_count,
         max_spills: opts.lsa_max_spills,
-        restart_copies: copies as u32,
+        restart_copies: copies,
         strategy: opts.spill_strategy,
         // Under pressure, a budget without room is why the scan does not
         // restart: its failure says so.
-        restarts_withheld: under_pressure && !room,
+        restarts_withheld: under_pressure && copies == 0,
         // The pipeline's DRAM allocator runs after every on-chip one.
         place_slots: false,
         ..LsaOptions::default()

@@ -86,7 +86,7 @@ mod victim;
 
 pub use failure::{AllocationFailure, LsaError, LsaErrorDisplay};
 pub use report::{LsaReport, SpaceReport};
-pub use restart::{RestartSplits, Restarts, NO_RESTART_POINT};
+pub use restart::{RestartSplits, Restarts, NO_RESTART_POINT, RESTART_HEADROOM_SPENT};
 
 /// Options of the scan.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]

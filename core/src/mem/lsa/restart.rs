@@ -59,6 +59,15 @@ pub const NO_RESTART_POINT: &str = "every live tensor is pinned, used by this in
      module to restart from after splitting one at every access (the storage budget, \
      --max-memory, has no room for one)";
 
+/// Why nothing was spilled where a restart's split would help but needs
+/// more access copies than the restarts have left (their headroom, which
+/// a storage budget below the pipeline's `SPILL_ROOM_BUDGET` cuts in
+/// proportion).
+pub const RESTART_HEADROOM_SPENT: &str = "every live tensor is pinned, used by this instruction, \
+     not used again, or accessed earlier in the enclosing loop, and splitting one at every \
+     access needs more copies than the scan's restarts have left (a storage budget, \
+     --max-memory, below 64 MiB gives them a share in proportion)";
+
 /// Marks the names of what the restarts' splits add
 /// (`<tensor>_Restart<what><n>`, and `_<k>` for an access copy): a copy
 /// split again is named after its tensor, so names do not grow.
@@ -368,6 +377,9 @@ fn scan_restarting(
                 continue;
             }
         }
+        // True when the split that would help needs more access copies
+        // than the restarts have left.
+        let mut spent = false;
         let first = want.and_then(|w| {
             let Wanted {
                 space, at, over, ..
@@ -387,7 +399,8 @@ fn scan_restarting(
                 }
             };
             let need = access_split::access_count(&ws.live, v) + 1;
-            (done.copies.saturating_add(need) <= opts.restart_copies).then_some((w, v))
+            spent = done.copies.saturating_add(need) > opts.restart_copies;
+            (!spent).then_some((w, v))
         });
         let Some((w, v)) = first else {
             if access_first {
@@ -397,7 +410,13 @@ fn scan_restarting(
                 continue;
             }
             ws.restart_point = Some(point);
-            return Err(e);
+            return Err(match e {
+                LsaError::AllocationFailed(mut f) if spent && f.space.is_on_chip() => {
+                    f.reason = RESTART_HEADROOM_SPENT;
+                    LsaError::AllocationFailed(f)
+                }
+                e => e,
+            });
         };
         m.copy_from(&point);
         let split = split_at(m, ws, w, v, opts.restart_copies, &mut done);
