@@ -11,11 +11,14 @@
 //!
 //! `cargo run --release -p tusk-benches --bin pressure_table` prints the
 //! Markdown table of BENCHMARKS.md ("Memory pressure on the examples").
+//! `-- --spill-strategy {best,ranges,access}` and `-- --max-memory BYTES`
+//! (suffixes K, M, G) run every cell with that option, as `tusk run`'s.
 
 use tusk_benches::{examples, load};
 use tusk_core::analysis::Floor;
 use tusk_core::gen::module::{generate, GenParams};
 use tusk_core::ir::{Module, Space};
+use tusk_core::options::SpillStrategy;
 use tusk_core::{Checks, Clock, Options, PipelineError, Workspace};
 
 /// A clock that advances 1 ms per reading: the exact search's budget ends
@@ -43,16 +46,13 @@ enum Cell {
     Fails(String),
 }
 
-fn run(input: &Module, optlevel: u8, sb_bytes: Option<u64>) -> Cell {
+fn run(input: &Module, base: &Options, optlevel: u8, sb_bytes: Option<u64>) -> Cell {
     let mut m = input.clone();
     if let Some(b) = sb_bytes {
         m.target.set("sb-bytes", b).expect("sb-bytes override");
     }
     let original = m.clone();
-    let opts = Options {
-        optlevel,
-        ..Options::default()
-    };
+    let opts = Options { optlevel, ..*base };
     let mut ws = Workspace::new();
     ws.reserve(&mut m, &opts, Checks::Full { input: &original });
     match tusk_core::run(
@@ -92,7 +92,33 @@ fn run(input: &Module, optlevel: u8, sb_bytes: Option<u64>) -> Cell {
     }
 }
 
+/// The options every cell runs with, from the command line.
+fn options() -> Options {
+    let mut opts = Options::default();
+    let mut args = std::env::args().skip(1);
+    while let Some(flag) = args.next() {
+        let value = args
+            .next()
+            .unwrap_or_else(|| panic!("{flag} needs a value"));
+        match flag.as_str() {
+            "--spill-strategy" => {
+                opts.spill_strategy = SpillStrategy::from_name(&value)
+                    .unwrap_or_else(|| panic!("--spill-strategy {value}: best, ranges or access"));
+            }
+            "--max-memory" => {
+                opts.storage_limit = Some(
+                    tusk_shim::io::parse_bytes(&value)
+                        .unwrap_or_else(|e| panic!("--max-memory {value}: {e}")),
+                );
+            }
+            _ => panic!("unknown option {flag} (known: --spill-strategy, --max-memory)"),
+        }
+    }
+    opts
+}
+
 fn main() {
+    let base = options();
     println!("| example | SB capacity | O2 | O6 | O8 |");
     println!("|---|---|---|---|---|");
     // Cells at or above the floor, those of them that fit, and cells below
@@ -123,7 +149,7 @@ fn main() {
     }
     for (name, input) in inputs {
         let floor = Floor::of(&input).space(Space::Sb).bytes;
-        let peak = match run(&input, 2, None) {
+        let peak = match run(&input, &Options::default(), 2, None) {
             Cell::Fits { peak, .. } => peak,
             Cell::Fails(e) => panic!("{name} unconstrained: {e}"),
         };
@@ -135,7 +161,7 @@ fn main() {
         for (label, cap) in caps {
             let row: Vec<Cell> = [2u8, 6, 8]
                 .iter()
-                .map(|&o| run(&input, o, Some(cap)))
+                .map(|&o| run(&input, &base, o, Some(cap)))
                 .collect();
             let least = row
                 .iter()
