@@ -211,9 +211,10 @@ struct RunArgs {
     /// of 1024). Methods whose storage grows faster than the input (exact
     /// search, dense interference graphs) are skipped when they do not fit
     /// it, and the summary says so. Below 64 MiB, where SB must spill, the
-    /// linear scan does not restart and the SB allocators do not run
-    /// beside each other (their headroom would take most of such a
-    /// budget). Default: 8 × the module's own storage, at least 1 GiB.
+    /// SB allocators do not run beside each other and the linear scan's
+    /// restarts get a share of their headroom in proportion (their
+    /// headroom would take most of such a budget). Default: 8 × the
+    /// module's own storage, at least 1 GiB.
     #[arg(long, value_name = "BYTES", value_parser = tusk_shim::io::parse_bytes)]
     max_memory: Option<u64>,
     /// Address rotation after allocation: `off` (the allocators' placements),
