@@ -557,17 +557,18 @@ impl ColoringWorkspace {
     }
 
     /// Makes the on-chip passes on `m` able to try both spill orders (and
-    /// keep the cheaper result, or the one that fits): keeps two copies of `m` with its whole reserved
-    /// capacity (the module before the pass and the first result), so that
-    /// saving and restoring never allocate; call it after every reservation
-    /// of `m`. Returns their heap bytes.
+    /// keep the cheaper result, or the one that fits): keeps two copies of
+    /// `m` with its whole reserved capacity (the module before the pass and
+    /// the first result), so that saving and restoring never allocate; call
+    /// it after every reservation of `m`. Returns their heap bytes.
     pub fn reserve_strategies(&mut self, m: &Module) -> u64 {
         StrategyCopies::reserve(&mut self.strategies, m)
     }
 
-    /// The module as the last on-chip pass with strategy copies got it (`None` when the workspace keeps no strategy copies). The
-    /// pipeline runs the linear scan from it too where SB must spill
-    /// (`SbPortfolio` in the pipeline).
+    /// The module as the last on-chip pass with strategy copies got it
+    /// (`None` when the workspace keeps none). The pipeline runs the linear
+    /// scan from it too where SB must spill (`SbPortfolio` in the
+    /// pipeline).
     pub fn module_before_pass(&self) -> Option<&Module> {
         self.strategies.as_ref().map(|k| &k.before)
     }

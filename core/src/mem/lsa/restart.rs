@@ -176,7 +176,7 @@ struct Wanted {
 
 /// The scan by the strategy of `opts` ([`LsaOptions::strategy`]): its
 /// orders in turn from the same module where the workspace keeps the
-/// copies that takes ([`LsaWorkspace::reserve_strategies`]), else its
+/// copies this takes ([`LsaWorkspace::reserve_strategies`]), else its
 /// first order alone.
 pub(super) fn run(
     m: &mut Module,
