@@ -8,9 +8,9 @@ use crate::storage::HeapBytes;
 /// `--spill-strategy {best,ranges,access}`: the order in which the SB
 /// allocators try their splits where the input needs more SB than there
 /// is. Neither order reaches every placement above the floor alone, so
-/// where an allocator keeps the copies of the module it needs
-/// ([`StrategyCopies`]) the other order runs from the same module where
-/// the preferred one fails. They differ in the traffic: a tensor live across a long stretch but accessed by a
+/// where an allocator keeps two copies of the module, the other order
+/// runs from the same module where the preferred one fails. They differ
+/// in the traffic: a tensor live across a long stretch but accessed by a
 /// few instructions near the peak leaves for good at a copy per access,
 /// where live-range splits move it out and back around every point that
 /// runs over; a tensor accessed all along the stretch is cheaper split
