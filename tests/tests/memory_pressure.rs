@@ -2330,6 +2330,22 @@ fn spill_variants() -> [(&'static str, Options); 3] {
     ]
 }
 
+/// [`constants_and_copies_fit`] on `seeds` with each of [`spill_variants`]
+/// applied to every allocator's options.
+fn fit_under_every_variant(seeds: &[u64]) {
+    for (flags, variant) in spill_variants() {
+        let tweak = |o: Options| Options {
+            spill_strategy: variant.spill_strategy,
+            storage_limit: variant.storage_limit,
+            ..o
+        };
+        assert!(
+            constants_and_copies_fit(seeds.iter().copied(), &tweak) > 0,
+            "{flags}"
+        );
+    }
+}
+
 /// [`constants_and_copies_fit`] under each of [`spill_variants`]: the
 /// strategy names the order an allocator tries first, not the only one,
 /// and a device's budget still has room to restart the scan. Each seed
@@ -2339,15 +2355,7 @@ fn spill_variants() -> [(&'static str, Options); 3] {
 /// `access`; all of them under 100 MB).
 #[test]
 fn modules_of_constants_and_copies_fit_under_every_spill_strategy_and_a_devices_budget() {
-    for (flags, variant) in spill_variants() {
-        let tweak = |o: Options| Options {
-            spill_strategy: variant.spill_strategy,
-            storage_limit: variant.storage_limit,
-            ..o
-        };
-        let seeds = [6, 22, 24, 34, 52, 64];
-        assert!(constants_and_copies_fit(seeds, &tweak) > 0, "{flags}");
-    }
+    fit_under_every_variant(&[6, 22, 24, 34, 52, 64]);
 }
 
 /// The long sweep of [`constants_and_copies_fit`]: 1,000 seeds, about two
@@ -2364,12 +2372,6 @@ fn modules_of_constants_and_copies_fit_long_sweep() {
 #[test]
 #[ignore = "long sweep: 300 seeds under three options, about two minutes in release"]
 fn modules_of_constants_and_copies_fit_under_every_variant_long_sweep() {
-    for (flags, variant) in spill_variants() {
-        let tweak = |o: Options| Options {
-            spill_strategy: variant.spill_strategy,
-            storage_limit: variant.storage_limit,
-            ..o
-        };
-        assert!(constants_and_copies_fit(1..=300, &tweak) > 0, "{flags}");
-    }
+    let seeds: Vec<u64> = (1..=300).collect();
+    fit_under_every_variant(&seeds);
 }

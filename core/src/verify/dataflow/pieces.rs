@@ -65,6 +65,29 @@ pub(super) fn push_grow<T>(v: &mut Vec<T>, x: T, what: &'static str) -> Result<(
     Ok(())
 }
 
+/// [`push_grow`] for a buffer whose growth is its share of a storage
+/// limit: never past `cap` entries (`None`: no cap), each `unit` bytes; a
+/// buffer that needs more is over its share ([`DataflowError::OverBudget`]).
+pub(super) fn push_capped<T>(
+    v: &mut Vec<T>,
+    x: T,
+    cap: Option<usize>,
+    unit: u64,
+    what: &'static str,
+) -> Result<(), DataflowError> {
+    if let (Some(cap), true) = (cap, v.len() == v.capacity()) {
+        let room = cap.saturating_sub(v.len());
+        if room == 0 {
+            return Err(DataflowError::OverBudget {
+                bytes: (cap as u64).saturating_add(1).saturating_mul(unit),
+                limit: (cap as u64).saturating_mul(unit),
+            });
+        }
+        let _ = v.try_reserve_exact(v.len().max(64).min(room));
+    }
+    push_grow(v, x, what)
+}
+
 impl Pieces {
     /// Caps the runs it may grow to (`None`: no cap).
     pub fn set_cap(&mut self, cap: Option<usize>) {
@@ -149,18 +172,14 @@ impl Pieces {
             reps,
             stride,
         };
-        if let (Some(cap), true) = (self.cap, self.v.len() == self.v.capacity()) {
-            let room = cap.saturating_sub(self.v.len());
-            if room == 0 {
-                let size = core::mem::size_of::<Piece>() as u64;
-                return Err(DataflowError::OverBudget {
-                    bytes: (cap as u64).saturating_add(1).saturating_mul(size),
-                    limit: (cap as u64).saturating_mul(size),
-                });
-            }
-            let _ = self.v.try_reserve_exact(self.v.len().max(64).min(room));
-        }
-        push_grow(&mut self.v, piece, "one instruction's reads")
+        let size = core::mem::size_of::<Piece>() as u64;
+        push_capped(
+            &mut self.v,
+            piece,
+            self.cap,
+            size,
+            "one instruction's reads",
+        )
     }
 }
 

@@ -43,7 +43,7 @@
 
 use alloc::vec::Vec;
 
-use super::pieces::{push_grow, Pieces};
+use super::pieces::{push_capped, push_grow, Pieces};
 use super::report::{DataflowError, Origin};
 use super::shape::Seg;
 use crate::collections::treap::{self, NIL};
@@ -110,17 +110,7 @@ pub(super) struct CellMap {
 /// Pushes a run onto an arena, growing it by doubling but never past `cap`
 /// entries: a state that needs more is over its share of the budget.
 fn push_run<T>(v: &mut Vec<T>, x: T, cap: Option<usize>) -> Result<(), DataflowError> {
-    if let (Some(cap), true) = (cap, v.len() == v.capacity()) {
-        let room = cap.saturating_sub(v.len());
-        if room == 0 {
-            return Err(DataflowError::OverBudget {
-                bytes: (cap as u64).saturating_add(1).saturating_mul(RUN_BYTES),
-                limit: (cap as u64).saturating_mul(RUN_BYTES),
-            });
-        }
-        let _ = v.try_reserve_exact(v.len().max(64).min(room));
-    }
-    push_grow(v, x, "the value-run state")
+    push_capped(v, x, cap, RUN_BYTES, "the value-run state")
 }
 
 /// Whether the pieces one partition read are one run of one origin, each
