@@ -30,6 +30,11 @@ use core::fmt;
 pub struct StorageBudget {
     /// Bytes.
     pub limit: u64,
+    /// Bytes the budget keeps free past whatever is reserved: the limit
+    /// rises with the reservation so that at least this much remains.
+    /// Zero for a caller's budget (`--max-memory`), a hard limit; the
+    /// default budget's room ([`DEFAULT_BUDGET_ROOM_PER_MODULE_BYTE`]).
+    pub room: u64,
 }
 
 /// The floor of the default budget: small modules may use this much
@@ -40,6 +45,16 @@ pub const DEFAULT_BUDGET_FLOOR: u64 = 1 << 30;
 /// linear workspaces take a few times the module; the factor leaves room
 /// for the superlinear methods on inputs where they pay.
 pub const DEFAULT_BUDGET_PER_MODULE_BYTE: u64 = 8;
+
+/// Room the default budget keeps free past whatever is reserved, per byte
+/// of the module. On a large module the passes' linear tables alone can
+/// take most of `DEFAULT_BUDGET_PER_MODULE_BYTE` times the module (7.3
+/// times at optlevel 2 with both checks), and what they leave is all the
+/// superlinear methods and the dataflow checker's growth get: the room
+/// keeps them from being crowded out, so that a checked run places as an
+/// unchecked one and its check completes. The limit stays linear in the
+/// module, as every reservation is.
+pub const DEFAULT_BUDGET_ROOM_PER_MODULE_BYTE: u64 = 2;
 
 /// Each method whose storage grows faster than the input gets at most this
 /// many bytes per byte reserved before it (the module and the passes'
@@ -52,21 +67,27 @@ pub const SUPERLINEAR_FLOOR: u64 = 64 << 20;
 
 impl StorageBudget {
     /// No limit.
-    pub const UNLIMITED: StorageBudget = StorageBudget { limit: u64::MAX };
+    pub const UNLIMITED: StorageBudget = StorageBudget {
+        limit: u64::MAX,
+        room: 0,
+    };
 
     /// A budget of `limit` bytes.
     pub const fn bytes(limit: u64) -> StorageBudget {
-        StorageBudget { limit }
+        StorageBudget { limit, room: 0 }
     }
 
     /// The default for a module whose own storage is `module_bytes`:
     /// `DEFAULT_BUDGET_PER_MODULE_BYTE` times that, at least
-    /// `DEFAULT_BUDGET_FLOOR`.
+    /// `DEFAULT_BUDGET_FLOOR`, and at least
+    /// `DEFAULT_BUDGET_ROOM_PER_MODULE_BYTE` times that past what is
+    /// reserved.
     pub fn default_for(module_bytes: u64) -> StorageBudget {
         StorageBudget {
             limit: module_bytes
                 .saturating_mul(DEFAULT_BUDGET_PER_MODULE_BYTE)
                 .max(DEFAULT_BUDGET_FLOOR),
+            room: module_bytes.saturating_mul(DEFAULT_BUDGET_ROOM_PER_MODULE_BYTE),
         }
     }
 }
@@ -183,8 +204,11 @@ pub const MAX_SKIPPED: usize = 8;
 /// What a reservation is made of, and what it left out.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct StorageReport {
-    /// The budget the reservation kept to.
+    /// The budget the reservation kept to (raised by its room as the
+    /// reservation grew: [`StorageBudget::room`]).
     pub limit: u64,
+    /// [`StorageBudget::room`].
+    pub room: u64,
     /// The components, in reservation order.
     pub parts: ArrayVec<StoragePart, MAX_PARTS>,
     /// Methods skipped or cut short for the budget.
@@ -200,6 +224,7 @@ impl StorageReport {
     pub fn new(budget: StorageBudget) -> StorageReport {
         StorageReport {
             limit: budget.limit,
+            room: budget.room,
             ..StorageReport::default()
         }
     }
@@ -212,9 +237,12 @@ impl StorageReport {
                 last.what = "other";
                 last.bytes = last.bytes.saturating_add(bytes);
             }
-            return;
+        } else {
+            self.parts.push(StoragePart { what, bytes });
         }
-        self.parts.push(StoragePart { what, bytes });
+        if self.room > 0 {
+            self.limit = self.limit.max(self.total().saturating_add(self.room));
+        }
     }
 
     /// Records a skipped method: a record already listed is not listed
@@ -265,6 +293,25 @@ mod tests {
         assert_eq!(r.remaining(), 500);
         r.add("c", 900);
         assert_eq!(r.remaining(), 0);
+    }
+
+    #[test]
+    fn the_default_budget_keeps_its_room_past_the_reservation() {
+        // Module of 100 bytes: limit 800 (no floor here), room 200.
+        let budget = StorageBudget {
+            limit: 100 * DEFAULT_BUDGET_PER_MODULE_BYTE,
+            room: 100 * DEFAULT_BUDGET_ROOM_PER_MODULE_BYTE,
+        };
+        let mut r = StorageReport::new(budget);
+        r.add("linear", 500);
+        assert_eq!((r.limit, r.remaining()), (800, 300));
+        r.add("more linear", 250);
+        assert_eq!((r.limit, r.remaining()), (950, 200));
+        // A caller's budget is a hard limit.
+        let mut hard = StorageReport::new(StorageBudget::bytes(800));
+        hard.add("linear", 750);
+        assert_eq!((hard.limit, hard.remaining()), (800, 50));
+        assert_eq!(StorageBudget::default_for(1 << 30).room, 2 << 30);
     }
 
     #[test]

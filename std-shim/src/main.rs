@@ -214,7 +214,8 @@ struct RunArgs {
     /// SB allocators do not run beside each other and the linear scan's
     /// restarts get a share of their headroom in proportion (their
     /// headroom would take most of such a budget). Default: 8 × the
-    /// module's own storage, at least 1 GiB.
+    /// module's own storage, at least 1 GiB, and at least 2 × the module's
+    /// storage past what the passes and checks reserve.
     #[arg(long, value_name = "BYTES", value_parser = tusk_shim::io::parse_bytes)]
     max_memory: Option<u64>,
     /// Address rotation after allocation: `off` (the allocators' placements),

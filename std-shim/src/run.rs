@@ -462,6 +462,7 @@ pub(crate) fn storage_lines(st: &tusk_core::report::StorageReport, indent: &str)
 fn storage_json(st: &tusk_core::report::StorageReport) -> Value {
     json!({
         "limit": st.limit,
+        "room": st.room,
         "reserved": st.total(),
         "parts": st.parts.iter().map(|p| json!({"what": p.what, "bytes": p.bytes})).collect::<Vec<_>>(),
         "skipped": st.skipped.iter().map(|k| json!({

@@ -20,6 +20,10 @@
 //!   instruction's growth of the dataflow checker's scratch). The
 //!   budget may leave too little for the dataflow check, which then stops
 //!   with a message naming the budget (never at 64 MiB here).
+//! - `a_default_run_at_a_million_instructions_checks_what_it_places`
+//!   (ignored: release only): the default budget keeps room past the
+//!   passes' reservation, so a checked run of a module above the budget's
+//!   floor skips nothing and places as an unchecked one.
 //! - `budgets_bound_the_dsa_solvers`: generated buffer problems
 //!   (`gen::dsa::perfect_packing`) scaled up in buffers and in density (a
 //!   short horizon makes every buffer overlap every other), solved by the
@@ -349,6 +353,48 @@ fn the_dataflow_checker_stays_within_its_limit() {
                 "{name}: the checker held {peak} B under a {limit} B limit ({pct} % of {grown} B)"
             );
         }
+    }
+}
+
+/// A module of 1,000,000 generated instructions (its default budget is 8
+/// times its storage, above the 1 GiB floor) at optlevel 2 with both
+/// checks, under the default budget: nothing is skipped, the check
+/// completes, and the placement is the unchecked run's. Before the default
+/// budget kept room past the reservation, the checked run skipped SB's
+/// interference graph and its dataflow check stopped at its share.
+#[test]
+#[ignore = "release only: 1,000,000 instructions (about 10 s); cargo test --release -p tusk-tests --test storage_budget -- --ignored"]
+fn a_default_run_at_a_million_instructions_checks_what_it_places() {
+    let input = gen(GenParams::new(1_000_000, 1));
+    let opts = Options {
+        optlevel: 2,
+        ..Options::default()
+    };
+    let mut checked = input.clone();
+    let original = input.read_only_copy();
+    let mut ws = Workspace::new();
+    let report = ws
+        .reserve(&mut checked, &opts, Checks::Full { input: &original })
+        .run(&mut Ticks::per_read(1))
+        .unwrap_or_else(|e| panic!("{}", e.display(&checked)));
+    assert!(
+        report.storage.skipped.is_empty(),
+        "{:#?}",
+        report.storage.skipped
+    );
+    let mut unchecked = input.clone();
+    let mut ws = Workspace::new();
+    ws.reserve(&mut unchecked, &opts, Checks::None)
+        .run(&mut Ticks::per_read(1))
+        .unwrap_or_else(|e| panic!("{}", e.display(&unchecked)));
+    let (c, u) = (checked.mems(), unchecked.mems());
+    assert_eq!(checked.num_mems(), unchecked.num_mems());
+    for v in c.space.keys() {
+        assert_eq!(
+            (c.space[v], c.base_partition[v], c.offset[v], c.bank[v]),
+            (u.space[v], u.base_partition[v], u.offset[v], u.bank[v]),
+            "location {v:?}: a checked run placed it differently from an unchecked one"
+        );
     }
 }
 
