@@ -28,7 +28,12 @@
 //! - it is not pinned, an input or an output, and it is placed and live;
 //! - its first access writes it (a tile first read relies on the cells it
 //!   was given, e.g. a spill slice that keeps its victim's corner);
-//! - no IN_PLACE instruction accesses it (its operands must coincide);
+//! - it takes no in-place hand-off: an instruction marked `inplace` may
+//!   write its output over an input that dies at it, and where the two
+//!   share cells neither moves (one may rely on the other's cells). An
+//!   in-place instruction's operands that do not share cells move like any
+//!   tile: the closed live intervals of an input dying at the instruction
+//!   and of its output meet there, so a move never puts them together;
 //! - its cells meet no tile that is first read without being an input
 //!   (such a tile reads what this one left there).
 //!
@@ -38,9 +43,11 @@
 //! instruction is added.
 //!
 //! When the loss stays above the headroom's reach, [`SbRotation::run`]
-//! goes on with the usable SB as the limit and then undoes those moves:
-//! the report says what peak the rest of the loss would need and what
-//! makespan that peak would give ([`SbProbe`]).
+//! goes on with the usable SB as the limit, lowers each of those moves to
+//! the lowest start that keeps their gain, and undoes them: the report
+//! says what peak the rest of the loss would need and what makespan that
+//! peak would give ([`SbProbe`]). Moves that settle within the limit are
+//! kept instead (the kept phase tries only a few gaps per move).
 //!
 //! Storage: [`SbRotation::reserve`] from the location count;
 //! [`SbRotation::run`] does not allocate after it.
@@ -140,6 +147,8 @@ pub struct SbRotation {
     busy: Vec<(u64, u64)>,
     /// Moves kept in the probe: (tile, its offset before).
     undo: Vec<(MemLoc, u64)>,
+    /// Candidate starts of [`Self::settle`].
+    starts: Vec<u64>,
     schedule: Schedule,
 }
 
@@ -152,7 +161,8 @@ impl SbRotation {
 
     /// Heap bytes reserved.
     pub fn heap_bytes(&self) -> u64 {
-        crate::heap_bytes!(self.movable, self.busy, self.undo) + self.schedule.heap_bytes()
+        crate::heap_bytes!(self.movable, self.busy, self.undo, self.starts)
+            + self.schedule.heap_bytes()
     }
 
     /// Sizes the storage for up to `cap.mems` locations and the model's
@@ -161,6 +171,7 @@ impl SbRotation {
         use crate::storage::grow;
         grow(&mut self.movable, cap.mems);
         grow(&mut self.busy, cap.mems);
+        grow(&mut self.starts, cap.mems + 1);
         grow(&mut self.undo, opts.max_trials as usize);
         self.schedule.reserve(cap, opts.schedule.window);
     }
@@ -193,9 +204,20 @@ impl SbRotation {
         if kept.loss() > 0 && limit < usable {
             self.undo.clear();
             let (probe, _, moves) = self.improve(m, live, opts, kept, usable, true);
+            self.settle(m, live, opts, probe.makespan);
+            let gain = moves > 0 && probe.makespan < rep.makespan_after;
+            if gain && sb_peak(m) <= limit {
+                // Settled within the limit: the kept phase's gap choice
+                // missed these moves, and they are legal there too.
+                self.undo.clear();
+                rep.makespan_after = probe.makespan;
+                rep.moved += moves;
+                rep.peak_after = sb_peak(m);
+                return rep;
+            }
             // Moves that only removed waits off the critical path say
             // nothing about what the makespan needs.
-            if moves > 0 && probe.makespan < rep.makespan_after {
+            if gain {
                 rep.probe = Some(SbProbe {
                     peak: sb_peak(m),
                     makespan: probe.makespan,
@@ -228,9 +250,25 @@ impl SbRotation {
             self.movable.push(ok);
         }
         for i in m.insts().flags.keys() {
-            if m.insts().flags[i].contains(InstFlags::IN_PLACE) {
-                for a in m.inputs(i).chain(m.outputs(i)) {
-                    self.movable[m.aps().loc[a].index()] = false;
+            if !m.insts().flags[i].contains(InstFlags::IN_PLACE) {
+                continue;
+            }
+            for o in m.outputs(i) {
+                let out = m.aps().loc[o];
+                for a in m.inputs(i) {
+                    let inp = m.aps().loc[a];
+                    let shared = inp != out
+                        && m.is_placed(inp)
+                        && m.is_placed(out)
+                        && m.mems().space[inp] == m.mems().space[out]
+                        && meets(
+                            cells(m, inp, m.mems().offset[inp]),
+                            cells(m, out, m.mems().offset[out]),
+                        );
+                    if shared {
+                        self.movable[inp.index()] = false;
+                        self.movable[out.index()] = false;
+                    }
                 }
             }
         }
@@ -330,30 +368,10 @@ impl SbRotation {
         limit: u64,
     ) -> ArrayVec<u64, { GAPS_TRIED + 1 }> {
         let mut out = ArrayVec::new();
-        let Some(iv) = live.interval(v) else {
+        if !self.collect_busy(m, live, v, partner) {
             return out;
-        };
-        let me = cells(m, v, 0);
-        self.busy.clear();
-        for w in m.mems().space.keys() {
-            if w == v || m.mems().space[w] != Space::Sb || !m.is_placed(w) {
-                continue;
-            }
-            let cw = cells(m, w, m.mems().offset[w]);
-            if cw.p0 >= me.p1 || me.p0 >= cw.p1 {
-                continue;
-            }
-            let with = |x: Option<Interval>| x.is_some_and(|x| x.overlaps(iv));
-            if w == partner || with(live.interval(w)) {
-                if self.busy.len() == self.busy.capacity() {
-                    // Not reserved for this many: a range left out could
-                    // make the move illegal, so `v` stays.
-                    return ArrayVec::new();
-                }
-                self.busy.push((cw.b0, cw.b1));
-            }
         }
-        self.busy.sort_unstable();
+        let me = cells(m, v, 0);
         let bytes = me.b1;
         let align = (m.mems().align[v] as u64).max(1);
         let mut high = None;
@@ -380,10 +398,105 @@ impl SbRotation {
         }
         out
     }
+
+    /// Fills `self.busy` with the byte ranges, on `v`'s partitions, of
+    /// every SB tile live with `v` and of `partner`, sorted. False when
+    /// `v` is not live or they do not fit the reserved storage (a range
+    /// left out could make a move illegal, so `v` stays).
+    fn collect_busy(&mut self, m: &Module, live: &MemLiveness, v: MemLoc, partner: MemLoc) -> bool {
+        let Some(iv) = live.interval(v) else {
+            return false;
+        };
+        let me = cells(m, v, 0);
+        self.busy.clear();
+        for w in m.mems().space.keys() {
+            if w == v || m.mems().space[w] != Space::Sb || !m.is_placed(w) {
+                continue;
+            }
+            let cw = cells(m, w, m.mems().offset[w]);
+            if cw.p0 >= me.p1 || me.p0 >= cw.p1 {
+                continue;
+            }
+            let with = |x: Option<Interval>| x.is_some_and(|x| x.overlaps(iv));
+            if w == partner || with(live.interval(w)) {
+                if self.busy.len() == self.busy.capacity() {
+                    return false;
+                }
+                self.busy.push((cw.b0, cw.b1));
+            }
+        }
+        self.busy.sort_unstable();
+        true
+    }
+
+    /// Lowers each of the probe's moves (`self.undo`, in the order made)
+    /// to the lowest start that keeps the makespan at `best`: the probe
+    /// takes the first gap that gains, often the highest, and the peak it
+    /// reports should be what the gain needs, not where the search
+    /// happened to look. The starts tried are the bottom of SB and the
+    /// top of every SB tile on the mover's partitions (bottom-left
+    /// points), below where it went, clear of every tile live with it; at
+    /// most [`SETTLE_TRIES`] per move and `max_trials` model runs in all.
+    fn settle(&mut self, m: &mut Module, live: &MemLiveness, opts: &SbRotationOptions, best: u64) {
+        let quick = ScheduleOptions {
+            what_if_executions: 0,
+            ..opts.schedule
+        };
+        let mut tried = 0u32;
+        for k in 0..self.undo.len() {
+            let v = self.undo[k].0;
+            if !self.collect_busy(m, live, v, v) {
+                continue;
+            }
+            let from = m.mems().offset[v];
+            let me = cells(m, v, 0);
+            let align = (m.mems().align[v] as u64).max(1);
+            self.starts.clear();
+            self.starts.push(0);
+            for w in m.mems().space.keys() {
+                if w == v || m.mems().space[w] != Space::Sb || !m.is_placed(w) {
+                    continue;
+                }
+                let cw = cells(m, w, m.mems().offset[w]);
+                if cw.p0 >= me.p1 || me.p0 >= cw.p1 {
+                    continue;
+                }
+                match crate::align::align_up(cw.b1, align) {
+                    Some(t) if t < from && self.starts.len() < self.starts.capacity() => {
+                        self.starts.push(t)
+                    }
+                    _ => {}
+                }
+            }
+            self.starts.sort_unstable();
+            self.starts.dedup();
+            let mut here = 0;
+            for idx in 0..self.starts.len() {
+                let to = self.starts[idx];
+                let clear = !self.busy.iter().any(|b| to < b.1 && b.0 < to + me.b1);
+                if !clear {
+                    continue;
+                }
+                if here == SETTLE_TRIES || tried >= opts.max_trials {
+                    break;
+                }
+                here += 1;
+                tried += 1;
+                m.place(v, m.mems().base_partition[v], to);
+                if self.schedule.run(m, &quick).makespan <= best {
+                    break;
+                }
+                m.place(v, m.mems().base_partition[v], from);
+            }
+        }
+    }
 }
 
 /// Gaps whose lowest start is tried for one move (then the highest start).
 const GAPS_TRIED: usize = 2;
+
+/// Starts, lowest first, that [`SbRotation::settle`] tries for one move.
+const SETTLE_TRIES: u32 = 8;
 
 /// The cells of `v` with its bytes at `offset`.
 fn cells(m: &Module, v: MemLoc, offset: u64) -> Cells {
@@ -416,7 +529,7 @@ fn sb_peak(m: &Module) -> u64 {
 mod tests {
     use super::*;
     use crate::analysis::LinearOrder;
-    use crate::ir::{Builder, Opcode};
+    use crate::ir::{Builder, Opcode, SubOp};
     use crate::target::Target;
     use crate::testing::{assert_placed_legally, assert_sound, dram_io, exp, mem, tiles};
 
@@ -516,6 +629,59 @@ mod tests {
         for v in before.mems().space.keys() {
             assert_eq!(m.mems().offset[v], before.mems().offset[v]);
         }
+    }
+
+    #[test]
+    fn only_the_in_place_hand_offs_taken_stay() {
+        // Two in-place activations: `o1` over `i1`, which dies at it (the
+        // hand-off taken: neither moves); `o2` beside `i2` (not taken: both
+        // move like any tile written first).
+        let mut m = Module::new(Target::default());
+        let mut bl = Builder::new(&mut m);
+        let [i1, o1, i2, o2] = tiles(&mut bl, Space::Sb, ["i1", "o1", "i2", "o2"], 128, 512, 4);
+        let out = mem(&mut bl, "out", Space::Sb, 128, 512, 4, MemFlags::OUTPUT);
+        bl.func("f").unwrap();
+        for (i, o) in [(i1, o1), (i2, o2)] {
+            let full = bl.full(i);
+            bl.op(Opcode::Memset, &[full], &[]).unwrap();
+            bl.compute(Opcode::Activation, SubOp::Exp, o, &[i], InstFlags::IN_PLACE)
+                .unwrap();
+            exp(&mut bl, out, o);
+        }
+        for (x, off) in [(i1, 0), (o1, 0), (i2, 0), (o2, 512), (out, 1024)] {
+            m.place(x, 0, off);
+        }
+        let order = LinearOrder::of(&m);
+        let live = MemLiveness::of(&m, &order);
+        let mut rot = SbRotation::new();
+        let opts = SbRotationOptions::default();
+        rot.reserve(&m.capacity(), &opts);
+        rot.mark_movable(&m, &live);
+        let movable: Vec<bool> = [i1, o1, i2, o2].map(|x| rot.movable[x.index()]).into();
+        assert_eq!(movable, [false, false, true, true]);
+    }
+
+    #[test]
+    fn settling_lowers_a_probe_move_to_the_lowest_start_that_keeps_its_gain() {
+        // The probe took the highest gap for `b` (8192): its gain needs
+        // cells clear of `a`'s (the wait) and of the outputs live with `b`
+        // (512..1536); settled, `b` sits right above them.
+        let mut m = shared_load(true);
+        let b = m.mem_by_name("b").unwrap();
+        m.place(b, 0, 8192);
+        let order = LinearOrder::of(&m);
+        let live = MemLiveness::of(&m, &order);
+        let opts = SbRotationOptions::default();
+        let mut rot = SbRotation::new();
+        rot.reserve(&m.capacity(), &opts);
+        rot.mark_movable(&m, &live);
+        let high = rot.schedule.run(&m, &opts.schedule);
+        assert_eq!(high.makespan, high.makespan_unlimited);
+        rot.undo.push((b, 0));
+        rot.settle(&mut m, &live, &opts, high.makespan);
+        assert_eq!(m.mems().offset[b], 1536);
+        assert_eq!(rot.schedule.run(&m, &opts.schedule).makespan, high.makespan);
+        assert_placed_legally("settled", &m);
     }
 
     #[test]
