@@ -56,7 +56,6 @@ use arrayvec::ArrayVec;
 
 use super::order::{executions_with, BlockSpan};
 use crate::dma::conflict::Rect;
-use crate::ir::UNKNOWN_TRIP;
 use crate::ir::{ap, Ap, Capacity, Engine, Inst, Limits, MemLoc, Module, Opcode, Space};
 use crate::target::COMPUTE_ENGINES;
 use alloc::vec::Vec;
@@ -362,10 +361,8 @@ impl Schedule {
             let b = top.block();
             if let Some(span) = self.frames[depth].enter_child(m) {
                 let child = span.lp();
-                let trip = match m.loops().trip[child] {
-                    UNKNOWN_TRIP => 1,
-                    t => t,
-                };
+                // At most `u32::MAX` passes (a known trip is a `u32`).
+                let trip = m.counted_trip(child) as u32;
                 if trip == 0 || self.frames.len() == self.frames.capacity() {
                     continue;
                 }
@@ -752,10 +749,7 @@ fn latency(m: &Module, i: Inst) -> (u64, u16) {
 /// Executions of the whole program: each block's instructions times the
 /// trip counts around it (unknown: 1), saturating.
 fn total_executions(m: &Module) -> u64 {
-    executions_with(m, |l| match m.loops().trip[l] {
-        UNKNOWN_TRIP => 1,
-        t => t as u64,
-    })
+    executions_with(m, |l| m.counted_trip(l))
 }
 
 /// The index of `engine` in [`crate::Target::engine_costs`] (PE, ACT, DVE,

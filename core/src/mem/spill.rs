@@ -465,12 +465,13 @@ pub fn spill_score(
 }
 
 /// How many times the instruction at `pos` runs: the product of the trip
-/// counts of the loops around it (saturating).
+/// counts of the loops around it (saturating; an unknown one counts 1:
+/// [`Module::counted_trip`]).
 pub fn executions(m: &Module, order: &LinearOrder, pos: u32) -> u64 {
     let mut n = 1u64;
     let mut l = order.loop_at(pos);
     while l.is_valid() {
-        n = n.saturating_mul(m.loops().trip[l].max(1) as u64);
+        n = n.saturating_mul(m.counted_trip(l).max(1));
         l = m.loops().parent[l];
     }
     n
@@ -587,7 +588,7 @@ pub fn store_runs(m: &Module, order: &LinearOrder, p: u32) -> u64 {
             let mut n = 1u64;
             let mut l = m.loops().parent[nest];
             while l.is_valid() {
-                n = n.saturating_mul(m.loops().trip[l].max(1) as u64);
+                n = n.saturating_mul(m.counted_trip(l).max(1));
                 l = m.loops().parent[l];
             }
             n
@@ -1622,4 +1623,33 @@ fn repoint(m: &mut Module, i: Inst, r: &SpillRecord) -> Result<(), IrError> {
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ir::{Builder, UNKNOWN_TRIP};
+    use crate::target::Target;
+    use crate::testing::{exp, tiles};
+
+    /// A loop of unknown trip count runs once per entry in the cost model
+    /// (as in the schedule model and the register colorer): a spill inside
+    /// one inside a loop of 3 trips runs 3 times, not 3 × `u32::MAX`.
+    #[test]
+    fn a_loop_of_unknown_trip_counts_once_per_entry() {
+        let mut m = Module::new(Target::default());
+        let mut bl = Builder::new(&mut m);
+        let [a, b] = tiles(&mut bl, Space::Sb, ["a", "b"], 128, 512, 4);
+        bl.func("f").unwrap();
+        bl.begin_loop(3).unwrap();
+        bl.begin_loop(UNKNOWN_TRIP).unwrap();
+        let i = exp(&mut bl, b, a);
+        bl.end_loop().unwrap();
+        bl.end_loop().unwrap();
+        let order = LinearOrder::of(&m);
+        let pos = order.pos(i);
+        assert_eq!(executions(&m, &order, pos), 3);
+        let one = m.target.dma_cycles(128 * 512);
+        assert_eq!(spill_cost(&m, &order, 128 * 512, None, pos), 3 * one);
+    }
 }

@@ -254,6 +254,18 @@ impl Module {
         ap::is_contiguous(self.ap_dims(a))
     }
 
+    /// The passes over loop `l` per entry that the cost models count: its
+    /// trip count, or 1 when it is unknown ([`UNKNOWN_TRIP`]: the models
+    /// cannot know it, and counting it as `u32::MAX` passes would make
+    /// anything inside it look four billion times dearer than it is).
+    #[inline]
+    pub fn counted_trip(&self, l: Loop) -> u64 {
+        match self.loops.trip[l] {
+            UNKNOWN_TRIP => 1,
+            t => t as u64,
+        }
+    }
+
     /// True when an allocator (or the input) has placed the location.
     #[inline]
     pub fn is_placed(&self, m: MemLoc) -> bool {
