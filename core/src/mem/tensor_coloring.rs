@@ -191,6 +191,11 @@ pub enum ColoringError {
         inst: Inst,
         /// False when spilling was off (`--gca-dma-optlevel -1`).
         spilling: bool,
+        /// True when the spill rounds ran out ([`ColoringOptions::max_spill_rounds`],
+        /// then as many access-split rounds): each round frees one point, so
+        /// a module with more points over the capacity than that stops with
+        /// tensors it could still split.
+        out_of_rounds: bool,
     },
     /// A location cannot be represented (e.g. a PSUM tensor wider than the
     /// banks one tensor may span).
@@ -235,6 +240,7 @@ impl DisplayNamed for ColoringError {
                 spill_rounds,
                 inst,
                 spilling,
+                out_of_rounds,
             } => {
                 write!(
                     f,
@@ -256,7 +262,14 @@ impl DisplayNamed for ColoringError {
                         m.mems().bytes[tensor]
                     )?;
                 }
-                if spilling {
+                if spilling && out_of_rounds {
+                    write!(
+                        f,
+                        "; the allocator's {spill_rounds} spill rounds ran out before this point \
+                         (each frees one point over the capacity, and this module has more such points): \
+                         not supported yet; reduce the tensors live at such points or use a larger target"
+                    )
+                } else if spilling {
                     write!(
                         f,
                         "; {spill_rounds} spill rounds found no further tensor that can be split around that point \
@@ -1082,6 +1095,7 @@ fn color_rounds(
         } else {
             Inst::INVALID
         };
+        let out_of_rounds = report.spill_rounds >= opts.max_spill_rounds.saturating_mul(2);
         let fail = |tensor: MemLoc, live: u32| ColoringError::DoesNotFit {
             space,
             peak: g.peak,
@@ -1093,6 +1107,7 @@ fn color_rounds(
             spill_rounds: rounds,
             inst: at_inst,
             spilling: opts.dma_optlevel >= 0,
+            out_of_rounds,
         };
         let (live_here, largest) = live_at(m, space, &ws.live, at);
         // DRAM does not spill: see [`ColoringWorkspace::headroom_for`].
@@ -1100,10 +1115,7 @@ fn color_rounds(
         // tensor from the space for good, so they end): as many rounds
         // again.
         let ordinary = report.spill_rounds < opts.max_spill_rounds;
-        if opts.dma_optlevel < 0
-            || report.spill_rounds >= opts.max_spill_rounds.saturating_mul(2)
-            || !space.is_on_chip()
-        {
+        if opts.dma_optlevel < 0 || out_of_rounds || !space.is_on_chip() {
             return Err(fail(largest, live_here));
         }
         let mut spilled = if access_first {
@@ -1375,10 +1387,9 @@ mod tests {
         check(&original, &m);
     }
 
-    #[test]
-    fn spills_when_the_space_is_too_small_and_keeps_data_flow() {
-        // Long-lived tensors a, b are read again at the end; a tight space
-        // forces them out around the middle.
+    /// Long-lived tensors a, b are read again at the end; a tight space
+    /// forces them out around the middle.
+    fn four_in_three() -> Module {
         let mut t = Target::default();
         t.set("sb-bytes", 3 * 4096).unwrap();
         let mut m = Module::new(t);
@@ -1393,7 +1404,37 @@ mod tests {
         add(&mut b, e, &[c, d]); // 3
         add(&mut b, f, &[e, a]); // 4
         b.save(y, f, 0).unwrap(); // 5
-        let original = m.clone();
+        m
+    }
+
+    #[test]
+    fn a_failure_for_want_of_spill_rounds_says_so() {
+        let mut m = four_in_three();
+        let mut ws = ColoringWorkspace::new();
+        ws.reserve(&mut m);
+        let opts = ColoringOptions {
+            max_spill_rounds: 0,
+            exact: None,
+            ..ColoringOptions::default()
+        };
+        let e = run(&mut m, Space::Sb, &opts, &mut ws, &mut NoClock).unwrap_err();
+        assert!(
+            matches!(
+                e,
+                ColoringError::DoesNotFit {
+                    out_of_rounds: true,
+                    ..
+                }
+            ),
+            "{e:?}"
+        );
+        let text = alloc::format!("{}", e.display(&m));
+        assert!(text.contains("spill rounds ran out"), "{text}");
+    }
+
+    #[test]
+    fn spills_when_the_space_is_too_small_and_keeps_data_flow() {
+        let original = four_in_three();
         for level in [0i8, 1, 2] {
             let mut m = original.clone();
             let mut ws = ColoringWorkspace::new();

@@ -1821,6 +1821,7 @@ mod tests {
             spill_rounds: 0,
             inst: Inst::INVALID,
             spilling: true,
+            out_of_rounds: false,
         });
         assert_eq!(e.blamed().as_slice(), [Entity::Mem(t)]);
         let f = Finding::Misaligned {
