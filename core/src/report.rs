@@ -15,7 +15,7 @@ pub use crate::mem::lsa::{
 pub use crate::mem::rotation::RotationReport;
 pub use crate::mem::spill::{FailureEntry, SpillLog, SpillLogDisplay, SpillRecord};
 pub use crate::mem::tensor_coloring::{
-    pass_name, ColoringError, ColoringErrorDisplay, ColoringReport,
+    pass_name, ColoringError, ColoringErrorDisplay, ColoringReport, SpillStop,
 };
 pub use crate::pipeline::passes::MAX_PASSES;
 pub use crate::pipeline::run::{PassRecord, PipelineErrorDisplay, SbPortfolio, SpaceSummary};

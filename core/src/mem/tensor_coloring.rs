@@ -189,13 +189,8 @@ pub enum ColoringError {
         spill_rounds: u32,
         /// The instruction at `at` ([`Inst::INVALID`] if none).
         inst: Inst,
-        /// False when spilling was off (`--gca-dma-optlevel -1`).
-        spilling: bool,
-        /// True when the spill rounds ran out ([`ColoringOptions::max_spill_rounds`],
-        /// then as many access-split rounds): each round frees one point, so
-        /// a module with more points over the capacity than that stops with
-        /// tensors it could still split.
-        out_of_rounds: bool,
+        /// Why the spill rounds stopped there.
+        stop: SpillStop,
     },
     /// A location cannot be represented (e.g. a PSUM tensor wider than the
     /// banks one tensor may span).
@@ -223,6 +218,26 @@ impl From<ProblemError> for ColoringError {
     }
 }
 
+/// Why the coloring pass's spill rounds stopped short of a fit.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum SpillStop {
+    /// Spilling was off (`--gca-dma-optlevel -1`).
+    Off,
+    /// No tensor live at the point could be split around it.
+    NothingToSplit,
+    /// The rounds ran out ([`ColoringOptions::max_spill_rounds`], then as
+    /// many access-split rounds): each frees one point, so a module with
+    /// more points over the capacity than that stops with tensors it could
+    /// still split.
+    RoundsSpent,
+    /// The pass's spill headroom (the copies it reserved room to insert,
+    /// `limit` of them) could not hold another spill.
+    HeadroomSpent {
+        /// The headroom in copies.
+        limit: u32,
+    },
+}
+
 crate::ir::display_named!(ColoringErrorDisplay for ColoringError);
 
 /// Names the tensors as `m` does.
@@ -239,8 +254,7 @@ impl DisplayNamed for ColoringError {
                 tensor,
                 spill_rounds,
                 inst,
-                spilling,
-                out_of_rounds,
+                stop,
             } => {
                 write!(
                     f,
@@ -262,26 +276,30 @@ impl DisplayNamed for ColoringError {
                         m.mems().bytes[tensor]
                     )?;
                 }
-                if spilling && out_of_rounds {
-                    write!(
+                match stop {
+                    SpillStop::RoundsSpent => write!(
                         f,
                         "; the allocator's {spill_rounds} spill rounds ran out before this point \
                          (each frees one point over the capacity, and this module has more such points): \
                          not supported yet; reduce the tensors live at such points or use a larger target"
-                    )
-                } else if spilling {
-                    write!(
+                    ),
+                    SpillStop::HeadroomSpent { limit } => write!(
+                        f,
+                        "; the pass's spill headroom ({limit} inserted copies) ran out after {spill_rounds} \
+                         spill rounds (it is fixed per pass, and this module has more points over the \
+                         capacity): not supported yet; reduce the tensors live at such points or use a larger target"
+                    ),
+                    SpillStop::NothingToSplit => write!(
                         f,
                         "; {spill_rounds} spill rounds found no further tensor that can be split around that point \
                          (every live tensor is accessed there or used inside the loop around it). \
                          Reduce the tile sizes live at that point or use a larger target"
-                    )
-                } else {
-                    write!(
+                    ),
+                    SpillStop::Off => write!(
                         f,
                         "; spilling is off (--gca-dma-optlevel -1): allow it (--gca-dma-optlevel 0..2), \
                          reduce the tile sizes live at that point or use a larger target"
-                    )
+                    ),
                 }
             }
             ColoringError::Unplaceable { tensor, why } => {
@@ -1096,6 +1114,20 @@ fn color_rounds(
             Inst::INVALID
         };
         let out_of_rounds = report.spill_rounds >= opts.max_spill_rounds.saturating_mul(2);
+        // Every spill inserts at least one copy: with none left, no spill
+        // fits the headroom.
+        let limit = ws.spill_limit(m);
+        let stop = if opts.dma_optlevel < 0 {
+            SpillStop::Off
+        } else if out_of_rounds {
+            SpillStop::RoundsSpent
+        } else if report.reloads as usize >= limit {
+            SpillStop::HeadroomSpent {
+                limit: limit as u32,
+            }
+        } else {
+            SpillStop::NothingToSplit
+        };
         let fail = |tensor: MemLoc, live: u32| ColoringError::DoesNotFit {
             space,
             peak: g.peak,
@@ -1106,8 +1138,7 @@ fn color_rounds(
             tensor,
             spill_rounds: rounds,
             inst: at_inst,
-            spilling: opts.dma_optlevel >= 0,
-            out_of_rounds,
+            stop,
         };
         let (live_here, largest) = live_at(m, space, &ws.live, at);
         // DRAM does not spill: see [`ColoringWorkspace::headroom_for`].
@@ -1408,6 +1439,34 @@ mod tests {
     }
 
     #[test]
+    fn a_failure_for_want_of_spill_headroom_says_so() {
+        let mut m = four_in_three();
+        let mut ws = ColoringWorkspace::new();
+        ws.reserve(&mut m);
+        ws.set_spill_limit(0);
+        let opts = ColoringOptions {
+            exact: None,
+            ..ColoringOptions::default()
+        };
+        let e = run(&mut m, Space::Sb, &opts, &mut ws, &mut NoClock).unwrap_err();
+        assert!(
+            matches!(
+                e,
+                ColoringError::DoesNotFit {
+                    stop: SpillStop::HeadroomSpent { limit: 0 },
+                    ..
+                }
+            ),
+            "{e:?}"
+        );
+        let text = alloc::format!("{}", e.display(&m));
+        assert!(
+            text.contains("spill headroom (0 inserted copies) ran out"),
+            "{text}"
+        );
+    }
+
+    #[test]
     fn a_failure_for_want_of_spill_rounds_says_so() {
         let mut m = four_in_three();
         let mut ws = ColoringWorkspace::new();
@@ -1422,7 +1481,7 @@ mod tests {
             matches!(
                 e,
                 ColoringError::DoesNotFit {
-                    out_of_rounds: true,
+                    stop: SpillStop::RoundsSpent,
                     ..
                 }
             ),

@@ -1820,8 +1820,7 @@ mod tests {
             tensor: t,
             spill_rounds: 0,
             inst: Inst::INVALID,
-            spilling: true,
-            out_of_rounds: false,
+            stop: crate::mem::tensor_coloring::SpillStop::NothingToSplit,
         });
         assert_eq!(e.blamed().as_slice(), [Entity::Mem(t)]);
         let f = Finding::Misaligned {
