@@ -33,7 +33,7 @@ pub struct StorageBudget {
     /// Bytes the budget keeps free past whatever is reserved: the limit
     /// rises with the reservation so that at least this much remains.
     /// Zero for a caller's budget (`--max-memory`), a hard limit; the
-    /// default budget's room ([`DEFAULT_BUDGET_ROOM_PER_MODULE_BYTE`]).
+    /// default budget's room (`DEFAULT_BUDGET_ROOM_PER_MODULE_BYTE` times the module).
     pub room: u64,
 }
 
