@@ -279,15 +279,15 @@ impl DisplayNamed for ColoringError {
                 match stop {
                     SpillStop::RoundsSpent => write!(
                         f,
-                        "; the allocator's {spill_rounds} spill rounds ran out before this point \
-                         (each frees one point over the capacity, and this module has more such points): \
-                         not supported yet; reduce the tensors live at such points or use a larger target"
+                        "; the allocator's {spill_rounds} spill rounds (each frees one point over the \
+                         capacity) ran out before this point: more are not supported yet; reduce the \
+                         tensors live at such points or use a larger target"
                     ),
                     SpillStop::HeadroomSpent { limit } => write!(
                         f,
-                        "; the pass's spill headroom ({limit} inserted copies) ran out after {spill_rounds} \
-                         spill rounds (it is fixed per pass, and this module has more points over the \
-                         capacity): not supported yet; reduce the tensors live at such points or use a larger target"
+                        "; the pass's spill headroom ({limit} inserted copies, a fixed count per pass) \
+                         ran out after {spill_rounds} spill rounds: more spill copies are not supported \
+                         yet; reduce the tensors live at such points or use a larger target"
                     ),
                     SpillStop::NothingToSplit => write!(
                         f,
@@ -1461,7 +1461,7 @@ mod tests {
         );
         let text = alloc::format!("{}", e.display(&m));
         assert!(
-            text.contains("spill headroom (0 inserted copies) ran out"),
+            text.contains("spill headroom (0 inserted copies, a fixed count per pass) ran out"),
             "{text}"
         );
     }
@@ -1488,7 +1488,10 @@ mod tests {
             "{e:?}"
         );
         let text = alloc::format!("{}", e.display(&m));
-        assert!(text.contains("spill rounds ran out"), "{text}");
+        assert!(
+            text.contains("spill rounds (each frees one point over the capacity) ran out"),
+            "{text}"
+        );
     }
 
     #[test]
