@@ -407,16 +407,8 @@ impl SbRotation {
         let Some(iv) = live.interval(v) else {
             return false;
         };
-        let me = cells(m, v, 0);
         self.busy.clear();
-        for w in m.mems().space.keys() {
-            if w == v || m.mems().space[w] != Space::Sb || !m.is_placed(w) {
-                continue;
-            }
-            let cw = cells(m, w, m.mems().offset[w]);
-            if cw.p0 >= me.p1 || me.p0 >= cw.p1 {
-                continue;
-            }
+        for (w, cw) in on_its_partitions(m, v) {
             let with = |x: Option<Interval>| x.is_some_and(|x| x.overlaps(iv));
             if w == partner || with(live.interval(w)) {
                 if self.busy.len() == self.busy.capacity() {
@@ -453,14 +445,7 @@ impl SbRotation {
             let align = (m.mems().align[v] as u64).max(1);
             self.starts.clear();
             self.starts.push(0);
-            for w in m.mems().space.keys() {
-                if w == v || m.mems().space[w] != Space::Sb || !m.is_placed(w) {
-                    continue;
-                }
-                let cw = cells(m, w, m.mems().offset[w]);
-                if cw.p0 >= me.p1 || me.p0 >= cw.p1 {
-                    continue;
-                }
+            for (_, cw) in on_its_partitions(m, v) {
                 match crate::align::align_up(cw.b1, align) {
                     Some(t) if t < from && self.starts.len() < self.starts.capacity() => {
                         self.starts.push(t)
@@ -497,6 +482,18 @@ const GAPS_TRIED: usize = 2;
 
 /// Starts, lowest first, that [`SbRotation::settle`] tries for one move.
 const SETTLE_TRIES: u32 = 8;
+
+/// The placed SB tiles other than `v` on any of `v`'s partitions, with
+/// their cells: those a move of `v` may meet.
+fn on_its_partitions(m: &Module, v: MemLoc) -> impl Iterator<Item = (MemLoc, Cells)> + '_ {
+    let me = cells(m, v, 0);
+    m.mems()
+        .space
+        .keys()
+        .filter(move |&w| w != v && m.mems().space[w] == Space::Sb && m.is_placed(w))
+        .map(|w| (w, cells(m, w, m.mems().offset[w])))
+        .filter(move |(_, cw)| cw.p0 < me.p1 && me.p0 < cw.p1)
+}
 
 /// The cells of `v` with its bytes at `offset`.
 fn cells(m: &Module, v: MemLoc, offset: u64) -> Cells {
@@ -567,6 +564,17 @@ mod tests {
         let mut r = SbRotation::new();
         r.reserve(&m.capacity(), opts);
         r.run(m, &live, opts)
+    }
+
+    /// The pass reserved for `m`, its tiles marked movable, and the
+    /// liveness they were marked by.
+    fn marked(m: &Module, opts: &SbRotationOptions) -> (SbRotation, MemLiveness, u32) {
+        let order = LinearOrder::of(m);
+        let live = MemLiveness::of(m, &order);
+        let mut rot = SbRotation::new();
+        rot.reserve(&m.capacity(), opts);
+        let movable = rot.mark_movable(m, &live);
+        (rot, live, movable)
     }
 
     #[test]
@@ -651,12 +659,7 @@ mod tests {
         for (x, off) in [(i1, 0), (o1, 0), (i2, 0), (o2, 512), (out, 1024)] {
             m.place(x, 0, off);
         }
-        let order = LinearOrder::of(&m);
-        let live = MemLiveness::of(&m, &order);
-        let mut rot = SbRotation::new();
-        let opts = SbRotationOptions::default();
-        rot.reserve(&m.capacity(), &opts);
-        rot.mark_movable(&m, &live);
+        let (rot, _, _) = marked(&m, &SbRotationOptions::default());
         let movable: Vec<bool> = [i1, o1, i2, o2].map(|x| rot.movable[x.index()]).into();
         assert_eq!(movable, [false, false, true, true]);
     }
@@ -669,12 +672,8 @@ mod tests {
         let mut m = shared_load(true);
         let b = m.mem_by_name("b").unwrap();
         m.place(b, 0, 8192);
-        let order = LinearOrder::of(&m);
-        let live = MemLiveness::of(&m, &order);
         let opts = SbRotationOptions::default();
-        let mut rot = SbRotation::new();
-        rot.reserve(&m.capacity(), &opts);
-        rot.mark_movable(&m, &live);
+        let (mut rot, live, _) = marked(&m, &opts);
         let high = rot.schedule.run(&m, &opts.schedule);
         assert_eq!(high.makespan, high.makespan_unlimited);
         rot.undo.push((b, 0));
@@ -706,12 +705,8 @@ mod tests {
         for (x, off) in [(w, 0), (r, 0), (t, 512), (p, 1024), (o, 1536)] {
             m.place(x, 0, off);
         }
-        let order = LinearOrder::of(&m);
-        let live = MemLiveness::of(&m, &order);
-        let mut rot = SbRotation::new();
-        let opts = SbRotationOptions::default();
-        rot.reserve(&m.capacity(), &opts);
-        assert_eq!(rot.mark_movable(&m, &live), 1);
+        let (rot, _, movable) = marked(&m, &SbRotationOptions::default());
+        assert_eq!(movable, 1);
         let movable: Vec<bool> = [w, r, t, p, o].map(|x| rot.movable[x.index()]).into();
         assert_eq!(movable, [false, false, true, false, false]);
     }

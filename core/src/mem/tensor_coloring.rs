@@ -1114,21 +1114,24 @@ fn color_rounds(
             Inst::INVALID
         };
         let out_of_rounds = report.spill_rounds >= opts.max_spill_rounds.saturating_mul(2);
-        // Every spill inserts at least one copy: with none left, no spill
-        // fits the headroom.
-        let limit = ws.spill_limit(m);
-        let stop = if opts.dma_optlevel < 0 {
-            SpillStop::Off
-        } else if out_of_rounds {
-            SpillStop::RoundsSpent
-        } else if report.reloads as usize >= limit {
-            SpillStop::HeadroomSpent {
-                limit: limit as u32,
+        // Why the rounds stop, asked only when they do (the headroom is a
+        // walk over the locations). Every spill inserts at least one copy:
+        // with none left, no spill fits the headroom.
+        let stop = |ws: &ColoringWorkspace, m: &Module, reloads: u32| {
+            let limit = ws.spill_limit(m);
+            if opts.dma_optlevel < 0 {
+                SpillStop::Off
+            } else if out_of_rounds {
+                SpillStop::RoundsSpent
+            } else if reloads as usize >= limit {
+                SpillStop::HeadroomSpent {
+                    limit: limit as u32,
+                }
+            } else {
+                SpillStop::NothingToSplit
             }
-        } else {
-            SpillStop::NothingToSplit
         };
-        let fail = |tensor: MemLoc, live: u32| ColoringError::DoesNotFit {
+        let fail = |tensor: MemLoc, live: u32, stop: SpillStop| ColoringError::DoesNotFit {
             space,
             peak: g.peak,
             lower_bound: g.lower_bound,
@@ -1147,7 +1150,7 @@ fn color_rounds(
         // again.
         let ordinary = report.spill_rounds < opts.max_spill_rounds;
         if opts.dma_optlevel < 0 || out_of_rounds || !space.is_on_chip() {
-            return Err(fail(largest, live_here));
+            return Err(fail(largest, live_here, stop(ws, m, report.reloads)));
         }
         let mut spilled = if access_first {
             access_split_round(m, space, ws, at, g.peak.saturating_sub(cap), report)?
@@ -1174,7 +1177,7 @@ fn color_rounds(
             spilled = access_split_round(m, space, ws, at, g.peak.saturating_sub(cap), report)?;
         }
         if spilled == 0 {
-            return Err(fail(largest, live_here));
+            return Err(fail(largest, live_here, stop(ws, m, report.reloads)));
         }
         report.spill_rounds += 1;
     }
@@ -1438,17 +1441,32 @@ mod tests {
         m
     }
 
-    #[test]
-    fn a_failure_for_want_of_spill_headroom_says_so() {
+    /// [`four_in_three`]'s SB pass with `rounds` spill rounds and a spill
+    /// headroom of `headroom` copies (`None`: the module's), which must
+    /// fail: the error, and its text.
+    fn four_in_three_fails(
+        rounds: u32,
+        headroom: Option<usize>,
+    ) -> (ColoringError, alloc::string::String) {
         let mut m = four_in_three();
         let mut ws = ColoringWorkspace::new();
         ws.reserve(&mut m);
-        ws.set_spill_limit(0);
+        if let Some(h) = headroom {
+            ws.set_spill_limit(h);
+        }
         let opts = ColoringOptions {
+            max_spill_rounds: rounds,
             exact: None,
             ..ColoringOptions::default()
         };
         let e = run(&mut m, Space::Sb, &opts, &mut ws, &mut NoClock).unwrap_err();
+        let text = alloc::format!("{}", e.display(&m));
+        (e, text)
+    }
+
+    #[test]
+    fn a_failure_for_want_of_spill_headroom_says_so() {
+        let (e, text) = four_in_three_fails(ColoringOptions::default().max_spill_rounds, Some(0));
         assert!(
             matches!(
                 e,
@@ -1459,7 +1477,6 @@ mod tests {
             ),
             "{e:?}"
         );
-        let text = alloc::format!("{}", e.display(&m));
         assert!(
             text.contains("spill headroom (0 inserted copies, a fixed count per pass) ran out"),
             "{text}"
@@ -1468,15 +1485,7 @@ mod tests {
 
     #[test]
     fn a_failure_for_want_of_spill_rounds_says_so() {
-        let mut m = four_in_three();
-        let mut ws = ColoringWorkspace::new();
-        ws.reserve(&mut m);
-        let opts = ColoringOptions {
-            max_spill_rounds: 0,
-            exact: None,
-            ..ColoringOptions::default()
-        };
-        let e = run(&mut m, Space::Sb, &opts, &mut ws, &mut NoClock).unwrap_err();
+        let (e, text) = four_in_three_fails(0, None);
         assert!(
             matches!(
                 e,
@@ -1487,7 +1496,6 @@ mod tests {
             ),
             "{e:?}"
         );
-        let text = alloc::format!("{}", e.display(&m));
         assert!(
             text.contains("spill rounds (each frees one point over the capacity) ran out"),
             "{text}"
