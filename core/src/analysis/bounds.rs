@@ -100,72 +100,123 @@ impl Bounds {
 
     /// Recomputes, reusing storage.
     pub fn compute(&mut self, m: &Module, order: &LinearOrder, live: &MemLiveness) {
-        let n = order.len();
-        if self.diff.len() < n + 1 {
-            self.diff.resize(n + 1, [0, 0]);
-        }
         self.spaces = [SpaceBound::default(); 3];
-        let t = &m.target;
         // One space at a time: one difference array instead of six.
         for space in Space::ALL {
-            let k = space.slot();
-            let total_parts = match space {
-                Space::Sb => t.sb_partitions,
-                Space::Psum => t.psum_partitions,
-                Space::Dram => 1,
-            };
-            for v in m.mems().space.keys() {
-                if m.mems().space[v] != space {
-                    continue;
-                }
-                let Some(iv) = live.interval(v) else { continue };
-                let external = m.mems().flags[v].intersects(MemFlags::INPUT | MemFlags::OUTPUT);
-                if space == Space::Dram && external && !m.is_placed(v) {
-                    continue;
-                }
-                let parts = m.mems().partitions[v] as u64;
-                let mut bytes = m.mems().bytes[v] as u64;
-                let (full, area) = match space {
-                    Space::Dram => (parts * bytes, parts * bytes),
-                    Space::Sb | Space::Psum => {
-                        if space == Space::Psum {
-                            bytes = t.psum_footprint(bytes);
-                        }
-                        let full = if parts * 2 > total_parts as u64 {
-                            bytes
-                        } else {
-                            0
-                        };
-                        (full, parts * bytes)
-                    }
-                };
-                self.spaces[k].locations += 1;
-                let (s, e) = (iv.start as usize, (iv.end as usize + 1).min(n));
-                self.diff[s][0] += full as i64;
-                self.diff[s][1] += area as i64;
-                self.diff[e][0] -= full as i64;
-                self.diff[e][1] -= area as i64;
-            }
-            let parts = (total_parts as i64).max(1);
-            let (mut full, mut area) = (0i64, 0i64);
+            let mut sb = SpaceBound::default();
             let mut best = 0u64;
-            for p in 0..n {
-                let [df, da] = core::mem::take(&mut self.diff[p]);
-                full += df;
-                area += da;
-                let f = full.max(0) as u64;
-                let a = (area.max(0) as u64).div_ceil(parts as u64);
-                let sb = &mut self.spaces[k];
+            sb.locations = self.sweep(m, order, live, space, |p, f, a| {
                 sb.full_width_bytes = sb.full_width_bytes.max(f);
                 sb.area_bytes = sb.area_bytes.max(a);
                 if f.max(a) > best {
                     best = f.max(a);
-                    sb.peak_pos = p as u32;
+                    sb.peak_pos = p;
                 }
-            }
-            // Ends one past the last position land at `n`.
-            self.diff[n] = [0, 0];
+            });
+            self.spaces[space.slot()] = sb;
         }
+    }
+
+    /// Where the bound of `space` runs over `cap`: per maximal run of
+    /// positions whose bound (the larger of the two) exceeds `cap`, the
+    /// first position of its highest bound and how far that is over `cap`,
+    /// handed to `each` in position order. Allocates nothing once reserved
+    /// ([`Self::reserve`]).
+    pub fn over_capacity(
+        &mut self,
+        m: &Module,
+        order: &LinearOrder,
+        live: &MemLiveness,
+        space: Space,
+        cap: u64,
+        mut each: impl FnMut(u32, u64),
+    ) {
+        // The run being walked: its highest bound and where.
+        let mut run: Option<(u32, u64)> = None;
+        self.sweep(m, order, live, space, |p, f, a| {
+            let need = f.max(a);
+            if need <= cap {
+                if let Some((q, top)) = run.take() {
+                    each(q, top - cap);
+                }
+            } else if run.map_or(true, |(_, top)| need > top) {
+                run = Some((p, need));
+            }
+        });
+        if let Some((q, top)) = run {
+            each(q, top - cap);
+        }
+    }
+
+    /// Sums the bounds of `space` over the positions of `order`, calling
+    /// `at(position, full-width bytes, area bytes)` at each in order;
+    /// returns how many locations of `space` are live somewhere.
+    fn sweep(
+        &mut self,
+        m: &Module,
+        order: &LinearOrder,
+        live: &MemLiveness,
+        space: Space,
+        mut at: impl FnMut(u32, u64, u64),
+    ) -> u32 {
+        let n = order.len();
+        if self.diff.len() < n + 1 {
+            self.diff.resize(n + 1, [0, 0]);
+        }
+        let t = &m.target;
+        let total_parts = match space {
+            Space::Sb => t.sb_partitions,
+            Space::Psum => t.psum_partitions,
+            Space::Dram => 1,
+        };
+        let mut locations = 0;
+        for v in m.mems().space.keys() {
+            if m.mems().space[v] != space {
+                continue;
+            }
+            let Some(iv) = live.interval(v) else { continue };
+            let external = m.mems().flags[v].intersects(MemFlags::INPUT | MemFlags::OUTPUT);
+            if space == Space::Dram && external && !m.is_placed(v) {
+                continue;
+            }
+            let parts = m.mems().partitions[v] as u64;
+            let mut bytes = m.mems().bytes[v] as u64;
+            let (full, area) = match space {
+                Space::Dram => (parts * bytes, parts * bytes),
+                Space::Sb | Space::Psum => {
+                    if space == Space::Psum {
+                        bytes = t.psum_footprint(bytes);
+                    }
+                    let full = if parts * 2 > total_parts as u64 {
+                        bytes
+                    } else {
+                        0
+                    };
+                    (full, parts * bytes)
+                }
+            };
+            locations += 1;
+            let (s, e) = (iv.start as usize, (iv.end as usize + 1).min(n));
+            self.diff[s][0] += full as i64;
+            self.diff[s][1] += area as i64;
+            self.diff[e][0] -= full as i64;
+            self.diff[e][1] -= area as i64;
+        }
+        let parts = (total_parts as i64).max(1) as u64;
+        let (mut full, mut area) = (0i64, 0i64);
+        for p in 0..n {
+            let [df, da] = core::mem::take(&mut self.diff[p]);
+            full += df;
+            area += da;
+            at(
+                p as u32,
+                full.max(0) as u64,
+                (area.max(0) as u64).div_ceil(parts),
+            );
+        }
+        // Ends one past the last position land at `n`.
+        self.diff[n] = [0, 0];
+        locations
     }
 }
 
@@ -203,5 +254,61 @@ mod tests {
         assert_eq!(sb.peak_pos, 3);
         // PSUM rounds 100 bytes up to one 2 KiB bank.
         assert_eq!(bounds.space(Space::Psum).lower_bound(), 2048);
+    }
+
+    #[test]
+    fn each_run_over_the_capacity_is_named_once_at_its_highest_point() {
+        // Three PSUM banks live at position 2 (a, b and c) and again at 5
+        // (d, e and f), two between: with room for two banks, two runs
+        // over by a bank each.
+        let mut m = Module::new(Target::default());
+        let mut bl = Builder::new(&mut m);
+        let [a, b, c, d, e, f] = tiles(
+            &mut bl,
+            Space::Psum,
+            ["a", "b", "c", "d", "e", "f"],
+            128,
+            2048,
+            1,
+        );
+        bl.func("f").unwrap();
+        for x in [a, b] {
+            bl.op(Opcode::Memset, &[bl.full(x)], &[]).unwrap();
+        }
+        bl.compute(
+            Opcode::TensorTensor,
+            SubOp::Add,
+            c,
+            &[a, b],
+            Default::default(),
+        )
+        .unwrap();
+        bl.compute(Opcode::Activation, SubOp::Exp, d, &[c], Default::default())
+            .unwrap();
+        bl.op(Opcode::Memset, &[bl.full(e)], &[]).unwrap();
+        bl.compute(
+            Opcode::TensorTensor,
+            SubOp::Add,
+            f,
+            &[d, e],
+            Default::default(),
+        )
+        .unwrap();
+        let o = LinearOrder::of(&m);
+        let l = MemLiveness::of(&m, &o);
+        let mut bounds = Bounds::of(&m, &o, &l);
+        let mut runs = |cap: u64| {
+            let mut out = Vec::new();
+            bounds.over_capacity(&m, &o, &l, Space::Psum, cap, |p, over| out.push((p, over)));
+            out
+        };
+        assert_eq!(runs(2 * 2048), [(2, 2048), (5, 2048)]);
+        // Nothing over a capacity at the bound.
+        assert!(runs(3 * 2048).is_empty());
+        // With room for one bank, positions 1 to 5 are one run (two banks
+        // or more everywhere), named once at its first highest point.
+        assert_eq!(runs(2048), [(2, 4096)]);
+        // The sums left the scratch clean: the bounds are as before.
+        assert_eq!(bounds.spaces, Bounds::of(&m, &o, &l).spaces);
     }
 }
