@@ -47,5 +47,7 @@ pub mod spill {
     pub use crate::mem::spill::{
         finalize, inst_cycles, remat_from, Remat, RematSource, SpillRecord, SpillView,
     };
-    pub use crate::mem::split_round::{split_name, RoundOutcome, RoundParams, SplitRound};
+    pub use crate::mem::split_round::{
+        split_name, RoundOutcome, RoundParams, RoundPoints, SplitRound,
+    };
 }

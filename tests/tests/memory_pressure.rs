@@ -334,7 +334,7 @@ fn plant_remat(src: &str, slot_byte: u32) -> (bool, Option<spill::Remat>) {
         at: reload_before - 1,
         slice: None,
     };
-    spill::finalize(&mut m, &order, &[rec]).unwrap();
+    spill::finalize(&mut m, &order, None, &[rec]).unwrap();
     let clean = dataflow_clean(&original, &m);
     let planned = spill::remat_from(
         spill::SpillView::new(&original, &order, &live),
@@ -2374,4 +2374,38 @@ fn modules_of_constants_and_copies_fit_long_sweep() {
 fn modules_of_constants_and_copies_fit_under_every_variant_long_sweep() {
     let seeds: Vec<u64> = (1..=300).collect();
     fit_under_every_variant(&seeds);
+}
+
+/// The `tight` generator's nine PSUM accumulators (one more than the
+/// banks) live across a loop in stretch after stretch of a long module:
+/// every stretch is over the capacity. The colorer's spill rounds serve
+/// every such run at once and the spill headroom grows with their count
+/// (before, a round served one point, and the 128 rounds, then a fixed
+/// headroom of 512 copies, ran out after about 6,000 instructions). Each
+/// allocator fits, both checkers on.
+#[test]
+fn a_long_module_over_psum_in_every_stretch_fits_in_a_few_rounds() {
+    let input = generate(&GenParams {
+        instructions: 10_000,
+        seed: 1,
+        ..GenParams::tight()
+    })
+    .unwrap();
+    for (flags, opts) in [
+        ("--optlevel 2", allocators()[1].1),
+        ("--optlevel 8", allocators()[6].1),
+    ] {
+        let mut m = input.clone();
+        let r = run_checked(&mut m, &opts).unwrap_or_else(|e| panic!("{flags}: {}", e.display(&m)));
+        assert!(r.verified(), "{flags}");
+        let psum = r.coloring[Space::Psum.slot()]
+            .as_ref()
+            .unwrap_or_else(|| panic!("{flags}: PSUM was colored"));
+        assert!(
+            psum.spills > 128 && psum.spill_rounds <= 4,
+            "{flags}: {} PSUM spills in {} rounds",
+            psum.spills,
+            psum.spill_rounds
+        );
+    }
 }

@@ -415,8 +415,22 @@ pub fn best_at(
     at: u32,
     done: &[MemLoc],
 ) -> Option<(MemLoc, u64)> {
+    best_among(m, order, live, space, at, m.mems().space.keys(), done)
+}
+
+/// [`best_at`] among `locs` (which must hold every tensor of `space` live
+/// at `at` for the answer to be the same).
+pub fn best_among(
+    m: &Module,
+    order: &LinearOrder,
+    live: &MemLiveness,
+    space: crate::ir::Space,
+    at: u32,
+    locs: impl Iterator<Item = MemLoc>,
+    done: &[MemLoc],
+) -> Option<(MemLoc, u64)> {
     let mut best: Option<(u64, u32, MemLoc, u64)> = None;
-    for v in m.mems().space.keys() {
+    for v in locs {
         if done.contains(&v) {
             continue;
         }

@@ -1449,12 +1449,13 @@ pub fn add_reload_copy(
 pub fn finalize(
     m: &mut Module,
     order: &LinearOrder,
+    live: Option<&MemLiveness>,
     records: &[SpillRecord],
 ) -> Result<(), IrError> {
     for (k, r) in records.iter().enumerate() {
         if r.remat == Some(Remat::Overwritten) {
             // Nothing to bring back: the next access writes it all.
-            repoint_readers(m, order, records, k)?;
+            repoint_readers(m, order, live, records, k)?;
             continue;
         }
         if let Some(Remat::Memset(set)) = r.remat {
@@ -1466,7 +1467,7 @@ pub fn finalize(
             s.outputs = &outs;
             s.imm = m.imm(set);
             insert_reload(m, order, r, &s)?;
-            repoint_readers(m, order, records, k)?;
+            repoint_readers(m, order, live, records, k)?;
             continue;
         }
         // The origin's cells in the slot (shifted onto the rectangle a
@@ -1551,7 +1552,7 @@ pub fn finalize(
             s.inputs = &from;
             m.insert_after(order.inst_at(t.write_back_after), &s)?;
         }
-        repoint_readers(m, order, records, k)?;
+        repoint_readers(m, order, live, records, k)?;
     }
     Ok(())
 }
@@ -1573,18 +1574,28 @@ fn insert_reload(
 }
 
 /// Re-points `records[k]`'s readers: from its reload up to the next
-/// reload of the same origin.
+/// reload of the same origin, and, when `live` describes the positions of
+/// `order`, no further than the last position where its victim or origin
+/// is live (no instruction of `order` past it names either): a round with
+/// many records then walks each one's own range, not the rest of the
+/// program.
 fn repoint_readers(
     m: &mut Module,
     order: &LinearOrder,
+    live: Option<&MemLiveness>,
     records: &[SpillRecord],
     k: usize,
 ) -> Result<(), IrError> {
     let r = &records[k];
-    let until = records[k + 1..]
+    let next = records[k + 1..]
         .iter()
         .find(|n| n.origin == r.origin)
         .map_or(u32::MAX, |n| n.reload_before);
+    let last = live.map_or(u32::MAX, |l| {
+        let end = |v| l.interval(v).map_or(0, |iv| iv.end.saturating_add(1));
+        end(r.victim).max(end(r.origin))
+    });
+    let until = next.min(last);
     let mut p = r.reload_before;
     while p < until && (p as usize) < order.len() {
         let i = order.inst_at(p);

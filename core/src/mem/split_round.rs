@@ -28,7 +28,7 @@ use super::spill::{
     slice_traffic, spill_score, store_traffic, ReloadPoint, Remat, SliceSplit, SpillRecord,
     SpillView,
 };
-use crate::analysis::{LinearOrder, MemLiveness};
+use crate::analysis::{LinearOrder, LiveSets, MemLiveness};
 use crate::ir::{IrError, MemFlags, MemLoc, Module, Space};
 
 /// One candidate of a round: its rank (higher first), the tensor, and how
@@ -124,10 +124,74 @@ impl SplitRound {
         live: &MemLiveness,
         p: &RoundParams<'_>,
     ) -> Result<RoundOutcome, IrError> {
-        let at = p.at;
+        self.records.clear();
+        let mut out = RoundOutcome::default();
+        self.gather(m, order, live, p, m.mems().space.keys());
+        self.take(m, order, live, p, 0, &mut out)?;
+        self.finish(m, order, live)?;
+        Ok(out)
+    }
+
+    /// [`Self::run`] at each point of `points` that the round can serve
+    /// ([`RoundPoints::prepare`] made them ready; their own positions and
+    /// overflows in place of `p.at` and `p.overflow`), with one insertion
+    /// of all the stores and reloads at the end. The points are served
+    /// the most over first, as rounds of their own would take them; a
+    /// point where a tensor split at an earlier one (or one such a split's
+    /// reload copies from) is live is left for the next round: what is
+    /// live there changed, and `live` no longer says what. So every point
+    /// the round serves is served from a true picture, and no tensor is
+    /// split twice.
+    pub fn run_points(
+        &mut self,
+        m: &mut Module,
+        order: &LinearOrder,
+        live: &MemLiveness,
+        points: &mut RoundPoints,
+        p: &RoundParams<'_>,
+    ) -> Result<RoundOutcome, IrError> {
+        self.records.clear();
+        let mut out = RoundOutcome::default();
+        for j in 0..points.ready() {
+            let (k, at, overflow) = points.nth(j);
+            if points.busy(k) {
+                continue;
+            }
+            let here = RoundParams { at, overflow, ..*p };
+            self.gather(m, order, live, &here, points.live_at(k).iter().copied());
+            let first = self.records.len();
+            let before = out.spills;
+            self.take(m, order, live, &here, first, &mut out)?;
+            if out.spills == before && out.reloads as usize >= p.reloads_left {
+                break;
+            }
+            for r in &self.records[first..] {
+                points.mark(r.victim);
+                if let Some(Remat::Copy(src)) = r.remat {
+                    points.mark(src.loc);
+                }
+            }
+        }
+        points.unmark();
+        self.finish(m, order, live)?;
+        Ok(out)
+    }
+
+    /// Collects the candidates among `locs` (tensors of any space, live
+    /// anywhere) of a split around `p.at`: tensors of `p.space` live there
+    /// and free to move, each by its better plan, best first.
+    fn gather(
+        &mut self,
+        m: &Module,
+        order: &LinearOrder,
+        live: &MemLiveness,
+        p: &RoundParams<'_>,
+        locs: impl Iterator<Item = MemLoc>,
+    ) {
         self.candidates.clear();
-        for v in m.mems().space.keys() {
-            if m.mems().space[v] != p.space || m.is_placed(v) {
+        let (space, at, by_bytes) = (p.space, p.at, p.by_bytes);
+        for v in locs {
+            if m.mems().space[v] != space || m.is_placed(v) {
                 continue;
             }
             if m.mems().flags[v].intersects(MemFlags::PINNED | MemFlags::INPUT | MemFlags::OUTPUT) {
@@ -141,9 +205,9 @@ impl SplitRound {
             }
             // Each tensor enters a round once, by its better plan.
             let cx = SpillView::new(m, order, live);
-            let plain = split_candidate(cx, p.by_bytes, v, at);
+            let plain = split_candidate(cx, by_bytes, v, at);
             let slice =
-                best_slice_split(cx, v, at, iv.end, p.by_bytes, |_| true).map(|(score, split)| {
+                best_slice_split(cx, v, at, iv.end, by_bytes, |_| true).map(|(score, split)| {
                     Candidate {
                         score,
                         v,
@@ -160,30 +224,44 @@ impl SplitRound {
         }
         self.candidates
             .sort_unstable_by(|a, b| b.score.cmp(&a.score).then(a.v.cmp(&b.v)));
+    }
+
+    /// Splits the gathered candidates, best first, until they free
+    /// `p.overflow` at `p.at` or the headroom ends; records from `first`
+    /// on are this point's.
+    fn take(
+        &mut self,
+        m: &mut Module,
+        order: &LinearOrder,
+        live: &MemLiveness,
+        p: &RoundParams<'_>,
+        first: usize,
+        out: &mut RoundOutcome,
+    ) -> Result<(), IrError> {
         let want = if p.by_bytes { 1 } else { self.candidates.len() };
-        self.records.clear();
-        let mut out = RoundOutcome::default();
+        let (mut freed, spills) = (0u64, out.spills);
         for k in 0..want.min(self.candidates.len()) {
-            if out.freed >= p.overflow.max(1) && out.spills > 0 {
+            if freed >= p.overflow.max(1) && out.spills > spills {
                 break;
             }
             let Candidate { v, plan, .. } = self.candidates[k];
-            // A tensor that a split of this round copies again at its
-            // reloads stays where it is (see `source_kept`).
-            if self
-                .records
+            // A tensor that a split of this point copies again at its
+            // reloads stays where it is (see `source_kept`); the earlier
+            // points' sources are not live here (`run_points`).
+            if self.records[first..]
                 .iter()
                 .any(|r| matches!(r.remat, Some(Remat::Copy(src)) if src.loc == v))
             {
                 continue;
             }
             let n = p.first + out.spills;
+            let freed_before = out.freed;
             match plan {
                 Plan::Slice(split) => {
                     if out.reloads as usize + 2 > p.reloads_left {
                         break;
                     }
-                    self.slice_records(m, order, live, v, &split, n, p, &mut out)?;
+                    self.slice_records(m, order, live, v, &split, n, p, out)?;
                 }
                 Plan::Split {
                     before,
@@ -196,15 +274,25 @@ impl SplitRound {
                     if (out.reloads + copies) as usize > p.reloads_left {
                         break;
                     }
-                    self.split_records(m, order, live, v, (before, after, first), n, p, &mut out)?;
+                    self.split_records(m, order, live, v, (before, after, first), n, p, out)?;
                 }
             }
+            freed += out.freed - freed_before;
             out.spills += 1;
         }
+        Ok(())
+    }
+
+    /// Inserts the round's stores and reloads.
+    fn finish(
+        &mut self,
+        m: &mut Module,
+        order: &LinearOrder,
+        live: &MemLiveness,
+    ) -> Result<(), IrError> {
         // finalize() expects records in position order of their reloads.
         self.records.sort_unstable_by_key(|r| r.reload_before);
-        finalize(m, order, &self.records)?;
-        Ok(out)
+        finalize(m, order, Some(live), &self.records)
     }
 
     /// `remat`, unless it copies an on-chip location again
@@ -384,6 +472,118 @@ impl SplitRound {
     }
 }
 
+/// The points over the capacity one round serves, and what the round
+/// knows of them: the tensors live at each ([`LiveSets`], from the
+/// liveness the round starts from), the order it serves them in, and the
+/// tensors it split so far (whose points wait for the next round).
+/// Storage is reserved once ([`RoundPoints::reserve`]).
+#[derive(Clone, Debug, Default)]
+pub struct RoundPoints {
+    /// (position, bytes per partition over the capacity there), in rising
+    /// position: the caller fills it, up to its capacity.
+    pub list: Vec<(u32, u64)>,
+    sets: LiveSets,
+    /// Indices into `list` of the points with a set, most over first.
+    by_need: Vec<u32>,
+    /// Per location: split (or copied from) in this round.
+    split: Vec<bool>,
+    /// The locations marked in `split`, to clear at the end of the round.
+    marked: Vec<MemLoc>,
+}
+
+impl RoundPoints {
+    /// Room for `points` points, for their live sets over `locations`
+    /// locations (`entries` in all), and for marking any of the locations.
+    pub fn reserve(&mut self, locations: usize, entries: usize, points: usize) {
+        crate::storage::grow(&mut self.list, points);
+        crate::storage::grow(&mut self.by_need, points);
+        crate::storage::grow(&mut self.marked, points.saturating_mul(2));
+        crate::storage::grow(&mut self.split, locations);
+        self.sets.reserve(locations, entries, points);
+    }
+
+    /// Heap bytes held.
+    pub fn heap_bytes(&self) -> u64 {
+        crate::heap_bytes!(self.list, self.by_need, self.split, self.marked)
+            .saturating_add(self.sets.heap_bytes())
+    }
+
+    /// Readies `list` for a round in `space` of `m` as `live` describes
+    /// it: the live set of each point (as many as the reserved room takes,
+    /// from the first; the rest are dropped from `list` for this round)
+    /// and the order to serve them in.
+    pub fn prepare(&mut self, m: &Module, live: &MemLiveness, space: Space) {
+        let n = self
+            .sets
+            .collect(m, live, space, self.list.iter().map(|&(at, _)| at));
+        self.list.truncate(n);
+        self.by_need.clear();
+        self.by_need.extend(0..n as u32);
+        let list = &self.list;
+        self.by_need
+            .sort_unstable_by_key(|&k| (core::cmp::Reverse(list[k as usize].1), k));
+        // Points less than half as far over as the worst wait for a later
+        // round: a split made for a worse point often frees them too, and
+        // the coloring after it says what they still need (its peak over
+        // the bound). Repeated structure (unrolled stages, the same loop
+        // again) is over by the same at each copy, so each round still
+        // serves every copy at once.
+        let worst = self.by_need.first().map_or(0, |&k| list[k as usize].1);
+        let served = self
+            .by_need
+            .partition_point(|&k| list[k as usize].1.saturating_mul(2) >= worst);
+        self.by_need.truncate(served);
+        if self.split.len() < m.num_mems() {
+            self.split.resize(m.num_mems(), false);
+        }
+    }
+
+    /// How many points are ready for the round.
+    pub fn ready(&self) -> usize {
+        self.by_need.len()
+    }
+
+    /// The `j`-th point to serve (most over first): its index into
+    /// `list`, position and overflow.
+    pub fn nth(&self, j: usize) -> (usize, u32, u64) {
+        let k = self.by_need[j] as usize;
+        let (at, over) = self.list[k];
+        (k, at, over)
+    }
+
+    /// The tensors live at point `k` (an index into `list`).
+    pub fn live_at(&self, k: usize) -> &[MemLoc] {
+        self.sets.at(k)
+    }
+
+    /// True when a tensor live at point `k` was marked in this round.
+    pub fn busy(&self, k: usize) -> bool {
+        self.sets
+            .at(k)
+            .iter()
+            .any(|v| self.split.get(v.index()).copied().unwrap_or(false))
+    }
+
+    /// Marks `v` as split (or copied from) in this round.
+    pub fn mark(&mut self, v: MemLoc) {
+        if let Some(s) = self.split.get_mut(v.index()) {
+            if !*s {
+                *s = true;
+                self.marked.push(v);
+            }
+        }
+    }
+
+    /// Clears the round's marks.
+    pub fn unmark(&mut self) {
+        for v in self.marked.drain(..) {
+            if let Some(s) = self.split.get_mut(v.index()) {
+                *s = false;
+            }
+        }
+    }
+}
+
 /// The candidate of a plain or loop-invariant split of `v` around `at`:
 /// the last access before it, the next one after it; none when `v` is
 /// accessed at `at` or has no access on one side. A value around a back
@@ -473,4 +673,45 @@ pub fn split_name(
         let _ = write!(s, "_{k}");
     }
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::analysis::LinearOrder;
+    use crate::ir::{Builder, Opcode, SubOp};
+    use crate::target::Target;
+    use crate::testing::{add, tiles};
+
+    #[test]
+    fn points_are_served_worst_first_and_wait_on_what_was_split() {
+        // a and b live over positions 0-2, c written at 2 and read at 3.
+        let mut m = Module::new(Target::default());
+        let mut bl = Builder::new(&mut m);
+        let [a, b, c, d] = tiles(&mut bl, Space::Sb, ["a", "b", "c", "d"], 128, 64, 4);
+        bl.func("f").unwrap();
+        bl.op(Opcode::Memset, &[bl.full(a)], &[]).unwrap();
+        bl.op(Opcode::Memset, &[bl.full(b)], &[]).unwrap();
+        add(&mut bl, c, &[a, b]);
+        bl.compute(Opcode::Activation, SubOp::Exp, d, &[c], Default::default())
+            .unwrap();
+        let o = LinearOrder::of(&m);
+        let l = MemLiveness::of(&m, &o);
+        let mut pts = RoundPoints::default();
+        pts.reserve(m.num_mems(), 16, 4);
+        // Three points, over by 10, 40 and 25: 40 first, then 25; 10 is
+        // less than half of 40 and waits for a later round.
+        pts.list.extend([(0, 10), (1, 40), (3, 25)]);
+        pts.prepare(&m, &l, Space::Sb);
+        assert_eq!(pts.ready(), 2);
+        assert_eq!(pts.nth(0), (1, 1, 40));
+        assert_eq!(pts.nth(1), (2, 3, 25));
+        assert_eq!(pts.live_at(1), &[a, b]);
+        // Split b: position 1 (where b is live) waits, position 3 not.
+        pts.mark(b);
+        assert!(pts.busy(1) && !pts.busy(2));
+        // The marks last one round.
+        pts.unmark();
+        assert!(!pts.busy(1));
+    }
 }

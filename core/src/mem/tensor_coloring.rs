@@ -18,11 +18,16 @@
 //! # When the best coloring does not fit
 //! 1. The exact search ([`super::exact`]) runs with the caller's budget: a
 //!    fit costs nothing at run time, a spill costs DMA traffic.
-//! 2. Otherwise a spill round (unless `--gca-dma-optlevel -1`): at the
-//!    position of peak pressure (while the live bound exceeds the
-//!    capacity; once it fits, where the placement ran over, since there
-//!    the placement, not the bound, failed), victims live there but not
-//!    accessed there are split: a `save` to a DRAM slot after their last access before the
+//! 2. Otherwise a spill round (unless `--gca-dma-optlevel -1`): while the
+//!    live bound exceeds the capacity, at the highest position of every
+//!    run of positions where it does, the worst first (a long module has
+//!    such runs stretch after stretch, and recoloring the whole space per
+//!    run would cost runs × module); once the bound fits, where the
+//!    placement ran over, since there the placement, not the bound,
+//!    failed. A point where a tensor this round split is live, or one less
+//!    than half as far over as the worst, waits for the next round
+//!    ([`super::split_round::RoundPoints`]). At each point, victims live
+//!    there but not accessed there are split: a `save` to a DRAM slot after their last access before the
 //!    peak, a `load` into a fresh copy before their next access, later
 //!    readers re-pointed (the same rewrite as the linear scan's,
 //!    [`super::spill::finalize`]). A tile that a loop around the peak
@@ -62,7 +67,7 @@ use super::exact::{Budget, Clock, ExactOptions, ExactWorkspace, Objective, Statu
 use super::interval_coloring::{GcaOptions, GcaOutcome, GcaWorkspace};
 use super::problem::{peak, Buffer, Placement, Problem, ProblemError};
 use super::spill_strategy::{SpillStrategy, StrategyCopies};
-use super::split_round::{split_name, RoundParams, SplitRound};
+use super::split_round::{split_name, RoundParams, RoundPoints, SplitRound};
 use crate::analysis::{Bounds, LinearOrder, MemLiveness};
 use crate::ir::DisplayNamed;
 use crate::ir::{Capacity, Inst, IrError, MemFlags, MemLoc, Module, Space};
@@ -226,9 +231,10 @@ pub enum SpillStop {
     /// No tensor live at the point could be split around it.
     NothingToSplit,
     /// The rounds ran out ([`ColoringOptions::max_spill_rounds`], then as
-    /// many access-split rounds): each frees one point, so a module with
-    /// more points over the capacity than that stops with tensors it could
-    /// still split.
+    /// many access-split rounds): each serves the points over the capacity
+    /// it can at once, but a point waits while a tensor split at another is
+    /// live there, so a module whose points wait on each other in a long
+    /// chain stops with tensors it could still split.
     RoundsSpent,
     /// The pass's spill headroom (the copies it reserved room to insert,
     /// `limit` of them) could not hold another spill.
@@ -279,13 +285,13 @@ impl DisplayNamed for ColoringError {
                 match stop {
                     SpillStop::RoundsSpent => write!(
                         f,
-                        "; the allocator's {spill_rounds} spill rounds (each frees one point over the \
-                         capacity) ran out before this point: more are not supported yet; reduce the \
-                         tensors live at such points or use a larger target"
+                        "; the allocator's {spill_rounds} spill rounds (each serves the points over the \
+                         capacity that it can at once) ran out before this point: more are not supported \
+                         yet; reduce the tensors live at such points or use a larger target"
                     ),
                     SpillStop::HeadroomSpent { limit } => write!(
                         f,
-                        "; the pass's spill headroom ({limit} inserted copies, a fixed count per pass) \
+                        "; the pass's spill headroom ({limit} inserted copies, reserved before it ran) \
                          ran out after {spill_rounds} spill rounds: more spill copies are not supported \
                          yet; reduce the tensors live at such points or use a larger target"
                     ),
@@ -327,6 +333,9 @@ pub struct ColoringWorkspace {
     exact: ExactWorkspace,
     /// The spill rounds' candidates and records.
     round: SplitRound,
+    /// The points over the capacity a spill round serves, room for one
+    /// per copy of the headroom.
+    points: RoundPoints,
     /// The placement affinities of SB and their storage.
     joiner: Joiner,
     /// True when `order` and `live` were handed in as describing the module
@@ -354,6 +363,35 @@ pub const SPILL_HEADROOM: usize = 256;
 /// ...and this many on one whose SB tensors do not: there the spill rounds
 /// may end in access splits, a copy per access of each tensor split.
 pub const PRESSURE_SPILL_HEADROOM: usize = 512;
+
+/// Spill copies of headroom per run of positions where an on-chip space's
+/// live bound is over its capacity ([`pressure_spill_headroom`]): a run
+/// over by about a tensor takes one split, whose copies are one (a plain
+/// split), two (a loop-invariant or slice split), or one per access of the
+/// tensor and its slot (an access split: an accumulator in a loop has a
+/// few accesses). Eight covers an access split of a tensor with seven
+/// accesses, or a run over by several tensors split plainly.
+pub const COPIES_PER_RUN: usize = 8;
+
+/// The spill headroom of a module under pressure with the default storage
+/// budget: [`PRESSURE_SPILL_HEADROOM`] and [`COPIES_PER_RUN`] more per run
+/// of positions where SB's or PSUM's live bound is over the capacity
+/// (`order` and `live` describe `m`; `bounds` is scratch). A fixed count
+/// would run out on a long module with many such runs, each needing its
+/// own split; this grows with them, as the storage does with the input.
+pub fn pressure_spill_headroom(
+    m: &Module,
+    order: &LinearOrder,
+    live: &MemLiveness,
+    bounds: &mut Bounds,
+) -> usize {
+    let mut runs = 0usize;
+    for space in [Space::Sb, Space::Psum] {
+        let cap = capacity_of(m, space);
+        bounds.over_capacity(m, order, live, space, cap, |_, _| runs += 1);
+    }
+    PRESSURE_SPILL_HEADROOM.saturating_add(runs.saturating_mul(COPIES_PER_RUN))
+}
 
 /// The spill headroom of `m`'s on-chip passes: [`PRESSURE_SPILL_HEADROOM`]
 /// when the area of its user's SB tensors, or of its user's PSUM tensors
@@ -558,7 +596,11 @@ impl ColoringWorkspace {
         if spaces.iter().any(|s| s.is_on_chip()) {
             let cap = m.capacity();
             self.bounds.reserve(&cap);
-            self.round.reserve(n, self.spill_limit(m));
+            let limit = self.spill_limit(m);
+            self.round.reserve(n, limit);
+            // Live sets: room for each location at two points on average
+            // (a round leaves the points past it to the next).
+            self.points.reserve(n, n.saturating_mul(2), limit);
         }
     }
 
@@ -571,7 +613,8 @@ impl ColoringWorkspace {
             self.locs,
             self.out,
             self.exact_out,
-            self.round
+            self.round,
+            self.points
         )
     }
 
@@ -1096,10 +1139,12 @@ fn color_rounds(
             report.placed = problem.len() as u32 - report.pins;
             return Ok(());
         }
-        // Spill round: around the live bound's peak while the bound does
-        // not fit; once it does (the placement fails by fragmentation
-        // elsewhere), or when nothing can be split at the bound's peak,
-        // around the point where the placement ran over.
+        // Spill round: around the live bound's peaks while the bound does
+        // not fit (every run of positions over the capacity at once, as far
+        // as the round can serve them: see `SplitRound::run_points`); once
+        // it does (the placement fails by fragmentation elsewhere), or when
+        // nothing can be split at the bound's peaks, around the point where
+        // the placement ran over.
         ws.bounds.compute(m, &ws.order, &ws.live);
         let bound_at = ws.bounds.space(space).peak_pos;
         let over = overflow_point(problem, &ws.out, cap);
@@ -1107,31 +1152,66 @@ fn color_rounds(
             Some((p, _)) if g.lower_bound <= cap => p,
             _ => bound_at,
         };
-        let rounds = report.spill_rounds;
-        let at_inst = if (at as usize) < ws.order.len() {
-            ws.order.inst_at(at)
-        } else {
-            Inst::INVALID
-        };
         let out_of_rounds = report.spill_rounds >= opts.max_spill_rounds.saturating_mul(2);
-        // Why the rounds stop, asked only when they do (the headroom is a
-        // walk over the locations). Every spill inserts at least one copy:
-        // with none left, no spill fits the headroom.
-        let stop = |ws: &ColoringWorkspace, m: &Module, reloads: u32| {
-            let limit = ws.spill_limit(m);
-            if opts.dma_optlevel < 0 {
-                SpillStop::Off
-            } else if out_of_rounds {
-                SpillStop::RoundsSpent
-            } else if reloads as usize >= limit {
-                SpillStop::HeadroomSpent {
-                    limit: limit as u32,
-                }
-            } else {
-                SpillStop::NothingToSplit
+        let spilled = if out_of_rounds {
+            0
+        } else {
+            let mut points = core::mem::take(&mut ws.points);
+            points.list.clear();
+            if g.lower_bound > cap {
+                // As many as the workspace has room for, in position order
+                // (a later round serves the rest).
+                let room = points.list.capacity();
+                let list = &mut points.list;
+                let margin = g.peak.saturating_sub(g.lower_bound);
+                ws.bounds
+                    .over_capacity(m, &ws.order, &ws.live, space, cap, |p, over| {
+                        if list.len() < room {
+                            list.push((p, over.saturating_add(margin)));
+                        }
+                    });
             }
+            // One point at least (a workspace that was not reserved holds
+            // room for none: it serves one point per round).
+            if points.list.is_empty() {
+                points.list.push((at, g.peak.saturating_sub(cap)));
+            }
+            points.prepare(m, &ws.live, space);
+            let r = spill_at_points(
+                m,
+                space,
+                opts,
+                ws,
+                &mut points,
+                over,
+                at,
+                g.peak,
+                access_first,
+                report,
+            );
+            ws.points = points;
+            r?
         };
-        let fail = |tensor: MemLoc, live: u32, stop: SpillStop| ColoringError::DoesNotFit {
+        if spilled > 0 {
+            report.spill_rounds += 1;
+            continue;
+        }
+        // Why the rounds stop. Every spill inserts at least one copy: with
+        // none left, no spill fits the headroom.
+        let limit = ws.spill_limit(m);
+        let stop = if opts.dma_optlevel < 0 {
+            SpillStop::Off
+        } else if out_of_rounds {
+            SpillStop::RoundsSpent
+        } else if report.reloads as usize >= limit {
+            SpillStop::HeadroomSpent {
+                limit: limit as u32,
+            }
+        } else {
+            SpillStop::NothingToSplit
+        };
+        let (live, tensor) = live_at(m, space, &ws.live, at);
+        return Err(ColoringError::DoesNotFit {
             space,
             peak: g.peak,
             lower_bound: g.lower_bound,
@@ -1139,48 +1219,73 @@ fn color_rounds(
             at,
             live,
             tensor,
-            spill_rounds: rounds,
-            inst: at_inst,
+            spill_rounds: report.spill_rounds,
+            inst: if (at as usize) < ws.order.len() {
+                ws.order.inst_at(at)
+            } else {
+                Inst::INVALID
+            },
             stop,
-        };
-        let (live_here, largest) = live_at(m, space, &ws.live, at);
-        // DRAM does not spill: see [`ColoringWorkspace::headroom_for`].
-        // Past `max_spill_rounds`, only access splits (each removes a
-        // tensor from the space for good, so they end): as many rounds
-        // again.
-        let ordinary = report.spill_rounds < opts.max_spill_rounds;
-        if opts.dma_optlevel < 0 || out_of_rounds || !space.is_on_chip() {
-            return Err(fail(largest, live_here, stop(ws, m, report.reloads)));
-        }
-        let mut spilled = if access_first {
-            access_split_round(m, space, ws, at, g.peak.saturating_sub(cap), report)?
-        } else {
-            0
-        };
-        if spilled == 0 && ordinary {
-            spilled = spill_round(m, space, opts, ws, at, g.peak.saturating_sub(cap), report)?;
-        }
-        if spilled == 0 && ordinary {
-            // The other point, if it differs.
-            let other = match over {
-                Some((p, _)) if p != at => Some(p),
-                _ => (bound_at != at).then_some(bound_at),
-            };
-            if let Some(p) = other {
-                spilled = spill_round(m, space, opts, ws, p, g.peak.saturating_sub(cap), report)?;
-            }
-        }
-        if spilled == 0 {
-            // The last resort: tensors live there spilled at every access
-            // (in PSUM too: an accumulator is reloaded before each
-            // instruction that accumulates into it and stored after).
-            spilled = access_split_round(m, space, ws, at, g.peak.saturating_sub(cap), report)?;
-        }
-        if spilled == 0 {
-            return Err(fail(largest, live_here, stop(ws, m, report.reloads)));
-        }
-        report.spill_rounds += 1;
+        });
     }
+}
+
+/// One spill round at `points` (the runs over the capacity, or the one
+/// point `at` where the placement ran over; prepared); `over` is where the
+/// placement ran over and `peak` its height. Returns how many tensors it
+/// split: none when spilling is off, the space is DRAM, or nothing could
+/// be split.
+#[allow(clippy::too_many_arguments)]
+fn spill_at_points(
+    m: &mut Module,
+    space: Space,
+    opts: &ColoringOptions,
+    ws: &mut ColoringWorkspace,
+    points: &mut RoundPoints,
+    over: Option<(u32, u64)>,
+    at: u32,
+    peak: u64,
+    access_first: bool,
+    report: &mut ColoringReport,
+) -> Result<u32, ColoringError> {
+    // DRAM does not spill: see [`ColoringWorkspace::headroom_for`].
+    if opts.dma_optlevel < 0 || !space.is_on_chip() {
+        return Ok(0);
+    }
+    // Past `max_spill_rounds`, only access splits (each removes a tensor
+    // from the space for good, so they end): as many rounds again.
+    let ordinary = report.spill_rounds < opts.max_spill_rounds;
+    let mut spilled = if access_first {
+        access_split_round(m, space, ws, points, report)?
+    } else {
+        0
+    };
+    if spilled == 0 && ordinary {
+        spilled = spill_round(m, space, opts, ws, points, report)?;
+    }
+    if spilled == 0 && ordinary {
+        // The other point, if it differs.
+        let bound_at = ws.bounds.space(space).peak_pos;
+        let other = match over {
+            Some((p, _)) if p != at => Some(p),
+            _ => (bound_at != at).then_some(bound_at),
+        };
+        if let Some(p) = other {
+            let mut one = core::mem::take(&mut points.list);
+            one.clear();
+            one.push((p, peak.saturating_sub(report.capacity)));
+            points.list = one;
+            points.prepare(m, &ws.live, space);
+            spilled = spill_round(m, space, opts, ws, points, report)?;
+        }
+    }
+    if spilled == 0 {
+        // The last resort: tensors live there spilled at every access
+        // (in PSUM too: an accumulator is reloaded before each
+        // instruction that accumulates into it and stored after).
+        spilled = access_split_round(m, space, ws, points, report)?;
+    }
+    Ok(spilled)
 }
 
 fn write_back(m: &mut Module, space: Space, p: &Problem, locs: &[MemLoc], out: &[Placement]) {
@@ -1262,28 +1367,29 @@ fn live_at(m: &Module, space: Space, live: &MemLiveness, at: u32) -> (u32, MemLo
     (n, best.1)
 }
 
-/// Splits victims around `at` ([`SplitRound`]); returns how many were
-/// spilled.
+/// Splits victims around each of `points` that the round can serve
+/// ([`SplitRound::run_points`]); returns how many were spilled.
 fn spill_round(
     m: &mut Module,
     space: Space,
     opts: &ColoringOptions,
     ws: &mut ColoringWorkspace,
-    at: u32,
-    overflow: u64,
+    points: &mut RoundPoints,
     report: &mut ColoringReport,
 ) -> Result<u32, ColoringError> {
     let limit = ws.spill_limit(m);
     let params = RoundParams {
         space,
-        at,
-        overflow,
+        at: 0,
+        overflow: 0,
         reloads_left: limit.saturating_sub(report.reloads as usize),
         by_bytes: opts.dma_optlevel == 0,
         first: report.spills,
         prefix: SPILL_PREFIX,
     };
-    let o = ws.round.run(m, &ws.order, &ws.live, &params)?;
+    let o = ws
+        .round
+        .run_points(m, &ws.order, &ws.live, points, &params)?;
     report.reloads += o.reloads;
     report.spills += o.spills;
     report.remats += o.remats;
@@ -1292,57 +1398,80 @@ fn spill_round(
     Ok(o.spills)
 }
 
-/// Splits tensors live at `at` at every access ([`super::access_split`]),
-/// the most bytes freed there first, until the overflow is freed or the
-/// spill headroom ends; returns how many were split. Each split counts as
-/// a spill, its copies as reloads (one headroom slot each, and one for
-/// the slot). A PSUM tensor's slot is in SB where the SB bound of the
-/// round (`ws.bounds`, computed before it) and the SB slots made so far
-/// leave room ([`access_split::slot_space`]).
+/// Splits tensors live at each of `points` at every access
+/// ([`super::access_split`]), at each the most bytes freed there first,
+/// until its overflow is freed or the spill headroom ends; returns how
+/// many were split. As in [`SplitRound::run_points`], the points are
+/// served the most over first, and one where a tensor split at another is
+/// live waits for the next round. Each split counts as a spill, its copies
+/// as reloads (one headroom slot each, and one for the slot). A PSUM
+/// tensor's slot is in SB where the SB bound of the round (`ws.bounds`,
+/// computed before it) and the SB slots made at the same point leave room
+/// ([`access_split::slot_space`]): a slot lives where its tensor did, so
+/// the slots of other points, whose tensors are not live at this one, are
+/// not live here either.
 fn access_split_round(
     m: &mut Module,
     space: Space,
     ws: &mut ColoringWorkspace,
-    at: u32,
-    overflow: u64,
+    points: &mut RoundPoints,
     report: &mut ColoringReport,
 ) -> Result<u32, ColoringError> {
     let limit = ws.spill_limit(m);
-    let mut done: heapless::Vec<MemLoc, 16> = heapless::Vec::new();
-    let mut freed = 0u64;
-    let mut sb_live = ws.bounds.space(Space::Sb).lower_bound();
-    while freed < overflow.max(1) && !done.is_full() {
-        let Some((v, frees)) = access_split::best_at(m, &ws.order, &ws.live, space, at, &done)
-        else {
-            break;
-        };
-        let need = access_split::access_count(&ws.live, v) + 1;
-        if (report.reloads + need) as usize > limit {
+    let mut total = 0u32;
+    for j in 0..points.ready() {
+        let (k, at, overflow) = points.nth(j);
+        if points.busy(k) {
+            continue;
+        }
+        let mut done: heapless::Vec<MemLoc, 16> = heapless::Vec::new();
+        let mut freed = 0u64;
+        let mut sb_live = ws.bounds.space(Space::Sb).lower_bound();
+        let mut spent = false;
+        while freed < overflow.max(1) && !done.is_full() {
+            let here = points.live_at(k).iter().copied();
+            let Some((v, frees)) =
+                access_split::best_among(m, &ws.order, &ws.live, space, at, here, &done)
+            else {
+                break;
+            };
+            let need = access_split::access_count(&ws.live, v) + 1;
+            if (report.reloads + need) as usize > limit {
+                spent = true;
+                break;
+            }
+            let n = report.spills;
+            let slot = split_name(m, v, SPILL_PREFIX, "AccessSlot", n, None);
+            let slot_space = access_split::slot_space(m, v, sb_live);
+            if slot_space == Space::Sb {
+                sb_live += m.mems().bytes[v] as u64;
+            }
+            let s = access_split::split_every_access(
+                m,
+                &ws.order,
+                &ws.live,
+                v,
+                slot_space,
+                slot.as_str(),
+                &mut |m, k| split_name(m, v, SPILL_PREFIX, "Access", n, Some(k)),
+            )?;
+            report.reloads += need;
+            report.spills += 1;
+            report.spill_bytes += s.moved;
+            report.spill_cycles += s.cycles;
+            freed += frees;
+            let _ = done.push(v);
+        }
+        for &v in &done {
+            points.mark(v);
+        }
+        total += done.len() as u32;
+        if spent {
             break;
         }
-        let n = report.spills;
-        let slot = split_name(m, v, SPILL_PREFIX, "AccessSlot", n, None);
-        let slot_space = access_split::slot_space(m, v, sb_live);
-        if slot_space == Space::Sb {
-            sb_live += m.mems().bytes[v] as u64;
-        }
-        let s = access_split::split_every_access(
-            m,
-            &ws.order,
-            &ws.live,
-            v,
-            slot_space,
-            slot.as_str(),
-            &mut |m, k| split_name(m, v, SPILL_PREFIX, "Access", n, Some(k)),
-        )?;
-        report.reloads += need;
-        report.spills += 1;
-        report.spill_bytes += s.moved;
-        report.spill_cycles += s.cycles;
-        freed += frees;
-        let _ = done.push(v);
     }
-    Ok(done.len() as u32)
+    points.unmark();
+    Ok(total)
 }
 
 #[cfg(test)]
@@ -1478,7 +1607,7 @@ mod tests {
             "{e:?}"
         );
         assert!(
-            text.contains("spill headroom (0 inserted copies, a fixed count per pass) ran out"),
+            text.contains("spill headroom (0 inserted copies, reserved before it ran) ran out"),
             "{text}"
         );
     }
@@ -1497,7 +1626,7 @@ mod tests {
             "{e:?}"
         );
         assert!(
-            text.contains("spill rounds (each frees one point over the capacity) ran out"),
+            text.contains("spill rounds (each serves the points over the capacity that it can at once) ran out"),
             "{text}"
         );
     }

@@ -650,13 +650,28 @@ impl Workspace {
         let original = checks.input();
         let list = passes(opts);
         let lo = lsa_options(opts, m);
+        // The pipeline's order and liveness, computed before the headroom
+        // (reserving keeps them: the module's instructions stay): the
+        // headroom of a module under pressure grows with its runs over
+        // the capacity.
+        self.order.compute(m);
+        self.live.compute(m, &self.order);
         // The coloring passes' spill headroom: the larger one for a module
         // under pressure, unless the caller set a storage budget, which the
         // smaller one is measured against.
-        let spills = if opts.storage_limit.is_some() {
-            crate::mem::tensor_coloring::SPILL_HEADROOM
-        } else {
-            crate::mem::tensor_coloring::spill_headroom(m)
+        let spills = match opts.storage_limit {
+            Some(_) => tensor_coloring::SPILL_HEADROOM,
+            None if tensor_coloring::spill_headroom(m)
+                == tensor_coloring::PRESSURE_SPILL_HEADROOM =>
+            {
+                tensor_coloring::pressure_spill_headroom(
+                    m,
+                    &self.order,
+                    &self.live,
+                    &mut self.bounds,
+                )
+            }
+            None => tensor_coloring::SPILL_HEADROOM,
         };
         self.coloring.set_spill_limit(spills);
         let mut headroom = RegAllocator::headroom_with(m, opts.reg_max_spill_temporaries);
@@ -742,8 +757,6 @@ impl Workspace {
         self.order.reserve(&cap);
         self.live.reserve(&cap);
         self.bounds.reserve(&cap);
-        self.order.compute(m);
-        self.live.compute(m, &self.order);
         let analyses = crate::heap_bytes!(self.order, self.live, self.bounds);
         storage.add("pipeline analyses (order, liveness, bounds)", analyses);
         // One order, liveness and bounds (the pipeline's) serve every pass:

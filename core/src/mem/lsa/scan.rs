@@ -91,7 +91,7 @@ pub(super) fn scan(
             _ => report.sb = r,
         }
     }
-    spill::finalize(m, &ws.order, &ws.records)?;
+    spill::finalize(m, &ws.order, None, &ws.records)?;
     Ok(report)
 }
 
