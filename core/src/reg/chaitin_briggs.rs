@@ -29,7 +29,8 @@
 //!    every step; at the end it rolls back to the best state seen (least
 //!    total cost of uncolored nodes). Bounded by
 //!    `min(ColorConfig::repair_moves, REPAIR_BASE + REPAIR_PER_NODE × |U₀|)`
-//!    moves (|U₀|: nodes select left); a move costs O(degree + K). The
+//!    moves (|U₀|: nodes select left) and by [`REPAIR_WORK`] (a move costs
+//!    O(degree + K), which the bound counts). The
 //!    rollback journal is sized by the node count; when it fills, the
 //!    search restarts from the best state seen.
 //!
@@ -77,6 +78,11 @@ pub const JOURNAL_BASE: usize = 4096;
 pub const REPAIR_BASE: u32 = 2_000;
 /// Repair moves allowed per node select left uncolored.
 pub const REPAIR_PER_NODE: u32 = 500;
+/// Most work one repair does, in neighbour visits and color options (a
+/// move costs its node's degree plus K): on a dense graph the move budget
+/// alone multiplies by the degree (tens of thousands of moves of nodes with
+/// thousands of neighbours each), so the work is bounded too.
+pub const REPAIR_WORK: u64 = 1 << 25;
 
 /// Largest K the colorer supports (lanes are `u16`, forbidden sets are
 /// `K / 64` words per node).
@@ -853,7 +859,8 @@ impl Colorer {
         let budget = cfg.repair_moves.min(
             REPAIR_BASE.saturating_add(REPAIR_PER_NODE.saturating_mul(self.uncol.len() as u32)),
         );
-        while !self.uncol.is_empty() && moves < budget {
+        let mut work = 0u64;
+        while !self.uncol.is_empty() && moves < budget && work < REPAIR_WORK {
             let mut u = self.uncol[(rng.next() % self.uncol.len() as u64) as usize] as usize;
             if self.journal.len() + 1 + g.degree(u) > self.journal.capacity() {
                 // Full: restart from the best state seen, with an empty
@@ -861,23 +868,31 @@ impl Colorer {
                 if best_len == 0 && self.journal.is_empty() {
                     break;
                 }
+                // Only the undone entries change membership in `uncol`: the
+                // restart costs the journal, not a walk over every node
+                // (which, restarting every few moves on a dense graph, made
+                // the repair quadratic in the nodes).
                 while self.journal.len() > best_len {
                     if let Some((v, c)) = self.journal.pop() {
-                        colors[v as usize] = c;
+                        let v = v as usize;
+                        colors[v] = c;
+                        let listed = self.upos[v] != u32::MAX;
+                        if c == NO_COLOR && !listed {
+                            self.upos[v] = self.uncol.len() as u32;
+                            self.uncol.push(v as u32);
+                        } else if c != NO_COLOR && listed {
+                            let p = self.upos[v] as usize;
+                            self.uncol.swap_remove(p);
+                            if p < self.uncol.len() {
+                                self.upos[self.uncol[p] as usize] = p as u32;
+                            }
+                            self.upos[v] = u32::MAX;
+                        }
                     }
                 }
                 self.journal.clear();
                 best_len = 0;
                 f = best_f;
-                self.uncol.clear();
-                for v in 0..n {
-                    if colors[v] == NO_COLOR {
-                        self.upos[v] = self.uncol.len() as u32;
-                        self.uncol.push(v as u32);
-                    } else {
-                        self.upos[v] = u32::MAX;
-                    }
-                }
                 if self.uncol.is_empty() {
                     break;
                 }
@@ -888,6 +903,7 @@ impl Colorer {
             }
             iter += 1;
             moves += 1;
+            work += (g.degree(u) + k) as u64;
             let u_two = g.lanes(u) == 2;
             for l in 0..k {
                 self.lane_cost[l] = 0.0;
