@@ -421,6 +421,16 @@ impl Target {
         self.psum_bank_bytes * self.psum_usable_banks as u32
     }
 
+    /// What the allocators may place in `space`: bytes per partition on
+    /// chip (usable SB, usable PSUM banks), all of DRAM.
+    pub const fn capacity(&self, space: crate::ir::Space) -> u64 {
+        match space {
+            crate::ir::Space::Sb => self.sb_usable_bytes as u64,
+            crate::ir::Space::Psum => self.psum_usable_bytes() as u64,
+            crate::ir::Space::Dram => self.dram_bytes,
+        }
+    }
+
     /// Estimated cycles of one DMA moving `bytes` bytes: the fixed cost plus
     /// bytes over one engine's bandwidth, converted at the engine clock.
     /// This is the cost model behind every "spill cycles" figure.

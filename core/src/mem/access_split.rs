@@ -45,11 +45,14 @@
 //! after PSUM's.
 
 use crate::analysis::floor::side_moves_to_dram;
+use alloc::vec::Vec;
+
 use crate::analysis::{LinearOrder, MemLiveness};
 use crate::ir::{
     full_ap, slice_ap, Ap, ApExt, Inst, InstFlags, InstSpec, IrError, MemLoc, Module, Opcode, Space,
 };
 use crate::mem::spill::{add_reload_copy, add_sb_slot, add_slot, executions};
+use crate::mem::split_round::RoundPoints;
 
 /// Most patterns of one instruction the split rewrites.
 const MAX_APS: usize = 32;
@@ -451,6 +454,193 @@ pub fn best_among(
         }
     }
     best.map(|(_, _, v, freed)| (v, freed))
+}
+
+/// The SB slots a run of access splits made, against SB's bound when it
+/// began ([`slot_space`]): a slot lives over its tensor's live interval,
+/// so a new slot counts the earlier ones whose intervals meet its own (at
+/// one point all of them; across a round's points, only those). The list
+/// is the caller's storage, reserved for the splits it allows.
+#[derive(Debug)]
+pub struct SbSlots<'a> {
+    /// SB's bound when the splits began.
+    pub bound: u64,
+    /// (first position, last position, bytes per partition) of each slot.
+    pub made: &'a mut Vec<(u32, u32, u64)>,
+}
+
+impl SbSlots<'_> {
+    /// SB's bound with the slots made so far that are live with `v`.
+    fn with(&self, live: &MemLiveness, v: MemLoc) -> u64 {
+        let Some(iv) = live.interval(v) else {
+            return self.bound;
+        };
+        self.made
+            .iter()
+            .filter(|&&(s, e, _)| s <= iv.end && iv.start <= e)
+            .fold(self.bound, |n, &(_, _, b)| n.saturating_add(b))
+    }
+
+    fn add(&mut self, live: &MemLiveness, v: MemLoc, bytes: u64) {
+        if let Some(iv) = live.interval(v) {
+            self.made.push((iv.start, iv.end, bytes));
+        }
+    }
+}
+
+/// Most tensors split at one point.
+pub const MAX_SPLITS_AT_POINT: usize = 16;
+
+/// What access splits at one or more points did.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+pub struct PointSplits {
+    /// Tensors split.
+    pub splits: u32,
+    /// Copies made: an access copy per instruction that accessed a split
+    /// tensor, and its slot.
+    pub copies: u32,
+    /// Bytes the inserted reloads and stores move as the program runs.
+    pub moved: u64,
+    /// Their cycles under the target's model.
+    pub cycles: u64,
+    /// True when a split that would help needed more copies than were left.
+    pub spent: bool,
+}
+
+/// How access splits are named and numbered, and the copies they may make.
+#[derive(Copy, Clone, Debug)]
+pub struct SplitNames<'a> {
+    /// Marks the names (`<tensor>_<prefix>Access<n>_<k>`, `..AccessSlot<n>`).
+    pub prefix: &'a str,
+    /// The number of the first split.
+    pub first: u32,
+    /// Copies the caller's headroom still holds.
+    pub copies_left: u32,
+}
+
+/// Splits at every access, in `m` (described by `order` and `live`),
+/// `first` when given, then the tensors of `space` live at `at` (among
+/// `candidates`, which hold every one of them; all of `m`'s when `None`)
+/// whose split frees the most there, until they free `overflow` bytes per
+/// partition, or [`MAX_SPLITS_AT_POINT`] tensors, or the copies run out; adds to `out` and
+/// appends the split tensors to `done`. `sb_live` is SB's bound plus the
+/// SB slots made since it was computed ([`slot_space`]); it grows by the
+/// slots made here.
+#[allow(clippy::too_many_arguments)]
+pub fn split_at_point(
+    m: &mut Module,
+    order: &LinearOrder,
+    live: &MemLiveness,
+    space: Space,
+    (at, overflow): (u32, u64),
+    first: Option<MemLoc>,
+    candidates: Option<&[MemLoc]>,
+    sb: &mut SbSlots<'_>,
+    names: &SplitNames<'_>,
+    out: &mut PointSplits,
+    done: &mut heapless::Vec<MemLoc, MAX_SPLITS_AT_POINT>,
+) -> Result<(), IrError> {
+    let start = done.len();
+    let mut freed = 0u64;
+    let mut next = first;
+    loop {
+        let v = match next.take() {
+            Some(v) => v,
+            None => {
+                if freed >= overflow.max(1) || done.is_full() {
+                    break;
+                }
+                let split = &done[start..];
+                let best = match candidates {
+                    Some(c) => best_among(m, order, live, space, at, c.iter().copied(), split),
+                    None => best_at(m, order, live, space, at, split),
+                };
+                match best {
+                    Some((v, _)) => v,
+                    None => break,
+                }
+            }
+        };
+        let need = access_count(live, v) + 1;
+        if out.copies.saturating_add(need) > names.copies_left {
+            out.spent = true;
+            break;
+        }
+        let frees = frees_at(m, order, live, space, v, at).unwrap_or(0);
+        let n = names.first + out.splits;
+        let slot = super::split_round::split_name(m, v, names.prefix, "AccessSlot", n, None);
+        let slot_space = slot_space(m, v, sb.with(live, v));
+        if slot_space == Space::Sb {
+            sb.add(live, v, m.mems().bytes[v] as u64);
+        }
+        let s = split_every_access(m, order, live, v, slot_space, slot.as_str(), &mut |m, k| {
+            super::split_round::split_name(m, v, names.prefix, "Access", n, Some(k))
+        })?;
+        out.splits += 1;
+        out.copies += need;
+        out.moved = out.moved.saturating_add(s.moved);
+        out.cycles = out.cycles.saturating_add(s.cycles);
+        freed += frees;
+        let _ = done.push(v);
+    }
+    Ok(())
+}
+
+/// [`split_at_point`] at each point of `points` that the round can serve
+/// (prepared: [`RoundPoints::prepare`]), the most over first; a point
+/// where a tensor split at another is live waits for the next round, as in
+/// [`super::split_round::SplitRound::run_points`]. `sb_bound` is SB's
+/// bound when the round began; every SB slot of the round counts against
+/// it where its tensor's interval meets the new one's ([`SbSlots`]).
+#[allow(clippy::too_many_arguments)]
+pub fn split_at_points(
+    m: &mut Module,
+    order: &LinearOrder,
+    live: &MemLiveness,
+    space: Space,
+    points: &mut RoundPoints,
+    sb_bound: u64,
+    names: &SplitNames<'_>,
+) -> Result<PointSplits, IrError> {
+    let mut out = PointSplits::default();
+    let mut made = core::mem::take(&mut points.sb_slots);
+    made.clear();
+    let mut sb = SbSlots {
+        bound: sb_bound,
+        made: &mut made,
+    };
+    for j in 0..points.ready() {
+        let (k, at, overflow) = points.nth(j);
+        if points.busy(k) {
+            continue;
+        }
+        let mut done: heapless::Vec<MemLoc, MAX_SPLITS_AT_POINT> = heapless::Vec::new();
+        let r = split_at_point(
+            m,
+            order,
+            live,
+            space,
+            (at, overflow),
+            None,
+            Some(points.live_at(k)),
+            &mut sb,
+            names,
+            &mut out,
+            &mut done,
+        );
+        for &v in &done {
+            points.mark(v);
+        }
+        if r.is_err() || out.spent {
+            points.sb_slots = made;
+            points.unmark();
+            r?;
+            return Ok(out);
+        }
+    }
+    points.sb_slots = made;
+    points.unmark();
+    Ok(out)
 }
 
 /// Where `space` is fragmented at `at` (what is live there fits, but no

@@ -489,6 +489,9 @@ pub struct RoundPoints {
     split: Vec<bool>,
     /// The locations marked in `split`, to clear at the end of the round.
     marked: Vec<MemLoc>,
+    /// The SB slots the round's access splits made
+    /// ([`super::access_split::SbSlots`]).
+    pub(crate) sb_slots: Vec<(u32, u32, u64)>,
 }
 
 impl RoundPoints {
@@ -498,14 +501,21 @@ impl RoundPoints {
         crate::storage::grow(&mut self.list, points);
         crate::storage::grow(&mut self.by_need, points);
         crate::storage::grow(&mut self.marked, points.saturating_mul(2));
+        crate::storage::grow(&mut self.sb_slots, points);
         crate::storage::grow(&mut self.split, locations);
         self.sets.reserve(locations, entries, points);
     }
 
     /// Heap bytes held.
     pub fn heap_bytes(&self) -> u64 {
-        crate::heap_bytes!(self.list, self.by_need, self.split, self.marked)
-            .saturating_add(self.sets.heap_bytes())
+        crate::heap_bytes!(
+            self.list,
+            self.by_need,
+            self.split,
+            self.marked,
+            self.sb_slots
+        )
+        .saturating_add(self.sets.heap_bytes())
     }
 
     /// Readies `list` for a round in `space` of `m` as `live` describes

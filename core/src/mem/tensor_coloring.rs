@@ -67,7 +67,7 @@ use super::exact::{Budget, Clock, ExactOptions, ExactWorkspace, Objective, Statu
 use super::interval_coloring::{GcaOptions, GcaOutcome, GcaWorkspace};
 use super::problem::{peak, Buffer, Placement, Problem, ProblemError};
 use super::spill_strategy::{SpillStrategy, StrategyCopies};
-use super::split_round::{split_name, RoundParams, RoundPoints, SplitRound};
+use super::split_round::{RoundParams, RoundPoints, SplitRound};
 use crate::analysis::{Bounds, LinearOrder, MemLiveness};
 use crate::ir::DisplayNamed;
 use crate::ir::{Capacity, Inst, IrError, MemFlags, MemLoc, Module, Space};
@@ -867,12 +867,7 @@ const fn per_space(space: Space, [sb, psum, dram]: [&'static str; 3]) -> &'stati
 }
 
 fn capacity_of(m: &Module, space: Space) -> u64 {
-    let t = &m.target;
-    match space {
-        Space::Sb => t.sb_usable_bytes as u64,
-        Space::Psum => t.psum_usable_bytes() as u64,
-        Space::Dram => t.dram_bytes,
-    }
+    m.target.capacity(space)
 }
 
 fn new_problem(m: &Module, space: Space, reserve: usize) -> Problem {
@@ -1399,17 +1394,13 @@ fn spill_round(
 }
 
 /// Splits tensors live at each of `points` at every access
-/// ([`super::access_split`]), at each the most bytes freed there first,
-/// until its overflow is freed or the spill headroom ends; returns how
-/// many were split. As in [`SplitRound::run_points`], the points are
-/// served the most over first, and one where a tensor split at another is
-/// live waits for the next round. Each split counts as a spill, its copies
-/// as reloads (one headroom slot each, and one for the slot). A PSUM
-/// tensor's slot is in SB where the SB bound of the round (`ws.bounds`,
-/// computed before it) and the SB slots made at the same point leave room
-/// ([`access_split::slot_space`]): a slot lives where its tensor did, so
-/// the slots of other points, whose tensors are not live at this one, are
-/// not live here either.
+/// ([`access_split::split_at_points`]): at each the most bytes freed there
+/// first, until its overflow is freed or the spill headroom ends; returns
+/// how many were split. Each split counts as a spill, its copies as
+/// reloads (one headroom slot each, and one for the slot). A PSUM tensor's
+/// slot is in SB where the SB bound of the round (`ws.bounds`, computed
+/// before it) and the SB slots made in the round leave room
+/// ([`access_split::slot_space`]).
 fn access_split_round(
     m: &mut Module,
     space: Space,
@@ -1418,60 +1409,18 @@ fn access_split_round(
     report: &mut ColoringReport,
 ) -> Result<u32, ColoringError> {
     let limit = ws.spill_limit(m);
-    let mut total = 0u32;
-    for j in 0..points.ready() {
-        let (k, at, overflow) = points.nth(j);
-        if points.busy(k) {
-            continue;
-        }
-        let mut done: heapless::Vec<MemLoc, 16> = heapless::Vec::new();
-        let mut freed = 0u64;
-        let mut sb_live = ws.bounds.space(Space::Sb).lower_bound();
-        let mut spent = false;
-        while freed < overflow.max(1) && !done.is_full() {
-            let here = points.live_at(k).iter().copied();
-            let Some((v, frees)) =
-                access_split::best_among(m, &ws.order, &ws.live, space, at, here, &done)
-            else {
-                break;
-            };
-            let need = access_split::access_count(&ws.live, v) + 1;
-            if (report.reloads + need) as usize > limit {
-                spent = true;
-                break;
-            }
-            let n = report.spills;
-            let slot = split_name(m, v, SPILL_PREFIX, "AccessSlot", n, None);
-            let slot_space = access_split::slot_space(m, v, sb_live);
-            if slot_space == Space::Sb {
-                sb_live += m.mems().bytes[v] as u64;
-            }
-            let s = access_split::split_every_access(
-                m,
-                &ws.order,
-                &ws.live,
-                v,
-                slot_space,
-                slot.as_str(),
-                &mut |m, k| split_name(m, v, SPILL_PREFIX, "Access", n, Some(k)),
-            )?;
-            report.reloads += need;
-            report.spills += 1;
-            report.spill_bytes += s.moved;
-            report.spill_cycles += s.cycles;
-            freed += frees;
-            let _ = done.push(v);
-        }
-        for &v in &done {
-            points.mark(v);
-        }
-        total += done.len() as u32;
-        if spent {
-            break;
-        }
-    }
-    points.unmark();
-    Ok(total)
+    let names = access_split::SplitNames {
+        prefix: SPILL_PREFIX,
+        first: report.spills,
+        copies_left: limit.saturating_sub(report.reloads as usize) as u32,
+    };
+    let sb_bound = ws.bounds.space(Space::Sb).lower_bound();
+    let o = access_split::split_at_points(m, &ws.order, &ws.live, space, points, sb_bound, &names)?;
+    report.reloads += o.copies;
+    report.spills += o.splits;
+    report.spill_bytes += o.moved;
+    report.spill_cycles += o.cycles;
+    Ok(o.splits)
 }
 
 #[cfg(test)]

@@ -570,6 +570,9 @@ pub struct Workspace {
     /// The scan's options beside the SB colorer, as its storage was
     /// reserved.
     portfolio_lsa: LsaOptions,
+    /// The scan's options as its storage was reserved (its restart copies
+    /// grow with the runs over the capacity counted then).
+    scan_options: LsaOptions,
 }
 
 impl Workspace {
@@ -649,7 +652,6 @@ impl Workspace {
     ) -> Reserved<'r, 'a> {
         let original = checks.input();
         let list = passes(opts);
-        let lo = lsa_options(opts, m);
         // The pipeline's order and liveness, computed before the headroom
         // (reserving keeps them: the module's instructions stay): the
         // headroom of a module under pressure grows with its runs over
@@ -674,6 +676,8 @@ impl Workspace {
             None => tensor_coloring::SPILL_HEADROOM,
         };
         self.coloring.set_spill_limit(spills);
+        let lo = lsa_options(opts, m, spills);
+        self.scan_options = lo;
         let mut headroom = RegAllocator::headroom_with(m, opts.reg_max_spill_temporaries);
         // The DRAM locations the passes may add (spill slots; the DMA
         // passes add on-chip tiles only): the register colorer's new
@@ -1232,16 +1236,16 @@ fn restart_copies(opts: &Options) -> u32 {
 /// splits ([`LsaWorkspace::reserve_restart`]) with the access copies the
 /// budget has room for ([`restart_copies`]), as the coloring passes' spill
 /// headroom: that headroom sizes every workspace reserved to the module's
-/// capacity after it. The restart point itself is kept only within the
-/// budget (`Workspace::reserve`). The answer depends on the user's
-/// tensors and the options only, so the reservation and the run agree.
-fn lsa_options(opts: &Options, m: &Module) -> LsaOptions {
+/// capacity after it; under the default budget, the coloring passes'
+/// (`spills`, which grows with the runs over the capacity). The restart
+/// point itself is kept only within the budget (`Workspace::reserve`).
+fn lsa_options(opts: &Options, m: &Module, spills: usize) -> LsaOptions {
     let under_pressure = crate::mem::tensor_coloring::spill_headroom(m)
         == crate::mem::tensor_coloring::PRESSURE_SPILL_HEADROOM;
-    let copies = if under_pressure {
-        restart_copies(opts)
-    } else {
-        0
+    let copies = match (under_pressure, opts.storage_limit) {
+        (false, _) => 0,
+        (true, None) => u32::try_from(spills).unwrap_or(u32::MAX),
+        (true, Some(_)) => restart_copies(opts),
     };
     LsaOptions {
         vnc_count: opts.vnc_count,
@@ -1464,7 +1468,7 @@ fn run_from<'a>(
         let t0 = clock.now_micros();
         match pass {
             Pass::LinearScan => {
-                let lo = lsa_options(&opts, m);
+                let lo = ws.scan_options;
                 let r = scan_lent(m, ws, &lo, fresh, bounds_fresh);
                 fresh = false;
                 let mut colored = None;

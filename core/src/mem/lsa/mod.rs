@@ -75,7 +75,7 @@ use super::spill::SpillRecord;
 use crate::analysis::{Bounds, LinearOrder, MemLiveness};
 use crate::ir::{Capacity, MemFlags, MemLoc, Module, Space};
 use crate::mem::spill_strategy::{SpillStrategy, StrategyCopies};
-use crate::mem::split_round::SplitRound;
+use crate::mem::split_round::{RoundPoints, SplitRound};
 
 mod evict;
 mod failure;
@@ -241,6 +241,12 @@ pub struct LsaWorkspace {
     strategies: Option<StrategyCopies>,
     /// The restarts' live-range splits ([`restart`]).
     round: SplitRound,
+    /// The SB slots of a restart's access splits
+    /// ([`crate::mem::access_split::SbSlots`]).
+    sb_slots: Vec<(u32, u32, u64)>,
+    /// The runs over a space's capacity a restart serves at once, where
+    /// they outnumber the restarts ([`restart`]).
+    points: RoundPoints,
     /// The scan under way returns its first SB failure to need a victim
     /// (the restart then splits there) instead of spilling one.
     access_first: bool,
@@ -266,6 +272,8 @@ impl LsaWorkspace {
             self.records,
             self.fixed,
             self.bounds,
+            self.sb_slots,
+            self.points,
             self.lrm,
             self.manager,
             self.restart_point,
@@ -441,6 +449,13 @@ impl LsaWorkspace {
             // or made by the restarts.
             let copies = opts.restart_copies as usize;
             self.round.reserve(blocks.saturating_add(copies), copies);
+            crate::storage::grow(
+                &mut self.sb_slots,
+                crate::mem::access_split::MAX_SPLITS_AT_POINT,
+            );
+            // A run per copy at most; live sets for each location at two
+            // runs on average (a restart leaves the rest to the next).
+            self.points.reserve(ids, ids.saturating_mul(2), copies);
         }
     }
 

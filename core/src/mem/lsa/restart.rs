@@ -23,6 +23,13 @@
 //!   largest tensor accessed there instead, whose copy is placed afresh:
 //!   [`access_split::replaced_at`]).
 //!
+//! Where the wanted space's bound runs over its capacity in more runs of
+//! positions than there are restarts (a long module over PSUM in stretch
+//! after stretch), each restart serves every run at once instead, by the
+//! same round and the same access splits at each run's highest point
+//! ([`crate::mem::split_round::RoundPoints`]): a restart per run would
+//! be a whole scan per run, and [`MAX_RESTARTS`] would end them first.
+//!
 //! The order is [`LsaOptions::strategy`]'s: with [`SpillStrategy::Access`]
 //! the scan also restarts at its first SB failure to need a victim (it
 //! hands it back instead of spilling) and goes straight to the access
@@ -45,7 +52,7 @@ use crate::ir::{Inst, MemLoc, Module, Space};
 use crate::mem::access_split;
 use crate::mem::best_fit::ManagerError;
 use crate::mem::spill_strategy::{SpillStrategy, StrategyCopies};
-use crate::mem::split_round::{split_name, RoundParams};
+use crate::mem::split_round::RoundParams;
 
 /// Most restarts of one pass: each splits at least one tensor for good,
 /// so restarts end; this bounds the time (a scan per restart).
@@ -72,9 +79,6 @@ pub const RESTART_HEADROOM_SPENT: &str = "every live tensor is pinned, used by t
 /// (`<tensor>_Restart<what><n>`, and `_<k>` for an access copy): a copy
 /// split again is named after its tensor, so names do not grow.
 const RESTART_PREFIX: &str = "Restart";
-
-/// Most tensors one restart splits.
-const MAX_SPLITS_PER_RESTART: usize = 16;
 
 /// What the restarts did, summed over one pass.
 #[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
@@ -357,6 +361,12 @@ fn scan_restarting(
         // SB's bound, for a PSUM tensor's slot ([`access_split::slot_space`]).
         ws.bounds.compute(&point, &ws.order, &ws.live);
         let want = wanted(&point, ws, &e);
+        // More runs over the wanted space's capacity than restarts: each
+        // restart serves all of them at once (the scan would fail at each
+        // in turn, a whole scan per run).
+        let many = want
+            .filter(|w| w.must.is_none())
+            .is_some_and(|w| many_runs(&point, ws, w.space));
         // A live-range split round first, once per failing instruction:
         // its copies are tensors of their own, which the scan places where
         // it finds room (a slice copy it makes itself stays in its victim's
@@ -369,7 +379,18 @@ fn scan_restarting(
             let _ = ranged.push(w.inst);
             // On the restart point itself: where the round splits nothing,
             // `m` still holds the failed scan (the error names its tensors).
-            let split = range_round(&mut point, ws, w, opts.restart_copies, &mut done);
+            let split = range_round(&mut point, ws, w, many, opts.restart_copies, &mut done);
+            if !matches!(split, Ok(false)) {
+                restore(m, ws, point);
+                split?;
+                done.restarts += 1;
+                continue;
+            }
+        }
+        if let (Some(w), true) = (want, many) {
+            // Every run's tensors split at every access, on the restart
+            // point itself (unchanged where nothing is split).
+            let split = runs_split(&mut point, ws, w.space, opts.restart_copies, &mut done);
             if !matches!(split, Ok(false)) {
                 restore(m, ws, point);
                 split?;
@@ -438,14 +459,43 @@ fn restore(m: &mut Module, ws: &mut LsaWorkspace, point: Module) {
     ws.bounds_current = false;
 }
 
+/// True when the bound of `space` in the restart point `m` (described by
+/// `ws.order`, `ws.live` and `ws.bounds`) runs over its capacity in more
+/// runs of positions than a pass has restarts; then `ws.points` holds
+/// those runs (as many as it has room for), ready for a round.
+fn many_runs(m: &Module, ws: &mut LsaWorkspace, space: Space) -> bool {
+    let cap = m.target.capacity(space);
+    if ws.bounds.space(space).lower_bound() <= cap {
+        return false;
+    }
+    let list = &mut ws.points.list;
+    list.clear();
+    let room = list.capacity();
+    let mut runs = 0u32;
+    ws.bounds
+        .over_capacity(m, &ws.order, &ws.live, space, cap, |p, over| {
+            runs += 1;
+            if list.len() < room {
+                list.push((p, over));
+            }
+        });
+    if runs <= MAX_RESTARTS || ws.points.list.is_empty() {
+        return false;
+    }
+    ws.points.prepare(m, &ws.live, space);
+    true
+}
+
 /// Runs a live-range split round ([`crate::mem::split_round`]) in the
 /// restart point `m` (described by `ws.order` and `ws.live`) at the
-/// position `w` wants room, within the copies `limit` leaves; adds what it
-/// split to `done`. False when it split nothing (`m` unchanged).
+/// position `w` wants room, or with `many` at every run in `ws.points`
+/// ([`many_runs`]), within the copies `limit` leaves; adds what it split
+/// to `done`. False when it split nothing (`m` unchanged).
 fn range_round(
     m: &mut Module,
     ws: &mut LsaWorkspace,
     w: Wanted,
+    many: bool,
     limit: u32,
     done: &mut Restarts,
 ) -> Result<bool, LsaError> {
@@ -458,7 +508,12 @@ fn range_round(
         first: done.splits(),
         prefix: RESTART_PREFIX,
     };
-    let o = ws.round.run(m, &ws.order, &ws.live, &params)?;
+    let o = if many {
+        ws.round
+            .run_points(m, &ws.order, &ws.live, &mut ws.points, &params)?
+    } else {
+        ws.round.run(m, &ws.order, &ws.live, &params)?
+    };
     done.copies += o.reloads;
     done.range_splits += o.spills;
     let d = done.space(w.space);
@@ -469,62 +524,87 @@ fn range_round(
     Ok(o.spills > 0)
 }
 
+/// Splits at every access, in the restart point `m`, the tensors of
+/// `space` live at each run in `ws.points` ([`many_runs`]) whose split
+/// frees the most there ([`access_split::split_at_points`]), within the
+/// copies `limit` leaves; adds them to `done`. False when it split
+/// nothing (`m` unchanged).
+fn runs_split(
+    m: &mut Module,
+    ws: &mut LsaWorkspace,
+    space: Space,
+    limit: u32,
+    done: &mut Restarts,
+) -> Result<bool, LsaError> {
+    let names = access_split::SplitNames {
+        prefix: RESTART_PREFIX,
+        first: done.splits(),
+        copies_left: limit.saturating_sub(done.copies),
+    };
+    let sb_bound = ws.bounds.space(Space::Sb).lower_bound();
+    let o = access_split::split_at_points(
+        m,
+        &ws.order,
+        &ws.live,
+        space,
+        &mut ws.points,
+        sb_bound,
+        &names,
+    )?;
+    done.copies += o.copies;
+    let d = done.space(space);
+    d.splits += o.splits;
+    d.moved = d.moved.saturating_add(o.moved);
+    d.cycles = d.cycles.saturating_add(o.cycles);
+    Ok(o.splits > 0)
+}
+
 /// Splits, in `m` (equal to the restart point, described by `ws.order` and
 /// `ws.live`), `first`, then the tensors of the wanted space live at its
 /// position whose split frees the most, until they free the bytes per
-/// partition wanted there, the round holds [`MAX_SPLITS_PER_RESTART`], or
-/// the access copies would pass `limit` in all; adds them to `done`.
+/// partition wanted there, the round holds
+/// [`access_split::MAX_SPLITS_AT_POINT`], or
+/// the access copies would pass `limit` in all
+/// ([`access_split::split_at_point`]); adds them to `done`.
 fn split_at(
     m: &mut Module,
-    ws: &LsaWorkspace,
+    ws: &mut LsaWorkspace,
     w: Wanted,
     first: MemLoc,
     limit: u32,
     done: &mut Restarts,
 ) -> Result<(), LsaError> {
-    let Wanted {
-        space,
-        at,
-        over: overflow,
-        ..
-    } = w;
-    let mut split: heapless::Vec<MemLoc, MAX_SPLITS_PER_RESTART> = heapless::Vec::new();
-    let mut freed = 0u64;
-    let mut sb_live = ws.bounds.space(Space::Sb).lower_bound();
-    let mut next = Some(first);
-    while let Some(v) = next {
-        let need = access_split::access_count(&ws.live, v) + 1;
-        if done.copies.saturating_add(need) > limit {
-            break;
-        }
-        let frees = access_split::frees_at(m, &ws.order, &ws.live, space, v, at).unwrap_or(0);
-        let n = done.splits();
-        let slot = split_name(m, v, RESTART_PREFIX, "AccessSlot", n, None);
-        let slot_space = access_split::slot_space(m, v, sb_live);
-        if slot_space == Space::Sb {
-            sb_live += m.mems().bytes[v] as u64;
-        }
-        let s = access_split::split_every_access(
-            m,
-            &ws.order,
-            &ws.live,
-            v,
-            slot_space,
-            slot.as_str(),
-            &mut |m, k| split_name(m, v, RESTART_PREFIX, "Access", n, Some(k)),
-        )?;
-        done.copies += need;
-        let d = done.space(space);
-        d.splits += 1;
-        d.moved = d.moved.saturating_add(s.moved);
-        d.cycles = d.cycles.saturating_add(s.cycles);
-        freed += frees;
-        let _ = split.push(v);
-        next = if freed < overflow.max(1) && !split.is_full() {
-            access_split::best_at(m, &ws.order, &ws.live, space, at, &split).map(|(v, _)| v)
-        } else {
-            None
-        };
-    }
+    let names = access_split::SplitNames {
+        prefix: RESTART_PREFIX,
+        first: done.splits(),
+        copies_left: limit.saturating_sub(done.copies),
+    };
+    let mut out = access_split::PointSplits::default();
+    let mut split: heapless::Vec<MemLoc, { access_split::MAX_SPLITS_AT_POINT }> =
+        heapless::Vec::new();
+    ws.sb_slots.clear();
+    let mut sb = access_split::SbSlots {
+        bound: ws.bounds.space(Space::Sb).lower_bound(),
+        made: &mut ws.sb_slots,
+    };
+    let r = access_split::split_at_point(
+        m,
+        &ws.order,
+        &ws.live,
+        w.space,
+        (w.at, w.over),
+        Some(first),
+        None,
+        &mut sb,
+        &names,
+        &mut out,
+        &mut split,
+    );
+    done.copies += out.copies;
+    let d = done.space(w.space);
+    d.splits += out.splits;
+    d.moved = d.moved.saturating_add(out.moved);
+    d.cycles = d.cycles.saturating_add(out.cycles);
+    r?;
     Ok(())
 }
