@@ -60,8 +60,9 @@ const MAX_APS: usize = 32;
 /// Where a split of `v` keeps its value: SB for a PSUM tensor when SB has
 /// room for the slot at every position (`sb_live_bound`, the most SB bytes
 /// per partition live at once, plus the slot's bytes within the usable SB;
-/// the caller adds the SB slots it made since it computed the bound) and an
-/// engine copy of it is cheaper than a DMA; DRAM otherwise. The bound is
+/// the caller adds the SB slots made since whose tensors are live with
+/// `v`, [`SbSlots`]) and an engine copy of it is cheaper than a DMA; DRAM
+/// otherwise. The bound is
 /// the whole-program one, so an SB slot never raises SB's bound past its
 /// capacity: the SB allocator may still have to spill by fragmentation.
 pub fn slot_space(m: &Module, v: MemLoc, sb_live_bound: u64) -> Space {
@@ -522,10 +523,10 @@ pub struct SplitNames<'a> {
 /// `first` when given, then the tensors of `space` live at `at` (among
 /// `candidates`, which hold every one of them; all of `m`'s when `None`)
 /// whose split frees the most there, until they free `overflow` bytes per
-/// partition, or [`MAX_SPLITS_AT_POINT`] tensors, or the copies run out; adds to `out` and
-/// appends the split tensors to `done`. `sb_live` is SB's bound plus the
-/// SB slots made since it was computed ([`slot_space`]); it grows by the
-/// slots made here.
+/// partition, or [`MAX_SPLITS_AT_POINT`] tensors, or the copies run out;
+/// adds to `out` and appends the split tensors to `done`. A PSUM tensor's
+/// slot is in SB where `sb` leaves room there ([`slot_space`]); `sb`
+/// records it.
 #[allow(clippy::too_many_arguments)]
 pub fn split_at_point(
     m: &mut Module,

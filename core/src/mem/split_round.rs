@@ -3,7 +3,9 @@
 //! covers the overflow. One mechanism for both SB allocators: the coloring
 //! allocator runs a round per failed coloring, the linear scan's restarts
 //! run one on their restart point (see [`crate::mem::lsa`]), so both
-//! consider the same splits and price them alike.
+//! consider the same splits and price them alike. A round may serve many
+//! points at once ([`SplitRound::run_points`], [`RoundPoints`]): a long
+//! module runs over the capacity stretch after stretch.
 //!
 //! A tensor enters a round by its better plan ([`super::spill`]): a plain
 //! split (stored after its last access before the point, reloaded before
@@ -89,7 +91,8 @@ pub struct RoundOutcome {
     pub bytes: u64,
     /// Their DMA cycles under the target's model.
     pub cycles: u64,
-    /// Bytes per partition the splits free at the point.
+    /// Bytes per partition the splits free at their points (summed over
+    /// a round's points).
     pub freed: u64,
 }
 

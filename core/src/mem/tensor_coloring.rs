@@ -1148,14 +1148,20 @@ fn color_rounds(
             _ => bound_at,
         };
         let out_of_rounds = report.spill_rounds >= opts.max_spill_rounds.saturating_mul(2);
-        let spilled = if out_of_rounds {
+        // DRAM does not spill: see [`ColoringWorkspace::headroom_for`].
+        let spills = opts.dma_optlevel >= 0 && space.is_on_chip();
+        let spilled = if out_of_rounds || !spills {
             0
         } else {
             let mut points = core::mem::take(&mut ws.points);
             points.list.clear();
             if g.lower_bound > cap {
                 // As many as the workspace has room for, in position order
-                // (a later round serves the rest).
+                // (a later round serves the rest). Each asks for its
+                // bound's excess and what the coloring lost to
+                // fragmentation (its peak over the bound), as the one
+                // point of a round did before: the coloring after the
+                // round says what fragmentation is left.
                 let room = points.list.capacity();
                 let list = &mut points.list;
                 let margin = g.peak.saturating_sub(g.lower_bound);
@@ -1225,11 +1231,10 @@ fn color_rounds(
     }
 }
 
-/// One spill round at `points` (the runs over the capacity, or the one
-/// point `at` where the placement ran over; prepared); `over` is where the
-/// placement ran over and `peak` its height. Returns how many tensors it
-/// split: none when spilling is off, the space is DRAM, or nothing could
-/// be split.
+/// One spill round of an on-chip space at `points` (the runs over the
+/// capacity, or the one point `at` where the placement ran over;
+/// prepared); `over` is where the placement ran over and `peak` its
+/// height. Returns how many tensors it split: none when nothing could be.
 #[allow(clippy::too_many_arguments)]
 fn spill_at_points(
     m: &mut Module,
@@ -1243,10 +1248,6 @@ fn spill_at_points(
     access_first: bool,
     report: &mut ColoringReport,
 ) -> Result<u32, ColoringError> {
-    // DRAM does not spill: see [`ColoringWorkspace::headroom_for`].
-    if opts.dma_optlevel < 0 || !space.is_on_chip() {
-        return Ok(0);
-    }
     // Past `max_spill_rounds`, only access splits (each removes a tensor
     // from the space for good, so they end): as many rounds again.
     let ordinary = report.spill_rounds < opts.max_spill_rounds;
