@@ -30,7 +30,7 @@ use super::spill::{
     slice_traffic, spill_score, store_traffic, ReloadPoint, Remat, SliceSplit, SpillRecord,
     SpillView,
 };
-use crate::analysis::{LinearOrder, LiveSets, MemLiveness};
+use crate::analysis::{Bounds, LinearOrder, LiveSets, MemLiveness};
 use crate::ir::{IrError, MemFlags, MemLoc, Module, Space};
 
 /// One candidate of a round: its rank (higher first), the tensor, and how
@@ -519,6 +519,40 @@ impl RoundPoints {
             self.sb_slots
         )
         .saturating_add(self.sets.heap_bytes())
+    }
+
+    /// Fills `list` with the runs over `space`'s capacity in `m` (one point
+    /// each: [`Bounds::over_capacity`]; `bounds` is scratch), each asking
+    /// `margin` more than its excess, as many as `list` has room for, in
+    /// position order (a later round serves the rest). Returns how many
+    /// runs there are, counted or not.
+    pub fn fill_runs(
+        &mut self,
+        bounds: &mut Bounds,
+        m: &Module,
+        order: &LinearOrder,
+        live: &MemLiveness,
+        space: Space,
+        margin: u64,
+    ) -> u32 {
+        let list = &mut self.list;
+        list.clear();
+        let room = list.capacity();
+        let mut runs = 0u32;
+        bounds.over_capacity(
+            m,
+            order,
+            live,
+            space,
+            m.target.capacity(space),
+            |p, over| {
+                runs += 1;
+                if list.len() < room {
+                    list.push((p, over.saturating_add(margin)));
+                }
+            },
+        );
+        runs
     }
 
     /// Readies `list` for a round in `space` of `m` as `live` describes

@@ -387,7 +387,7 @@ pub fn pressure_spill_headroom(
 ) -> usize {
     let mut runs = 0usize;
     for space in [Space::Sb, Space::Psum] {
-        let cap = capacity_of(m, space);
+        let cap = m.target.capacity(space);
         bounds.over_capacity(m, order, live, space, cap, |_, _| runs += 1);
     }
     PRESSURE_SPILL_HEADROOM.saturating_add(runs.saturating_mul(COPIES_PER_RUN))
@@ -766,7 +766,7 @@ impl ColoringWorkspace {
         let before = self.joiner.heap_bytes();
         self.joiner.reserve(
             &m.target,
-            capacity_of(m, Space::Sb),
+            m.target.capacity(Space::Sb),
             cap.insts,
             buffers,
             cap.mems.max(m.num_mems()),
@@ -866,12 +866,8 @@ const fn per_space(space: Space, [sb, psum, dram]: [&'static str; 3]) -> &'stati
     }
 }
 
-fn capacity_of(m: &Module, space: Space) -> u64 {
-    m.target.capacity(space)
-}
-
 fn new_problem(m: &Module, space: Space, reserve: usize) -> Problem {
-    let cap = capacity_of(m, space);
+    let cap = m.target.capacity(space);
     match space {
         Space::Dram => Problem::linear(cap, reserve),
         _ => Problem::partitioned(&m.target, cap, reserve),
@@ -966,7 +962,7 @@ pub fn run(
     clock: &mut dyn Clock,
 ) -> Result<ColoringReport, ColoringError> {
     let mut report = ColoringReport {
-        capacity: capacity_of(m, space),
+        capacity: m.target.capacity(space),
         ..Default::default()
     };
     // Without a reserve for this space (a caller that skipped
@@ -1156,21 +1152,12 @@ fn color_rounds(
             let mut points = core::mem::take(&mut ws.points);
             points.list.clear();
             if g.lower_bound > cap {
-                // As many as the workspace has room for, in position order
-                // (a later round serves the rest). Each asks for its
-                // bound's excess and what the coloring lost to
-                // fragmentation (its peak over the bound), as the one
-                // point of a round did before: the coloring after the
-                // round says what fragmentation is left.
-                let room = points.list.capacity();
-                let list = &mut points.list;
+                // Each point asks for its bound's excess and what the
+                // coloring lost to fragmentation (its peak over the bound),
+                // as the one point of a round did before: the coloring
+                // after the round says what fragmentation is left.
                 let margin = g.peak.saturating_sub(g.lower_bound);
-                ws.bounds
-                    .over_capacity(m, &ws.order, &ws.live, space, cap, |p, over| {
-                        if list.len() < room {
-                            list.push((p, over.saturating_add(margin)));
-                        }
-                    });
+                points.fill_runs(&mut ws.bounds, m, &ws.order, &ws.live, space, margin);
             }
             // One point at least (a workspace that was not reserved holds
             // room for none: it serves one point per round).
@@ -1267,10 +1254,8 @@ fn spill_at_points(
             _ => (bound_at != at).then_some(bound_at),
         };
         if let Some(p) = other {
-            let mut one = core::mem::take(&mut points.list);
-            one.clear();
-            one.push((p, peak.saturating_sub(report.capacity)));
-            points.list = one;
+            points.list.clear();
+            points.list.push((p, peak.saturating_sub(report.capacity)));
             points.prepare(m, &ws.live, space);
             spilled = spill_round(m, space, opts, ws, points, report)?;
         }

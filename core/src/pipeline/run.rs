@@ -1210,24 +1210,23 @@ fn spill_room(opts: &Options) -> bool {
     opts.storage_limit.map_or(true, |b| b >= SPILL_ROOM_BUDGET)
 }
 
-/// The access copies the scan's restarts may make under the storage
-/// budget of `opts`, on a module under pressure: the coloring passes'
+/// The access copies the scan's restarts may make under an explicit
+/// storage budget `b`, on a module under pressure: the coloring passes'
 /// headroom for such a module ([`tensor_coloring::PRESSURE_SPILL_HEADROOM`])
-/// under the default budget or an explicit one of at least its floor
+/// when `b` is at least the default budget's floor
 /// ([`crate::storage::DEFAULT_BUDGET_FLOOR`]); below, the smaller headroom
 /// the coloring passes get under a budget
 /// ([`tensor_coloring::SPILL_HEADROOM`]), in proportion to the budget
 /// under [`SPILL_ROOM_BUDGET`] (each copy sizes every table reserved after
-/// it, so a budget of a few MB keeps room for a few splits).
-fn restart_copies(opts: &Options) -> u32 {
+/// it, so a budget of a few MB keeps room for a few splits). The default
+/// budget gives them the coloring passes' headroom ([`lsa_options`]).
+fn restart_copies(b: u64) -> u32 {
     use crate::mem::tensor_coloring::{PRESSURE_SPILL_HEADROOM, SPILL_HEADROOM};
-    let copies = match opts.storage_limit {
-        None => PRESSURE_SPILL_HEADROOM,
-        Some(b) if b >= crate::storage::DEFAULT_BUDGET_FLOOR => PRESSURE_SPILL_HEADROOM,
-        Some(b) => {
-            let per_copy = SPILL_ROOM_BUDGET / SPILL_HEADROOM as u64;
-            (b / per_copy).min(SPILL_HEADROOM as u64) as usize
-        }
+    let copies = if b >= crate::storage::DEFAULT_BUDGET_FLOOR {
+        PRESSURE_SPILL_HEADROOM
+    } else {
+        let per_copy = SPILL_ROOM_BUDGET / SPILL_HEADROOM as u64;
+        (b / per_copy).min(SPILL_HEADROOM as u64) as usize
     };
     copies as u32
 }
@@ -1245,7 +1244,7 @@ fn lsa_options(opts: &Options, m: &Module, spills: usize) -> LsaOptions {
     let copies = match (under_pressure, opts.storage_limit) {
         (false, _) => 0,
         (true, None) => u32::try_from(spills).unwrap_or(u32::MAX),
-        (true, Some(_)) => restart_copies(opts),
+        (true, Some(b)) => restart_copies(b),
     };
     LsaOptions {
         vnc_count: opts.vnc_count,

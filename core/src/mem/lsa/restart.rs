@@ -464,21 +464,12 @@ fn restore(m: &mut Module, ws: &mut LsaWorkspace, point: Module) {
 /// runs of positions than a pass has restarts; then `ws.points` holds
 /// those runs (as many as it has room for), ready for a round.
 fn many_runs(m: &Module, ws: &mut LsaWorkspace, space: Space) -> bool {
-    let cap = m.target.capacity(space);
-    if ws.bounds.space(space).lower_bound() <= cap {
+    if ws.bounds.space(space).lower_bound() <= m.target.capacity(space) {
         return false;
     }
-    let list = &mut ws.points.list;
-    list.clear();
-    let room = list.capacity();
-    let mut runs = 0u32;
-    ws.bounds
-        .over_capacity(m, &ws.order, &ws.live, space, cap, |p, over| {
-            runs += 1;
-            if list.len() < room {
-                list.push((p, over));
-            }
-        });
+    let runs = ws
+        .points
+        .fill_runs(&mut ws.bounds, m, &ws.order, &ws.live, space, 0);
     if runs <= MAX_RESTARTS || ws.points.list.is_empty() {
         return false;
     }
