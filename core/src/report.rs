@@ -13,6 +13,7 @@ pub use crate::mem::lsa::{
     AllocationFailure, LsaError, LsaErrorDisplay, LsaReport, RestartSplits, Restarts, SpaceReport,
 };
 pub use crate::mem::rotation::RotationReport;
+pub use crate::mem::sb_rotation::{SbProbe, SbRotationReport};
 pub use crate::mem::spill::{FailureEntry, SpillLog, SpillLogDisplay, SpillRecord};
 pub use crate::mem::tensor_coloring::{
     pass_name, ColoringError, ColoringErrorDisplay, ColoringReport, SpillStop,

@@ -7,7 +7,7 @@ use serde_json::{json, Value};
 use tusk_core::analysis::{CostlyDep, ScheduleReport};
 use tusk_core::ir::{Engine, Entity, Module, Space};
 use tusk_core::options::passes;
-use tusk_core::report::AffinityReport;
+use tusk_core::report::{AffinityReport, SbRotationReport};
 use tusk_core::steps::EndSteps;
 use tusk_core::{Checks, Clock, Options, PipelineError, RunReport, Workspace};
 
@@ -285,6 +285,12 @@ pub fn summary(file: &str, m: &Module, r: &RunReport) -> String {
             x.makespan_after,
             x.makespan_unlimited
         ));
+        s.push_str(&rest_fit_line(
+            x.rest,
+            x.rest_tried,
+            x.rest_fitted,
+            x.rest_stopped,
+        ));
         if let Some(p) = &x.probe {
             s.push_str(&format!(
                 "        the rest of the loss: a peak of {} B would take the makespan to {} cycles ({} more move{})\n",
@@ -324,6 +330,23 @@ fn resource(d: &CostlyDep) -> String {
 const SUMMARY_COSTLY: usize = 3;
 
 /// The schedule model's lines of the summary.
+/// The SB rotation's rest-fit line: the rest length of the placement
+/// kept, how many of the placements tried fitted, and whether the work
+/// bound stopped them.
+fn rest_fit_line(rest: Option<u32>, tried: u32, fitted: u32, stopped: bool) -> String {
+    let kept = match rest {
+        Some(u32::MAX) => "cells rest as long as room allows".to_string(),
+        Some(g) => format!("cells rest {g}+ positions"),
+        None => "none kept".to_string(),
+    };
+    let stopped = if stopped {
+        ", stopped at its work bound"
+    } else {
+        ""
+    };
+    format!("        rest-fit: {kept} ({fitted} of {tried} placements fit{stopped})\n")
+}
+
 fn schedule_lines(m: &Module, x: &ScheduleReport) -> String {
     let mut s = format!(
         "  model makespan {} cycles, {} with unlimited memory: placement loss {} ({:.1}%), {} wait{}{}\n",
@@ -473,6 +496,30 @@ fn storage_json(st: &tusk_core::report::StorageReport) -> Value {
             "cut_short": k.cut_short,
         })).collect::<Vec<_>>(),
         "skipped_unlisted": st.skipped_unlisted,
+    })
+}
+
+/// The SB rotation's part of the JSON report.
+fn sb_rotation_json(x: &SbRotationReport) -> Value {
+    json!({
+        "movable": x.movable,
+        "tried": x.tried,
+        "moved": x.moved,
+        "peak_before": x.peak_before,
+        "peak_after": x.peak_after,
+        "limit": x.limit,
+        "makespan_before": x.makespan_before,
+        "makespan_after": x.makespan_after,
+        "makespan_unlimited": x.makespan_unlimited,
+        "rest": x.rest,
+        "rest_tried": x.rest_tried,
+        "rest_fitted": x.rest_fitted,
+        "rest_stopped": x.rest_stopped,
+        "probe": x.probe.as_ref().map(|p| json!({
+            "peak": p.peak,
+            "makespan": p.makespan,
+            "moves": p.moves,
+        })),
     })
 }
 
@@ -669,21 +716,6 @@ pub fn report_json(file: &str, m: &Module, r: &RunReport, map: Option<&SourceMap
             "banks_before": x.banks_before,
             "banks_after": x.banks_after,
         })),
-        "sb_rotation": r.sb_rotation.as_ref().map(|x| json!({
-            "movable": x.movable,
-            "tried": x.tried,
-            "moved": x.moved,
-            "peak_before": x.peak_before,
-            "peak_after": x.peak_after,
-            "limit": x.limit,
-            "makespan_before": x.makespan_before,
-            "makespan_after": x.makespan_after,
-            "makespan_unlimited": x.makespan_unlimited,
-            "probe": x.probe.as_ref().map(|p| json!({
-                "peak": p.peak,
-                "makespan": p.makespan,
-                "moves": p.moves,
-            })),
-        })),
+        "sb_rotation": r.sb_rotation.as_ref().map(sb_rotation_json),
     })
 }

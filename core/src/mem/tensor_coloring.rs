@@ -757,6 +757,12 @@ impl ColoringWorkspace {
         &mut self.joiner.pairs
     }
 
+    /// The coalescing candidates the last SB coloring took as affinities
+    /// (empty without `--dma-affinity on`).
+    pub fn affinity_pairs(&self) -> &[crate::dma::affinity::AffinityPair] {
+        &self.joiner.pairs
+    }
+
     /// Reserves the affinity tables for `m` (its capacity of locations and
     /// instructions: at most one pair per DMA). Only a run with affinities
     /// on needs them; the others reserve nothing for them.

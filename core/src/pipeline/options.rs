@@ -194,7 +194,7 @@ pub enum Rotation {
     Psum,
     /// PSUM as [`Rotation::Psum`], and SB tiles whose shared cells cost
     /// the schedule model's makespan moved to cells of their own, within
-    /// a headroom over the peak (`address_rotation_sb`, `mem/sb_rotation.rs`).
+    /// a headroom over the peak (`address_rotation_sb`, `mem/sb_rotation/`).
     All,
 }
 

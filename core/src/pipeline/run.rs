@@ -1612,7 +1612,8 @@ fn run_from<'a>(
                 }
                 // Placement only: the analyses stay fresh.
                 let o = SbRotationOptions::default();
-                report.sb_rotation = Some(ws.sb_rotation.run(m, &ws.live, &o));
+                let pairs = ws.coloring.affinity_pairs();
+                report.sb_rotation = Some(ws.sb_rotation.run(m, &ws.live, pairs, &o));
             }
             Pass::CheckInPlace => {
                 // Memory, and the registers the input colored: the fixed

@@ -18,6 +18,15 @@
 //! model's costliest dependency is where a move can gain most, and that
 //! the model, not a rule of thumb, decides whether a move gains.
 //!
+//! Before the moves, the pass re-places all the movable tiles at once by
+//! rest-fit ([`rest_fit`]): in the order their lives start, each where its
+//! cells rested a given number of positions since their last use, at each
+//! rest length of [`REST_LADDER`] in turn, and keeps the placement the
+//! model prefers. Where the loss is spread over thousands of waits, each
+//! off the critical path, one move at a time cannot reach it within a
+//! bounded number of model runs; a whole placement built so that reused
+//! cells rest does, in one run per rest length.
+//!
 //! Invariants: only byte offsets change (the base partition stays); a move
 //! is legal whatever else holds: the new cells are shared with no tile
 //! whose live interval overlaps the mover's on a common partition, aligned
@@ -34,8 +43,12 @@
 //!   in-place instruction's operands that do not share cells move like any
 //!   tile: the closed live intervals of an input dying at the instruction
 //!   and of its output meet there, so a move never puts them together;
+//! - it is not one of a coalescing pair placed side by side (with
+//!   `--dma-affinity on`: the DMA passes merge the pair's transfers only
+//!   while the tiles abut);
 //! - its cells meet no tile that is first read without being an input
-//!   (such a tile reads what this one left there).
+//!   (such a tile reads what this one left there); no tile moves into
+//!   such a tile's cells either, wherever their lives are.
 //!
 //! The pass runs before the DMA passes, whose merged transfers alias the
 //! tiles they merge. The placement verifier and the dataflow checker see
@@ -43,21 +56,28 @@
 //! instruction is added.
 //!
 //! When the loss stays above the headroom's reach, [`SbRotation::run`]
-//! goes on with the usable SB as the limit, lowers each of those moves to
-//! the lowest start that keeps their gain, and undoes them: the report
-//! says what peak the rest of the loss would need and what makespan that
-//! peak would give ([`SbProbe`]). Moves that settle within the limit are
-//! kept instead (the kept phase tries only a few gaps per move).
+//! goes on with the usable SB as the limit: rest-fit again, and the moves,
+//! each lowered to the lowest start that keeps its gain; it undoes them,
+//! and the report says what peak the rest of the loss would need and what
+//! makespan that peak would give ([`SbProbe`], the better of the two).
+//! Moves that settle within the limit are kept instead (the kept phase
+//! tries only a few gaps per move).
 //!
 //! Storage: [`SbRotation::reserve`] from the location count;
-//! [`SbRotation::run`] does not allocate after it.
+//! [`SbRotation::run`] does not allocate after it. Time: a fixed number
+//! of model runs (`max_trials` and `max_executions` bound the moves, one
+//! run per rest length), and rest-fit's work bound ([`REST_WORK`]).
+
+mod rest_fit;
 
 use alloc::vec::Vec;
 use arrayvec::ArrayVec;
 
 use crate::analysis::schedule::{Schedule, ScheduleOptions, ScheduleReport};
 use crate::analysis::{Interval, MemLiveness};
+use crate::dma::affinity::AffinityPair;
 use crate::ir::{Capacity, InstFlags, MemFlags, MemLoc, Module, Space};
+use rest_fit::{RestFit, Unplaced};
 
 /// The pass's limits.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -100,7 +120,7 @@ pub struct SbProbe {
     pub peak: u64,
     /// The model's makespan at that peak.
     pub makespan: u64,
-    /// Moves the probe kept (then undid).
+    /// Tiles the probe moved (then put back).
     pub moves: u32,
 }
 
@@ -111,8 +131,18 @@ pub struct SbRotationReport {
     pub movable: u32,
     /// Moves tried (model runs).
     pub tried: u32,
-    /// Tiles moved and kept.
+    /// Tiles whose offset the pass changed.
     pub moved: u32,
+    /// The rest length (positions; `u32::MAX`: as long as the cells
+    /// allow) of the rest-fit placement kept, if one was.
+    pub rest: Option<u32>,
+    /// Rest lengths tried within the limit.
+    pub rest_tried: u32,
+    /// Rest-fit placements that fitted the limit (a model run each).
+    pub rest_fitted: u32,
+    /// True when rest-fit stopped at its work bound, or its storage,
+    /// before a placement finished (that placement was undone).
+    pub rest_stopped: bool,
     /// SB peak before and after (bytes per partition).
     pub peak_before: u64,
     /// See `peak_before`.
@@ -132,7 +162,7 @@ pub struct SbRotationReport {
 
 /// A location's cells: partitions `p0..p1`, bytes `b0..b1` of each.
 #[derive(Copy, Clone, Debug)]
-struct Cells {
+pub(super) struct Cells {
     p0: u32,
     p1: u32,
     b0: u64,
@@ -143,12 +173,16 @@ struct Cells {
 #[derive(Clone, Debug, Default)]
 pub struct SbRotation {
     movable: Vec<bool>,
+    /// By location index: tiles first read that are not inputs (they read
+    /// what was left in their cells; nothing moves into them).
+    relies: Vec<bool>,
     /// Busy byte ranges on the mover's partitions, for the gap search.
     busy: Vec<(u64, u64)>,
     /// Moves kept in the probe: (tile, its offset before).
     undo: Vec<(MemLoc, u64)>,
     /// Candidate starts of [`Self::settle`].
     starts: Vec<u64>,
+    rest: RestFit,
     schedule: Schedule,
 }
 
@@ -161,7 +195,8 @@ impl SbRotation {
 
     /// Heap bytes reserved.
     pub fn heap_bytes(&self) -> u64 {
-        crate::heap_bytes!(self.movable, self.busy, self.undo, self.starts)
+        crate::heap_bytes!(self.movable, self.relies, self.busy, self.undo, self.starts)
+            + self.rest.heap_bytes()
             + self.schedule.heap_bytes()
     }
 
@@ -170,17 +205,21 @@ impl SbRotation {
     pub fn reserve(&mut self, cap: &Capacity, opts: &SbRotationOptions) {
         use crate::storage::grow;
         grow(&mut self.movable, cap.mems);
+        grow(&mut self.relies, cap.mems);
         grow(&mut self.busy, cap.mems);
         grow(&mut self.starts, cap.mems + 1);
         grow(&mut self.undo, opts.max_trials as usize);
+        self.rest.reserve(cap.mems);
         self.schedule.reserve(cap, opts.schedule.window);
     }
 
-    /// Rotates the SB tiles of `m`; `live` must describe `m`.
+    /// Rotates the SB tiles of `m`; `live` must describe `m`; the tiles of
+    /// the coalescing candidates `pairs` that abut stay.
     pub fn run(
         &mut self,
         m: &mut Module,
         live: &MemLiveness,
+        pairs: &[AffinityPair],
         opts: &SbRotationOptions,
     ) -> SbRotationReport {
         let peak = sb_peak(m);
@@ -192,16 +231,42 @@ impl SbRotation {
             limit,
             ..SbRotationReport::default()
         };
-        rep.movable = self.mark_movable(m, live);
-        let first = self.schedule.run(m, &opts.schedule);
+        rep.movable = self.mark_movable(m, live, pairs);
+        let mut first = self.schedule.run(m, &opts.schedule);
         rep.makespan_before = first.makespan;
         rep.makespan_unlimited = first.makespan_unlimited;
+        let prepared = rep.movable > 0 && self.rest.prepare(m, live, &self.movable, &self.relies);
+        if prepared && first.loss() > 0 {
+            let kept = self.rest_ladder(m, live, opts, &first, limit, false, &mut rep);
+            if let Some((_, _, gap)) = kept {
+                rep.rest = Some(gap);
+                // The ladder's runs skip the what-if pricing: the moves
+                // need the costliest dependencies of the placement kept.
+                first = self.schedule.run(m, &opts.schedule);
+            }
+        }
         let (kept, tried, moved) = self.improve(m, live, opts, first, limit, false);
         rep.makespan_after = kept.makespan;
         rep.tried = tried;
-        rep.moved = moved;
+        rep.moved = if prepared {
+            self.rest.moved(m).0
+        } else {
+            moved
+        };
         rep.peak_after = sb_peak(m);
         if kept.loss() > 0 && limit < usable {
+            let mut rest_probe = None;
+            if prepared {
+                let best = self.rest_ladder(m, live, opts, &kept, usable, true, &mut rep);
+                if let Some((r, peak, _)) = best {
+                    rest_probe = Some(SbProbe {
+                        peak,
+                        makespan: r.makespan,
+                        moves: self.rest.moved(m).1,
+                    });
+                }
+                self.rest.restore_start(m);
+            }
             self.undo.clear();
             let (probe, _, moves) = self.improve(m, live, opts, kept, usable, true);
             self.settle(m, live, opts, probe.makespan);
@@ -211,19 +276,25 @@ impl SbRotation {
                 // missed these moves, and they are legal there too.
                 self.undo.clear();
                 rep.makespan_after = probe.makespan;
-                rep.moved += moves;
+                rep.moved = if prepared {
+                    self.rest.moved(m).0
+                } else {
+                    rep.moved + moves
+                };
                 rep.peak_after = sb_peak(m);
                 return rep;
             }
             // Moves that only removed waits off the critical path say
             // nothing about what the makespan needs.
-            if gain {
-                rep.probe = Some(SbProbe {
-                    peak: sb_peak(m),
-                    makespan: probe.makespan,
-                    moves,
-                });
-            }
+            let moved_probe = gain.then(|| SbProbe {
+                peak: sb_peak(m),
+                makespan: probe.makespan,
+                moves,
+            });
+            rep.probe = [moved_probe, rest_probe]
+                .into_iter()
+                .flatten()
+                .min_by_key(|p| (p.makespan, p.peak));
             while let Some((v, off)) = self.undo.pop() {
                 m.place(v, m.mems().base_partition[v], off);
             }
@@ -231,12 +302,90 @@ impl SbRotation {
         rep
     }
 
+    /// Rest-fit at each rung of [`REST_LADDER`] within `limit`, one model
+    /// run per placement that fits. Returns the one the model prefers
+    /// (its report, SB peak and rung) when it beats
+    /// `base`: by makespan, then placement waits, then peak; for a `probe`
+    /// by makespan, then peak. That one is left in place; otherwise the
+    /// placement is as before.
+    #[allow(clippy::too_many_arguments)]
+    fn rest_ladder(
+        &mut self,
+        m: &mut Module,
+        live: &MemLiveness,
+        opts: &SbRotationOptions,
+        base: &ScheduleReport,
+        limit: u64,
+        probe: bool,
+        rep: &mut SbRotationReport,
+    ) -> Option<(ScheduleReport, u64, u32)> {
+        let quick = ScheduleOptions {
+            what_if_executions: 0,
+            ..opts.schedule
+        };
+        let key = |r: &ScheduleReport, peak: u64| {
+            let waits = if probe { 0 } else { r.placement_waits };
+            (r.makespan, waits, peak)
+        };
+        let mut best = key(base, sb_peak(m));
+        self.rest.begin(m);
+        let mut kept = None;
+        let mut fit = 0;
+        let mut work = REST_WORK;
+        let mut repairs = 0;
+        for gap in REST_LADDER {
+            if !probe {
+                rep.rest_tried += 1;
+            }
+            let mut from = 0;
+            let placed = loop {
+                match self.rest.place(m, live, limit, gap, from, &mut work) {
+                    Ok(()) => break true,
+                    Err(Unplaced::NoRoom(v)) => {
+                        repairs += 1;
+                        match self.rest.repair(live, v) {
+                            Some(k) if repairs <= MAX_REPAIRS => from = k,
+                            _ => {
+                                self.rest.restore(m);
+                                break false;
+                            }
+                        }
+                    }
+                    Err(Unplaced::Work) => {
+                        rep.rest_stopped = true;
+                        break false;
+                    }
+                }
+            };
+            if rep.rest_stopped {
+                break;
+            }
+            if !placed {
+                continue;
+            }
+            fit += 1;
+            let r = self.schedule.run(m, &quick);
+            let peak = sb_peak(m);
+            if key(&r, peak) < best {
+                best = key(&r, peak);
+                self.rest.keep(m);
+                kept = Some((r, peak, gap));
+            }
+        }
+        self.rest.restore(m);
+        if !probe {
+            rep.rest_fitted += fit;
+        }
+        kept
+    }
+
     /// Marks the tiles that may move (see the module doc); returns how
     /// many.
-    fn mark_movable(&mut self, m: &Module, live: &MemLiveness) -> u32 {
+    fn mark_movable(&mut self, m: &Module, live: &MemLiveness, pairs: &[AffinityPair]) -> u32 {
         let n = m.num_mems();
         self.movable.clear();
-        if self.movable.capacity() < n {
+        self.relies.clear();
+        if self.movable.capacity() < n || self.relies.capacity() < n {
             // Not reserved for this module: nothing moves.
             return 0;
         }
@@ -279,6 +428,7 @@ impl SbRotation {
                 && m.is_placed(r)
                 && !m.mems().flags[r].contains(MemFlags::INPUT)
                 && live.access_writes(r).next() == Some(false);
+            self.relies.push(relies);
             if !relies {
                 continue;
             }
@@ -287,6 +437,18 @@ impl SbRotation {
                 if self.movable[v.index()] && meets(cr, cells(m, v, m.mems().offset[v])) {
                     self.movable[v.index()] = false;
                 }
+            }
+        }
+        for p in pairs {
+            let (a, b) = (p.first, p.second);
+            let placed = m.is_placed(a) && m.is_placed(b);
+            let abut = placed
+                && m.mems().base_partition[a] == m.mems().base_partition[b]
+                && m.mems().partitions[a] == m.mems().partitions[b]
+                && m.mems().offset[a] + m.mems().bytes[a] as u64 == m.mems().offset[b];
+            if abut {
+                self.movable[a.index()] = false;
+                self.movable[b.index()] = false;
             }
         }
         self.movable.iter().filter(|&&x| x).count() as u32
@@ -400,7 +562,8 @@ impl SbRotation {
     }
 
     /// Fills `self.busy` with the byte ranges, on `v`'s partitions, of
-    /// every SB tile live with `v` and of `partner`, sorted. False when
+    /// every SB tile live with `v`, of `partner` and of the tiles first
+    /// read that are not inputs (see the module doc), sorted. False when
     /// `v` is not live or they do not fit the reserved storage (a range
     /// left out could make a move illegal, so `v` stays).
     fn collect_busy(&mut self, m: &Module, live: &MemLiveness, v: MemLoc, partner: MemLoc) -> bool {
@@ -410,7 +573,7 @@ impl SbRotation {
         self.busy.clear();
         for (w, cw) in on_its_partitions(m, v) {
             let with = |x: Option<Interval>| x.is_some_and(|x| x.overlaps(iv));
-            if w == partner || with(live.interval(w)) {
+            if w == partner || self.relies[w.index()] || with(live.interval(w)) {
                 if self.busy.len() == self.busy.capacity() {
                     return false;
                 }
@@ -477,6 +640,24 @@ impl SbRotation {
     }
 }
 
+/// Rest lengths (positions) rest-fit tries, longest first: as long as the
+/// cells allow, then a geometric ladder down to one (the lowest start free
+/// while the tile lives). How long a cell must rest before its next
+/// writer no longer waits depends on the engines' speeds and the program's
+/// shape, which the model, not this list, knows: each rung is one
+/// placement and one model run, and the model picks.
+pub const REST_LADDER: [u32; 6] = [u32::MAX, 256, 64, 16, 4, 1];
+
+/// Work (tiles and cells visited) that rest-fit may spend over one ladder,
+/// so the pass's time stays bounded on modules of millions of tiles (a
+/// placement visits, per tile, those live with it and the cells left
+/// before it: tens, usually).
+pub const REST_WORK: u64 = 1 << 29;
+
+/// Placements that found no room may mark tiles to pack lowest this many
+/// times over one ladder (each mark starts the placement again).
+const MAX_REPAIRS: u32 = 32;
+
 /// Gaps whose lowest start is tried for one move (then the highest start).
 const GAPS_TRIED: usize = 2;
 
@@ -496,7 +677,7 @@ fn on_its_partitions(m: &Module, v: MemLoc) -> impl Iterator<Item = (MemLoc, Cel
 }
 
 /// The cells of `v` with its bytes at `offset`.
-fn cells(m: &Module, v: MemLoc, offset: u64) -> Cells {
+pub(super) fn cells(m: &Module, v: MemLoc, offset: u64) -> Cells {
     let p0 = m.mems().base_partition[v] as u32;
     Cells {
         p0,
@@ -563,7 +744,7 @@ mod tests {
         let live = MemLiveness::of(m, &o);
         let mut r = SbRotation::new();
         r.reserve(&m.capacity(), opts);
-        r.run(m, &live, opts)
+        r.run(m, &live, &[], opts)
     }
 
     /// The pass reserved for `m`, its tiles marked movable, and the
@@ -573,7 +754,7 @@ mod tests {
         let live = MemLiveness::of(m, &order);
         let mut rot = SbRotation::new();
         rot.reserve(&m.capacity(), opts);
-        let movable = rot.mark_movable(m, &live);
+        let movable = rot.mark_movable(m, &live, &[]);
         (rot, live, movable)
     }
 
@@ -593,6 +774,43 @@ mod tests {
         assert_eq!((rep.peak_before, rep.peak_after), (1536, 1536));
         assert_eq!(rep.probe, None);
         assert_placed_legally("rotated", &m);
+        assert_sound(&before, &m);
+    }
+
+    #[test]
+    fn rest_fit_gives_a_load_the_cells_that_rested_and_no_move_is_needed() {
+        // `t0` is cleared and drained first; `a` and `b` are loaded on one
+        // queue and drained by ACT into the output. Placed at the peak
+        // with `b` in `a`'s cells, `b`'s load waits for ACT's read of `a`.
+        // Rest-fit, within the same three slots, gives `b` the cells `t0`
+        // left long before.
+        let mut m = Module::new(Target::default());
+        let mut bl = Builder::new(&mut m);
+        let [x, _] = dram_io(&mut bl, 128, 512, 4);
+        let [t0, a, b] = tiles(&mut bl, Space::Sb, ["t0", "a", "b"], 128, 512, 4);
+        let out = mem(&mut bl, "out", Space::Sb, 128, 512, 4, MemFlags::OUTPUT);
+        bl.func("f").unwrap();
+        let full = bl.full(t0);
+        bl.op(Opcode::Memset, &[full], &[]).unwrap();
+        exp(&mut bl, out, t0);
+        for t in [a, b] {
+            bl.load(t, x, 0).unwrap();
+            exp(&mut bl, out, t);
+        }
+        for (t, off) in [(out, 0), (t0, 512), (a, 1024), (b, 1024)] {
+            m.place(t, 0, off);
+        }
+        let before = m.clone();
+        let rep = rotate(&mut m, &SbRotationOptions::default());
+        assert!(rep.makespan_before > rep.makespan_unlimited);
+        assert_eq!(rep.makespan_after, rep.makespan_unlimited);
+        assert_eq!(rep.rest, Some(u32::MAX));
+        assert_eq!(rep.tried, 0, "no single move was needed");
+        assert_eq!((rep.peak_before, rep.peak_after), (1536, 1536));
+        let at = |t| m.mems().offset[t];
+        assert_eq!((at(t0), at(a), at(b)), (512, 1024, 512));
+        assert_eq!(rep.moved, 1);
+        assert_placed_legally("rest-fit", &m);
         assert_sound(&before, &m);
     }
 
