@@ -13,7 +13,9 @@
 //! With the argument `affinity` it prints the table of "DMA-aware
 //! placement" instead: the same modules with `--dma-affinity off` and
 //! `on` (rotation off), the affinity pairs found, honoured and refused by
-//! cause, and the SB spills.
+//! cause, and the SB spills. With `both`, the same columns for the four
+//! settings of the two switches (`--dma-affinity off|on`, `--rotation
+//! off|all`), the bound the lowest of the four results'.
 
 use std::time::Instant;
 
@@ -114,10 +116,12 @@ fn affinity_row(
     name: &str,
     input: &Module,
     dma_affinity: DmaAffinity,
+    rotation: Rotation,
 ) -> Option<(String, String, u64)> {
     let mut m = input.clone();
     let opts = Options {
         dma_affinity,
+        rotation,
         ..Options::default()
     };
     let r = run(name, &mut m, input, &opts)?;
@@ -148,10 +152,15 @@ fn affinity_row(
     });
     let d = dma_analysis(&m);
     let before = format!(
-        "| {name} | {} | {} | {} | {} | {} |",
+        "| {name} | {}{} | {} | {} | {} | {} |",
         match dma_affinity {
             DmaAffinity::Off => "off",
             DmaAffinity::On => "on",
+        },
+        match rotation {
+            Rotation::Off => "",
+            Rotation::Psum => ", rotation psum",
+            Rotation::All => ", rotation all",
         },
         r.space(Space::Sb).peak,
         r.space(Space::Sb).spills,
@@ -169,15 +178,29 @@ fn affinity_row(
 }
 
 fn main() {
-    if std::env::args().nth(1).as_deref() == Some("affinity") {
+    let mode = std::env::args().nth(1);
+    if matches!(mode.as_deref(), Some("affinity" | "both")) {
+        let settings: &[(DmaAffinity, Rotation)] = if mode.as_deref() == Some("both") {
+            &[
+                (DmaAffinity::Off, Rotation::Off),
+                (DmaAffinity::On, Rotation::Off),
+                (DmaAffinity::Off, Rotation::All),
+                (DmaAffinity::On, Rotation::All),
+            ]
+        } else {
+            &[
+                (DmaAffinity::Off, Rotation::Off),
+                (DmaAffinity::On, Rotation::Off),
+            ]
+        };
         println!("| module | affinity | SB peak | SB spills | DMAs after | DMA descriptors after | coalescing bound | model makespan | loss | pairs found / placed side by side / apart by cause |");
         println!("|---|---|---|---|---|---|---|---|---|---|");
-        // The bound of a module: the lower of its two results' (each
+        // The bound of a module: the lowest of its results' (each
         // result's merges may block a chain of the other's).
         for (name, m) in modules() {
-            let rows: Vec<_> = [DmaAffinity::Off, DmaAffinity::On]
-                .into_iter()
-                .filter_map(|a| affinity_row(&name, &m, a))
+            let rows: Vec<_> = settings
+                .iter()
+                .filter_map(|&(a, r)| affinity_row(&name, &m, a, r))
                 .collect();
             let bound = rows.iter().map(|r| r.2).min().unwrap_or(0);
             for (before, after, _) in rows {

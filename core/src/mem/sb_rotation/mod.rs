@@ -176,6 +176,12 @@ pub struct SbRotation {
     /// By location index: tiles first read that are not inputs (they read
     /// what was left in their cells; nothing moves into them).
     relies: Vec<bool>,
+    /// By location index: the positions over which a tile holds its
+    /// cells. Its live interval, except for the tiles of a coalescing pair
+    /// placed side by side: the merged transfer's location holds both
+    /// tiles' cells over both lives (and a merged save in a loop over the
+    /// loop nest), so each holds the whole chain's span.
+    hold: Vec<Option<Interval>>,
     /// Busy byte ranges on the mover's partitions, for the gap search.
     busy: Vec<(u64, u64)>,
     /// Moves kept in the probe: (tile, its offset before).
@@ -195,7 +201,8 @@ impl SbRotation {
 
     /// Heap bytes reserved.
     pub fn heap_bytes(&self) -> u64 {
-        crate::heap_bytes!(self.movable, self.relies, self.busy, self.undo, self.starts)
+        crate::heap_bytes!(self.movable, self.relies, self.hold, self.busy, self.undo)
+            + crate::heap_bytes!(self.starts)
             + self.rest.heap_bytes()
             + self.schedule.heap_bytes()
     }
@@ -206,6 +213,7 @@ impl SbRotation {
         use crate::storage::grow;
         grow(&mut self.movable, cap.mems);
         grow(&mut self.relies, cap.mems);
+        grow(&mut self.hold, cap.mems);
         grow(&mut self.busy, cap.mems);
         grow(&mut self.starts, cap.mems + 1);
         grow(&mut self.undo, opts.max_trials as usize);
@@ -235,9 +243,12 @@ impl SbRotation {
         let mut first = self.schedule.run(m, &opts.schedule);
         rep.makespan_before = first.makespan;
         rep.makespan_unlimited = first.makespan_unlimited;
-        let prepared = rep.movable > 0 && self.rest.prepare(m, live, &self.movable, &self.relies);
+        let prepared = rep.movable > 0
+            && self
+                .rest
+                .prepare(m, &self.hold, &self.movable, &self.relies);
         if prepared && first.loss() > 0 {
-            let kept = self.rest_ladder(m, live, opts, &first, limit, false, &mut rep);
+            let kept = self.rest_ladder(m, opts, &first, limit, false, &mut rep);
             if let Some((_, _, gap)) = kept {
                 rep.rest = Some(gap);
                 // The ladder's runs skip the what-if pricing: the moves
@@ -257,7 +268,7 @@ impl SbRotation {
         if kept.loss() > 0 && limit < usable {
             let mut rest_probe = None;
             if prepared {
-                let best = self.rest_ladder(m, live, opts, &kept, usable, true, &mut rep);
+                let best = self.rest_ladder(m, opts, &kept, usable, true, &mut rep);
                 if let Some((r, peak, _)) = best {
                     rest_probe = Some(SbProbe {
                         peak,
@@ -312,7 +323,6 @@ impl SbRotation {
     fn rest_ladder(
         &mut self,
         m: &mut Module,
-        live: &MemLiveness,
         opts: &SbRotationOptions,
         base: &ScheduleReport,
         limit: u64,
@@ -339,11 +349,11 @@ impl SbRotation {
             }
             let mut from = 0;
             let placed = loop {
-                match self.rest.place(m, live, limit, gap, from, &mut work) {
+                match self.rest.place(m, &self.hold, limit, gap, from, &mut work) {
                     Ok(()) => break true,
                     Err(Unplaced::NoRoom(v)) => {
                         repairs += 1;
-                        match self.rest.repair(live, v) {
+                        match self.rest.repair(&self.hold, v) {
                             Some(k) if repairs <= MAX_REPAIRS => from = k,
                             _ => {
                                 self.rest.restore(m);
@@ -385,7 +395,8 @@ impl SbRotation {
         let n = m.num_mems();
         self.movable.clear();
         self.relies.clear();
-        if self.movable.capacity() < n || self.relies.capacity() < n {
+        self.hold.clear();
+        if self.movable.capacity() < n || self.relies.capacity() < n || self.hold.capacity() < n {
             // Not reserved for this module: nothing moves.
             return 0;
         }
@@ -439,19 +450,80 @@ impl SbRotation {
                 }
             }
         }
-        for p in pairs {
-            let (a, b) = (p.first, p.second);
-            let placed = m.is_placed(a) && m.is_placed(b);
-            let abut = placed
-                && m.mems().base_partition[a] == m.mems().base_partition[b]
-                && m.mems().partitions[a] == m.mems().partitions[b]
-                && m.mems().offset[a] + m.mems().bytes[a] as u64 == m.mems().offset[b];
-            if abut {
+        self.hold
+            .extend(m.mems().space.keys().map(|v| live.interval(v)));
+        // A chain's span reaches all its tiles after as many sweeps as it
+        // has pairs; a sweep that widens nothing ends it.
+        for _ in 0..pairs.len() {
+            let mut widened = false;
+            for p in pairs {
+                let (a, b) = (p.first, p.second);
+                let placed = m.is_placed(a) && m.is_placed(b);
+                let abut = placed
+                    && m.mems().base_partition[a] == m.mems().base_partition[b]
+                    && m.mems().partitions[a] == m.mems().partitions[b]
+                    && m.mems().offset[a] + m.mems().bytes[a] as u64 == m.mems().offset[b];
+                if !abut {
+                    continue;
+                }
                 self.movable[a.index()] = false;
                 self.movable[b.index()] = false;
+                let nest = p.nest.map(|(start, end)| Interval { start, end });
+                let span = [self.hold[a.index()], self.hold[b.index()], nest]
+                    .into_iter()
+                    .flatten()
+                    .reduce(|x, y| Interval {
+                        start: x.start.min(y.start),
+                        end: x.end.max(y.end),
+                    });
+                for t in [a, b] {
+                    widened |= self.hold[t.index()] != span;
+                    self.hold[t.index()] = span;
+                }
+            }
+            if !widened {
+                break;
             }
         }
+        self.keep_holds_that_merge(m, live);
         self.movable.iter().filter(|&&x| x).count() as u32
+    }
+
+    /// Narrows back to its live interval the hold of each tile whose
+    /// widened hold meets another tile's cells in the placement as it is:
+    /// the DMA passes refuse that merge anyway (`conflict`), and the
+    /// placement must stay legal under the holds (it is where rest-fit's
+    /// tiles go back to). Bounded: past [`HOLD_CHECKS`] tile visits no
+    /// hold stays widened.
+    fn keep_holds_that_merge(&mut self, m: &Module, live: &MemLiveness) {
+        let widened = |h: &[Option<Interval>], t: MemLoc| h[t.index()] != live.interval(t);
+        let sb = |t: MemLoc| m.mems().space[t] == Space::Sb && m.is_placed(t);
+        let n = m
+            .mems()
+            .space
+            .keys()
+            .filter(|&t| sb(t) && widened(&self.hold, t))
+            .count();
+        if (n as u64).saturating_mul(m.num_mems() as u64) > HOLD_CHECKS {
+            for t in m.mems().space.keys() {
+                self.hold[t.index()] = live.interval(t);
+            }
+            return;
+        }
+        for t in m.mems().space.keys() {
+            if !sb(t) || !widened(&self.hold, t) {
+                continue;
+            }
+            let Some(h) = self.hold[t.index()] else {
+                continue;
+            };
+            let ct = cells(m, t, m.mems().offset[t]);
+            let clash = on_its_partitions(m, t)
+                .any(|(w, cw)| meets(ct, cw) && live.interval(w).is_some_and(|i| i.overlaps(h)));
+            if clash {
+                self.hold[t.index()] = live.interval(t);
+            }
+        }
     }
 
     /// Works down the model's costliest dependencies, keeping each move
@@ -573,7 +645,7 @@ impl SbRotation {
         self.busy.clear();
         for (w, cw) in on_its_partitions(m, v) {
             let with = |x: Option<Interval>| x.is_some_and(|x| x.overlaps(iv));
-            if w == partner || self.relies[w.index()] || with(live.interval(w)) {
+            if w == partner || self.relies[w.index()] || with(self.hold[w.index()]) {
                 if self.busy.len() == self.busy.capacity() {
                     return false;
                 }
@@ -654,9 +726,12 @@ pub const REST_LADDER: [u32; 6] = [u32::MAX, 256, 64, 16, 4, 1];
 /// before it: tens, usually).
 pub const REST_WORK: u64 = 1 << 29;
 
+/// Tile visits [`SbRotation::keep_holds_that_merge`] may spend.
+const HOLD_CHECKS: u64 = 1 << 26;
+
 /// Placements that found no room may mark tiles to pack lowest this many
 /// times over one ladder (each mark starts the placement again).
-const MAX_REPAIRS: u32 = 32;
+const MAX_REPAIRS: u32 = 64;
 
 /// Gaps whose lowest start is tried for one move (then the highest start).
 const GAPS_TRIED: usize = 2;
@@ -880,6 +955,52 @@ mod tests {
         let (rot, _, _) = marked(&m, &SbRotationOptions::default());
         let movable: Vec<bool> = [i1, o1, i2, o2].map(|x| rot.movable[x.index()]).into();
         assert_eq!(movable, [false, false, true, true]);
+    }
+
+    #[test]
+    fn a_coalescing_pair_side_by_side_stays_and_holds_its_cells_over_both_lives() {
+        // `a` and `b` abut (a coalescing pair); `b` dies before `a`, and
+        // `t` lives in between. Merged, the load writes both tiles' cells
+        // at once and they are held until `a` dies: unless another tile
+        // already sits there (`t` in `b`'s cells), when the DMA passes
+        // refuse the merge anyway and `b` holds only its own life.
+        for t_at in [1536, 512] {
+            let mut m = Module::new(Target::default());
+            let mut bl = Builder::new(&mut m);
+            let [x, _] = dram_io(&mut bl, 128, 512, 4);
+            let [a, b, t] = tiles(&mut bl, Space::Sb, ["a", "b", "t"], 128, 512, 4);
+            let o = mem(&mut bl, "o", Space::Sb, 128, 512, 4, MemFlags::OUTPUT);
+            bl.func("f").unwrap();
+            bl.load(a, x, 0).unwrap();
+            bl.load(b, x, 0).unwrap();
+            exp(&mut bl, o, b);
+            let full = bl.full(t);
+            bl.op(Opcode::Memset, &[full], &[]).unwrap();
+            exp(&mut bl, o, t);
+            exp(&mut bl, o, a);
+            for (x, off) in [(a, 0), (b, 512), (t, t_at), (o, 1024)] {
+                m.place(x, 0, off);
+            }
+            assert_placed_legally("given", &m);
+            let opts = SbRotationOptions::default();
+            let live = MemLiveness::of(&m, &LinearOrder::of(&m));
+            let mut rot = SbRotation::new();
+            rot.reserve(&m.capacity(), &opts);
+            let pair = AffinityPair {
+                first: a,
+                second: b,
+                nest: None,
+            };
+            assert_eq!(rot.mark_movable(&m, &live, &[pair]), 1, "only `t` moves");
+            let (la, lb) = (live.interval(a).unwrap(), live.interval(b).unwrap());
+            let hull = Interval {
+                start: la.start.min(lb.start),
+                end: la.end.max(lb.end),
+            };
+            assert_eq!(rot.hold[a.index()], Some(hull));
+            let b_holds = if t_at == 512 { lb } else { hull };
+            assert_eq!(rot.hold[b.index()], Some(b_holds), "`t` at {t_at}");
+        }
     }
 
     #[test]

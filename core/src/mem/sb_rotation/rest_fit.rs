@@ -15,27 +15,32 @@
 //! caller tries a few gaps and lets the model choose.
 //!
 //! Resting spreads the tiles upward and can leave a later tile no room
-//! within the limit. Then the tiles live with the one that found none are
-//! packed lowest (gap 0) from then on, and the placement starts again:
-//! memory is tight there, and only there does resting give way
-//! ([`RestFit::repair`]).
+//! within the limit. Then the tiles live with the one that found none give
+//! way, and the placement resumes at the first of them: memory is tight
+//! there, and only there does resting give way ([`RestFit::repair`]).
+//! They are packed lowest (rest 0) the first time; where that too leaves
+//! no room (tiles that stay where they are, e.g. coalescing pairs placed
+//! side by side, can make first-fit in start order fail), they go back to
+//! where they were when the series began, which was legal as a whole.
 //!
 //! Legality: a tile never shares a cell with a tile live with it (on a
 //! common partition), stays aligned and ends within the limit; tiles that
-//! do not move (see [`super`]) keep their cells and are avoided over their
-//! whole lives, and tiles first read that are not inputs (they read what
-//! was left in their cells) are avoided over the whole program. Only byte
-//! offsets change.
+//! do not move (see [`super`]) keep their cells and are avoided over the
+//! positions they hold them (their lives, or a coalescing chain's span),
+//! and tiles first read that are not inputs (they read what was left in
+//! their cells) are avoided over the whole program. Only byte offsets
+//! change.
 //!
 //! Storage: [`RestFit::reserve`] from the location count; no allocation
-//! after it. Work: each placement visits the tiles live with the one
-//! placed, the cells used before it and its candidate starts; the caller's
-//! work bound stops a placement past it (the placement is then undone).
+//! after it. Work: placing a tile visits the tiles live with it and at
+//! most [`AGED_CAP`] blocks of cells left before it, a few times over
+//! (one pass per rest length tried for it); the caller's work bound stops
+//! a placement past it (the placement is then undone).
 
 use alloc::vec::Vec;
 
 use super::{cells, Cells};
-use crate::analysis::MemLiveness;
+use crate::analysis::Interval;
 use crate::ir::{MemLoc, Module, Space};
 
 /// Why a placement did not finish (it was undone).
@@ -64,8 +69,9 @@ pub(super) struct RestFit {
     fixed: Vec<MemLoc>,
     /// Tiles first read that are not inputs: busy for the whole program.
     relying: Vec<MemLoc>,
-    /// Tiles packed lowest (by location index; see the module doc).
-    compact: Vec<bool>,
+    /// How far each tile gave way (by location index; see the module
+    /// doc): 0 rests, 1 packs lowest, 2 goes back where it was.
+    give_way: Vec<u8>,
     /// Placed tiles (movable or fixed) whose lives reach the current start.
     active: Vec<MemLoc>,
     /// Cells left before the current start, with the last position they
@@ -81,7 +87,7 @@ impl RestFit {
     /// Heap bytes reserved.
     pub(super) fn heap_bytes(&self) -> u64 {
         crate::heap_bytes!(self.order, self.initial, self.start, self.kept, self.fixed)
-            + crate::heap_bytes!(self.relying, self.compact, self.active, self.aged)
+            + crate::heap_bytes!(self.relying, self.give_way, self.active, self.aged)
             + crate::heap_bytes!(self.busy, self.ends)
     }
 
@@ -94,7 +100,7 @@ impl RestFit {
         grow(&mut self.kept, mems);
         grow(&mut self.fixed, mems);
         grow(&mut self.relying, mems);
-        grow(&mut self.compact, mems);
+        grow(&mut self.give_way, mems);
         grow(&mut self.active, mems);
         grow(&mut self.aged, AGED_CAP.min(mems));
         grow(&mut self.busy, mems);
@@ -102,25 +108,27 @@ impl RestFit {
     }
 
     /// Takes the tiles of `m` that may move (`movable`, by location
-    /// index) and those tiles first read that are not inputs (`relies`),
-    /// and the current placement as the initial one. False when they do
-    /// not fit the reserved storage (then nothing can be re-placed).
+    /// index), those tiles first read that are not inputs (`relies`), the
+    /// positions each tile holds its cells (`hold`: its live interval, or
+    /// wider) and the current placement as the initial one. False when
+    /// they do not fit the reserved storage (then nothing can be
+    /// re-placed).
     pub(super) fn prepare(
         &mut self,
         m: &Module,
-        live: &MemLiveness,
+        hold: &[Option<Interval>],
         movable: &[bool],
         relies: &[bool],
     ) -> bool {
         let n = m.num_mems();
-        if self.compact.capacity() < n || movable.len() < n || relies.len() < n {
+        if self.give_way.capacity() < n || movable.len() < n || relies.len() < n || hold.len() < n {
             return false;
         }
         self.order.clear();
         self.fixed.clear();
         self.relying.clear();
-        self.compact.clear();
-        self.compact.resize(n, false);
+        self.give_way.clear();
+        self.give_way.resize(n, 0);
         for v in m.mems().space.keys() {
             if m.mems().space[v] != Space::Sb || !m.is_placed(v) {
                 continue;
@@ -129,12 +137,12 @@ impl RestFit {
                 self.relying.push(v);
             } else if movable[v.index()] {
                 self.order.push(v);
-            } else if live.interval(v).is_some() {
+            } else if hold[v.index()].is_some() {
                 self.fixed.push(v);
             }
         }
         let key = |v: &MemLoc| {
-            let i = live.interval(*v);
+            let i = hold[(*v).index()];
             (
                 i.map_or(0, |i| i.start),
                 core::cmp::Reverse(i.map_or(0, |i| i.end)),
@@ -159,7 +167,7 @@ impl RestFit {
             .extend(self.order.iter().map(|&v| m.mems().offset[v]));
         self.kept.clear();
         self.kept.extend_from_slice(&self.start);
-        self.compact.iter_mut().for_each(|c| *c = false);
+        self.give_way.iter_mut().for_each(|c| *c = 0);
     }
 
     /// Tiles whose offset differs from [`Self::prepare`]'s, and from
@@ -194,17 +202,17 @@ impl RestFit {
         self.restore(m);
     }
 
-    /// Marks the movable tiles live with `v` (and `v`) to be packed
-    /// lowest in later placements; returns where in the order the first
-    /// tile not marked before is (the placement may resume there), or
-    /// `None` when all were.
-    pub(super) fn repair(&mut self, live: &MemLiveness, v: MemLoc) -> Option<usize> {
-        let iv = live.interval(v)?;
+    /// Makes the movable tiles live with `v` (and `v`) give way one step
+    /// further in later placements; returns where in the order the first
+    /// of them that did is (the placement may resume there), or `None`
+    /// when all had given way fully.
+    pub(super) fn repair(&mut self, hold: &[Option<Interval>], v: MemLoc) -> Option<usize> {
+        let iv = hold[v.index()]?;
         let mut first = None;
         for (k, &w) in self.order.iter().enumerate() {
-            let with = w == v || live.interval(w).is_some_and(|i| i.overlaps(iv));
-            if with && !self.compact[w.index()] {
-                self.compact[w.index()] = true;
+            let with = w == v || hold[w.index()].is_some_and(|i| i.overlaps(iv));
+            if with && self.give_way[w.index()] < GO_BACK {
+                self.give_way[w.index()] += 1;
                 first = first.or(Some(k));
             }
         }
@@ -223,7 +231,7 @@ impl RestFit {
     pub(super) fn place(
         &mut self,
         m: &mut Module,
-        live: &MemLiveness,
+        hold: &[Option<Interval>],
         limit: u64,
         gap: u32,
         from: usize,
@@ -234,25 +242,37 @@ impl RestFit {
         let mut next_fixed = 0;
         for k in 0..self.order.len() {
             let v = self.order[k];
-            let Some(iv) = live.interval(v) else {
+            let Some(iv) = hold[v.index()] else {
                 continue;
             };
             // Fixed tiles that started by now join the sweep.
             while let Some(&f) = self.fixed.get(next_fixed) {
-                if live.interval(f).map_or(true, |i| i.start > iv.start) {
+                if hold[f.index()].map_or(true, |i| i.start > iv.start) {
                     break;
                 }
                 self.active.push(f);
                 next_fixed += 1;
             }
-            self.age(m, live, iv.start, work);
+            self.age(m, hold, iv.start, work);
             if k < from {
                 self.active.push(v);
                 continue;
             }
-            let g = if self.compact[v.index()] { 0 } else { gap };
-            let r = self.collect(m, live, v, next_fixed, work).and_then(|()| {
-                let to = self.pick(m, v, iv.start, limit, g, work);
+            let way = self.give_way[v.index()];
+            let g = if way > 0 { 0 } else { gap };
+            let r = self.collect(m, hold, v, next_fixed, work).and_then(|()| {
+                // Where it was when the series began, if still free: that
+                // placement was legal as a whole, and the tiles placed
+                // after this one keep clear of it.
+                let was = self.start[k];
+                let back = self.clear_at(m, v, was, limit).then_some(was);
+                // A tile that went back and finds its cells taken names
+                // itself: the tiles live with it give way next.
+                let to = if way >= GO_BACK {
+                    back
+                } else {
+                    self.pick(m, v, iv.start, limit, g, work).or(back)
+                };
                 to.ok_or(Unplaced::NoRoom(v))
             });
             match r {
@@ -279,11 +299,11 @@ impl RestFit {
     /// one covers goes, and past [`AGED_CAP`] entries the one left longest
     /// ago goes (its cells then count as never used: they rested longer
     /// than any kept).
-    fn age(&mut self, m: &Module, live: &MemLiveness, start: u32, work: &mut u64) {
+    fn age(&mut self, m: &Module, hold: &[Option<Interval>], start: u32, work: &mut u64) {
         let mut j = 0;
         while j < self.active.len() {
             let w = self.active[j];
-            let end = live.interval(w).map_or(0, |i| i.end);
+            let end = hold[w.index()].map_or(0, |i| i.end);
             if end >= start {
                 j += 1;
                 continue;
@@ -314,17 +334,17 @@ impl RestFit {
     fn collect(
         &mut self,
         m: &Module,
-        live: &MemLiveness,
+        hold: &[Option<Interval>],
         v: MemLoc,
         next_fixed: usize,
         work: &mut u64,
     ) -> Result<(), Unplaced> {
         let me = cells(m, v, 0);
-        let end = live.interval(v).map_or(0, |i| i.end);
+        let end = hold[v.index()].map_or(0, |i| i.end);
         self.busy.clear();
         let later = self.fixed[next_fixed..]
             .iter()
-            .take_while(|&&f| live.interval(f).is_some_and(|i| i.start <= end));
+            .take_while(|&&f| hold[f.index()].is_some_and(|i| i.start <= end));
         let mut visited = self.active.len() + self.relying.len() + self.aged.len();
         for &w in self.active.iter().chain(later).chain(&self.relying) {
             visited += 1;
@@ -390,6 +410,13 @@ impl RestFit {
         Some(best)
     }
 
+    /// True when `v`'s cells at `at` are clear of `busy` and within
+    /// `limit`.
+    fn clear_at(&self, m: &Module, v: MemLoc, at: u64, limit: u64) -> bool {
+        let bytes = m.mems().bytes[v] as u64;
+        at + bytes <= limit && !self.busy.iter().any(|b| at < b.1 && b.0 < at + bytes)
+    }
+
     /// The lowest aligned start within `limit` of a tile with `me`'s
     /// partitions and bytes that is clear of `busy` and of the aged cells
     /// on those partitions last live after `since`.
@@ -424,6 +451,9 @@ impl RestFit {
     }
 }
 
+/// [`RestFit::give_way`]'s last step: back where the series began.
+const GO_BACK: u8 = 2;
+
 /// Aged cell entries kept at most: the cells left most recently are what
 /// a rest length compares against; older ones count as never used.
 const AGED_CAP: usize = 128;
@@ -436,14 +466,20 @@ fn spend(work: &mut u64, n: u64) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::analysis::LinearOrder;
+    use crate::analysis::{LinearOrder, MemLiveness};
     use crate::ir::{Builder, MemFlags, Opcode};
     use crate::target::Target;
     use crate::testing::{assert_placed_legally, exp, mem, tiles};
 
-    /// Rest-fit reserved for `m`, every SB tile in `movable` taken.
-    fn prepared(m: &Module, movable: &[MemLoc], relies: &[MemLoc]) -> (RestFit, MemLiveness) {
+    /// Rest-fit reserved for `m`, every SB tile in `movable` taken, and
+    /// the tiles' live intervals.
+    fn prepared(
+        m: &Module,
+        movable: &[MemLoc],
+        relies: &[MemLoc],
+    ) -> (RestFit, Vec<Option<Interval>>) {
         let live = MemLiveness::of(m, &LinearOrder::of(m));
+        let live: Vec<_> = m.mems().space.keys().map(|v| live.interval(v)).collect();
         let mut r = RestFit::default();
         r.reserve(m.num_mems());
         let mark = |set: &[MemLoc]| -> Vec<bool> {
@@ -487,8 +523,61 @@ mod tests {
         let at = |t| m.mems().offset[t];
         assert_eq!((at(a), at(l), at(big)), (0, 0, 512));
         assert_placed_legally("repaired", &m);
-        // Marking again changes nothing: the caller stops there.
+        // Two more steps: back where they were, then nothing is left.
+        assert_eq!(r.repair(&live, big), Some(1));
         assert_eq!(r.repair(&live, big), None);
+    }
+
+    #[test]
+    fn where_packing_fails_around_a_tile_that_stays_the_tiles_go_back() {
+        // `f` is pinned at 512 while `big` (1024 B) lives; `e` dies just
+        // after `l` starts. In start order `e` packs at 0, `l` (live with
+        // `e` and `f`) at 1024, and `big` finds no room in 2048 B, resting
+        // or packed. Given way fully, the tiles return to where they were
+        // (`e` 1024, `l` 0, `big` 1024), a placement legal as a whole.
+        let mut m = Module::new(Target::default());
+        let mut bl = Builder::new(&mut m);
+        let x = mem(&mut bl, "x", Space::Dram, 128, 1024, 4, MemFlags::INPUT);
+        let y = mem(&mut bl, "y", Space::Dram, 128, 1024, 4, MemFlags::OUTPUT);
+        let [e, l] = tiles(&mut bl, Space::Sb, ["e", "l"], 128, 512, 4);
+        let f = mem(&mut bl, "f", Space::Sb, 128, 512, 4, MemFlags::PINNED);
+        let big = mem(&mut bl, "big", Space::Sb, 128, 1024, 4, MemFlags::empty());
+        bl.func("k").unwrap();
+        bl.load(e, x, 0).unwrap();
+        bl.load(l, x, 0).unwrap();
+        bl.save(y, e, 0).unwrap();
+        bl.load(f, x, 0).unwrap();
+        bl.load(big, x, 0).unwrap();
+        bl.save(y, f, 0).unwrap();
+        bl.save(y, big, 0).unwrap();
+        bl.save(y, l, 0).unwrap();
+        for (t, off) in [(e, 1024), (l, 0), (f, 512), (big, 1024)] {
+            m.place(t, 0, off);
+        }
+        assert_placed_legally("given", &m);
+        let (mut r, live) = prepared(&m, &[e, l, big], &[]);
+        let mut work = u64::MAX;
+        let mut from = 0;
+        let mut repairs = 0;
+        let placed = loop {
+            match r.place(&mut m, &live, 2048, u32::MAX, from, &mut work) {
+                Ok(()) => break true,
+                Err(Unplaced::NoRoom(v)) => match r.repair(&live, v) {
+                    Some(k) => {
+                        from = k;
+                        repairs += 1;
+                    }
+                    None => break false,
+                },
+                Err(Unplaced::Work) => break false,
+            }
+        };
+        assert!(placed, "placed after {repairs} repairs");
+        // Packed, then back: `l` and `big` twice, then `e` (live with `l`).
+        assert!(repairs >= 3, "{repairs} repairs");
+        let at = |t| m.mems().offset[t];
+        assert_eq!((at(e), at(l), at(big)), (1024, 0, 1024));
+        assert_placed_legally("gone back", &m);
     }
 
     #[test]
