@@ -66,6 +66,10 @@ pub struct AffinityReport {
     pub untried: u32,
     /// Colorings run for the affinities.
     pub trials: u32,
+    /// The SB peak of the plain placement, before any chain was joined
+    /// (bytes per partition): what later passes' headroom is measured
+    /// from, so joined chains and those passes share one slack.
+    pub plain_peak: u64,
 }
 
 impl AffinityReport {

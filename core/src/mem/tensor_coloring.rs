@@ -1116,7 +1116,7 @@ fn color_rounds(
                         .peak
                         .saturating_add(report.peak * opts.affinity_slack_pct as u64 / 100),
                 );
-                let a = ws.joiner.honour(
+                let mut a = ws.joiner.honour(
                     problem,
                     &ws.locs,
                     &mut ws.gca,
@@ -1125,6 +1125,7 @@ fn color_rounds(
                     opts.affinity_trials,
                     &mut ws.out,
                 );
+                a.plain_peak = report.peak;
                 if a.honoured > 0 {
                     report.peak = peak(problem, &ws.out);
                     report.exact_used = false;

@@ -1613,7 +1613,13 @@ fn run_from<'a>(
                 // Placement only: the analyses stay fresh.
                 let o = SbRotationOptions::default();
                 let pairs = ws.coloring.affinity_pairs();
-                report.sb_rotation = Some(ws.sb_rotation.run(m, &ws.live, pairs, &o));
+                // The headroom is over the plain placement's peak: joined
+                // chains already spent part of it.
+                let plain = report.coloring[Space::Sb.slot()]
+                    .and_then(|c| c.affinity)
+                    .map(|a| a.plain_peak);
+                let r = ws.sb_rotation.run(m, &ws.live, pairs, plain, &o);
+                report.sb_rotation = Some(r);
             }
             Pass::CheckInPlace => {
                 // Memory, and the registers the input colored: the fixed

@@ -31,8 +31,10 @@
 //! is legal whatever else holds: the new cells are shared with no tile
 //! whose live interval overlaps the mover's on a common partition, aligned
 //! to the mover's alignment, and end at or below the limit: the SB peak
-//! before the pass plus the headroom ([`SbRotationOptions::headroom_pct`]),
-//! never past the usable SB. A tile moves only when nothing depends on
+//! before the pass (before the colorer joined coalescing chains, when it
+//! did: both spend one headroom) plus the headroom
+//! ([`SbRotationOptions::headroom_pct`]), never below the peak as it is nor
+//! past the usable SB. A tile moves only when nothing depends on
 //! where it is:
 //! - it is not pinned, an input or an output, and it is placed and live;
 //! - its first access writes it (a tile first read relies on the cells it
@@ -222,17 +224,23 @@ impl SbRotation {
     }
 
     /// Rotates the SB tiles of `m`; `live` must describe `m`; the tiles of
-    /// the coalescing candidates `pairs` that abut stay.
+    /// the coalescing candidates `pairs` that abut stay. The headroom is
+    /// over `plain_peak` when given (the SB peak before the colorer joined
+    /// coalescing chains, which spent part of the same headroom), else over
+    /// the peak as it is; the limit is never below the peak as it is.
     pub fn run(
         &mut self,
         m: &mut Module,
         live: &MemLiveness,
         pairs: &[AffinityPair],
+        plain_peak: Option<u64>,
         opts: &SbRotationOptions,
     ) -> SbRotationReport {
         let peak = sb_peak(m);
         let usable = m.target.sb_usable_bytes as u64;
-        let limit = usable.min(peak + peak * opts.headroom_pct as u64 / 100);
+        let base = plain_peak.unwrap_or(peak).min(peak);
+        let headroom = base + base * opts.headroom_pct as u64 / 100;
+        let limit = usable.min(headroom.max(peak));
         let mut rep = SbRotationReport {
             peak_before: peak,
             peak_after: peak,
@@ -819,7 +827,7 @@ mod tests {
         let live = MemLiveness::of(m, &o);
         let mut r = SbRotation::new();
         r.reserve(&m.capacity(), opts);
-        r.run(m, &live, &[], opts)
+        r.run(m, &live, &[], None, opts)
     }
 
     /// The pass reserved for `m`, its tiles marked movable, and the
@@ -929,6 +937,22 @@ mod tests {
         // The probe's moves are undone: the placement is the input's.
         for v in before.mems().space.keys() {
             assert_eq!(m.mems().offset[v], before.mems().offset[v]);
+        }
+    }
+
+    #[test]
+    fn the_headroom_is_over_the_peak_before_chains_were_joined() {
+        // Joined chains raised the peak from 1,200 B to 1,536 B: past the
+        // 5% over 1,200 already, so nothing may grow the peak further.
+        let opts = SbRotationOptions::default();
+        for (plain, limit) in [(None, 1612), (Some(1536), 1612), (Some(1200), 1536)] {
+            let mut m = shared_load(true);
+            let live = MemLiveness::of(&m, &LinearOrder::of(&m));
+            let mut r = SbRotation::new();
+            r.reserve(&m.capacity(), &opts);
+            let rep = r.run(&mut m, &live, &[], plain, &opts);
+            assert_eq!(rep.limit, limit, "plain peak {plain:?}");
+            assert!(sb_peak(&m) <= limit);
         }
     }
 
