@@ -13,7 +13,7 @@ use arbitrary::{Arbitrary, Unstructured};
 use tusk_core::dsa::{GreedyRule, GreedyWorkspace, Placement, Timeline, Validator};
 use tusk_core::gen::module::{generate, GenParams};
 use tusk_core::ir::{Module, Space};
-use tusk_core::options::{Allocator, OPTLEVELS};
+use tusk_core::options::{Allocator, DmaAffinity, Rotation, OPTLEVELS};
 use tusk_core::regalloc::{ColorConfig, RegAllocError, NO_COLOR};
 use tusk_core::report::{ColoringError, LsaError};
 use tusk_core::target::Generation;
@@ -208,6 +208,10 @@ pub struct PipelineCase {
     /// inputs written before it existed keep their meaning for the fields
     /// above (they run with these at 0).
     pub constructs: [u8; 12],
+    /// `--rotation` (modulo 3: off, psum, all) and, bit 2,
+    /// `--dma-affinity on`. Last, like `constructs`, so that older inputs
+    /// keep their meaning (they run with both switches off).
+    pub placement: u8,
 }
 
 impl PipelineCase {
@@ -300,6 +304,16 @@ impl PipelineCase {
             gca_dma_optlevel: (self.gca_dma_optlevel % 4) as i8 - 1,
             target: None,
             max_regs: self.max_regs.map(|r| 2 + (r % 63) as u16),
+            rotation: match self.placement % 3 {
+                0 => Rotation::Off,
+                1 => Rotation::Psum,
+                _ => Rotation::All,
+            },
+            dma_affinity: if self.placement & 4 != 0 {
+                DmaAffinity::On
+            } else {
+                DmaAffinity::Off
+            },
             ..Options::default()
         }
     }
@@ -654,6 +668,8 @@ mod tests {
             };
             case.optlevel = k as u8;
             case.preset = (k / 7) as u8;
+            // Every setting of the two placement switches.
+            case.placement = (k % 3) as u8 | (((k / 3) % 2) as u8) << 2;
             case.instructions %= 100;
             if let Ok(m) = generate(&case.params()) {
                 census.add(&Census::of(&m));
@@ -693,6 +709,7 @@ mod tests {
                 shape: [255; 9],
                 // No transpose either (it writes PSUM).
                 constructs: [255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 0, 255],
+                placement: 0,
             };
             assert_eq!(run_case(&case), CaseOutcome::Allocated, "seed {seed}");
         }
@@ -721,6 +738,7 @@ mod tests {
             pct: [1, 174, 190, 17, 144, 135, 41, 65, 59, 231, 110, 146],
             shape: [93, 19, 90, 154, 214, 249, 140, 101, 37],
             constructs: [106, 54, 223, 71, 57, 253, 168, 4, 216, 234, 225, 207],
+            placement: 0,
         };
         assert_eq!(run_case(&case), CaseOutcome::Allocated);
     }
