@@ -329,11 +329,13 @@ fn resource(d: &CostlyDep) -> String {
 /// (the JSON report has them all).
 const SUMMARY_COSTLY: usize = 3;
 
-/// The schedule model's lines of the summary.
 /// The SB rotation's rest-fit line: the rest length of the placement
 /// kept, how many of the placements tried fitted, and whether the work
 /// bound stopped them.
 fn rest_fit_line(rest: Option<u32>, tried: u32, fitted: u32, stopped: bool) -> String {
+    if tried == 0 {
+        return "        rest-fit: not tried (no placement loss, or no tile may move)\n".into();
+    }
     let kept = match rest {
         Some(u32::MAX) => "cells rest as long as room allows".to_string(),
         Some(g) => format!("cells rest {g}+ positions"),
@@ -347,6 +349,7 @@ fn rest_fit_line(rest: Option<u32>, tried: u32, fitted: u32, stopped: bool) -> S
     format!("        rest-fit: {kept} ({fitted} of {tried} placements fit{stopped})\n")
 }
 
+/// The schedule model's lines of the summary.
 fn schedule_lines(m: &Module, x: &ScheduleReport) -> String {
     let mut s = format!(
         "  model makespan {} cycles, {} with unlimited memory: placement loss {} ({:.1}%), {} wait{}{}\n",

@@ -43,7 +43,8 @@ use super::{cells, Cells};
 use crate::analysis::Interval;
 use crate::ir::{MemLoc, Module, Space};
 
-/// Why a placement did not finish (it was undone).
+/// Why a placement did not finish (see [`RestFit::place`] for what is
+/// left in place).
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub(super) enum Unplaced {
     /// This tile found no room within the limit.
@@ -160,7 +161,8 @@ impl RestFit {
 
     /// Starts a series of placements from the current one: it is the one
     /// [`Self::restore`] and [`Self::restore_start`] go back to, and no
-    /// tile is packed lowest yet (marks depend on the limit).
+    /// tile has given way yet (where tiles must give way depends on the
+    /// limit).
     pub(super) fn begin(&mut self, m: &Module) {
         self.start.clear();
         self.start
