@@ -171,6 +171,14 @@ pub(super) struct Cells {
     b1: u64,
 }
 
+impl Cells {
+    /// True when the two have a partition in common (their bytes may
+    /// meet there).
+    fn shares_partitions(self, other: Cells) -> bool {
+        self.p0 < other.p1 && other.p0 < self.p1
+    }
+}
+
 /// The pass's storage.
 #[derive(Clone, Debug, Default)]
 pub struct SbRotation {
@@ -493,7 +501,7 @@ impl SbRotation {
                 break;
             }
         }
-        self.keep_holds_that_merge(m, live);
+        self.keep_holds_that_merge(m, live, pairs);
         self.movable.iter().filter(|&&x| x).count() as u32
     }
 
@@ -503,7 +511,10 @@ impl SbRotation {
     /// placement must stay legal under the holds (it is where rest-fit's
     /// tiles go back to). Bounded: past [`HOLD_CHECKS`] tile visits no
     /// hold stays widened.
-    fn keep_holds_that_merge(&mut self, m: &Module, live: &MemLiveness) {
+    fn keep_holds_that_merge(&mut self, m: &Module, live: &MemLiveness, pairs: &[AffinityPair]) {
+        if pairs.is_empty() {
+            return;
+        }
         let widened = |h: &[Option<Interval>], t: MemLoc| h[t.index()] != live.interval(t);
         let sb = |t: MemLoc| m.mems().space[t] == Space::Sb && m.is_placed(t);
         let n = m
@@ -756,7 +767,7 @@ fn on_its_partitions(m: &Module, v: MemLoc) -> impl Iterator<Item = (MemLoc, Cel
         .keys()
         .filter(move |&w| w != v && m.mems().space[w] == Space::Sb && m.is_placed(w))
         .map(|w| (w, cells(m, w, m.mems().offset[w])))
-        .filter(move |(_, cw)| cw.p0 < me.p1 && me.p0 < cw.p1)
+        .filter(move |(_, cw)| cw.shares_partitions(me))
 }
 
 /// The cells of `v` with its bytes at `offset`.
@@ -772,7 +783,7 @@ pub(super) fn cells(m: &Module, v: MemLoc, offset: u64) -> Cells {
 
 /// True when two cell rectangles share a cell.
 fn meets(a: Cells, b: Cells) -> bool {
-    a.p0 < b.p1 && b.p0 < a.p1 && a.b0 < b.b1 && b.b0 < a.b1
+    a.shares_partitions(b) && a.b0 < b.b1 && b.b0 < a.b1
 }
 
 /// The end of the highest placed SB tile (bytes per partition).
@@ -823,21 +834,34 @@ mod tests {
     }
 
     fn rotate(m: &mut Module, opts: &SbRotationOptions) -> SbRotationReport {
+        rotate_over(m, None, opts)
+    }
+
+    /// [`rotate`] with the headroom over `plain_peak`.
+    fn rotate_over(
+        m: &mut Module,
+        plain_peak: Option<u64>,
+        opts: &SbRotationOptions,
+    ) -> SbRotationReport {
         let o = LinearOrder::of(m);
         let live = MemLiveness::of(m, &o);
         let mut r = SbRotation::new();
         r.reserve(&m.capacity(), opts);
-        r.run(m, &live, &[], None, opts)
+        r.run(m, &live, &[], plain_peak, opts)
     }
 
-    /// The pass reserved for `m`, its tiles marked movable, and the
-    /// liveness they were marked by.
-    fn marked(m: &Module, opts: &SbRotationOptions) -> (SbRotation, MemLiveness, u32) {
+    /// The pass reserved for `m`, its tiles marked movable (with the
+    /// coalescing candidates `pairs`), and the liveness they were marked by.
+    fn marked(
+        m: &Module,
+        pairs: &[AffinityPair],
+        opts: &SbRotationOptions,
+    ) -> (SbRotation, MemLiveness, u32) {
         let order = LinearOrder::of(m);
         let live = MemLiveness::of(m, &order);
         let mut rot = SbRotation::new();
         rot.reserve(&m.capacity(), opts);
-        let movable = rot.mark_movable(m, &live, &[]);
+        let movable = rot.mark_movable(m, &live, pairs);
         (rot, live, movable)
     }
 
@@ -947,10 +971,7 @@ mod tests {
         let opts = SbRotationOptions::default();
         for (plain, limit) in [(None, 1612), (Some(1536), 1612), (Some(1200), 1536)] {
             let mut m = shared_load(true);
-            let live = MemLiveness::of(&m, &LinearOrder::of(&m));
-            let mut r = SbRotation::new();
-            r.reserve(&m.capacity(), &opts);
-            let rep = r.run(&mut m, &live, &[], plain, &opts);
+            let rep = rotate_over(&mut m, plain, &opts);
             assert_eq!(rep.limit, limit, "plain peak {plain:?}");
             assert!(sb_peak(&m) <= limit);
         }
@@ -976,7 +997,7 @@ mod tests {
         for (x, off) in [(i1, 0), (o1, 0), (i2, 0), (o2, 512), (out, 1024)] {
             m.place(x, 0, off);
         }
-        let (rot, _, _) = marked(&m, &SbRotationOptions::default());
+        let (rot, _, _) = marked(&m, &[], &SbRotationOptions::default());
         let movable: Vec<bool> = [i1, o1, i2, o2].map(|x| rot.movable[x.index()]).into();
         assert_eq!(movable, [false, false, true, true]);
     }
@@ -1006,16 +1027,13 @@ mod tests {
                 m.place(x, 0, off);
             }
             assert_placed_legally("given", &m);
-            let opts = SbRotationOptions::default();
-            let live = MemLiveness::of(&m, &LinearOrder::of(&m));
-            let mut rot = SbRotation::new();
-            rot.reserve(&m.capacity(), &opts);
             let pair = AffinityPair {
                 first: a,
                 second: b,
                 nest: None,
             };
-            assert_eq!(rot.mark_movable(&m, &live, &[pair]), 1, "only `t` moves");
+            let (rot, live, movable) = marked(&m, &[pair], &SbRotationOptions::default());
+            assert_eq!(movable, 1, "only `t` moves");
             let (la, lb) = (live.interval(a).unwrap(), live.interval(b).unwrap());
             let hull = Interval {
                 start: la.start.min(lb.start),
@@ -1036,7 +1054,7 @@ mod tests {
         let b = m.mem_by_name("b").unwrap();
         m.place(b, 0, 8192);
         let opts = SbRotationOptions::default();
-        let (mut rot, live, _) = marked(&m, &opts);
+        let (mut rot, live, _) = marked(&m, &[], &opts);
         let high = rot.schedule.run(&m, &opts.schedule);
         assert_eq!(high.makespan, high.makespan_unlimited);
         rot.undo.push((b, 0));
@@ -1068,7 +1086,7 @@ mod tests {
         for (x, off) in [(w, 0), (r, 0), (t, 512), (p, 1024), (o, 1536)] {
             m.place(x, 0, off);
         }
-        let (rot, _, movable) = marked(&m, &SbRotationOptions::default());
+        let (rot, _, movable) = marked(&m, &[], &SbRotationOptions::default());
         assert_eq!(movable, 1);
         let movable: Vec<bool> = [w, r, t, p, o].map(|x| rot.movable[x.index()]).into();
         assert_eq!(movable, [false, false, true, false, false]);

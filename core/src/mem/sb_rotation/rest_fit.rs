@@ -351,7 +351,7 @@ impl RestFit {
         for &w in self.active.iter().chain(later).chain(&self.relying) {
             visited += 1;
             let cw = cells(m, w, m.mems().offset[w]);
-            if cw.p0 < me.p1 && me.p0 < cw.p1 {
+            if cw.shares_partitions(me) {
                 if self.busy.len() == self.busy.capacity() {
                     return Err(Unplaced::Work);
                 }
@@ -362,7 +362,7 @@ impl RestFit {
         self.busy.sort_unstable();
         self.ends.clear();
         for &(a, e) in &self.aged {
-            if a.p0 < me.p1 && me.p0 < a.p1 {
+            if a.shares_partitions(me) {
                 self.ends.push(e);
             }
         }
@@ -427,7 +427,7 @@ impl RestFit {
         let aged = self
             .aged
             .iter()
-            .filter(|&&(a, e)| a.p0 < me.p1 && me.p0 < a.p1 && i64::from(e) > since);
+            .filter(|&&(a, e)| a.shares_partitions(me) && i64::from(e) > since);
         let mut aged = aged.map(|&(a, _)| (a.b0, a.b1)).peekable();
         let mut busy = self.busy.iter().copied().peekable();
         let mut pos = 0u64;
