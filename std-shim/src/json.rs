@@ -231,7 +231,8 @@ pub struct JsonAp {
     pub reg: Option<JsonRegTerm>,
 }
 
-/// A loop term: `parts × iv` partitions and `bytes × iv` bytes.
+/// A loop term: `parts × k` partitions and `bytes × k` bytes, `k = iv` or
+/// `iv mod wrap`.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct JsonTerm {
@@ -240,10 +241,18 @@ pub struct JsonTerm {
     pub lp: String,
     /// Partitions per iteration.
     #[serde(default)]
-    pub parts: i32,
+    pub parts: i16,
     /// Bytes per iteration.
     #[serde(default)]
     pub bytes: i64,
+    /// 0 (absent): affine; `N ≥ 2`: the term moves by `iv mod N` (a tile
+    /// buffered `N` deep).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub wrap: u16,
+}
+
+fn is_zero(x: &u16) -> bool {
+    *x == 0
 }
 
 /// A register term: `scale × value(uses[use])` bytes, in the window.
@@ -428,6 +437,7 @@ fn inst_json(m: &Module, i: Inst) -> JsonInst {
                     lp: m.loop_name(t.lp).unwrap_or_default().into(),
                     parts: t.parts,
                     bytes: t.bytes,
+                    wrap: t.wrap,
                 })
                 .collect(),
             reg: s.ext.reg.map(|r| JsonRegTerm {
@@ -999,9 +1009,8 @@ fn ap(m: &Module, open: &[Loop], path: &str, j: &JsonAp) -> Result<ApSpec, JsonE
                 )
             })?;
         let term = IvTerm {
-            lp,
-            parts: t.parts,
-            bytes: t.bytes,
+            wrap: t.wrap,
+            ..IvTerm::affine(lp, t.parts, t.bytes)
         };
         if spec.ext.terms.try_push(term).is_err() {
             return Err(model(

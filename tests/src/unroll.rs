@@ -803,7 +803,7 @@ fn folded(m: &Module, i: Inst, iters: &Iters) -> Result<(Vec<ApSpec>, Vec<ApSpec
             let iv = iters
                 .iter()
                 .find(|&&(l, _)| l == t.lp)
-                .map(|&(_, iv)| iv as i64)
+                .map(|&(_, iv)| t.index(iv) as i64)
                 .ok_or(bad.clone())?;
             part += t.parts as i64 * iv;
             off += t.bytes * iv;

@@ -519,10 +519,17 @@ impl Gen {
         if !named.is_empty() && self.r.chance(30) {
             let lp = self.r.pick(&named);
             let span = s.elem_size as i64 * self.r.pick(&[1i64, 4, 16]);
+            let parts: i16 = if self.r.chance(20) { 1 } else { 0 };
+            let bytes = if self.r.chance(20) { -span } else { span };
+            // A wrapped term (a tile buffered 2 or 3 deep) now and then.
+            let wrap = if self.r.chance(15) {
+                self.r.pick(&[2u16, 3])
+            } else {
+                0
+            };
             ext.terms.push(IvTerm {
-                lp,
-                parts: if self.r.chance(20) { 1 } else { 0 },
-                bytes: if self.r.chance(20) { -span } else { span },
+                wrap,
+                ..IvTerm::affine(lp, parts, bytes)
             });
         }
         // A tensor_scalar with a column reads no register: a register

@@ -962,7 +962,7 @@ impl<'a> Parser<'a> {
                 ));
             };
             let limit = if parts {
-                i32::MAX as u64
+                i16::MAX as u64
             } else {
                 i64::MAX as u64
             };
@@ -970,6 +970,13 @@ impl<'a> Parser<'a> {
                 return Err(self.invalid(nt.start, format!("term stride {mag} is out of range")));
             }
             let v = if neg { -(mag as i64) } else { mag as i64 };
+            let wrap = self.wrap_suffix()?;
+            if ext.term(lp).is_some_and(|t| t.wrap != wrap) {
+                return Err(self.invalid(
+                    at,
+                    format!("loop `{name}` moves this pattern's partitions and bytes with different `mod`s"),
+                ));
+            }
             if ext.term(lp).is_some() && {
                 let t = ext.term(lp).copied();
                 t.is_some_and(|t| if parts { t.parts != 0 } else { t.bytes != 0 })
@@ -978,15 +985,18 @@ impl<'a> Parser<'a> {
             }
             if let Some(t) = ext.terms.iter_mut().find(|t| t.lp == lp) {
                 if parts {
-                    t.parts = v as i32;
+                    t.parts = v as i16;
                 } else {
                     t.bytes = v;
                 }
             } else {
                 let t = IvTerm {
-                    lp,
-                    parts: if parts { v as i32 } else { 0 },
-                    bytes: if parts { 0 } else { v },
+                    wrap,
+                    ..IvTerm::affine(
+                        lp,
+                        if parts { v as i16 } else { 0 },
+                        if parts { 0 } else { v },
+                    )
                 };
                 if ext.terms.try_push(t).is_err() {
                     return Err(self.err_at(
@@ -999,6 +1009,24 @@ impl<'a> Parser<'a> {
                 }
             }
         }
+    }
+
+    /// The optional ` mod N` after a term's loop variable (`N ≥ 2`: the
+    /// term wraps, see `tusk_core::ir::pattern`); 0 when absent.
+    fn wrap_suffix(&mut self) -> Result<u16> {
+        if !self.is_word("mod") {
+            return Ok(0);
+        }
+        self.bump()?;
+        let at = self.tok.start;
+        let n = self.int_in("a term's `mod`", 0, u16::MAX as u64)? as u16;
+        if n < 2 {
+            return Err(self.invalid(
+                at,
+                format!("`mod {n}`: a term wraps at 2 or more (slots used in turn)"),
+            ));
+        }
+        Ok(n)
     }
 
     /// `$r[*S] in LO:HI` (after its `+`): the register becomes a use of the
@@ -1320,10 +1348,10 @@ impl<'a> Parser<'a> {
                             },
                         )
                     })?;
+                    let wrap = self.wrap_suffix()?;
                     let _ = ext.terms.try_push(IvTerm {
-                        lp,
-                        parts: 0,
-                        bytes: ot.value as i64,
+                        wrap,
+                        ..IvTerm::affine(lp, 0, ot.value as i64)
                     });
                     offset = 0;
                 }

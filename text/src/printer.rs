@@ -334,7 +334,8 @@ pub fn ap_spec(m: &Module, a: Ap) -> ApSpec {
 }
 
 /// The loop terms of one part (partitions or bytes) of a pattern:
-/// ` +S*i` / ` -S*i` in the pattern's term order.
+/// ` +S*i` / ` -S*i` (` mod N` after a term that wraps) in the pattern's
+/// term order.
 fn print_terms(m: &Module, ext: &tusk_core::ir::ApExt, parts: bool, out: &mut String) {
     for t in &ext.terms {
         let v = if parts { t.parts as i64 } else { t.bytes };
@@ -352,6 +353,10 @@ fn print_terms(m: &Module, ext: &tusk_core::ir::ApExt, parts: bool, out: &mut St
                 out.push('l');
                 num(out, t.lp.index());
             }
+        }
+        if t.wraps() {
+            out.push_str(" mod ");
+            num(out, t.wrap);
         }
     }
 }

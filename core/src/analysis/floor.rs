@@ -398,11 +398,10 @@ mod tests {
         let lp = bl.begin_loop(4).unwrap();
         bl.module().set_loop_name(lp, "k").unwrap();
         let mut quarter = bl.slice(w, 0, 128, 0, 2048);
-        quarter.ext.terms.push(crate::ir::IvTerm {
-            lp,
-            parts: 0,
-            bytes: 2048,
-        });
+        quarter
+            .ext
+            .terms
+            .push(crate::ir::IvTerm::affine(lp, 0, 2048));
         bl.op(Opcode::Memset, core::slice::from_ref(&quarter), &[])
             .unwrap();
         let ins = [quarter.clone(), quarter];

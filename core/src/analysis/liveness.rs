@@ -442,7 +442,7 @@ fn covering_write(
         }
         let t = ext.terms.iter().find(|t| t.lp == l)?;
         let trip = m.loops().trip[l];
-        if t.parts != 0 || trip == crate::ir::UNKNOWN_TRIP || trip == 0 {
+        if t.parts != 0 || t.wraps() || trip == crate::ir::UNKNOWN_TRIP || trip == 0 {
             return None;
         }
         strides.push((t.bytes, trip));
@@ -517,7 +517,9 @@ fn covering_write(
             if t.parts != 0 || trip == crate::ir::UNKNOWN_TRIP || !nested_in(m, t.lp, w_loop) {
                 return false;
             }
-            let reach = t.bytes.saturating_mul(trip.saturating_sub(1) as i64);
+            let reach = t
+                .bytes
+                .saturating_mul(t.indices(trip).saturating_sub(1) as i64);
             lo += reach.min(0);
             hi += reach.max(0);
         }

@@ -403,7 +403,7 @@ impl Schedule {
         let be = base(m, a);
         let (mut dp, mut db) = (0i64, 0i64);
         for t in &m.ap_ext(a).terms {
-            let iv = self.iv.get(t.lp.index()).copied().unwrap_or(0) as i64;
+            let iv = t.index(self.iv.get(t.lp.index()).copied().unwrap_or(0)) as i64;
             dp = dp.saturating_add((t.parts as i64).saturating_mul(iv));
             db = db.saturating_add(t.bytes.saturating_mul(iv));
         }

@@ -657,11 +657,7 @@ struct Motion {
 
 /// A view that does not move.
 const STILL: Motion = Motion {
-    terms: [IvTerm {
-        lp: Loop::INVALID,
-        parts: 0,
-        bytes: 0,
-    }; MAX_GEN_DEPTH as usize],
+    terms: [IvTerm::affine(Loop::INVALID, 0, 0); MAX_GEN_DEPTH as usize],
     n_terms: 0,
     reg: None,
     pstep: None,
@@ -672,11 +668,7 @@ impl Motion {
     /// its own rows of a tile that stacks one slice per iteration.
     fn rows_per_iteration(lp: Loop, parts: u16) -> Motion {
         let mut motion = STILL;
-        motion.terms[0] = IvTerm {
-            lp,
-            parts: parts as i32,
-            bytes: 0,
-        };
+        motion.terms[0] = IvTerm::affine(lp, parts as i16, 0);
         motion.n_terms = 1;
         motion
     }
@@ -782,11 +774,7 @@ fn slots(loops: &[(Loop, u32)], piece: u32, copies: u32, cap: u64) -> (Motion, u
         {
             break;
         }
-        m.terms[m.n_terms as usize] = IvTerm {
-            lp,
-            parts: 0,
-            bytes: (t * piece as u64) as i64,
-        };
+        m.terms[m.n_terms as usize] = IvTerm::affine(lp, 0, (t * piece as u64) as i64);
         m.n_terms += 1;
         t = next;
     }

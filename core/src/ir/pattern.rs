@@ -6,10 +6,15 @@
 //! registers, so a pattern may carry an [`ApExt`]:
 //!
 //! - **Loop terms** ([`IvTerm`]): the pattern's first partition moves by
-//!   `parts × iv` and its byte offset by `bytes × iv` for the induction
+//!   `parts × k` and its byte offset by `bytes × k` for the induction
 //!   variable `iv = 0, 1, …, trip − 1` of an enclosing loop with a known
-//!   trip count. Exact: every iteration's cells are computable, and every
-//!   analysis evaluates them per iteration or in closed form.
+//!   trip count, where `k = iv` (affine) or, for a term that wraps,
+//!   `k = iv mod wrap` (the slot of a tile buffered `wrap` deep: iteration
+//!   `iv` uses slot `iv mod wrap`, so the next iteration's writer does not
+//!   wait for this one's readers). Exact: every iteration's cells are
+//!   computable, and every analysis evaluates them per iteration
+//!   ([`IvTerm::index`]) or in closed form over the distinct indices
+//!   ([`IvTerm::indices`]).
 //! - **A register term** ([`RegTerm`]): the byte offset moves by
 //!   `scale × value(reg)`, where `reg` is one of the instruction's used
 //!   registers, and the pattern declares the *window* — the bytes of each
@@ -36,17 +41,63 @@ use super::types::Space;
 /// tile index needs one term per loop it moves with).
 pub const MAX_IV_TERMS: usize = 8;
 
-/// `parts × iv` partitions and `bytes × iv` bytes added per iteration of
-/// `lp`.
+/// `parts × k` partitions and `bytes × k` bytes added at iteration `iv` of
+/// `lp`, where `k` is [`IvTerm::index`]: `iv`, or `iv mod wrap` for a term
+/// that wraps.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct IvTerm {
     /// The loop whose induction variable moves the pattern.
     pub lp: Loop,
-    /// Partitions per iteration (on-chip and default-pitch DRAM patterns).
-    pub parts: i32,
+    /// Partitions per iteration (on-chip and default-pitch DRAM patterns;
+    /// `i16` keeps the term at 16 bytes: a pattern holds eight).
+    pub parts: i16,
+    /// 0: the term is affine (`k = iv`); `N ≥ 2`: it wraps (`k = iv mod
+    /// N`, slot `k` of `N` used in turn). 1 is refused
+    /// ([`PatternError::BadWrap`]): it would never move.
+    pub wrap: u16,
     /// Bytes per iteration.
     pub bytes: i64,
+}
+
+// Eight terms per pattern, each pattern extension in the module's pool:
+// the term's size is the pool's.
+const _: () = assert!(core::mem::size_of::<IvTerm>() == 16);
+
+impl IvTerm {
+    /// An affine term: `parts × iv` partitions, `bytes × iv` bytes.
+    pub const fn affine(lp: Loop, parts: i16, bytes: i64) -> IvTerm {
+        IvTerm {
+            lp,
+            parts,
+            bytes,
+            wrap: 0,
+        }
+    }
+
+    /// True when the term wraps (`iv mod wrap`).
+    pub const fn wraps(&self) -> bool {
+        self.wrap != 0
+    }
+
+    /// The multiplier `k` of iteration `iv`: `iv`, or `iv mod wrap`.
+    pub const fn index(&self, iv: u32) -> u32 {
+        if self.wrap >= 2 {
+            iv % self.wrap as u32
+        } else {
+            iv
+        }
+    }
+
+    /// How many distinct multipliers `trip` iterations take: `k` runs over
+    /// `0..indices(trip)`.
+    pub const fn indices(&self, trip: u32) -> u32 {
+        if self.wrap >= 2 && (self.wrap as u32) < trip {
+            self.wrap as u32
+        } else {
+            trip
+        }
+    }
 }
 
 /// `scale × value($reg)` bytes added to the offset, every access inside
@@ -157,6 +208,8 @@ pub enum PatternError {
     BadWindow,
     /// A partition broadcast on a DRAM pattern or on an output.
     BadStep,
+    /// A loop term wraps at 1 (`iv mod 1` never moves: write no term).
+    BadWrap,
     /// Some iteration touches cells outside the location.
     Outside {
         /// The extent over all iterations.
@@ -178,6 +231,7 @@ impl core::fmt::Display for PatternError {
                 f.write_str("moves with a loop that does not enclose the instruction")
             }
             PatternError::NoSuchUse => f.write_str("names a register the instruction does not use"),
+            PatternError::BadWrap => f.write_str("has a loop term that wraps at 1 (`%1`)"),
             PatternError::BadWindow => {
                 f.write_str("has a register window that is empty or outside its location")
             }
@@ -247,6 +301,7 @@ pub fn extent(m: &Module, plain: PlainFields<'_>, ext: &ApExt) -> Extent {
     for t in &ext.terms {
         let trip = m.loops().trip.get(t.lp).copied().unwrap_or(1);
         let trip = if trip == UNKNOWN_TRIP { 1 } else { trip };
+        let trip = t.indices(trip);
         let (bl, bh) = term_range(t.bytes, trip);
         b0 = b0.saturating_add(bl);
         b1 = b1.saturating_add(bh);
@@ -306,6 +361,9 @@ pub fn check(
         if ext.terms.iter().take(k).any(|u| u.lp == t.lp) {
             return Err(PatternError::DuplicateLoop);
         }
+        if t.wrap == 1 {
+            return Err(PatternError::BadWrap);
+        }
         match m.loops().trip.get(t.lp) {
             Some(&trip) if trip != UNKNOWN_TRIP => {}
             Some(_) => return Err(PatternError::UnknownTrip),
@@ -360,5 +418,19 @@ mod tests {
         assert_eq!(term_range(1024, 4), (0, 3072));
         assert_eq!(term_range(-128, 3), (-256, 0));
         assert_eq!(term_range(7, 1), (0, 0));
+    }
+
+    #[test]
+    fn a_wrapped_term_cycles_through_its_slots() {
+        let t = IvTerm {
+            wrap: 3,
+            ..IvTerm::affine(Loop::new(0), 0, 512)
+        };
+        let ks: [u32; 7] = core::array::from_fn(|iv| t.index(iv as u32));
+        assert_eq!(ks, [0, 1, 2, 0, 1, 2, 0]);
+        assert_eq!(t.indices(8), 3);
+        assert_eq!(t.indices(2), 2);
+        let a = IvTerm::affine(Loop::new(0), 0, 512);
+        assert_eq!((a.index(7), a.indices(8)), (7, 8));
     }
 }

@@ -127,11 +127,7 @@ pub struct SliceTerms {
 }
 
 impl SliceTerms {
-    const NONE: IvTerm = IvTerm {
-        lp: Loop::INVALID,
-        parts: 0,
-        bytes: 0,
-    };
+    const NONE: IvTerm = IvTerm::affine(Loop::INVALID, 0, 0);
 
     /// No term: a slice that does not move.
     pub const fn empty() -> Self {
@@ -777,7 +773,9 @@ pub fn slice_split(cx: SpillView<'_>, v: MemLoc, l: Loop) -> Option<SliceSplit> 
         let i = order.inst_at(p);
         for a in m.all_aps(i).filter(|&a| m.aps().loc[a] == v) {
             let ext = m.ap_ext(a);
-            if ext.reg.is_some() {
+            // A slice moves with its loops' affine terms; one that wraps
+            // (a buffered tile) would need its slots in the copy too.
+            if ext.reg.is_some() || ext.terms.iter().any(|t| t.wraps()) {
                 return None;
             }
             let mut own = SliceTerms::empty();
@@ -1126,7 +1124,11 @@ pub fn tiling_nest(m: &Module, order: &LinearOrder, v: MemLoc, pos: u32) -> Opti
         return None;
     };
     let ext = m.ap_ext(o);
-    if ext.reg.is_some() || ext.pstep.is_some() || ext.terms.is_empty() || !m.is_contiguous(o) {
+    let wraps = ext.terms.iter().any(|t| t.wraps());
+    if ext.reg.is_some() || ext.pstep.is_some() || ext.terms.is_empty() || wraps {
+        return None;
+    }
+    if !m.is_contiguous(o) {
         return None;
     }
     let mut outer = Loop::INVALID;

@@ -76,7 +76,7 @@ pub(super) fn outside(m: &Module, i: Inst, a: Ap) -> Option<Reach> {
                 })
             }
         };
-        let k = (trip - 1) as i64;
+        let k = (t.indices(trip) - 1) as i64;
         let (db, dp) = (
             t.bytes.saturating_mul(k),
             (t.parts as i64).saturating_mul(k),

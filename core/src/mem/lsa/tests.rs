@@ -340,11 +340,10 @@ fn a_reload_copy_written_by_a_strip_loop_is_stored_per_strip() {
     let strips = b.begin_loop(2).unwrap();
     b.module().set_loop_name(strips, "i").unwrap();
     let mut strip = b.slice(a, 0, 128, 50, 75);
-    strip.ext.terms.push(crate::ir::IvTerm {
-        lp: strips,
-        parts: 0,
-        bytes: 25,
-    });
+    strip
+        .ext
+        .terms
+        .push(crate::ir::IvTerm::affine(strips, 0, 25));
     b.op(Opcode::Memset, &[strip], &[]).unwrap();
     b.end_loop().unwrap();
     loads(&mut b, &[(d, xd)]);

@@ -224,7 +224,7 @@ pub(super) fn ap_rect(
     // The static start, moved by this execution's loop terms.
     let (mut q0, mut base) = (m.aps().part_start[ap] as i64, m.aps().offset[ap] as i64);
     for t in &ext.terms {
-        let k = iv(t.lp).ok_or(bad)? as i64;
+        let k = t.index(iv(t.lp).ok_or(bad)?) as i64;
         q0 = q0.saturating_add((t.parts as i64).saturating_mul(k));
         base = base.saturating_add(t.bytes.saturating_mul(k));
     }
