@@ -291,6 +291,7 @@ pub fn summary(file: &str, m: &Module, r: &RunReport) -> String {
             x.rest_fitted,
             x.rest_stopped,
         ));
+        s.push_str(&buffering_line(x));
         if let Some(p) = &x.probe {
             s.push_str(&format!(
                 "        the rest of the loss: a peak of {} B would take the makespan to {} cycles ({} more move{})\n",
@@ -347,6 +348,39 @@ fn rest_fit_line(rest: Option<u32>, tried: u32, fitted: u32, stopped: bool) -> S
         ""
     };
     format!("        rest-fit: {kept} ({fitted} of {tried} placements fit{stopped})\n")
+}
+
+/// The SB rotation's multi-buffering line: how many tiles rewritten in
+/// every iteration of a loop could take slots, how many did and how
+/// deep, the model runs that priced them, and whether the search for room
+/// stopped at its bound.
+fn buffering_line(x: &SbRotationReport) -> String {
+    if x.buffer_candidates == 0 {
+        return "        slots: no tile rewritten in every iteration of a loop may take them\n"
+            .into();
+    }
+    let plural = |n: u32| if n == 1 { "" } else { "s" };
+    let stopped = if x.buffer_stopped {
+        ", stopped at its work bound"
+    } else {
+        ""
+    };
+    let runs = format!(
+        "{} model run{}{stopped}",
+        x.buffer_tried,
+        plural(x.buffer_tried)
+    );
+    if x.buffered == 0 {
+        return format!(
+            "        slots: none given ({} candidate{}, {runs}: no depth paid for its memory)\n",
+            x.buffer_candidates,
+            plural(x.buffer_candidates),
+        );
+    }
+    format!(
+        "        slots: {} of {} loop tiles take up to {} slots in turn ({runs}; paid for by the makespan, within the usable SB)\n",
+        x.buffered, x.buffer_candidates, x.slots
+    )
 }
 
 /// The schedule model's lines of the summary.
@@ -518,6 +552,11 @@ fn sb_rotation_json(x: &SbRotationReport) -> Value {
         "rest_tried": x.rest_tried,
         "rest_fitted": x.rest_fitted,
         "rest_stopped": x.rest_stopped,
+        "buffer_candidates": x.buffer_candidates,
+        "buffer_tried": x.buffer_tried,
+        "buffered": x.buffered,
+        "slots": x.slots,
+        "buffer_stopped": x.buffer_stopped,
         "probe": x.probe.as_ref().map(|p| json!({
             "peak": p.peak,
             "makespan": p.makespan,

@@ -97,6 +97,24 @@ fn allocate(input: &Module, optlevel: u8) -> Module {
     m
 }
 
+/// The allocated module of optlevel 2 with `--rotation all` (tiles moved,
+/// loop tiles given slots used in turn), checks off.
+fn allocate_rotated(input: &Module) -> Module {
+    let mut m = input.clone();
+    let opts = tusk_core::Options {
+        optlevel: 2,
+        rotation: tusk_core::options::Rotation::All,
+        ..tusk_core::Options::default()
+    }
+    .normalize()
+    .unwrap();
+    let mut ws = tusk_core::Workspace::new();
+    ws.reserve(&mut m, &opts, tusk_core::Checks::None)
+        .run(&mut Ticks::per_read(1000))
+        .unwrap_or_else(|e| panic!("--rotation all: {}", e.display(input)));
+    m
+}
+
 /// The patterns of DMAs on their DRAM side: (instruction, operand index).
 fn dram_sides(m: &Module) -> Vec<(Inst, usize)> {
     let mut v = Vec::new();
@@ -249,6 +267,8 @@ struct Tally {
     legality_gaps: Vec<String>,
     bound_gaps: Vec<String>,
     failures: Vec<String>,
+    /// Modules where `--rotation all` gave a loop tile slots used in turn.
+    buffered: u32,
 }
 
 fn compare(name: &str, input: &Module, optlevels: &[u8], t: &mut Tally) {
@@ -289,6 +309,16 @@ fn compare(name: &str, input: &Module, optlevels: &[u8], t: &mut Tally) {
         }
         cases.push((format!("optlevel {o} allocated"), allocated));
     }
+    let rotated = allocate_rotated(input);
+    let wraps = (0..rotated.num_aps()).any(|k| {
+        let e = rotated.ap_ext(tusk_core::ir::Ap::new(k));
+        e.terms.iter().any(|t| t.wraps())
+    });
+    t.buffered += u32::from(wraps);
+    for (what, c) in corruptions(&rotated) {
+        cases.push((format!("rotation all {what}"), c));
+    }
+    cases.push(("rotation all allocated".into(), rotated));
     for (what, rw) in cases {
         let rflat = match unroller.unroll(&rw) {
             Ok(m) => m,
@@ -335,13 +365,15 @@ fn sweep(seeds: u64, instructions: usize, trip_max: u32, optlevels: &[u8]) -> Ta
     }
     println!(
         "{} modules compared ({} verdict pairs: {} not clean, {} not legal, {} corruptions \
-         harmless in both forms), {} skipped above the cap of {MAX_UNROLLED_INSTS} instructions",
+         harmless in both forms), {} skipped above the cap of {MAX_UNROLLED_INSTS} instructions; \
+         {} with loop tiles in slots (--rotation all)",
         t.modules,
         t.verdicts,
         t.not_clean,
         t.illegal,
         t.harmless,
-        t.skipped.len()
+        t.skipped.len(),
+        t.buffered
     );
     for s in &t.skipped {
         println!("skipped: {s}");

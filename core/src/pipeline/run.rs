@@ -724,9 +724,13 @@ impl Workspace {
                     dmas = dmas.max(DmaWorkspace::candidate_bound(m, *s, inserted));
                     DmaWorkspace::headroom_in(m, *s, core::mem::take(&mut spill_insts))
                 }
-                Pass::CheckInPlace | Pass::ColoringReg | Pass::RotationPsum | Pass::RotationSb => {
-                    Capacity::default()
-                }
+                // Multi-buffering adds a loop term to each pattern of a
+                // tile it gives slots.
+                Pass::RotationSb => Capacity {
+                    ap_exts: crate::mem::sb_rotation::multi_buffer::ext_headroom(m),
+                    ..Capacity::default()
+                },
+                Pass::CheckInPlace | Pass::ColoringReg | Pass::RotationPsum => Capacity::default(),
             };
             new_dram = new_dram.saturating_add(match p {
                 Pass::LinearScan if beside => {
@@ -1608,9 +1612,8 @@ fn run_from<'a>(
                 if !fresh {
                     ws.order.compute(m);
                     ws.live.compute(m, &ws.order);
-                    fresh = true;
                 }
-                // Placement only: the analyses stay fresh.
+                // Placement only, unless tiles were given slots.
                 let o = SbRotationOptions::default();
                 let pairs = ws.coloring.affinity_pairs();
                 // The headroom is over the plain placement's peak: joined
@@ -1618,7 +1621,9 @@ fn run_from<'a>(
                 let plain = report.coloring[Space::Sb.slot()]
                     .and_then(|c| c.affinity)
                     .map(|a| a.plain_peak);
-                let r = ws.sb_rotation.run(m, &ws.live, pairs, plain, &o);
+                let r = ws.sb_rotation.run(m, &ws.live, &ws.order, pairs, plain, &o);
+                // Tiles given slots changed size and patterns.
+                fresh = r.buffered == 0;
                 report.sb_rotation = Some(r);
             }
             Pass::CheckInPlace => {

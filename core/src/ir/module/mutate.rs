@@ -53,6 +53,22 @@ impl Module {
         Ok(())
     }
 
+    /// Sets the bytes per partition of an on-chip location: a rewrite that
+    /// gives a tile room for slots used in turn. Refused on DRAM (a DRAM
+    /// location's row is its patterns' default partition pitch, so its
+    /// size is part of what they address) and for 0. The caller
+    /// guarantees that every pattern of the location stays inside (the
+    /// verifier checks).
+    pub fn set_mem_bytes(&mut self, m: MemLoc, bytes: u32) -> Result<(), IrError> {
+        if bytes == 0 || self.mems.space[m] == Space::Dram {
+            return Err(IrError::BadOperand {
+                what: "a size of 0 bytes, or a new size for a DRAM location",
+            });
+        }
+        self.mems.bytes[m] = bytes;
+        Ok(())
+    }
+
     /// Places a location (no checks: the verifier judges placements).
     pub fn place(&mut self, m: MemLoc, base_partition: u16, offset: u64) {
         self.mems.base_partition[m] = base_partition;
@@ -189,8 +205,13 @@ impl Module {
                 self.aps.ext[a] = (self.ap_ext.len() - 1) as u32;
             }
             (x, true) => {
-                // The pool slot stays (unreferenced): ids are never reused.
-                let _ = x;
+                // The pool slot stays (unreferenced: ids are never reused),
+                // unless it is the last one: a rewrite undone in the order
+                // it was made (a trial taken back) then leaves the pool as
+                // it found it.
+                if x as usize + 1 == self.ap_ext.len() {
+                    self.ap_ext.pop();
+                }
                 self.aps.ext[a] = NO_EXT;
             }
             (x, false) => {

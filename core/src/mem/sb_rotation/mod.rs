@@ -70,15 +70,17 @@
 //! of model runs (`max_trials` and `max_executions` bound the moves, one
 //! run per rest length), and rest-fit's work bound ([`REST_WORK`]).
 
+pub(crate) mod multi_buffer;
 mod rest_fit;
 
 use alloc::vec::Vec;
 use arrayvec::ArrayVec;
 
 use crate::analysis::schedule::{Schedule, ScheduleOptions, ScheduleReport};
-use crate::analysis::{Interval, MemLiveness};
+use crate::analysis::{Interval, LinearOrder, MemLiveness};
 use crate::dma::affinity::AffinityPair;
 use crate::ir::{Capacity, InstFlags, MemFlags, MemLoc, Module, Space};
+use multi_buffer::{Candidate, Given};
 use rest_fit::{RestFit, Unplaced};
 
 /// The pass's limits.
@@ -97,6 +99,9 @@ pub struct SbRotationOptions {
     pub max_executions: u64,
     /// The model's limits for each run.
     pub schedule: ScheduleOptions,
+    /// The most slots a loop tile may get ([`multi_buffer`]; below 2: no
+    /// multi-buffering).
+    pub max_slots: u32,
 }
 
 impl Default for SbRotationOptions {
@@ -111,6 +116,8 @@ impl Default for SbRotationOptions {
             // thousand executions per walk leave the trial cap binding.
             max_executions: 16 << 16,
             schedule: ScheduleOptions::default(),
+            // The deepest rung of the slot ladder.
+            max_slots: multi_buffer::SLOT_LADDER[multi_buffer::SLOT_LADDER.len() - 1] as u32,
         }
     }
 }
@@ -160,6 +167,19 @@ pub struct SbRotationReport {
     /// When moves past the limit (up to the usable SB) shortened the
     /// makespan further: what they needed and gave.
     pub probe: Option<SbProbe>,
+    /// Tiles rewritten in every iteration of a loop that could take slots
+    /// used in turn (`mem::sb_rotation::multi_buffer`).
+    pub buffer_candidates: u32,
+    /// Model runs that priced slots.
+    pub buffer_tried: u32,
+    /// Tiles given slots.
+    pub buffered: u32,
+    /// The depth kept (0: none; a tile gets fewer where only fewer fit).
+    pub slots: u32,
+    /// True when the search for clear cells stopped at its work bound
+    /// (`multi_buffer::SLOT_WORK`) or the reserved pattern extensions
+    /// ran out, before every candidate was tried.
+    pub buffer_stopped: bool,
 }
 
 /// A location's cells: partitions `p0..p1`, bytes `b0..b1` of each.
@@ -198,6 +218,14 @@ pub struct SbRotation {
     undo: Vec<(MemLoc, u64)>,
     /// Candidate starts of [`Self::settle`].
     starts: Vec<u64>,
+    /// Tiles that may get slots ([`multi_buffer`]), and those given slots
+    /// with what they were.
+    candidates: Vec<Candidate>,
+    given: Vec<Given>,
+    /// What is left of the current [`multi_buffer::SLOT_WORK`], and
+    /// whether it ran out.
+    slot_work: u64,
+    slot_stopped: bool,
     rest: RestFit,
     schedule: Schedule,
 }
@@ -212,7 +240,7 @@ impl SbRotation {
     /// Heap bytes reserved.
     pub fn heap_bytes(&self) -> u64 {
         crate::heap_bytes!(self.movable, self.relies, self.hold, self.busy, self.undo)
-            + crate::heap_bytes!(self.starts)
+            + crate::heap_bytes!(self.starts, self.candidates, self.given)
             + self.rest.heap_bytes()
             + self.schedule.heap_bytes()
     }
@@ -227,16 +255,39 @@ impl SbRotation {
         grow(&mut self.busy, cap.mems);
         grow(&mut self.starts, cap.mems + 1);
         grow(&mut self.undo, opts.max_trials as usize);
+        grow(&mut self.candidates, cap.mems);
+        grow(&mut self.given, cap.mems);
         self.rest.reserve(cap.mems);
         self.schedule.reserve(cap, opts.schedule.window);
     }
 
-    /// Rotates the SB tiles of `m`; `live` must describe `m`; the tiles of
-    /// the coalescing candidates `pairs` that abut stay. The headroom is
-    /// over `plain_peak` when given (the SB peak before the colorer joined
-    /// coalescing chains, which spent part of the same headroom), else over
-    /// the peak as it is; the limit is never below the peak as it is.
+    /// Rotates the SB tiles of `m`, then gives slots to the tiles rewritten
+    /// in every iteration of a loop ([`multi_buffer`]); `live` and `order`
+    /// must describe `m` (after the pass they do not when
+    /// [`SbRotationReport::buffered`] is not 0: the tiles given slots
+    /// changed size and patterns). The tiles of the coalescing candidates
+    /// `pairs` that abut stay. The headroom is over `plain_peak` when given
+    /// (the SB peak before the colorer joined coalescing chains, which
+    /// spent part of the same headroom), else over the peak as it is; the
+    /// limit is never below the peak as it is.
     pub fn run(
+        &mut self,
+        m: &mut Module,
+        live: &MemLiveness,
+        order: &LinearOrder,
+        pairs: &[AffinityPair],
+        plain_peak: Option<u64>,
+        opts: &SbRotationOptions,
+    ) -> SbRotationReport {
+        let mut rep = self.move_tiles(m, live, pairs, plain_peak, opts);
+        if rep.movable > 0 && opts.max_slots >= 2 {
+            self.buffer(m, live, order, opts, &mut rep);
+        }
+        rep
+    }
+
+    /// The moves of [`Self::run`]: rest-fit, single moves and the probe.
+    fn move_tiles(
         &mut self,
         m: &mut Module,
         live: &MemLiveness,
@@ -658,9 +709,14 @@ impl SbRotation {
     /// `v` is not live or they do not fit the reserved storage (a range
     /// left out could make a move illegal, so `v` stays).
     fn collect_busy(&mut self, m: &Module, live: &MemLiveness, v: MemLoc, partner: MemLoc) -> bool {
-        let Some(iv) = live.interval(v) else {
-            return false;
-        };
+        match live.interval(v) {
+            Some(iv) => self.collect_busy_over(m, v, iv, partner),
+            None => false,
+        }
+    }
+
+    /// [`Self::collect_busy`] for `v` held over `iv`.
+    fn collect_busy_over(&mut self, m: &Module, v: MemLoc, iv: Interval, partner: MemLoc) -> bool {
         self.busy.clear();
         for (w, cw) in on_its_partitions(m, v) {
             let with = |x: Option<Interval>| x.is_some_and(|x| x.overlaps(iv));
@@ -847,7 +903,7 @@ mod tests {
         let live = MemLiveness::of(m, &o);
         let mut r = SbRotation::new();
         r.reserve(&m.capacity(), opts);
-        r.run(m, &live, &[], plain_peak, opts)
+        r.run(m, &live, &o, &[], plain_peak, opts)
     }
 
     /// The pass reserved for `m`, its tiles marked movable (with the
