@@ -377,8 +377,13 @@ fn buffering_line(x: &SbRotationReport) -> String {
             plural(x.buffer_candidates),
         );
     }
+    let psum = if x.psum_buffered > 0 {
+        format!(", {} in PSUM at a bank per slot", x.psum_buffered)
+    } else {
+        String::new()
+    };
     format!(
-        "        slots: {} of {} loop tiles take up to {} slots in turn ({runs}; paid for by the makespan, within the usable SB)\n",
+        "        slots: {} of {} loop tiles take up to {} slots in turn{psum} ({runs}; paid for by the makespan, within the usable memory)\n",
         x.buffered, x.buffer_candidates, x.slots
     )
 }
@@ -555,6 +560,7 @@ fn sb_rotation_json(x: &SbRotationReport) -> Value {
         "buffer_candidates": x.buffer_candidates,
         "buffer_tried": x.buffer_tried,
         "buffered": x.buffered,
+        "psum_buffered": x.psum_buffered,
         "slots": x.slots,
         "buffer_stopped": x.buffer_stopped,
         "probe": x.probe.as_ref().map(|p| json!({

@@ -22,7 +22,11 @@
 //!   the last, where the loop form (rightly) keeps it live over one
 //!   iteration: the copies make the two forms the same allocation problem.
 //!   Everything else — module inputs and outputs, tiles carried from one
-//!   iteration to the next or read after the loop, DRAM — keeps its name;
+//!   iteration to the next or read after the loop, DRAM — keeps its name.
+//!   A copy of a location buffered in slots of that loop
+//!   ([`tusk_core::ir::Module::slots`]) is the slot its iteration uses
+//!   (placed there, one slot wide, its patterns rebased onto it), as the
+//!   loop form's rules read each slot as a tensor of its own;
 //! - every instruction's opcode, sub-operation, engine, queue, flags,
 //!   immediate, registers and patterns; iteration `iv` of a loop of known
 //!   trip count adds `parts × iv` to a pattern's first partition and
@@ -138,8 +142,10 @@ struct Plan {
     /// Copies per destination block, in block order (indices into `copies`).
     by_block: Vec<Vec<usize>>,
     /// The private copy of a location in a group of iterations (see
-    /// [`Plan::privatize`]): `(location, group)` to the copy.
-    mem_copy: HashMap<(u32, usize), MemLoc>,
+    /// [`Plan::privatize`]): `(location, group)` to the copy and the bytes
+    /// the copy starts after the location (a slot of a location buffered
+    /// in slots; else 0).
+    mem_copy: HashMap<(u32, usize), (MemLoc, u64)>,
     /// The same for registers.
     reg_copy: HashMap<(u32, usize), Reg>,
     /// Per copy: its group for each loop a location or register is
@@ -190,7 +196,7 @@ impl Plan {
         dst.limits = src.limits;
         dst.limits.instructions = dst.limits.instructions.max(n as u32 + 1);
         for v in src.mems().space.keys() {
-            copy_mem(&mut dst, src, v, src.mem_name(v))?;
+            copy_mem(&mut dst, src, v, src.mem_name(v), None)?;
         }
         for r in src.regs().lanes.keys() {
             copy_reg(&mut dst, src, r, src.reg_name(r))?;
@@ -538,8 +544,22 @@ impl Plan {
                         while self.dst.mem_by_name(&name).is_some() {
                             name.push('_');
                         }
-                        let w = copy_mem(&mut self.dst, src, v, &name)?;
-                        self.mem_copy.insert((v.index() as u32, *g), w);
+                        // A location buffered in slots of this loop: the
+                        // copy is the iteration's slot, so each copy is
+                        // what one iteration uses (and, in PSUM, one
+                        // tensor of the bank rule, as in the loop form).
+                        let slot = src.slots(v).filter(|s| s.lp == lp).map(|s| {
+                            let iv = prefix.last().map_or(0, |&(_, iv)| iv);
+                            (s.stride * (iv % s.count as u32) as u64, s.width)
+                        });
+                        let w = copy_mem(&mut self.dst, src, v, &name, slot)?;
+                        if let Some((_, width)) = slot {
+                            // The original is no longer accessed: it keeps
+                            // the first slot, as the copies each keep one.
+                            self.dst.set_mem_bytes(v, width as u32)?;
+                        }
+                        let shift = slot.map_or(0, |(at, _)| at);
+                        self.mem_copy.insert((v.index() as u32, *g), (w, shift));
                     }
                     Item::Reg(r) => {
                         let r = Reg::new(r as usize);
@@ -556,12 +576,13 @@ impl Plan {
         Ok(())
     }
 
-    /// The location copy `k` accesses for `v`.
-    fn mem_of(&self, k: usize, v: MemLoc) -> MemLoc {
+    /// The location copy `k` accesses for `v`, and the bytes to take off
+    /// its patterns' offsets (the copy's start in `v`).
+    fn mem_of(&self, k: usize, v: MemLoc) -> (MemLoc, u64) {
         self.groups[k]
             .iter()
             .find_map(|&(_, g)| self.mem_copy.get(&(v.index() as u32, g)).copied())
-            .unwrap_or(v)
+            .unwrap_or((v, 0))
     }
 
     /// The register copy `k` accesses for `r`.
@@ -574,19 +595,26 @@ impl Plan {
 }
 
 /// Declares location `v` of `src` in `dst` as `name`, with its shape, type,
-/// alignment, flags and placement.
-fn copy_mem(dst: &mut Module, src: &Module, v: MemLoc, name: &str) -> Result<MemLoc, UnrollError> {
-    let w = dst.add_mem(
-        name,
-        src.mems().space[v],
-        src.mems().partitions[v],
-        src.mems().bytes[v],
-    )?;
+/// alignment, flags and placement; with `slot = (start, width)`, only
+/// bytes `[start, start + width)` of it.
+fn copy_mem(
+    dst: &mut Module,
+    src: &Module,
+    v: MemLoc,
+    name: &str,
+    slot: Option<(u64, u64)>,
+) -> Result<MemLoc, UnrollError> {
+    let (start, bytes) = slot.map_or((0, src.mems().bytes[v]), |(s, w)| (s, w as u32));
+    let w = dst.add_mem(name, src.mems().space[v], src.mems().partitions[v], bytes)?;
     dst.set_dtype(w, src.mems().dtype[v])?;
     dst.set_align(w, src.mems().align[v])?;
     dst.set_mem_flags(w, src.mems().flags[v]);
     if src.is_placed(v) {
-        dst.place(w, src.mems().base_partition[v], src.mems().offset[v]);
+        dst.place(
+            w,
+            src.mems().base_partition[v],
+            src.mems().offset[v] + start,
+        );
     }
     Ok(w)
 }
@@ -737,7 +765,14 @@ impl Unroller {
             let c = &plan.copies[k];
             let (mut inputs, mut outputs) = folded(m, c.inst, &plan.iters[c.iters])?;
             for s in inputs.iter_mut().chain(outputs.iter_mut()) {
-                s.loc = plan.mem_of(k, s.loc);
+                let (loc, shift) = plan.mem_of(k, s.loc);
+                s.loc = loc;
+                let bad = UnrollError::Unrepresentable {
+                    inst: c.inst,
+                    operand: 0,
+                };
+                let off = (s.offset as u64).checked_sub(shift).ok_or(bad.clone())?;
+                s.offset = u32::try_from(off).map_err(|_| bad)?;
             }
             let uses: Vec<Reg> = m.uses(c.inst).iter().map(|&r| plan.reg_of(k, r)).collect();
             let defs: Vec<Reg> = m.defs(c.inst).iter().map(|&r| plan.reg_of(k, r)).collect();

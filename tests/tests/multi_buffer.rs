@@ -140,14 +140,15 @@ fn a_loop_tile_takes_slots_used_in_turn_and_both_forms_agree() {
     let (flat, rflat) = (u.unroll(&input).unwrap(), u.unroll(&out).unwrap());
     assert_eq!(dataflow(&flat, &rflat), Ok(()));
     assert_eq!(legality(&rflat), Ok(()));
-    // Unrolled (each iteration's `%t` is a copy `%t.uK` at `%t`'s
-    // cells), the eight loads write its two slots in turn.
-    let slots: Vec<u32> = rflat
+    // Unrolled, each iteration's `%t` is a copy `%t.uK`: the slot that
+    // iteration uses. The eight loads write the two slots in turn.
+    let base = out.mems().offset[out.mem_by_name("t").unwrap()];
+    let slots: Vec<u64> = rflat
         .program_order()
         .filter(|&i| rflat.insts().opcode[i] == Opcode::Load)
         .flat_map(|i| rflat.outputs(i).collect::<Vec<_>>())
         .filter(|&a| rflat.mem_name(rflat.aps().loc[a]).starts_with("t.u"))
-        .map(|a| rflat.aps().offset[a])
+        .map(|a| rflat.mems().offset[rflat.aps().loc[a]] + rflat.aps().offset[a] as u64 - base)
         .collect();
     assert_eq!(slots, [0, 512, 0, 512, 0, 512, 0, 512]);
 }
@@ -160,8 +161,10 @@ fn a_reader_that_misses_the_rotation_is_caught_in_both_forms() {
     // `exp` reads slot 0 in every iteration: from iteration 1 on, the
     // value the load of the iteration before left there.
     let exp = first(&out, Opcode::Activation, "u");
-    let k = out.operands(exp).n_out as usize;
+    // Patterns are numbered inputs first: 0 is the read of `%t`.
+    let k = 0;
     let a = out.all_aps(exp).nth(k).unwrap();
+    assert_eq!(out.mem_name(out.aps().loc[a]), "t");
     let mut ext: ApExt = out.ap_ext(a).clone();
     ext.terms.retain(|t| !t.wraps());
     let mut bad = out.clone();
@@ -195,4 +198,97 @@ fn a_tile_with_slots_is_live_over_its_loop() {
     let (s, e) = order.loop_span(out.inst_loop(load)).unwrap();
     let iv = live.interval(t).unwrap();
     assert!(iv.start <= s && e <= iv.end, "{iv:?} over [{s}, {e}]");
+}
+
+/// PE writes a PSUM tile that ACT drains, 64 times: in one bank each
+/// matmul waits for the previous drain. The tile takes a bank per slot.
+const PSUM_SRC: &str = "target trn2
+dram %x [128 x 1024] bf16 input
+dram %w [128 x 256] bf16 input
+dram %y [128 x 2048] fp32 output
+sb %wt [128 x 256] bf16
+sb %xt [128 x 1024] bf16
+sb %o [128 x 2048] fp32
+psum %ps [128 x 2048] fp32
+func @main {
+entry:
+  %wt = load %w
+  %xt = load %x
+  loop i in 64 {
+  body:
+    %ps = matmul %wt, %xt
+    %o = activation exp %ps
+  }
+  %y = save %o
+}
+";
+
+#[test]
+fn psum_banks_rotate_with_the_loop_and_both_forms_agree() {
+    let input = text::parse_str(PSUM_SRC).unwrap();
+    let mut plain = input.clone();
+    let off = run_checked(&mut plain, &options(Rotation::Off), &mut Ticks::per_read(1)).unwrap();
+    let mut out = input.clone();
+    let r = run_checked(&mut out, &options(Rotation::All), &mut Ticks::per_read(1))
+        .unwrap_or_else(|e| panic!("{}", e.display(&out)));
+    let sb = r.sb_rotation.unwrap();
+    assert_eq!((sb.buffered, sb.psum_buffered), (1, 1), "{sb:?}");
+    let (before, after) = (off.schedule.unwrap(), r.schedule.unwrap());
+    assert!(
+        after.makespan < before.makespan,
+        "{} -> {}",
+        before.makespan,
+        after.makespan
+    );
+    let ps = out.mem_by_name("ps").unwrap();
+    let bank = out.target.psum_bank_bytes as i64;
+    let mm = first(&out, Opcode::Matmul, "ps");
+    let (bytes, wrap) = wrapped(&out, mm, out.operands(mm).n_in as usize).unwrap();
+    assert_eq!(bytes, bank);
+    assert!(wrap >= 2);
+    assert_eq!(out.mems().bytes[ps] as i64, bank * wrap as i64);
+    assert_eq!(dataflow(&input, &out), Ok(()));
+    assert_eq!(legality(&out), Ok(()));
+    let u = Unroller::new(&input).unwrap();
+    let (flat, rflat) = (u.unroll(&input).unwrap(), u.unroll(&out).unwrap());
+    assert_eq!(dataflow(&flat, &rflat), Ok(()));
+    assert_eq!(legality(&rflat), Ok(()));
+    // Unrolled, the matmuls write banks b, b + 1, ... in turn.
+    let banks: Vec<u64> = rflat
+        .program_order()
+        .filter(|&i| rflat.insts().opcode[i] == Opcode::Matmul)
+        .map(|i| {
+            let a = rflat.outputs(i).next().unwrap();
+            let l = rflat.aps().loc[a];
+            (rflat.mems().offset[l] + rflat.aps().offset[a] as u64) / bank as u64
+        })
+        .take(4)
+        .collect();
+    let b0 = banks[0];
+    let expect: Vec<u64> = (0..4).map(|k| b0 + k % wrap as u64).collect();
+    assert_eq!(banks, expect);
+}
+
+/// The slot rule: a PSUM location of two banks is two tensors only while
+/// every access stays in one slot. A matmul that writes the whole
+/// location (both banks at once) breaks the banks-per-tensor rule.
+#[test]
+fn a_psum_access_across_two_slots_breaks_the_bank_rule() {
+    let input = text::parse_str(PSUM_SRC).unwrap();
+    let mut out = input.clone();
+    run_checked(&mut out, &options(Rotation::All), &mut Ticks::per_read(1)).unwrap();
+    assert_eq!(legality(&out), Ok(()));
+    // The drain reads both slots at once in a copy of the module.
+    let exp = first(&out, Opcode::Activation, "o");
+    let a = out.all_aps(exp).next().unwrap();
+    assert_eq!(out.mem_name(out.aps().loc[a]), "ps");
+    let mut ext: ApExt = out.ap_ext(a).clone();
+    ext.terms.clear();
+    let mut bad = out.clone();
+    bad.set_ap_ext(exp, 0, ext).unwrap();
+    // 1024 fp32 elements: 4096 bytes, both banks.
+    bad.set_ap_dim(a, 0, tusk_core::ir::Dim::new(1, 1024))
+        .unwrap();
+    let e = legality(&bad).expect_err("an access over two banks of a slotted tile");
+    assert!(e.contains("%ps") && e.contains("bank"), "{e}");
 }

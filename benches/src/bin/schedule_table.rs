@@ -3,7 +3,8 @@
 //! seed 1) at optlevel 2, with `--rotation off`, `psum` and `all`. Per
 //! run: SB and PSUM peak, DMA descriptors of the result, the schedule
 //! model's makespan, its makespan with unlimited memory and the loss
-//! between them, what the rotations moved, the SB peak the SB rotation's
+//! between them, what the rotations moved (and the loop tiles the SB
+//! rotation gave slots used in turn), the SB peak the SB rotation's
 //! probe found for the rest of the loss, and the executions the model
 //! simulated ("N of M": extrapolated). Both checks run on every row
 //! and must be clean.
@@ -50,8 +51,16 @@ fn row(name: &str, input: &Module, rotation: Rotation) {
     // The SB rotation's own model runs come after the SB allocator and
     // before the DMA passes: its makespans are of that program.
     let sb = r.sb_rotation.map_or("—".to_string(), |x| {
+        let slots = if x.buffered > 0 {
+            format!(
+                "; {} of {} loop tiles in ≤ {} slots",
+                x.buffered, x.buffer_candidates, x.slots
+            )
+        } else {
+            String::new()
+        };
         format!(
-            "{} / {}: {} → {} (unlimited {})",
+            "{} / {}: {} → {} (unlimited {}){slots}",
             x.moved, x.movable, x.makespan_before, x.makespan_after, x.makespan_unlimited
         )
     });

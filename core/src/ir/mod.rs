@@ -29,5 +29,5 @@ pub use module::{
     NO_LANE, NO_PARTITION, UNKNOWN_TRIP, UNPLACED,
 };
 pub use names::{Name, NamePool};
-pub use pattern::{ApExt, Extent, IvTerm, PatternError, RegTerm, MAX_IV_TERMS};
+pub use pattern::{ApExt, Extent, IvTerm, PatternError, RegTerm, Slots, MAX_IV_TERMS};
 pub use types::{DType, Engine, InstFlags, MemFlags, Opcode, RegFlags, Space, SubOp};

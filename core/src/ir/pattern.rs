@@ -162,6 +162,22 @@ impl ApExt {
     }
 }
 
+/// How a location buffered in slots used in turn is laid out
+/// ([`crate::ir::Module::slots`]): slot `k` of `count` holds bytes
+/// `[k × stride, k × stride + width)` of each partition row, and
+/// iteration `iv` of `lp` uses slot `iv mod count`.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct Slots {
+    /// The loop whose iterations take the slots in turn.
+    pub lp: Loop,
+    /// Bytes between consecutive slots.
+    pub stride: u64,
+    /// Slots.
+    pub count: u16,
+    /// Bytes of each slot that its accesses use.
+    pub width: u64,
+}
+
 /// The cells a pattern may touch over every iteration (and, with a
 /// register term, anywhere in its window), relative to its location:
 /// partitions `[part_lo, part_hi)` and bytes `[byte_lo, byte_hi)` of each

@@ -24,10 +24,11 @@
 //! result like any allocator's.
 //!
 //! What it does not do: a tile rewritten in every iteration of one loop
-//! keeps one slot — giving it N slots used in turn needs an access pattern
-//! that moves by `bank × (iv mod N)`, which the IR's affine loop terms
-//! cannot say, or an unrolled loop; the waits that remain are the tile's
-//! own (true dependencies of the program as written).
+//! is one tile here, whichever bank it takes. Giving it banks used in
+//! turn (patterns that move by `bank × (iv mod N)`) is the SB rotation's
+//! multi-buffering (`mem/sb_rotation/multi_buffer.rs`, `--rotation all`),
+//! which prices each depth with the schedule model; a tile so buffered
+//! moves here as one tile of `N` banks.
 //!
 //! Storage: [`Rotation::reserve`] from the location count; [`Rotation::run`]
 //! does not allocate after it.

@@ -236,6 +236,56 @@ impl Module {
         (r0, r1, lo.min(bytes), hi.min(bytes))
     }
 
+    /// How location `v` is laid out when it is buffered in slots used in
+    /// turn: every pattern of `v` in a linked instruction carries exactly
+    /// one loop term that wraps, all of the same loop, byte stride (moving
+    /// no partition) and wrap `n`, and without that term each pattern
+    /// stays inside the first slot, the location's bytes less `n − 1`
+    /// strides (never wider than a stride). Then every access, at every
+    /// iteration, lies in one slot. `None` otherwise. Scans the program:
+    /// for checks that ask it of few locations.
+    pub fn slots(&self, v: MemLoc) -> Option<pattern::Slots> {
+        let mut slot: Option<(Loop, i64, u16)> = None;
+        for i in self.program_order() {
+            for a in self.all_aps(i).filter(|&a| self.aps.loc[a] == v) {
+                let ext = self.ap_ext(a);
+                let mut wrapped = ext.terms.iter().filter(|t| t.wraps());
+                let (Some(t), None) = (wrapped.next(), wrapped.next()) else {
+                    return None;
+                };
+                if t.parts != 0 || t.bytes <= 0 {
+                    return None;
+                }
+                let key = (t.lp, t.bytes, t.wrap);
+                if *slot.get_or_insert(key) != key {
+                    return None;
+                }
+            }
+        }
+        let (lp, stride, n) = slot?;
+        let bytes = self.mems.bytes[v] as i64;
+        let width = bytes.checked_sub(stride.checked_mul(n as i64 - 1)?)?;
+        if width <= 0 || width > stride {
+            return None;
+        }
+        for i in self.program_order() {
+            for a in self.all_aps(i).filter(|&a| self.aps.loc[a] == v) {
+                let mut first = self.ap_ext(a).clone();
+                first.terms.retain(|t| t.lp != lp);
+                let e = self.ap_extent_with(a, &first);
+                if e.flat || e.byte_lo < 0 || e.byte_hi > width {
+                    return None;
+                }
+            }
+        }
+        Some(pattern::Slots {
+            lp,
+            stride: stride as u64,
+            count: n,
+            width: width as u64,
+        })
+    }
+
     /// `isFullAccess`: the access pattern covers its whole location — every
     /// partition and every byte, densely.
     pub fn is_full_access(&self, a: Ap) -> bool {

@@ -27,6 +27,11 @@
 //! bounded number of model runs; a whole placement built so that reused
 //! cells rest does, in one run per rest length.
 //!
+//! After the moves, tiles rewritten in every iteration of a loop, in SB
+//! and in PSUM, may take slots used in turn ([`multi_buffer`]): the one
+//! rewrite of this pass that changes patterns and sizes (the invariants
+//! below are the moves'; the slots' are in that module).
+//!
 //! Invariants: only byte offsets change (the base partition stays); a move
 //! is legal whatever else holds: the new cells are shared with no tile
 //! whose live interval overlaps the mover's on a common partition, aligned
@@ -154,7 +159,7 @@ pub struct SbRotationReport {
     pub rest_stopped: bool,
     /// SB peak before and after (bytes per partition).
     pub peak_before: u64,
-    /// See `peak_before`.
+    /// See `peak_before` (after the moves and the slots).
     pub peak_after: u64,
     /// The limit the kept moves stayed within.
     pub limit: u64,
@@ -172,8 +177,10 @@ pub struct SbRotationReport {
     pub buffer_candidates: u32,
     /// Model runs that priced slots.
     pub buffer_tried: u32,
-    /// Tiles given slots.
+    /// Tiles given slots (SB and PSUM).
     pub buffered: u32,
+    /// Of those, PSUM tiles (a bank per slot).
+    pub psum_buffered: u32,
     /// The depth kept (0: none; a tile gets fewer where only fewer fit).
     pub slots: u32,
     /// True when the search for clear cells stopped at its work bound
@@ -502,7 +509,7 @@ impl SbRotation {
         // Tiles first read that are not inputs read what a tile sharing
         // their cells left there: neither side may move.
         for r in m.mems().space.keys() {
-            let relies = m.mems().space[r] == Space::Sb
+            let relies = m.mems().space[r].is_on_chip()
                 && m.is_placed(r)
                 && !m.mems().flags[r].contains(MemFlags::INPUT)
                 && live.access_writes(r).next() == Some(false);
@@ -512,7 +519,8 @@ impl SbRotation {
             }
             let cr = cells(m, r, m.mems().offset[r]);
             for v in m.mems().space.keys() {
-                if self.movable[v.index()] && meets(cr, cells(m, v, m.mems().offset[v])) {
+                let same = m.mems().space[v] == m.mems().space[r];
+                if self.movable[v.index()] && same && meets(cr, cells(m, v, m.mems().offset[v])) {
                     self.movable[v.index()] = false;
                 }
             }
@@ -814,14 +822,15 @@ const GAPS_TRIED: usize = 2;
 /// Starts, lowest first, that [`SbRotation::settle`] tries for one move.
 const SETTLE_TRIES: u32 = 8;
 
-/// The placed SB tiles other than `v` on any of `v`'s partitions, with
-/// their cells: those a move of `v` may meet.
+/// The placed tiles of `v`'s space other than `v` on any of `v`'s
+/// partitions, with their cells: those a move of `v` may meet.
 fn on_its_partitions(m: &Module, v: MemLoc) -> impl Iterator<Item = (MemLoc, Cells)> + '_ {
     let me = cells(m, v, 0);
+    let space = m.mems().space[v];
     m.mems()
         .space
         .keys()
-        .filter(move |&w| w != v && m.mems().space[w] == Space::Sb && m.is_placed(w))
+        .filter(move |&w| w != v && m.mems().space[w] == space && m.is_placed(w))
         .map(|w| (w, cells(m, w, m.mems().offset[w])))
         .filter(move |(_, cw)| cw.shares_partitions(me))
 }
@@ -844,10 +853,15 @@ fn meets(a: Cells, b: Cells) -> bool {
 
 /// The end of the highest placed SB tile (bytes per partition).
 fn sb_peak(m: &Module) -> u64 {
+    space_peak(m, Space::Sb)
+}
+
+/// The end of the highest placed tile of `space` (bytes per partition).
+fn space_peak(m: &Module, space: Space) -> u64 {
     m.mems()
         .space
         .keys()
-        .filter(|&v| m.mems().space[v] == Space::Sb && m.is_placed(v))
+        .filter(|&v| m.mems().space[v] == space && m.is_placed(v))
         .map(|v| m.mems().offset[v] + m.mems().bytes[v] as u64)
         .max()
         .unwrap_or(0)

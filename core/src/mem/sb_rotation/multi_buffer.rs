@@ -1,5 +1,6 @@
 //! Multi-buffering: a tile rewritten in every iteration of a loop gets `N`
-//! slots used in turn.
+//! slots used in turn; in SB, and in PSUM a bank per slot (the banks
+//! rotate with the loop).
 //!
 //! A tile written whole at the start of every iteration of its loop and
 //! read in it holds one value per iteration. In one place, the next
@@ -10,10 +11,13 @@
 //! writer runs up to `N − 1` iterations ahead. The rewrite is exact in the
 //! IR: every pattern of the tile gains a loop term that wraps
 //! (`+S*i mod N`, [`crate::ir::IvTerm::wrap`]), the tile grows to `N`
-//! slots of `S` bytes (its size rounded up to its alignment), and both
-//! checkers and the schedule model evaluate the slot of each iteration.
+//! slots of `S` bytes (its size rounded up to its alignment; in PSUM a
+//! bank), and both checkers and the schedule model evaluate the slot of
+//! each iteration. In PSUM each slot is a tensor of the banks-per-tensor
+//! rule ([`crate::ir::Module::slots`]).
 //!
-//! Which tiles: movable SB tiles (see [`super`]) whose first access is an
+//! Which tiles: movable SB tiles (see [`super`]) and PSUM tiles movable
+//! by the same rules, of at most one bank, whose first access is an
 //! instruction directly in the body of a loop that runs at least twice
 //! and writes the whole tile without reading it, and whose every access
 //! lies in that loop and carries no term of it, no register term and no
@@ -25,23 +29,27 @@
 //! its slots are kept clear of every tile live there, so the placement
 //! verifier sees a legal placement.
 //!
-//! How much memory: up to the usable SB (the capacity; the placement is
-//! done, so slots never cause a spill), each step kept only when the
-//! model's makespan drops by at least the share of the usable SB that
-//! the peak grows by ([`pays`]): unlike the moves, whose headroom is a
-//! fixed share of the peak, a slot's worth depends on the loop, and the
-//! model prices it.
+//! How much memory: up to the usable bytes of the space (the capacity;
+//! the placement is done, so slots never cause a spill), each step kept
+//! only when the model's makespan drops by at least the share of the
+//! usable bytes that the space's peak grows by ([`pays`]): unlike the
+//! moves, whose headroom is a fixed share of the peak, a slot's worth
+//! depends on the loop, and the model prices it. SB first, then PSUM
+//! (where a bank is an eighth of the space, so a bank must buy an eighth
+//! of the makespan).
 //!
 //! How deep: for each depth of [`SLOT_LADDER`], every candidate in the
 //! order its life starts gets that many slots (fewer, down to 2, where
 //! the capacity leaves no room for that many; none where not even 2
 //! fit), where it is when that is clear, else at the lowest clear start;
 //! one model run per depth, and the model keeps the depth that pays
-//! best.
-//! Then, while the pass's trials last, each candidate left without slots
+//! best. Then, while the pass's trials last, each candidate left without slots
 //! tries each depth alone and keeps the one that pays best: where the
 //! batch does not pay, its memory went to tiles whose hand-off costs
-//! nothing as well as to those whose hand-off is the loop's pace.
+//! nothing as well as to those whose hand-off is the loop's pace. The
+//! property exploited: a loop-carried hand-off between engines is paid
+//! once per iteration, so a few slots remove a cost that grows with the
+//! trip count.
 //!
 //! Storage: the candidates and the undo log, reserved with the pass; the
 //! extensions the new terms need come from the module's reserved pool
@@ -50,10 +58,12 @@
 //! accesses and one model run per depth, then at most the pass's
 //! `max_trials` runs (and `max_executions`).
 
-use super::{cells, SbRotation, SbRotationOptions, SbRotationReport};
+use super::{cells, space_peak, SbRotation, SbRotationOptions, SbRotationReport};
 use crate::analysis::schedule::ScheduleOptions;
 use crate::analysis::{Interval, LinearOrder, MemLiveness};
-use crate::ir::{IvTerm, Loop, MemLoc, Module, MAX_IV_TERMS, UNKNOWN_TRIP};
+use crate::ir::{
+    InstFlags, IvTerm, Loop, MemFlags, MemLoc, Module, Space, MAX_IV_TERMS, UNKNOWN_TRIP,
+};
 
 /// Slot counts tried, one model run each. Two removes the hand-off of
 /// one iteration to the next; more help where one iteration's reader is
@@ -99,8 +109,9 @@ pub(super) struct Given {
 
 impl SbRotation {
     /// Gives slots to the tiles that may take them (see the module doc),
-    /// at the depths that pay for their memory, within the usable SB;
-    /// updates the report. `live` and `order` must describe `m` before the pass.
+    /// SB tiles first, then PSUM tiles, at the depths that pay for their
+    /// memory, within each space's usable bytes; updates the report.
+    /// `live` and `order` must describe `m` before the pass.
     pub(super) fn buffer(
         &mut self,
         m: &mut Module,
@@ -109,10 +120,33 @@ impl SbRotation {
         opts: &SbRotationOptions,
         rep: &mut SbRotationReport,
     ) {
-        self.find_candidates(m, live, order);
         self.given.clear();
         self.slot_stopped = false;
-        rep.buffer_candidates = self.candidates.len() as u32;
+        let mut budget = (0u32, 0u64);
+        for space in [Space::Sb, Space::Psum] {
+            self.buffer_space(m, live, order, opts, rep, space, &mut budget);
+        }
+        rep.buffer_tried = budget.0;
+        rep.buffer_stopped = self.slot_stopped;
+        rep.buffered = self.given.len() as u32;
+        rep.peak_after = space_peak(m, Space::Sb);
+    }
+
+    /// [`Self::buffer`] for the tiles of `space`; `budget` counts the
+    /// model runs and executions spent.
+    #[allow(clippy::too_many_arguments)]
+    fn buffer_space(
+        &mut self,
+        m: &mut Module,
+        live: &MemLiveness,
+        order: &LinearOrder,
+        opts: &SbRotationOptions,
+        rep: &mut SbRotationReport,
+        space: Space,
+        budget: &mut (u32, u64),
+    ) {
+        self.find_candidates(m, live, order, space);
+        rep.buffer_candidates += self.candidates.len() as u32;
         if self.candidates.is_empty() {
             return;
         }
@@ -120,12 +154,19 @@ impl SbRotation {
             what_if_executions: 0,
             ..opts.schedule
         };
-        let limit = m.target.sb_usable_bytes as u64;
+        let limit = m.target.capacity(space);
         let ladder = SLOT_LADDER
             .into_iter()
             .filter(|&d| u32::from(d) <= opts.max_slots);
-        let mut base = (rep.makespan_after, rep.peak_after);
-        let (mut runs, mut spent) = (0u32, 0u64);
+        let start = self.given.len();
+        let makespan = rep.makespan_after;
+        let mut base = (makespan, space_peak(m, space));
+        let run = |this: &mut Self, m: &Module, budget: &mut (u32, u64)| {
+            let r = this.schedule.run(m, &quick);
+            budget.0 += 1;
+            budget.1 = budget.1.saturating_add(r.executions);
+            (r.makespan, space_peak(m, space))
+        };
         // Every candidate at once, one depth per model run.
         let mut batch = None;
         let mut shortened = false;
@@ -136,21 +177,18 @@ impl SbRotation {
                     break;
                 }
             }
-            if !self.given.is_empty() {
-                let r = self.schedule.run(m, &quick);
-                runs += 1;
-                spent = spent.saturating_add(r.executions);
-                let now = (r.makespan, super::sb_peak(m));
-                shortened |= r.makespan < rep.makespan_after;
+            if self.given.len() > start {
+                let now = run(self, m, budget);
+                shortened |= now.0 < makespan;
                 if pays(base, now, limit) {
                     base = now;
                     batch = Some(depth);
                 }
             }
-            self.take_back_to(m, live, order, 0);
+            self.take_back_to(m, live, order, start);
         }
         if let Some(depth) = batch {
-            rep.slots = u32::from(depth);
+            rep.slots = rep.slots.max(u32::from(depth));
             self.slot_work = SLOT_WORK;
             for k in 0..self.candidates.len() {
                 if !self.give(m, live, order, k, depth, limit) {
@@ -163,27 +201,23 @@ impl SbRotation {
         // costs nothing too. Where slots for every candidate did not
         // shorten the makespan at all, the loops' hand-offs are off the
         // critical path and no single tile's slots would pay either.
-        let within = |runs: u32, spent: u64| runs < opts.max_trials && spent < opts.max_executions;
         self.slot_work = SLOT_WORK;
         let singles = if shortened { self.candidates.len() } else { 0 };
         'tiles: for k in 0..singles {
             let v = self.candidates[k].v;
-            if self.given.iter().any(|g| g.v == v) {
+            if self.given[start..].iter().any(|g| g.v == v) {
                 continue;
             }
             let mark = self.given.len();
             let mut kept = None;
             for depth in ladder.clone() {
-                if !within(runs, spent) {
+                if budget.0 >= opts.max_trials || budget.1 >= opts.max_executions {
                     break 'tiles;
                 }
                 if !self.give(m, live, order, k, depth, limit) || self.given.len() == mark {
                     break;
                 }
-                let r = self.schedule.run(m, &quick);
-                runs += 1;
-                spent = spent.saturating_add(r.executions);
-                let now = (r.makespan, super::sb_peak(m));
+                let now = run(self, m, budget);
                 if pays(base, now, limit) {
                     base = now;
                     kept = Some(depth);
@@ -195,24 +229,35 @@ impl SbRotation {
                 rep.slots = rep.slots.max(u32::from(depth));
             }
         }
-        rep.buffer_tried = runs;
-        rep.buffer_stopped = self.slot_stopped;
-        rep.buffered = self.given.len() as u32;
-        if rep.buffered > 0 {
+        if space == Space::Psum {
+            rep.psum_buffered = (self.given.len() - start) as u32;
+        }
+        if self.given.len() > start {
             rep.makespan_after = base.0;
-            rep.peak_after = super::sb_peak(m);
         }
     }
 
-    /// Fills `self.candidates` (see the module doc), in the order their
-    /// lives start.
-    fn find_candidates(&mut self, m: &Module, live: &MemLiveness, order: &LinearOrder) {
+    /// Fills `self.candidates` with the tiles of `space` that may take
+    /// slots (see the module doc), in the order their lives start.
+    fn find_candidates(
+        &mut self,
+        m: &Module,
+        live: &MemLiveness,
+        order: &LinearOrder,
+        space: Space,
+    ) {
         self.candidates.clear();
         for v in m.mems().space.keys() {
             if self.candidates.len() == self.candidates.capacity() {
                 break;
             }
-            let movable = self.movable.get(v.index()).copied().unwrap_or(false);
+            if m.mems().space[v] != space {
+                continue;
+            }
+            let movable = match space {
+                Space::Psum => self.psum_movable(m, live, order, v),
+                _ => self.movable.get(v.index()).copied().unwrap_or(false),
+            };
             // A tile whose hold was widened (a coalescing chain) stays.
             if !movable || self.hold[v.index()] != live.interval(v) {
                 continue;
@@ -223,6 +268,29 @@ impl SbRotation {
         }
         self.candidates
             .sort_unstable_by_key(|c| (c.hold.start, c.v));
+    }
+
+    /// True when PSUM tile `v` may take slots as a movable SB tile may
+    /// move (see [`super`]): placed, live, not pinned, an input or an
+    /// output, first written, accessed by no in-place instruction, and
+    /// sharing no cell with a tile first read that is not an input.
+    fn psum_movable(&self, m: &Module, live: &MemLiveness, order: &LinearOrder, v: MemLoc) -> bool {
+        let fixed = MemFlags::PINNED | MemFlags::INPUT | MemFlags::OUTPUT;
+        let ok = m.is_placed(v)
+            && live.interval(v).is_some()
+            && !m.mems().flags[v].intersects(fixed)
+            && live.access_writes(v).next() == Some(true);
+        if !ok {
+            return false;
+        }
+        let in_place = live
+            .accesses(v)
+            .iter()
+            .any(|&p| m.insts().flags[order.inst_at(p)].contains(InstFlags::IN_PLACE));
+        let me = cells(m, v, m.mems().offset[v]);
+        !in_place
+            && !super::on_its_partitions(m, v)
+                .any(|(w, cw)| self.relies[w.index()] && super::meets(me, cw))
     }
 
     /// Gives candidate `k` `depth` slots, or fewer (down to 2) where only
@@ -241,9 +309,17 @@ impl SbRotation {
     ) -> bool {
         let c = self.candidates[k];
         let row = m.mems().bytes[c.v];
-        let align = (m.mems().align[c.v] as u64).max(1);
-        let Some(stride) = crate::align::align_up(row as u64, align) else {
-            return true;
+        // PSUM: one bank per slot (each slot a tensor of the bank rule).
+        let bank = m.target.psum_bank_bytes as u64;
+        let psum = m.mems().space[c.v] == Space::Psum;
+        let align = if psum {
+            bank.max(1)
+        } else {
+            (m.mems().align[c.v] as u64).max(1)
+        };
+        let stride = match crate::align::align_up(row as u64, align) {
+            Some(s) if !psum || s == bank => s,
+            _ => return true,
         };
         let before = Given {
             v: c.v,
@@ -268,7 +344,7 @@ impl SbRotation {
             if m.set_mem_bytes(c.v, total).is_err() {
                 break;
             }
-            if let Some(at) = self.clear_start(m, c.v, c.hold, before.offset, limit) {
+            if let Some(at) = self.clear_start(m, c.v, c.hold, before.offset, align, limit) {
                 placed = Some((n, at));
                 break;
             }
@@ -321,6 +397,7 @@ impl SbRotation {
         v: MemLoc,
         hold: Interval,
         prefer: u64,
+        align: u64,
         limit: u64,
     ) -> Option<u64> {
         if !self.collect_busy_over(m, v, hold, v) {
@@ -333,7 +410,6 @@ impl SbRotation {
         if clear(&self.busy, prefer) {
             return Some(prefer);
         }
-        let align = (m.mems().align[v] as u64).max(1);
         let mut pos = 0u64;
         for k in 0..=self.busy.len() {
             let gap_end = self.busy.get(k).map_or(limit, |b| b.0.min(limit));

@@ -606,7 +606,15 @@ fn psum_bank_rules(m: &Module, mem: MemLoc, offset: u64, end: u64, push: &mut dy
     }
     let first_bank = offset / bb;
     let last_bank = end.saturating_sub(1).max(offset) / bb;
-    if last_bank - first_bank + 1 > t.psum_max_banks_per_tensor as u64 {
+    let spans = |end: u64| end.saturating_sub(1).max(offset) / bb - first_bank + 1;
+    let max = t.psum_max_banks_per_tensor as u64;
+    // A tile buffered in slots is one tensor per slot (a whole number of
+    // banks apart, so each slot starts on a bank boundary).
+    let slot_ok = || {
+        m.slots(mem)
+            .is_some_and(|s| s.stride % bb == 0 && spans(offset + s.width) <= max)
+    };
+    if spans(end) > max && !slot_ok() {
         push(Finding::PsumBankSpan {
             mem,
             first_bank,
