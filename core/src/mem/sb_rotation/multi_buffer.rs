@@ -55,8 +55,11 @@
 //! extensions the new terms need come from the module's reserved pool
 //! ([`ext_headroom`]); where it runs out, the tile is left as it was and
 //! no further tile is given slots. Time: one walk over the tiles'
-//! accesses and one model run per depth, then at most the pass's
-//! `max_trials` runs (and `max_executions`).
+//! accesses and one model run per depth and space, then at most
+//! [`SINGLE_RUNS`] per space (within the pass's `max_trials` and
+//! `max_executions`), only where the batch shortened the makespan and
+//! the model walked the whole module; the search for room stops at
+//! [`SLOT_WORK`] tile visits per batch.
 
 use super::{cells, space_peak, SbRotation, SbRotationOptions, SbRotationReport};
 use crate::analysis::schedule::ScheduleOptions;
@@ -76,11 +79,16 @@ pub const SLOT_LADDER: [u16; 3] = [2, 3, 4];
 /// pool's memory stays bounded on large modules.
 const MAX_NEW_EXTS: usize = 1 << 12;
 
+/// Model runs the single tiles of one space may take after the batch
+/// (within the pass's own trial and execution budgets): a few dozen
+/// candidates at one run each, the depth above a paying one at one more.
+pub const SINGLE_RUNS: u32 = 24;
+
 /// Tile visits the search for clear cells may spend per batch (and for
 /// the single tiles after it): each visits every placed SB tile, so on
 /// modules of a hundred thousand tiles the batch stops after the first
 /// few hundred candidates rather than growing quadratically.
-pub const SLOT_WORK: u64 = 1 << 26;
+pub const SLOT_WORK: u64 = 1 << 24;
 
 /// Extensions a module needs reserved for the pass (see
 /// [`MAX_NEW_EXTS`]).
@@ -161,11 +169,14 @@ impl SbRotation {
         let start = self.given.len();
         let makespan = rep.makespan_after;
         let mut base = (makespan, space_peak(m, space));
+        let mut extrapolated = false;
+        // A model run: (makespan, the space's peak), and whether the model
+        // extrapolated.
         let run = |this: &mut Self, m: &Module, budget: &mut (u32, u64)| {
             let r = this.schedule.run(m, &quick);
             budget.0 += 1;
             budget.1 = budget.1.saturating_add(r.executions);
-            (r.makespan, space_peak(m, space))
+            ((r.makespan, space_peak(m, space)), r.extrapolated)
         };
         // Every candidate at once, one depth per model run.
         let mut batch = None;
@@ -178,7 +189,8 @@ impl SbRotation {
                 }
             }
             if self.given.len() > start {
-                let now = run(self, m, budget);
+                let (now, extra) = run(self, m, budget);
+                extrapolated |= extra;
                 shortened |= now.0 < makespan;
                 if pays(base, now, limit) {
                     base = now;
@@ -200,9 +212,16 @@ impl SbRotation {
         // trials last: the batch spends memory on tiles whose hand-off
         // costs nothing too. Where slots for every candidate did not
         // shorten the makespan at all, the loops' hand-offs are off the
-        // critical path and no single tile's slots would pay either.
+        // critical path and no single tile's slots would pay either; and
+        // where the model extrapolated (a module too long to walk whole),
+        // one tile's slots are below what its figures resolve.
         self.slot_work = SLOT_WORK;
-        let singles = if shortened { self.candidates.len() } else { 0 };
+        let singles = if shortened && !extrapolated {
+            self.candidates.len()
+        } else {
+            0
+        };
+        let first_run = budget.0;
         'tiles: for k in 0..singles {
             let v = self.candidates[k].v;
             if self.given[start..].iter().any(|g| g.v == v) {
@@ -210,19 +229,26 @@ impl SbRotation {
             }
             let mark = self.given.len();
             let mut kept = None;
+            // Deeper only while the shallower paid: a tile whose second
+            // slot buys nothing costs one run.
             for depth in ladder.clone() {
-                if budget.0 >= opts.max_trials || budget.1 >= opts.max_executions {
+                let spent = budget.0 - first_run;
+                if spent >= SINGLE_RUNS || budget.0 >= opts.max_trials {
+                    break 'tiles;
+                }
+                if budget.1 >= opts.max_executions {
                     break 'tiles;
                 }
                 if !self.give(m, live, order, k, depth, limit) || self.given.len() == mark {
                     break;
                 }
-                let now = run(self, m, budget);
-                if pays(base, now, limit) {
-                    base = now;
-                    kept = Some(depth);
-                }
+                let (now, _) = run(self, m, budget);
                 self.take_back_to(m, live, order, mark);
+                if !pays(base, now, limit) {
+                    break;
+                }
+                base = now;
+                kept = Some(depth);
             }
             if let Some(depth) = kept {
                 self.give(m, live, order, k, depth, limit);
@@ -247,6 +273,26 @@ impl SbRotation {
         space: Space,
     ) {
         self.candidates.clear();
+        // Tiles first read that are not inputs are rare; where there are
+        // none, no PSUM tile needs the scan for one.
+        let relies = m
+            .mems()
+            .space
+            .keys()
+            .any(|w| m.mems().space[w] == space && self.relies[w.index()]);
+        if relies && space == Space::Psum {
+            // Then each PSUM tile scans the tiles: bounded like the search
+            // for room, or no PSUM tile takes slots.
+            let tiles = m
+                .mems()
+                .space
+                .keys()
+                .filter(|&w| m.mems().space[w] == space);
+            if (tiles.count() as u64).saturating_mul(m.num_mems() as u64) > SLOT_WORK {
+                self.slot_stopped = true;
+                return;
+            }
+        }
         for v in m.mems().space.keys() {
             if self.candidates.len() == self.candidates.capacity() {
                 break;
@@ -255,7 +301,7 @@ impl SbRotation {
                 continue;
             }
             let movable = match space {
-                Space::Psum => self.psum_movable(m, live, order, v),
+                Space::Psum => self.psum_movable(m, live, order, v, relies),
                 _ => self.movable.get(v.index()).copied().unwrap_or(false),
             };
             // A tile whose hold was widened (a coalescing chain) stays.
@@ -274,7 +320,16 @@ impl SbRotation {
     /// move (see [`super`]): placed, live, not pinned, an input or an
     /// output, first written, accessed by no in-place instruction, and
     /// sharing no cell with a tile first read that is not an input.
-    fn psum_movable(&self, m: &Module, live: &MemLiveness, order: &LinearOrder, v: MemLoc) -> bool {
+    /// `relies`: whether any PSUM tile is first read (else the scan for
+    /// one is skipped).
+    fn psum_movable(
+        &self,
+        m: &Module,
+        live: &MemLiveness,
+        order: &LinearOrder,
+        v: MemLoc,
+        relies: bool,
+    ) -> bool {
         let fixed = MemFlags::PINNED | MemFlags::INPUT | MemFlags::OUTPUT;
         let ok = m.is_placed(v)
             && live.interval(v).is_some()
@@ -288,9 +343,10 @@ impl SbRotation {
             .iter()
             .any(|&p| m.insts().flags[order.inst_at(p)].contains(InstFlags::IN_PLACE));
         let me = cells(m, v, m.mems().offset[v]);
-        !in_place
-            && !super::on_its_partitions(m, v)
-                .any(|(w, cw)| self.relies[w.index()] && super::meets(me, cw))
+        let reads_here = relies
+            && super::on_its_partitions(m, v)
+                .any(|(w, cw)| self.relies[w.index()] && super::meets(me, cw));
+        !in_place && !reads_here
     }
 
     /// Gives candidate `k` `depth` slots, or fewer (down to 2) where only
