@@ -247,7 +247,7 @@ impl core::fmt::Display for PatternError {
                 f.write_str("moves with a loop that does not enclose the instruction")
             }
             PatternError::NoSuchUse => f.write_str("names a register the instruction does not use"),
-            PatternError::BadWrap => f.write_str("has a loop term that wraps at 1 (`%1`)"),
+            PatternError::BadWrap => f.write_str("has a loop term that wraps at 1 (`mod 1`)"),
             PatternError::BadWindow => {
                 f.write_str("has a register window that is empty or outside its location")
             }
