@@ -3,6 +3,7 @@
 //! both checks on.
 
 use tusk_core::ir::Module;
+use tusk_core::verify::{DataflowChecker, Verifier};
 use tusk_core::{Checks, Clock, Options, PipelineError, RunReport, Workspace};
 
 /// A clock that advances `step` microseconds per reading: the runs are
@@ -58,4 +59,37 @@ pub fn run_unchecked(m: &mut Module, optlevel: u8, clock: &mut dyn Clock) -> Run
     ws.reserve(m, &opts, Checks::None)
         .run(clock)
         .unwrap_or_else(|e| panic!("optlevel {optlevel}: {}", e.display(m)))
+}
+
+/// The dataflow verdict of `rw` against `orig`: clean, or what the
+/// checker said (a check that sampled fails: the modules are too large
+/// for a test's verdict).
+pub fn dataflow(orig: &Module, rw: &Module) -> Result<(), String> {
+    let mut c = DataflowChecker::new();
+    match c.check(orig, rw) {
+        Ok(r) if r.is_clean() => {
+            assert!(!r.sampled, "the check sampled: the modules are too large");
+            Ok(())
+        }
+        Ok(r) => Err(format!(
+            "{} mismatches, first {}",
+            r.mismatches.len() as u64 + r.dropped,
+            r.mismatches[0].display(rw)
+        )),
+        Err(e) => Err(format!("error {e}")),
+    }
+}
+
+/// The placement verdict of `m`: legal, or the first finding.
+pub fn legality(m: &Module) -> Result<(), String> {
+    let mut v = Verifier::for_module(m);
+    let r = v.verify(m);
+    match r.findings.first() {
+        None => Ok(()),
+        Some(f) => Err(format!(
+            "{} findings, first {}",
+            r.findings.len(),
+            f.display(m)
+        )),
+    }
 }

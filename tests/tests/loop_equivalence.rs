@@ -23,9 +23,8 @@
 use tusk_core::analysis::{Bounds, LinearOrder, MemLiveness};
 use tusk_core::gen::module::{generate, GenParams};
 use tusk_core::ir::{Inst, Module, Opcode, Space};
-use tusk_core::verify::{DataflowChecker, Verifier};
 use tusk_shim::text;
-use tusk_tests::harness::{self, Ticks};
+use tusk_tests::harness::{self, dataflow, legality, Ticks};
 use tusk_tests::unroll::{UnrollError, Unroller, MAX_UNROLLED_INSTS};
 
 /// The generated modules: several seeds of the constructs preset (loops
@@ -49,37 +48,6 @@ fn modules(seeds: u64, instructions: usize, trip_max: u32) -> Vec<(String, Modul
         }
     }
     v
-}
-
-/// The dataflow verdict: clean, or what the checker said.
-fn dataflow(orig: &Module, rw: &Module) -> Result<(), String> {
-    let mut c = DataflowChecker::new();
-    match c.check(orig, rw) {
-        Ok(r) if r.is_clean() => {
-            assert!(!r.sampled, "the check sampled: the modules are too large");
-            Ok(())
-        }
-        Ok(r) => Err(format!(
-            "{} mismatches, first {}",
-            r.mismatches.len() as u64 + r.dropped,
-            r.mismatches[0].display(rw)
-        )),
-        Err(e) => Err(format!("error {e}")),
-    }
-}
-
-/// The placement verdict: legal, or the first finding.
-fn legality(m: &Module) -> Result<(), String> {
-    let mut v = Verifier::for_module(m);
-    let r = v.verify(m);
-    match r.findings.first() {
-        None => Ok(()),
-        Some(f) => Err(format!(
-            "{} findings, first {}",
-            r.findings.len(),
-            f.display(m)
-        )),
-    }
 }
 
 /// Lower bounds of SB, PSUM and DRAM from liveness alone.
