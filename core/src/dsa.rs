@@ -29,4 +29,7 @@ pub use crate::mem::problem::{
     peak, Buffer, BufferNames, ByIndex, Geometry, LowerBound, NamedDisplay, Placement, Problem,
     ProblemError, Timeline, WithBufferNames, MAX_BYTES,
 };
+pub use crate::mem::repack::{
+    RepackOptions, RepackOutcome, RepackWorkspace, PART_STACK_BYTES as REPACK_PART_STACK_BYTES,
+};
 pub use crate::verify::buffers::{BufferCheck, Finding, Validator};

@@ -12,7 +12,7 @@ use tusk_core::analysis::peak_over_bound;
 use tusk_core::dsa::{
     budgeted, peak, place_buffers, Budget, BufferWorkspace, ExactOptions, ExactWorkspace,
     GcaOptions, GcaWorkspace, GreedyRule, GreedyWorkspace, NamedDisplay, Objective, Placement,
-    Status, Timeline, Validator,
+    Problem, RepackOptions, RepackWorkspace, Status, Timeline, Validator,
 };
 use tusk_core::options::StorageBudget;
 use tusk_core::report::StorageReport;
@@ -74,6 +74,12 @@ pub struct DsaArgs {
     /// problem's storage.
     #[arg(long, value_name = "BYTES", value_parser = crate::io::parse_bytes)]
     pub max_memory: Option<u64>,
+    /// Improve the colorer's placement (`--algo coloring`, and the
+    /// colorer's answer `--algo exact` falls back to) by window repacking
+    /// for up to this many milliseconds: parts of the placement around its
+    /// peak re-solved exactly against the rest. 0 (default): off.
+    #[arg(long, value_name = "MS", default_value_t = 0)]
+    pub repack_ms: u64,
     /// Print one JSON object instead of the summary: `file`, `buffers`,
     /// `capacity`, `algo`, `peak`, `lower_bound`, `peak_over_bound`,
     /// `fits`, `search` (the allocator's status lines), `storage_skipped`,
@@ -86,6 +92,47 @@ pub struct DsaArgs {
     /// needs. With --json, the object's `explain`.
     #[arg(long)]
     pub explain: bool,
+}
+
+/// Window repacking of `placements` for up to `ms` milliseconds within the
+/// storage budget; the status line to print (`None` when `ms` is 0).
+fn repack(
+    problem: &Problem,
+    lb: u64,
+    placements: &mut [Placement],
+    ms: u64,
+    storage: &mut StorageReport,
+) -> Option<String> {
+    if ms == 0 {
+        return None;
+    }
+    let opts = RepackOptions {
+        micros: Some(ms.saturating_mul(1000)),
+        ..RepackOptions::default()
+    };
+    let n = problem.len();
+    let need = RepackWorkspace::linear_bytes_for(n)
+        .saturating_add(tusk_core::dsa::REPACK_PART_STACK_BYTES);
+    if need > storage.allowance() {
+        return Some(format!(
+            "window repacking: skipped (needs about {need} bytes, the storage budget leaves {})",
+            storage.allowance()
+        ));
+    }
+    let mut ws = RepackWorkspace::new();
+    ws.reserve(problem, n, &opts);
+    storage.add("window repacking", ws.heap_bytes());
+    let o = ws.improve(
+        problem,
+        lb,
+        placements,
+        &opts,
+        &mut StdClock(Instant::now()),
+    );
+    Some(format!(
+        "window repacking: peak {} -> {}; {} parts solved, {} applied, {} proven not to fit; {} search nodes",
+        o.peak_before, o.peak, o.windows, o.improved, o.proven, o.nodes
+    ))
 }
 
 /// Appends `line` and a newline to `summary`.
@@ -187,6 +234,10 @@ pub fn run(args: &DsaArgs) -> u8 {
                 "coloring: best order {}, {} sweeps, {} improvement replays, {} interference edges",
                 o.best_rule, o.sweeps, o.replays, o.edges
             );
+            if let Some(line) = repack(problem, lb, &mut placements, args.repack_ms, &mut storage) {
+                status_line.push('\n');
+                status_line.push_str(&line);
+            }
         }
         Algo::Lsa => {
             if problem.buffers().iter().any(|b| b.pin.is_some()) {
@@ -262,8 +313,14 @@ pub fn run(args: &DsaArgs) -> u8 {
                 let mut gws = GcaWorkspace::new();
                 let g = gws.reserve_within(problem, 0, 0, storage.allowance());
                 if !g.refused {
-                    let got = gws.solve(problem, &GcaOptions::default(), &mut trial);
-                    if got.peak < peak(problem, &placements) {
+                    gws.solve(problem, &GcaOptions::default(), &mut trial);
+                    if let Some(line) =
+                        repack(problem, lb, &mut trial, args.repack_ms, &mut storage)
+                    {
+                        status_line.push('\n');
+                        status_line.push_str(&line);
+                    }
+                    if peak(problem, &trial) < peak(problem, &placements) {
                         placements.copy_from_slice(&trial);
                         by = "coloring";
                     }

@@ -123,6 +123,7 @@ fn dsa_writes_atomically_and_never_over_its_input() {
         budget_ms: None,
         budget_nodes: None,
         minimize: false,
+        repack_ms: 0,
         max_memory: None,
         json: false,
         explain: false,

@@ -17,6 +17,7 @@ pub mod overlap;
 pub mod portfolio;
 pub mod problem;
 pub mod quantile;
+pub mod repack;
 pub mod rotation;
 pub mod sb_rotation;
 pub mod size_bins;

@@ -346,20 +346,19 @@ impl Problem {
 
     /// A linear (1-D) problem with room for `reserve` buffers.
     pub fn linear(capacity: u64, reserve: usize) -> Problem {
-        Problem {
-            geometry: Geometry::Linear,
-            capacity,
-            buffers: Vec::with_capacity(reserve),
-            total_area: 0,
-            total_extent: 0,
-        }
+        Problem::with_geometry(Geometry::Linear, capacity, reserve)
     }
 
     /// A partitioned (2-D SBUF) problem over `target`'s partitions and start
     /// rule, with room for `reserve` buffers.
     pub fn partitioned(target: &Target, capacity: u64, reserve: usize) -> Problem {
+        Problem::with_geometry(Geometry::Partitioned(target.clone()), capacity, reserve)
+    }
+
+    /// An empty problem of `geometry` with room for `reserve` buffers.
+    pub fn with_geometry(geometry: Geometry, capacity: u64, reserve: usize) -> Problem {
         Problem {
-            geometry: Geometry::Partitioned(target.clone()),
+            geometry,
             capacity,
             buffers: Vec::with_capacity(reserve),
             total_area: 0,
