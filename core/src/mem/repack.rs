@@ -14,10 +14,14 @@
 //! below `p`, and nothing else moved, so the whole stays legal); when every
 //! violator is gone the peak has dropped and the next level starts.
 //!
-//! A part that does not fit in its node budget counts as a failure; each
-//! failure widens the next window (more freedom, a harder part) up to
-//! `max_window`, each success narrows it back. The improvement ends at the
-//! lower bound, at its budget, or after [`STUCK`] failures in a row.
+//! A neighbour that itself reaches the peak is freed too (as a pin it would
+//! make the part infeasible). A part that does not fit in its node budget
+//! counts as a failure; each failure widens the next window (more freedom,
+//! a harder part) up to `max_window`, each success narrows it back. After a
+//! failure the same part is re-placed under `p` (a plateau move), kept when
+//! no more of its buffers reach the peak than before: the next windows then
+//! see a different arrangement. The improvement ends at the lower bound, at
+//! its budget, or after [`STUCK`] failures in a row.
 //!
 //! # What the neighbourhood exploits
 //! Peaks of a greedy placement are local: a few buffers stacked at one
@@ -51,7 +55,6 @@ pub const OBSTACLES_PER_FREED: usize = 16;
 /// whose search goes deeper stops there (and counts as not fitted).
 pub const PART_STACK_BYTES: u64 = 4 << 20;
 
-const NONE: u32 = u32::MAX;
 const FREED: u8 = 1;
 const SEEN: u8 = 2;
 
@@ -119,8 +122,6 @@ pub struct RepackWorkspace {
     freed: Vec<u32>,
     violators: Vec<u32>,
     part: Problem,
-    /// Part index → buffer ([`NONE`] for the floor block).
-    map: Vec<u32>,
     part_out: Vec<Placement>,
     exact: ExactWorkspace,
     /// The timeline's first and last instant (of the non-void buffers).
@@ -136,7 +137,6 @@ impl Default for RepackWorkspace {
             freed: Vec::new(),
             violators: Vec::new(),
             part: Problem::linear(0, 0),
-            map: Vec::new(),
             part_out: Vec::new(),
             exact: ExactWorkspace::new(),
             horizon: (0, 0),
@@ -165,7 +165,6 @@ impl RepackWorkspace {
             self.freed,
             self.violators,
             self.part,
-            self.map,
             self.part_out,
             self.exact
         )
@@ -191,10 +190,9 @@ impl RepackWorkspace {
         grow(&mut self.freed, n);
         grow(&mut self.violators, n);
         let m = part_len(opts);
-        if self.part.geometry() != problem.geometry() || self.map.capacity() < m {
+        if self.part.geometry() != problem.geometry() || self.part_out.capacity() < m {
             self.part = Problem::with_geometry(problem.geometry().clone(), 0, m);
         }
-        grow(&mut self.map, m);
         grow(&mut self.part_out, m);
         // The search sized for the largest part: every buffer live at once
         // over distinct instants (the most sections and live entries) and
@@ -247,7 +245,7 @@ impl RepackWorkspace {
         o.peak = o.peak_before;
         if !self.holds(n)
             || self.part.geometry() != problem.geometry()
-            || self.map.capacity() < part_len(opts)
+            || self.part_out.capacity() < part_len(opts)
         {
             return o;
         }
@@ -262,7 +260,7 @@ impl RepackWorkspace {
         let min_k = opts.window.clamp(1, opts.max_window.max(1));
         let mut k = min_k;
         let mut fails = 0;
-        let mut level = NONE as u64;
+        let mut level = u64::MAX;
         while o.peak > lower_bound && o.nodes < opts.nodes && fails < STUCK {
             if opts
                 .micros
@@ -294,7 +292,10 @@ impl RepackWorkspace {
             if !built {
                 o.refused += 1;
             }
-            let fitted = built && self.solve_part(out, budget, clock, &mut o);
+            let fitted = built && self.solve_part(o.peak - 1, budget, clock, &mut o);
+            if fitted {
+                self.apply(out);
+            }
             o.windows += 1;
             if fitted {
                 o.improved += 1;
@@ -311,6 +312,9 @@ impl RepackWorkspace {
                 k = (k + k / 2 + 1).min(opts.max_window.max(1));
                 if built {
                     self.shake(problem, out, level, budget, clock, &mut o);
+                    if self.violators.is_empty() {
+                        o.peak = peak(problem, out);
+                    }
                 }
             }
         }
@@ -453,13 +457,11 @@ impl RepackWorkspace {
         // The part: freed buffers first, then the listed pins, then the floor.
         self.part.clear();
         self.part.capacity = cap;
-        self.map.clear();
         for &f in &self.freed {
             let bf = bufs[f as usize];
             if self.part.push(Buffer { pin: None, ..bf }).is_err() {
                 return false;
             }
-            self.map.push(f);
         }
         for &(_, j) in &self.scratch {
             let bj = bufs[j as usize];
@@ -470,7 +472,6 @@ impl RepackWorkspace {
             if self.part.push(pinned).is_err() {
                 return false;
             }
-            self.map.push(j);
         }
         if floor > 0 && floor != u64::MAX {
             let block = Buffer {
@@ -484,13 +485,13 @@ impl RepackWorkspace {
             if self.part.push(block).is_err() {
                 return false;
             }
-            self.map.push(NONE);
         }
         true
     }
 
     /// Re-places the built part at the peak `level` (a plateau move): kept
-    /// when no more freed buffers reach the peak than before.
+    /// when no more freed buffers reach the peak than before; then the
+    /// violators are listed again.
     fn shake(
         &mut self,
         problem: &Problem,
@@ -501,41 +502,24 @@ impl RepackWorkspace {
         o: &mut RepackOutcome,
     ) {
         let bufs = problem.buffers();
-        let at_peak = |out: &[Placement], freed: &[u32]| {
-            freed
-                .iter()
-                .filter(|&&f| out[f as usize].offset + bufs[f as usize].size >= level)
+        let reaching = |placed: &mut dyn Iterator<Item = (u32, Placement)>| {
+            placed
+                .filter(|&(f, at)| at.offset + bufs[f as usize].size >= level)
                 .count()
         };
-        let before = at_peak(out, &self.freed);
-        self.part.capacity = level;
-        let m = self.part.len();
-        crate::storage::refill(&mut self.part_out, m, Placement::default());
-        let options = ExactOptions {
-            budget: Budget {
-                nodes: Some(nodes),
-                micros: None,
-            },
-            objective: Objective::Fit,
-            strategy: Strategy::Portfolio,
-        };
-        let r = self
-            .exact
-            .solve(&self.part, &options, clock, &mut self.part_out);
-        o.nodes += r.nodes.max(1);
-        if !r.status.fits() {
+        let before = reaching(&mut self.freed.iter().map(|&f| (f, out[f as usize])));
+        if !self.solve_part(level, nodes, clock, o) {
             return;
         }
-        let after = self
-            .freed
-            .iter()
-            .enumerate()
-            .filter(|&(s, &f)| self.part_out[s].offset + bufs[f as usize].size >= level)
-            .count();
+        let after = reaching(
+            &mut self
+                .freed
+                .iter()
+                .zip(&self.part_out)
+                .map(|(&f, &at)| (f, at)),
+        );
         if after <= before {
-            for (s, &f) in self.freed.iter().enumerate() {
-                out[f as usize] = self.part_out[s];
-            }
+            self.apply(out);
             self.violators.clear();
             for (i, b) in bufs.iter().enumerate() {
                 if out[i].offset.saturating_add(b.size) >= level {
@@ -545,15 +529,16 @@ impl RepackWorkspace {
         }
     }
 
-    /// Solves the built part within `nodes`; on a fit, moves the freed
-    /// buffers of `out` to the part's placement.
+    /// Solves the built part under `cap` within `nodes` into `part_out`;
+    /// true when it fits.
     fn solve_part(
         &mut self,
-        out: &mut [Placement],
+        cap: u64,
         nodes: u64,
         clock: &mut dyn Clock,
         o: &mut RepackOutcome,
     ) -> bool {
+        self.part.capacity = cap;
         let m = self.part.len();
         crate::storage::refill(&mut self.part_out, m, Placement::default());
         let options = ExactOptions {
@@ -571,15 +556,15 @@ impl RepackWorkspace {
         if r.status == super::exact::Status::Infeasible {
             o.proven += 1;
         }
-        if !r.status.fits() {
-            return false;
+        r.status.fits()
+    }
+
+    /// Moves the freed buffers of `out` to the part's placement (the freed
+    /// buffers come first in the part).
+    fn apply(&self, out: &mut [Placement]) {
+        for (&f, &at) in self.freed.iter().zip(&self.part_out) {
+            out[f as usize] = at;
         }
-        for (s, &i) in self.map.iter().enumerate() {
-            if i != NONE && self.part.buffers()[s].pin.is_none() {
-                out[i as usize] = self.part_out[s];
-            }
-        }
-        true
     }
 }
 
