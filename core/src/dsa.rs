@@ -21,6 +21,7 @@ pub use crate::mem::greedy::{GreedyRule, GreedyWorkspace};
 pub use crate::mem::interval_coloring::{
     GcaOptions, GcaOutcome, GcaWorkspace, GraphReservation, OrderRule,
 };
+pub use crate::mem::large_first::{LargeFirstOptions, LargeFirstOutcome, LargeFirstWorkspace};
 pub use crate::mem::portfolio::{
     place_buffers, BufferError, BufferOutcome, BufferWorkspace, OpenEnd, ScanVariant,
     PORTFOLIO_LEN, PORTFOLIO_ORDER, WORK_BUDGET,

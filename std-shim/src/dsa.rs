@@ -11,8 +11,9 @@ use std::time::Instant;
 use tusk_core::analysis::peak_over_bound;
 use tusk_core::dsa::{
     budgeted, peak, place_buffers, Budget, BufferWorkspace, ExactOptions, ExactWorkspace,
-    GcaOptions, GcaWorkspace, GreedyRule, GreedyWorkspace, NamedDisplay, Objective, Placement,
-    Problem, RepackOptions, RepackWorkspace, Status, Timeline, Validator,
+    GcaOptions, GcaWorkspace, GreedyRule, GreedyWorkspace, LargeFirstOptions, LargeFirstWorkspace,
+    NamedDisplay, Objective, Placement, Problem, RepackOptions, RepackWorkspace, Status, Timeline,
+    Validator,
 };
 use tusk_core::options::StorageBudget;
 use tusk_core::report::StorageReport;
@@ -33,6 +34,11 @@ pub enum Algo {
     /// The graph-coloring allocator: best-of-N orders plus squeaky-wheel
     /// improvement (the pipeline's `coloring_allocator_*`).
     Coloring,
+    /// The largest buffers (1024) placed by the exact search, the rest
+    /// around them by greedy by size: for traces whose sizes span orders
+    /// of magnitude (`--budget-nodes` / `--budget-ms` bound the search;
+    /// default 50,000 nodes).
+    LargeFirst,
     /// The linear-scan allocator's best-fit manager: a budgeted portfolio
     /// of start-order scans, best kept (`mem::portfolio::place_buffers`; the
     /// pipeline's `linear_scan_allocator` runs one scan).
@@ -92,6 +98,26 @@ pub struct DsaArgs {
     /// needs. With --json, the object's `explain`.
     #[arg(long)]
     pub explain: bool,
+}
+
+/// The large-first method into `placements`; its status line.
+fn large_first(
+    problem: &Problem,
+    opts: &LargeFirstOptions,
+    placements: &mut [Placement],
+    storage: &mut StorageReport,
+) -> String {
+    let mut ws = LargeFirstWorkspace::new();
+    ws.reserve_within(problem, opts, storage.allowance());
+    storage.add("large first", ws.heap_bytes());
+    let o = ws.place(problem, opts, &mut StdClock(Instant::now()), placements);
+    let stopped = o
+        .stopped_by
+        .map_or_else(String::new, |l| format!("; stopped by the {l}"));
+    format!(
+        "large first: the {} largest buffers searched ({}{stopped}; {} nodes; their peak {} over their bound {}), the rest placed greedily by size",
+        o.large, o.status, o.nodes, o.large_peak, o.large_bound
+    )
 }
 
 /// Window repacking of `placements` for up to `ms` milliseconds within the
@@ -239,6 +265,16 @@ pub fn run(args: &DsaArgs) -> u8 {
                 status_line.push_str(&line);
             }
         }
+        Algo::LargeFirst => {
+            let mut opts = LargeFirstOptions::default();
+            if args.budget_nodes.is_some() || args.budget_ms.is_some() {
+                opts.budget = Budget {
+                    nodes: args.budget_nodes,
+                    micros: args.budget_ms.map(|ms| ms.saturating_mul(1000)),
+                };
+            }
+            status_line = large_first(problem, &opts, &mut placements, &mut storage);
+        }
         Algo::Lsa => {
             if problem.buffers().iter().any(|b| b.pin.is_some()) {
                 console::error(format_args!("{path}: --algo lsa does not take pinned buffers (an `offset` column); use coloring or exact"));
@@ -323,6 +359,18 @@ pub fn run(args: &DsaArgs) -> u8 {
                     if peak(problem, &trial) < peak(problem, &placements) {
                         placements.copy_from_slice(&trial);
                         by = "coloring";
+                    }
+                }
+                // Above the large set's size, the search on the largest
+                // buffers with the rest placed around them.
+                let opts = LargeFirstOptions::default();
+                if n > opts.large as usize {
+                    let line = large_first(problem, &opts, &mut trial, &mut storage);
+                    status_line.push('\n');
+                    status_line.push_str(&line);
+                    if peak(problem, &trial) < peak(problem, &placements) {
+                        placements.copy_from_slice(&trial);
+                        by = "large first";
                     }
                 }
                 let pinned = problem.buffers().iter().any(|b| b.pin.is_some());

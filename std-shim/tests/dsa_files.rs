@@ -6,7 +6,7 @@ use tusk_core::dsa::{
     peak, place_buffers, Budget, BufferOutcome, BufferWorkspace, ExactOptions, ExactWorkspace,
     GreedyRule, GreedyWorkspace, Objective, Placement, Problem, Status, Timeline, Validator,
 };
-use tusk_core::gen::dsa::{perfect_packing, PerfectPacking};
+use tusk_core::gen::dsa::{perfect_packing, trace_like, PerfectPacking, TraceLike};
 use tusk_core::pass::best_fit::Policy;
 use tusk_core::NoClock;
 use tusk_shim::dsa::{run, Algo, DsaArgs};
@@ -152,20 +152,38 @@ fn written_peak(out: &std::path::Path) -> u64 {
         .unwrap_or(0)
 }
 
-/// `--repack-ms` on a generated perfect packing: the colorer's written
-/// placement, improved, is legal (re-read with its offsets as pins, which
-/// the validator checks) and no higher than without it.
-#[test]
-fn window_repacking_writes_a_legal_placement_no_higher() {
-    let dir = std::env::temp_dir().join(format!("tusk-dsa-repack-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let p = perfect(150, 4);
+/// Writes `p` as a buffer CSV into `dir` and returns its path.
+fn write_csv(dir: &Path, name: &str, p: &Problem) -> PathBuf {
     let mut text = String::from("id,lower,upper,size\n");
     for (i, b) in p.buffers().iter().enumerate() {
         text.push_str(&format!("b{i},{},{},{}\n", b.lower, b.upper, b.size));
     }
-    let input = dir.join("perfect.csv");
-    std::fs::write(&input, text).unwrap();
+    let path = dir.join(name);
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+/// The placement `tusk dsa -o` wrote is legal: re-read with its offsets as
+/// pins, which the validator checks.
+fn assert_written_legal(out: &Path) {
+    let table = tusk_shim::csv::parse(&std::fs::read(out).unwrap()).unwrap();
+    let placed: Vec<Placement> = table
+        .problem
+        .buffers()
+        .iter()
+        .map(|b| b.pin.expect("an offset per row"))
+        .collect();
+    let mut v = Validator::with_capacity(placed.len(), 4);
+    assert_eq!(v.check(&table.problem, &placed, u64::MAX).total, 0);
+}
+
+/// `--repack-ms` on a generated perfect packing: the colorer's written
+/// placement, improved, is legal and no higher than without it.
+#[test]
+fn window_repacking_writes_a_legal_placement_no_higher() {
+    let dir = std::env::temp_dir().join(format!("tusk-dsa-repack-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let input = write_csv(&dir, "perfect.csv", &perfect(150, 4));
     let plain = dir.join("plain.csv");
     let repacked = dir.join("repacked.csv");
     let cap = Some(u64::MAX / 8);
@@ -182,15 +200,38 @@ fn window_repacking_writes_a_legal_placement_no_higher() {
     a.repack_ms = 300;
     assert_eq!(run(&a), 0);
     assert!(written_peak(&repacked) <= written_peak(&plain));
-    let table = tusk_shim::csv::parse(&std::fs::read(&repacked).unwrap()).unwrap();
-    let placed: Vec<Placement> = table
-        .problem
-        .buffers()
-        .iter()
-        .map(|b| b.pin.expect("an offset per row"))
-        .collect();
-    let mut v = Validator::with_capacity(placed.len(), 4);
-    assert_eq!(v.check(&table.problem, &placed, u64::MAX).total, 0);
+    assert_written_legal(&repacked);
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+/// `--algo large-first` on a trace-like problem larger than its large set:
+/// legal, and below greedy by size (whose mistakes on the huge buffers it
+/// exists to avoid).
+#[test]
+fn large_first_writes_a_legal_placement_below_greedy_by_size() {
+    let dir = std::env::temp_dir().join(format!("tusk-dsa-large-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut p = Problem::linear(u64::MAX / 8, 3000);
+    trace_like(&TraceLike::new(3000), 2, &mut p).unwrap();
+    let input = write_csv(&dir, "trace.csv", &p);
+    let greedy = dir.join("greedy.csv");
+    let large = dir.join("large.csv");
+    let cap = Some(u64::MAX / 8);
+    assert_eq!(
+        run(&args(
+            input.clone(),
+            cap,
+            Some(greedy.clone()),
+            Algo::GreedySize
+        )),
+        0
+    );
+    assert_eq!(
+        run(&args(input, cap, Some(large.clone()), Algo::LargeFirst)),
+        0
+    );
+    assert!(written_peak(&large) < written_peak(&greedy));
+    assert_written_legal(&large);
     std::fs::remove_dir_all(&dir).ok();
 }
 

@@ -10,7 +10,7 @@
 //! 3. generated trace-like instances (20k and 100k buffers; 1M with
 //!    `DSA_TARGETS_1M=1`): greedy by size, the colorer and the linear-scan
 //!    portfolio, time, peak / lower bound and workspace bytes per buffer;
-//!    the greedy placement improved by window repacking.
+//!    the greedy placement improved by window repacking; large first.
 //!
 //! `TUSK_DATA=/work/shared/data cargo run --release -p tusk-benches --bin dsa_targets`
 //!
@@ -24,8 +24,8 @@ use std::time::Instant;
 
 use tusk_core::dsa::{
     peak, place_buffers, Budget, BufferWorkspace, ExactOptions, ExactWorkspace, GcaOptions,
-    GcaWorkspace, GreedyRule, GreedyWorkspace, Objective, Placement, Problem, RepackOptions,
-    RepackWorkspace, Timeline, Validator,
+    GcaWorkspace, GreedyRule, GreedyWorkspace, LargeFirstOptions, LargeFirstWorkspace, Objective,
+    Placement, Problem, RepackOptions, RepackWorkspace, Timeline, Validator,
 };
 use tusk_core::gen::dsa::{trace_like, Dress, TraceLike};
 use tusk_core::Clock;
@@ -235,6 +235,18 @@ fn main() {
         );
         legal(&p, &out);
         debug_assert_eq!(o.peak, peak(&p, &out));
+        let lf_opts = LargeFirstOptions::default();
+        let mut lf = LargeFirstWorkspace::new();
+        lf.reserve(&p, &lf_opts);
+        let t = Instant::now();
+        let lo = lf.place(&p, &lf_opts, &mut Wall(t), &mut out);
+        row(
+            "large first (1024 searched, 50k nodes)",
+            t.elapsed().as_secs_f64() * 1e3,
+            lo.peak,
+            lf.heap_bytes(),
+        );
+        legal(&p, &out);
         let mut l = BufferWorkspace::with_capacity(n);
         let mut off = vec![0u64; n];
         let t = Instant::now();

@@ -11,6 +11,7 @@ pub mod budgeted;
 pub mod exact;
 pub mod greedy;
 pub mod interval_coloring;
+pub mod large_first;
 pub mod live_range;
 pub mod lsa;
 pub mod overlap;

@@ -261,33 +261,35 @@ impl ExactWorkspace {
     }
 
     /// The lowest offset at or above `from` where option `o` avoids every pin.
+    ///
+    /// One pass over the pins in offset order ([`Self::pins_consistent`]
+    /// sorts them): every pin passed ends at or below `off` (it was either
+    /// clear of it or pushed it up), so `off` only rises, and the first pin
+    /// starting at or above `off + size` ends the pass, as do all after it.
     pub(super) fn lowest(&self, problem: &Problem, o: &Opt, from: u64) -> u64 {
         let bufs = problem.buffers();
         let b = &bufs[o.buffer as usize];
         let mut off = align_offset(from, b.align);
         let end = o.base + b.partitions;
-        loop {
-            let mut moved = false;
-            for &p in &self.pins {
-                let pb = &bufs[p as usize];
-                let pp = pb.pin.unwrap_or_default();
-                if pb.overlaps_in_time(b)
-                    && pp.base < end
-                    && o.base < pp.base + pb.partitions
-                    && pp.offset < off + b.size
-                    && off < pp.offset + pb.size
-                {
-                    off = align_offset(pp.offset + pb.size, b.align);
-                    moved = true;
-                }
+        for &p in &self.pins {
+            let pb = &bufs[p as usize];
+            let pp = pb.pin.unwrap_or_default();
+            if pp.offset >= off + b.size {
+                break;
             }
-            if !moved {
-                return off;
+            if off < pp.offset + pb.size
+                && pb.overlaps_in_time(b)
+                && pp.base < end
+                && o.base < pp.base + pb.partitions
+            {
+                off = align_offset(pp.offset + pb.size, b.align);
             }
         }
+        off
     }
 
     /// False when two pins collide or a pin reaches above the capacity.
+    /// Lists the pins in offset order (what [`Self::lowest`] relies on).
     pub(super) fn pins_consistent(&mut self, problem: &Problem, cap: u64) -> bool {
         let bufs = problem.buffers();
         self.pins.clear();
@@ -296,6 +298,8 @@ impl ExactWorkspace {
                 self.pins.push(i as u32);
             }
         }
+        self.pins
+            .sort_unstable_by_key(|&i| (bufs[i as usize].pin.unwrap_or_default().offset, i));
         for (k, &i) in self.pins.iter().enumerate() {
             let a = &bufs[i as usize];
             let pa = a.pin.unwrap_or_default();
