@@ -297,6 +297,44 @@ mod tests {
     }
 
     #[test]
+    fn a_dressed_trace_is_placed_as_well() {
+        // The large set and its search depend on sizes and lifetimes only:
+        // mirrored, shuffled and scaled traces land as close to their bound
+        // (scaling keeps the structure exactly, so the very same ratio).
+        use crate::gen::dsa::Dress;
+        let ratio = |p: &Problem| {
+            let lb = p.lower_bound(&mut Timeline::with_capacity(p.len())).bytes;
+            let opts = LargeFirstOptions::default();
+            let mut ws = LargeFirstWorkspace::new();
+            ws.reserve(p, &opts);
+            let mut out = vec![Placement::default(); p.len()];
+            let o = ws.place(p, &opts, &mut NoClock, &mut out);
+            let mut v = Validator::with_capacity(p.len(), 4);
+            assert_eq!(v.check(p, &out, u64::MAX).total, 0);
+            o.peak as f64 / lb as f64
+        };
+        let mut from = Vec::new();
+        for seed in 0..2 {
+            let mut p = Problem::linear(u64::MAX / 8, 3000);
+            trace_like(&TraceLike::new(3000), seed, &mut p).unwrap();
+            let given = ratio(&p);
+            for d in [Dress::Mirror, Dress::Shuffle(7), Dress::Scale(3)] {
+                let mut q = Problem::linear(u64::MAX / 8, 3000);
+                d.apply(&p, &mut q, &mut from).unwrap();
+                let r = ratio(&q);
+                if matches!(d, Dress::Scale(_)) {
+                    assert_eq!(r, given, "seed {seed}: scaled");
+                } else {
+                    assert!(
+                        (r - given).abs() <= 0.01,
+                        "seed {seed} {d:?}: {r} vs {given}"
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
     fn pins_stay_and_a_small_problem_is_all_large() {
         let mut p = Problem::linear(u64::MAX / 8, 4);
         p.push(Buffer::linear(0, 4, 4)).unwrap();
