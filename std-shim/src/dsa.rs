@@ -12,8 +12,8 @@ use tusk_core::analysis::peak_over_bound;
 use tusk_core::dsa::{
     budgeted, peak, place_buffers, Budget, BufferWorkspace, ExactOptions, ExactWorkspace,
     GcaOptions, GcaWorkspace, GreedyRule, GreedyWorkspace, LargeFirstOptions, LargeFirstWorkspace,
-    NamedDisplay, Objective, Placement, Problem, RepackOptions, RepackWorkspace, Status, Timeline,
-    Validator,
+    Limit, NamedDisplay, Objective, Placement, Problem, RepackOptions, RepackWorkspace, Status,
+    Timeline, Validator,
 };
 use tusk_core::options::StorageBudget;
 use tusk_core::report::StorageReport;
@@ -65,7 +65,9 @@ pub struct DsaArgs {
     #[arg(long, value_name = "MAP.svg")]
     pub svg: Option<PathBuf>,
     /// Time budget of the exact search in milliseconds (default 10000 when
-    /// no budget is given).
+    /// no budget is given). When the search does not fit the capacity, half
+    /// as much again goes to searches at raised capacities (between the
+    /// lower bound and the best peak found), as for `--budget-nodes`.
     #[arg(long)]
     pub budget_ms: Option<u64>,
     /// Node budget of the exact search.
@@ -99,6 +101,63 @@ pub struct DsaArgs {
     #[arg(long)]
     pub explain: bool,
 }
+
+/// Bisections of the exact search's capacity between the bound `lb` and the
+/// peak of `placements` (which the search at the problem's capacity did not
+/// fit), with half of `budget` shared by [`DESCENT_STEPS`] steps: a step
+/// that fits lowers the best peak to what it found, one that does not
+/// raises the floor (proven or not). Keeps the lowest placement in
+/// `placements`; returns its status line and whether a step improved it.
+fn descend(
+    problem: &Problem,
+    lb: u64,
+    ws: &mut ExactWorkspace,
+    budget: Budget,
+    placements: &mut [Placement],
+    trial: &mut [Placement],
+) -> (String, bool) {
+    let steps = DESCENT_STEPS;
+    let slice = Budget {
+        nodes: budget.nodes.map(|k| (k / 2 / steps).max(1)),
+        micros: budget.micros.map(|us| (us / 2 / steps).max(1)),
+    };
+    let mut relaxed = problem.clone();
+    let before = peak(problem, placements);
+    let (mut lo, mut hi) = (lb, before);
+    let mut nodes = 0;
+    let mut taken = 0;
+    for _ in 0..steps {
+        if lo >= hi {
+            break;
+        }
+        taken += 1;
+        relaxed.capacity = lo + (hi - lo) / 2;
+        let options = ExactOptions {
+            budget: slice,
+            objective: Objective::Fit,
+            ..ExactOptions::default()
+        };
+        let r = ws.solve(&relaxed, &options, &mut StdClock(Instant::now()), trial);
+        nodes += r.nodes;
+        if r.status.fits() && r.peak < hi {
+            hi = r.peak;
+            placements.copy_from_slice(trial);
+        } else if !r.status.fits() {
+            lo = relaxed.capacity + 1;
+        }
+    }
+    (
+        format!(
+            "raised capacities: {taken} search{} between the bound and {before} ({nodes} nodes), best peak {hi}",
+            if taken == 1 { "" } else { "es" }
+        ),
+        hi < before,
+    )
+}
+
+/// Steps of [`descend`]: each halves the range between the bound and the
+/// best peak, so eight take it to 1/256 of the first gap.
+const DESCENT_STEPS: u64 = 8;
 
 /// The large-first method into `placements`; its status line.
 fn large_first(
@@ -380,6 +439,18 @@ pub fn run(args: &DsaArgs) -> u8 {
                 {
                     placements.copy_from_slice(&trial);
                     by = "linear scan";
+                }
+                // Not fitted at the capacity: the search again at raised
+                // capacities, between the bound and the best peak so far.
+                if !o.status.fits()
+                    && !matches!(o.stopped_by, Some(Limit::Size) | Some(Limit::Budget))
+                {
+                    let line = descend(problem, lb, &mut ws, budget, &mut placements, &mut trial);
+                    status_line.push('\n');
+                    status_line.push_str(&line.0);
+                    if line.1 {
+                        by = "search at a raised capacity";
+                    }
                 }
             }
             let best = peak(problem, &placements);

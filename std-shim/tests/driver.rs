@@ -1086,6 +1086,62 @@ fn dsa_explain_says_why_and_what_is_missing() {
     let _ = fs::remove_dir_all(&work);
 }
 
+/// `tusk dsa` (exact) at a capacity below the bound: proven not to fit,
+/// and then searched at raised capacities, so the answer is the least peak
+/// the search finds there, not the best heuristic's, and says so.
+#[test]
+fn dsa_exact_that_cannot_fit_searches_at_raised_capacities() {
+    use tusk_core::dsa::Problem;
+    use tusk_core::gen::dsa::{perfect_packing, PerfectPacking};
+    let work = scratch("dsa-descent");
+    let mut p = Problem::linear(0, 120);
+    let mut known = Vec::new();
+    perfect_packing(&PerfectPacking::new(120), 3, &mut p, &mut known).unwrap();
+    let mut text = String::from("id,lower,upper,size\n");
+    for (i, b) in p.buffers().iter().enumerate() {
+        text.push_str(&format!("b{i},{},{},{}\n", b.lower, b.upper, b.size));
+    }
+    fs::write(work.join("p.csv"), text).unwrap();
+    let below = (p.capacity - 1).to_string();
+    let peak_of = |stdout: &str| -> u64 {
+        let line = stdout.lines().find(|l| l.starts_with("peak: ")).unwrap();
+        line["peak: ".len()..]
+            .split(' ')
+            .next()
+            .unwrap()
+            .parse()
+            .unwrap()
+    };
+    let colored = run_in(
+        &work,
+        &["dsa", "p.csv", "--capacity", &below, "--algo", "coloring"],
+    );
+    let o = run_in(
+        &work,
+        &[
+            "dsa",
+            "p.csv",
+            "--capacity",
+            &below,
+            "--budget-nodes",
+            "40000",
+        ],
+    );
+    assert_eq!(o.code, 1, "{}", o.stderr);
+    assert!(
+        o.stdout.contains("proven infeasible at this capacity"),
+        "{}",
+        o.stdout
+    );
+    assert!(o.stdout.contains("raised capacities: "), "{}", o.stdout);
+    assert!(o.stdout.contains("validated: legal"), "{}", o.stdout);
+    // A perfect packing: the searches reach its bound, which the colorer
+    // misses.
+    assert!(peak_of(&colored.stdout) > p.capacity, "{}", colored.stdout);
+    assert_eq!(peak_of(&o.stdout), p.capacity, "{}", o.stdout);
+    let _ = fs::remove_dir_all(&work);
+}
+
 /// `tusk dsa --svg`: the placement drawn, one rectangle per buffer, and
 /// over a long time line an inset at the peak; it shares standard output
 /// with nothing.
