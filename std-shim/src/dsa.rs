@@ -102,9 +102,9 @@ pub struct DsaArgs {
     pub explain: bool,
 }
 
-/// Bisections of the exact search's capacity between the bound `lb` and the
-/// peak of `placements` (which the search at the problem's capacity did not
-/// fit), with half of `budget` shared by [`DESCENT_STEPS`] steps: a step
+/// Bisections of the exact search's capacity between the bound `lb` (or
+/// just above the problem's capacity, where the search found nothing) and
+/// the peak of `placements`, with half of `budget` shared by [`DESCENT_STEPS`] steps: a step
 /// that fits lowers the best peak to what it found, one that does not
 /// raises the floor (proven or not). Keeps the lowest placement in
 /// `placements`; returns its status line and whether a step improved it.
@@ -123,7 +123,9 @@ fn descend(
     };
     let mut relaxed = problem.clone();
     let before = peak(problem, placements);
-    let (mut lo, mut hi) = (lb, before);
+    // Above the capacity, where the search at it found nothing.
+    let floor = lb.max(problem.capacity.saturating_add(1));
+    let (mut lo, mut hi) = (floor, before);
     let mut nodes = 0;
     let mut taken = 0;
     for _ in 0..steps {
@@ -148,7 +150,7 @@ fn descend(
     }
     (
         format!(
-            "raised capacities: {taken} search{} between the bound and {before} ({nodes} nodes), best peak {hi}",
+            "raised capacities: {taken} search{} at capacities in [{floor}, {before}) ({nodes} nodes), best peak {hi}",
             if taken == 1 { "" } else { "es" }
         ),
         hi < before,
