@@ -102,12 +102,10 @@ pub struct DsaArgs {
     pub explain: bool,
 }
 
-/// Bisections of the exact search's capacity between the bound `lb` (or
-/// just above the problem's capacity, where the search found nothing) and
-/// the peak of `placements`, with half of `budget` shared by [`DESCENT_STEPS`] steps: a step
-/// that fits lowers the best peak to what it found, one that does not
-/// raises the floor (proven or not). Keeps the lowest placement in
-/// `placements`; returns its status line and whether a step improved it.
+/// [`ExactWorkspace::raise`] on `problem` from the peak of `placements`
+/// (kept lowest), over half of `budget`, from just above the capacity the
+/// search found nothing at (or the bound `lb`, if higher); returns its
+/// status line and whether it lowered the peak.
 fn descend(
     problem: &Problem,
     lb: u64,
@@ -116,50 +114,36 @@ fn descend(
     placements: &mut [Placement],
     trial: &mut [Placement],
 ) -> (String, bool) {
-    let steps = DESCENT_STEPS;
-    let slice = Budget {
-        nodes: budget.nodes.map(|k| (k / 2 / steps).max(1)),
-        micros: budget.micros.map(|us| (us / 2 / steps).max(1)),
-    };
     let mut relaxed = problem.clone();
-    let before = peak(problem, placements);
-    // Above the capacity, where the search at it found nothing.
     let floor = lb.max(problem.capacity.saturating_add(1));
-    let (mut lo, mut hi) = (floor, before);
-    let mut nodes = 0;
-    let mut taken = 0;
-    for _ in 0..steps {
-        if lo >= hi {
-            break;
-        }
-        taken += 1;
-        relaxed.capacity = lo + (hi - lo) / 2;
-        let options = ExactOptions {
-            budget: slice,
-            objective: Objective::Fit,
-            ..ExactOptions::default()
-        };
-        let r = ws.solve(&relaxed, &options, &mut StdClock(Instant::now()), trial);
-        nodes += r.nodes;
-        if r.status.fits() && r.peak < hi {
-            hi = r.peak;
-            placements.copy_from_slice(trial);
-        } else if !r.status.fits() {
-            lo = relaxed.capacity + 1;
-        }
-    }
+    let steps = DESCENT_STEPS;
+    let slice = budget.share(2 * steps as u64);
+    let mut clock = StdClock(Instant::now());
+    let r = ws.raise(
+        &mut relaxed,
+        floor,
+        steps,
+        slice,
+        &mut clock,
+        placements,
+        trial,
+    );
     (
         format!(
-            "raised capacities: {taken} search{} at capacities in [{floor}, {before}) ({nodes} nodes), best peak {hi}",
-            if taken == 1 { "" } else { "es" }
+            "raised capacities: {} search{} at capacities in [{floor}, {}) ({} nodes), best peak {}",
+            r.steps,
+            if r.steps == 1 { "" } else { "es" },
+            r.before,
+            r.nodes,
+            r.peak
         ),
-        hi < before,
+        r.peak < r.before,
     )
 }
 
-/// Steps of [`descend`]: each halves the range between the bound and the
+/// Steps of [`descend`]: each halves the range between the floor and the
 /// best peak, so eight take it to 1/256 of the first gap.
-const DESCENT_STEPS: u64 = 8;
+const DESCENT_STEPS: u32 = 8;
 
 /// The large-first method into `placements`; its status line.
 fn large_first(

@@ -38,6 +38,18 @@ pub struct Budget {
     pub micros: Option<u64>,
 }
 
+impl Budget {
+    /// One `parts`-th of this budget (at least 1 node or microsecond of
+    /// whatever it limits).
+    pub fn share(self, parts: u64) -> Budget {
+        let parts = parts.max(1);
+        Budget {
+            nodes: self.nodes.map(|k| (k / parts).max(1)),
+            micros: self.micros.map(|us| (us / parts).max(1)),
+        }
+    }
+}
+
 /// What the search aims for.
 #[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
 pub enum Objective {

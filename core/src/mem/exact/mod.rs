@@ -21,11 +21,14 @@
 //! - `skyline` and `canonical`: the two searches (`canonical::order`: the
 //!   canonical search's preorders);
 //! - `solve`: the greedy first solution, then the attempts of a strategy
-//!   under the budget, with restarts, and what the answer's status is.
+//!   under the budget, with restarts, and what the answer's status is;
+//! - `raise`: searches at raised capacities, bisecting toward the least
+//!   peak the search finds when the capacity is out of reach.
 
 mod api;
 mod canonical;
 mod model;
+mod raise;
 mod sizing;
 mod skyline;
 mod solve;
@@ -35,6 +38,7 @@ mod tests;
 
 pub use api::{Budget, Clock, ExactOptions, Limit, NoClock, Objective, Outcome, Status, Strategy};
 pub use canonical::{Preorder, PREORDERS};
+pub use raise::Raised;
 pub use sizing::{SearchReservation, SearchStorage, MAX_SEARCH_BUFFERS};
 
 use alloc::vec::Vec;

@@ -297,3 +297,34 @@ fn budget_exhaustion_returns_the_best_found() {
     assert!(o.peak > p.capacity);
     assert!(o.nodes <= 6);
 }
+
+#[test]
+fn raised_capacities_reach_the_bound_of_a_packing_the_greedy_misses() {
+    use crate::gen::dsa::{perfect_packing, PerfectPacking};
+    use crate::mem::greedy::{GreedyRule, GreedyWorkspace};
+    let mut p = Problem::linear(0, 120);
+    let mut known = Vec::new();
+    perfect_packing(&PerfectPacking::new(120), 3, &mut p, &mut known).unwrap();
+    let lb = p.capacity;
+    // A capacity below the bound: nothing fits there.
+    p.capacity = lb - 1;
+    let mut g = GreedyWorkspace::new();
+    g.reserve(p.len());
+    let mut best = vec![Placement::default(); p.len()];
+    let greedy = g.place(&p, GreedyRule::BySize, &mut best);
+    assert!(greedy > lb, "the greedy rule packs this one perfectly");
+    let mut ws = ExactWorkspace::new();
+    ws.reserve_for(&p);
+    let mut trial = vec![Placement::default(); p.len()];
+    let slice = Budget {
+        nodes: Some(20_000),
+        micros: None,
+    };
+    let r = ws.raise(&mut p, lb, 8, slice, &mut NoClock, &mut best, &mut trial);
+    assert_eq!(p.capacity, lb - 1, "the capacity is restored");
+    assert_eq!((r.before, r.peak), (greedy, lb));
+    assert!(r.steps >= 1 && r.steps <= 8);
+    assert_eq!(peak(&p, &best), lb);
+    let mut v = Validator::with_capacity(p.len(), 4);
+    assert_eq!(v.check(&p, &best, u64::MAX).total, 0);
+}
