@@ -36,7 +36,10 @@
 //! per buffer) plus one part of at most
 //! `max_window × (1 + OBSTACLES_PER_FREED) + 1` buffers and the exact
 //! search sized for it, all reserved by [`RepackWorkspace::reserve`];
-//! [`RepackWorkspace::improve`] allocates nothing.
+//! [`RepackWorkspace::improve`] allocates nothing. With the default
+//! options the part's search takes about 16 MB on a linear problem and
+//! 65 MB on a 128-partition one (its grid has a stripe per start
+//! partition), whatever the problem's size.
 
 use alloc::vec::Vec;
 
