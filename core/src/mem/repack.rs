@@ -129,6 +129,8 @@ pub struct RepackWorkspace {
     exact: ExactWorkspace,
     /// The timeline's first and last instant (of the non-void buffers).
     horizon: (u64, u64),
+    /// Buffers a part may hold (what the search was sized for).
+    room: usize,
 }
 
 impl Default for RepackWorkspace {
@@ -143,6 +145,7 @@ impl Default for RepackWorkspace {
             part_out: Vec::new(),
             exact: ExactWorkspace::new(),
             horizon: (0, 0),
+            room: 0,
         }
     }
 }
@@ -193,8 +196,9 @@ impl RepackWorkspace {
         grow(&mut self.freed, n);
         grow(&mut self.violators, n);
         let m = part_len(opts);
-        if self.part.geometry() != problem.geometry() || self.part_out.capacity() < m {
+        if self.part.geometry() != problem.geometry() || self.room < m {
             self.part = Problem::with_geometry(problem.geometry().clone(), 0, m);
+            self.room = m;
         }
         grow(&mut self.part_out, m);
         // The search sized for the largest part: every buffer live at once
@@ -248,7 +252,7 @@ impl RepackWorkspace {
         o.peak = o.peak_before;
         if !self.holds(n)
             || self.part.geometry() != problem.geometry()
-            || self.part_out.capacity() < part_len(opts)
+            || self.room < part_len(opts)
         {
             return o;
         }
@@ -431,7 +435,10 @@ impl RepackWorkspace {
             floor = floor.min(out[f as usize].offset);
         }
         self.scratch.sort_unstable_by_key(key);
-        let limit = self.freed.len() * OBSTACLES_PER_FREED;
+        // Freed neighbours can double the window, so the room the part was
+        // sized for bounds the obstacles too.
+        let limit = (self.freed.len() * OBSTACLES_PER_FREED)
+            .min(self.room.saturating_sub(self.freed.len() + 1));
         let mut listed = 0;
         let mut ok = below_cap;
         for s in 0..self.scratch.len() {
