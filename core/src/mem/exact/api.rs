@@ -31,6 +31,7 @@ impl Clock for NoClock {
 
 /// How much search the caller allows.
 #[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct Budget {
     /// Most search nodes to visit.
     pub nodes: Option<u64>,
