@@ -1097,11 +1097,7 @@ fn dsa_exact_that_cannot_fit_searches_at_raised_capacities() {
     let mut p = Problem::linear(0, 120);
     let mut known = Vec::new();
     perfect_packing(&PerfectPacking::new(120), 3, &mut p, &mut known).unwrap();
-    let mut text = String::from("id,lower,upper,size\n");
-    for (i, b) in p.buffers().iter().enumerate() {
-        text.push_str(&format!("b{i},{},{},{}\n", b.lower, b.upper, b.size));
-    }
-    fs::write(work.join("p.csv"), text).unwrap();
+    common::write_csv(&work, "p.csv", &p);
     let below = (p.capacity - 1).to_string();
     let peak_of = |stdout: &str| -> u64 {
         let line = stdout.lines().find(|l| l.starts_with("peak: ")).unwrap();

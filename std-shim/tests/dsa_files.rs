@@ -11,6 +11,10 @@ use tusk_core::pass::best_fit::Policy;
 use tusk_core::NoClock;
 use tusk_shim::dsa::{run, Algo, DsaArgs};
 
+#[allow(dead_code)] // each test binary uses a part of the helpers
+mod common;
+use common::write_csv;
+
 /// The public DSA instances: `dsa/` in the public data folder
 /// (`tusk_shim::shared_data::dir`: `$TUSK_DATA`, else `../shared/data`
 /// beside the checkout, where CI has it). Missing data fails the test
@@ -150,17 +154,6 @@ fn written_peak(out: &std::path::Path) -> u64 {
         })
         .max()
         .unwrap_or(0)
-}
-
-/// Writes `p` as a buffer CSV into `dir` and returns its path.
-fn write_csv(dir: &Path, name: &str, p: &Problem) -> PathBuf {
-    let mut text = String::from("id,lower,upper,size\n");
-    for (i, b) in p.buffers().iter().enumerate() {
-        text.push_str(&format!("b{i},{},{},{}\n", b.lower, b.upper, b.size));
-    }
-    let path = dir.join(name);
-    std::fs::write(&path, text).unwrap();
-    path
 }
 
 /// The placement `tusk dsa -o` wrote is legal: re-read with its offsets as

@@ -606,25 +606,32 @@ mod tests {
         p.lower_bound(&mut Timeline::with_capacity(p.len())).bytes
     }
 
+    /// First fit by start time, then repacking within `nodes`: the first
+    /// fit's peak, the outcome and the placement.
+    fn first_fit_then_repack(p: &Problem, nodes: u64) -> (u64, RepackOutcome, Vec<Placement>) {
+        let mut g = GreedyWorkspace::new();
+        g.reserve(p.len());
+        let mut out = vec![Placement::default(); p.len()];
+        let first = g.place(p, GreedyRule::StartBestFit, &mut out);
+        let opts = RepackOptions {
+            nodes,
+            ..RepackOptions::default()
+        };
+        let mut ws = RepackWorkspace::new();
+        ws.reserve(p, p.len(), &opts);
+        let heap = ws.heap_bytes();
+        let o = ws.improve(p, lower_bound(p), &mut out, &opts, &mut NoClock);
+        assert_eq!(ws.heap_bytes(), heap, "improve allocated");
+        (first, o, out)
+    }
+
     #[test]
     fn repacking_keeps_placements_legal_and_never_raises_the_peak() {
         let mut validator = Validator::with_capacity(200, 8);
         let (mut before, mut after) = (0, 0);
         for seed in 0..6 {
             let p = packing(seed, 120);
-            let mut g = GreedyWorkspace::new();
-            g.reserve(p.len());
-            let mut out = vec![Placement::default(); p.len()];
-            let first = g.place(&p, GreedyRule::StartBestFit, &mut out);
-            let opts = RepackOptions {
-                nodes: 200_000,
-                ..RepackOptions::default()
-            };
-            let mut ws = RepackWorkspace::new();
-            ws.reserve(&p, p.len(), &opts);
-            let heap = ws.heap_bytes();
-            let o = ws.improve(&p, lower_bound(&p), &mut out, &opts, &mut NoClock);
-            assert_eq!(ws.heap_bytes(), heap, "improve allocated");
+            let (first, o, out) = first_fit_then_repack(&p, 200_000);
             assert_eq!(validator.check(&p, &out, u64::MAX).total, 0);
             assert_eq!(o.peak_before, first);
             assert_eq!(o.peak, peak(&p, &out));
@@ -689,17 +696,7 @@ mod tests {
             })
             .unwrap();
         }
-        let mut g = GreedyWorkspace::new();
-        g.reserve(p.len());
-        let mut out = vec![Placement::default(); p.len()];
-        let first = g.place(&p, GreedyRule::StartBestFit, &mut out);
-        let opts = RepackOptions {
-            nodes: 100_000,
-            ..RepackOptions::default()
-        };
-        let mut ws = RepackWorkspace::new();
-        ws.reserve(&p, p.len(), &opts);
-        let o = ws.improve(&p, lower_bound(&p), &mut out, &opts, &mut NoClock);
+        let (first, o, out) = first_fit_then_repack(&p, 100_000);
         let mut validator = Validator::with_capacity(p.len(), 8);
         assert_eq!(validator.check(&p, &out, u64::MAX).total, 0);
         assert!(o.peak <= first);

@@ -25,6 +25,19 @@ pub fn scratch(prefix: &str, name: &str) -> PathBuf {
     d
 }
 
+/// Writes `problem`'s buffers as a buffer CSV (`id,lower,upper,size`, ids
+/// `b0`, `b1`, …) named `name` in `dir`; returns its path.
+#[allow(dead_code)] // the `tusk dsa` tests' helper; other test binaries include this file too
+pub fn write_csv(dir: &Path, name: &str, problem: &tusk_core::dsa::Problem) -> PathBuf {
+    let mut text = String::from("id,lower,upper,size\n");
+    for (i, b) in problem.buffers().iter().enumerate() {
+        text.push_str(&format!("b{i},{},{},{}\n", b.lower, b.upper, b.size));
+    }
+    let path = dir.join(name);
+    fs::write(&path, text).unwrap();
+    path
+}
+
 /// What one run of the binary did.
 pub struct Outcome {
     pub code: i32,
