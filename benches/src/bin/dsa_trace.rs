@@ -1,16 +1,29 @@
 //! The scale targets of issue 15 alone: generated trace-like instances
 //! (`gen::dsa::trace_like`, seed 1) of 20k, 100k and 1M buffers, each
-//! greedy rule timed in one run, with peak / lower bound and workspace
-//! bytes per buffer; every answer checked by the independent validator.
+//! greedy rule and large first timed in one run, with peak / lower bound
+//! and workspace bytes per buffer; every answer checked by the independent
+//! validator.
 //!
 //! `cargo run --release -p tusk-benches --bin dsa_trace [N ...]`
-//! (default `20000 100000 1000000`). `DSA_TRACE_RULES=size` runs greedy
-//! by size only (for peak-RSS measurements of one method).
+//! (default `20000 100000 1000000`). `DSA_TRACE_RULES=size` (or `fit`,
+//! `large`) runs one method only (for peak-RSS measurements of one
+//! method).
 
 use std::time::Instant;
 
-use tusk_core::dsa::{GreedyRule, GreedyWorkspace, Placement, Problem, Timeline, Validator};
+use tusk_core::dsa::{
+    GreedyRule, GreedyWorkspace, LargeFirstOptions, LargeFirstWorkspace, Placement, Problem,
+    Timeline, Validator,
+};
 use tusk_core::gen::dsa::{trace_like, TraceLike};
+use tusk_core::Clock;
+
+struct Wall(Instant);
+impl Clock for Wall {
+    fn now_micros(&mut self) -> u64 {
+        self.0.elapsed().as_micros() as u64
+    }
+}
 
 fn main() {
     let mut sizes: Vec<usize> = std::env::args()
@@ -47,6 +60,20 @@ fn main() {
                 "| {n} | {label} | {ms:.0} | {:.4} | {:.0} |",
                 pk as f64 / lb as f64,
                 g.heap_bytes() as f64 / n as f64
+            );
+        }
+        if only.is_empty() || only == "large" {
+            let opts = LargeFirstOptions::default();
+            let mut lf = LargeFirstWorkspace::new();
+            lf.reserve(&p, &opts);
+            let t = Instant::now();
+            let o = lf.place(&p, &opts, &mut Wall(t), &mut out);
+            let ms = t.elapsed().as_secs_f64() * 1e3;
+            assert_eq!(v.check(&p, &out, u64::MAX).total, 0, "illegal placement");
+            println!(
+                "| {n} | large first | {ms:.0} | {:.4} | {:.0} |",
+                o.peak as f64 / lb as f64,
+                lf.heap_bytes() as f64 / n as f64
             );
         }
     }

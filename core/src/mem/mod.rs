@@ -14,6 +14,7 @@ pub mod interval_coloring;
 pub mod large_first;
 pub mod live_range;
 pub mod lsa;
+pub mod occupancy;
 pub mod overlap;
 pub mod portfolio;
 pub mod problem;
