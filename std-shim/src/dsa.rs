@@ -284,7 +284,7 @@ pub fn run(args: &DsaArgs) -> u8 {
                 GreedyRule::StartBestFit
             };
             let mut ws = GreedyWorkspace::new();
-            ws.reserve(n);
+            ws.reserve_for(problem);
             ws.place(problem, rule, &mut placements);
         }
         Algo::Coloring => {
@@ -300,6 +300,10 @@ pub fn run(args: &DsaArgs) -> u8 {
                 "the interference graph",
             );
             storage.add("coloring: interference graph", graph);
+            let tree = ws.reserve_occupancy_within(problem, 0, storage.allowance());
+            if tree > 0 {
+                storage.add("coloring: occupancy tree", tree);
+            }
             let o = ws.solve(problem, &GcaOptions::default(), &mut placements);
             status_line = format!(
                 "coloring: best order {}, {} sweeps, {} improvement replays, {} interference edges",

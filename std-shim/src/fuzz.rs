@@ -127,16 +127,21 @@ pub fn check_csv(data: &[u8]) {
     let _ = problem.lower_bound(&mut Timeline::with_capacity(n));
     let mut placements = vec![Placement::default(); n];
     let mut ws = GreedyWorkspace::new();
-    ws.reserve(n);
-    ws.place(problem, GreedyRule::StartBestFit, &mut placements);
-    if problem.buffers().iter().all(|b| b.pin.is_none()) {
-        let mut v = Validator::with_capacity(n, 4);
-        let r = v.check(problem, &placements, u64::MAX);
-        assert!(
-            r.total == 0,
-            "greedy placement of a parsed table is illegal: {:?}",
-            v.findings().first()
-        );
+    ws.reserve_for(problem);
+    // By size reads the occupancy tree (linear tables), best fit walks the
+    // neighbours; the later placement is the one written back.
+    for rule in [GreedyRule::BySize, GreedyRule::StartBestFit] {
+        ws.place(problem, rule, &mut placements);
+        if problem.buffers().iter().all(|b| b.pin.is_none()) {
+            let mut v = Validator::with_capacity(n, 4);
+            let r = v.check(problem, &placements, u64::MAX);
+            assert!(
+                r.total == 0,
+                "{} placement of a parsed table is illegal: {:?}",
+                rule.name(),
+                v.findings().first()
+            );
+        }
     }
     let mut out = Vec::new();
     if let Err(e) = csv::write(&mut out, &table, &placements) {

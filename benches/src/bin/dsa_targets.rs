@@ -202,7 +202,7 @@ fn main() {
             );
         };
         let mut g = GreedyWorkspace::new();
-        g.reserve(n);
+        g.reserve_for(&p);
         let t = Instant::now();
         let pk = g.place(&p, GreedyRule::BySize, &mut out);
         row(

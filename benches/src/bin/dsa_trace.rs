@@ -51,7 +51,7 @@ fn main() {
                 continue;
             }
             let mut g = GreedyWorkspace::new();
-            g.reserve(n);
+            g.reserve_for(&p);
             let t = Instant::now();
             let pk = g.place(&p, rule, &mut out);
             let ms = t.elapsed().as_secs_f64() * 1e3;

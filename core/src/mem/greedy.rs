@@ -83,14 +83,24 @@ impl GreedyWorkspace {
         )
     }
 
-    /// Sizes the storage for problems of up to `buffers` buffers.
+    /// Sizes the storage for problems of up to `buffers` buffers: the
+    /// neighbour walk's, which places any problem.
     pub fn reserve(&mut self, buffers: usize) {
         crate::storage::grow(&mut self.order, buffers);
         self.placed.reserve(buffers);
         crate::storage::grow(&mut self.near, buffers);
         crate::storage::grow(&mut self.scratch, buffers);
         self.index.reserve(buffers);
-        self.occupancy.reserve(buffers);
+    }
+
+    /// [`Self::reserve`] for `problem`, and when it is linear the
+    /// occupancy tree that greedy by size reads instead of walking (a few
+    /// hundred bytes a buffer; 2-D problems never use it).
+    pub fn reserve_for(&mut self, problem: &Problem) {
+        self.reserve(problem.len());
+        if !problem.is_partitioned() {
+            self.occupancy.reserve(problem.len());
+        }
     }
 
     /// Places every buffer of `problem` by `rule` into `out` (indexed like
@@ -240,7 +250,7 @@ mod tests {
 
     fn solve(p: &Problem, rule: GreedyRule) -> (Vec<Placement>, u64) {
         let mut ws = GreedyWorkspace::new();
-        ws.reserve(p.len());
+        ws.reserve_for(p);
         let mut out = alloc::vec![Placement::default(); p.len()];
         let peak = ws.place(p, rule, &mut out);
         (out, peak)

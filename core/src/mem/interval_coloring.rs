@@ -14,7 +14,11 @@
 //! any density) lists the buffers that overlap one buffer in O((1 + d) log n)
 //! for d overlaps, and gives degrees by binary search. So the storage stays
 //! a few words per buffer however many buffers are live at once, and a
-//! replay costs O(n log n) plus the overlaps it visits.
+//! replay costs O(n log n) plus the overlaps it visits. On a linear
+//! problem a replay asks an [`Occupancy`] tree for each lowest offset
+//! instead (the same answers, without visiting the overlaps one by one);
+//! the work bound below still counts the overlaps, so the number of
+//! replays, and the result, do not depend on which one runs.
 //!
 //! # Orders
 //! Sweep `k` of `N` takes, in turn: size (largest first), area (size ×
@@ -38,6 +42,7 @@
 use alloc::vec::Vec;
 
 use super::greedy::{GreedyRule, GreedyWorkspace};
+use super::occupancy::Occupancy;
 use super::overlap::OverlapIndex;
 use super::problem::{align_offset, peak, Buffer, Obstacle, Placement, Problem, Timeline};
 
@@ -144,6 +149,10 @@ pub struct GcaWorkspace {
     timeline: Timeline,
     /// The linear-storage fallback when the graph does not fit the budget.
     greedy: GreedyWorkspace,
+    /// The placed ranges over time a replay on a linear problem asks for
+    /// each lowest offset instead of walking the placed neighbours (same
+    /// answers; see [`GcaWorkspace::reserve_occupancy_within`]).
+    occupancy: Occupancy,
 }
 
 /// What [`GcaWorkspace::reserve_within`] did.
@@ -178,6 +187,29 @@ impl GcaWorkspace {
     /// graph: the colorer stores none.)
     pub fn reserve_for(&mut self, problem: &Problem, headroom: usize, headroom_edges: u64) {
         self.reserve_within(problem, headroom, headroom_edges, u64::MAX);
+        self.reserve_occupancy_within(problem, headroom, u64::MAX);
+    }
+
+    /// Reserves the occupancy tree the replays of a linear problem (and
+    /// `headroom` more buffers) read instead of walking the neighbours,
+    /// when it fits `allowance` heap bytes; returns the bytes added (none
+    /// for a partitioned problem). Optional: without it the replays walk
+    /// and place the same, so a storage budget's plan
+    /// ([`reserve_within`](Self::reserve_within)) leaves it out and a
+    /// caller with room to spare asks for it.
+    pub fn reserve_occupancy_within(
+        &mut self,
+        problem: &Problem,
+        headroom: usize,
+        allowance: u64,
+    ) -> u64 {
+        let n = problem.len() + headroom;
+        if problem.is_partitioned() || Occupancy::bytes_for(n) > allowance {
+            return 0;
+        }
+        let before = self.occupancy.heap_bytes();
+        self.occupancy.reserve(n);
+        self.occupancy.heap_bytes().saturating_sub(before)
     }
 
     /// [`Self::reserve_for`] within `allowance` heap bytes for the
@@ -236,7 +268,8 @@ impl GcaWorkspace {
             self.current,
             self.timeline,
             self.greedy,
-            self.index
+            self.index,
+            self.occupancy
         )
     }
 
@@ -263,6 +296,8 @@ impl GcaWorkspace {
             };
         }
         self.index.build(problem);
+        // Linear problems, when reserved, replay on the occupancy tree.
+        let tree = self.occupancy.build(problem);
         let edges = self.index.pairs(problem);
         let lower_bound = problem.lower_bound(&mut self.timeline).bytes;
         self.current.clear();
@@ -287,7 +322,7 @@ impl GcaWorkspace {
                 r => OrderRule::Random(r - 4),
             };
             self.make_order(problem, rule, opts.seed);
-            let pk = self.replay(problem);
+            let pk = self.replay(problem, tree);
             swept += 1;
             if pk < best_peak {
                 best_peak = pk;
@@ -325,7 +360,7 @@ impl GcaWorkspace {
                     }
                 }
                 self.sort_order(bufs, false);
-                let pk = self.replay(problem);
+                let pk = self.replay(problem, tree);
                 if pk < best_peak {
                     best_peak = pk;
                     out.copy_from_slice(&self.current);
@@ -427,11 +462,16 @@ impl GcaWorkspace {
         }
     }
 
-    /// Places the buffers in `self.order` into `self.current`; returns the peak.
-    fn replay(&mut self, p: &Problem) -> u64 {
+    /// Places the buffers in `self.order` into `self.current`; returns the
+    /// peak. `tree`: the occupancy tree is built over `p` (a linear
+    /// problem) and answers the lowest offsets until it runs out of room.
+    fn replay(&mut self, p: &Problem, mut tree: bool) -> u64 {
         let bufs = p.buffers();
         for x in self.placed.iter_mut() {
             *x = false;
+        }
+        if tree {
+            self.occupancy.clear();
         }
         let mut pk = 0;
         for k in 0..self.order.len() {
@@ -445,10 +485,19 @@ impl GcaWorkspace {
                     base: p.legal_bases(b.partitions).next().unwrap_or(0),
                 }
             } else {
-                self.lowest(p, v, &b)
+                let fit = if tree {
+                    self.occupancy.lowest_fit(&b)
+                } else {
+                    None
+                };
+                match fit {
+                    Some(offset) => Placement { offset, base: 0 },
+                    None => self.lowest(p, v, &b),
+                }
             };
             self.current[v] = pl;
             self.placed[v] = true;
+            tree = tree && self.occupancy.add(&b, pl.offset).is_ok();
             if !b.is_void() {
                 pk = pk.max(pl.offset + b.size);
             }
@@ -512,6 +561,39 @@ mod tests {
         assert_eq!(o.peak, 6);
         assert_eq!(o.lower_bound, 6);
         assert_eq!(out[1].offset, out[2].offset);
+    }
+
+    #[test]
+    fn replays_on_the_occupancy_tree_place_as_the_neighbour_walk() {
+        use crate::gen::dsa::{trace_like, TraceLike};
+        let mut p = Problem::linear(u64::MAX / 8, 2000);
+        for seed in 0..3 {
+            for k in 0..2 {
+                if k == 0 {
+                    trace_like(&TraceLike::new(2000), seed, &mut p).unwrap();
+                } else {
+                    let mut packing = Vec::new();
+                    perfect_packing(&PerfectPacking::new(200), seed, &mut p, &mut packing).unwrap();
+                }
+                let opts = GcaOptions {
+                    improve: 20,
+                    ..GcaOptions::default()
+                };
+                let mut walk = GcaWorkspace::new();
+                walk.reserve_within(&p, 0, 0, u64::MAX);
+                let mut tree = GcaWorkspace::new();
+                tree.reserve_for(&p, 0, 0);
+                assert!(tree.heap_bytes() >= walk.heap_bytes() + Occupancy::bytes_for(p.len()));
+                let mut a = alloc::vec![Placement::default(); p.len()];
+                let mut b = a.clone();
+                let oa = walk.solve(&p, &opts, &mut a);
+                let ob = tree.solve(&p, &opts, &mut b);
+                assert_eq!(a, b, "seed {seed}, problem {k}");
+                assert_eq!((oa.peak, oa.replays), (ob.peak, ob.replays));
+                let mut v = buffers::Validator::with_capacity(p.len(), 8);
+                assert_eq!(v.check(&p, &b, ob.peak).total, 0);
+            }
+        }
     }
 
     #[test]

@@ -143,7 +143,7 @@ impl LargeFirstWorkspace {
             self.part = Problem::with_geometry(problem.geometry().clone(), 0, n);
             self.reserved = n;
         }
-        self.greedy.reserve(n);
+        self.greedy.reserve_for(problem);
         self.timeline.reserve(n);
         crate::storage::grow(&mut self.part_out, n);
         self.build_part(problem, opts);

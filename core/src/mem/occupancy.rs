@@ -126,6 +126,22 @@ impl Occupancy {
         )
     }
 
+    /// Heap bytes [`Self::reserve`] takes for `buffers` buffers.
+    pub fn bytes_for(buffers: usize) -> u64 {
+        let instants = buffers.saturating_mul(2) as u64;
+        let roots = instants.max(1).next_power_of_two().saturating_mul(4);
+        let size = |bytes: usize| bytes as u64;
+        instants * size(core::mem::size_of::<u64>())
+            + roots * size(core::mem::size_of::<u32>())
+            + buffers as u64 * RANGES_PER_BUFFER as u64 * size(core::mem::size_of::<Range>())
+            + QUERY_NODES as u64
+                * size(
+                    core::mem::size_of::<u32>()
+                        + core::mem::size_of::<(u32, usize, usize)>()
+                        + core::mem::size_of::<Cursor>(),
+                )
+    }
+
     /// Sizes the storage for problems of up to `buffers` buffers.
     pub fn reserve(&mut self, buffers: usize) {
         let instants = buffers.saturating_mul(2);
@@ -166,6 +182,15 @@ impl Occupancy {
         self.roots.resize(pow2 * 4, NIL);
         self.leaves_pow2 = pow2;
         true
+    }
+
+    /// Empties every set, keeping the built problem's instants: the same
+    /// problem placed again.
+    pub fn clear(&mut self) {
+        self.roots.fill(NIL);
+        self.ranges.clear();
+        self.free = NIL;
+        self.seed = SEED;
     }
 
     /// Lists in `nodes` the sets that hold the placed buffers sharing an
@@ -402,6 +427,16 @@ mod tests {
         let q = Problem::partitioned(&t, 1 << 20, 4);
         assert!(!occ.build(&q));
         assert_eq!(occ.lowest_fit(&Buffer::linear(0, 1, 8)), None);
+    }
+
+    #[test]
+    fn the_reservation_is_what_bytes_for_says() {
+        for n in [0, 1, 5, 1000] {
+            let mut occ = Occupancy::default();
+            occ.reserve(n);
+            assert!(occ.heap_bytes() >= Occupancy::bytes_for(n), "{n}");
+            assert!(occ.heap_bytes() <= Occupancy::bytes_for(n) + 64 * 64, "{n}");
+        }
     }
 
     #[test]

@@ -267,7 +267,10 @@ impl ExactWorkspace {
         }
         if n > MAX_SEARCH_BUFFERS {
             // The search will not start (see MAX_SEARCH_BUFFERS); the greedy
-            // rules and the lower bound need only linear storage.
+            // rules and the lower bound need only linear storage, and the
+            // greedy answer is the answer: its occupancy tree (linear too)
+            // keeps it from walking every placed neighbour.
+            self.greedy.reserve_for(problem);
             self.timeline = Timeline::with_capacity(n);
             return SearchReservation::default();
         }
