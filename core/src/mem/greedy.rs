@@ -19,8 +19,11 @@
 //! union of the placed buffers' ranges over segments of time) for the
 //! lowest fit: O(log T) sets a query, each passed range a treap step, so a
 //! stack of placed neighbours under a buffer costs one step, not one visit
-//! each. Otherwise (best fit, 2-D, or a tree out of its reserved ranges)
-//! the placed buffers are kept in an [`OverlapSubset`] of an interval
+//! each. Best fit on a linear problem without pins sweeps a
+//! [`LiveGaps`] index (the gaps between the buffers live at each start, by
+//! size): O(log n) a buffer. Otherwise (2-D, pins under best fit, or an
+//! index out of its reserved room) the placed buffers are kept in an
+//! [`OverlapSubset`] of an interval
 //! index over the problem, so each buffer visits only the *placed* buffers
 //! that share an instant with it and sorts them: O(d log d) per buffer of
 //! d placed overlaps. Both give the same placements (a test compares them
@@ -29,6 +32,7 @@
 
 use alloc::vec::Vec;
 
+use super::live_gaps::LiveGaps;
 use super::occupancy::Occupancy;
 use super::overlap::{OverlapIndex, OverlapSubset};
 use super::problem::{align_offset, Buffer, Obstacle, Placement, Problem};
@@ -62,6 +66,7 @@ pub struct GreedyWorkspace {
     scratch: Vec<Obstacle>,
     index: OverlapIndex,
     occupancy: Occupancy,
+    gaps: LiveGaps,
 }
 
 impl GreedyWorkspace {
@@ -79,7 +84,8 @@ impl GreedyWorkspace {
             self.near,
             self.scratch,
             self.index,
-            self.occupancy
+            self.occupancy,
+            self.gaps
         )
     }
 
@@ -100,6 +106,7 @@ impl GreedyWorkspace {
         self.reserve(problem.len());
         if !problem.is_partitioned() {
             self.occupancy.reserve(problem.len());
+            self.gaps.reserve(problem.len());
         }
     }
 
@@ -143,9 +150,28 @@ impl GreedyWorkspace {
                 a.lower.cmp(&b.lower).then(x.cmp(&y))
             }),
         }
+        // Best fit on a linear problem without pins sweeps the live gaps.
+        let mut sweep = rule == GreedyRule::StartBestFit
+            && !problem.is_partitioned()
+            && bufs.iter().all(|b| b.pin.is_none())
+            && self.gaps.holds(bufs.len());
+        if sweep {
+            self.gaps.start(bufs);
+        }
         for k in 0..self.order.len() {
             let i = self.order[k] as usize;
             let buf = bufs[i];
+            if sweep {
+                match self.gaps.place(bufs, i) {
+                    Ok(offset) => {
+                        out[i] = Placement { offset, base: 0 };
+                        self.placed.insert(&self.index, i);
+                        continue;
+                    }
+                    // Out of room: the walk places the rest.
+                    Err(_) => sweep = false,
+                }
+            }
             let fit = if tree {
                 self.occupancy.lowest_fit(&buf)
             } else {
@@ -333,6 +359,19 @@ mod tests {
             perfect_packing(&PerfectPacking::new(300), seed, &mut p, &mut packing).unwrap();
             problems.push(p.clone());
         }
+        // Mixed alignments, no pins: the live-gap sweep of best fit skips
+        // the gaps that alignment disqualifies.
+        let mut rng = crate::gen::dsa::SplitMix64::new(9);
+        let mut aligned = Problem::linear(u64::MAX / 8, 1500);
+        for b in problems[0].buffers() {
+            aligned
+                .push(Buffer {
+                    align: 1 << rng.below(7),
+                    ..*b
+                })
+                .unwrap();
+        }
+        problems.push(aligned);
         // Pins, voids and partitions: every path of the placement loop.
         let t = Target::default();
         let mut q = Problem::partitioned(&t, 1 << 20, 64);

@@ -12,6 +12,7 @@ pub mod exact;
 pub mod greedy;
 pub mod interval_coloring;
 pub mod large_first;
+pub mod live_gaps;
 pub mod live_range;
 pub mod lsa;
 pub mod occupancy;
