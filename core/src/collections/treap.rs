@@ -227,6 +227,29 @@ pub(crate) fn partition<P: TreapPool + ?Sized>(
     (last_before, first_after)
 }
 
+/// Puts `node` into a pool reserved once: into the first freed slot
+/// (`free` heads the freed slots, chained through `link`), else after the
+/// last within the reservation. `None` when the pool is full: it never
+/// grows.
+pub(crate) fn take_slot<T>(
+    pool: &mut Vec<T>,
+    free: &mut u32,
+    node: T,
+    link: impl Fn(&T) -> u32,
+) -> Option<u32> {
+    if let Some(slot) = pool.get_mut(*free as usize) {
+        let n = *free;
+        *free = link(slot);
+        *slot = node;
+        Some(n)
+    } else if pool.len() < pool.capacity() {
+        pool.push(node);
+        Some((pool.len() - 1) as u32)
+    } else {
+        None
+    }
+}
+
 /// Implements [`TreapPool`] for a slice of `$node`, whose `u32` fields
 /// `$left` and `$right` are its child links and `$prio` its priority.
 macro_rules! treap_pool {
@@ -332,15 +355,7 @@ impl TreapMap {
             left: NIL,
             right: NIL,
         };
-        let n = if let Some(e) = self.entries.get_mut(self.free as usize) {
-            let n = self.free;
-            self.free = e.left;
-            *e = entry;
-            n
-        } else if self.entries.len() < self.entries.capacity() {
-            self.entries.push(entry);
-            (self.entries.len() - 1) as u32
-        } else {
+        let Some(n) = take_slot(&mut self.entries, &mut self.free, entry, |e| e.left) else {
             return Err(MapFull {
                 capacity: self.entries.capacity(),
             });

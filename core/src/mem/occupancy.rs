@@ -334,17 +334,8 @@ impl Occupancy {
             left: NIL,
             right: NIL,
         };
-        let n = if let Some(slot) = self.ranges.get_mut(self.free as usize) {
-            let n = self.free;
-            self.free = slot.left;
-            *slot = range;
-            n
-        } else if self.ranges.len() < self.ranges.capacity() {
-            self.ranges.push(range);
-            (self.ranges.len() - 1) as u32
-        } else {
-            return Err(OccupancyFull);
-        };
+        let n = treap::take_slot(&mut self.ranges, &mut self.free, range, |r| r.left)
+            .ok_or(OccupancyFull)?;
         if let Some(r) = self.ranges.get_mut(before as usize) {
             r.next = n;
         }
