@@ -117,15 +117,12 @@ impl GreedyWorkspace {
         let bufs = problem.buffers();
         debug_assert_eq!(out.len(), bufs.len());
         self.order.clear();
-        self.index.build(problem);
-        self.placed.reset(&self.index, bufs.len());
         // Lowest fit is what the occupancy tree answers; best fit needs
         // the gaps' sizes, which its merged ranges do not keep.
         let mut tree = rule == GreedyRule::BySize && self.occupancy.build(problem);
         for (i, b) in bufs.iter().enumerate() {
             if let Some(pin) = b.pin {
                 out[i] = pin;
-                self.placed.insert(&self.index, i);
                 tree = tree && self.occupancy.add(b, pin.offset).is_ok();
             } else if b.is_void() {
                 out[i] = Placement {
@@ -158,64 +155,96 @@ impl GreedyWorkspace {
         if sweep {
             self.gaps.start(bufs);
         }
+        // The walk's index and placed subset, built when the walk first
+        // places a buffer (from the pins and the buffers placed before it).
+        let mut walking = false;
         for k in 0..self.order.len() {
             let i = self.order[k] as usize;
             let buf = bufs[i];
-            if sweep {
-                match self.gaps.place(bufs, i) {
-                    Ok(offset) => {
-                        out[i] = Placement { offset, base: 0 };
-                        self.placed.insert(&self.index, i);
-                        continue;
-                    }
-                    // Out of room: the walk places the rest.
-                    Err(_) => sweep = false,
-                }
-            }
-            let fit = if tree {
+            let fit = if sweep {
+                // Out of room: the walk places the rest.
+                let fit = self.gaps.place(bufs, i).ok();
+                sweep = fit.is_some();
+                fit
+            } else if tree {
                 self.occupancy.lowest_fit(&buf)
             } else {
                 None
             };
-            if let Some(offset) = fit {
-                out[i] = Placement { offset, base: 0 };
-                self.placed.insert(&self.index, i);
-                tree = self.occupancy.add(&buf, offset).is_ok();
-                continue;
-            }
-            self.collect_neighbours(bufs, out, &buf);
-            let mut best: Option<(u64, u64, u16)> = None; // (key, offset, base)
-            for base in problem.legal_bases(buf.partitions) {
-                let end = base + buf.partitions;
-                self.scratch.clear();
-                self.scratch.extend(
-                    self.near
-                        .iter()
-                        .filter(|o| o.meets_partitions(base, end))
-                        .copied(),
-                );
-                self.scratch.sort_unstable_by_key(|o| o.offset());
-                let (key, offset) = match rule {
-                    GreedyRule::BySize => {
-                        let off = lowest_fit(&self.scratch, &buf);
-                        (off, off)
-                    }
-                    GreedyRule::StartBestFit => best_fit(&self.scratch, &buf),
-                };
-                let better = match best {
-                    None => true,
-                    Some((k0, o0, _)) => (key, offset) < (k0, o0),
-                };
-                if better {
-                    best = Some((key, offset, base));
+            let offset = match fit {
+                Some(offset) => {
+                    out[i] = Placement { offset, base: 0 };
+                    offset
                 }
-            }
-            let (_, offset, base) = best.unwrap_or((0, 0, 0));
-            out[i] = Placement { offset, base };
-            self.placed.insert(&self.index, i);
+                None => {
+                    if !walking {
+                        self.start_walk(problem, k);
+                        walking = true;
+                    }
+                    out[i] = self.walk(problem, rule, out, &buf);
+                    self.placed.insert(&self.index, i);
+                    out[i].offset
+                }
+            };
             tree = tree && self.occupancy.add(&buf, offset).is_ok();
         }
         super::problem::peak(problem, out)
+    }
+
+    /// Builds the walk's index and fills its placed subset with the pins
+    /// and the first `placed` buffers of the order.
+    fn start_walk(&mut self, problem: &Problem, placed: usize) {
+        let bufs = problem.buffers();
+        self.index.build(problem);
+        self.placed.reset(&self.index, bufs.len());
+        for (i, b) in bufs.iter().enumerate() {
+            if b.pin.is_some() {
+                self.placed.insert(&self.index, i);
+            }
+        }
+        for k in 0..placed {
+            self.placed.insert(&self.index, self.order[k] as usize);
+        }
+    }
+
+    /// `buf`'s placement by `rule` among the placed buffers that share an
+    /// instant with it, over every legal base.
+    fn walk(
+        &mut self,
+        problem: &Problem,
+        rule: GreedyRule,
+        out: &[Placement],
+        buf: &Buffer,
+    ) -> Placement {
+        self.collect_neighbours(problem.buffers(), out, buf);
+        let mut best: Option<(u64, u64, u16)> = None; // (key, offset, base)
+        for base in problem.legal_bases(buf.partitions) {
+            let end = base + buf.partitions;
+            self.scratch.clear();
+            self.scratch.extend(
+                self.near
+                    .iter()
+                    .filter(|o| o.meets_partitions(base, end))
+                    .copied(),
+            );
+            self.scratch.sort_unstable_by_key(|o| o.offset());
+            let (key, offset) = match rule {
+                GreedyRule::BySize => {
+                    let off = lowest_fit(&self.scratch, buf);
+                    (off, off)
+                }
+                GreedyRule::StartBestFit => best_fit(&self.scratch, buf),
+            };
+            let better = match best {
+                None => true,
+                Some((k0, o0, _)) => (key, offset) < (k0, o0),
+            };
+            if better {
+                best = Some((key, offset, base));
+            }
+        }
+        let (_, offset, base) = best.unwrap_or((0, 0, 0));
+        Placement { offset, base }
     }
 
     fn collect_neighbours(&mut self, bufs: &[Buffer], out: &[Placement], buf: &Buffer) {
