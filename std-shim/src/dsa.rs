@@ -34,10 +34,12 @@ pub enum Algo {
     /// The graph-coloring allocator: best-of-N orders plus squeaky-wheel
     /// improvement (the pipeline's `coloring_allocator_*`).
     Coloring,
-    /// The largest buffers (1024) placed by the exact search, the rest
-    /// around them by greedy by size: for traces whose sizes span orders
-    /// of magnitude (`--budget-nodes` / `--budget-ms` bound the search;
-    /// default 50,000 nodes).
+    /// The largest buffers placed by the exact search in two tiers of 512
+    /// (the second around the first), the rest around them by greedy by
+    /// size: for traces whose sizes span orders of magnitude
+    /// (`--budget-nodes` / `--budget-ms` bound the searches, shared by the
+    /// tiers, each spending half on the least peak and half descending
+    /// capacities; default 200,000 nodes).
     LargeFirst,
     /// The linear-scan allocator's best-fit manager: a budgeted portfolio
     /// of start-order scans, best kept (`mem::portfolio::place_buffers`; the
@@ -160,8 +162,14 @@ fn large_first(
         .stopped_by
         .map_or_else(String::new, |l| format!("; stopped by the {l}"));
     format!(
-        "large first: the {} largest buffers searched ({}{stopped}; {} nodes; their peak {} over their bound {}), the rest placed greedily by size",
-        o.large, o.status, o.nodes, o.large_peak, o.large_bound
+        "large first: the {} largest buffers searched in {} tier{} ({}{stopped}; {} nodes; their peak {} over their bound {}), the rest placed greedily by size",
+        o.large,
+        o.tiers,
+        if o.tiers == 1 { "" } else { "s" },
+        o.status,
+        o.nodes,
+        o.large_peak,
+        o.large_bound
     )
 }
 
@@ -413,7 +421,7 @@ pub fn run(args: &DsaArgs) -> u8 {
                 // Above the large set's size, the search on the largest
                 // buffers with the rest placed around them.
                 let opts = LargeFirstOptions::default();
-                if n > opts.large as usize {
+                if n > opts.tier as usize {
                     let line = large_first(problem, &opts, &mut trial, &mut storage);
                     status_line.push('\n');
                     status_line.push_str(&line);

@@ -7,7 +7,8 @@
 //! `cargo run --release -p tusk-benches --bin dsa_trace [N ...]`
 //! (default `20000 100000 1000000`). `DSA_TRACE_RULES=size` (or `fit`,
 //! `large`) runs one method only (for peak-RSS measurements of one
-//! method).
+//! method). `DSA_TRACE_SEEDS=1,2,3` runs those seeds of each size
+//! (default: seed 1), so a change is judged on more than one instance.
 
 use std::time::Instant;
 
@@ -34,11 +35,20 @@ fn main() {
         sizes = vec![20_000, 100_000, 1_000_000];
     }
     let only = std::env::var("DSA_TRACE_RULES").unwrap_or_default();
-    println!("| buffers | method | ms | peak / lower bound | workspace bytes / buffer |");
-    println!("|---|---|---|---|---|");
-    for n in sizes {
+    let seeds: Vec<u64> = std::env::var("DSA_TRACE_SEEDS")
+        .unwrap_or_default()
+        .split(',')
+        .filter_map(|s| s.trim().parse().ok())
+        .collect();
+    let seeds = if seeds.is_empty() { vec![1] } else { seeds };
+    println!("| buffers | seed | method | ms | peak / lower bound | workspace bytes / buffer |");
+    println!("|---|---|---|---|---|---|");
+    for (n, seed) in sizes
+        .iter()
+        .flat_map(|&n| seeds.iter().map(move |&s| (n, s)))
+    {
         let mut p = Problem::linear(u64::MAX / 8, n);
-        trace_like(&TraceLike::new(n), 1, &mut p).expect("generated");
+        trace_like(&TraceLike::new(n), seed, &mut p).expect("generated");
         let lb = p.lower_bound(&mut Timeline::with_capacity(n)).bytes;
         let mut out = vec![Placement::default(); n];
         let mut v = Validator::with_capacity(n, 4);
@@ -57,7 +67,7 @@ fn main() {
             let ms = t.elapsed().as_secs_f64() * 1e3;
             assert_eq!(v.check(&p, &out, u64::MAX).total, 0, "illegal placement");
             println!(
-                "| {n} | {label} | {ms:.0} | {:.4} | {:.0} |",
+                "| {n} | {seed} | {label} | {ms:.0} | {:.4} | {:.0} |",
                 pk as f64 / lb as f64,
                 g.heap_bytes() as f64 / n as f64
             );
@@ -71,7 +81,7 @@ fn main() {
             let ms = t.elapsed().as_secs_f64() * 1e3;
             assert_eq!(v.check(&p, &out, u64::MAX).total, 0, "illegal placement");
             println!(
-                "| {n} | large first | {ms:.0} | {:.4} | {:.0} |",
+                "| {n} | {seed} | large first | {ms:.0} | {:.4} | {:.0} |",
                 o.peak as f64 / lb as f64,
                 lf.heap_bytes() as f64 / n as f64
             );

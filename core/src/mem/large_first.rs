@@ -1,5 +1,5 @@
-//! Large first: the largest buffers placed by the exact search, then the
-//! rest around them by the greedy-by-size rule.
+//! Large first: the largest buffers placed by the exact search, a tier at
+//! a time, then the rest around them by the greedy-by-size rule.
 //!
 //! # What it exploits
 //! When sizes span orders of magnitude (activations of bytes to KiB beside
@@ -7,20 +7,35 @@
 //! small ones are a thin layer that fits into the holes the large ones
 //! leave. A greedy rule places the large ones in size order without looking
 //! ahead and the small ones cannot undo its mistakes; a search over only
-//! the large ones stays small (a few hundred to a thousand buffers) however
-//! many small ones there are, and reaches or nears their own bound. When
-//! sizes are alike, the large set is simply the first part of the greedy
-//! order, searched instead of placed greedily, and the search starts from
-//! that greedy answer, so it is never worse on that part.
+//! the large ones stays small (a few hundred buffers) however many small
+//! ones there are, and reaches or nears their own bound. When sizes are
+//! alike, the large set is simply the first part of the greedy order,
+//! searched instead of placed greedily, and the search starts from that
+//! greedy answer, so it is never worse on that part.
 //!
-//! The large set is the `large` biggest buffers by area (size × partitions),
-//! ties by the longer lifetime, then the earlier start, then the index:
-//! properties of the buffers, not of the input's order.
+//! The search's reach, not the instance, sets a tier's size: it proves or
+//! nears the bound on a few hundred buffers (MiniMalloc's instances are
+//! 150-450) and slows down past that, so when more buffers matter (a
+//! million-buffer trace has thousands of huge ones) the next tier is
+//! searched against the earlier ones pinned where they landed.
+//!
+//! Each tier's search first minimizes the peak for half its budget (from
+//! the greedy answer down, a byte at a time; on a small tier this proves
+//! the optimum), then spends the other half descending capacities between
+//! the tier's bound and the best peak ([`ExactWorkspace::raise`]): a
+//! search for a fit at a fixed capacity branches where the capacity is
+//! tight, which a least-peak search reaches only after many near-equal
+//! peaks.
+//!
+//! The tiers are the buffers by area (size × partitions), ties by the
+//! longer lifetime, then the earlier start, then the index: properties of
+//! the buffers, not of the input's order.
 //!
 //! # Storage
-//! Linear in the buffers (an order, a copy of the problem with the large
-//! set pinned, the greedy rule's tables) plus the search sized for the large
-//! set, all reserved by [`LargeFirstWorkspace::reserve`];
+//! Linear in the buffers (an order, a copy of the problem with the tiers
+//! pinned, the greedy rule's tables) plus the search sized for all tiers
+//! at once (the last tier's part holds the earlier tiers as pins), all
+//! reserved by [`LargeFirstWorkspace::reserve`];
 //! [`LargeFirstWorkspace::place`] allocates nothing for the problem it was
 //! reserved for or a smaller one like it.
 
@@ -34,21 +49,36 @@ use super::problem::{peak, Buffer, Placement, Problem, Timeline};
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct LargeFirstOptions {
-    /// Buffers in the large set (at most).
-    pub large: u32,
-    /// The search's budget on the large set.
+    /// Buffers a tier's search takes at once (at most).
+    pub tier: u32,
+    /// Tiers searched, each against the earlier ones pinned.
+    pub tiers: u32,
+    /// Capacities a tier's descent tries after its least-peak search.
+    pub steps: u32,
+    /// The search's budget over all tiers, shared equally; a tier spends
+    /// half of its share on the least peak and the rest on the descent's
+    /// steps.
     pub budget: Budget,
 }
 
 impl Default for LargeFirstOptions {
     fn default() -> Self {
         LargeFirstOptions {
-            large: 1024,
+            tier: 512,
+            tiers: 2,
+            steps: 8,
             budget: Budget {
-                nodes: Some(50_000),
+                nodes: Some(200_000),
                 micros: None,
             },
         }
+    }
+}
+
+impl LargeFirstOptions {
+    /// Buffers searched over all tiers (at most).
+    pub fn searched(&self) -> usize {
+        (self.tier as usize).saturating_mul(self.tiers as usize)
     }
 }
 
@@ -57,18 +87,22 @@ impl Default for LargeFirstOptions {
 pub struct LargeFirstOutcome {
     /// Peak of the whole placement.
     pub peak: u64,
-    /// Buffers in the large set.
+    /// Buffers searched, over all tiers.
     pub large: u32,
-    /// Peak of the large set alone, as the search left it.
+    /// Tiers searched.
+    pub tiers: u32,
+    /// Peak of the searched buffers (and pins) alone, as the searches left
+    /// them.
     pub large_peak: u64,
-    /// The large set's own lower bound.
+    /// Their own lower bound.
     pub large_bound: u64,
-    /// What the search knows about the large set's placement: `Optimal`
-    /// when its peak is proven the least the large set allows.
+    /// What the search knows about the searched buffers' placement:
+    /// `Optimal` when there was one tier and its peak is proven the least
+    /// it allows.
     pub status: Status,
-    /// Search nodes.
+    /// Search nodes, over all tiers and steps.
     pub nodes: u64,
-    /// What stopped the search early, if anything did.
+    /// What stopped a tier's least-peak search early, if anything did.
     pub stopped_by: Option<Limit>,
 }
 
@@ -76,12 +110,19 @@ pub struct LargeFirstOutcome {
 #[derive(Debug)]
 pub struct LargeFirstWorkspace {
     order: Vec<u32>,
-    /// Per buffer: its index in the part, or `u32::MAX`.
+    /// Per buffer: its position in `order` when it is searched, or
+    /// `u32::MAX`.
     slot: Vec<u32>,
-    /// Buffers `work` and `part` were made for.
+    /// Where the searches put the searched buffers, in `order`.
+    found: Vec<Placement>,
+    /// Buffers `work` was made for.
     reserved: usize,
+    /// Buffers `part`, `part_out` and `trial` were made for: the searched
+    /// buffers and the pins.
+    part_room: usize,
     part: Problem,
     part_out: Vec<Placement>,
+    trial: Vec<Placement>,
     work: Problem,
     exact: ExactWorkspace,
     greedy: GreedyWorkspace,
@@ -93,9 +134,12 @@ impl Default for LargeFirstWorkspace {
         LargeFirstWorkspace {
             order: Vec::new(),
             slot: Vec::new(),
+            found: Vec::new(),
             reserved: 0,
+            part_room: 0,
             part: Problem::linear(0, 0),
             part_out: Vec::new(),
+            trial: Vec::new(),
             work: Problem::linear(0, 0),
             exact: ExactWorkspace::new(),
             greedy: GreedyWorkspace::new(),
@@ -115,8 +159,10 @@ impl LargeFirstWorkspace {
         crate::heap_bytes!(
             self.order,
             self.slot,
+            self.found,
             self.part,
             self.part_out,
+            self.trial,
             self.work,
             self.exact,
             self.greedy,
@@ -125,14 +171,14 @@ impl LargeFirstWorkspace {
     }
 
     /// Reserves everything [`Self::place`] uses for `problem` with `opts`
-    /// (the search is sized for this problem's large set).
+    /// (the search is sized for this problem's tiers).
     pub fn reserve(&mut self, problem: &Problem, opts: &LargeFirstOptions) {
         self.reserve_within(problem, opts, u64::MAX);
     }
 
     /// [`Self::reserve`] with at most `allowance` heap bytes for the
     /// search (its linear tables are always reserved): when its grid does
-    /// not fit, [`Self::place`] keeps the greedy placement of the large set
+    /// not fit, [`Self::place`] keeps the greedy placement of the tiers
     /// and says so ([`LargeFirstOutcome::stopped_by`]).
     pub fn reserve_within(&mut self, problem: &Problem, opts: &LargeFirstOptions, allowance: u64) {
         let n = problem.len();
@@ -140,21 +186,30 @@ impl LargeFirstWorkspace {
         crate::storage::grow(&mut self.slot, n);
         if self.work.geometry() != problem.geometry() || self.reserved < n {
             self.work = Problem::with_geometry(problem.geometry().clone(), 0, n);
-            self.part = Problem::with_geometry(problem.geometry().clone(), 0, n);
             self.reserved = n;
         }
         self.greedy.reserve_for(problem);
         self.timeline.reserve(n);
-        crate::storage::grow(&mut self.part_out, n);
-        self.build_part(problem, opts);
+        let searched = self.rank(problem, opts);
+        let m = searched + pins(problem);
+        crate::storage::grow(&mut self.found, m);
+        if self.part.geometry() != problem.geometry() || self.part_room < m {
+            self.part = Problem::with_geometry(problem.geometry().clone(), 0, m);
+            self.part_room = m;
+        }
+        crate::storage::grow(&mut self.part_out, m);
+        crate::storage::grow(&mut self.trial, m);
+        // The last tier's part: every searched buffer and every pin (the
+        // search's storage does not depend on which of them are pinned).
+        self.build_part(problem, 0, searched);
         self.exact.reserve_within(&self.part, allowance);
         self.part.clear();
     }
 
     /// Places every buffer of `problem` into `out` (indexed like its
     /// buffers); pins keep their placement. A problem larger than the
-    /// reserved one, or of another geometry, is placed by the greedy rule
-    /// alone (an empty large set).
+    /// reserved one (more buffers, or more to search and pin), or of
+    /// another geometry, is placed by the greedy rule alone (no tier).
     pub fn place(
         &mut self,
         problem: &Problem,
@@ -162,11 +217,20 @@ impl LargeFirstWorkspace {
         clock: &mut dyn Clock,
         out: &mut [Placement],
     ) -> LargeFirstOutcome {
-        if problem.len() > self.reserved || self.work.geometry() != problem.geometry() {
+        let reserved = problem.len() <= self.reserved
+            && self.work.geometry() == problem.geometry()
+            && self.part.geometry() == problem.geometry();
+        let searched = if reserved {
+            self.rank(problem, opts)
+        } else {
+            usize::MAX
+        };
+        if searched.saturating_add(pins(problem)) > self.part_room {
             let pk = self.greedy.place(problem, GreedyRule::BySize, out);
             return LargeFirstOutcome {
                 peak: pk,
                 large: 0,
+                tiers: 0,
                 large_peak: 0,
                 large_bound: 0,
                 status: Status::Feasible,
@@ -174,49 +238,101 @@ impl LargeFirstWorkspace {
                 stopped_by: None,
             };
         }
-        let large = self.build_part(problem, opts);
-        let large_bound = self.part.lower_bound(&mut self.timeline).bytes;
-        let m = self.part.len();
-        crate::storage::refill(&mut self.part_out, m, Placement::default());
-        let options = ExactOptions {
-            budget: opts.budget,
-            objective: Objective::MinimizePeak,
-            ..ExactOptions::default()
+        crate::storage::refill(&mut self.found, searched, Placement::default());
+        let tier = (opts.tier as usize).max(1);
+        let mut o = LargeFirstOutcome {
+            peak: 0,
+            large: searched as u32,
+            tiers: 0,
+            large_peak: 0,
+            large_bound: 0,
+            status: Status::Feasible,
+            nodes: 0,
+            stopped_by: None,
         };
-        let r = self
-            .exact
-            .solve(&self.part, &options, clock, &mut self.part_out);
-        // The whole problem again, the large set pinned where the search
-        // put it (the part lists the large set first, in `order`).
+        let start = clock.now_micros();
+        let mut lo = 0;
+        while lo < searched {
+            let hi = (lo + tier).min(searched);
+            // What is left of the budget, shared by the tiers left; without
+            // a descent a tier's least-peak search has all of its share.
+            let elapsed = clock.now_micros().saturating_sub(start);
+            let left = Budget {
+                nodes: opts.budget.nodes.map(|k| k.saturating_sub(o.nodes)),
+                micros: opts.budget.micros.map(|us| us.saturating_sub(elapsed)),
+            };
+            let share = left.share((searched - lo).div_ceil(tier) as u64);
+            let half = share.share(if opts.steps > 0 { 2 } else { 1 });
+            let minimize = ExactOptions {
+                budget: half,
+                objective: Objective::MinimizePeak,
+                ..ExactOptions::default()
+            };
+            self.build_part(problem, lo, hi);
+            let m = self.part.len();
+            crate::storage::refill(&mut self.part_out, m, Placement::default());
+            let r = self
+                .exact
+                .solve(&self.part, &minimize, clock, &mut self.part_out);
+            o.nodes += r.nodes;
+            o.stopped_by = o.stopped_by.or(r.stopped_by);
+            o.status = r.status;
+            // A search that did not start (no room for it) has nothing to
+            // descend from.
+            let started = !matches!(r.stopped_by, Some(Limit::Budget | Limit::Size));
+            if r.status != Status::Optimal && opts.steps > 0 && started {
+                crate::storage::refill(&mut self.trial, m, Placement::default());
+                let floor = self.part.lower_bound(&mut self.timeline).bytes;
+                let slice = half.share(opts.steps as u64);
+                let d = self.exact.raise(
+                    &mut self.part,
+                    floor,
+                    opts.steps,
+                    slice,
+                    clock,
+                    &mut self.part_out[..m],
+                    &mut self.trial[..m],
+                );
+                o.nodes += d.nodes;
+            }
+            // The part lists the tier first, in `order`.
+            self.found[lo..hi].copy_from_slice(&self.part_out[..hi - lo]);
+            o.tiers += 1;
+            lo = hi;
+        }
+        if o.tiers > 1 {
+            o.status = Status::Feasible;
+        }
+        if o.tiers > 0 {
+            // The searched buffers alone (and the pins): the last part,
+            // with the last tier where its search put it.
+            o.large_bound = self.part.lower_bound(&mut self.timeline).bytes;
+            o.large_peak = peak(&self.part, &self.part_out[..self.part.len()]);
+        }
+        // The whole problem again, the searched buffers pinned where the
+        // searches put them.
         let bufs = problem.buffers();
         crate::storage::refill(&mut self.slot, bufs.len(), u32::MAX);
-        for (k, &i) in self.order[..large].iter().enumerate() {
+        for (k, &i) in self.order[..searched].iter().enumerate() {
             self.slot[i as usize] = k as u32;
         }
         self.work.clear();
         self.work.capacity = problem.capacity;
         for (b, &k) in bufs.iter().zip(&self.slot) {
-            let pin = (k != u32::MAX).then(|| self.part_out[k as usize]).or(b.pin);
+            let pin = (k != u32::MAX).then(|| self.found[k as usize]).or(b.pin);
             // Room was reserved and the buffer and the search's placement
             // of it are legal, so this push cannot fail.
             let pushed = self.work.push(Buffer { pin, ..*b });
             debug_assert!(pushed.is_ok());
         }
         self.greedy.place(&self.work, GreedyRule::BySize, out);
-        LargeFirstOutcome {
-            peak: peak(problem, out),
-            large: large as u32,
-            large_peak: r.peak,
-            large_bound,
-            status: r.status,
-            nodes: r.nodes,
-            stopped_by: r.stopped_by,
-        }
+        o.peak = peak(problem, out);
+        o
     }
 
-    /// Lists the large set first in `order` and makes `part` the problem of
-    /// the large set and every pin; returns the large set's size.
-    fn build_part(&mut self, problem: &Problem, opts: &LargeFirstOptions) -> usize {
+    /// Lists the searched buffers first in `order`, by area; returns how
+    /// many there are (all tiers).
+    fn rank(&mut self, problem: &Problem, opts: &LargeFirstOptions) -> usize {
         let bufs = problem.buffers();
         self.order.clear();
         self.order.extend(
@@ -232,27 +348,51 @@ impl LargeFirstWorkspace {
                 i,
             )
         };
-        let large = (opts.large as usize).min(self.order.len());
-        if large > 0 && large < self.order.len() {
-            self.order.select_nth_unstable_by_key(large - 1, key);
+        let searched = opts.searched().min(self.order.len());
+        if searched > 0 && searched < self.order.len() {
+            self.order.select_nth_unstable_by_key(searched - 1, key);
         }
-        self.order[..large].sort_unstable_by_key(key);
+        self.order[..searched].sort_unstable_by_key(key);
+        searched
+    }
+
+    /// Makes `part` the problem of the tier `order[lo..hi]` (first, in that
+    /// order), the earlier tiers pinned where `found` has them, and every
+    /// pin of `problem`.
+    fn build_part(&mut self, problem: &Problem, lo: usize, hi: usize) {
+        let bufs = problem.buffers();
         self.part.clear();
-        // No capacity: the search lowers the large set's peak step by step
-        // from the greedy one, whatever the problem's capacity is.
+        // No capacity: the search lowers the tier's peak step by step from
+        // the greedy one, whatever the problem's capacity is.
         self.part.capacity = u64::MAX / 8;
         // Within the reserved room (checked by the callers), of buffers
-        // the problem already accepted: the pushes cannot fail.
-        for &i in &self.order[..large] {
+        // the problem already accepted, pinned where an earlier search
+        // placed them legally: the pushes cannot fail.
+        for &i in &self.order[lo..hi] {
             let pushed = self.part.push(bufs[i as usize]);
+            debug_assert!(pushed.is_ok());
+        }
+        for (&i, &at) in self.order[..lo].iter().zip(&self.found) {
+            let pushed = self.part.push(Buffer {
+                pin: Some(at),
+                ..bufs[i as usize]
+            });
             debug_assert!(pushed.is_ok());
         }
         for b in bufs.iter().filter(|b| b.pin.is_some() && !b.is_void()) {
             let pushed = self.part.push(*b);
             debug_assert!(pushed.is_ok());
         }
-        large
     }
+}
+
+/// Pinned buffers of `problem` that take room (every part holds them).
+fn pins(problem: &Problem) -> usize {
+    problem
+        .buffers()
+        .iter()
+        .filter(|b| b.pin.is_some() && !b.is_void())
+        .count()
 }
 
 #[cfg(test)]
@@ -356,5 +496,76 @@ mod tests {
         assert_eq!(v.check(&p, &out, u64::MAX).total, 0);
         // 4 under, the pin at 4..6, the two halves above it: 10 at best.
         assert_eq!(o.peak, 10);
+    }
+
+    #[test]
+    fn the_descent_lowers_a_peak_the_least_peak_search_leaves() {
+        // A packing known to fit at its bound, cut into 300 pieces: the
+        // least-peak search with the whole budget stalls well above the
+        // bound; half of it spent on descending capacities gets lower.
+        use crate::gen::dsa::{perfect_packing, PerfectPacking};
+        let mut p = Problem::linear(u64::MAX / 8, 300);
+        let mut known = Vec::new();
+        perfect_packing(&PerfectPacking::new(300), 1, &mut p, &mut known).unwrap();
+        let large_peak = |steps: u32| {
+            let opts = LargeFirstOptions {
+                steps,
+                budget: Budget {
+                    nodes: Some(20_000),
+                    micros: None,
+                },
+                ..LargeFirstOptions::default()
+            };
+            let mut ws = LargeFirstWorkspace::new();
+            ws.reserve(&p, &opts);
+            let mut out = vec![Placement::default(); p.len()];
+            let o = ws.place(&p, &opts, &mut NoClock, &mut out);
+            let mut v = Validator::with_capacity(p.len(), 4);
+            assert_eq!(v.check(&p, &out, u64::MAX).total, 0);
+            assert_eq!((o.large as usize, o.tiers), (p.len(), 1));
+            o.large_peak
+        };
+        let (least, descended) = (large_peak(0), large_peak(8));
+        assert!(
+            descended < least,
+            "descent {descended} vs least-peak search alone {least}"
+        );
+    }
+
+    #[test]
+    fn a_second_tier_is_searched_around_the_first_pinned() {
+        // Pieces of a perfect packing: a first tier of 100 that its search
+        // does not prove stays where it landed, pinned under the second.
+        use crate::gen::dsa::{perfect_packing, PerfectPacking};
+        let mut p = Problem::linear(u64::MAX / 8, 300);
+        let mut known = Vec::new();
+        perfect_packing(&PerfectPacking::new(300), 1, &mut p, &mut known).unwrap();
+        let o = tiered(&p, 100, 4_000);
+        assert_eq!((o.large, o.tiers), (200, 2));
+        assert_eq!(o.status, Status::Feasible, "two tiers prove nothing");
+    }
+
+    /// Large first in two tiers of `tier` on `p` within `nodes`, checked.
+    fn tiered(p: &Problem, tier: u32, nodes: u64) -> LargeFirstOutcome {
+        let opts = LargeFirstOptions {
+            tier,
+            tiers: 2,
+            budget: Budget {
+                nodes: Some(nodes),
+                micros: None,
+            },
+            ..LargeFirstOptions::default()
+        };
+        let mut ws = LargeFirstWorkspace::new();
+        ws.reserve(p, &opts);
+        let heap = ws.heap_bytes();
+        let mut out = vec![Placement::default(); p.len()];
+        let o = ws.place(p, &opts, &mut NoClock, &mut out);
+        assert_eq!(ws.heap_bytes(), heap, "place allocated");
+        let mut v = Validator::with_capacity(p.len(), 4);
+        assert_eq!(v.check(p, &out, u64::MAX).total, 0);
+        assert_eq!(o.peak, peak(p, &out));
+        assert!(o.large_peak >= o.large_bound && o.peak >= o.large_peak);
+        o
     }
 }
