@@ -241,7 +241,12 @@ fn main() {
         let t = Instant::now();
         let lo = lf.place(&p, &lf_opts, &mut Wall(t), &mut out);
         row(
-            "large first (1024 searched, 50k nodes)",
+            &format!(
+                "large first ({} searched in {} tiers, {}k nodes)",
+                lo.large,
+                lo.tiers,
+                lf_opts.budget.nodes.unwrap_or(0) / 1000
+            ),
             t.elapsed().as_secs_f64() * 1e3,
             lo.peak,
             lf.heap_bytes(),
