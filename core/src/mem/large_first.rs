@@ -106,6 +106,22 @@ pub struct LargeFirstOutcome {
     pub stopped_by: Option<Limit>,
 }
 
+impl LargeFirstOutcome {
+    /// Before any search: `large` buffers to search, the peak so far.
+    fn unsearched(large: u32, peak: u64) -> Self {
+        LargeFirstOutcome {
+            peak,
+            large,
+            tiers: 0,
+            large_peak: 0,
+            large_bound: 0,
+            status: Status::Feasible,
+            nodes: 0,
+            stopped_by: None,
+        }
+    }
+}
+
 /// Reusable storage of the method (see the module doc).
 #[derive(Debug)]
 pub struct LargeFirstWorkspace {
@@ -227,29 +243,11 @@ impl LargeFirstWorkspace {
         };
         if searched.saturating_add(pins(problem)) > self.part_room {
             let pk = self.greedy.place(problem, GreedyRule::BySize, out);
-            return LargeFirstOutcome {
-                peak: pk,
-                large: 0,
-                tiers: 0,
-                large_peak: 0,
-                large_bound: 0,
-                status: Status::Feasible,
-                nodes: 0,
-                stopped_by: None,
-            };
+            return LargeFirstOutcome::unsearched(0, pk);
         }
         crate::storage::refill(&mut self.found, searched, Placement::default());
         let tier = (opts.tier as usize).max(1);
-        let mut o = LargeFirstOutcome {
-            peak: 0,
-            large: searched as u32,
-            tiers: 0,
-            large_peak: 0,
-            large_bound: 0,
-            status: Status::Feasible,
-            nodes: 0,
-            stopped_by: None,
-        };
+        let mut o = LargeFirstOutcome::unsearched(searched as u32, 0);
         let start = clock.now_micros();
         let mut lo = 0;
         while lo < searched {
