@@ -34,9 +34,10 @@ pub enum Algo {
     /// The graph-coloring allocator: best-of-N orders plus squeaky-wheel
     /// improvement (the pipeline's `coloring_allocator_*`).
     Coloring,
-    /// The largest buffers placed by the exact search in two tiers of 512
-    /// (the second around the first), the rest around them by greedy by
-    /// size: for traces whose sizes span orders of magnitude
+    /// The largest buffers (1,024) placed by the exact search in tiers of
+    /// about 512 that end where the sizes drop (each around the earlier
+    /// ones), the rest around them by greedy by size: for traces whose
+    /// sizes span orders of magnitude
     /// (`--budget-nodes` / `--budget-ms` bound the searches, shared by the
     /// tiers, each spending half on the least peak and half descending
     /// capacities; default 200,000 nodes).

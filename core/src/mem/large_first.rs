@@ -17,7 +17,9 @@
 //! nears the bound on a few hundred buffers (MiniMalloc's instances are
 //! 150-450) and slows down past that, so when more buffers matter (a
 //! million-buffer trace has thousands of huge ones) the next tier is
-//! searched against the earlier ones pinned where they landed.
+//! searched against the earlier ones pinned where they landed. Within half
+//! to twice that size a tier ends where the sizes drop (a class of alike
+//! buffers is searched whole, not split between a tier and the next).
 //!
 //! Each tier's search first minimizes the peak for half its budget (from
 //! the greedy answer down, a byte at a time; on a small tier this proves
@@ -251,7 +253,7 @@ impl LargeFirstWorkspace {
         let start = clock.now_micros();
         let mut lo = 0;
         while lo < searched {
-            let hi = (lo + tier).min(searched);
+            let hi = self.tier_end(problem, lo, tier, searched);
             // What is left of the budget, shared by the tiers left; without
             // a descent a tier's least-peak search has all of its share.
             let elapsed = clock.now_micros().saturating_sub(start);
@@ -352,6 +354,45 @@ impl LargeFirstWorkspace {
         }
         self.order[..searched].sort_unstable_by_key(key);
         searched
+    }
+
+    /// Where the tier starting at `order[lo]` ends: at the widest drop in
+    /// area between neighbours in `order` (the larger at least 3/2 of the
+    /// smaller) within half to twice `tier` buffers from `lo`, else after
+    /// `tier` buffers; never past `searched`, and all of the rest when it
+    /// is no more than `tier` buffers. A gap in the sizes is where a
+    /// class of alike buffers (copies of one tensor shape, say) ends: the
+    /// search takes a class whole, since alike buffers are exchangeable
+    /// and a class split between a tier and the next (or the greedy rest)
+    /// is packed by the later one around the earlier one's choices.
+    fn tier_end(&self, problem: &Problem, lo: usize, tier: usize, searched: usize) -> usize {
+        if searched - lo <= tier {
+            return searched;
+        }
+        let bufs = problem.buffers();
+        let area = |k: usize| {
+            let b = &bufs[self.order[k] as usize];
+            b.size.saturating_mul(b.partitions as u64)
+        };
+        let first = (lo + tier / 2).max(lo + 1);
+        let last = (lo + 2 * tier).min(searched);
+        // (larger, smaller) of the widest drop: the cut goes before k.
+        let mut best: Option<(usize, u64, u64)> = None;
+        for k in first..last {
+            let (big, small) = (area(k - 1), area(k));
+            let wider = match best {
+                None => true,
+                // big / small > b / s, without division.
+                Some((_, b, s)) => (big as u128) * (s as u128) > (b as u128) * (small as u128),
+            };
+            if wider {
+                best = Some((k, big, small));
+            }
+        }
+        match best {
+            Some((k, big, small)) if 2 * (big as u128) >= 3 * (small as u128) => k,
+            _ => (lo + tier).min(searched),
+        }
     }
 
     /// Makes `part` the problem of the tier `order[lo..hi]` (first, in that
@@ -541,6 +582,36 @@ mod tests {
         let o = tiered(&p, 100, 4_000);
         assert_eq!((o.large, o.tiers), (200, 2));
         assert_eq!(o.status, Status::Feasible, "two tiers prove nothing");
+    }
+
+    #[test]
+    fn a_tier_ends_where_the_sizes_drop_not_inside_a_class() {
+        // 300 buffers of about 1,000 bytes, then 700 of 100 to 599: a tier
+        // of 256 takes the whole class of 300; past it no drop reaches
+        // 3/2 within the window, so the next tier is 256 long (capped at
+        // the 512 searched).
+        let mut p = Problem::linear(u64::MAX / 8, 1000);
+        for i in 0..1000u64 {
+            let size = if i < 300 {
+                1000 + i % 7
+            } else {
+                100 + (i * 37) % 500
+            };
+            p.push(Buffer::linear(i % 50, i % 50 + 10, size)).unwrap();
+        }
+        let opts = LargeFirstOptions {
+            tier: 256,
+            ..LargeFirstOptions::default()
+        };
+        let mut ws = LargeFirstWorkspace::new();
+        ws.reserve(&p, &opts);
+        let searched = ws.rank(&p, &opts);
+        assert_eq!(searched, 512);
+        assert_eq!(ws.tier_end(&p, 0, 256, searched), 300);
+        assert_eq!(ws.tier_end(&p, 300, 256, searched), 512);
+        // The rest within one tier: taken whole, drop or not.
+        assert_eq!(ws.tier_end(&p, 0, 600, searched), 512);
+        assert_eq!(ws.tier_end(&p, 0, 400, searched), 300);
     }
 
     /// Large first in two tiers of `tier` on `p` within `nodes`, checked.
