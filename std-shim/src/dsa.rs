@@ -419,8 +419,8 @@ pub fn run(args: &DsaArgs) -> u8 {
                         by = "coloring";
                     }
                 }
-                // Above the large set's size, the search on the largest
-                // buffers with the rest placed around them.
+                // Above one tier's size, the search on the largest buffers
+                // (in tiers) with the rest placed around them.
                 let opts = LargeFirstOptions::default();
                 if n > opts.tier as usize {
                     let line = large_first(problem, &opts, &mut trial, &mut storage);
