@@ -15,7 +15,7 @@
 pub use crate::mem::budgeted;
 pub use crate::mem::exact::{
     Budget, ExactOptions, ExactWorkspace, Limit, Objective, Outcome, Raised, SearchReservation,
-    SearchStorage, Status, Strategy, MAX_SEARCH_BUFFERS, PREORDERS,
+    SearchSizes, SearchStorage, Status, Strategy, MAX_SEARCH_BUFFERS, PREORDERS,
 };
 pub use crate::mem::greedy::{GreedyRule, GreedyWorkspace};
 pub use crate::mem::interval_coloring::{

@@ -99,14 +99,28 @@ impl GreedyWorkspace {
         self.index.reserve(buffers);
     }
 
-    /// [`Self::reserve`] for `problem`, and when it is linear the
-    /// occupancy tree that greedy by size reads instead of walking (a few
-    /// hundred bytes a buffer; 2-D problems never use it).
+    /// [`Self::reserve`] for `problem`, and when it is linear what both
+    /// rules read instead of walking ([`Self::reserve_rules`]).
     pub fn reserve_for(&mut self, problem: &Problem) {
-        self.reserve(problem.len());
-        if !problem.is_partitioned() {
-            self.occupancy.reserve(problem.len());
-            self.gaps.reserve(problem.len());
+        self.reserve_rules(
+            problem.len(),
+            !problem.is_partitioned(),
+            &[GreedyRule::BySize, GreedyRule::StartBestFit],
+        );
+    }
+
+    /// [`Self::reserve`] for `buffers` buffers, and for a `linear`
+    /// problem the structures the listed `rules` read instead of walking:
+    /// the occupancy tree of greedy by size, the live gaps of best fit (a
+    /// few hundred bytes a buffer each; 2-D problems use neither). A rule
+    /// not listed still places any problem, by the walk.
+    pub fn reserve_rules(&mut self, buffers: usize, linear: bool, rules: &[GreedyRule]) {
+        self.reserve(buffers);
+        if linear && rules.contains(&GreedyRule::BySize) {
+            self.occupancy.reserve(buffers);
+        }
+        if linear && rules.contains(&GreedyRule::StartBestFit) {
+            self.gaps.reserve(buffers);
         }
     }
 

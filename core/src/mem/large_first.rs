@@ -206,7 +206,9 @@ impl LargeFirstWorkspace {
             self.work = Problem::with_geometry(problem.geometry().clone(), 0, n);
             self.reserved = n;
         }
-        self.greedy.reserve_for(problem);
+        // The rest is placed by size only.
+        self.greedy
+            .reserve_rules(n, !problem.is_partitioned(), &[GreedyRule::BySize]);
         self.timeline.reserve(n);
         let searched = self.rank(problem, opts);
         let m = searched + pins(problem);
@@ -217,10 +219,24 @@ impl LargeFirstWorkspace {
         }
         crate::storage::grow(&mut self.part_out, m);
         crate::storage::grow(&mut self.trial, m);
-        // The last tier's part: every searched buffer and every pin (the
-        // search's storage does not depend on which of them are pinned).
-        self.build_part(problem, 0, searched);
-        self.exact.reserve_within(&self.part, allowance);
+        // Each tier's part as `place` makes it (the tiers depend on the
+        // problem alone; where the earlier tiers are pinned does not matter
+        // to the counts): the search is reserved for the largest count of
+        // each of its tables over the parts. The branch stack follows a
+        // part's unpinned buffers, so this is well below sizing one part
+        // of every searched buffer unpinned.
+        crate::storage::refill(&mut self.found, searched, Placement::default());
+        let tier = (opts.tier as usize).max(1);
+        let mut hi = self.tier_end(problem, 0, tier, searched);
+        self.build_part(problem, 0, hi);
+        let mut need = self.exact.search_sizes(&self.part);
+        while hi < searched {
+            let lo = hi;
+            hi = self.tier_end(problem, lo, tier, searched);
+            self.build_part(problem, lo, hi);
+            need = need.max(self.exact.search_sizes(&self.part));
+        }
+        self.exact.reserve_sizes_within(&need, allowance);
         self.part.clear();
     }
 

@@ -39,7 +39,7 @@ mod tests;
 pub use api::{Budget, Clock, ExactOptions, Limit, NoClock, Objective, Outcome, Status, Strategy};
 pub use canonical::{Preorder, PREORDERS};
 pub use raise::Raised;
-pub use sizing::{SearchReservation, SearchStorage, MAX_SEARCH_BUFFERS};
+pub use sizing::{SearchReservation, SearchSizes, SearchStorage, MAX_SEARCH_BUFFERS};
 
 use alloc::vec::Vec;
 

@@ -14,6 +14,7 @@ use alloc::vec::Vec;
 use super::canonical;
 use super::skyline::{Cand, Frame};
 use super::{ExactWorkspace, Opt};
+use crate::mem::greedy::GreedyRule;
 use crate::mem::problem::{Placement, Problem, Timeline};
 
 /// Heap bytes of the search for one problem (see
@@ -66,10 +67,15 @@ pub(super) struct Grid {
     spans: usize,
 }
 
-/// The element counts of the search's storage.
+/// The element counts of the search's storage for a problem
+/// ([`ExactWorkspace::search_sizes`]); [`Self::max`] of several is what a
+/// workspace reserved once for a family of problems needs (the parts of
+/// one problem, each with other buffers pinned, say).
 #[derive(Copy, Clone, Debug)]
-struct SearchSizes {
+pub struct SearchSizes {
     grid: Grid,
+    /// Not partitioned: the greedy rules may read an occupancy tree.
+    linear: bool,
     trail: usize,
     branches: usize,
     /// Changes of minimum offsets on one path of the canonical search: each
@@ -78,6 +84,33 @@ struct SearchSizes {
 }
 
 impl SearchSizes {
+    /// The larger count of each table of `self` and `other`.
+    pub fn max(self, other: SearchSizes) -> SearchSizes {
+        let (a, b) = (&self.grid, &other.grid);
+        SearchSizes {
+            grid: Grid {
+                n: a.n.max(b.n),
+                nsec: a.nsec.max(b.nsec),
+                nst: a.nst.max(b.nst),
+                cells: a.cells.max(b.cells),
+                opts: a.opts.max(b.opts),
+                spans: a.spans.max(b.spans),
+            },
+            linear: self.linear || other.linear,
+            trail: self.trail.max(other.trail),
+            branches: self.branches.max(other.branches),
+            raises: self.raises.max(other.raises),
+        }
+    }
+
+    /// The heap bytes these counts take.
+    pub fn storage(&self) -> SearchStorage {
+        SearchStorage {
+            fixed: self.fixed_bytes(),
+            stacks: self.stack_bytes(),
+        }
+    }
+
     fn fixed_bytes(&self) -> u64 {
         use crate::storage::bytes_of;
         let g = &self.grid;
@@ -156,6 +189,19 @@ impl<T> Table for Vec<T> {
 }
 
 impl Grid {
+    /// The counts of a problem of `n` buffers that the search does not
+    /// take on: none but the buffers.
+    fn empty(n: usize) -> Grid {
+        Grid {
+            n,
+            nsec: 0,
+            nst: 0,
+            cells: 0,
+            opts: 0,
+            spans: 0,
+        }
+    }
+
     /// The counts of the search's cell grid and live lists for `problem`,
     /// whose sections `timeline` holds (built for `problem`). Linear and
     /// allocation-free.
@@ -244,11 +290,7 @@ impl ExactWorkspace {
     /// tables, the cell grid and the live lists need (`fixed`), and what
     /// its stacks need to never stop for storage (`stacks`).
     pub fn storage_needed(&mut self, problem: &Problem) -> SearchStorage {
-        let s = self.sizes(problem);
-        SearchStorage {
-            fixed: s.fixed_bytes(),
-            stacks: s.stack_bytes(),
-        }
+        self.search_sizes(problem).storage()
     }
 
     /// [`Self::reserve_for`] within `allowance` heap bytes. The per-buffer
@@ -260,7 +302,14 @@ impl ExactWorkspace {
     /// [`Limit::Storage`](super::Limit::Storage) instead of growing. Returns what was asked and
     /// what was granted.
     pub fn reserve_within(&mut self, problem: &Problem, allowance: u64) -> SearchReservation {
-        let n = problem.len();
+        let s = self.search_sizes(problem);
+        self.reserve_sizes_within(&s, allowance)
+    }
+
+    /// [`Self::reserve_within`] for problems of the counts `s` (from
+    /// [`Self::search_sizes`], or the [`SearchSizes::max`] of several).
+    pub fn reserve_sizes_within(&mut self, s: &SearchSizes, allowance: u64) -> SearchReservation {
+        let n = s.grid.n;
         self.greedy.reserve(n);
         for v in [&mut self.incumbent, &mut self.current] {
             at_least(v, n);
@@ -270,15 +319,12 @@ impl ExactWorkspace {
             // rules and the lower bound need only linear storage, and the
             // greedy answer is the answer: its occupancy tree (linear too)
             // keeps it from walking every placed neighbour.
-            self.greedy.reserve_for(problem);
+            self.greedy
+                .reserve_rules(n, s.linear, &[GreedyRule::BySize, GreedyRule::StartBestFit]);
             self.timeline = Timeline::with_capacity(n);
             return SearchReservation::default();
         }
-        let s = self.sizes(problem);
-        let need = SearchStorage {
-            fixed: s.fixed_bytes(),
-            stacks: s.stack_bytes(),
-        };
+        let need = s.storage();
         if need.fixed > allowance {
             // Not reserved: a solve of this problem finds its grid larger
             // than the reserve and stops with `Limit::Budget`.
@@ -365,25 +411,48 @@ impl ExactWorkspace {
     }
 
     /// The counts the search's storage follows for `problem` (builds the
-    /// timeline: linear).
-    fn sizes(&mut self, problem: &Problem) -> SearchSizes {
+    /// timeline: linear). Pinned buffers count in the grid and the trail
+    /// (they block cells) but not in the branch stack: a pin is placed
+    /// before the search and never branched on. Above
+    /// [`MAX_SEARCH_BUFFERS`] only the buffer count is taken (the search
+    /// will not start).
+    pub fn search_sizes(&mut self, problem: &Problem) -> SearchSizes {
+        let n = problem.len();
+        if n > MAX_SEARCH_BUFFERS {
+            return SearchSizes {
+                grid: Grid::empty(n),
+                linear: !problem.is_partitioned(),
+                trail: 0,
+                branches: 0,
+                raises: 0,
+            };
+        }
         self.timeline.build(problem);
         let grid = Grid::of(problem, &self.timeline);
         let Grid { n, nst, cells, .. } = grid;
         let parts = problem.partitions() as usize;
         // The sum of the cells of every option bounds the trail of the
-        // placements on any path and the live lists.
+        // placements on any path and the live lists. Only unpinned
+        // buffers are branched on and have minimum offsets that rise, so
+        // the branch stack and the raises count their options alone
+        // (`free`); a pin still raises the options it overlaps.
         let mut max_live = 0usize;
         let mut raises = 0usize;
+        let mut free = 0usize;
         {
             let t = &self.timeline;
             let ns = t.sections();
-            // Per section: (option delta, buffer delta, starting buffers,
-            // their options).
+            // Per section: (free option delta, buffer delta, starting
+            // buffers, their free options).
             let mut delta: Vec<(i64, i64, usize, usize)> = alloc::vec![(0, 0, 0, 0); ns + 1];
             for b in problem.buffers().iter().filter(|b| !b.is_void()) {
                 let (lo, hi) = (t.section_of(b.lower), t.section_of(b.upper));
-                let bases = problem.legal_bases(b.partitions).count();
+                let bases = if b.pin.is_none() {
+                    free += 1;
+                    problem.legal_bases(b.partitions).count()
+                } else {
+                    0
+                };
                 delta[lo].0 += bases as i64;
                 delta[hi].0 -= bases as i64;
                 delta[lo].1 += 1;
@@ -394,7 +463,7 @@ impl ExactWorkspace {
             let (mut live, mut live_bufs) = (0i64, 0i64);
             for (d, db, starters, starter_opts) in delta {
                 // Pairs of time-overlapping buffers whose later one starts
-                // here, each counted with the options of both.
+                // here, each counted with the free options of the other.
                 let before_bufs = live_bufs.max(0) as usize;
                 let before_opts = live.max(0) as usize;
                 raises = raises
@@ -414,9 +483,10 @@ impl ExactWorkspace {
             .saturating_mul(stripes_per_opt)
             .saturating_add(2 * cells + 4 * n + 64);
         // Each frame forbids at most its own branches.
-        let branches = max_live.saturating_mul(2 * n + 16).saturating_add(64);
+        let branches = max_live.saturating_mul(2 * free + 16).saturating_add(64);
         SearchSizes {
             grid,
+            linear: !problem.is_partitioned(),
             trail,
             branches,
             raises: raises.saturating_add(64),

@@ -245,6 +245,52 @@ fn fits_perfect_packings_at_the_lower_bound() {
 }
 
 #[test]
+fn pinned_buffers_take_no_branch_stack_and_the_search_still_proves_the_rest() {
+    // Half of each packing pinned where the generator put it: the search
+    // branches on the other half only, so it needs smaller stacks, and
+    // storage sized that way (once for both problems, by the larger
+    // count of each table) still lets it fit both at the bound.
+    use crate::gen::dsa::{perfect_packing, PerfectPacking};
+    for seed in 0..10 {
+        let mut free = Problem::linear(0, 60);
+        let mut known = Vec::new();
+        perfect_packing(&PerfectPacking::new(60), seed, &mut free, &mut known).unwrap();
+        let mut half = Problem::linear(free.capacity, free.len());
+        for (i, (b, at)) in free.buffers().iter().zip(&known).enumerate() {
+            let pin = (i % 2 == 0).then_some(*at);
+            half.push(Buffer { pin, ..*b }).unwrap();
+        }
+        let mut ws = ExactWorkspace::new();
+        let (a, b) = (ws.search_sizes(&free), ws.search_sizes(&half));
+        assert!(
+            b.storage().stacks < a.storage().stacks,
+            "seed {seed}: {:?} pinned vs {:?} free",
+            b.storage(),
+            a.storage()
+        );
+        assert_eq!(b.storage().fixed, a.storage().fixed, "seed {seed}");
+        // Reserved for the pinned problem alone, then for both.
+        for (sizes, problems) in [(b, &[&half][..]), (a.max(b), &[&half, &free][..])] {
+            ws.reserve_sizes_within(&sizes, u64::MAX);
+            let before = ws.heap_bytes();
+            for &p in problems {
+                let mut out = vec![Placement::default(); p.len()];
+                let opts = ExactOptions {
+                    objective: Objective::Fit,
+                    ..ExactOptions::default()
+                };
+                let o = ws.solve(p, &opts, &mut NoClock, &mut out);
+                assert_eq!(o.status, Status::Optimal, "seed {seed}: {o:?}");
+                assert_eq!(o.peak, p.capacity, "seed {seed}");
+                let mut v = Validator::with_capacity(p.len(), 4);
+                assert_eq!(v.check(p, &out, p.capacity).total, 0, "seed {seed}");
+                assert_eq!(ws.heap_bytes(), before, "seed {seed}: the solve allocated");
+            }
+        }
+    }
+}
+
+#[test]
 fn dressing_an_instance_does_not_change_the_effort_much() {
     // The orders depend on the structure only: a mirrored, shuffled or
     // scaled instance takes comparable effort. Summed over instances
