@@ -34,6 +34,7 @@
 //!
 //! Linear mode only: a range here spans every partition.
 
+use alloc::collections::BinaryHeap;
 use alloc::vec::Vec;
 
 use crate::collections::treap::{self, treap_pool, NIL};
@@ -71,7 +72,9 @@ struct Range {
 treap_pool!(Range, left, right, prio);
 
 /// A query's place in one set: the set's root slot and its first range
-/// ending above the offset as it was when the cursor was taken.
+/// ending above the offset as it was when the cursor was taken. Cursors
+/// compare by that range's start, reversed, so that a max-heap of them
+/// has the lowest-starting on top (the merge's next range).
 #[derive(Copy, Clone, Debug)]
 struct Cursor {
     /// The range's start, `u64::MAX` past the set's last range.
@@ -79,6 +82,26 @@ struct Cursor {
     end: u64,
     range: u32,
     slot: u32,
+}
+
+impl PartialEq for Cursor {
+    fn eq(&self, other: &Self) -> bool {
+        self.start == other.start
+    }
+}
+
+impl Eq for Cursor {}
+
+impl PartialOrd for Cursor {
+    fn partial_cmp(&self, other: &Self) -> Option<core::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for Cursor {
+    fn cmp(&self, other: &Self) -> core::cmp::Ordering {
+        other.start.cmp(&self.start)
+    }
 }
 
 /// Ranges a stale cursor follows through `next` before it searches its
@@ -109,8 +132,8 @@ pub struct Occupancy {
     /// The decomposition's pending nodes `(node, first leaf, end leaf)`.
     stack: Vec<(u32, usize, usize)>,
     /// Per nonempty set of the query, its next range `(start, end)` and
-    /// its root slot.
-    cursors: Vec<Cursor>,
+    /// its root slot; the lowest start on top.
+    cursors: BinaryHeap<Cursor>,
 }
 
 impl Occupancy {
@@ -151,7 +174,8 @@ impl Occupancy {
         crate::storage::grow(&mut self.ranges, buffers.saturating_mul(RANGES_PER_BUFFER));
         crate::storage::grow(&mut self.nodes, QUERY_NODES);
         crate::storage::grow(&mut self.stack, QUERY_NODES);
-        crate::storage::grow(&mut self.cursors, QUERY_NODES);
+        self.cursors
+            .reserve(QUERY_NODES.saturating_sub(self.cursors.len()));
     }
 
     /// Empties the tree over `problem`'s instants. False when the problem
@@ -275,18 +299,19 @@ impl Occupancy {
                 self.cursors.push(cursor(slot, first, off));
             }
         }
-        loop {
-            let Some((k, c)) = self.cursors.iter().enumerate().min_by_key(|(_, c)| c.start) else {
-                return Some(off);
-            };
+        // The heap holds one cursor per nonempty set (reserved: no
+        // allocation); the top is replaced in place, then sifted down.
+        while let Some(mut top) = self.cursors.peek_mut() {
+            let c = *top;
             if c.start >= off.saturating_add(b.size) {
-                return Some(off);
+                break;
             }
             if c.end > off {
                 off = align_offset(c.end, b.align);
             }
-            self.cursors[k] = cursor(c.slot, c.range, off);
+            *top = cursor(c.slot, c.range, off);
         }
+        Some(off)
     }
 
     /// Records `b` placed at `offset`. Does nothing when the tree is not
@@ -304,45 +329,67 @@ impl Occupancy {
     }
 
     /// Adds `[start, end)` to the set at root slot `v`: the ranges it
-    /// meets or touches (consecutive in end order) merge into one.
-    fn add_at(&mut self, v: usize, mut start: u64, mut end: u64) -> Result<(), OccupancyFull> {
-        // The ranges ending before `start` stay; the one before them all
-        // (`before`) will link to the new range, and the first range clear
-        // above the new one (`after`) is linked from it.
-        let (before, after) = loop {
-            let (before, at) = treap::partition(&self.ranges[..], self.roots[v], |p, x| {
-                p[x as usize].end < start
-            });
-            let met = match self.ranges.get(at as usize) {
-                Some(&met) if met.start <= end => met,
-                _ => break (before, at),
-            };
-            start = start.min(met.start);
-            end = end.max(met.end);
-            let (root, gone) = treap::remove(&mut self.ranges[..], self.roots[v], |p, x| {
-                met.end.cmp(&p[x as usize].end)
-            });
-            self.roots[v] = root;
-            self.ranges[gone as usize].left = self.free;
-            self.free = gone;
-        };
-        let range = Range {
-            start,
-            end,
-            next: after,
-            prio: crate::rng::xorshift32(&mut self.seed),
-            left: NIL,
-            right: NIL,
-        };
-        let n = treap::take_slot(&mut self.ranges, &mut self.free, range, |r| r.left)
-            .ok_or(OccupancyFull)?;
-        if let Some(r) = self.ranges.get_mut(before as usize) {
-            r.next = n;
-        }
-        self.roots[v] = treap::insert(&mut self.ranges[..], self.roots[v], n, |p, x| {
-            p[x as usize].end < end
+    /// meets or touches (consecutive in offset order) merge into one.
+    ///
+    /// The sets' ranges are disjoint, so ordering them by end orders them
+    /// by start too: the first range met grows in place to the union
+    /// (its key moves, but not past a neighbour, since the ranges it
+    /// swallows on the way up are removed), and only a range met by none
+    /// is inserted. Stacking onto or next to a placed range, the common
+    /// case, is then one descent and no treap change.
+    fn add_at(&mut self, v: usize, start: u64, end: u64) -> Result<(), OccupancyFull> {
+        // The last range ending before `start` (it will link to a new
+        // range) and the first range that does not.
+        let (before, at) = treap::partition(&self.ranges[..], self.roots[v], |p, x| {
+            p[x as usize].end < start
         });
-        Ok(())
+        match self.ranges.get(at as usize) {
+            Some(&met) if met.start <= end => {
+                let mut grown = end.max(met.end);
+                // Later ranges the union reaches: out of the treap, their
+                // links bypassed (the met range keeps its old end, its key,
+                // until they are gone).
+                let mut next = met.next;
+                while let Some(&r) = self.ranges.get(next as usize) {
+                    if r.start > grown {
+                        break;
+                    }
+                    let (root, gone) =
+                        treap::remove(&mut self.ranges[..], self.roots[v], |p, x| {
+                            r.end.cmp(&p[x as usize].end)
+                        });
+                    self.roots[v] = root;
+                    self.ranges[gone as usize].left = self.free;
+                    self.free = gone;
+                    next = r.next;
+                    grown = grown.max(r.end);
+                }
+                let m = &mut self.ranges[at as usize];
+                m.start = m.start.min(start);
+                m.end = grown;
+                m.next = next;
+                Ok(())
+            }
+            _ => {
+                let range = Range {
+                    start,
+                    end,
+                    next: at,
+                    prio: crate::rng::xorshift32(&mut self.seed),
+                    left: NIL,
+                    right: NIL,
+                };
+                let n = treap::take_slot(&mut self.ranges, &mut self.free, range, |r| r.left)
+                    .ok_or(OccupancyFull)?;
+                if let Some(r) = self.ranges.get_mut(before as usize) {
+                    r.next = n;
+                }
+                self.roots[v] = treap::insert(&mut self.ranges[..], self.roots[v], n, |p, x| {
+                    p[x as usize].end < end
+                });
+                Ok(())
+            }
+        }
     }
 }
 
@@ -392,6 +439,57 @@ mod tests {
                 placed.push((i, at));
             }
         }
+    }
+
+    /// The ranges of the set at root slot `v`, in offset order (by the
+    /// links from the treap's leftmost).
+    fn ranges_of(occ: &Occupancy, v: usize) -> Vec<(u64, u64)> {
+        let pool = &occ.ranges[..];
+        let mut at = treap::partition(pool, occ.roots[v], |_, _| false).1;
+        let mut out = Vec::new();
+        while let Some(r) = pool.get(at as usize) {
+            out.push((r.start, r.end));
+            at = r.next;
+        }
+        out
+    }
+
+    #[test]
+    fn a_range_that_meets_or_bridges_others_merges_with_them() {
+        // Buffers of one lifetime: every one goes to the same sets.
+        let mut p = Problem::linear(1 << 20, 8);
+        for _ in 0..8 {
+            p.push(Buffer::linear(0, 4, 8)).unwrap();
+        }
+        let mut occ = Occupancy::default();
+        occ.reserve(p.len());
+        assert!(occ.build(&p));
+        let b = p.buffers()[0];
+        for at in [0, 16, 32, 56] {
+            occ.add(&b, at).unwrap();
+        }
+        occ.decompose(&b, true);
+        let v = occ.nodes[0] as usize;
+        assert_eq!(ranges_of(&occ, v), [(0, 8), (16, 24), (32, 40), (56, 64)]);
+        // Touching the first from above grows it in place; bridging the
+        // next two swallows them; one met by none is new.
+        occ.add(&Buffer::linear(0, 4, 4), 8).unwrap();
+        assert_eq!(ranges_of(&occ, v), [(0, 12), (16, 24), (32, 40), (56, 64)]);
+        occ.add(&Buffer::linear(0, 4, 28), 12).unwrap();
+        assert_eq!(ranges_of(&occ, v), [(0, 40), (56, 64)]);
+        occ.add(&Buffer::linear(0, 4, 4), 44).unwrap();
+        assert_eq!(ranges_of(&occ, v), [(0, 40), (44, 48), (56, 64)]);
+        // Touching one from below: its start moves down.
+        occ.add(&Buffer::linear(0, 4, 4), 52).unwrap();
+        assert_eq!(ranges_of(&occ, v), [(0, 40), (44, 48), (52, 64)]);
+        assert_eq!(occ.lowest_fit(&Buffer::linear(0, 4, 4)), Some(40));
+        assert_eq!(occ.lowest_fit(&Buffer::linear(0, 4, 5)), Some(64));
+        // Every swallowed range went back to the free list and is reused.
+        let used = occ.ranges.len();
+        occ.add(&Buffer::linear(0, 4, 16), 40).unwrap();
+        assert_eq!(ranges_of(&occ, v), [(0, 64)]);
+        occ.add(&Buffer::linear(0, 4, 8), 100).unwrap();
+        assert_eq!(occ.ranges.len(), used, "a freed range is taken first");
     }
 
     #[test]
