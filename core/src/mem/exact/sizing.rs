@@ -3,7 +3,9 @@
 //! # Storage
 //! [`ExactWorkspace::reserve_for`] sizes everything from the problem (the
 //! undo trail from the sum of the buffers' cells, the branch stack from the
-//! most buffers live at once); running out of them ends the search with
+//! most unpinned buffers live at once: pins are never branched on);
+//! [`ExactWorkspace::reserve_sizes_within`] does it once for several
+//! problems (their [`SearchSizes::max`]). Running out of them ends the search with
 //! [`Limit::Storage`](super::Limit::Storage), never a reallocation. The
 //! reserve functions are the only ones that allocate: a solve of a problem
 //! whose cell grid is reserved allocates nothing, and one whose grid is not
