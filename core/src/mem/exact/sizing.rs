@@ -413,7 +413,8 @@ impl ExactWorkspace {
     }
 
     /// The counts the search's storage follows for `problem` (builds the
-    /// timeline: linear). Pinned buffers count in the grid and the trail
+    /// timeline and a per-section table: linear, and it allocates, so
+    /// call it where the workspace is reserved). Pinned buffers count in the grid and the trail
     /// (they block cells) but not in the branch stack: a pin is placed
     /// before the search and never branched on. Above
     /// [`MAX_SEARCH_BUFFERS`] only the buffer count is taken (the search
