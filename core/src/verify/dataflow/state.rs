@@ -609,6 +609,24 @@ impl CellMap {
             return Ok(());
         }
         let root = self.root_of(region)?;
+        // A write of exactly one slab's addresses (a tile rewritten whole,
+        // the common case) paints that slab in place: one descent instead
+        // of the splits and merges. Its neighbours are not joined to it;
+        // that only keeps the slab count where it was, and readers merge
+        // runs that continue each other whatever the slabs.
+        if fill.origin != Origin::Uninit {
+            let (prev, s, next) = self.around(root, a);
+            if s != NIL && self.slabs[s as usize].start == a && self.slabs[s as usize].end == b {
+                self.paint(s, p0, p1, fill)?;
+                let joins = (prev != NIL && self.continues(prev, s))
+                    || (next != NIL && self.continues(s, next));
+                if !joins {
+                    return Ok(());
+                }
+                // Painting the same fill again is a no-op; the general
+                // write below joins the neighbours.
+            }
+        }
         self.roots[region] = NIL;
         let mut seq = core::mem::take(&mut self.seq);
         let mut out = core::mem::take(&mut self.out);
@@ -757,6 +775,28 @@ impl CellMap {
         best
     }
 
+    /// In one descent: the slab with the largest start `<= x` (NIL for
+    /// none) and the slabs just before and after it in address order (the
+    /// one after: the smallest start `> x`).
+    fn around(&self, root: u32, x: u64) -> (u32, u32, u32) {
+        let (mut t, mut at, mut before, mut after) = (root, NIL, NIL, NIL);
+        while t != NIL {
+            if self.slabs[t as usize].start <= x {
+                // Every node passed to the right of is before the next.
+                before = at;
+                at = t;
+                t = self.slabs[t as usize].right;
+            } else {
+                after = t;
+                t = self.slabs[t as usize].left;
+            }
+        }
+        if at != NIL && self.slabs[at as usize].left != NIL {
+            before = self.max_node(self.slabs[at as usize].left);
+        }
+        (before, at, after)
+    }
+
     /// The slab with the smallest start `> x`, or NIL.
     fn above(&self, root: u32, x: u64) -> u32 {
         let (mut t, mut best) = (root, NIL);
@@ -826,7 +866,11 @@ impl CellMap {
                 let e = sl.end.min(b);
                 push_grow(gather, (x, e, s, sl.band), WHAT)?;
                 x = e;
-                s = self.above(root, sl.start);
+                // The next slab only when the segment goes on past this
+                // one: each search is a descent from the root.
+                if x < b {
+                    s = self.above(root, sl.start);
+                }
             }
             push_grow(groups, (g0, gather.len() as u32, seg.reps), WHAT)?;
         }
@@ -941,6 +985,26 @@ impl CellMap {
             }
         }
         (Origin::Uninit, 0)
+    }
+
+    /// Pairs of neighbouring slabs of `region` whose values continue each
+    /// other, which every write joins (for tests: 0 after any write).
+    #[cfg(test)]
+    pub fn continuing_neighbours(&self, region: usize) -> usize {
+        let root = self.roots[region];
+        let (mut n, mut prev) = (0, NIL);
+        let mut s = self.floor(root, 0);
+        if s == NIL {
+            s = self.above(root, 0);
+        }
+        while s != NIL {
+            if prev != NIL && self.continues(prev, s) {
+                n += 1;
+            }
+            prev = s;
+            s = self.above(root, self.slabs[s as usize].start);
+        }
+        n
     }
 
     /// Slabs held by `region` (for tests).

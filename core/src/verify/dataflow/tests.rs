@@ -918,6 +918,20 @@ fn a_tile_written_in_column_slices_reads_back_as_one_group() {
 
 #[test]
 fn cell_map_agrees_with_a_byte_by_byte_model_on_random_writes_and_reads() {
+    cell_map_against_the_model(1);
+}
+
+/// Writes on tile boundaries (whole multiples of 8 bytes) rewrite slabs
+/// exactly, the case [`CellMap::assign`] paints in place: same values, and
+/// still no two neighbouring slabs that continue each other.
+#[test]
+fn cell_map_agrees_with_the_model_on_tile_aligned_writes() {
+    cell_map_against_the_model(8);
+}
+
+/// Random writes and reads of a [`CellMap`] against a byte-by-byte model;
+/// the writes' addresses are multiples of `grid`.
+fn cell_map_against_the_model(grid: u64) {
     use super::pieces::{first_difference, Pieces};
     use super::state::{CellMap, Fill};
     const REGIONS: usize = 2;
@@ -944,8 +958,16 @@ fn cell_map_agrees_with_a_byte_by_byte_model_on_random_writes_and_reads() {
         let r = rnd(REGIONS as u64) as usize;
         let p0 = rnd(PARTS as u64) as u32;
         let p1 = p0 + 1 + rnd(PARTS as u64 - p0 as u64) as u32;
-        let a = rnd(BYTES as u64);
-        let b = a + 1 + rnd(BYTES as u64 - a);
+        // On the grid, half the writes are of every partition (whole
+        // tiles), so that rewritten slabs continue their neighbours often.
+        let (p0, p1) = if grid > 1 && rnd(2) == 0 {
+            (0, PARTS as u32)
+        } else {
+            (p0, p1)
+        };
+        let tiles = BYTES as u64 / grid;
+        let a = rnd(tiles) * grid;
+        let b = a + grid * (1 + rnd(tiles - a / grid));
         // Few distinct fills, so that runs continue each other often.
         let origin = origins[rnd(4) as usize];
         let pstride = [0, b - a, BYTES as u64, 5][rnd(4) as usize];
@@ -1024,6 +1046,7 @@ fn cell_map_agrees_with_a_byte_by_byte_model_on_random_writes_and_reads() {
             }
         });
         assert_eq!(first_difference(&out.v, &other.v), naive, "step {step}");
+        assert_eq!(s.continuing_neighbours(r), 0, "step {step}");
     }
 }
 
