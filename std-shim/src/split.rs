@@ -2,7 +2,7 @@
 //! original's half on a scoped worker thread and the rewrite's half on the
 //! calling one, joined by a bounded queue of read batches (spent batches go
 //! back to the worker for reuse, so the queue allocates only while it
-//! fills).
+//! fills); then the outputs' comparison in two shares, one on a worker.
 
 use std::sync::mpsc::{channel, sync_channel};
 use std::thread;
@@ -56,5 +56,12 @@ impl SplitRunner for ThreadSplit {
             drop(spent_tx);
             r
         })
+    }
+
+    fn both(&self, a: &mut (dyn FnMut() + Send), b: &mut (dyn FnMut() + Send)) {
+        thread::scope(|s| {
+            s.spawn(a);
+            b();
+        });
     }
 }

@@ -3,10 +3,10 @@
 
 use super::pieces::first_difference;
 use super::report::{DataflowError, Mismatch, Operand};
-use super::shape::{loc_rect, rows, Layout, Seg};
+use super::shape::rows;
 use super::side::{ReadsView, Side};
 use super::walk::LoopPlan;
-use crate::ir::{Ap, Inst, MemFlags, Module};
+use crate::ir::{Ap, Inst, Module};
 use alloc::vec::Vec;
 
 /// Most value runs [`DataflowCapacity::estimate`] reserves for one
@@ -106,27 +106,6 @@ impl DataflowCapacity {
     }
 }
 
-/// The cells of partitions `[q, q + k)` of location `l` in `m`'s state:
-/// region, partitions, and the bytes (a flat location holds its partitions
-/// one after the other on one row, in the same traversal order).
-fn output_rows(
-    m: &Module,
-    layout: &Layout,
-    l: crate::ir::MemLoc,
-    q: u64,
-    k: u64,
-) -> (usize, u32, u32, Seg) {
-    let (r, seg) = loc_rect(m, layout, l);
-    let bytes = m.mems().bytes[l] as u64;
-    if r.parts() == 1 {
-        let a = seg.a.saturating_add(q.saturating_mul(bytes));
-        let b = a.saturating_add(k.saturating_mul(bytes));
-        (r.region, r.p0, r.p0 + 1, Seg::once(a, b))
-    } else {
-        (r.region, r.p0 + q as u32, r.p0 + (q + k) as u32, seg)
-    }
-}
-
 /// What a [`DataflowChecker::check`] found.
 #[derive(Copy, Clone, Debug)]
 pub struct DataflowReport<'c> {
@@ -162,7 +141,16 @@ pub(super) struct Tally {
 }
 
 impl Tally {
-    fn report(&mut self, x: Mismatch) {
+    /// An empty tally that keeps `max` mismatches.
+    pub fn with_limit(max: usize) -> Tally {
+        Tally {
+            max_mismatches: max,
+            ..Tally::default()
+        }
+    }
+
+    /// Keeps `x`, or counts it once `max_mismatches` are kept.
+    pub fn report(&mut self, x: Mismatch) {
         if self.mismatches.len() < self.max_mismatches {
             self.mismatches.push(x);
         } else {
@@ -230,6 +218,11 @@ impl DataflowChecker {
     /// by what one execution grows.
     pub fn set_storage_limit(&mut self, bytes: u64) {
         self.storage_limit = bytes;
+    }
+
+    /// The limit [`Self::set_storage_limit`] set (`u64::MAX` for none).
+    pub fn storage_limit(&self) -> u64 {
+        self.storage_limit
     }
 
     /// Whether the walk keeps every location's values to the end instead of
@@ -312,7 +305,7 @@ impl DataflowChecker {
             self.storage_limit,
         );
         runner.run(o, r, original, rewritten)?;
-        self.compare_outputs(original, rewritten)?;
+        super::outputs::compare_split(self, original, rewritten, runner)?;
         Ok(self.report())
     }
 
@@ -430,65 +423,13 @@ impl DataflowChecker {
         Ok(())
     }
 
-    /// Compares the final contents of the original's outputs.
+    /// Compares the final contents of the original's outputs (`outputs`).
     fn compare_outputs(
         &mut self,
         original: &Module,
         rewritten: &Module,
     ) -> Result<(), DataflowError> {
-        // Final contents of the original's outputs, in blocks of
-        // partitions sized to the scratch reserved for one instruction's
-        // reads. A read gives one run per slab and band whatever the
-        // partition count when the partitions hold one tile, so an output
-        // is usually one read; one written in pieces on each partition
-        // gives runs per row, and the most runs a row gave so far shrink
-        // the next blocks (down to one row). The storage limit is checked
-        // after every block.
-        let target = self
-            .orig
-            .reads
-            .v
-            .capacity()
-            .min(self.rw.reads.v.capacity())
-            .max(1) as u64;
-        // Unknown until a first row was read: the first block is one row,
-        // so that a fragmented output never asks the scratch for all of
-        // its rows at once (a device's heap may not hold them).
-        let mut per_row: Option<u64> = None;
-        for l in original.mems().space.keys() {
-            if !original.mems().flags[l].contains(MemFlags::OUTPUT) {
-                continue;
-            }
-            let (parts, row) = (
-                original.mems().partitions[l] as u64,
-                original.mems().bytes[l] as u64,
-            );
-            let mut q = 0u64;
-            while q < parts {
-                let n = per_row.map_or(1, |r| (target / r).clamp(1, parts - q));
-                for (side, m) in [(&mut self.orig, original), (&mut self.rw, rewritten)] {
-                    side.reads.clear();
-                    let (region, p0, p1, seg) = output_rows(m, &side.layout, l, q, n);
-                    side.state.read(region, p0, p1, &[seg], &mut side.reads)?;
-                }
-                self.within_budget()?;
-                if let Some((byte, expected, found)) =
-                    first_difference(&self.orig.reads.v, &self.rw.reads.v)
-                {
-                    self.tally.report(Mismatch::Output {
-                        mem: l,
-                        byte: q * row + byte,
-                        expected,
-                        found,
-                    });
-                    break;
-                }
-                let runs = self.orig.reads.len().max(self.rw.reads.len()) as u64;
-                per_row = Some(per_row.unwrap_or(1).max(runs.div_ceil(n)));
-                q += n;
-            }
-        }
-        Ok(())
+        super::outputs::compare(self, original, rewritten)
     }
 
     /// Under a storage limit, caps the growth of the buffers that grow
@@ -514,7 +455,7 @@ impl DataflowChecker {
     /// ([`Self::cap_state`]). Called before every execution: the small
     /// scratch buffers, which it does not cap, overshoot by at most what
     /// one execution grows them.
-    fn within_budget(&mut self) -> Result<(), DataflowError> {
+    pub(super) fn within_budget(&mut self) -> Result<(), DataflowError> {
         let bytes = self.heap_bytes();
         if bytes > self.storage_limit {
             return Err(DataflowError::OverBudget {

@@ -65,6 +65,7 @@
 //! executions may still read rather than everything the program wrote.
 
 mod checker;
+mod outputs;
 mod pieces;
 mod release;
 mod report;

@@ -136,6 +136,13 @@ pub trait SplitRunner: core::fmt::Debug + Send + Sync {
         original: &Module,
         rewritten: &Module,
     ) -> Result<(), DataflowError>;
+
+    /// Runs `a` and `b` to their ends, at the same time where the runner
+    /// can (`a` on another thread); by default one after the other.
+    fn both(&self, a: &mut (dyn FnMut() + Send), b: &mut (dyn FnMut() + Send)) {
+        a();
+        b();
+    }
 }
 
 /// The original program's half of a split check.

@@ -98,13 +98,28 @@ pub(super) struct CellMap {
     /// Scratch: the slabs a write covers, then the ones it leaves.
     seq: Vec<u32>,
     out: Vec<u32>,
-    /// Scratch: the (start, end, slab, band cursor) pieces a read covers.
-    gather: Vec<(u64, u64, u32, u32)>,
-    /// Scratch: per segment of a read, its pieces in `gather` and its walks.
-    groups: Vec<(u32, u32, u64)>,
+    /// Scratch of [`CellMap::read`].
+    scratch: ReadScratch,
     /// Most slabs (and bands) the arenas may grow to: the state's share of
     /// a storage limit ([`CellMap::set_run_cap`]); `None`: no limit.
     run_cap: Option<usize>,
+}
+
+/// Scratch of a read ([`CellMap::read_with`]): a reader that shares the
+/// state (on another thread) brings its own.
+#[derive(Debug, Default)]
+pub(super) struct ReadScratch {
+    /// The (start, end, slab, band cursor) pieces a read covers.
+    gather: Vec<(u64, u64, u32, u32)>,
+    /// Per segment of a read, its pieces in `gather` and its walks.
+    groups: Vec<(u32, u32, u64)>,
+}
+
+impl ReadScratch {
+    /// Heap bytes reserved.
+    pub(super) fn heap_bytes(&self) -> u64 {
+        crate::heap_bytes!(self.gather, self.groups)
+    }
 }
 
 /// Pushes a run onto an arena, growing it by doubling but never past `cap`
@@ -216,14 +231,8 @@ fn take_node<T>(
 impl CellMap {
     /// Heap bytes reserved.
     pub(super) fn heap_bytes(&self) -> u64 {
-        crate::heap_bytes!(
-            self.slabs,
-            self.bands,
-            self.roots,
-            self.seq,
-            self.out,
-            self.gather
-        )
+        crate::heap_bytes!(self.slabs, self.bands, self.roots, self.seq, self.out)
+            .saturating_add(self.scratch.heap_bytes())
     }
 
     /// Reserves room for `runs` slabs and bands, as far as the heap
@@ -238,12 +247,13 @@ impl CellMap {
             .try_reserve(runs.saturating_sub(self.bands.len()));
         let _ = self.seq.try_reserve(64usize.saturating_sub(self.seq.len()));
         let _ = self.out.try_reserve(64usize.saturating_sub(self.out.len()));
-        let _ = self
+        let sc = &mut self.scratch;
+        let _ = sc
             .gather
-            .try_reserve(64usize.saturating_sub(self.gather.len()));
-        let _ = self
+            .try_reserve(64usize.saturating_sub(sc.gather.len()));
+        let _ = sc
             .groups
-            .try_reserve(64usize.saturating_sub(self.groups.len()));
+            .try_reserve(64usize.saturating_sub(sc.groups.len()));
     }
 
     /// Caps the slab and band arenas at `runs` entries each (`None`: no
@@ -822,13 +832,26 @@ impl CellMap {
         segs: &[Seg],
         out: &mut Pieces,
     ) -> Result<(), DataflowError> {
-        let root = self.root_of(region)?;
-        let mut gather = core::mem::take(&mut self.gather);
-        let mut groups = core::mem::take(&mut self.groups);
-        let r = self.read_in(root, p0, p1, segs, out, &mut gather, &mut groups);
-        self.gather = gather;
-        self.groups = groups;
+        let mut scratch = core::mem::take(&mut self.scratch);
+        let r = self.read_with(region, p0, p1, segs, out, &mut scratch);
+        self.scratch = scratch;
         r
+    }
+
+    /// [`Self::read`] with the scratch of the caller: the state is only
+    /// read, so readers on several threads may share it.
+    pub fn read_with(
+        &self,
+        region: usize,
+        p0: u32,
+        p1: u32,
+        segs: &[Seg],
+        out: &mut Pieces,
+        scratch: &mut ReadScratch,
+    ) -> Result<(), DataflowError> {
+        let root = self.root_of(region)?;
+        let ReadScratch { gather, groups } = scratch;
+        self.read_in(root, p0, p1, segs, out, gather, groups)
     }
 
     #[allow(clippy::too_many_arguments)]

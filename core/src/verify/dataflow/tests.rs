@@ -1409,3 +1409,207 @@ fn a_memset_set_again_with_another_constant_or_type_is_caught() {
         );
     }
 }
+
+/// A runner on two threads: the halves as [`QueueAll`] runs them, and
+/// [`SplitRunner::both`] with the first closure on a second thread (the
+/// output comparison in two shares at once, as the std shim runs it).
+#[derive(Debug)]
+struct TwoThreads;
+
+impl SplitRunner for TwoThreads {
+    fn run(
+        &self,
+        original_half: OriginalHalf<'_>,
+        rewrite_half: RewriteHalf<'_>,
+        original: &Module,
+        rewritten: &Module,
+    ) -> Result<(), DataflowError> {
+        QueueAll.run(original_half, rewrite_half, original, rewritten)
+    }
+
+    fn both(&self, a: &mut (dyn FnMut() + Send), b: &mut (dyn FnMut() + Send)) {
+        extern crate std;
+        std::thread::scope(|s| {
+            s.spawn(a);
+            b();
+        });
+    }
+}
+
+/// `OUTS` outputs, each saved in two column halves, one from each of two
+/// tiles (`t` = load x, `u` = exp t; which half from which alternates), so
+/// that every row of an output reads as two runs; and the saves of the
+/// first halves, in program order.
+fn many_outputs() -> (Module, [MemLoc; 2], alloc::vec::Vec<Inst>) {
+    const OUTS: usize = 80;
+    const P: u16 = 16;
+    let mut m = Module::new(Target::default());
+    let mut b = Builder::new(&mut m);
+    let [x, _] = dram_io(&mut b, P, B, 1);
+    let ys: alloc::vec::Vec<MemLoc> = (0..OUTS)
+        .map(|k| {
+            mem(
+                &mut b,
+                &format!("y{k}"),
+                Space::Dram,
+                P,
+                B,
+                1,
+                MemFlags::OUTPUT,
+            )
+        })
+        .collect();
+    let [t, u] = tiles(&mut b, Space::Sb, ["t", "u"], P, B, 1);
+    b.func("main").unwrap();
+    b.load(t, x, 0).unwrap();
+    exp(&mut b, u, t);
+    let mut firsts = alloc::vec::Vec::new();
+    for (k, &y) in ys.iter().enumerate() {
+        for (h, tile) in [[t, u], [u, t]][k % 2].into_iter().enumerate() {
+            let (lo, hi) = (h as u32 * B / 2, (h as u32 + 1) * B / 2);
+            let (src, dst) = ([b.slice(tile, 0, P, lo, hi)], [b.slice(y, 0, P, lo, hi)]);
+            let mut spec = InstSpec::new(Opcode::Save);
+            spec.inputs = &src;
+            spec.outputs = &dst;
+            let i = b.inst(&spec).unwrap();
+            if h == 0 {
+                firsts.push(i);
+            }
+        }
+    }
+    (m, [t, u], firsts)
+}
+
+/// The outputs' comparison split in two shares (on one thread and on two)
+/// finds what the one-thread comparison finds, in the same order, with the
+/// same ones kept and dropped past the cap (64 kept).
+#[test]
+fn the_outputs_compared_in_two_shares_agree_with_one_thread() {
+    let (o, [t, u], saves) = many_outputs();
+    let mut cases: alloc::vec::Vec<(&str, Module)> = alloc::vec::Vec::new();
+    cases.push(("identical", o.clone()));
+    let mut r = o.clone();
+    for &s in saves.iter().step_by(3) {
+        r.remove_inst(s);
+    }
+    cases.push(("every third save dropped", r));
+    let mut r = o.clone();
+    for &s in &saves {
+        r.remove_inst(s);
+    }
+    cases.push(("every save dropped", r));
+    let mut r = o.clone();
+    for &s in &saves[30..50] {
+        let a = r.inputs(s).next().unwrap();
+        let other = if r.aps().loc[a] == t { u } else { t };
+        r.columns_mut().aps.loc[a] = other;
+    }
+    cases.push(("saves 30..50 from the other tile", r));
+    for (what, r) in &cases {
+        let seq = verdict(DataflowChecker::new().check(&o, r));
+        let cap = DataflowCapacity::estimate(&o, r);
+        for runner in [&QueueAll as &dyn SplitRunner, &TwoThreads] {
+            let split = verdict(DataflowChecker::new().check_split(&o, r, cap, runner));
+            assert_eq!(seq, split, "{what}");
+        }
+        let want = match *what {
+            "identical" => "[] dropped 0",
+            "every save dropped" => "dropped 16",
+            _ => "Output",
+        };
+        assert!(seq.contains(want), "{what}: {seq}");
+    }
+}
+
+/// Under storage limits from what the walks need upwards, in steps finer
+/// than one share's storage: the one-thread comparison, the shares on one
+/// thread and on two give the same verdict, whether the room is too small
+/// for shares, enough to start them but not for what they hold (a share
+/// over its storage makes the comparison run again on one thread), or
+/// ample. Two scratch sizes for one instruction's reads: 256 runs (shares
+/// start at 20 KB) and one run (they start at 80 bytes, and their tallies
+/// alone may take them over).
+#[test]
+fn the_outputs_compared_in_two_shares_agree_under_storage_limits() {
+    let (o, _, saves) = many_outputs();
+    let mut r = o.clone();
+    for &s in saves.iter().step_by(3) {
+        r.remove_inst(s);
+    }
+    let mut seen = alloc::collections::BTreeSet::new();
+    for (scratch, step) in [(256, 1024), (1, 128)] {
+        let cap = DataflowCapacity {
+            scratch,
+            ..DataflowCapacity::estimate(&o, &r)
+        };
+        // The least limit (in steps of 128 bytes) under which the split
+        // walk ends (it also holds the batches in flight): from there on
+        // both walks end, and only the outputs' comparison meets the limit.
+        let split_at = |limit: u64| {
+            let mut c = DataflowChecker::new();
+            c.set_storage_limit(limit);
+            verdict(c.check_split(&o, &r, cap, &QueueAll))
+        };
+        let mut c = DataflowChecker::new();
+        c.check_growing(&o, &r, cap).unwrap();
+        let mut need = c.heap_bytes();
+        while split_at(need).contains("OverBudget") {
+            need += 128;
+        }
+        for j in 0..200 {
+            let limit = need + j * step;
+            let mut c = DataflowChecker::new();
+            c.set_storage_limit(limit);
+            let seq = verdict(c.check_growing(&o, &r, cap));
+            for runner in [&QueueAll as &dyn SplitRunner, &TwoThreads] {
+                let mut c = DataflowChecker::new();
+                c.set_storage_limit(limit);
+                let split = verdict(c.check_split(&o, &r, cap, runner));
+                assert_eq!(seq, split, "scratch {scratch}, limit {limit}");
+            }
+            seen.insert(seq);
+        }
+    }
+    assert!(seen.iter().any(|v| v.contains("Output")), "{seen:?}");
+}
+
+/// The outputs' comparison alone, again over the final states of one
+/// check, under limits that leave it from no room to ample (in steps finer
+/// than a share's storage): split in two shares (on two threads), it gives
+/// the one-thread comparison's findings or error at every limit — shares
+/// refused for room, shares over their storage (the comparison then runs
+/// again on one thread), shares that end.
+#[test]
+fn the_outputs_compared_again_agree_at_every_room() {
+    let (o, _, saves) = many_outputs();
+    let mut r = o.clone();
+    for &s in saves.iter().step_by(3) {
+        r.remove_inst(s);
+    }
+    let cap = DataflowCapacity {
+        scratch: 1,
+        ..DataflowCapacity::estimate(&o, &r)
+    };
+    let finished = || {
+        let mut c = DataflowChecker::new();
+        c.check_split(&o, &r, cap, &QueueAll).unwrap();
+        c.tally.mismatches.clear();
+        c.tally.dropped = 0;
+        c
+    };
+    let (mut one, mut two) = (finished(), finished());
+    let tally = |c: &DataflowChecker| format!("{:?} {}", c.tally.mismatches, c.tally.dropped);
+    let mut outcomes = alloc::collections::BTreeSet::new();
+    for room in (0..24 * 1024).step_by(256) {
+        for c in [&mut one, &mut two] {
+            c.tally.mismatches.clear();
+            c.tally.dropped = 0;
+            c.set_storage_limit(c.heap_bytes() + room);
+        }
+        let a = super::outputs::compare(&mut one, &o, &r).map(|()| tally(&one));
+        let b = super::outputs::compare_split(&mut two, &o, &r, &TwoThreads).map(|()| tally(&two));
+        assert_eq!(a, b, "room {room}");
+        outcomes.insert(a.is_ok());
+    }
+    assert_eq!(outcomes.len(), 2, "both errors and findings");
+}
