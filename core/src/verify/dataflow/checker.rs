@@ -277,7 +277,7 @@ impl DataflowChecker {
     ) -> Result<DataflowReport<'_>, DataflowError> {
         self.prepare(original, rewritten, start)?;
         self.walk(original, rewritten)?;
-        self.compare_outputs(original, rewritten)?;
+        super::outputs::compare(self, original, rewritten)?;
         Ok(self.report())
     }
 
@@ -421,15 +421,6 @@ impl DataflowChecker {
             self.orig.write(original, e)?;
         }
         Ok(())
-    }
-
-    /// Compares the final contents of the original's outputs (`outputs`).
-    fn compare_outputs(
-        &mut self,
-        original: &Module,
-        rewritten: &Module,
-    ) -> Result<(), DataflowError> {
-        super::outputs::compare(self, original, rewritten)
     }
 
     /// Under a storage limit, caps the growth of the buffers that grow

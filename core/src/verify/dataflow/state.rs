@@ -621,9 +621,10 @@ impl CellMap {
         let root = self.root_of(region)?;
         // A write of exactly one slab's addresses (a tile rewritten whole,
         // the common case) paints that slab in place: one descent instead
-        // of the splits and merges. Its neighbours are not joined to it;
-        // that only keeps the slab count where it was, and readers merge
-        // runs that continue each other whatever the slabs.
+        // of the splits and merges. When the painted slab then continues a
+        // neighbour, the general write below runs as well (painting the
+        // same fill again changes nothing) and joins them, as every write
+        // does. An uninitializing write may empty the slab: general path.
         if fill.origin != Origin::Uninit {
             let (prev, s, next) = self.around(root, a);
             if s != NIL && self.slabs[s as usize].start == a && self.slabs[s as usize].end == b {
@@ -633,8 +634,6 @@ impl CellMap {
                 if !joins {
                     return Ok(());
                 }
-                // Painting the same fill again is a no-op; the general
-                // write below joins the neighbours.
             }
         }
         self.roots[region] = NIL;
