@@ -148,7 +148,8 @@ fn block_target(c: &DataflowChecker) -> u64 {
         .max(1) as u64
 }
 
-/// Compares the final contents of the original's outputs on this thread.
+/// Compares the final contents of the original's outputs on this thread,
+/// the checker's storage limit checked after every block.
 pub(super) fn compare(
     c: &mut DataflowChecker,
     original: &Module,

@@ -791,7 +791,9 @@ impl CellMap {
         let (mut t, mut at, mut before, mut after) = (root, NIL, NIL, NIL);
         while t != NIL {
             if self.slabs[t as usize].start <= x {
-                // Every node passed to the right of is before the next.
+                // The descent leaves each earlier `at` to the right, so the
+                // last one is `at`'s predecessor unless `at` has a left
+                // subtree (whose largest start is then, below).
                 before = at;
                 at = t;
                 t = self.slabs[t as usize].right;
@@ -850,20 +852,6 @@ impl CellMap {
     ) -> Result<(), DataflowError> {
         let root = self.root_of(region)?;
         let ReadScratch { gather, groups } = scratch;
-        self.read_in(root, p0, p1, segs, out, gather, groups)
-    }
-
-    #[allow(clippy::too_many_arguments)]
-    fn read_in(
-        &self,
-        root: u32,
-        p0: u32,
-        p1: u32,
-        segs: &[Seg],
-        out: &mut Pieces,
-        gather: &mut Vec<(u64, u64, u32, u32)>,
-        groups: &mut Vec<(u32, u32, u64)>,
-    ) -> Result<(), DataflowError> {
         gather.clear();
         groups.clear();
         const WHAT: &str = "the runs one read covers";
