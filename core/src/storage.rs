@@ -229,10 +229,13 @@ impl StorageReport {
         }
     }
 
-    /// Records a component (the last slot sums the components beyond
-    /// `MAX_PARTS`, so totals stay exact).
+    /// Records a component: added to the part of the same name when there
+    /// is one (two workspaces of one kind read as one part); the last slot
+    /// sums the components beyond `MAX_PARTS`, so totals stay exact.
     pub fn add(&mut self, what: &'static str, bytes: u64) {
-        if self.parts.is_full() {
+        if let Some(part) = self.parts.iter_mut().find(|p| p.what == what) {
+            part.bytes = part.bytes.saturating_add(bytes);
+        } else if self.parts.is_full() {
             if let Some(last) = self.parts.last_mut() {
                 last.what = "other";
                 last.bytes = last.bytes.saturating_add(bytes);
@@ -331,13 +334,30 @@ mod tests {
 
     #[test]
     fn overflowing_parts_are_summed_not_dropped() {
+        // Distinct names: a repeated one is summed into its part.
+        const NAMES: [&str; MAX_PARTS + 5] = [
+            "a", "b", "c", "d", "e", "f", "g", "h", "i", "j", "k", "l", "m", "n", "o", "p", "q",
+            "r", "s", "t", "u", "v", "w", "x", "y", "z", "0", "1", "2",
+        ];
         let mut r = StorageReport::new(StorageBudget::UNLIMITED);
-        for _ in 0..MAX_PARTS + 5 {
-            r.add("x", 10);
+        for what in NAMES {
+            r.add(what, 10);
         }
         assert_eq!(r.parts.len(), MAX_PARTS);
         assert_eq!(r.total(), 10 * (MAX_PARTS as u64 + 5));
         assert_eq!(r.parts.last().map(|p| p.what), Some("other"));
+    }
+
+    #[test]
+    fn a_part_recorded_twice_is_one_part_with_both_sizes() {
+        let mut r = StorageReport::new(StorageBudget::UNLIMITED);
+        r.add("tables", 10);
+        r.add("graph", 5);
+        r.add("tables", 7);
+        assert_eq!(r.parts.len(), 2);
+        assert_eq!(r.parts[0].what, "tables");
+        assert_eq!(r.parts[0].bytes, 17);
+        assert_eq!(r.total(), 22);
     }
 
     #[test]

@@ -647,6 +647,13 @@ impl ColoringWorkspace {
         self.strategies.as_ref().map(|k| &k.before)
     }
 
+    /// Drops the problem of `space` (a one-shot run after its last pass
+    /// that colors `space`). A later run on `space` would build a problem
+    /// anew, allocating: reserve the workspace again before one.
+    pub fn release_problem(&mut self, space: Space) {
+        self.problems[space.slot()] = None;
+    }
+
     /// Drops the copies [`Self::reserve_strategies`] kept (a one-shot run
     /// after its last on-chip pass: the checks then run without them).
     pub fn release_strategies(&mut self) {

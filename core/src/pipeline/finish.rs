@@ -171,6 +171,7 @@ impl Workspace {
         if on && self.release_spent {
             // Spent: the checks bring their own analyses.
             (self.coloring, self.order) = (ColoringWorkspace::default(), LinearOrder::default());
+            self.dram_coloring = None;
             (self.live, self.bounds) = (MemLiveness::default(), Bounds::default());
         }
         EndSteps {

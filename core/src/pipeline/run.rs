@@ -542,6 +542,13 @@ pub struct Workspace {
     pub(super) release_spent: bool,
     lsa: LsaWorkspace,
     pub(super) coloring: ColoringWorkspace,
+    /// The DRAM colorer's own tables, sized for DRAM's locations, when a
+    /// one-shot run colors an on-chip space too ([`Workspace::reserve`]):
+    /// the on-chip colorer's tables, sized for every location, then go
+    /// after the last pass that uses them instead of staying through the
+    /// DMA passes and the register colorer for a DRAM pass that needs a
+    /// fraction of them. `None`: the DRAM passes use `coloring`.
+    pub(super) dram_coloring: Option<ColoringWorkspace>,
     dma: DmaWorkspace,
     reg: Option<RegAllocator>,
     pub(super) verifier: Verifier,
@@ -597,23 +604,51 @@ impl Workspace {
 
     /// Drops the storage of the passes that `done` was the last user of.
     fn release_after(&mut self, done: Pass, list: &[Pass], k: usize) {
-        let later = |f: fn(&Pass) -> bool| list.get(k + 1..).is_some_and(|r| r.iter().any(f));
+        let later = |f: &dyn Fn(&Pass) -> bool| list.get(k + 1..).is_some_and(|r| r.iter().any(f));
+        // A space's problem (its buffers' table, filled when the workspace
+        // was reserved) goes after the last pass that colors the space.
+        let colors = |p: &Pass, s: Space| match p {
+            Pass::Coloring(t) | Pass::Exact(t) => *t == s,
+            Pass::RegSpillSlots => s == Space::Dram,
+            _ => false,
+        };
+        let colored = match done {
+            Pass::Coloring(s) | Pass::Exact(s) => Some(s),
+            Pass::RegSpillSlots => Some(Space::Dram),
+            _ => None,
+        };
+        if let Some(s) = colored {
+            if !later(&|p| colors(p, s)) {
+                match &mut self.dram_coloring {
+                    Some(d) if s == Space::Dram => d.release_problem(s),
+                    _ => self.coloring.release_problem(s),
+                }
+            }
+        }
         match done {
-            Pass::LinearScan if !later(|p| *p == Pass::LinearScan) => {
+            Pass::LinearScan if !later(&|p| *p == Pass::LinearScan) => {
                 self.lsa = LsaWorkspace::default();
                 self.portfolio = None;
             }
-            Pass::DmaOptimization(_) if !later(|p| matches!(p, Pass::DmaOptimization(_))) => {
+            Pass::DmaOptimization(_) if !later(&|p| matches!(p, Pass::DmaOptimization(_))) => {
                 self.dma = DmaWorkspace::default();
             }
-            Pass::ColoringReg if !later(|p| *p == Pass::ColoringReg) => self.reg = None,
+            Pass::ColoringReg if !later(&|p| *p == Pass::ColoringReg) => self.reg = None,
             Pass::Coloring(s) | Pass::Exact(s)
                 if s.is_on_chip()
                     && !later(
-                        |p| matches!(p, Pass::Coloring(s) | Pass::Exact(s) if s.is_on_chip()),
+                        &|p| matches!(p, Pass::Coloring(s) | Pass::Exact(s) if s.is_on_chip()),
                     ) =>
             {
-                self.coloring.release_strategies();
+                // The SB rotation reads the colorer's placement affinities;
+                // the DRAM passes use these tables when they have none of
+                // their own.
+                let dram_here = self.dram_coloring.is_none() && later(&|p| colors(p, Space::Dram));
+                if dram_here || later(&|p| *p == Pass::RotationSb) {
+                    self.coloring.release_strategies();
+                } else {
+                    self.coloring = ColoringWorkspace::default();
+                }
                 self.portfolio = None;
                 if !list.contains(&Pass::LinearScan) {
                     self.lsa = LsaWorkspace::default();
@@ -824,14 +859,45 @@ impl Workspace {
         // Last of the linear part, before the methods that take what the
         // budget leaves.
         let exact = coloring_options(opts).exact.is_some();
-        self.coloring.reserve_for_spaces_with(
-            m,
-            &spaces,
-            exact,
-            new_dram,
-            &self.live,
-            &mut storage,
-        );
+        // A one-shot run that colors an on-chip space and DRAM gives DRAM
+        // tables of its own (see `dram_coloring`); the budget is shared in
+        // the same order as by one reservation (DRAM comes last in every
+        // pass list).
+        let split_dram = self.release_spent
+            && spaces.iter().any(|s| s.is_on_chip())
+            && spaces.last() == Some(&Space::Dram);
+        self.dram_coloring = None;
+        if split_dram {
+            let on_chip = &spaces[..spaces.len() - 1];
+            self.coloring.reserve_for_spaces_with(
+                m,
+                on_chip,
+                exact,
+                new_dram,
+                &self.live,
+                &mut storage,
+            );
+            let mut dram = ColoringWorkspace::default();
+            dram.set_spill_limit(spills);
+            dram.reserve_for_spaces_with(
+                m,
+                &[Space::Dram],
+                exact,
+                new_dram,
+                &self.live,
+                &mut storage,
+            );
+            self.dram_coloring = Some(dram);
+        } else {
+            self.coloring.reserve_for_spaces_with(
+                m,
+                &spaces,
+                exact,
+                new_dram,
+                &self.live,
+                &mut storage,
+            );
+        }
         // Every pass reserved within the headroom above: the capacity the
         // analyses were sized for is final (reserving again is a no-op
         // unless a workspace grew the module, which the report would show).
@@ -1531,11 +1597,13 @@ fn run_from<'a>(
                     let pairs = ws.coloring.affinity_pairs_mut();
                     ws.affinity.find(m, &ws.order, &ws.live, Space::Sb, pairs);
                 }
-                ws.coloring
-                    .exchange_analyses(&mut ws.order, &mut ws.live, fresh);
-                let r = tensor_coloring::run(m, space, &o, &mut ws.coloring, clock);
-                ws.coloring
-                    .exchange_analyses(&mut ws.order, &mut ws.live, false);
+                let colorer = match &mut ws.dram_coloring {
+                    Some(d) if space == Space::Dram => d,
+                    _ => &mut ws.coloring,
+                };
+                colorer.exchange_analyses(&mut ws.order, &mut ws.live, fresh);
+                let r = tensor_coloring::run(m, space, &o, colorer, clock);
+                colorer.exchange_analyses(&mut ws.order, &mut ws.live, false);
                 let r = match r {
                     Ok(r) => Some(r),
                     // An SB colorer that found no placement where the scan
@@ -1663,11 +1731,10 @@ fn run_from<'a>(
                     .keys()
                     .any(|v| m.mems().space[v] == Space::Dram && !m.is_placed(v));
                 if needs {
-                    ws.coloring
-                        .exchange_analyses(&mut ws.order, &mut ws.live, fresh);
-                    let r = tensor_coloring::run(m, Space::Dram, &copts, &mut ws.coloring, clock);
-                    ws.coloring
-                        .exchange_analyses(&mut ws.order, &mut ws.live, false);
+                    let colorer = ws.dram_coloring.as_mut().unwrap_or(&mut ws.coloring);
+                    colorer.exchange_analyses(&mut ws.order, &mut ws.live, fresh);
+                    let r = tensor_coloring::run(m, Space::Dram, &copts, colorer, clock);
+                    colorer.exchange_analyses(&mut ws.order, &mut ws.live, false);
                     fresh = r.map_err(PipelineError::Coloring)?.spill_rounds == 0;
                 }
             }
