@@ -66,6 +66,8 @@ pub struct JobConfig {
     /// The placement verifier and the dataflow checker after the passes
     /// (off with `--no-verify`).
     pub verify: bool,
+    /// Where the dataflow check's input comes from (`--check-input`).
+    pub check_input: run::CheckInput,
 }
 
 /// Where one file's outputs go.
@@ -176,7 +178,7 @@ impl FileOutcome {
 
 /// Reads and parses a module; the error is the exit code and the message.
 pub fn load(path: &Path, from_json: bool) -> Result<Module, (u8, String)> {
-    read(path, from_json, false).map(|(m, _)| m)
+    read(path, from_json, false, false).map(|(m, _, _)| m)
 }
 
 /// [`load`], with where a text input wrote each entity (`None` for JSON,
@@ -185,15 +187,18 @@ pub fn load_with_positions(
     path: &Path,
     from_json: bool,
 ) -> Result<(Module, Option<SourceMap>), (u8, String)> {
-    read(path, from_json, true)
+    read(path, from_json, true, false).map(|(m, map, _)| (m, map))
 }
 
-fn read(
-    path: &Path,
-    from_json: bool,
-    positions: bool,
-) -> Result<(Module, Option<SourceMap>), (u8, String)> {
+/// A module as [`read`] gives it: with its positions and the
+/// [`content_hash`] of its bytes, each when asked for.
+type Parsed = (Module, Option<SourceMap>, Option<u64>);
+
+/// Reads and parses a module, with its positions when `positions`, and
+/// when `hash` the [`content_hash`] of the bytes it was parsed from.
+fn read(path: &Path, from_json: bool, positions: bool, hash: bool) -> Result<Parsed, (u8, String)> {
     let bytes = read_input(path)?;
+    let hash = hash.then(|| content_hash(&bytes));
     let r = if is_json(path, from_json) {
         json::parse_json(&bytes)
             .map(|m| (m, None))
@@ -207,7 +212,27 @@ fn read(
             .map(|m| (m, None))
             .map_err(|e| e.to_string())
     };
-    r.map_err(|e| malformed(path, e))
+    r.map(|(m, map)| (m, map, hash))
+        .map_err(|e| malformed(path, e))
+}
+
+/// A 64-bit digest of `bytes`, to tell a second read of an input from the
+/// first: an edit between the reads leaves it the same with a chance of
+/// about 2^-64 (it is not a cryptographic hash: an edit made to collide
+/// could). Eight bytes a step, a small fraction of parsing them.
+fn content_hash(bytes: &[u8]) -> u64 {
+    const K: u64 = 0x9e37_79b9_7f4a_7c15;
+    let mut h = (bytes.len() as u64).wrapping_mul(K);
+    let mut chunks = bytes.chunks_exact(8);
+    for c in &mut chunks {
+        let mut w = [0u8; 8];
+        w.copy_from_slice(c);
+        h = (h ^ u64::from_le_bytes(w)).wrapping_mul(K).rotate_left(29);
+    }
+    for &b in chunks.remainder() {
+        h = (h ^ u64::from(b)).wrapping_mul(K).rotate_left(29);
+    }
+    h ^ (h >> 32)
 }
 
 /// [`load`] of a text module with its comments ([`text::parse_with_comments`],
@@ -344,6 +369,70 @@ pub fn run_file(path: &Path, cfg: &JobConfig, out: &Outputs) -> FileOutcome {
     o
 }
 
+/// The module `job` read from `path` (whose stamp and [`content_hash`]
+/// were `stamp` and `hash`), read and set up again: refused, with exit
+/// code 3, when the file changed in between, since the dataflow check must
+/// compare the result with the input the passes got.
+fn read_again(
+    path: &Path,
+    cfg: &JobConfig,
+    stamp: Option<(u64, std::time::SystemTime)>,
+    hash: Option<u64>,
+) -> Result<Module, (u8, String)> {
+    let changed = || {
+        (
+            EXIT_IO,
+            format!(
+                "error: {}: changed while it was allocated, so the dataflow check cannot read the input the passes got; run again, or with --check-input copy\n",
+                display_name(path)
+            ),
+        )
+    };
+    if stamp.is_none() || hash.is_none() || file_stamp(path) != stamp {
+        return Err(changed());
+    }
+    let (mut again, _, h) = read(path, cfg.from_json, false, true).map_err(|_| changed())?;
+    if h != hash {
+        return Err(changed());
+    }
+    set_target(&mut again, cfg)?;
+    Ok(again)
+}
+
+/// Applies the run's target settings to a module just read: `--target`
+/// (keeping the module's own overrides), then each `--set`, then
+/// `--max-regs`. The error is the exit code and the message.
+fn set_target(m: &mut Module, cfg: &JobConfig) -> Result<(), (u8, String)> {
+    let opts = &cfg.opts;
+    if let Some(g) = opts.target {
+        let overrides: Vec<(&str, u64)> = m.target.overrides().collect();
+        let mut target = tusk_core::Target::preset(g);
+        for (k, v) in overrides {
+            target.set(k, v).map_err(|e| {
+                (
+                    EXIT_BAD_INPUT,
+                    format!(
+                        "error: --target {}: the module's override {k}={v}: {e}\n",
+                        g.name()
+                    ),
+                )
+            })?;
+        }
+        m.target = target;
+    }
+    for (k, v) in &cfg.target_overrides {
+        m.target
+            .set(k, *v)
+            .map_err(|e| (EXIT_BAD_INPUT, format!("error: --set {k}={v}: {e}\n")))?;
+    }
+    if let Some(r) = opts.max_regs {
+        m.target
+            .set("max-regs", r as u64)
+            .map_err(|e| (EXIT_BAD_INPUT, format!("error: --max-regs {r}: {e}\n")))?;
+    }
+    Ok(())
+}
+
 fn job(path: &Path, cfg: &JobConfig, out: &Outputs, o: &mut FileOutcome) -> u8 {
     let opts = &cfg.opts;
     // Positions cost a table of 8 bytes an instruction, filled while
@@ -355,37 +444,18 @@ fn job(path: &Path, cfg: &JobConfig, out: &Outputs, o: &mut FileOutcome) -> u8 {
     // is parsed with them.
     let stamp = file_stamp(path);
     let eager = cfg.json || out.report.is_some() || stamp.is_none();
-    let (mut m, mut map) = match read(path, cfg.from_json, eager) {
+    let rereads =
+        cfg.verify && stamp.is_some_and(|(bytes, _)| cfg.check_input.rereads(opts, bytes));
+    let (mut m, mut map, hash) = match read(path, cfg.from_json, eager, rereads) {
         Ok(x) => x,
         Err((code, msg)) => {
             o.stderr.push_str(&msg);
             return code;
         }
     };
-    if let Some(g) = opts.target {
-        let overrides: Vec<(&str, u64)> = m.target.overrides().collect();
-        m.target = tusk_core::Target::preset(g);
-        for (k, v) in overrides {
-            if let Err(e) = m.target.set(k, v) {
-                o.stderr.push_str(&format!(
-                    "error: --target {}: the module's override {k}={v}: {e}\n",
-                    g.name()
-                ));
-                return EXIT_BAD_INPUT;
-            }
-        }
-    }
-    for (k, v) in &cfg.target_overrides {
-        if let Err(e) = m.target.set(k, *v) {
-            o.stderr.push_str(&format!("error: --set {k}={v}: {e}\n"));
-            return EXIT_BAD_INPUT;
-        }
-    }
-    if let Some(r) = opts.max_regs {
-        if let Err(e) = m.target.set("max-regs", r as u64) {
-            o.stderr.push_str(&format!("error: --max-regs {r}: {e}\n"));
-            return EXIT_BAD_INPUT;
-        }
+    if let Err((code, msg)) = set_target(&mut m, cfg) {
+        o.stderr.push_str(&msg);
+        return code;
     }
     let module_on_stdout = out.module.as_deref().is_some_and(|p| p.as_os_str() == "-");
     if cfg.print_pipeline {
@@ -405,13 +475,23 @@ fn job(path: &Path, cfg: &JobConfig, out: &Outputs, o: &mut FileOutcome) -> u8 {
     } else {
         Vec::new()
     };
-    let report = match run::allocate(&mut m, opts, cfg.verify, cfg.check_threads) {
+    // The dataflow check's input read again after the passes (see
+    // `run::CheckInput`): the same bytes, the same target settings.
+    let reread = || read_again(path, cfg, stamp, hash);
+    let reread: Option<run::Reread<'_>> = rereads.then_some(&reread);
+    let allocated = run::allocate(&mut m, opts, cfg.verify, cfg.check_threads, reread);
+    let report = match allocated {
         Ok(r) => r,
-        Err(e) => {
+        Err(run::AllocateError::Input(code, msg)) => {
+            o.stderr.push_str(&msg);
+            o.json = json!({"file": file, "status": "failed", "error": msg.trim_end()});
+            return code;
+        }
+        Err(run::AllocateError::Pipeline(e)) => {
             if !eager && file_stamp(path) == stamp {
-                map = read(path, cfg.from_json, true)
+                map = read(path, cfg.from_json, true, false)
                     .ok()
-                    .and_then(|(_, map)| map);
+                    .and_then(|(_, map, _)| map);
             }
             let msg = e.display(&m).to_string();
             let pos = blame::position(map.as_ref(), e.blamed());
@@ -926,5 +1006,79 @@ fn run_file_guarded(path: &Path, cfg: &JobConfig, out: &Outputs) -> FileOutcome 
             o.json = json!({"file": file, "status": o.status(), "error": o.stderr.trim_end()});
             o
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn write(path: &Path, text: &str) {
+        std::fs::write(path, text).unwrap();
+    }
+
+    #[test]
+    fn an_input_changed_between_the_two_reads_is_refused() {
+        let dir = std::env::temp_dir().join(format!("tusk-read-again-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("m.tusk");
+        let text = "sb %x [128 x 64]\nfunc @f {\nentry:\n  %x = memset 0\n}\n";
+        write(&path, text);
+        let cfg = JobConfig {
+            opts: Options {
+                max_regs: Some(40),
+                ..Options::default()
+            },
+            ..JobConfig::default()
+        };
+        let stamp = file_stamp(&path);
+        let (mut m, _, hash) = read(&path, false, false, true).unwrap();
+        set_target(&mut m, &cfg).unwrap();
+        // Unchanged: the same module, with the run's target settings.
+        let again = read_again(&path, &cfg, stamp, hash).unwrap();
+        assert_eq!(again.target.get("max-regs"), Some(40));
+        assert_eq!(text::print(&again), text::print(&m));
+        let refused = |r: Result<Module, (u8, String)>| {
+            let (code, msg) = r.expect_err("refused");
+            assert_eq!(code, EXIT_IO);
+            assert!(
+                msg.contains("m.tusk: changed while it was allocated"),
+                "{msg}"
+            );
+        };
+        // The same length and modification time, other bytes: the hash
+        // tells them apart.
+        let modified = std::fs::metadata(&path).unwrap().modified().unwrap();
+        write(&path, &text.replace("memset 0", "memset 1"));
+        std::fs::File::options()
+            .write(true)
+            .open(&path)
+            .unwrap()
+            .set_modified(modified)
+            .unwrap();
+        assert_eq!(file_stamp(&path), stamp);
+        refused(read_again(&path, &cfg, stamp, hash));
+        // Another length: the stamp tells them apart before any read.
+        write(&path, &text.replace("memset 0", "memset 10"));
+        refused(read_again(&path, &cfg, stamp, hash));
+        // An input that cannot be read twice is never read again.
+        write(&path, text);
+        refused(read_again(&path, &cfg, None, hash));
+        // Nor one read without its hash.
+        refused(read_again(&path, &cfg, file_stamp(&path), None));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn the_content_hash_sees_every_byte_and_the_length() {
+        let a = b"sb %x [128 x 64]\nfunc @f {}\n".to_vec();
+        let h = content_hash(&a);
+        for k in 0..a.len() {
+            let mut b = a.clone();
+            b[k] ^= 1;
+            assert_ne!(content_hash(&b), h, "byte {k}");
+        }
+        assert_ne!(content_hash(&a[..a.len() - 1]), h);
+        assert_ne!(content_hash(&[0u8; 9]), content_hash(&[0u8; 8]));
     }
 }

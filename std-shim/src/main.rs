@@ -207,6 +207,15 @@ struct RunArgs {
     /// has a second core.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u8).range(1..=2))]
     check_threads: Option<u8>,
+    /// Where the dataflow check's input comes from: `copy` (a copy of the
+    /// module taken before the passes and held through them), `reread`
+    /// (the file read again after the passes, once their storage is gone:
+    /// a lower memory peak for one more parse; the file must not change
+    /// meanwhile) or `auto` (reread where the pipeline colors SB or PSUM,
+    /// whose tables put the run's peak in the passes; copy elsewhere and
+    /// for standard input).
+    #[arg(long, default_value = "auto", value_name = "auto|copy|reread")]
+    check_input: String,
     /// Storage budget of the run: bytes, or with a suffix K, M, G (powers
     /// of 1024). Methods whose storage grows faster than the input (exact
     /// search, dense interference graphs) are skipped when they do not fit
@@ -448,6 +457,13 @@ fn run(a: &RunArgs) -> u8 {
             }
         },
     };
+    let Some(check_input) = tusk_shim::run::CheckInput::from_name(&a.check_input) else {
+        console::error(format_args!(
+            "--check-input {} is not a setting (known: auto copy reread)",
+            a.check_input
+        ));
+        return EXIT_BAD_INPUT;
+    };
     let Some(rotation) = Rotation::from_name(&a.rotation) else {
         console::error(format_args!(
             "--rotation {} is not a rotation (known: off psum all)",
@@ -504,6 +520,7 @@ fn run(a: &RunArgs) -> u8 {
         window: a.svg_window,
         check_threads: a.check_threads,
         verify: !a.no_verify,
+        check_input,
     };
     if let [one] = a.files.as_slice() {
         if !one.is_dir() {

@@ -6,7 +6,7 @@ use std::time::Instant;
 use serde_json::{json, Value};
 use tusk_core::analysis::{CostlyDep, ScheduleReport};
 use tusk_core::ir::{Engine, Entity, Module, Space};
-use tusk_core::options::passes;
+use tusk_core::options::{passes, Pass};
 use tusk_core::report::{AffinityReport, SbRotationReport};
 use tusk_core::steps::EndSteps;
 use tusk_core::{Checks, Clock, Options, PipelineError, RunReport, Workspace};
@@ -30,20 +30,99 @@ impl Clock for WallClock {
     }
 }
 
+/// Where the dataflow check's input comes from.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+pub enum CheckInput {
+    /// [`CheckInput::Reread`] where the input can be read again, is at
+    /// least [`REREAD_FROM_BYTES`] long, and the pipeline colors SB or
+    /// PSUM; [`CheckInput::Copy`] elsewhere. The on-chip colorers' tables
+    /// make the passes' memory peak higher than the checks', so a copy
+    /// held through the passes raises the run's peak there, and not under
+    /// the linear scan (optlevel 8), whose peak is in the checks. The copy
+    /// and the second parse both grow with the input, so the trade is the
+    /// same at every size; below the threshold the memory saved is a few
+    /// hundred MB at most and the default keeps the faster run.
+    #[default]
+    Auto,
+    /// A copy of the module taken before the passes and held through them.
+    Copy,
+    /// The input read again after the passes (its file must not change in
+    /// between): no copy while the passes run, one more parse after them.
+    Reread,
+}
+
+impl CheckInput {
+    /// The setting named `s` (`auto`, `copy`, `reread`).
+    pub fn from_name(s: &str) -> Option<CheckInput> {
+        match s {
+            "auto" => Some(CheckInput::Auto),
+            "copy" => Some(CheckInput::Copy),
+            "reread" => Some(CheckInput::Reread),
+            _ => None,
+        }
+    }
+
+    /// Whether a run of `opts` on an input of `bytes` reads it again,
+    /// given that it can.
+    pub fn rereads(self, opts: &Options, bytes: u64) -> bool {
+        match self {
+            CheckInput::Copy => false,
+            CheckInput::Reread => true,
+            CheckInput::Auto => {
+                bytes >= REREAD_FROM_BYTES
+                    && passes(opts)
+                        .iter()
+                        .any(|p| matches!(p, Pass::Coloring(s) | Pass::Exact(s) if s.is_on_chip()))
+            }
+        }
+    }
+}
+
+/// The input size from which [`CheckInput::Auto`] reads the input again
+/// (about 3.5 million instructions of `tusk gen`'s text): where the copy
+/// alone is hundreds of MB and the whole run takes GBs, the size at which
+/// a run's peak starts to decide whether it fits the machine. The trade
+/// at both sides of it is measured in BENCHMARKS.md §1.
+pub const REREAD_FROM_BYTES: u64 = 256 << 20;
+
+/// Makes the run's input again after the passes: the module exactly as the
+/// passes got it, or the exit code and message of why it cannot.
+pub type Reread<'r> = &'r dyn Fn() -> Result<Module, (u8, String)>;
+
+/// Why [`allocate`] failed.
+#[derive(Debug)]
+pub enum AllocateError {
+    /// The pipeline or a check failed.
+    Pipeline(PipelineError),
+    /// The input could not be made again for the dataflow check: the exit
+    /// code and the message.
+    Input(u8, String),
+}
+
+impl From<PipelineError> for AllocateError {
+    fn from(e: PipelineError) -> Self {
+        AllocateError::Pipeline(e)
+    }
+}
+
 /// Runs the pipeline of `opts` on `m` in place, then, if `verify`, both
-/// checks. The input copy for the dataflow check is taken here (without
-/// the name index: it is only read, and it is held through every pass). The check
-/// runs on `check_threads` threads (1 or 2; `None`: 2 when the machine has
-/// a second core). On two threads the end steps of the run (the schedule
-/// model, the placement verifier, the dataflow check) run at the same time
-/// ([`end_concurrently`]), with the result the one-thread run gives.
+/// checks. The dataflow check's input is a copy taken here (without the
+/// name index: it is only read, and it is held through every pass), or,
+/// given `reread`, the module `reread` makes after the passes, once their
+/// storage is gone ([`Checks::Deferred`]). The check runs on
+/// `check_threads` threads (1 or 2; `None`: 2 when the machine has a
+/// second core). On two threads the end steps of the run (the schedule
+/// model, the placement verifier, the dataflow check) run at the same
+/// time ([`end_concurrently`]), with the result the one-thread run gives.
 pub fn allocate(
     m: &mut Module,
     opts: &Options,
     verify: bool,
     check_threads: Option<u8>,
-) -> Result<RunReport, PipelineError> {
-    let original = verify.then(|| m.read_only_copy());
+    reread: Option<Reread<'_>>,
+) -> Result<RunReport, AllocateError> {
+    let reread = reread.filter(|_| verify);
+    let original = (verify && reread.is_none()).then(|| m.read_only_copy());
     let mut ws = Workspace::new();
     // One run per workspace: each pass's storage goes once it is spent.
     ws.set_release_spent(true);
@@ -56,16 +135,53 @@ pub fn allocate(
     let parallel = split.is_some();
     ws.set_split_runner(split);
     let mut clock = WallClock::default();
-    let checks = match &original {
-        Some(input) => Checks::Full { input },
-        None => Checks::None,
+    let checks = match (&original, reread) {
+        (Some(input), _) => Checks::Full { input },
+        (None, Some(_)) => Checks::Deferred,
+        (None, None) => Checks::None,
     };
-    if !parallel {
-        return ws.reserve(m, opts, checks).run(&mut clock);
-    }
+    let Some(reread) = reread else {
+        if !parallel {
+            return Ok(ws.reserve(m, opts, checks).run(&mut clock)?);
+        }
+        let passed = ws.reserve(m, opts, checks).run_passes(&mut clock)?;
+        let steps = ws.end_steps(passed, &mut clock);
+        return Ok(end_concurrently(steps, m, &mut clock)?);
+    };
     let passed = ws.reserve(m, opts, checks).run_passes(&mut clock)?;
-    let steps = ws.end_steps(passed, &mut clock);
-    end_concurrently(steps, m, &mut clock)
+    let input: Result<Module, (u8, String)>;
+    let mut steps = ws.end_steps(passed, &mut clock);
+    if parallel {
+        // The verifier and the schedule model need only the result: they
+        // run while the input is read again.
+        let EndSteps {
+            schedule,
+            placement,
+            ..
+        } = &mut steps;
+        input = std::thread::scope(|s| {
+            s.spawn(|| {
+                placement.run(m);
+                schedule.run(m);
+            });
+            reread()
+        });
+    } else {
+        // The verifier first: its storage goes before the input is read.
+        steps.placement_clean(m);
+        input = reread();
+    }
+    match &input {
+        Ok(input) => steps.give_input(input),
+        // A finding of the verifier is the run's error before this one.
+        Err(_) if !steps.placement_clean(m) => {}
+        Err((code, message)) => return Err(AllocateError::Input(*code, message.clone())),
+    }
+    if parallel {
+        Ok(end_concurrently(steps, m, &mut clock)?)
+    } else {
+        Ok(steps.finish(m, &mut clock)?)
+    }
 }
 
 /// Runs the end steps of a run on `m` side by side and finishes: the
@@ -74,7 +190,7 @@ pub fn allocate(
 /// scoped thread, where they fill the time the original's walk leaves its
 /// core idle. The steps only read `m` and each writes its own storage; the
 /// findings and the result are those of the steps run in order
-/// ([`EndSteps::finish`]).
+/// ([`EndSteps::finish`]). Steps that ran already are not run again.
 pub fn end_concurrently(
     mut steps: EndSteps<'_, '_>,
     m: &Module,

@@ -657,6 +657,74 @@ fn run_validates_every_flag_and_allocates() {
 /// pattern that leaves its location (exit 2) at the line marked
 /// `; <- planted`.
 #[test]
+fn the_input_read_again_checks_what_the_copy_checks() {
+    // `--check-input reread` reads the file again after the passes instead
+    // of holding a copy through them: the same placed module, the same
+    // verdict, on every shipped example, at a coloring optlevel (where
+    // `auto` rereads large inputs) and at optlevel 8, with the checks on
+    // one thread and on two.
+    let work = scratch("check-input");
+    let examples = workspace().join("examples");
+    let mut files: Vec<_> = fs::read_dir(&examples)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "tusk"))
+        .collect();
+    files.sort();
+    assert!(files.len() >= 5, "{files:?}");
+    for f in &files {
+        let name = f.file_name().unwrap().to_string_lossy().into_owned();
+        let input = f.to_string_lossy().into_owned();
+        for optlevel in ["2", "8"] {
+            for threads in ["1", "2"] {
+                let mut outs = Vec::new();
+                for how in ["copy", "reread"] {
+                    let out = format!("{name}.{optlevel}.{threads}.{how}");
+                    let o = run_in(
+                        &work,
+                        &[
+                            "run",
+                            &input,
+                            "--optlevel",
+                            optlevel,
+                            "--check-threads",
+                            threads,
+                            "--check-input",
+                            how,
+                            "-o",
+                            &out,
+                        ],
+                    );
+                    assert_eq!(o.code, 0, "{name} -O{optlevel} {how}: {}", o.stderr);
+                    assert!(
+                        o.stdout
+                            .contains("verified: placement and dataflow checks clean"),
+                        "{name} -O{optlevel} {how}: {}",
+                        o.stdout
+                    );
+                    outs.push(fs::read(work.join(&out)).unwrap());
+                }
+                assert!(
+                    outs[0] == outs[1],
+                    "{name} -O{optlevel} --check-threads {threads}"
+                );
+            }
+        }
+    }
+    let o = run_in(
+        &work,
+        &["run", &files[0].to_string_lossy(), "--check-input", "later"],
+    );
+    assert_eq!(o.code, 2, "{}", o.stderr);
+    assert!(
+        o.stderr
+            .contains("--check-input later is not a setting (known: auto copy reread)"),
+        "{}",
+        o.stderr
+    );
+}
+
+#[test]
 fn check_finds_every_planted_violation_in_the_examples() {
     let root = workspace().join("examples");
     let list = |sub: &str| -> Vec<PathBuf> {

@@ -60,9 +60,46 @@ fn end(orig: &Module, opts: &Options, plant: Plant, concurrent: bool) -> String 
     verdict(r)
 }
 
-#[test]
-fn concurrent_end_steps_give_what_the_steps_in_order_give() {
-    let cases: [(&str, Plant); 5] = [
+/// [`end`] with the checks deferred: no copy through the passes, the input
+/// made again afterwards and given to the end steps (what `tusk run
+/// --check-input reread` does), or never given when `give` is false.
+fn end_deferred(
+    orig: &Module,
+    opts: &Options,
+    plant: Plant,
+    concurrent: bool,
+    give: bool,
+) -> String {
+    let mut m = orig.clone();
+    let mut ws = Workspace::new();
+    ws.set_release_spent(true);
+    ws.set_split_runner(Some(Box::new(ThreadSplit)));
+    let mut clock = Ticks::per_read(1);
+    let passed = ws
+        .reserve(&mut m, opts, Checks::Deferred)
+        .run_passes(&mut clock)
+        .unwrap_or_else(|e| panic!("{}", e.display(&m)));
+    plant(&mut m);
+    let input = orig.clone();
+    let mut steps = ws.end_steps(passed, &mut clock);
+    if give {
+        steps.give_input(&input);
+    }
+    let r = if concurrent {
+        tusk_shim::run::end_concurrently(steps, &m, &mut clock)
+    } else {
+        steps.run_in_order(&m, &mut clock)
+    };
+    // The storage report names the input's part after where it comes
+    // from; every other field must be the copy's.
+    verdict(r).replace(
+        "the input, given again after the passes",
+        "the input copy of the dataflow check",
+    )
+}
+
+fn cases() -> [(&'static str, Plant); 5] {
+    [
         ("as allocated", |_| {}),
         ("a save writes 4 bytes further", |r| {
             let s = nth_of(r, Opcode::Save, 50);
@@ -93,7 +130,12 @@ fn concurrent_end_steps_give_what_the_steps_in_order_give() {
                 }
             }
         }),
-    ];
+    ]
+}
+
+#[test]
+fn concurrent_end_steps_give_what_the_steps_in_order_give() {
+    let cases = cases();
     let orig = generate(&GenParams {
         instructions: 6_000,
         seed: 3,
@@ -126,4 +168,109 @@ fn concurrent_end_steps_give_what_the_steps_in_order_give() {
         }
     }
     assert!(seen.iter().all(|&n| n > 0), "{seen:?}");
+}
+
+#[test]
+fn an_input_given_after_the_passes_gives_what_a_copy_gives() {
+    let orig = generate(&GenParams {
+        instructions: 6_000,
+        seed: 5,
+        ..GenParams::default()
+    })
+    .unwrap();
+    let mut seen = [0usize; 3]; // clean, placement findings, dataflow
+    for optlevel in [2u8, 8] {
+        let opts = Options {
+            optlevel,
+            schedule_model: true,
+            ..Options::default()
+        };
+        for (what, plant) in cases() {
+            let copy = end(&orig, &opts, plant, false);
+            for concurrent in [false, true] {
+                let given = end_deferred(&orig, &opts, plant, concurrent, true);
+                assert_eq!(
+                    copy, given,
+                    "optlevel {optlevel}: {what}, concurrent {concurrent}"
+                );
+                // Never given: the verifier's finding still comes first;
+                // a result it passes is not called verified.
+                let never = end_deferred(&orig, &opts, plant, concurrent, false);
+                if copy.starts_with("error Verify") {
+                    assert_eq!(never, copy, "optlevel {optlevel}: {what}");
+                } else {
+                    assert_eq!(never, "error InputNotGiven", "optlevel {optlevel}: {what}");
+                }
+            }
+            seen[if !copy.starts_with("error") {
+                0
+            } else if copy.starts_with("error Verify") {
+                1
+            } else {
+                2
+            }] += 1;
+        }
+    }
+    assert!(seen.iter().all(|&n| n > 0), "{seen:?}");
+}
+
+#[test]
+fn the_driver_checks_against_the_module_it_reads_again() {
+    use tusk_shim::run::{allocate, AllocateError};
+    let orig = generate(&GenParams {
+        instructions: 6_000,
+        seed: 7,
+        ..GenParams::default()
+    })
+    .unwrap();
+    // The input the passes got, a program that computes something else
+    // (a load reads its DRAM tensor 4 bytes further), and no input at
+    // all: the check holds against the first only, so the module read
+    // again is what it compares with.
+    let other = {
+        let mut o = orig.clone();
+        let ld = nth_of(&o, Opcode::Load, 50);
+        let a = o.inputs(ld).next().unwrap();
+        let l = o.aps().loc[a];
+        o.shift_ap(a, l, 0, 4);
+        o
+    };
+    for optlevel in [2u8, 8] {
+        let opts = Options {
+            optlevel,
+            ..Options::default()
+        };
+        for threads in [1u8, 2] {
+            let at = format!("optlevel {optlevel}, {threads} thread(s)");
+            let same = || Ok(orig.clone());
+            let r = allocate(&mut orig.clone(), &opts, true, Some(threads), Some(&same));
+            assert!(r.is_ok(), "{at}: {r:?}");
+            let changed = || Ok(other.clone());
+            let r = allocate(
+                &mut orig.clone(),
+                &opts,
+                true,
+                Some(threads),
+                Some(&changed),
+            );
+            assert!(
+                matches!(
+                    r,
+                    Err(AllocateError::Pipeline(
+                        PipelineError::Dataflow { .. } | PipelineError::DataflowCheck(_)
+                    ))
+                ),
+                "{at}: {r:?}"
+            );
+            let gone = || Err((3u8, String::from("gone")));
+            let r = allocate(&mut orig.clone(), &opts, true, Some(threads), Some(&gone));
+            assert!(
+                matches!(&r, Err(AllocateError::Input(3, msg)) if msg == "gone"),
+                "{at}: {r:?}"
+            );
+            // Without the checks nothing is read again.
+            let r = allocate(&mut orig.clone(), &opts, false, Some(threads), Some(&gone));
+            assert!(r.is_ok(), "{at}: {r:?}");
+        }
+    }
 }

@@ -3,7 +3,9 @@
 //! analyses it computes) and the dataflow checker.
 //!
 //! Each step reads only the final module (and, for the dataflow checker,
-//! the input copy of [`Checks::Full`]) and writes only storage of its own
+//! the input: the copy [`Checks::Full`] carries, or under
+//! [`Checks::Deferred`] the module given to [`EndSteps::give_input`]) and
+//! writes only storage of its own
 //! in the [`Workspace`], so the steps do not depend on each other and an
 //! embedder with threads may run them at the same time
 //! ([`EndSteps::parts`]); the core runs them one after the other
@@ -49,8 +51,12 @@ pub struct ScheduleStep<'w> {
 }
 
 impl ScheduleStep<'_> {
-    /// Runs the model on the final module `m`.
+    /// Runs the model on the final module `m` (once: a step that ran
+    /// already does not run again).
     pub fn run(&mut self, m: &Module) {
+        if self.ran {
+            return;
+        }
         if let Some(s) = self.schedule.as_deref_mut() {
             self.out = Some(s.run(m, &ScheduleOptions::default()));
         }
@@ -79,9 +85,10 @@ impl PlacementStep<'_> {
 impl PlacementStep<'_> {
     /// Verifies the final module `m`; when it is clean, computes its
     /// bounds. With the workspace's release of spent storage, the
-    /// verifier's storage goes once it is done.
+    /// verifier's storage goes once it is done. A step that ran already
+    /// does not run again.
     pub fn run(&mut self, m: &Module) {
-        if !self.on {
+        if self.ran() {
             return;
         }
         self.verifier.set_scope(Scope::default());
@@ -120,9 +127,9 @@ impl DataflowStep<'_, '_> {
 
 impl DataflowStep<'_, '_> {
     /// Checks the final module `m` against the input copy (on two threads
-    /// when the workspace has a split runner).
+    /// when the workspace has a split runner); once, like the other steps.
     pub fn run(&mut self, m: &Module) {
-        let Some(orig) = self.original else {
+        let Some(orig) = self.original.filter(|_| self.out.is_none()) else {
             return;
         };
         // Reserved (within the budget) by `Workspace::reserve`; the walk
@@ -145,6 +152,8 @@ impl DataflowStep<'_, '_> {
 pub struct EndSteps<'w, 'a> {
     report: RunReport,
     original: Option<&'a Module>,
+    /// The checks were [`Checks::Deferred`] and no input was given yet.
+    awaiting_input: bool,
     t0: u64,
     /// The schedule model.
     pub schedule: ScheduleStep<'w>,
@@ -177,6 +186,7 @@ impl Workspace {
         EndSteps {
             report,
             original: checks.input(),
+            awaiting_input: matches!(checks, Checks::Deferred),
             t0: clock.now_micros(),
             schedule: ScheduleStep {
                 schedule: schedule.then_some(&mut self.schedule),
@@ -200,18 +210,41 @@ impl Workspace {
     }
 }
 
-impl EndSteps<'_, '_> {
+impl<'a> EndSteps<'_, 'a> {
+    /// Gives the dataflow check the input of a run whose checks were
+    /// [`Checks::Deferred`]: the module as it was given to the passes,
+    /// made again by the caller (the check then holds against it exactly
+    /// as against a copy taken before them). Ignored under any other
+    /// checks, which either carry their input or run no dataflow check.
+    pub fn give_input(&mut self, input: &'a Module) {
+        if self.awaiting_input {
+            self.original = Some(input);
+            self.dataflow.original = Some(input);
+            self.awaiting_input = false;
+        }
+    }
+
+    /// Whether the placement verifier finds nothing on `m` (it runs now
+    /// unless it ran already). True when the checks run no verifier.
+    pub fn placement_clean(&mut self, m: &Module) -> bool {
+        self.placement.run(m);
+        !matches!(self.placement.out, Some((total, _)) if total > 0)
+    }
+
     /// Runs the steps one after the other on `m` and finishes, as
-    /// [`super::run`] does: the schedule model (outside the checks' time),
-    /// the verifier, and the dataflow check only when the verifier found
-    /// nothing (its outcome would not be looked at).
+    /// [`super::run`] does: the schedule model (outside the checks' time,
+    /// unless it ran already), the verifier, and the dataflow check only
+    /// when the verifier found nothing (its outcome would not be looked
+    /// at).
     pub fn run_in_order(
         mut self,
         m: &Module,
         clock: &mut dyn Clock,
     ) -> Result<RunReport, PipelineError> {
-        self.schedule.run(m);
-        self.t0 = clock.now_micros();
+        if !self.schedule.ran {
+            self.schedule.run(m);
+            self.t0 = clock.now_micros();
+        }
         self.finish(m, clock)
     }
 
@@ -219,12 +252,8 @@ impl EndSteps<'_, '_> {
     /// here first, on `m` (the module the others ran on), in the order of
     /// [`Self::run_in_order`]: no check is skipped whoever runs the steps.
     pub fn finish(mut self, m: &Module, clock: &mut dyn Clock) -> Result<RunReport, PipelineError> {
-        if !self.schedule.ran {
-            self.schedule.run(m);
-        }
-        if !self.placement.ran() {
-            self.placement.run(m);
-        }
+        self.schedule.run(m);
+        self.placement.run(m);
         let clean = !matches!(self.placement.out, Some((total, _)) if total > 0);
         if clean && !self.dataflow.ran() {
             self.dataflow.run(m);
@@ -242,6 +271,9 @@ impl EndSteps<'_, '_> {
                 total,
                 first,
             });
+        }
+        if self.awaiting_input {
+            return Err(PipelineError::InputNotGiven);
         }
         result_bounds(self.placement.bounds, &mut report);
         if let Some(orig) = self.original {

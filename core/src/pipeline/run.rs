@@ -285,6 +285,10 @@ pub enum PipelineError {
         /// The table's capacity.
         limit: usize,
     },
+    /// The run's checks were [`Checks::Deferred`] and its end steps
+    /// finished without the input ([`super::EndSteps::give_input`]): the
+    /// dataflow check could not run, so the result is not called verified.
+    InputNotGiven,
 }
 
 /// Where a run failed, as far as the error says: the space that did not
@@ -525,6 +529,10 @@ impl DisplayNamed for PipelineError {
                 f,
                 "internal error: the pipeline ran more than {limit} passes, more than its report records"
             ),
+            PipelineError::InputNotGiven => write!(
+                f,
+                "the dataflow check was deferred until the input is given again after the passes, and the run ended without it: the result is not verified"
+            ),
         }
     }
 }
@@ -686,6 +694,9 @@ impl Workspace {
         checks: Checks<'a>,
     ) -> Reserved<'r, 'a> {
         let original = checks.input();
+        // A deferred input is the module as given now: its size is what
+        // the caller will hold during the checks.
+        let deferred_bytes = matches!(checks, Checks::Deferred).then(|| m.reserved_bytes());
         let list = passes(opts);
         // The pipeline's order and liveness, computed before the headroom
         // (reserving keeps them: the module's instructions stay): the
@@ -793,6 +804,9 @@ impl Workspace {
         if let Some(o) = original {
             storage.add("the input copy of the dataflow check", o.reserved_bytes());
         }
+        if let Some(bytes) = deferred_bytes {
+            storage.add("the input, given again after the passes", bytes);
+        }
         m.storage_parts(&mut storage);
         // The pipeline's analyses are computed once here, for the module's
         // final capacity: the workspaces size their tables from them.
@@ -837,9 +851,10 @@ impl Workspace {
             self.verifier.reserve(m);
             storage.add("placement verifier", self.verifier.heap_bytes());
         }
-        if let Some(o) = original {
+        if checks.dataflow() {
             let before = self.dataflow.heap_bytes();
-            let est = DataflowCapacity::estimate(o, m);
+            // Deferred: `m` has not been rewritten yet, so it is the input.
+            let est = DataflowCapacity::estimate(original.unwrap_or(m), m);
             let cap = est.within(storage.allowance());
             if cap != est {
                 storage.skip(Skipped {
@@ -1386,6 +1401,15 @@ pub enum Checks<'a> {
         /// The module as it was given to [`run`].
         input: &'a Module,
     },
+    /// [`Checks::Full`] with the input given after the passes: the caller
+    /// makes it again (e.g. reads its file again) and hands it to
+    /// [`super::EndSteps::give_input`], so that no copy is held while the
+    /// passes run. The checker is sized from the module the reservation
+    /// gets, which is the input. End steps that finish without it fail
+    /// ([`PipelineError::InputNotGiven`]); [`run`] and [`Reserved::run`]
+    /// give no input, so this variant needs [`Reserved::run_passes`] and
+    /// [`Workspace::end_steps`].
+    Deferred,
 }
 
 impl<'a> Checks<'a> {
@@ -1393,8 +1417,14 @@ impl<'a> Checks<'a> {
     pub fn input(self) -> Option<&'a Module> {
         match self {
             Checks::Full { input } => Some(input),
-            Checks::None | Checks::Placement => None,
+            Checks::None | Checks::Placement | Checks::Deferred => None,
         }
+    }
+
+    /// Whether the dataflow checker runs after the passes (its input given
+    /// now or later).
+    pub fn dataflow(self) -> bool {
+        matches!(self, Checks::Full { .. } | Checks::Deferred)
     }
 
     /// Whether the placement verifier runs on the result.
