@@ -396,6 +396,8 @@ fn read_again(
         return Err(changed());
     }
     set_target(&mut again, cfg)?;
+    // Only read by the check, as the copy it stands for.
+    again.drop_name_index();
     Ok(again)
 }
 

@@ -140,18 +140,20 @@ pub fn allocate(
         (None, Some(_)) => Checks::Deferred,
         (None, None) => Checks::None,
     };
-    let Some(reread) = reread else {
-        if !parallel {
-            return Ok(ws.reserve(m, opts, checks).run(&mut clock)?);
-        }
-        let passed = ws.reserve(m, opts, checks).run_passes(&mut clock)?;
-        let steps = ws.end_steps(passed, &mut clock);
-        return Ok(end_concurrently(steps, m, &mut clock)?);
-    };
     let passed = ws.reserve(m, opts, checks).run_passes(&mut clock)?;
-    let input: Result<Module, (u8, String)>;
+    // Nothing looks a name up from here on (the checks, the report and the
+    // printer read names by id), and the end steps' storage peaks beside
+    // the module.
+    m.drop_name_index();
     let mut steps = ws.end_steps(passed, &mut clock);
-    if parallel {
+    let Some(reread) = reread else {
+        return Ok(if parallel {
+            end_concurrently(steps, m, &mut clock)?
+        } else {
+            steps.run_in_order(m, &mut clock)?
+        });
+    };
+    let input = if parallel {
         // The verifier and the schedule model need only the result: they
         // run while the input is read again.
         let EndSteps {
@@ -159,18 +161,18 @@ pub fn allocate(
             placement,
             ..
         } = &mut steps;
-        input = std::thread::scope(|s| {
+        std::thread::scope(|s| {
             s.spawn(|| {
                 placement.run(m);
                 schedule.run(m);
             });
             reread()
-        });
+        })
     } else {
         // The verifier first: its storage goes before the input is read.
         steps.placement_clean(m);
-        input = reread();
-    }
+        reread()
+    };
     match &input {
         Ok(input) => steps.give_input(input),
         // A finding of the verifier is the run's error before this one.

@@ -236,6 +236,13 @@ impl NamePool {
         }
     }
 
+    /// Frees the lookup table, for a pool only printed from from here on:
+    /// [`NamePool::lookup`] finds nothing until [`NamePool::intern`] or
+    /// [`NamePool::reserve`] rebuilds it (as for [`Self::clone_without_index`]).
+    pub fn drop_index(&mut self) {
+        self.table = Vec::new();
+    }
+
     /// A copy without the lookup table, for a pool only printed from (a
     /// module copy that is only read): [`NamePool::lookup`] finds nothing in
     /// it until [`NamePool::intern`] or [`NamePool::reserve`] rebuilds the

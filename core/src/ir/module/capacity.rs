@@ -112,6 +112,19 @@ impl Module {
         }
     }
 
+    /// Frees the name index (the names' lookup table and the by-name
+    /// columns) of a module that is only read and printed from here on,
+    /// as [`Module::read_only_copy`] leaves its copy: names stay for
+    /// printing and messages, but lookups by name find nothing until the
+    /// module is extended, which rebuilds the index. The driver drops it
+    /// after the passes, where the checks' storage peaks beside it.
+    pub fn drop_name_index(&mut self) {
+        self.names.drop_index();
+        self.mem_by_name = Column::new();
+        self.reg_by_name = Column::new();
+        self.func_by_name = Column::new();
+    }
+
     /// Rebuilds the by-name columns dropped by [`Module::read_only_copy`].
     pub(super) fn rebuild_name_index(&mut self) {
         let len = self.names.len();
@@ -288,5 +301,26 @@ mod tests {
         assert!(c.add_func("f").is_err());
         let u = c.add_mem("u", Space::Sb, 1, 64).unwrap();
         assert_eq!(c.mem_by_name("u"), Some(u));
+    }
+
+    #[test]
+    fn a_dropped_name_index_keeps_names_and_comes_back_when_extended() {
+        let mut m = Module::new(Target::default());
+        let t = m.add_mem("t", Space::Sb, 128, 4096).unwrap();
+        let r = m.add_reg("k", 1).unwrap();
+        m.add_func("f").unwrap();
+        let before = m.reserved_bytes();
+        m.drop_name_index();
+        assert!(m.reserved_bytes() < before);
+        assert_eq!((m.mem_name(t), m.reg_name(r)), ("t", "k"));
+        assert_eq!(m.mem_by_name("t"), None);
+        // Extending rebuilds it: duplicates are still refused.
+        assert!(matches!(
+            m.add_mem("t", Space::Sb, 1, 64),
+            Err(IrError::Duplicate { .. })
+        ));
+        assert_eq!(m.mem_by_name("t"), Some(t));
+        assert_eq!(m.reg_by_name("k"), Some(r));
+        assert!(m.add_func("f").is_err());
     }
 }
