@@ -537,6 +537,21 @@ impl DisplayNamed for PipelineError {
     }
 }
 
+/// The coloring workspace that colors `space`: DRAM's own when the
+/// workspace has one ([`Workspace::reserve`]), else the shared one. (Fields
+/// rather than the workspace, so that its order and liveness can be lent
+/// to the one returned.)
+fn colorer_of<'w>(
+    space: Space,
+    shared: &'w mut ColoringWorkspace,
+    dram: &'w mut Option<ColoringWorkspace>,
+) -> &'w mut ColoringWorkspace {
+    match dram {
+        Some(d) if space == Space::Dram => d,
+        _ => shared,
+    }
+}
+
 /// Storage of every pass, reserved once per module shape.
 ///
 /// With [`Workspace::set_release_spent`], [`run`] drops a pass's storage
@@ -627,10 +642,7 @@ impl Workspace {
         };
         if let Some(s) = colored {
             if !later(&|p| colors(p, s)) {
-                match &mut self.dram_coloring {
-                    Some(d) if s == Space::Dram => d.release_problem(s),
-                    _ => self.coloring.release_problem(s),
-                }
+                colorer_of(s, &mut self.coloring, &mut self.dram_coloring).release_problem(s);
             }
         }
         match done {
@@ -881,38 +893,16 @@ impl Workspace {
         let split_dram = self.release_spent
             && spaces.iter().any(|s| s.is_on_chip())
             && spaces.last() == Some(&Space::Dram);
-        self.dram_coloring = None;
-        if split_dram {
-            let on_chip = &spaces[..spaces.len() - 1];
-            self.coloring.reserve_for_spaces_with(
-                m,
-                on_chip,
-                exact,
-                new_dram,
-                &self.live,
-                &mut storage,
-            );
+        let shared = &spaces[..spaces.len() - split_dram as usize];
+        self.coloring
+            .reserve_for_spaces_with(m, shared, exact, new_dram, &self.live, &mut storage);
+        self.dram_coloring = split_dram.then(|| {
             let mut dram = ColoringWorkspace::default();
             dram.set_spill_limit(spills);
-            dram.reserve_for_spaces_with(
-                m,
-                &[Space::Dram],
-                exact,
-                new_dram,
-                &self.live,
-                &mut storage,
-            );
-            self.dram_coloring = Some(dram);
-        } else {
-            self.coloring.reserve_for_spaces_with(
-                m,
-                &spaces,
-                exact,
-                new_dram,
-                &self.live,
-                &mut storage,
-            );
-        }
+            let live = &self.live;
+            dram.reserve_for_spaces_with(m, &[Space::Dram], exact, new_dram, live, &mut storage);
+            dram
+        });
         // Every pass reserved within the headroom above: the capacity the
         // analyses were sized for is final (reserving again is a no-op
         // unless a workspace grew the module, which the report would show).
@@ -1627,10 +1617,7 @@ fn run_from<'a>(
                     let pairs = ws.coloring.affinity_pairs_mut();
                     ws.affinity.find(m, &ws.order, &ws.live, Space::Sb, pairs);
                 }
-                let colorer = match &mut ws.dram_coloring {
-                    Some(d) if space == Space::Dram => d,
-                    _ => &mut ws.coloring,
-                };
+                let colorer = colorer_of(space, &mut ws.coloring, &mut ws.dram_coloring);
                 colorer.exchange_analyses(&mut ws.order, &mut ws.live, fresh);
                 let r = tensor_coloring::run(m, space, &o, colorer, clock);
                 colorer.exchange_analyses(&mut ws.order, &mut ws.live, false);
@@ -1761,7 +1748,7 @@ fn run_from<'a>(
                     .keys()
                     .any(|v| m.mems().space[v] == Space::Dram && !m.is_placed(v));
                 if needs {
-                    let colorer = ws.dram_coloring.as_mut().unwrap_or(&mut ws.coloring);
+                    let colorer = colorer_of(Space::Dram, &mut ws.coloring, &mut ws.dram_coloring);
                     colorer.exchange_analyses(&mut ws.order, &mut ws.live, fresh);
                     let r = tensor_coloring::run(m, Space::Dram, &copts, colorer, clock);
                     colorer.exchange_analyses(&mut ws.order, &mut ws.live, false);
