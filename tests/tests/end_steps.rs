@@ -133,16 +133,32 @@ fn cases() -> [(&'static str, Plant); 5] {
     ]
 }
 
+/// A generated module of 6,000 instructions.
+fn module(seed: u64) -> Module {
+    generate(&GenParams {
+        instructions: 6_000,
+        seed,
+        ..GenParams::default()
+    })
+    .unwrap()
+}
+
+/// What a verdict is: 0 clean, 1 a placement finding, 2 a dataflow error.
+fn kind(verdict: &str) -> usize {
+    if !verdict.starts_with("error") {
+        0
+    } else if verdict.starts_with("error Verify") {
+        1
+    } else {
+        2
+    }
+}
+
 #[test]
 fn concurrent_end_steps_give_what_the_steps_in_order_give() {
     let cases = cases();
-    let orig = generate(&GenParams {
-        instructions: 6_000,
-        seed: 3,
-        ..GenParams::default()
-    })
-    .unwrap();
-    let mut seen = [0usize; 3]; // clean, placement findings, dataflow
+    let orig = module(3);
+    let mut seen = [0usize; 3]; // by `kind`
     for optlevel in [2u8, 8] {
         let opts = Options {
             optlevel,
@@ -153,13 +169,7 @@ fn concurrent_end_steps_give_what_the_steps_in_order_give() {
             let seq = end(&orig, &opts, plant, false);
             let par = end(&orig, &opts, plant, true);
             assert_eq!(seq, par, "optlevel {optlevel}: {what}");
-            let k = if !seq.starts_with("error") {
-                0
-            } else if seq.starts_with("error Verify") {
-                1
-            } else {
-                2
-            };
+            let k = kind(&seq);
             seen[k] += 1;
             if what == "as allocated" {
                 assert_eq!(k, 0, "optlevel {optlevel}: {seq}");
@@ -172,13 +182,8 @@ fn concurrent_end_steps_give_what_the_steps_in_order_give() {
 
 #[test]
 fn an_input_given_after_the_passes_gives_what_a_copy_gives() {
-    let orig = generate(&GenParams {
-        instructions: 6_000,
-        seed: 5,
-        ..GenParams::default()
-    })
-    .unwrap();
-    let mut seen = [0usize; 3]; // clean, placement findings, dataflow
+    let orig = module(5);
+    let mut seen = [0usize; 3]; // by `kind`
     for optlevel in [2u8, 8] {
         let opts = Options {
             optlevel,
@@ -196,19 +201,13 @@ fn an_input_given_after_the_passes_gives_what_a_copy_gives() {
                 // Never given: the verifier's finding still comes first;
                 // a result it passes is not called verified.
                 let never = end_deferred(&orig, &opts, plant, concurrent, false);
-                if copy.starts_with("error Verify") {
+                if kind(&copy) == 1 {
                     assert_eq!(never, copy, "optlevel {optlevel}: {what}");
                 } else {
                     assert_eq!(never, "error InputNotGiven", "optlevel {optlevel}: {what}");
                 }
             }
-            seen[if !copy.starts_with("error") {
-                0
-            } else if copy.starts_with("error Verify") {
-                1
-            } else {
-                2
-            }] += 1;
+            seen[kind(&copy)] += 1;
         }
     }
     assert!(seen.iter().all(|&n| n > 0), "{seen:?}");
@@ -217,12 +216,7 @@ fn an_input_given_after_the_passes_gives_what_a_copy_gives() {
 #[test]
 fn the_driver_checks_against_the_module_it_reads_again() {
     use tusk_shim::run::{allocate, AllocateError};
-    let orig = generate(&GenParams {
-        instructions: 6_000,
-        seed: 7,
-        ..GenParams::default()
-    })
-    .unwrap();
+    let orig = module(7);
     // The input the passes got, a program that computes something else
     // (a load reads its DRAM tensor 4 bytes further), and no input at
     // all: the check holds against the first only, so the module read
