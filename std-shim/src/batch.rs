@@ -446,8 +446,7 @@ fn job(path: &Path, cfg: &JobConfig, out: &Outputs, o: &mut FileOutcome) -> u8 {
     // is parsed with them.
     let stamp = file_stamp(path);
     let eager = cfg.json || out.report.is_some() || stamp.is_none();
-    let rereads =
-        cfg.verify && stamp.is_some_and(|(bytes, _)| cfg.check_input.rereads(opts, bytes));
+    let rereads = cfg.verify && stamp.is_some_and(|(bytes, _)| cfg.check_input.rereads(bytes));
     let (mut m, mut map, hash) = match read(path, cfg.from_json, eager, rereads) {
         Ok(x) => x,
         Err((code, msg)) => {

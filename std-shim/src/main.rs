@@ -211,10 +211,9 @@ struct RunArgs {
     /// module taken before the passes and held through them), `reread`
     /// (the file read again after the passes, once their storage is gone:
     /// a lower memory peak for one more parse; the file must not change
-    /// meanwhile) or `auto` (reread inputs of 256 MiB and more where the
-    /// pipeline colors SB or PSUM, whose tables put the run's peak in the
-    /// passes; copy elsewhere). Standard input, which cannot be read
-    /// twice, is always copied.
+    /// meanwhile) or `auto` (reread inputs of 256 MiB and more, copy
+    /// smaller ones). Standard input, which cannot be read twice, is
+    /// always copied.
     #[arg(long, default_value = "auto", value_name = "auto|copy|reread")]
     check_input: String,
     /// Storage budget of the run: bytes, or with a suffix K, M, G (powers

@@ -6,7 +6,7 @@ use std::time::Instant;
 use serde_json::{json, Value};
 use tusk_core::analysis::{CostlyDep, ScheduleReport};
 use tusk_core::ir::{Engine, Entity, Module, Space};
-use tusk_core::options::{passes, Pass};
+use tusk_core::options::passes;
 use tusk_core::report::{AffinityReport, SbRotationReport};
 use tusk_core::steps::EndSteps;
 use tusk_core::{Checks, Clock, Options, PipelineError, RunReport, Workspace};
@@ -33,15 +33,16 @@ impl Clock for WallClock {
 /// Where the dataflow check's input comes from.
 #[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
 pub enum CheckInput {
-    /// [`CheckInput::Reread`] where the input can be read again, is at
-    /// least [`REREAD_FROM_BYTES`] long, and the pipeline colors SB or
-    /// PSUM; [`CheckInput::Copy`] elsewhere. The on-chip colorers' tables
-    /// make the passes' memory peak higher than the checks', so a copy
-    /// held through the passes raises the run's peak there, and not under
-    /// the linear scan (optlevel 8), whose peak is in the checks. The copy
-    /// and the second parse both grow with the input, so the trade is the
-    /// same at every size; below the threshold the memory saved is a few
-    /// hundred MB at most and the default keeps the faster run.
+    /// [`CheckInput::Reread`] where the input can be read again and is at
+    /// least [`REREAD_FROM_BYTES`] long, [`CheckInput::Copy`] elsewhere.
+    /// The copy is held through the passes, and the run's peak is in the
+    /// passes at every optlevel once the result's name index is freed for
+    /// the end steps (the SB colorer's tables, the linear scan, the DMA
+    /// pass, each beside the copy); the second parse's peak comes after
+    /// theirs are gone. The copy and the second parse both grow with the
+    /// input, so the trade (about a tenth of the peak for a parse's time)
+    /// is the same at every size; the threshold keeps the faster run for
+    /// the inputs whose peak is far from any machine's memory.
     #[default]
     Auto,
     /// A copy of the module taken before the passes and held through them.
@@ -62,18 +63,13 @@ impl CheckInput {
         }
     }
 
-    /// Whether a run of `opts` on an input of `bytes` reads it again,
-    /// given that it can.
-    pub fn rereads(self, opts: &Options, bytes: u64) -> bool {
+    /// Whether a run on an input of `bytes` reads it again, given that it
+    /// can.
+    pub fn rereads(self, bytes: u64) -> bool {
         match self {
             CheckInput::Copy => false,
             CheckInput::Reread => true,
-            CheckInput::Auto => {
-                bytes >= REREAD_FROM_BYTES
-                    && passes(opts)
-                        .iter()
-                        .any(|p| matches!(p, Pass::Coloring(s) | Pass::Exact(s) if s.is_on_chip()))
-            }
+            CheckInput::Auto => bytes >= REREAD_FROM_BYTES,
         }
     }
 }
