@@ -217,6 +217,11 @@ pub struct PipelineCase {
     /// `--dma-affinity on`. Last, like `constructs`, so that older inputs
     /// keep their meaning (they run with both switches off).
     pub placement: u8,
+    /// The driver's one-shot run (`tusk run`): each pass's storage
+    /// released once spent, the result's name index freed after the
+    /// passes, and the dataflow check's input given then
+    /// ([`Checks::Deferred`]). Last, like the fields above.
+    pub one_shot: bool,
 }
 
 impl PipelineCase {
@@ -408,15 +413,32 @@ pub fn run_case(case: &PipelineCase) -> CaseOutcome {
     check_module_round_trips(&m);
     let original = m.clone();
     let mut ws = Workspace::new();
-    ws.reserve(&mut m, &opts, Checks::Full { input: &original });
     let mut clock = StepClock::default();
-    match tusk_core::run(
-        &mut m,
-        &opts,
-        &mut ws,
-        &mut clock,
-        Checks::Full { input: &original },
-    ) {
+    let result = if case.one_shot {
+        ws.set_release_spent(true);
+        match ws
+            .reserve(&mut m, &opts, Checks::Deferred)
+            .run_passes(&mut clock)
+        {
+            Ok(passed) => {
+                m.drop_name_index();
+                let mut steps = ws.end_steps(passed, &mut clock);
+                steps.give_input(&original);
+                steps.run_in_order(&m, &mut clock)
+            }
+            Err(e) => Err(e),
+        }
+    } else {
+        ws.reserve(&mut m, &opts, Checks::Full { input: &original });
+        tusk_core::run(
+            &mut m,
+            &opts,
+            &mut ws,
+            &mut clock,
+            Checks::Full { input: &original },
+        )
+    };
+    match result {
         Ok(report) => {
             assert!(report.verified());
             check_module_round_trips(&m);
@@ -675,6 +697,8 @@ mod tests {
             case.preset = (k / 7) as u8;
             // Every setting of the two placement switches.
             case.placement = (k % 3) as u8 | (((k / 3) % 2) as u8) << 2;
+            // The driver's one-shot run and the reusable workspace's.
+            case.one_shot = k % 2 == 1;
             case.instructions %= 100;
             if let Ok(m) = generate(&case.params()) {
                 census.add(&Census::of(&m));
@@ -715,6 +739,7 @@ mod tests {
                 // No transpose either (it writes PSUM).
                 constructs: [255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 0, 255],
                 placement: 0,
+                one_shot: seed % 2 == 1,
             };
             assert_eq!(run_case(&case), CaseOutcome::Allocated, "seed {seed}");
         }
@@ -744,6 +769,7 @@ mod tests {
             shape: [93, 19, 90, 154, 214, 249, 140, 101, 37],
             constructs: [106, 54, 223, 71, 57, 253, 168, 4, 216, 234, 225, 207],
             placement: 0,
+            one_shot: false,
         };
         assert_eq!(run_case(&case), CaseOutcome::Allocated);
     }
