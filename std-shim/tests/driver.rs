@@ -660,9 +660,9 @@ fn run_validates_every_flag_and_allocates() {
 fn the_input_read_again_checks_what_the_copy_checks() {
     // `--check-input reread` reads the file again after the passes instead
     // of holding a copy through them: the same placed module, the same
-    // verdict, on every shipped example, at a coloring optlevel (where
-    // `auto` rereads large inputs) and at optlevel 8, with the checks on
-    // one thread and on two.
+    // verdict, on every shipped example, at a coloring optlevel and at
+    // the linear scan's (optlevel 8), with the checks on one thread and
+    // on two.
     let work = scratch("check-input");
     let examples = workspace().join("examples");
     let mut files: Vec<_> = fs::read_dir(&examples)
