@@ -124,6 +124,7 @@ pub(crate) mod align;
 pub mod analysis;
 #[allow(clippy::indexing_slicing)] // node ids minted by the pool they index
 pub(crate) mod collections;
+pub mod digest;
 #[allow(clippy::indexing_slicing)] // ids and reserved workspace positions (see above)
 pub(crate) mod dma;
 pub mod dsa;

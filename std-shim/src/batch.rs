@@ -29,6 +29,7 @@ use std::time::Instant;
 use indicatif::{ProgressBar, ProgressStyle};
 use rayon::prelude::*;
 use serde_json::{json, Value};
+use tusk_core::digest::digest;
 use tusk_core::ir::{Module, Space};
 use tusk_core::Options;
 
@@ -191,14 +192,14 @@ pub fn load_with_positions(
 }
 
 /// A module as [`read`] gives it: with its positions and the
-/// [`content_hash`] of its bytes, each when asked for.
+/// [`digest`] of its bytes, each when asked for.
 type Parsed = (Module, Option<SourceMap>, Option<u64>);
 
 /// Reads and parses a module, with its positions when `positions`, and
-/// when `hash` the [`content_hash`] of the bytes it was parsed from.
+/// when `hash` the [`digest`] of the bytes it was parsed from.
 fn read(path: &Path, from_json: bool, positions: bool, hash: bool) -> Result<Parsed, (u8, String)> {
     let bytes = read_input(path)?;
-    let hash = hash.then(|| content_hash(&bytes));
+    let hash = hash.then(|| digest(&bytes));
     let r = if is_json(path, from_json) {
         json::parse_json(&bytes)
             .map(|m| (m, None))
@@ -214,25 +215,6 @@ fn read(path: &Path, from_json: bool, positions: bool, hash: bool) -> Result<Par
     };
     r.map(|(m, map)| (m, map, hash))
         .map_err(|e| malformed(path, e))
-}
-
-/// A 64-bit digest of `bytes`, to tell a second read of an input from the
-/// first: an edit between the reads leaves it the same with a chance of
-/// about 2^-64 (it is not a cryptographic hash: an edit made to collide
-/// could). Eight bytes a step, a small fraction of parsing them.
-fn content_hash(bytes: &[u8]) -> u64 {
-    const K: u64 = 0x9e37_79b9_7f4a_7c15;
-    let mut h = (bytes.len() as u64).wrapping_mul(K);
-    let mut chunks = bytes.chunks_exact(8);
-    for c in &mut chunks {
-        let mut w = [0u8; 8];
-        w.copy_from_slice(c);
-        h = (h ^ u64::from_le_bytes(w)).wrapping_mul(K).rotate_left(29);
-    }
-    for &b in chunks.remainder() {
-        h = (h ^ u64::from(b)).wrapping_mul(K).rotate_left(29);
-    }
-    h ^ (h >> 32)
 }
 
 /// [`load`] of a text module with its comments ([`text::parse_with_comments`],
@@ -369,7 +351,7 @@ pub fn run_file(path: &Path, cfg: &JobConfig, out: &Outputs) -> FileOutcome {
     o
 }
 
-/// The module `job` read from `path` (whose stamp and [`content_hash`]
+/// The module `job` read from `path` (whose stamp and [`digest`]
 /// were `stamp` and `hash`), read and set up again: refused, with exit
 /// code 3, when the file changed in between, since the dataflow check must
 /// compare the result with the input the passes got.
@@ -1068,18 +1050,5 @@ mod tests {
         // Nor one read without its hash.
         refused(read_again(&path, &cfg, file_stamp(&path), None));
         std::fs::remove_dir_all(&dir).unwrap();
-    }
-
-    #[test]
-    fn the_content_hash_sees_every_byte_and_the_length() {
-        let a = b"sb %x [128 x 64]\nfunc @f {}\n".to_vec();
-        let h = content_hash(&a);
-        for k in 0..a.len() {
-            let mut b = a.clone();
-            b[k] ^= 1;
-            assert_ne!(content_hash(&b), h, "byte {k}");
-        }
-        assert_ne!(content_hash(&a[..a.len() - 1]), h);
-        assert_ne!(content_hash(&[0u8; 9]), content_hash(&[0u8; 8]));
     }
 }

@@ -69,14 +69,9 @@ fn table_len(names: usize) -> usize {
 }
 
 fn hash(s: &[u8]) -> u64 {
-    // FNV-1a: short names, no adversarial-hash concern (the table only
-    // speeds lookup, a collision costs a probe, never correctness).
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for &b in s {
-        h ^= b as u64;
-        h = h.wrapping_mul(0x100_0000_01b3);
-    }
-    h
+    // No adversarial-hash concern: the table only speeds lookup, a
+    // collision costs a probe, never correctness.
+    crate::digest::digest(s)
 }
 
 impl NamePool {
