@@ -62,7 +62,7 @@ fn main() {
             println!(
                 "dataflow clean: {} ({} executions compared)",
                 r.is_clean(),
-                r.compared
+                r.coverage.compared
             );
             let mut v = tusk_core::verify::Verifier::for_module(&m);
             let rep = v.verify(&m);

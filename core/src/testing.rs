@@ -143,7 +143,7 @@ pub(crate) fn assert_same_dataflow(original: &Module, rewritten: &Module) -> u64
         );
     }
     assert_eq!(r.dropped, 0);
-    r.compared
+    r.coverage.compared
 }
 
 /// Both checks on a rewrite: `rewritten` is placed legally and computes

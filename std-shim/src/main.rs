@@ -216,6 +216,14 @@ struct RunArgs {
     /// always copied.
     #[arg(long, default_value = "auto", value_name = "auto|copy|reread")]
     check_input: String,
+    /// Executions the dataflow check may walk through the loops that
+    /// access patterns move with (each iteration reads other cells) before
+    /// it samples them instead: iterations 0, 1 and the last, a partial
+    /// check that the summary and the report say was sampled. `all` walks
+    /// every iteration; the check's time grows with the count. Default:
+    /// 33554432 (2^25).
+    #[arg(long, value_name = "N|all", value_parser = parse_walk_limit)]
+    dataflow_executions: Option<u64>,
     /// Storage budget of the run: bytes, or with a suffix K, M, G (powers
     /// of 1024). Methods whose storage grows faster than the input (exact
     /// search, dense interference graphs) are skipped when they do not fit
@@ -263,6 +271,15 @@ fn parse_window(s: &str) -> Result<(u64, u64), String> {
         return Err(format!("START {a} must be below END {b}"));
     }
     Ok((a, b))
+}
+
+/// `--dataflow-executions N|all`: a count of executions (`all`: no limit).
+fn parse_walk_limit(s: &str) -> Result<u64, String> {
+    if s == "all" {
+        return Ok(u64::MAX);
+    }
+    s.parse::<u64>()
+        .map_err(|_| format!("`{s}` is not a count of executions (a whole number) or `all`"))
 }
 
 /// `--optlevel`: one of [`tusk_core::options::OPTLEVELS`], listed in
@@ -501,6 +518,9 @@ fn run(a: &RunArgs) -> u8 {
         rotation,
         dma_affinity,
         spill_strategy,
+        dataflow_walk_limit: a
+            .dataflow_executions
+            .unwrap_or(tusk_core::verify::MAX_EXACT_EXECUTIONS),
     };
     let opts = match opts.normalize() {
         Ok(o) => o,

@@ -725,6 +725,85 @@ fn the_input_read_again_checks_what_the_copy_checks() {
 }
 
 #[test]
+fn a_sampled_dataflow_check_is_reported_as_partial() {
+    // A loop that a pattern moves with is walked iteration by iteration up
+    // to --dataflow-executions, then sampled (iterations 0, 1 and the
+    // last): the run must not then read as fully verified.
+    let work = scratch("walk-limit");
+    fs::write(
+        work.join("loop.tusk"),
+        "target trn2
+
+dram %src [1 x 16] uint8 input
+dram %dst [1 x 16] uint8 output
+sb %t [1 x 4]
+
+func @k {
+  loop i in 8 {
+    %t[p0:1, 0:2 +2*i mod 2] = load %src[p0:1, 0:2 +2*i]
+    %dst[p0:1, 0:2 +2*i] = save %t[p0:1, 0:2 +2*i mod 2]
+  }
+}
+",
+    )
+    .unwrap();
+    let report = |limit: &str| {
+        let o = run_in(
+            &work,
+            &[
+                "run",
+                "loop.tusk",
+                "--dataflow-executions",
+                limit,
+                "-o",
+                "out.tusk",
+                "--report",
+                "r.json",
+            ],
+        );
+        assert_eq!(o.code, 0, "{limit}: {}", o.stderr);
+        let j: serde_json::Value =
+            serde_json::from_str(&fs::read_to_string(work.join("r.json")).unwrap()).unwrap();
+        (o.stdout, j["verified"].clone(), j["dataflow_check"].clone())
+    };
+    // 8 iterations of 2 instructions: 16 executions.
+    let (text, verified, d) = report("15");
+    assert!(
+        text.contains("verified in part: placement check clean, dataflow check clean on a sample")
+            && text.contains("iterations 0, 1 and the last of 1 loop")
+            && text.contains("up to 16 executions, over --dataflow-executions 15")
+            && !text.contains("verified: placement and dataflow checks clean"),
+        "{text}"
+    );
+    assert_eq!(verified, true);
+    assert_eq!(d["sampled"], true, "{d}");
+    assert_eq!(
+        (d["walk_executions"].clone(), d["walk_limit"].clone()),
+        (16.into(), 15.into())
+    );
+    for limit in ["16", "all"] {
+        let (text, _, d) = report(limit);
+        assert!(
+            text.contains("verified: placement and dataflow checks clean")
+                && !text.contains("note:"),
+            "{limit}: {text}"
+        );
+        assert_eq!(d["sampled"], false, "{limit}: {d}");
+        assert_eq!(d["exact_loops"], 1, "{limit}: {d}");
+    }
+    let o = run_in(
+        &work,
+        &["run", "loop.tusk", "--dataflow-executions", "many"],
+    );
+    assert_eq!(o.code, 2, "{}", o.stderr);
+    assert!(
+        o.stderr.contains("`many` is not a count of executions"),
+        "{}",
+        o.stderr
+    );
+}
+
+#[test]
 fn check_finds_every_planted_violation_in_the_examples() {
     let root = workspace().join("examples");
     let list = |sub: &str| -> Vec<PathBuf> {

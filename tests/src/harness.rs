@@ -68,7 +68,10 @@ pub fn dataflow(orig: &Module, rw: &Module) -> Result<(), String> {
     let mut c = DataflowChecker::new();
     match c.check(orig, rw) {
         Ok(r) if r.is_clean() => {
-            assert!(!r.sampled, "the check sampled: the modules are too large");
+            assert!(
+                !r.coverage.sampled,
+                "the check sampled: the modules are too large"
+            );
             Ok(())
         }
         Ok(r) => Err(format!(

@@ -23,6 +23,7 @@
 use tusk_core::analysis::{Bounds, LinearOrder, MemLiveness};
 use tusk_core::gen::module::{generate, GenParams};
 use tusk_core::ir::{Inst, Module, Opcode, Space};
+use tusk_core::verify::{DataflowChecker, DataflowCoverage, MAX_EXACT_EXECUTIONS};
 use tusk_shim::text;
 use tusk_tests::harness::{self, dataflow, legality, Ticks};
 use tusk_tests::unroll::{UnrollError, Unroller, MAX_UNROLLED_INSTS};
@@ -652,4 +653,65 @@ entry:
         dataflow(&flat, &pflat).is_ok()
     );
     assert_eq!(dataflow(&flat, &pflat), Ok(()));
+}
+
+/// A check that samples a loop (its full walk over the checker's walk
+/// limit) says so, and misses what only the other iterations show: here
+/// the rewrite saves from a tile slot that cycles by 3 where the load
+/// fills one that cycles by 2, which agree at iterations 0, 1 and 7 (the
+/// sampled ones of 8) and nowhere else in between. Walked in full (the
+/// limit lifted, or at its default for a loop this small) the check finds
+/// the iteration-2 read, and reports every execution compared.
+#[test]
+fn a_sampled_check_says_so_and_the_full_walk_finds_the_middle_iterations() {
+    let src = |save_wrap: u32| {
+        format!(
+            "target trn2
+
+dram %src [1 x 16] uint8 input
+dram %dst [1 x 16] uint8 output
+sb %t [1 x 6]
+
+func @k {{
+  loop i in 8 {{
+    %t[p0:1, 0:2 +2*i mod 2] = load %src[p0:1, 0:2 +2*i]
+    %dst[p0:1, 0:2 +2*i] = save %t[p0:1, 0:2 +2*i mod {save_wrap}]
+  }}
+}}
+"
+        )
+    };
+    let orig = text::parse_str(&src(2)).unwrap();
+    let rw = text::parse_str(&src(3)).unwrap();
+    let mut c = DataflowChecker::new();
+    assert_eq!(c.walk_limit(), MAX_EXACT_EXECUTIONS);
+    // 8 iterations of 2 instructions: over a limit of 15, within 16.
+    c.set_walk_limit(15);
+    let r = c.check(&orig, &rw).unwrap();
+    assert!(r.is_clean(), "only the middle iterations differ");
+    assert_eq!(
+        r.coverage,
+        DataflowCoverage {
+            compared: 6,
+            exact_loops: 1,
+            sampled: true,
+            walk: 16,
+            walk_limit: 15,
+        }
+    );
+    for limit in [16, u64::MAX, MAX_EXACT_EXECUTIONS] {
+        c.set_walk_limit(limit);
+        let r = c.check(&orig, &rw).unwrap();
+        assert!(!r.coverage.sampled, "limit {limit}");
+        assert!(
+            !r.is_clean(),
+            "limit {limit}: the iteration-2 save reads stale cells"
+        );
+        let clean = c.check(&orig, &orig).unwrap();
+        assert!(clean.is_clean() && !clean.coverage.sampled);
+        assert_eq!(
+            clean.coverage.compared, 16,
+            "limit {limit}: every execution"
+        );
+    }
 }

@@ -22,7 +22,7 @@ fn verdict(r: Result<DataflowReport<'_>, DataflowError>) -> String {
     match r {
         Ok(r) => format!(
             "{:?} dropped {} compared {}",
-            r.mismatches, r.dropped, r.compared
+            r.mismatches, r.dropped, r.coverage.compared
         ),
         Err(e) => format!("error {e:?}"),
     }
@@ -106,7 +106,7 @@ fn two_threads_find_what_one_finds() {
                     assert_eq!(k, 0, "{ctx}: {v}");
                     // Enough executions for many batches.
                     let mut c = DataflowChecker::new();
-                    let n = c.check(orig, r).unwrap().compared;
+                    let n = c.check(orig, r).unwrap().coverage.compared;
                     assert!(n as usize > 2 * BATCH_RECORDS, "{ctx}: {n}");
                     // Dropping what the walk is done with holds fewer runs.
                     let mut keep = DataflowChecker::new();

@@ -27,7 +27,7 @@ use crate::ir::Module;
 use crate::mem::exact::Clock;
 use crate::mem::tensor_coloring::ColoringWorkspace;
 use crate::verify::dataflow::{
-    DataflowCapacity, DataflowChecker, DataflowError, Mismatch, SplitRunner,
+    DataflowCapacity, DataflowChecker, DataflowCoverage, DataflowError, Mismatch, SplitRunner,
 };
 use crate::verify::placement::{Finding, Scope, Verifier};
 
@@ -105,9 +105,9 @@ impl PlacementStep<'_> {
     }
 }
 
-/// What the dataflow check came to: its error, or the mismatches in all
-/// and the first.
-type DataflowOutcome = Result<(u32, Option<Mismatch>), DataflowError>;
+/// What the dataflow check came to: its error, or the mismatches in all,
+/// the first, and how much of the programs it walked.
+type DataflowOutcome = Result<(u32, Option<Mismatch>, DataflowCoverage), DataflowError>;
 
 /// The dataflow checker against the input copy (a no-op unless the checks
 /// are [`Checks::Full`]).
@@ -142,7 +142,7 @@ impl DataflowStep<'_, '_> {
         };
         self.out = Some(d.map(|d| {
             let n = d.mismatches.len() as u32 + d.dropped.min(u32::MAX as u64) as u32;
-            (n, d.mismatches.first().copied())
+            (n, d.mismatches.first().copied(), d.coverage)
         }));
     }
 }
@@ -278,7 +278,11 @@ impl<'a> EndSteps<'_, 'a> {
         result_bounds(self.placement.bounds, &mut report);
         if let Some(orig) = self.original {
             let (mismatches, first) = match self.dataflow.out {
-                Some(d) => d.map_err(PipelineError::DataflowCheck)?,
+                Some(d) => {
+                    let (n, first, coverage) = d.map_err(PipelineError::DataflowCheck)?;
+                    report.dataflow = Some(coverage);
+                    (n, first)
+                }
                 None => (0, None),
             };
             if mismatches > 0 {

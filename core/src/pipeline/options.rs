@@ -157,6 +157,12 @@ pub struct Options {
     /// `--spill-strategy`: in which order the SB allocators try their
     /// splits where the input needs more SB than it has.
     pub spill_strategy: SpillStrategy,
+    /// `--dataflow-executions`: the executions the dataflow check may walk
+    /// through the loops that access patterns move with before it samples
+    /// them (iterations 0, 1 and the last, reported as a partial check:
+    /// [`crate::verify::DataflowCoverage`]). `u64::MAX` walks every
+    /// iteration.
+    pub dataflow_walk_limit: u64,
 }
 
 /// `--dma-affinity {off,on}`.
@@ -228,6 +234,7 @@ impl Default for Options {
             rotation: Rotation::Off,
             dma_affinity: DmaAffinity::Off,
             spill_strategy: SpillStrategy::Best,
+            dataflow_walk_limit: crate::verify::MAX_EXACT_EXECUTIONS,
         }
     }
 }

@@ -51,7 +51,7 @@ use crate::mem::tensor_coloring::{
 use crate::reg::alloc::{RegAllocConfig, RegAllocError, RegAllocator, RegReport};
 use crate::storage::{Skipped, StorageBudget, StorageReport};
 use crate::verify::dataflow::{
-    DataflowCapacity, DataflowChecker, DataflowError, Mismatch, SplitRunner,
+    DataflowCapacity, DataflowChecker, DataflowCoverage, DataflowError, Mismatch, SplitRunner,
 };
 use crate::verify::placement::{Finding, Scope, Verifier};
 
@@ -163,6 +163,9 @@ pub struct RunReport {
     /// embedder runs the end steps side by side, the schedule model running
     /// beside them is included.
     pub checks_micros: Option<u64>,
+    /// How much of the programs the dataflow check walked, when it ran:
+    /// a clean check of sampled loops is a partial one.
+    pub dataflow: Option<DataflowCoverage>,
 }
 
 impl RunReport {
@@ -1062,6 +1065,7 @@ impl Workspace {
                 }
             }
         }
+        self.dataflow.set_walk_limit(opts.dataflow_walk_limit);
         // The checker may grow into what the whole reservation left.
         self.dataflow.set_storage_limit(
             self.dataflow

@@ -9,9 +9,9 @@ pub(crate) mod placement;
 use crate::collections::treap;
 
 pub use dataflow::{
-    DataflowCapacity, DataflowChecker, DataflowError, DataflowReport, Mismatch, MismatchDisplay,
-    Operand, Origin, OriginalHalf, ReadBatch, RewriteHalf, SplitRunner, Value, BATCH_RECORDS,
-    BATCH_RUNS,
+    DataflowCapacity, DataflowChecker, DataflowCoverage, DataflowError, DataflowReport, Mismatch,
+    MismatchDisplay, Operand, Origin, OriginalHalf, ReadBatch, RewriteHalf, SplitRunner, Value,
+    BATCH_RECORDS, BATCH_RUNS, MAX_EXACT_EXECUTIONS,
 };
 pub use placement::{
     first_illegal_placement, Axis, Finding, FindingDisplay, Report, Scope, Verifier,

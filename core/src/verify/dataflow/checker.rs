@@ -5,7 +5,7 @@ use super::pieces::first_difference;
 use super::report::{DataflowError, Mismatch, Operand};
 use super::shape::rows;
 use super::side::{ReadsView, Side};
-use super::walk::LoopPlan;
+use super::walk::{LoopPlan, MAX_EXACT_EXECUTIONS};
 use crate::ir::{Ap, Inst, Module};
 use alloc::vec::Vec;
 
@@ -113,14 +113,29 @@ pub struct DataflowReport<'c> {
     pub mismatches: &'c [Mismatch],
     /// Mismatches beyond the cap, counted.
     pub dropped: u64,
+    /// How much of the programs the walk covered.
+    pub coverage: DataflowCoverage,
+}
+
+/// How much of the programs a dataflow check walked: all of it unless
+/// [`Self::sampled`].
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+pub struct DataflowCoverage {
     /// Original instruction executions compared.
     pub compared: u64,
     /// Loops walked iteration by iteration (loop terms move with them).
     pub exact_loops: u32,
     /// True when those loops were sampled (iterations 0, 1 and the last)
-    /// instead of walked in full, for the execution budget
-    /// (`walk::MAX_EXACT_EXECUTIONS`): the check is partial.
+    /// instead of walked in full, because their full walk would take more
+    /// than `walk_limit` executions: the check is partial, and a finding
+    /// in the other iterations would go unseen.
     pub sampled: bool,
+    /// Executions a full walk takes (an upper bound; 0 without exact
+    /// loops).
+    pub walk: u64,
+    /// The limit the walk was planned under
+    /// ([`DataflowChecker::set_walk_limit`]).
+    pub walk_limit: u64,
 }
 
 impl DataflowReport<'_> {
@@ -178,6 +193,9 @@ pub struct DataflowChecker {
     /// Heap bytes the checker may grow to ([`DataflowError::OverBudget`]
     /// beyond); `u64::MAX` unless set.
     storage_limit: u64,
+    /// Executions a full walk of the exact loops may take before they are
+    /// sampled (`walk::MAX_EXACT_EXECUTIONS` unless set).
+    walk_limit: u64,
     /// How each loop is walked (both programs alike).
     plan: LoopPlan,
 }
@@ -189,6 +207,7 @@ impl Default for DataflowChecker {
             rw: Side::default(),
             tally: Tally::default(),
             storage_limit: u64::MAX,
+            walk_limit: MAX_EXACT_EXECUTIONS,
             plan: LoopPlan::default(),
         }
     }
@@ -223,6 +242,20 @@ impl DataflowChecker {
     /// The limit [`Self::set_storage_limit`] set (`u64::MAX` for none).
     pub fn storage_limit(&self) -> u64 {
         self.storage_limit
+    }
+
+    /// Sets the executions a full walk of the loops that patterns move
+    /// with may take before the check samples them instead (iterations 0,
+    /// 1 and the last: a partial check, which its report says):
+    /// [`MAX_EXACT_EXECUTIONS`] by default, `u64::MAX` to walk every
+    /// iteration whatever it costs (the check's time is linear in it).
+    pub fn set_walk_limit(&mut self, executions: u64) {
+        self.walk_limit = executions;
+    }
+
+    /// The limit [`Self::set_walk_limit`] set.
+    pub fn walk_limit(&self) -> u64 {
+        self.walk_limit
     }
 
     /// Whether the walk keeps every location's values to the end instead of
@@ -332,7 +365,7 @@ impl DataflowChecker {
         self.rw.walker.reserve(rewritten.num_loops());
         self.plan
             .reserve(original.num_loops().max(rewritten.num_loops()));
-        self.plan.compute(original, rewritten)?;
+        self.plan.compute(original, rewritten, self.walk_limit)?;
         self.reserve(start);
         self.cap_state();
         self.tally.clear();
@@ -343,9 +376,13 @@ impl DataflowChecker {
         DataflowReport {
             mismatches: &self.tally.mismatches,
             dropped: self.tally.dropped,
-            compared: self.tally.compared,
-            exact_loops: self.plan.exact_loops,
-            sampled: self.plan.sampled,
+            coverage: DataflowCoverage {
+                compared: self.tally.compared,
+                exact_loops: self.plan.exact_loops,
+                sampled: self.plan.sampled,
+                walk: self.plan.walk,
+                walk_limit: self.walk_limit,
+            },
         }
     }
 

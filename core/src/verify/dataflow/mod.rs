@@ -75,9 +75,10 @@ mod split;
 mod state;
 mod walk;
 
-pub use checker::{DataflowCapacity, DataflowChecker, DataflowReport};
+pub use checker::{DataflowCapacity, DataflowChecker, DataflowCoverage, DataflowReport};
 pub use report::{DataflowError, Mismatch, MismatchDisplay, Operand, Origin, Value};
 pub use split::{OriginalHalf, ReadBatch, RewriteHalf, SplitRunner, BATCH_RECORDS, BATCH_RUNS};
+pub use walk::MAX_EXACT_EXECUTIONS;
 
 #[cfg(test)]
 mod tests;

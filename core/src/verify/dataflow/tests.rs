@@ -122,7 +122,7 @@ fn identical_programs_agree() {
     let mut c = DataflowChecker::new();
     let rep = c.check(&p.m, &p.m).unwrap();
     assert!(rep.is_clean(), "{}", texts(&p.m, &rep));
-    assert_eq!(rep.compared, 4);
+    assert_eq!(rep.coverage.compared, 4);
 }
 
 #[test]
@@ -139,7 +139,7 @@ fn correct_spill_with_placement_is_accepted() {
     let mut c = DataflowChecker::new();
     let rep = c.check(&p.m, &r).unwrap();
     assert!(rep.is_clean(), "{}", texts(&r, &rep));
-    assert_eq!(rep.compared, 4);
+    assert_eq!(rep.coverage.compared, 4);
 }
 
 #[test]
@@ -297,7 +297,7 @@ fn merge_of_two_abutting_loads_is_accepted_and_a_wrong_half_is_not() {
     assert!(Verifier::new().verify(&r).is_clean());
     let rep = c.check(&o, &r).unwrap();
     assert!(rep.is_clean(), "{}", texts(&r, &rep));
-    assert_eq!(rep.compared, 2, "the two removed loads are exempt");
+    assert_eq!(rep.coverage.compared, 2, "the two removed loads are exempt");
     let r = merged(true);
     let rep = c.check(&o, &r).unwrap();
     let t = texts(&r, &rep);
@@ -358,7 +358,7 @@ fn register_spill_through_memory_and_a_lane_clobber() {
     let mut c = DataflowChecker::new();
     let rep = c.check(&o, &r).unwrap();
     assert!(rep.is_clean(), "{}", texts(&r, &rep));
-    assert_eq!(rep.compared, 4);
+    assert_eq!(rep.coverage.compared, 4);
 
     // Without the spill, k and z on one lane: z's def clobbers k.
     let mut bad = o.clone();
@@ -622,7 +622,7 @@ fn a_column_slice_read_of_a_placed_tile_is_accepted() {
     let mut c = DataflowChecker::new();
     let rep = c.check(&p.m, &r).unwrap();
     assert!(rep.is_clean(), "{}", texts(&r, &rep));
-    assert_eq!(rep.compared, 4);
+    assert_eq!(rep.coverage.compared, 4);
 }
 
 #[test]
@@ -1208,7 +1208,7 @@ fn verdict(r: Result<DataflowReport<'_>, DataflowError>) -> String {
     match r {
         Ok(r) => format!(
             "{:?} dropped {} compared {}",
-            r.mismatches, r.dropped, r.compared
+            r.mismatches, r.dropped, r.coverage.compared
         ),
         Err(e) => format!("error {e:?}"),
     }

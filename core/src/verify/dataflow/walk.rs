@@ -11,10 +11,12 @@
 //!   inner non-exact loops once), so a value clobbered on its way around a
 //!   back edge is caught.
 //!
-//! When walking every exact iteration would exceed [`MAX_EXACT_EXECUTIONS`],
-//! the plan *samples* the exact loops instead: iterations 0, 1 and
-//! `trip − 1` only, and says so ([`LoopPlan::sampled`]): the check is then
-//! partial, and the report says which loops it sampled.
+//! When walking every exact iteration would exceed the checker's execution
+//! limit ([`MAX_EXACT_EXECUTIONS`] unless the caller sets another), the
+//! plan *samples* the exact loops instead: iterations 0, 1 and `trip − 1`
+//! only, and says so ([`LoopPlan::sampled`]): the check is then partial,
+//! and its report says so, with the executions a full walk would take
+//! ([`LoopPlan::walk`]), so that a caller can lift the limit.
 
 use alloc::vec::Vec;
 
@@ -23,8 +25,9 @@ use crate::analysis::order::{executions_with, BlockSpan};
 use crate::ir::{Inst, Loop, Module, UNKNOWN_TRIP};
 
 /// Most instruction executions the exact walk of one program may take
-/// before the plan samples the exact loops (the check's time is linear in
-/// it; a kernel's tiled loops stay far below).
+/// before the plan samples the exact loops, unless the checker is given
+/// another limit (the check's time is linear in it; a kernel's tiled
+/// loops stay far below).
 pub const MAX_EXACT_EXECUTIONS: u64 = 1 << 25;
 
 /// How each loop is walked, shared by both programs so that their walks
@@ -37,6 +40,10 @@ pub(super) struct LoopPlan {
     pub sampled: bool,
     /// Exact loops in all.
     pub exact_loops: u32,
+    /// Executions of a full walk of the longer program, every exact
+    /// iteration walked (an upper bound: every other loop counted twice),
+    /// whether or not the plan samples; 0 without exact loops.
+    pub walk: u64,
 }
 
 impl LoopPlan {
@@ -51,8 +58,9 @@ impl LoopPlan {
     }
 
     /// The plan for walking `a` and `b` (an original and its rewrite: the
-    /// same loops) together.
-    pub fn compute(&mut self, a: &Module, b: &Module) -> Result<(), DataflowError> {
+    /// same loops) together, sampling the exact loops when their full walk
+    /// would take more than `limit` executions.
+    pub fn compute(&mut self, a: &Module, b: &Module, limit: u64) -> Result<(), DataflowError> {
         let n = a.num_loops().max(b.num_loops());
         self.exact.clear();
         if self.exact.try_reserve(n).is_err() {
@@ -77,9 +85,10 @@ impl LoopPlan {
         }
         self.exact_loops = self.exact.iter().filter(|&&x| x).count() as u32;
         self.sampled = false;
+        self.walk = 0;
         if self.exact_loops > 0 {
-            let work = executions(a, &self.exact).max(executions(b, &self.exact));
-            self.sampled = work > MAX_EXACT_EXECUTIONS;
+            self.walk = executions(a, &self.exact).max(executions(b, &self.exact));
+            self.sampled = self.walk > limit;
         }
         Ok(())
     }
