@@ -180,7 +180,8 @@ impl RunReport {
     }
 
     /// True when both checks ran on the result and found nothing (a
-    /// finding would have ended the run with an error instead).
+    /// finding would have ended the run with an error instead): on every
+    /// execution, unless [`Self::dataflow`] says the check sampled loops.
     pub fn verified(&self) -> bool {
         self.checks_micros.is_some()
     }
