@@ -126,6 +126,8 @@ pub struct Row {
     pub dma: Option<(u64, u64)>,
     /// Registers spilled.
     pub reg_spills: Option<u32>,
+    /// The dataflow check sampled loops (a clean result verified in part).
+    pub checked_in_part: bool,
 }
 
 /// How one file went.
@@ -161,6 +163,16 @@ impl FileOutcome {
             EXIT_BAD_INPUT => "bad input",
             _ => "I/O error",
         }
+    }
+
+    /// [`Self::status`] as the batch's lines show it: `ok, checked in
+    /// part` for a clean run whose dataflow check sampled loops.
+    pub fn status_text(&self) -> String {
+        let s = self.status();
+        if s == "ok" && self.row.checked_in_part {
+            return "ok, checked in part".into();
+        }
+        s.into()
     }
 
     fn new(file: String) -> FileOutcome {
@@ -554,6 +566,7 @@ fn job(path: &Path, cfg: &JobConfig, out: &Outputs, o: &mut FileOutcome) -> u8 {
         o.row.dma = Some((first.pre.descriptors, last.post.descriptors));
     }
     o.row.reg_spills = report.reg.as_ref().map(|g| g.spilled_registers);
+    o.row.checked_in_part = report.dataflow.is_some_and(|d| d.sampled);
     let mut v = run::report_json(file, &m, &report, map.as_ref());
     // What --explain and --map add after the summary.
     // Under --json the explanation is the report's `explain` alone.
@@ -799,7 +812,7 @@ pub fn table(outcomes: &[FileOutcome]) -> String {
                     .unwrap_or_else(|| "-".into()),
                 cell(o.row.reg_spills),
                 format!("{:.1}", o.micros as f64 / 1000.0),
-                o.status().to_string(),
+                o.status_text(),
             ]
         })
         .collect();
@@ -838,6 +851,14 @@ pub fn table(outcomes: &[FileOutcome]) -> String {
         count(EXIT_BAD_INPUT),
         outcomes.len() - count(EXIT_OK) - count(EXIT_FAILED) - count(EXIT_BAD_INPUT)
     ));
+    let partial = outcomes.iter().filter(|o| o.row.checked_in_part).count();
+    if partial > 0 {
+        s.push_str(&format!(
+            "{partial} of them checked in part: the dataflow check sampled their loops at \
+             iterations 0, 1 and the last (`tusk run FILE` alone names them; \
+             --dataflow-executions all walks every iteration)\n"
+        ));
+    }
     s
 }
 
@@ -934,7 +955,7 @@ pub fn run_batch(paths: &[PathBuf], cfg: &JobConfig, dirs: &OutputDirs) -> u8 {
             let line = format!(
                 "[{k}/{n}] {}: {} ({:.1} ms)",
                 o.file,
-                o.status(),
+                o.status_text(),
                 o.micros as f64 / 1000.0
             );
             match &bar {

@@ -791,6 +791,34 @@ func @k {
         assert_eq!(d["sampled"], false, "{limit}: {d}");
         assert_eq!(d["exact_loops"], 1, "{limit}: {d}");
     }
+    // A batch says which files were checked in part, in the table and
+    // after it.
+    fs::create_dir_all(work.join("many")).unwrap();
+    fs::copy(work.join("loop.tusk"), work.join("many/loop.tusk")).unwrap();
+    fs::copy(
+        workspace().join("examples/transpose2d.tusk"),
+        work.join("many/transpose2d.tusk"),
+    )
+    .unwrap();
+    let o = run_in(
+        &work,
+        &["run", "many", "--dataflow-executions", "15", "-o", "placed"],
+    );
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    let table = format!("{}{}", o.stdout, o.stderr);
+    let row = |name: &str| {
+        table
+            .lines()
+            .find(|l| l.starts_with(&format!("many/{name}")))
+            .unwrap_or_else(|| panic!("{name}: {table}"))
+            .to_string()
+    };
+    assert!(row("loop.tusk").ends_with("ok, checked in part"), "{table}");
+    assert!(row("transpose2d.tusk").ends_with("  ok"), "{table}");
+    assert!(
+        table.contains("1 of them checked in part: the dataflow check sampled their loops"),
+        "{table}"
+    );
     let o = run_in(
         &work,
         &["run", "loop.tusk", "--dataflow-executions", "many"],
