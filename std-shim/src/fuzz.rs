@@ -222,6 +222,10 @@ pub struct PipelineCase {
     /// passes, and the dataflow check's input given then
     /// ([`Checks::Deferred`]). Last, like the fields above.
     pub one_shot: bool,
+    /// The dataflow check's walk limit at 0 executions, so that it samples
+    /// every loop a pattern moves with (iterations 0, 1 and the last), as
+    /// a run over the limit does. Last, like the fields above.
+    pub sample_loops: bool,
 }
 
 impl PipelineCase {
@@ -323,6 +327,11 @@ impl PipelineCase {
                 DmaAffinity::On
             } else {
                 DmaAffinity::Off
+            },
+            dataflow_walk_limit: if self.sample_loops {
+                0
+            } else {
+                tusk_core::verify::MAX_EXACT_EXECUTIONS
             },
             ..Options::default()
         }
@@ -441,6 +450,10 @@ pub fn run_case(case: &PipelineCase) -> CaseOutcome {
     match result {
         Ok(report) => {
             assert!(report.verified());
+            // The report says whether the check sampled, and it did exactly
+            // when the full walk was over the limit.
+            let d = report.dataflow.expect("the dataflow check ran");
+            assert_eq!(d.sampled, d.walk > d.walk_limit, "{d:?}");
             check_module_round_trips(&m);
             CaseOutcome::Allocated
         }
@@ -699,6 +712,8 @@ mod tests {
             case.placement = (k % 3) as u8 | (((k / 3) % 2) as u8) << 2;
             // The driver's one-shot run and the reusable workspace's.
             case.one_shot = k % 2 == 1;
+            // Loops sampled in some cases of both kinds of run.
+            case.sample_loops = (k / 2) % 2 == 1;
             case.instructions %= 100;
             if let Ok(m) = generate(&case.params()) {
                 census.add(&Census::of(&m));
@@ -740,6 +755,7 @@ mod tests {
                 constructs: [255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 0, 255],
                 placement: 0,
                 one_shot: seed % 2 == 1,
+                sample_loops: seed % 3 == 1,
             };
             assert_eq!(run_case(&case), CaseOutcome::Allocated, "seed {seed}");
         }
@@ -770,6 +786,7 @@ mod tests {
             constructs: [106, 54, 223, 71, 57, 253, 168, 4, 216, 234, 225, 207],
             placement: 0,
             one_shot: false,
+            sample_loops: false,
         };
         assert_eq!(run_case(&case), CaseOutcome::Allocated);
     }
