@@ -196,6 +196,10 @@ pub struct DataflowChecker {
     /// Executions a full walk of the exact loops may take before they are
     /// sampled (`walk::MAX_EXACT_EXECUTIONS` unless set).
     walk_limit: u64,
+    /// Outputs stored alike in both final states are taken as equal
+    /// without reading them (`outputs::stored_alike`); see
+    /// [`DataflowChecker::set_read_every_output`].
+    pub(super) skip_alike_outputs: bool,
     /// How each loop is walked (both programs alike).
     plan: LoopPlan,
 }
@@ -208,6 +212,7 @@ impl Default for DataflowChecker {
             tally: Tally::default(),
             storage_limit: u64::MAX,
             walk_limit: MAX_EXACT_EXECUTIONS,
+            skip_alike_outputs: true,
             plan: LoopPlan::default(),
         }
     }
@@ -265,6 +270,14 @@ impl DataflowChecker {
     pub fn set_keep_all(&mut self, on: bool) {
         self.orig.release.keep_all = on;
         self.rw.release.keep_all = on;
+    }
+
+    /// Whether the last step reads every output of both programs, even one
+    /// whose cells both final states store alike (the same runs at the
+    /// same places: equal bytes, found without reading them). Off by
+    /// default; on, the comparison is the reference a test compares with.
+    pub fn set_read_every_output(&mut self, on: bool) {
+        self.skip_alike_outputs = !on;
     }
 
     /// A workspace with explicit reserved sizes.

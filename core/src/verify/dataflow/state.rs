@@ -105,6 +105,76 @@ pub(super) struct CellMap {
     run_cap: Option<usize>,
 }
 
+/// One run of a rectangle's cells ([`CellMap::stored_alike`]), placed
+/// relative to the rectangle's corner: addresses `[x0, x1)` of partitions
+/// `[q0, q1)` hold byte `value + (q − q0) × pstride + (x − x0)` of
+/// `origin` (`pstride` 0 when the run has one partition, where it means
+/// nothing).
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+struct RelRun {
+    x0: u64,
+    x1: u64,
+    q0: u32,
+    q1: u32,
+    origin: Origin,
+    value: u64,
+    pstride: u64,
+}
+
+/// The runs of a rectangle of a state, slab by slab and band by band
+/// ([`CellMap::runs_in`]).
+struct Runs<'m> {
+    map: &'m CellMap,
+    root: u32,
+    p: (u32, u32),
+    x: (u64, u64),
+    /// The slab being walked (NIL past the last) and its next band.
+    slab: u32,
+    band: u32,
+}
+
+impl Iterator for Runs<'_> {
+    type Item = RelRun;
+
+    fn next(&mut self) -> Option<RelRun> {
+        let ((p0, p1), (a, b)) = (self.p, self.x);
+        while self.slab != NIL {
+            let sl = self.map.slabs[self.slab as usize];
+            if sl.start >= b {
+                self.slab = NIL;
+                break;
+            }
+            while self.band != NIL {
+                let bd = self.map.bands[self.band as usize];
+                self.band = bd.next;
+                let (q0, q1) = (bd.p0.max(p0), bd.p1.min(p1));
+                if q0 >= q1 {
+                    continue;
+                }
+                let (x0, x1) = (sl.start.max(a), sl.end.min(b));
+                let value = bd
+                    .offset
+                    .wrapping_add(((q0 - bd.p0) as u64).wrapping_mul(bd.pstride))
+                    .wrapping_add(x0 - sl.start);
+                return Some(RelRun {
+                    x0: x0 - a,
+                    x1: x1 - a,
+                    q0: q0 - p0,
+                    q1: q1 - p0,
+                    origin: bd.origin,
+                    value,
+                    pstride: if q1 - q0 > 1 { bd.pstride } else { 0 },
+                });
+            }
+            self.slab = self.map.above(self.root, sl.start);
+            if self.slab != NIL {
+                self.band = self.map.slabs[self.slab as usize].band;
+            }
+        }
+        None
+    }
+}
+
 /// Scratch of a read ([`CellMap::read_with`]): a reader that shares the
 /// state (on another thread) brings its own.
 #[derive(Debug, Default)]
@@ -837,6 +907,65 @@ impl CellMap {
         let r = self.read_with(region, p0, p1, segs, out, &mut scratch);
         self.scratch = scratch;
         r
+    }
+
+    /// True when the rectangle `[p0, p1) × [a, b)` of `region` here holds
+    /// what `[q0, q0 + (p1 − p0)) × [c, c + (b − a))` of `oregion` holds in
+    /// `other`, cell for cell, because both are stored alike: the same
+    /// runs (bands clipped to the rectangle, in order) at the same places
+    /// relative to the corners, with the same origins, values and
+    /// partition strides, and the same cells left uninitialized. False
+    /// says nothing: equal contents stored in other runs (a slab split in
+    /// one state and whole in the other) compare false, and are for a
+    /// read to settle. Only reads both states.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn stored_alike(
+        &self,
+        region: usize,
+        (p0, p1): (u32, u32),
+        (a, b): (u64, u64),
+        other: &CellMap,
+        oregion: usize,
+        q0: u32,
+        c: u64,
+    ) -> bool {
+        let (Ok(r), Ok(o)) = (self.root_of(region), other.root_of(oregion)) else {
+            return false;
+        };
+        let mut mine = self.runs_in(r, (p0, p1), (a, b));
+        let mut theirs = other.runs_in(
+            o,
+            (q0, q0.saturating_add(p1 - p0)),
+            (c, c.saturating_add(b - a)),
+        );
+        loop {
+            match (mine.next(), theirs.next()) {
+                (None, None) => return true,
+                (Some(x), Some(y)) if x == y => {}
+                _ => return false,
+            }
+        }
+    }
+
+    /// The runs of the rectangle `[p0, p1) × [a, b)` of the region whose
+    /// treap is `root`, in address then partition order.
+    fn runs_in(&self, root: u32, (p0, p1): (u32, u32), (a, b): (u64, u64)) -> Runs<'_> {
+        let mut slab = self.floor(root, a);
+        if slab == NIL || self.slabs[slab as usize].end <= a {
+            slab = self.above(root, a);
+        }
+        Runs {
+            map: self,
+            root,
+            p: (p0, p1),
+            x: (a, b),
+            slab,
+            band: if slab == NIL {
+                NIL
+            } else {
+                self.slabs[slab as usize].band
+            },
+        }
     }
 
     /// [`Self::read`] with the scratch of the caller: the state is only

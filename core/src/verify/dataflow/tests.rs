@@ -504,6 +504,82 @@ fn cell_map_splits_and_reads_back() {
     assert_eq!(out.v, [piece(o2, 0, 10), piece(Origin::Uninit, 0, 2)]);
 }
 
+/// Two states that store a rectangle alike — the same runs, placed alike
+/// relative to two different corners — compare equal without a read; any
+/// differing value, origin, partition stride, uninitialized cell or
+/// extent compares unequal (and a read settles it).
+#[test]
+fn rectangles_stored_alike_are_found_so_and_others_are_not() {
+    use super::state::{CellMap, Fill};
+    let o1 = Origin::Input(MemLoc::new(1));
+    let o2 = Origin::Input(MemLoc::new(2));
+    let fill = |origin, offset, pstride| Fill {
+        origin,
+        offset,
+        pstride,
+    };
+    // A tile of 16 partitions × 64 bytes at `base` of region 0: the left
+    // half from o1 (a band per partition group), the right half from o2.
+    let state = |base: u64, right: Fill, last_row: bool| {
+        let mut s = CellMap::default();
+        s.reserve(64);
+        s.clear(2);
+        // A neighbour outside the rectangle, which must not matter.
+        s.assign(0, 0, 16, base.saturating_sub(8), base, fill(o2, 7, 3))
+            .unwrap();
+        s.assign(0, 0, 16, base, base + 32, fill(o1, 0, 64))
+            .unwrap();
+        s.assign(
+            0,
+            0,
+            if last_row { 16 } else { 15 },
+            base + 32,
+            base + 64,
+            right,
+        )
+        .unwrap();
+        s
+    };
+    let a = state(100, fill(o2, 0, 32), true);
+    let alike = |b: &CellMap, c: u64| a.stored_alike(0, (0, 16), (100, 164), b, 0, 0, c);
+    assert!(alike(&state(100, fill(o2, 0, 32), true), 100));
+    assert!(
+        alike(&state(4000, fill(o2, 0, 32), true), 4000),
+        "placed elsewhere"
+    );
+    assert!(
+        !alike(&state(100, fill(o2, 1, 32), true), 100),
+        "another value"
+    );
+    assert!(
+        !alike(&state(100, fill(o1, 32, 64), true), 100),
+        "another origin"
+    );
+    assert!(
+        !alike(&state(100, fill(o2, 0, 33), true), 100),
+        "another stride"
+    );
+    assert!(
+        !alike(&state(100, fill(o2, 0, 32), false), 100),
+        "a row left unwritten"
+    );
+    assert!(
+        !alike(&state(100, fill(o2, 0, 32), true), 101),
+        "another corner"
+    );
+    // Partition 4 alone: the stride means nothing on one partition (this
+    // one holds there what `a` holds, and differs on every other).
+    let at4 = state(100, fill(o2, 128u64.wrapping_sub(4 * 33), 33), true);
+    assert!(a.stored_alike(0, (4, 5), (100, 164), &at4, 0, 4, 100));
+    assert!(!a.stored_alike(0, (3, 5), (100, 164), &at4, 0, 3, 100));
+    // Another region of the same state, never written: unequal, and an
+    // unknown region is unequal rather than an error.
+    assert!(!a.stored_alike(0, (0, 16), (100, 164), &a, 1, 0, 100));
+    assert!(!a.stored_alike(0, (0, 16), (100, 164), &a, 9, 0, 100));
+    // Both never written: alike (uninitialized throughout).
+    assert!(a.stored_alike(1, (0, 16), (0, 64), &a, 1, 0, 500));
+}
+
 #[test]
 fn a_whole_rectangle_is_one_slab_and_reads_back_per_partition() {
     use super::pieces::{Piece, Pieces};
@@ -1224,6 +1300,9 @@ fn agree(o: &Module, r: &Module) -> String {
     let mut keep = DataflowChecker::new();
     keep.set_keep_all(true);
     assert_eq!(seq, verdict(keep.check(o, r)));
+    let mut every = DataflowChecker::new();
+    every.set_read_every_output(true);
+    assert_eq!(seq, verdict(every.check(o, r)), "reading every output");
     seq
 }
 
@@ -1592,6 +1671,9 @@ fn the_outputs_compared_again_agree_at_every_room() {
     };
     let finished = || {
         let mut c = DataflowChecker::new();
+        // Every output read, under every limit (the ones stored alike too,
+        // which are most of them here).
+        c.set_read_every_output(true);
         c.check_split(&o, &r, cap, &QueueAll).unwrap();
         c.tally.mismatches.clear();
         c.tally.dropped = 0;
