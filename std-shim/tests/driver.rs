@@ -819,6 +819,15 @@ func @k {
         table.contains("1 of them checked in part: the dataflow check sampled their loops"),
         "{table}"
     );
+    // The help states the core's default limit.
+    let help = run_in(&work, &["run", "--help"]).stdout;
+    assert!(
+        help.contains(&format!(
+            "Default: {}",
+            tusk_core::verify::MAX_EXACT_EXECUTIONS
+        )),
+        "{help}"
+    );
     let o = run_in(
         &work,
         &["run", "loop.tusk", "--dataflow-executions", "many"],
