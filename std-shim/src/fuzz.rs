@@ -331,7 +331,7 @@ impl PipelineCase {
             dataflow_walk_limit: if self.sample_loops {
                 0
             } else {
-                tusk_core::verify::MAX_EXACT_EXECUTIONS
+                Options::default().dataflow_walk_limit
             },
             ..Options::default()
         }

@@ -167,9 +167,7 @@ impl Iterator for Runs<'_> {
                 });
             }
             self.slab = self.map.above(self.root, sl.start);
-            if self.slab != NIL {
-                self.band = self.map.slabs[self.slab as usize].band;
-            }
+            self.band = self.map.bands_of(self.slab);
         }
         None
     }
@@ -878,6 +876,25 @@ impl CellMap {
         (before, at, after)
     }
 
+    /// The first slab that ends past `x` (the one holding `x`, else the
+    /// next one), or NIL: where a walk of the slabs from `x` starts.
+    fn first_from(&self, root: u32, x: u64) -> u32 {
+        let s = self.floor(root, x);
+        if s == NIL || self.slabs[s as usize].end <= x {
+            return self.above(root, x);
+        }
+        s
+    }
+
+    /// The first band of slab `s` (NIL for NIL).
+    fn bands_of(&self, s: u32) -> u32 {
+        if s == NIL {
+            NIL
+        } else {
+            self.slabs[s as usize].band
+        }
+    }
+
     /// The slab with the smallest start `> x`, or NIL.
     fn above(&self, root: u32, x: u64) -> u32 {
         let (mut t, mut best) = (root, NIL);
@@ -950,21 +967,14 @@ impl CellMap {
     /// The runs of the rectangle `[p0, p1) × [a, b)` of the region whose
     /// treap is `root`, in address then partition order.
     fn runs_in(&self, root: u32, (p0, p1): (u32, u32), (a, b): (u64, u64)) -> Runs<'_> {
-        let mut slab = self.floor(root, a);
-        if slab == NIL || self.slabs[slab as usize].end <= a {
-            slab = self.above(root, a);
-        }
+        let slab = self.first_from(root, a);
         Runs {
             map: self,
             root,
             p: (p0, p1),
             x: (a, b),
             slab,
-            band: if slab == NIL {
-                NIL
-            } else {
-                self.slabs[slab as usize].band
-            },
+            band: self.bands_of(slab),
         }
     }
 
@@ -988,10 +998,7 @@ impl CellMap {
             let (a, b) = (seg.a, seg.b);
             let g0 = gather.len() as u32;
             let mut x = a;
-            let mut s = self.floor(root, a);
-            if s == NIL || self.slabs[s as usize].end <= a {
-                s = self.above(root, a);
-            }
+            let mut s = self.first_from(root, a);
             while x < b {
                 if s == NIL || self.slabs[s as usize].start >= b {
                     push_grow(gather, (x, b, NIL, NIL), WHAT)?;
@@ -1132,10 +1139,7 @@ impl CellMap {
     pub fn continuing_neighbours(&self, region: usize) -> usize {
         let root = self.roots[region];
         let (mut n, mut prev) = (0, NIL);
-        let mut s = self.floor(root, 0);
-        if s == NIL {
-            s = self.above(root, 0);
-        }
+        let mut s = self.first_from(root, 0);
         while s != NIL {
             if prev != NIL && self.continues(prev, s) {
                 n += 1;
@@ -1151,10 +1155,7 @@ impl CellMap {
     pub fn slabs_in(&self, region: usize) -> usize {
         let root = self.roots[region];
         let mut n = 0;
-        let mut s = self.floor(root, 0);
-        if s == NIL {
-            s = self.above(root, 0);
-        }
+        let mut s = self.first_from(root, 0);
         while s != NIL {
             n += 1;
             s = self.above(root, self.slabs[s as usize].start);
