@@ -38,8 +38,8 @@
 
 use super::conflict::{ap_rect, Claim, Rect};
 use super::pass::{
-    dma_sides, dma_view, has_room, write_count, write_span, DmaError, DmaOptimization, DmaStats,
-    DmaWorkspace, Proposal, Sweep, Vetoes,
+    dma_pair, dma_sides, dma_view, has_room, write_count, write_span, DmaError, DmaOptimization,
+    DmaStats, DmaWorkspace, Proposal, Sweep, Vetoes,
 };
 use super::rewrite::{apply_accepted, insert_like, run_like, whole};
 use crate::analysis::{Interval, LinearOrder, MemLiveness};
@@ -87,14 +87,9 @@ enum Moving {
 /// Whether `i` is a one-to-one DMA between DRAM and `space` whose sides
 /// are not both plain, and how it moves.
 fn moving(m: &Module, i: Inst, space: Space) -> Option<Moving> {
-    let o = m.operands(i);
-    if !m.insts().opcode[i].is_dma() || o.n_in != 1 || o.n_out != 1 {
-        return None;
-    }
-    let (a, b) = (m.inputs(i).next()?, m.outputs(i).next()?);
-    let sp = |x| m.mems().space[m.aps().loc[x]];
-    let ours = (sp(a) == Space::Dram && sp(b) == space) || (sp(a) == space && sp(b) == Space::Dram);
-    if !ours || (m.ap_is_plain(a) && m.ap_is_plain(b)) {
+    let v = dma_pair(m, i, space)?;
+    let (a, b) = (v.dram, v.chip);
+    if m.ap_is_plain(a) && m.ap_is_plain(b) {
         return None;
     }
     Some(if m.ap_ext(a).is_dynamic() || m.ap_ext(b).is_dynamic() {

@@ -520,6 +520,16 @@ pub(crate) fn dma_view(m: &Module, i: Inst, space: Space) -> Option<DmaView> {
 /// DMA between DRAM and `space`, placed or not (the placement affinities
 /// look at the DMAs before allocation).
 pub(crate) fn dma_sides(m: &Module, i: Inst, space: Space) -> Option<DmaView> {
+    let v = dma_pair(m, i, space)?;
+    // Only plain DMAs are rewritten: a register term or a loop term is the
+    // DMA's meaning, and no peephole here proves it keeps it.
+    (m.ap_is_plain(v.dram) && m.ap_is_plain(v.chip)).then_some(v)
+}
+
+/// The sides of `i` when it is a one-to-one DMA between DRAM and `space`,
+/// whatever its patterns: every DMA a peephole of `space` rewrites, or
+/// counts a veto against, is one.
+pub(crate) fn dma_pair(m: &Module, i: Inst, space: Space) -> Option<DmaView> {
     if !m.insts().opcode[i].is_dma() {
         return None;
     }
@@ -529,11 +539,6 @@ pub(crate) fn dma_sides(m: &Module, i: Inst, space: Space) -> Option<DmaView> {
     }
     let src = m.inputs(i).next()?;
     let dst = m.outputs(i).next()?;
-    // Only plain DMAs are rewritten: a register term or a loop term is the
-    // DMA's meaning, and no peephole here proves it keeps it.
-    if !m.ap_is_plain(src) || !m.ap_is_plain(dst) {
-        return None;
-    }
     let (ls, ld) = (m.aps().loc[src], m.aps().loc[dst]);
     let (ss, sd) = (m.mems().space[ls], m.mems().space[ld]);
     if ss == Space::Dram && sd == space {
@@ -701,6 +706,17 @@ impl DmaOptimization {
             return Ok(st);
         }
         st.pre = dma_analysis(m);
+        if !m
+            .program_order()
+            .any(|i| dma_pair(m, i, self.space).is_some())
+        {
+            // Every peephole looks at DMAs between DRAM and this space only
+            // (each rewrites one or counts a veto against one): with none,
+            // no sweep could change or count anything, so the analyses and
+            // indexes the sweeps need are not computed for nothing.
+            st.post = st.pre;
+            return Ok(st);
+        }
         ws.tracker.reset(m.num_mems());
 
         // The placements changed since the indexes were last built.

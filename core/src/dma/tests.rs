@@ -234,6 +234,14 @@ fn sb_instance_ignores_psum_and_psum_ignores_sb() {
     let st = run(DMA_OPTIMIZATION_PSUM, &mut m);
     assert_eq!(st.coalesced_groups, 0);
     assert_eq!(st.post, st.pre);
+    assert_eq!(st.vetoes, Vetoes::default());
+    // With no DMA between DRAM and PSUM the instance returns before
+    // computing the order and liveness its sweeps would read.
+    let mut ws = DmaWorkspace::new();
+    ws.reserve(&mut m);
+    let st2 = DMA_OPTIMIZATION_PSUM.run(&mut m, &mut ws).unwrap();
+    assert_eq!(st2, st);
+    assert!(!ws.analyses_current());
 }
 
 /// Two abutting loads `x[0:512] -> t0`, `x[512:1024] -> t1`, each read by an
