@@ -221,17 +221,19 @@ impl<K: EntityRef> Liveness<K> {
         grow(&mut self.acc_write, accesses);
     }
 
-    /// Shared construction: `each` calls its callback with `(value, is_write)`
-    /// for every access of the instruction.
+    /// Shared construction: `each` calls its callback with `(value, kind)`
+    /// for every access of the instruction, the kind (read, full or partial
+    /// write) worked out only when its `bool` asks for it: the first of the
+    /// two walks only counts accesses.
     fn build<F>(&mut self, m: &Module, order: &LinearOrder, n_values: usize, mut each: F)
     where
-        F: FnMut(&Module, Inst, &mut dyn FnMut(K, u8)),
+        F: FnMut(&Module, Inst, bool, &mut dyn FnMut(K, u8)),
     {
         self.acc_off.clear();
         self.acc_off.resize(n_values + 1, 0);
         for &i in order.insts() {
             let off = &mut self.acc_off;
-            each(m, i, &mut |v: K, _w| {
+            each(m, i, false, &mut |v: K, _w| {
                 if let Some(c) = off.get_mut(v.index() + 1) {
                     *c += 1;
                 }
@@ -250,7 +252,7 @@ impl<K: EntityRef> Liveness<K> {
         self.cursor.extend_from_slice(&self.acc_off[..n_values]);
         for (p, &i) in order.insts().iter().enumerate() {
             let (cursor, pos, wr) = (&mut self.cursor, &mut self.acc_pos, &mut self.acc_write);
-            each(m, i, &mut |v: K, w| {
+            each(m, i, true, &mut |v: K, w| {
                 if let Some(c) = cursor.get_mut(v.index()) {
                     let slot = *c as usize;
                     pos[slot] = p as u32;
@@ -609,12 +611,12 @@ impl LiveValue for MemLoc {
     }
 
     fn compute(l: &mut Liveness<MemLoc>, m: &Module, order: &LinearOrder) {
-        l.build(m, order, m.num_mems(), |m, i, f| {
+        l.build(m, order, m.num_mems(), |m, i, kinds, f| {
             for a in m.inputs(i) {
                 f(m.aps().loc[a], 0);
             }
             for a in m.outputs(i) {
-                let w = if m.is_full_access(a) {
+                let w = if kinds && m.is_full_access(a) {
                     FULL_WRITE
                 } else {
                     PARTIAL_WRITE
@@ -681,7 +683,7 @@ impl LiveValue for Reg {
     }
 
     fn compute(l: &mut Liveness<Reg>, m: &Module, order: &LinearOrder) {
-        l.build(m, order, m.num_regs(), |m, i, f| {
+        l.build(m, order, m.num_regs(), |m, i, _, f| {
             for &r in m.uses(i) {
                 f(r, 0);
             }
