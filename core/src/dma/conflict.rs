@@ -132,23 +132,44 @@ impl LiveIndex {
     /// (does not allocate while the location count fits the capacity).
     pub fn build(&mut self, m: &Module, live: &MemLiveness, space: Space) {
         self.entries.clear();
+        self.max_end.clear();
         self.by_address = space == Space::Dram;
-        for l in m.mems().space.keys() {
-            if m.mems().space[l] != space || !m.is_placed(l) {
-                continue;
+        let cap = self.entries.capacity().min(self.max_end.capacity());
+        let indexed = m.mems().space.keys().filter(|&l| {
+            m.mems().space[l] == space && m.is_placed(l) && live.interval(l).is_some()
+        });
+        if self.by_address {
+            for l in indexed.take(cap) {
+                if let Some(r) = loc_rect(m, l) {
+                    let end = r.hi.saturating_sub(1);
+                    self.entries.push(Entry {
+                        start: r.lo,
+                        end,
+                        loc: l,
+                    });
+                }
             }
-            if let (Some(iv), Some(r)) = (live.interval(l), loc_rect(m, l)) {
-                if self.entries.len() < self.entries.capacity() {
-                    let (start, end) = if self.by_address {
-                        (r.lo, r.hi.saturating_sub(1))
-                    } else {
-                        (iv.start as u64, iv.end as u64)
-                    };
+            self.entries.sort_unstable_by_key(|e| (e.start, e.loc));
+        } else {
+            // By live interval: the order is (start, location), both 32-bit,
+            // so one word per location sorts (a third of an entry's bytes,
+            // compared as one integer), `max_end` lending its room; the
+            // entries are then laid out in that order.
+            for l in indexed.take(cap) {
+                if let Some(iv) = live.interval(l) {
+                    self.max_end
+                        .push(u64::from(iv.start) << 32 | u64::from(l.as_u32()));
+                }
+            }
+            self.max_end.sort_unstable();
+            for &k in &self.max_end {
+                let l = MemLoc::from_u32(k as u32);
+                if let Some(iv) = live.interval(l) {
+                    let (start, end) = (iv.start.into(), iv.end.into());
                     self.entries.push(Entry { start, end, loc: l });
                 }
             }
         }
-        self.entries.sort_unstable_by_key(|e| (e.start, e.loc));
         self.max_end.clear();
         self.max_end.resize(self.entries.len(), 0);
         fill_max(&self.entries, &mut self.max_end, 0, self.entries.len());

@@ -754,3 +754,104 @@ fn coalescing_bound_ignores_the_placement_and_the_pass_reaches_it_when_adjacent(
         dma_analysis(&m).descriptors
     );
 }
+
+/// The live index answers as a scan of every placed location would: for
+/// random tiles (random lifetimes, partitions and offsets, some unplaced)
+/// and random windows and rectangles, `find` returns a location exactly
+/// when one other than the excluded is live in the window and overlaps the
+/// rectangle, and the one it returns is such a location.
+#[test]
+fn live_index_agrees_with_a_scan() {
+    use super::conflict::{loc_rect, LiveIndex, Rect};
+    use crate::analysis::Interval;
+    use crate::rng::SplitMix64;
+    let mut answers = [0u32; 2];
+    for seed in 0..8u64 {
+        let mut rng = SplitMix64::new(seed);
+        let mut m = Module::new(Target::default());
+        let mut b = Builder::new(&mut m);
+        let n = 40;
+        let src = mem(&mut b, "src", Space::Sb, 128, 64, 1, MemFlags::INPUT);
+        let tiles: Vec<MemLoc> = (0..n)
+            .map(|k| {
+                let parts = 1 + rng.below(128) as u16;
+                let bytes = 16 * (1 + rng.below(8) as u32);
+                mem(
+                    &mut b,
+                    &alloc::format!("t{k}"),
+                    Space::Sb,
+                    parts,
+                    bytes,
+                    1,
+                    MemFlags::empty(),
+                )
+            })
+            .collect();
+        let out = mem(&mut b, "out", Space::Sb, 128, 64, 1, MemFlags::OUTPUT);
+        b.func("f").unwrap();
+        // Each tile is written once and read a random number of steps later.
+        let mut pending: Vec<(u64, MemLoc)> = Vec::new();
+        for (k, &t) in tiles.iter().enumerate() {
+            exp(&mut b, t, src);
+            pending.push((k as u64 + 1 + rng.below(12), t));
+            pending.retain(|&(due, r)| {
+                if due <= k as u64 {
+                    exp(&mut b, out, r);
+                    false
+                } else {
+                    true
+                }
+            });
+        }
+        for (_, r) in pending {
+            exp(&mut b, out, r);
+        }
+        m.place(src, 0, 0);
+        m.place(out, 0, 64);
+        for &t in &tiles {
+            if rng.below(5) > 0 {
+                let parts = m.mems().partitions[t] as u64;
+                let p0 = rng.below(129 - parts) as u16;
+                m.place(t, p0, 128 + 16 * rng.below(16));
+            }
+        }
+        let order = LinearOrder::of(&m);
+        let live = MemLiveness::of(&m, &order);
+        let mut index = LiveIndex::with_capacity(m.num_mems());
+        index.build(&m, &live, Space::Sb);
+        let last = order.len() as u64;
+        for _ in 0..200 {
+            let s = rng.below(last) as u32;
+            let w = Interval {
+                start: s,
+                end: s + rng.below(last - s as u64) as u32,
+            };
+            let p0 = rng.below(128) as u32;
+            let lo = rng.below(400);
+            let r = Rect {
+                p0,
+                p1: p0 + 1 + rng.below(128 - p0 as u64) as u32,
+                lo,
+                hi: lo + 1 + rng.below(64),
+            };
+            let skip = tiles[rng.below(n) as usize];
+            let exclude = |l: MemLoc| l == skip;
+            let hit = |l: MemLoc| {
+                !exclude(l)
+                    && m.mems().space[l] == Space::Sb
+                    && live.interval(l).is_some_and(|iv| iv.overlaps(w))
+                    && loc_rect(&m, l).is_some_and(|x| x.overlaps(&r))
+            };
+            let scan = m.mems().space.keys().any(hit);
+            let found = index.find(&m, &live, w, &r, &exclude);
+            assert_eq!(found.is_some(), scan, "seed {seed}, window {w:?}, {r:?}");
+            assert!(
+                found.map_or(true, hit),
+                "seed {seed}: {found:?} does not qualify"
+            );
+            answers[scan as usize] += 1;
+        }
+    }
+    // Both answers are exercised.
+    assert!(answers[0] > 100 && answers[1] > 100, "{answers:?}");
+}
