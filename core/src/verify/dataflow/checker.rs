@@ -341,8 +341,7 @@ impl DataflowChecker {
         runner: &dyn super::split::SplitRunner,
     ) -> Result<DataflowReport<'_>, DataflowError> {
         self.prepare(original, rewritten, start)?;
-        self.orig.begin(original)?;
-        self.rw.begin(rewritten)?;
+        self.begin(original, rewritten)?;
         let (o, r) = super::split::halves(
             &mut self.orig,
             &mut self.rw,
@@ -419,8 +418,7 @@ impl DataflowChecker {
     /// compared. At the end the rest of the original runs and the final
     /// contents of its outputs are compared.
     fn walk(&mut self, original: &Module, rewritten: &Module) -> Result<(), DataflowError> {
-        self.orig.begin(original)?;
-        self.rw.begin(rewritten)?;
+        self.begin(original, rewritten)?;
         while let Some((i, walk)) = self.rw.walker.next(rewritten, &self.plan)? {
             self.within_budget()?;
             self.rw.read(rewritten, i)?;
@@ -471,6 +469,15 @@ impl DataflowChecker {
             self.orig.write(original, e)?;
         }
         Ok(())
+    }
+
+    /// Sets both sides to their programs' start. Each side's memo of
+    /// patterns' cells (a speed-up, not needed for the check) may take a
+    /// thirty-second of what the storage limit leaves.
+    fn begin(&mut self, original: &Module, rewritten: &Module) -> Result<(), DataflowError> {
+        let memo = self.storage_limit.saturating_sub(self.heap_bytes()) / 32;
+        self.orig.begin(original, memo)?;
+        self.rw.begin(rewritten, memo)
     }
 
     /// Under a storage limit, caps the growth of the buffers that grow

@@ -347,6 +347,114 @@ pub(super) fn ap_rect(
     Ok(rect)
 }
 
+/// Most slots of [`RectMemo`] (64 KiB of entries).
+const MEMO_SLOTS: usize = 1024;
+
+/// The cells [`ap_rect`] gave for patterns that no loop term or register
+/// moves, direct-mapped by pattern. Such a pattern covers the same cells at
+/// every execution (they follow from the module, which the walk only reads,
+/// and the layout, fixed when the walk begins), and a loop walked iteration
+/// by iteration executes it again in every pass; so it is worked out once
+/// while it keeps its slot. Only one-segment answers are kept (a pattern
+/// of several rows of flat DRAM is worked out each time). Patterns that
+/// loops move are worked out each time as well: holding them and moving a
+/// held answer to the next iteration measured slower than working them out
+/// (most of them are DRAM rows or miss their slot).
+///
+/// Invariant: a slot `(a, r, s)` with `a` valid holds `ap_rect`'s answer
+/// for pattern `a` of the module the walk began on.
+#[derive(Debug, Default)]
+pub(super) struct RectMemo {
+    slots: Vec<(Ap, Rect, Seg)>,
+}
+
+impl RectMemo {
+    /// Heap bytes reserved.
+    pub fn heap_bytes(&self) -> u64 {
+        crate::heap_bytes!(self.slots)
+    }
+
+    /// Empties the memo for a new walk, with as many slots (a power of two,
+    /// at most [`MEMO_SLOTS`]) as `max_bytes` holds: the memo only saves
+    /// work, so under a storage limit it takes a small share of what the
+    /// limit leaves, and none when that is too little to be worth a table.
+    pub fn clear(&mut self, max_bytes: u64) {
+        const EMPTY: (Ap, Rect, Seg) = (
+            Ap::INVALID,
+            Rect {
+                region: 0,
+                p0: 0,
+                p1: 0,
+                row: 0,
+                bcast: 0,
+            },
+            Seg {
+                a: 0,
+                b: 0,
+                reps: 0,
+            },
+        );
+        let fit = max_bytes / core::mem::size_of::<(Ap, Rect, Seg)>() as u64;
+        let slots = match fit.min(MEMO_SLOTS as u64) {
+            n if n < 16 => 0,
+            n => 1usize << n.ilog2(),
+        };
+        if self.slots.capacity() > slots {
+            self.slots = Vec::new();
+        }
+        self.slots.clear();
+        if self.slots.try_reserve_exact(slots).is_ok() {
+            self.slots.resize(slots, EMPTY);
+        }
+    }
+
+    /// The rectangle and segment of pattern `a`, when held.
+    #[inline]
+    pub fn get(&self, a: Ap) -> Option<(Rect, Seg)> {
+        let mask = self.slots.len().checked_sub(1)?;
+        let &(k, r, s) = self.slots.get(a.index() & mask)?;
+        (k == a).then_some((r, s))
+    }
+
+    /// Holds `ap_rect`'s one-segment answer for pattern `a`.
+    #[inline]
+    fn put(&mut self, a: Ap, r: Rect, s: Seg) {
+        if let Some(mask) = self.slots.len().checked_sub(1) {
+            if let Some(slot) = self.slots.get_mut(a.index() & mask) {
+                *slot = (a, r, s);
+            }
+        }
+    }
+}
+
+/// The cells of pattern `ap` of `inst` in the current execution, as
+/// [`ap_rect`] gives them, through `memo` when no loop or register moves
+/// the pattern.
+pub(super) fn ap_rect_memo(
+    m: &Module,
+    layout: &Layout,
+    memo: &mut RectMemo,
+    inst: Inst,
+    ap: Ap,
+    segs: &mut Vec<Seg>,
+    iv: &dyn Fn(Loop) -> Option<u32>,
+) -> Result<Rect, DataflowError> {
+    let ext = m.ap_ext(ap);
+    let fixed = ext.terms.is_empty() && ext.reg.is_none();
+    if fixed {
+        if let Some((r, s)) = memo.get(ap) {
+            segs.clear();
+            push_grow(segs, s, "the segments of one access pattern")?;
+            return Ok(r);
+        }
+    }
+    let r = ap_rect(m, layout, inst, ap, segs, iv)?;
+    if let (true, [s]) = (fixed, segs.as_slice()) {
+        memo.put(ap, r, *s);
+    }
+    Ok(r)
+}
+
 /// (region, first partition, first address, flat DRAM?) of a location.
 fn place(m: &Module, layout: &Layout, l: MemLoc) -> (usize, u64, u64, bool) {
     if !m.is_placed(l) {

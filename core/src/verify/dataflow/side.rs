@@ -13,7 +13,7 @@ use alloc::vec::Vec;
 use super::pieces::{push_grow, Cursor, Piece, Pieces};
 use super::release::Release;
 use super::report::{DataflowError, Origin};
-use super::shape::{ap_rect, loc_rect, reg_cells, regions, Layout, Rect, Seg};
+use super::shape::{ap_rect_memo, loc_rect, reg_cells, regions, Layout, Rect, RectMemo, Seg};
 use super::state::{CellMap, Fill};
 use super::walk::Walker;
 use crate::ir::{Ap, Inst, MemFlags, Module, Opcode};
@@ -47,6 +47,8 @@ pub(super) struct Side {
     pub walker: Walker,
     /// How the program's unplaced DRAM locations are held.
     pub layout: Layout,
+    /// The cells of the patterns no loop moves, once worked out.
+    memo: RectMemo,
     /// One instruction's reads, operand after operand.
     pub reads: Pieces,
     /// Where each read operand's runs start in `reads` (plus one end).
@@ -68,6 +70,7 @@ impl Side {
             .saturating_add(self.state.heap_bytes())
             .saturating_add(self.walker.heap_bytes())
             .saturating_add(self.layout.heap_bytes())
+            .saturating_add(self.memo.heap_bytes())
             .saturating_add(self.release.heap_bytes())
     }
 
@@ -106,10 +109,12 @@ impl Side {
     }
 
     /// Clears the state to `m`'s start: module inputs hold their own bytes
-    /// (partition × bytes + byte), everything else is uninitialized.
-    pub fn begin(&mut self, m: &Module) -> Result<(), DataflowError> {
+    /// (partition × bytes + byte), everything else is uninitialized. The
+    /// memo of patterns' cells may take `memo_bytes`.
+    pub fn begin(&mut self, m: &Module, memo_bytes: u64) -> Result<(), DataflowError> {
         self.state.clear(regions(m));
         self.layout.compute(m)?;
+        self.memo.clear(memo_bytes);
         self.reads_high = 0;
         for l in m.mems().space.keys() {
             if m.mems().flags[l].contains(MemFlags::INPUT) {
@@ -167,7 +172,15 @@ impl Side {
     /// Appends the cells of pattern `a` (this execution's) to `reads`.
     fn read_ap(&mut self, m: &Module, i: Inst, a: Ap) -> Result<(), DataflowError> {
         let w = &self.walker;
-        let r = ap_rect(m, &self.layout, i, a, &mut self.segs, &|l| w.iv(l))?;
+        let r = ap_rect_memo(
+            m,
+            &self.layout,
+            &mut self.memo,
+            i,
+            a,
+            &mut self.segs,
+            &|l| w.iv(l),
+        )?;
         if r.bcast > 0 {
             for _ in 0..r.bcast {
                 self.state
@@ -252,7 +265,15 @@ impl Side {
             let rect = if o.n_out == 1 {
                 let out = Ap::from_u32(o.ap_start + o.n_in as u32);
                 let w = &self.walker;
-                ap_rect(m, &self.layout, i, out, &mut self.segs, &|l| w.iv(l))?
+                ap_rect_memo(
+                    m,
+                    &self.layout,
+                    &mut self.memo,
+                    i,
+                    out,
+                    &mut self.segs,
+                    &|l| w.iv(l),
+                )?
             } else {
                 let (region, x, y) = reg_cells(m, m.defs(i)[0]);
                 self.segs.clear();
@@ -277,7 +298,15 @@ impl Side {
                 operand: k as u8,
             });
             let w = &self.walker;
-            let r = ap_rect(m, &self.layout, i, a, &mut self.segs, &|l| w.iv(l))?;
+            let r = ap_rect_memo(
+                m,
+                &self.layout,
+                &mut self.memo,
+                i,
+                a,
+                &mut self.segs,
+                &|l| w.iv(l),
+            )?;
             let mut t: u64 = 0;
             for seg in &self.segs {
                 // A segment written several times keeps its last walk.

@@ -1695,3 +1695,59 @@ fn the_outputs_compared_again_agree_at_every_room() {
     }
     assert_eq!(outcomes.len(), 2, "both errors and findings");
 }
+
+/// The memo of fixed patterns' cells answers as `ap_rect` does: every
+/// pattern of a generated module (more patterns than the memo has slots,
+/// so slots are shared and overwritten) at several iterations of its loops,
+/// through the memo and without it, errors included. Patterns that no loop
+/// moves are answered from the memo when met again; the others never are.
+#[test]
+fn the_pattern_memo_answers_as_the_pattern_does() {
+    use super::shape::{ap_rect, ap_rect_memo, Layout, RectMemo};
+    use crate::gen::module::{generate, GenParams};
+    let m = generate(&GenParams {
+        instructions: 3000,
+        ..GenParams::default()
+    })
+    .unwrap();
+    let mut layout = Layout::default();
+    layout.compute(&m).unwrap();
+    let mut memo = RectMemo::default();
+    memo.clear(u64::MAX);
+    let (mut s1, mut s2) = (alloc::vec::Vec::new(), alloc::vec::Vec::new());
+    let (mut hits, mut errors) = (0, 0);
+    // Each pattern at several iterations in turn, as a loop body's
+    // patterns are met in a walk.
+    for i in m.program_order() {
+        for a in m.all_aps(i) {
+            for k in [0u32, 1, 2, 40, 0] {
+                let iv = |_| Some(k);
+                let ext = m.ap_ext(a);
+                let held = memo.get(a).is_some();
+                assert!(!held || ext.terms.is_empty() && ext.reg.is_none());
+                let plain = ap_rect(&m, &layout, i, a, &mut s1, &iv);
+                let memoed = ap_rect_memo(&m, &layout, &mut memo, i, a, &mut s2, &iv);
+                match (plain, memoed) {
+                    (Ok(r1), Ok(r2)) => assert_eq!((r1, &s1), (r2, &s2), "{a:?} at {k}"),
+                    (Err(e1), Err(e2)) => {
+                        assert_eq!(e1, e2);
+                        errors += 1;
+                    }
+                    (p, q) => panic!("{a:?} at {k}: {p:?} against {q:?}"),
+                }
+                hits += held as u32;
+            }
+        }
+    }
+    assert!(m.num_aps() > 1024 && hits > 1000, "{} {hits}", m.num_aps());
+    // Iteration 40 takes some moving patterns out of their locations.
+    assert!(errors > 0);
+    // Under a storage limit the memo takes no more than it is given, and
+    // gives back what a larger walk took.
+    for bytes in [0u64, 500, 5_000, 50_000] {
+        memo.clear(bytes);
+        assert!(memo.heap_bytes() <= bytes, "{} > {bytes}", memo.heap_bytes());
+    }
+    memo.clear(0);
+    assert_eq!(memo.heap_bytes(), 0);
+}
