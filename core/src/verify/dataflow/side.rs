@@ -169,18 +169,17 @@ impl Side {
         Ok(())
     }
 
+    /// The cells of pattern `a` of `i` in this execution: its rectangle,
+    /// its segments in `segs`.
+    fn cells(&mut self, m: &Module, i: Inst, a: Ap) -> Result<Rect, DataflowError> {
+        let w = &self.walker;
+        let iv = |l| w.iv(l);
+        ap_rect_memo(m, &self.layout, &mut self.memo, i, a, &mut self.segs, &iv)
+    }
+
     /// Appends the cells of pattern `a` (this execution's) to `reads`.
     fn read_ap(&mut self, m: &Module, i: Inst, a: Ap) -> Result<(), DataflowError> {
-        let w = &self.walker;
-        let r = ap_rect_memo(
-            m,
-            &self.layout,
-            &mut self.memo,
-            i,
-            a,
-            &mut self.segs,
-            &|l| w.iv(l),
-        )?;
+        let r = self.cells(m, i, a)?;
         if r.bcast > 0 {
             for _ in 0..r.bcast {
                 self.state
@@ -260,20 +259,8 @@ impl Side {
     pub fn write(&mut self, m: &Module, i: Inst) -> Result<(), DataflowError> {
         let o = m.operands(i);
         if let Some(k) = self.copy_source(m, i) {
-            let (a, b) = (self.ops[k] as usize, self.ops[k + 1] as usize);
-            let pieces = &self.reads.v[a..b];
             let rect = if o.n_out == 1 {
-                let out = Ap::from_u32(o.ap_start + o.n_in as u32);
-                let w = &self.walker;
-                ap_rect_memo(
-                    m,
-                    &self.layout,
-                    &mut self.memo,
-                    i,
-                    out,
-                    &mut self.segs,
-                    &|l| w.iv(l),
-                )?
+                self.cells(m, i, Ap::from_u32(o.ap_start + o.n_in as u32))?
             } else {
                 let (region, x, y) = reg_cells(m, m.defs(i)[0]);
                 self.segs.clear();
@@ -290,6 +277,8 @@ impl Side {
                     bcast: 0,
                 }
             };
+            let (a, b) = (self.ops[k] as usize, self.ops[k + 1] as usize);
+            let pieces = &self.reads.v[a..b];
             return put_copy(&mut self.state, rect, &self.segs, pieces, &mut self.chunk);
         }
         for (k, a) in m.outputs(i).enumerate() {
@@ -297,16 +286,7 @@ impl Side {
                 inst: i,
                 operand: k as u8,
             });
-            let w = &self.walker;
-            let r = ap_rect_memo(
-                m,
-                &self.layout,
-                &mut self.memo,
-                i,
-                a,
-                &mut self.segs,
-                &|l| w.iv(l),
-            )?;
+            let r = self.cells(m, i, a)?;
             let mut t: u64 = 0;
             for seg in &self.segs {
                 // A segment written several times keeps its last walk.

@@ -1746,7 +1746,11 @@ fn the_pattern_memo_answers_as_the_pattern_does() {
     // gives back what a larger walk took.
     for bytes in [0u64, 500, 5_000, 50_000] {
         memo.clear(bytes);
-        assert!(memo.heap_bytes() <= bytes, "{} > {bytes}", memo.heap_bytes());
+        assert!(
+            memo.heap_bytes() <= bytes,
+            "{} > {bytes}",
+            memo.heap_bytes()
+        );
     }
     memo.clear(0);
     assert_eq!(memo.heap_bytes(), 0);
