@@ -40,7 +40,9 @@ fn verdict(r: Result<RunReport, PipelineError>) -> String {
 /// and ends the run in order or concurrently.
 fn end(orig: &Module, opts: &Options, plant: Plant, concurrent: bool) -> String {
     let mut m = orig.clone();
-    let input = orig.clone();
+    // What the driver holds through the passes: a copy without the name
+    // index (its storage part is then the deferred input's, byte for byte).
+    let input = orig.read_only_copy();
     let mut ws = Workspace::new();
     ws.set_release_spent(true);
     ws.set_split_runner(Some(Box::new(ThreadSplit)));

@@ -266,6 +266,12 @@ impl NamePool {
     pub fn reserved_bytes(&self) -> usize {
         self.bytes.capacity() + self.ends.capacity() * 4 + self.table.capacity() * 4
     }
+
+    /// Bytes of the lookup table alone (what [`NamePool::drop_index`]
+    /// frees).
+    pub fn index_bytes(&self) -> usize {
+        self.table.capacity() * 4
+    }
 }
 
 #[cfg(test)]

@@ -710,9 +710,12 @@ impl Workspace {
         checks: Checks<'a>,
     ) -> Reserved<'r, 'a> {
         let original = checks.input();
-        // A deferred input is the module as given now: its size is what
-        // the caller will hold during the checks.
-        let deferred_bytes = matches!(checks, Checks::Deferred).then(|| m.reserved_bytes());
+        // A deferred input is the module as given now, without its name
+        // index (nothing looks a name up in it; the driver drops it, as a
+        // read-only copy never has one): what the caller will hold during
+        // the checks.
+        let deferred_bytes = matches!(checks, Checks::Deferred)
+            .then(|| m.reserved_bytes().saturating_sub(m.name_index_bytes()));
         let list = passes(opts);
         // The pipeline's order and liveness, computed before the headroom
         // (reserving keeps them: the module's instructions stay): the

@@ -125,6 +125,16 @@ impl Module {
         self.func_by_name = Column::new();
     }
 
+    /// Bytes of the name index (the names' lookup table and the by-name
+    /// columns): what [`Module::drop_name_index`] frees, and what a
+    /// [`Module::read_only_copy`] does not hold.
+    pub fn name_index_bytes(&self) -> u64 {
+        (self.names.index_bytes()
+            + self.mem_by_name.reserved_bytes()
+            + self.reg_by_name.reserved_bytes()
+            + self.func_by_name.reserved_bytes()) as u64
+    }
+
     /// Rebuilds the by-name columns dropped by [`Module::read_only_copy`].
     pub(super) fn rebuild_name_index(&mut self) {
         let len = self.names.len();
