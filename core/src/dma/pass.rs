@@ -700,12 +700,29 @@ impl DmaOptimization {
     /// Runs the peepholes on a placed module. `ws` must have been reserved
     /// for this module ([`DmaWorkspace::reserve`]).
     pub fn run(&self, m: &mut Module, ws: &mut DmaWorkspace) -> Result<DmaStats, DmaError> {
+        self.run_known(m, ws, None)
+    }
+
+    /// [`Self::run`] given the module's DMA report when the caller has it
+    /// (`pre`: the previous instance's `post`, no instruction or pattern
+    /// changed since; placements do not enter the report), which is then
+    /// not worked out again.
+    pub fn run_known(
+        &self,
+        m: &mut Module,
+        ws: &mut DmaWorkspace,
+        pre: Option<DmaReport>,
+    ) -> Result<DmaStats, DmaError> {
         let mut st = DmaStats::default();
         if skip_pass(m) {
             st.skipped = true;
             return Ok(st);
         }
-        st.pre = dma_analysis(m);
+        debug_assert!(
+            pre.map_or(true, |r| r == dma_analysis(m)),
+            "a stale DMA report"
+        );
+        st.pre = pre.unwrap_or_else(|| dma_analysis(m));
         if !m
             .program_order()
             .any(|i| dma_pair(m, i, self.space).is_some())

@@ -38,6 +38,7 @@ use crate::dma::affinity::AffinityFinder;
 use crate::dma::pass::{
     DmaError, DmaStats, DmaWorkspace, DMA_OPTIMIZATION_PSUM, DMA_OPTIMIZATION_SB,
 };
+use crate::dma::DmaReport;
 use crate::ir::DisplayNamed;
 use crate::ir::{Capacity, Entity, Inst, MemFlags, MemLoc, Module, Space};
 use crate::mem::exact::{Budget, Clock};
@@ -1561,8 +1562,13 @@ fn run_from<'a>(
     // The SB portfolio compares both allocators' spills; under another
     // strategy the one beside runs only where the selected one fails.
     let cheapest = opts.spill_strategy == SpillStrategy::Best;
+    // The last DMA instance's report of the module, while only DMA
+    // instances have run since (they rewrite and report; what runs between
+    // two of them here only places or unplaces).
+    let mut dma_report: Option<DmaReport> = None;
     for pass in passes(&opts) {
         let t0 = clock.now_micros();
+        let known_dma = dma_report.take();
         match pass {
             Pass::LinearScan => {
                 let lo = ws.scan_options;
@@ -1679,10 +1685,12 @@ fn run_from<'a>(
                 };
                 let provisional = place_dram_provisionally(m);
                 ws.dma.exchange_analyses(&mut ws.order, &mut ws.live, fresh);
-                let st = pass_obj.run(m, &mut ws.dma);
+                let st = pass_obj.run_known(m, &mut ws.dma, known_dma);
                 fresh = ws.dma.exchange_analyses(&mut ws.order, &mut ws.live, false);
                 unplace_provisional_dram(m, provisional);
-                report.dma[k] = Some(st.map_err(PipelineError::Dma)?);
+                let st = st.map_err(PipelineError::Dma)?;
+                dma_report = (!st.skipped).then_some(st.post);
+                report.dma[k] = Some(st);
                 if opts.optlevel != 7 {
                     if !fresh {
                         ws.order.compute(m);
