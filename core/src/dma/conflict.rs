@@ -135,11 +135,12 @@ impl LiveIndex {
         self.max_end.clear();
         self.by_address = space == Space::Dram;
         let cap = self.entries.capacity().min(self.max_end.capacity());
-        let indexed = m.mems().space.keys().filter(|&l| {
-            m.mems().space[l] == space && m.is_placed(l) && live.interval(l).is_some()
+        let indexed = m.mems().space.keys().filter_map(|l| {
+            let ours = m.mems().space[l] == space && m.is_placed(l);
+            ours.then(|| live.interval(l).map(|iv| (l, iv))).flatten()
         });
         if self.by_address {
-            for l in indexed.take(cap) {
+            for (l, _) in indexed.take(cap) {
                 if let Some(r) = loc_rect(m, l) {
                     let end = r.hi.saturating_sub(1);
                     self.entries.push(Entry {
@@ -155,11 +156,9 @@ impl LiveIndex {
             // so one word per location sorts (a third of an entry's bytes,
             // compared as one integer), `max_end` lending its room; the
             // entries are then laid out in that order.
-            for l in indexed.take(cap) {
-                if let Some(iv) = live.interval(l) {
-                    self.max_end
-                        .push(u64::from(iv.start) << 32 | u64::from(l.as_u32()));
-                }
+            for (l, iv) in indexed.take(cap) {
+                self.max_end
+                    .push(u64::from(iv.start) << 32 | u64::from(l.as_u32()));
             }
             self.max_end.sort_unstable();
             for &k in &self.max_end {

@@ -627,11 +627,6 @@ impl SkipCount {
     }
 }
 
-/// `skip_pass`: true when the module has no DMA-bearing instruction.
-pub fn skip_pass(m: &Module) -> bool {
-    !m.program_order().any(|i| m.insts().opcode[i].is_dma())
-}
-
 /// Maps an IR refusal during a rewrite to the pass's error.
 pub(crate) fn reserve_err(pass: &'static str, e: IrError) -> DmaError {
     match e {
@@ -714,7 +709,18 @@ impl DmaOptimization {
         pre: Option<DmaReport>,
     ) -> Result<DmaStats, DmaError> {
         let mut st = DmaStats::default();
-        if skip_pass(m) {
+        // One walk of the program finds whether it has a DMA at all (the
+        // reference's `skip_pass` when not) and whether one is between DRAM
+        // and this space.
+        let (mut any, mut ours) = (false, false);
+        for i in m.program_order().filter(|&i| m.insts().opcode[i].is_dma()) {
+            any = true;
+            if dma_pair(m, i, self.space).is_some() {
+                ours = true;
+                break;
+            }
+        }
+        if !any {
             st.skipped = true;
             return Ok(st);
         }
@@ -723,14 +729,11 @@ impl DmaOptimization {
             "a stale DMA report"
         );
         st.pre = pre.unwrap_or_else(|| dma_analysis(m));
-        if !m
-            .program_order()
-            .any(|i| dma_pair(m, i, self.space).is_some())
-        {
-            // Every peephole looks at DMAs between DRAM and this space only
-            // (each rewrites one or counts a veto against one): with none,
-            // no sweep could change or count anything, so the analyses and
-            // indexes the sweeps need are not computed for nothing.
+        if !ours {
+            // Every peephole rewrites, or counts a veto against, a DMA
+            // between DRAM and this space only: with none, no sweep could
+            // change or count anything, and the analyses and indexes the
+            // sweeps read are not worth computing.
             st.post = st.pre;
             return Ok(st);
         }

@@ -357,9 +357,8 @@ const MEMO_SLOTS: usize = 1024;
 /// by iteration executes it again in every pass; so it is worked out once
 /// while it keeps its slot. Only one-segment answers are kept (a pattern
 /// of several rows of flat DRAM is worked out each time). Patterns that
-/// loops move are worked out each time as well: holding them and moving a
-/// held answer to the next iteration measured slower than working them out
-/// (most of them are DRAM rows or miss their slot).
+/// loops move are worked out each time as well: most of them are rows of
+/// flat DRAM, and a moved answer would need its bounds checked again.
 ///
 /// Invariant: a slot `(a, r, s)` with `a` valid holds `ap_rect`'s answer
 /// for pattern `a` of the module the walk began on.

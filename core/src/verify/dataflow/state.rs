@@ -949,19 +949,12 @@ impl CellMap {
         let (Ok(r), Ok(o)) = (self.root_of(region), other.root_of(oregion)) else {
             return false;
         };
-        let mut mine = self.runs_in(r, (p0, p1), (a, b));
-        let mut theirs = other.runs_in(
+        let theirs = other.runs_in(
             o,
             (q0, q0.saturating_add(p1 - p0)),
             (c, c.saturating_add(b - a)),
         );
-        loop {
-            match (mine.next(), theirs.next()) {
-                (None, None) => return true,
-                (Some(x), Some(y)) if x == y => {}
-                _ => return false,
-            }
-        }
+        self.runs_in(r, (p0, p1), (a, b)).eq(theirs)
     }
 
     /// The runs of the rectangle `[p0, p1) × [a, b)` of the region whose

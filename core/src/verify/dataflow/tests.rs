@@ -541,32 +541,29 @@ fn rectangles_stored_alike_are_found_so_and_others_are_not() {
         s
     };
     let a = state(100, fill(o2, 0, 32), true);
-    let alike = |b: &CellMap, c: u64| a.stored_alike(0, (0, 16), (100, 164), b, 0, 0, c);
-    assert!(alike(&state(100, fill(o2, 0, 32), true), 100));
-    assert!(
-        alike(&state(4000, fill(o2, 0, 32), true), 4000),
-        "placed elsewhere"
-    );
-    assert!(
-        !alike(&state(100, fill(o2, 1, 32), true), 100),
-        "another value"
-    );
-    assert!(
-        !alike(&state(100, fill(o1, 32, 64), true), 100),
-        "another origin"
-    );
-    assert!(
-        !alike(&state(100, fill(o2, 0, 33), true), 100),
-        "another stride"
-    );
-    assert!(
-        !alike(&state(100, fill(o2, 0, 32), false), 100),
-        "a row left unwritten"
-    );
-    assert!(
-        !alike(&state(100, fill(o2, 0, 32), true), 101),
-        "another corner"
-    );
+    // (other state's corner, its right half, its last row written, the
+    // corner compared, alike?, what differs)
+    let cases = [
+        (100, fill(o2, 0, 32), true, 100, true, "nothing"),
+        (4000, fill(o2, 0, 32), true, 4000, true, "placed elsewhere"),
+        (100, fill(o2, 1, 32), true, 100, false, "another value"),
+        (100, fill(o1, 32, 64), true, 100, false, "another origin"),
+        (100, fill(o2, 0, 33), true, 100, false, "another stride"),
+        (
+            100,
+            fill(o2, 0, 32),
+            false,
+            100,
+            false,
+            "a row left unwritten",
+        ),
+        (100, fill(o2, 0, 32), true, 101, false, "another corner"),
+    ];
+    for (base, right, last_row, corner, want, what) in cases {
+        let b = state(base, right, last_row);
+        let got = a.stored_alike(0, (0, 16), (100, 164), &b, 0, 0, corner);
+        assert_eq!(got, want, "{what}");
+    }
     // Partition 4 alone: the stride means nothing on one partition (this
     // one holds there what `a` holds, and differs on every other).
     let at4 = state(100, fill(o2, 128u64.wrapping_sub(4 * 33), 33), true);
